@@ -1,0 +1,87 @@
+"""dyngrad: a define-by-run autograd engine on NumPy with PyTorch's API.
+
+``import dyngrad as torch`` runs ordinary PyTorch CPU code: tensors record the graph of every
+operation, ``backward()`` walks it and frees it, and ``dyngrad.viz`` shows it.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import _dtype
+from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,
+                     complex64, complex128, get_default_dtype, set_default_dtype)
+from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
+from ._tensor import Tensor, Size, device, is_tensor
+from ._printing import set_printoptions, get_printoptions
+from ._random import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state, \
+    default_generator
+from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like,
+                         ones_like, empty_like, full_like, rand_like, randn_like, randint_like,
+                         arange, linspace, logspace, eye, rand, randn, randint, randperm, normal,
+                         bernoulli, multinomial, FloatTensor, DoubleTensor, HalfTensor,
+                         LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor)
+from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
+                                 is_grad_enabled, is_inference_mode_enabled)
+from . import autograd
+from .ops import OPS as _OPS, attach_methods as _attach_methods
+from .ops import pointwise as _pointwise, reduction as _reduction, linalg as _linalg  # noqa: F401
+from .ops import views as _views, indexing as _indexing, inplace as _inplace  # noqa: F401
+from .ops import _extra_loader  # noqa: F401 - loads the optional op families that exist
+
+half = float16
+float = float32  # noqa: A001
+double = float64
+long = int64
+int = int32  # noqa: A001
+short = int16
+cfloat = complex64
+cdouble = complex128
+strided = "torch.strided"
+contiguous_format = "torch.contiguous_format"
+preserve_format = "torch.preserve_format"
+channels_last = "torch.channels_last"
+
+for _name, _info in _OPS.items():
+    if _info["function"] and not _name.startswith("_"):
+        globals().setdefault(_name, _info["fn"])
+_attach_methods(Tensor)
+del _name, _info
+
+from . import nn, optim  # noqa: E402
+from .serialization import save, load  # noqa: E402
+from . import utils  # noqa: E402
+from . import cuda, backends  # noqa: E402
+
+
+def numel(input) -> int:
+    return input.numel()
+
+
+def typename(obj) -> str:
+    if isinstance(obj, Tensor):
+        return obj.type()
+    return type(obj).__name__
+
+
+def compile(model=None, **kwargs):
+    """No compilation here: returns the model (or a decorator that does)."""
+    if model is None:
+        return lambda m: m
+    return model
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    return None
+
+
+def set_num_threads(n: int) -> None:
+    return None
+
+
+def get_num_threads() -> int:
+    return 1
+
+
+def __getattr__(name):
+    raise AttributeError(f"module 'dyngrad' has no attribute '{name}' (dyngrad implements a subset "
+                         f"of PyTorch; '{name}' is not part of it yet)")

@@ -1,0 +1,139 @@
+"""dtypes: PyTorch-named wrappers around NumPy dtypes, and PyTorch's promotion rules."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class dtype:
+    """A tensor element type (``dyngrad.float32`` ...), printed as ``torch.float32``."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_kind")
+
+    def __init__(self, name: str, np_dtype, kind: int):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.is_floating_point = self.np.kind == "f"
+        self.is_complex = self.np.kind == "c"
+        self.is_signed = self.np.kind in "fic"
+        self.itemsize = self.np.itemsize
+        self._kind = kind  # 0 bool, 1 integer, 2 floating, 3 complex
+
+    def __repr__(self) -> str:
+        return "torch." + self.name
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    def to_real(self) -> "dtype":
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+
+bool_ = dtype("bool", np.bool_, 0)
+uint8 = dtype("uint8", np.uint8, 1)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 1)
+int32 = dtype("int32", np.int32, 1)
+int64 = dtype("int64", np.int64, 1)
+float16 = dtype("float16", np.float16, 2)
+float32 = dtype("float32", np.float32, 2)
+float64 = dtype("float64", np.float64, 2)
+complex64 = dtype("complex64", np.complex64, 3)
+complex128 = dtype("complex128", np.complex128, 3)
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128)
+FROM_NP = {d.np: d for d in ALL}
+_NAMES = {d.name: d for d in ALL}
+_NAMES.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
+               "short": int16, "cfloat": complex64, "cdouble": complex128})
+
+# torch.FloatTensor and friends: the legacy type names used in messages
+TYPE_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", float16: "HalfTensor",
+              int64: "LongTensor", int32: "IntTensor", int16: "ShortTensor", int8: "CharTensor",
+              uint8: "ByteTensor", bool_: "BoolTensor", complex64: "ComplexFloatTensor",
+              complex128: "ComplexDoubleTensor"}
+
+
+def _by_name(name: str) -> dtype:
+    return _NAMES[name]
+
+
+class _Defaults:
+    float = float32
+
+
+DEFAULTS = _Defaults()
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of tensors made from Python floats (float32 unless changed)."""
+    return DEFAULTS.float
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Make ``d`` (float32 or float64) the dtype of new floating tensors."""
+    d = to_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    DEFAULTS.float = d
+
+
+def to_dtype(d) -> dtype:
+    """Accept a dyngrad dtype, a NumPy dtype or type, or a Python type."""
+    if type(d) is dtype:
+        return d
+    if d is float:
+        return DEFAULTS.float
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if d is complex:
+        return complex64
+    if isinstance(d, str):
+        try:
+            return _NAMES[d.replace("torch.", "")]
+        except KeyError:
+            raise TypeError(f"unknown dtype name {d!r}") from None
+    try:
+        return FROM_NP[np.dtype(d)]
+    except (TypeError, KeyError):
+        raise TypeError(f"dtype must be a dyngrad dtype such as dyngrad.float32, got {d!r}") from None
+
+
+def promote(a: dtype, b: dtype) -> dtype:
+    """Result dtype of two tensor dtypes of the same priority (both dimensioned or both 0-d)."""
+    if a is b:
+        return a
+    return FROM_NP[np.promote_types(a.np, b.np)]
+
+
+def result_type(a_dt: dtype, a_ndim: int, b_dt: dtype, b_ndim: int) -> dtype:
+    """PyTorch's promotion of two tensors: a 0-d tensor only decides the dtype when it is of a
+    higher category (bool < int < float < complex) than the dimensioned one."""
+    if a_dt is b_dt:
+        return a_dt
+    if (a_ndim == 0) == (b_ndim == 0):
+        return promote(a_dt, b_dt)
+    dim_dt, zero_dt = (a_dt, b_dt) if b_ndim == 0 else (b_dt, a_dt)
+    if zero_dt._kind > dim_dt._kind:
+        if zero_dt._kind == 2 and dim_dt._kind < 2:
+            return zero_dt
+        return promote(dim_dt, zero_dt) if zero_dt._kind != dim_dt._kind else dim_dt
+    return dim_dt
+
+
+def scalar_result(t_dt: dtype, value) -> dtype:
+    """Result dtype of a tensor combined with a Python scalar (scalars never upcast within a
+    category; an int or bool tensor with a float scalar gives the default float dtype)."""
+    tv = type(value)
+    if tv is float:
+        return t_dt if t_dt._kind >= 2 else DEFAULTS.float
+    if tv is int:
+        return int64 if t_dt is bool_ else t_dt
+    if tv is bool:
+        return t_dt
+    if tv is complex:
+        return t_dt if t_dt._kind == 3 else (complex128 if t_dt is float64 else complex64)
+    return t_dt

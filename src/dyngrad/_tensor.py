@@ -1,0 +1,549 @@
+"""Tensor: one NumPy array plus the autograd state PyTorch keeps beside it.
+
+Hot fields are slots; rarely used ones (hooks, the AccumulateGrad reference, view data)
+are class-level defaults that an instance overrides only when it needs them, so making a
+tensor costs a handful of attribute stores.  Operators and methods come from the op
+modules (see ``ops/__init__.py``), which attach themselves to this class.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import numpy as np
+
+from . import _dtype as D
+from .autograd import errors
+from .autograd.grad_mode import STATE
+
+_new = object.__new__
+_ndarray = np.ndarray
+_np_asarray = np.asarray
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``torch.Size([3, 2])``."""
+
+    def __repr__(self) -> str:
+        return f"torch.Size([{', '.join(str(s) for s in self)}])"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, k):
+        r = tuple.__getitem__(self, k)
+        return Size(r) if isinstance(k, slice) else r
+
+
+class device:
+    """A device; only the CPU exists here (``device('cpu')``)."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type="cpu", index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        t = str(type)
+        if ":" in t:
+            t, idx = t.split(":", 1)
+            index = int(idx)
+        if t not in ("cpu", "cuda", "mps", "meta"):
+            raise RuntimeError(f"Expected one of cpu, cuda, mps, meta device type at start of "
+                               f"device string: {type}")
+        self.type = t
+        self.index = index
+
+    def __repr__(self):
+        return f"device(type='{self.type}')" if self.index is None else \
+            f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+CPU = device("cpu")
+
+
+def _check_device(dev):
+    if dev is None:
+        return
+    d = dev if isinstance(dev, device) else device(dev)
+    if d.type != "cpu":
+        raise RuntimeError(f"dyngrad runs on the CPU only; device '{d}' is not available "
+                           f"(torch.cuda.is_available() is False)")
+
+
+class Tensor:
+    """A multi-dimensional array that records the operations applied to it.
+
+    >>> import dyngrad as torch
+    >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> (a * a).sum().backward()
+    >>> a.grad
+    tensor([2., 4.])
+    """
+
+    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_version", "_base",
+                 "__dict__", "__weakref__")
+    # rarely used state: class defaults, overridden per instance when needed
+    _output_nr = 0
+    _acc = None
+    _hooks = None
+    _post_acc_hooks = None
+    _retains_grad = False
+    _view_fn = None
+    _fw_grad = None
+    __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operator
+    __array_priority__ = 1000
+
+    def __init__(self, *args, device=None, dtype=None):
+        _check_device(device)
+        dt = D.DEFAULTS.float if dtype is None else D.to_dtype(dtype)
+        if not args:
+            data = np.empty((0,), dt.np)
+        elif len(args) == 1 and not isinstance(args[0], (int, np.integer)) and not (
+                isinstance(args[0], (tuple, list)) and isinstance(args[0], Size)):
+            a = args[0]
+            data = np.array(a._data if isinstance(a, Tensor) else a, dtype=dt.np)
+        else:
+            shape = tuple(args[0]) if isinstance(args[0], Size) else args
+            for s in shape:
+                if not isinstance(s, (int, np.integer)):
+                    raise TypeError(f"Tensor(): sizes must be ints, got {type(s).__name__}")
+                if s < 0:
+                    raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                                       f"{list(shape)}")
+            data = np.zeros(shape, dt.np)
+        self._data = data
+        self._requires_grad = False
+        self._grad = None
+        self._grad_fn = None
+        self._version = [0]
+        self._base = None
+
+    @classmethod
+    def _make(cls, data):
+        """Wrap an ndarray without copying; no graph, no checks (the hot path)."""
+        t = _new(Tensor)
+        t._data = data if type(data) is _ndarray else _np_asarray(data)
+        t._requires_grad = False
+        t._grad = None
+        t._grad_fn = None
+        t._version = [0]
+        t._base = None
+        return t
+
+    # -- autograd state --------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool):
+        value = bool(value)
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if value and self._data.dtype.kind not in "fc":
+            raise RuntimeError(errors.FLOAT_ONLY)
+        self._requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set ``requires_grad`` in place and return self."""
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if self._grad_fn is not None and not requires_grad:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if self._grad_fn is None:
+            self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        """The node that made this tensor (None for leaves)."""
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors that no recorded op produced."""
+        return self._grad_fn is None
+
+    @property
+    def grad(self):
+        """The accumulated gradient of a leaf (None until a backward reaches it)."""
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(errors.NONLEAF_GRAD, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: grad "
+                                   f"{list(value._data.shape)} vs tensor {list(self._data.shape)}")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: "
+                                   f"{value.dtype} vs {self.dtype}")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad and self._grad_fn is not None
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf's gradient in ``.grad`` during backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        fn = self._grad_fn
+        if fn is None or self._retains_grad:
+            return
+        if fn._retain is None:
+            fn._retain = {}
+        fn._retain[self._output_nr] = weakref.ref(self)
+        self._retains_grad = True
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor
+        replaces the gradient.  Returns a handle with ``remove()``."""
+        from .autograd.node import _Handle
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self._grad_fn
+        if fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            return _Handle(self._hooks, hook)
+        if fn._tensor_hooks is None:
+            fn._tensor_hooks = {}
+        return _Handle(fn._tensor_hooks.setdefault(self._output_nr, []), hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after a gradient has been accumulated into this leaf."""
+        from .autograd.node import _Handle
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = []
+        return _Handle(self._post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Compute the gradient of this tensor w.r.t. the graph leaves and add it to their
+        ``.grad``.  A non-scalar tensor needs ``gradient`` (dL/dself)."""
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing this one's data (and version counter) outside the graph."""
+        t = Tensor._make(self._data)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> "Tensor":
+        """Cut this tensor from the graph in place; it becomes a leaf."""
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """The values as a tensor outside autograd's tracking (shares storage)."""
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    @property
+    def _is_view_of_leaf(self):
+        b = self._base
+        return b is not None and b._grad_fn is None and b._requires_grad
+
+    # -- metadata --------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        """The shape, or the length of one dimension."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self) -> D.dtype:
+        return D.FROM_NP[self._data.dtype]
+
+    @property
+    def device(self) -> device:
+        return CPU
+
+    is_cuda = False
+    is_sparse = False
+    is_quantized = False
+    is_meta = False
+    layout = "torch.strided"
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self) -> bool:
+        return self._data.dtype.kind == "c"
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def stride(self, dim=None):
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        return st if dim is None else st[_dim(dim, self._data.ndim)]
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0]
+
+    def storage_offset(self) -> int:
+        base = self._data
+        while base.base is not None and isinstance(base.base, np.ndarray):
+            base = base.base
+        return (self.data_ptr() - base.__array_interface__["data"][0]) // self._data.itemsize
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    def get_device(self) -> int:
+        return -1
+
+    def type(self, dtype=None):
+        """Without an argument, the legacy type name ('torch.FloatTensor'); with one, a cast."""
+        if dtype is None:
+            return "torch." + D.TYPE_NAMES[self.dtype]
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):
+            for k, v in D.TYPE_NAMES.items():
+                if dtype.endswith(v):
+                    return self.to(k)
+        return self.to(D.to_dtype(dtype))
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    # -- conversion ------------------------------------------------------------------
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to "
+                               f"Scalar")
+        return self._data.item() if self._data.ndim == 0 else self._data.reshape(()).item()
+
+    def tolist(self):
+        """The values as (nested) Python lists of numbers."""
+        return self._data.tolist()
+
+    def numpy(self, force: bool = False) -> np.ndarray:
+        """The values as an ndarray sharing memory with this tensor."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def to(self, *args, **kwargs) -> "Tensor":
+        """Convert dtype and/or device; returns self when nothing changes."""
+        dt = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, D.dtype):
+                dt = a
+            elif isinstance(a, Tensor):
+                dt = a.dtype
+            elif isinstance(a, (str, device)):
+                dev = a
+            elif isinstance(a, bool):
+                pass
+            elif a is not None:
+                dt = D.to_dtype(a)
+        _check_device(dev)
+        if dt is None or D.to_dtype(dt).np == self._data.dtype:
+            if copy:
+                return self.clone()
+            return self
+        from .ops.pointwise import to_dtype
+        return to_dtype(self, D.to_dtype(dt))
+
+    def cpu(self, memory_format=None) -> "Tensor":
+        return self
+
+    def cuda(self, *a, **k):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    def float(self):
+        return self.to(D.float32)
+
+    def double(self):
+        return self.to(D.float64)
+
+    def half(self):
+        return self.to(D.float16)
+
+    def long(self):
+        return self.to(D.int64)
+
+    def int(self):
+        return self.to(D.int32)
+
+    def short(self):
+        return self.to(D.int16)
+
+    def bool(self):
+        return self.to(D.bool_)
+
+    def byte(self):
+        return self.to(D.uint8)
+
+    def char(self):
+        return self.to(D.int8)
+
+    def pin_memory(self):
+        return self
+
+    def share_memory_(self):
+        return self
+
+    # -- Python protocol -------------------------------------------------------------
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        from ._printing import tensor_repr
+        return tensor_repr(self)
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("dyngrad tensors are not pickled; use dyngrad.save() (safetensors) instead")
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.  If you were attempting to "
+                               "deepcopy a module, this may be because of a torch.nn.utils."
+                               "weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+        new = type(self).__new__(type(self))
+        Tensor.__init__(new)
+        new._data = self._data.copy()
+        new._requires_grad = self._requires_grad
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        if "__dict__" in dir(self) and self.__dict__:
+            import copy
+            for k, v in self.__dict__.items():
+                if not k.startswith("_") or k in ("_is_param",):
+                    new.__dict__[k] = copy.deepcopy(v, memo)
+        memo[id(self)] = new
+        return new
+
+    def __copy__(self):
+        raise RuntimeError("use tensor.clone() to copy a tensor")
+
+
+def _dim(dim, ndim):
+    """Normalise a possibly negative dimension, with PyTorch's IndexError when out of range."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)

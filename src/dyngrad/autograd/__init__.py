@@ -1,0 +1,146 @@
+"""``dyngrad.autograd``: backward, grad, custom Functions, grad modes."""
+from __future__ import annotations
+
+import numpy as np
+
+from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
+                        STATE)
+from .node import Node, AccumulateGrad
+from .function import Function, FunctionCtx, once_differentiable
+from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled
+from . import errors, graph
+
+__all__ = ["backward", "grad", "Variable", "Function", "FunctionCtx", "once_differentiable",
+           "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "detect_anomaly", "set_detect_anomaly", "Node", "graph"]
+
+
+def _tensor_cls():
+    from .._tensor import Tensor
+    return Tensor
+
+
+def Variable(data, requires_grad=False, volatile=False):
+    """Deprecated alias kept for old code: returns the tensor itself (with the flag set)."""
+    Tensor = _tensor_cls()
+    t = data if isinstance(data, Tensor) else Tensor._make(np.asarray(data))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _tensor_cls())
+
+
+Variable = _VariableMeta("Variable", (), {"__new__": lambda cls, data=None, requires_grad=False,
+                                          volatile=False: _variable_new(data, requires_grad),
+                                          "__doc__": "Deprecated: every Tensor is a Variable."})
+
+
+def _variable_new(data, requires_grad):
+    Tensor = _tensor_cls()
+    t = data if isinstance(data, Tensor) else Tensor._make(np.asarray(data))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    Tensor = _tensor_cls()
+    if isinstance(x, Tensor):
+        return [x]
+    return list(x)
+
+
+def _make_grads(outputs, grad_outputs, create_graph, is_grads_batched=False):
+    Tensor = _tensor_cls()
+    grads = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if out._data.size != 1:
+                raise RuntimeError(errors.SCALAR_ONLY)
+            if not out._requires_grad:
+                grads.append(None)
+                continue
+            if out._data.dtype.kind not in "fc":
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
+                                   f"but got {out.dtype}")
+            arr = np.ones(out._data.shape, out._data.dtype)
+            grads.append(Tensor._make(arr) if create_graph else arr)
+            continue
+        if not isinstance(g, Tensor):
+            g = Tensor._make(np.asarray(g, dtype=out._data.dtype))
+        if g._data.shape != out._data.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"{g.shape} and output[{i}] has a shape of {out.shape}.")
+        if g._data.dtype.kind != out._data.dtype.kind and not (
+                g._data.dtype.kind in "fc" and out._data.dtype.kind in "fc"):
+            raise RuntimeError(f"For complex Tensors, both grad_output and output are required to "
+                               f"have the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype "
+                               f"of {g.dtype} and output[{i}] has a dtype of {out.dtype}.")
+        if create_graph:
+            grads.append(g)
+        else:
+            d = g._data
+            grads.append(d if d.dtype == out._data.dtype else d.astype(out._data.dtype))
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None) -> None:
+    """Accumulate into leaves' ``.grad`` the gradients of ``tensors`` (weighted by
+    ``grad_tensors``)."""
+    from .engine import run_backward
+    outputs = _as_list(tensors)
+    grads = _as_list(grad_tensors if grad_tensors is not None else grad_variables)
+    if grads is None:
+        grads = [None] * len(outputs)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got "
+                           f"{len(grads)} gradients for {len(outputs)} tensors")
+    for t in outputs:
+        if not t._requires_grad:
+            raise RuntimeError(errors.NO_GRAD_FN + "\n  Fix: the tensor was computed from inputs "
+                               "that do not require grad (or under torch.no_grad()); set "
+                               "requires_grad=True on the leaves you want gradients for.")
+    if retain_graph is None:
+        retain_graph = create_graph
+    g = _make_grads(outputs, grads, create_graph)
+    ins = _as_list(inputs)
+    if ins is not None and len(ins) == 0:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    run_backward(outputs, g, retain_graph, create_graph, inputs=ins)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` w.r.t. ``inputs``, returned (``.grad`` is left alone)."""
+    from .engine import run_backward
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    single = not isinstance(inputs, (list, tuple))
+    gos = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
+    if len(gos) != len(outs):
+        raise RuntimeError(f"grad_outputs must be the same length as outputs: {len(gos)} vs "
+                           f"{len(outs)}")
+    for i, t in enumerate(ins):
+        if not t._requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+    for t in outs:
+        if not t._requires_grad:
+            raise RuntimeError(errors.NO_GRAD_FN)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if retain_graph is None:
+        retain_graph = create_graph
+    g = _make_grads(outs, gos, create_graph)
+    res = run_backward(outs, g, retain_graph, create_graph, inputs=ins, capture=True,
+                       allow_unused=allow_unused)
+    if materialize_grads:
+        from .. import zeros_like
+        res = [zeros_like(i) if r is None else r for r, i in zip(res, ins)]
+    return tuple(res)

@@ -1,0 +1,319 @@
+"""The backward engine: counts, for every node reachable from the roots, how many consumers
+will send it a gradient, then runs nodes from a ready queue (highest sequence number first,
+as PyTorch does), summing incoming gradients in one buffer per node.  Iterative: graphs a
+million nodes deep need no recursion."""
+from __future__ import annotations
+
+import heapq
+import sys
+
+import numpy as np
+
+from . import errors
+from .grad_mode import STATE
+from .node import AccumulateGrad
+
+_getrefcount = sys.getrefcount
+_ndarray = np.ndarray
+_asarray = np.asarray
+
+
+class _Hooks:
+    """Process-wide switches read once per backward: anomaly mode and graph observers."""
+
+    anomaly = False
+    anomaly_check_nan = True
+    observer = None  # an object with on_node / on_accumulate / on_free (the graph explorer)
+
+
+HOOKS = _Hooks()
+
+
+def _collect(root_nodes):
+    """Dependency counts of every node reachable from the roots (iterative DFS)."""
+    deps = {}
+    seen = set(root_nodes)
+    stack = list(root_nodes)
+    while stack:
+        node = stack.pop()
+        for fn, _ in node.next_functions:
+            if fn is None:
+                continue
+            d = deps.get(fn)
+            deps[fn] = 1 if d is None else d + 1
+            if fn not in seen:
+                seen.add(fn)
+                stack.append(fn)
+    return deps, seen
+
+
+def _runnable(nodes, targets):
+    """Nodes that must run so that gradients reach ``targets``: those with an input edge into a
+    node that reaches a target.  Children always have lower sequence numbers than their
+    consumers, so one pass in sequence order suffices."""
+    reach = set(targets)
+    run = set()
+    for n in sorted((n for n in nodes if type(n) is not AccumulateGrad), key=lambda n: n._seq):
+        for fn, _ in n.next_functions:
+            if fn is not None and fn in reach:
+                run.add(n)
+                reach.add(n)
+                break
+    return run
+
+
+def _wrap(g):
+    from .._tensor import Tensor
+    return Tensor._make(g if type(g) is _ndarray else _asarray(g))
+
+
+def _add(a, b):
+    return a + b
+
+
+def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=False,
+                 allow_unused=False):
+    """Propagate ``grads`` (one per root tensor) back through the graph.
+
+    Without ``capture``, gradients accumulate into leaves' ``.grad`` (only into ``inputs``
+    when given).  With ``capture`` (``autograd.grad``), the gradients reaching ``inputs`` are
+    returned instead and no ``.grad`` is touched.
+    """
+    from .node import edge_of
+    prev_mode = STATE.enabled
+    STATE.enabled = create_graph
+    try:
+        return _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused, edge_of)
+    finally:
+        STATE.enabled = prev_mode
+
+
+def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused, edge_of):
+    bufs = {}
+    root_nodes = []
+    for t, g in zip(roots, grads):
+        fn, nr = edge_of(t)
+        if fn is None:
+            raise RuntimeError(errors.NO_GRAD_FN)
+        _deposit(bufs, fn, nr, g)
+        if fn not in root_nodes:
+            root_nodes.append(fn)
+    deps, reachable = _collect(root_nodes)
+
+    targets = None
+    captured = None
+    runnable = None
+    if inputs is not None:
+        targets = {}
+        for i, t in enumerate(inputs):
+            fn, nr = edge_of(t)
+            if fn is not None:
+                targets.setdefault(fn, []).append((i, nr))
+        runnable = _runnable(reachable, targets)
+        captured = [None] * len(inputs)
+
+    obs = HOOKS.observer
+    anomaly = HOOKS.anomaly
+    push = heapq.heappush
+    pop = heapq.heappop
+    heap = []
+    for fn in root_nodes:
+        if deps.get(fn, 0) == 0:
+            push(heap, (-fn._seq, id(fn), fn))
+
+    while heap:
+        node = pop(heap)[2]
+        g = bufs.pop(node, None)
+        run_it = True
+        if targets is not None:
+            tg = targets.get(node)
+            if tg is not None and g is not None:
+                for i, nr in tg:
+                    gi = g[nr] if node._nout > 1 else g
+                    captured[i] = gi if captured[i] is None else captured[i] + gi
+            run_it = node in runnable
+        if type(node) is AccumulateGrad:
+            if g is not None and (targets is None or (not capture and node in targets)):
+                _accumulate(node, g, create_graph, obs)
+            continue
+        outs = None
+        if run_it and g is not None:
+            if node._saved is None:
+                raise errors.freed_graph(node)
+            if not create_graph:
+                if node._nout == 1:
+                    if type(g) is not _ndarray:
+                        g = _asarray(g)
+                else:
+                    g = [x if x is None or type(x) is _ndarray else _asarray(x) for x in g]
+            if node._tensor_hooks is not None or node._retain is not None or node._pre_hooks is not None:
+                g = _run_pre_hooks(node, g, create_graph)
+            if obs is not None:
+                obs.on_node_start(node, g)
+            outs = node._bw(g, create_graph)
+            if node._casts is not None:
+                outs = _cast_back(outs, node._casts)
+            if node._hooks is not None:
+                outs = _run_post_hooks(node, outs, g, create_graph)
+            if anomaly:
+                from .anomaly import check_outputs
+                check_outputs(node, outs)
+            if obs is not None:
+                obs.on_node_done(node, outs)
+            if not retain_graph:
+                node._release()
+                if obs is not None:
+                    obs.on_free(node)
+        nf = node.next_functions
+        for k in range(len(nf)):
+            fn, nr = nf[k]
+            if fn is None:
+                continue
+            if outs is not None:
+                gi = outs[k]
+                if gi is not None:
+                    _deposit(bufs, fn, nr, gi)
+            d = deps[fn] - 1
+            deps[fn] = d
+            if d == 0:
+                push(heap, (-fn._seq, id(fn), fn))
+
+    if inputs is not None and not capture:
+        for i, t in enumerate(inputs):
+            if t._grad_fn is not None and captured[i] is not None:
+                c = captured[i] if create_graph else _wrap(_own(captured[i]))
+                t._grad = c if t._grad is None else t._grad + c
+        return None
+    if capture:
+        for i, t in enumerate(inputs):
+            if captured[i] is None and not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used "
+                                   "in the graph. Set allow_unused=True if this is the desired "
+                                   "behavior.")
+        return [None if c is None else (c if create_graph else _wrap(_own(c)))
+                for c in captured]
+    return None
+
+
+def _cast_back(outs, casts):
+    from ..ops._graph import grad_dtype
+    return tuple(o if (o is None or c is None) else grad_dtype(o, c) for o, c in zip(outs, casts))
+
+
+def _deposit(bufs, fn, nr, g):
+    nout = fn._nout
+    if nout == 1:
+        b = bufs.get(fn)
+        bufs[fn] = g if b is None else b + g
+    else:
+        b = bufs.get(fn)
+        if b is None:
+            b = bufs[fn] = [None] * nout
+        b[nr] = g if b[nr] is None else b[nr] + g
+
+
+def _own(g):
+    """A copy of ``g`` unless nothing else can see it (then it is reused as is)."""
+    if isinstance(g, np.ndarray) and (g.base is not None or not g.flags.writeable):
+        return g.copy()
+    return g
+
+
+def _run_pre_hooks(node, g, graph):
+    th = node._tensor_hooks
+    if th is not None:
+        if node._nout == 1:
+            for hook in list(th.get(0, ())):
+                r = hook(g if graph else _wrap(g))
+                if r is not None:
+                    g = r if graph else r._data
+        else:
+            for nr, hooks in th.items():
+                if g[nr] is None:
+                    continue
+                for hook in list(hooks):
+                    r = hook(g[nr] if graph else _wrap(g[nr]))
+                    if r is not None:
+                        g[nr] = r if graph else r._data
+    if node._pre_hooks:
+        gs = (g,) if node._nout == 1 else tuple(g)
+        for hook in list(node._pre_hooks):
+            wrapped = tuple(x if (graph or x is None) else _wrap(x) for x in gs)
+            r = hook(wrapped)
+            if r is not None:
+                gs = tuple(x if (graph or x is None) else x._data for x in r)
+        g = gs[0] if node._nout == 1 else list(gs)
+    ret = node._retain
+    if ret is not None:
+        for nr, ref in list(ret.items()):
+            t = ref()
+            gi = g if node._nout == 1 else g[nr]
+            if t is None or gi is None:
+                continue
+            gt = gi.detach() if graph else _wrap(np.array(gi, copy=True))
+            if t._grad is None:
+                t._grad = gt if not graph else gi.clone().detach()
+            else:
+                t._grad = t._grad + gt
+    return g
+
+
+def _run_post_hooks(node, outs, g, graph):
+    gin = tuple(x if (graph or x is None) else _wrap(x) for x in outs)
+    gout = (g,) if node._nout == 1 else tuple(g)
+    gout = tuple(x if (graph or x is None) else _wrap(x) for x in gout)
+    for hook in list(node._hooks):
+        r = hook(gin, gout)
+        if r is not None:
+            gin = tuple(r)
+    return tuple(x if (graph or x is None) else x._data for x in gin)
+
+
+def _accumulate(acc, g, graph, obs):
+    var = acc.variable
+    if acc._pre_hooks:
+        for hook in list(acc._pre_hooks):
+            r = hook((g if graph else _wrap(g),))
+            if r is not None:
+                g = r[0] if graph else r[0]._data
+    hooks = var._hooks
+    if hooks:
+        for hook in list(hooks):
+            r = hook(g if graph else _wrap(g))
+            if r is not None:
+                g = r if graph else r._data
+    old = var._grad
+    if graph:
+        if old is None:
+            var._grad = g
+        else:
+            var._grad = old + g
+    else:
+        if g.shape != var._data.shape:
+            g = np.broadcast_to(g, var._data.shape)
+        if old is None:
+            # steal the buffer when no one else can see it (the engine's local and the
+            # argument of getrefcount are its only references), else copy it
+            if (type(g) is not _ndarray or g.base is not None or _getrefcount(g) > 3
+                    or not g.flags.writeable or g.dtype != var._data.dtype):
+                g = np.array(g, dtype=var._data.dtype, copy=True)
+            from .._tensor import Tensor
+            var._grad = Tensor._make(g)
+        elif old._grad_fn is not None or old._requires_grad:
+            var._grad = old + _wrap(g)
+        else:
+            od = old._data
+            if od.dtype == g.dtype:
+                od += g
+            else:
+                od += g.astype(od.dtype)
+            old._version[0] += 1
+    if obs is not None:
+        obs.on_accumulate(var, var._grad)
+    post = var._post_acc_hooks
+    if post:
+        for hook in list(post):
+            hook(var)
+    if acc._hooks:
+        for hook in list(acc._hooks):
+            hook((), (g if graph else _wrap(g),))

@@ -1,0 +1,204 @@
+"""Graph nodes: one recorded operation each (``grad_fn``), with PyTorch's class names.
+
+A node holds ``next_functions`` -- one ``(node or None, input_nr)`` pair per input -- and
+the values its backward formula needs.  Saved values are stamped with the version of the
+tensor they came from, checked when backward unpacks them, and released after a backward
+without ``retain_graph``.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+
+from . import errors
+
+_seq = itertools.count()
+ACCUMULATE_PRIORITY = 1 << 62
+
+
+class Node:
+    """Base class of every backward node.
+
+    Subclasses set ``_saved`` (a tuple, released to ``None`` after backward) and implement
+    ``_bw(grad, graph)`` returning one gradient (or None) per entry of ``next_functions``.
+    ``graph`` is True under ``create_graph``: then ``grad`` and saved values are Tensors and
+    the formula builds a differentiable graph; otherwise they are ndarrays.
+    """
+
+    __slots__ = ("next_functions", "_saved", "_seq", "__dict__", "__weakref__")
+    _nout = 1            # number of outputs (multi-output nodes override)
+    _needs_saved = True  # False for nodes whose backward uses nothing saved
+    # rarely used state: class defaults, set per instance only when needed
+    _pre_hooks = None
+    _hooks = None
+    _tensor_hooks = None
+    _retain = None
+    _meta = None
+    _casts = None        # input dtypes to cast gradients back to, when an op promoted them
+
+    def __init__(self, next_functions=(), saved=()):
+        self.next_functions = next_functions
+        self._saved = saved
+        self._seq = next(_seq)
+
+    def name(self) -> str:
+        """The node's class name, as PyTorch's ``grad_fn.name()``."""
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
+
+    @property
+    def metadata(self) -> dict:
+        """A free dict for user annotations (PyTorch's ``grad_fn.metadata``)."""
+        if self._meta is None:
+            self._meta = {}
+        return self._meta
+
+    # -- saved values ----------------------------------------------------------------
+    def _release(self):
+        """Free what backward needed; a second backward through this node then raises."""
+        if self._saved is not None and self._needs_saved:
+            self._saved = None
+
+    def _unpack(self):
+        s = self._saved
+        if s is None:
+            raise errors.freed_graph(self)
+        return s
+
+    def _is_freed(self) -> bool:
+        return self._saved is None
+
+    @property
+    def saved_tensors_info(self) -> list:
+        """Describe the values saved for backward: ``[(name, shape, dtype), ...]``."""
+        s = self._saved
+        if s is None:
+            return []
+        out = []
+        for i, v in enumerate(s):
+            arr = v.value if isinstance(v, Saved) else v
+            if isinstance(arr, np.ndarray):
+                out.append((f"saved_{i}", tuple(arr.shape), str(arr.dtype)))
+            elif hasattr(arr, "_data"):
+                out.append((f"saved_{i}", tuple(arr._data.shape), str(arr._data.dtype)))
+        return out
+
+    # -- hooks -----------------------------------------------------------------------
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node; it may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = []
+        return _Handle(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node; it may return new grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        return _Handle(self._pre_hooks, fn)
+
+    def _bw(self, grad, graph):  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+
+class _Handle:
+    """Removable hook handle (``handle.remove()``)."""
+
+    __slots__ = ("_list", "_fn")
+
+    def __init__(self, lst, fn):
+        self._list = lst
+        self._fn = fn
+        lst.append(fn)
+
+    def remove(self):
+        try:
+            self._list.remove(self._fn)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class Saved:
+    """A saved tensor: its data (or the Tensor itself) and the version it had when saved.
+
+    Inputs are kept as the Tensor (so create_graph can differentiate through them); outputs
+    are kept as raw data plus their version counter, so a node never holds its own output and
+    no reference cycle forms.
+    """
+
+    __slots__ = ("value", "counter", "version", "is_output", "tensor_ref")
+
+    def __init__(self, tensor, is_output=False):
+        self.counter = tensor._version
+        self.version = tensor._version[0]
+        self.is_output = is_output
+        if is_output:
+            self.value = tensor._data
+            self.tensor_ref = None
+        else:
+            self.value = tensor
+            self.tensor_ref = None
+
+    def get(self, node, graph):
+        if self.counter[0] != self.version:
+            raise errors.modified_inplace(self, node)
+        v = self.value
+        if self.is_output:
+            if graph:
+                from .._tensor import Tensor
+                t = Tensor._make(v)
+                t._requires_grad = True
+                t._grad_fn = node
+                t._version = self.counter
+                return t
+            return v
+        return v if graph else v._data
+
+
+class AccumulateGrad(Node):
+    """Sink of a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+    _needs_saved = False
+
+    def __init__(self, variable):
+        self.next_functions = ()
+        self._saved = ()
+        self._seq = ACCUMULATE_PRIORITY
+        self.variable = variable
+
+    @staticmethod
+    def for_leaf(t):
+        """The leaf's one AccumulateGrad node (the same object while it is alive)."""
+        ref = t._acc
+        acc = ref() if ref is not None else None
+        if acc is None:
+            acc = AccumulateGrad(t)
+            t._acc = weakref.ref(acc)
+        return acc
+
+
+class GraphRoot(Node):
+    """Not used by the engine; kept for introspection symmetry."""
+
+
+def edge_of(t):
+    """The ``(node, input_nr)`` pair that a gradient for tensor ``t`` flows into."""
+    fn = t._grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad:
+        return (AccumulateGrad.for_leaf(t), 0)
+    return (None, 0)
+
+
+NO_EDGE = (None, 0)

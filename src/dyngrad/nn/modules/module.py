@@ -1,0 +1,588 @@
+"""``nn.Module``: registration of parameters, buffers and submodules by attribute
+assignment, traversal with PyTorch's names and order, state dicts, hooks and repr."""
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, namedtuple
+
+from ..._tensor import Tensor
+from ..._dtype import TYPE_NAMES, FROM_NP
+from ..parameter import Parameter
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class _Handle:
+    _ids = itertools.count()
+
+    def __init__(self, d):
+        self.d = d
+        self.id = next(_Handle._ids)
+
+    def remove(self):
+        self.d.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _addindent(s, n):
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    first = lines.pop(0)
+    return first + "\n" + "\n".join(" " * n + line for line in lines)
+
+
+class Module:
+    """Base class of all layers and models.
+
+    Assigning a ``Parameter``, a ``Module`` or (via ``register_buffer``) a buffer to an
+    attribute registers it, so ``parameters()``, ``state_dict()`` and ``to()`` find it.
+    """
+
+    training: bool
+    dump_patches = False
+    _version = 1
+    call_super_init = False
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = OrderedDict()
+        d["_buffers"] = OrderedDict()
+        d["_non_persistent_buffers_set"] = set()
+        d["_modules"] = OrderedDict()
+        d["_forward_hooks"] = OrderedDict()
+        d["_forward_hooks_with_kwargs"] = {}
+        d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_pre_hooks_with_kwargs"] = {}
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
+        d["_state_dict_hooks"] = OrderedDict()
+        d["_load_state_dict_pre_hooks"] = OrderedDict()
+
+    forward: callable
+
+    def forward(self, *input):  # noqa: F811
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  f'"forward" function')
+
+    # -- registration ------------------------------------------------------------------
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._remove_from(name, keep="_parameters")
+            self.register_parameter(name, value)
+            return
+        if params is not None and name in params:
+            if value is not None:
+                tname = ("torch." + TYPE_NAMES.get(FROM_NP.get(getattr(value, "_data", None) is not None
+                                                               and value._data.dtype), "Tensor")
+                         if isinstance(value, Tensor) else type(value).__name__)
+                raise TypeError(f"cannot assign '{tname}' as parameter '{name}' "
+                                f"(torch.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+            return
+        mods = d.get("_modules")
+        if isinstance(value, Module):
+            if mods is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._remove_from(name, keep="_modules")
+            mods[name] = value
+            return
+        if mods is not None and name in mods:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                f"(torch.nn.Module or None expected)")
+            mods[name] = value
+            return
+        bufs = d.get("_buffers")
+        if bufs is not None and name in bufs:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                f"(torch.Tensor or None expected)")
+            bufs[name] = value
+            return
+        object.__setattr__(self, name, value)
+
+    def _remove_from(self, name, keep):
+        d = self.__dict__
+        for k in ("_parameters", "_buffers", "_modules"):
+            if k != keep and name in d.get(k, {}):
+                del d[k][name]
+        d.pop(name, None)
+        if keep != "_buffers":
+            d.get("_non_persistent_buffers_set", set()).discard(name)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for k in ("_parameters", "_buffers", "_modules"):
+            store = d.get(k)
+            if store is not None and name in store:
+                return store[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        d = self.__dict__
+        for k in ("_parameters", "_buffers", "_modules"):
+            if name in d.get(k, {}):
+                del d[k][name]
+                d["_non_persistent_buffers_set"].discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self))
+        for k in ("_parameters", "_buffers", "_modules"):
+            keys += list(self.__dict__.get(k, {}).keys())
+        return sorted(set(k for k in keys if not k[0].isdigit()))
+
+    def register_parameter(self, name: str, param) -> None:
+        """Register ``param`` (a Parameter or None) under ``name``."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"parameter name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError('parameter name can\'t contain "."')
+        if name == "":
+            raise KeyError('parameter name can\'t be empty string ""')
+        if hasattr(type(self), name) or (name in self.__dict__ and name not in self._parameters):
+            if name not in self._parameters:
+                raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            f"(torch.nn.Parameter or None required)")
+        if param is not None and param._grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
+                             f"parameters must be created explicitly.")
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Register a tensor that is state but not a parameter (e.g. running statistics)."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        if name in self.__dict__ and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            f"(torch Tensor or None required)")
+        self._remove_from(name, keep="_buffers")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module) -> None:
+        """Register ``module`` as a child called ``name``."""
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target: str):
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
+            mod = getattr(mod, item)
+        return mod
+
+    def get_parameter(self, target: str):
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._parameters:
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return mod._parameters[name]
+
+    # -- traversal -----------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        """Every module in the tree (self first), depth first, with dotted names."""
+        if memo is None:
+            memo = set()
+        stack = [(prefix, self)]
+        while stack:
+            pre, mod = stack.pop()
+            if remove_duplicate:
+                if id(mod) in memo:
+                    continue
+                memo.add(id(mod))
+            yield pre, mod
+            children = [(pre + ("." if pre else "") + n, m) for n, m in mod._modules.items()
+                        if m is not None]
+            stack.extend(reversed(children))
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        seen = set()
+        for n, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield n, m
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, get, prefix="", recurse=True, remove_duplicate=True):
+        seen = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
+            else [(prefix, self)]
+        for pre, mod in mods:
+            for k, v in get(mod):
+                if v is None:
+                    continue
+                if remove_duplicate:
+                    if id(v) in seen:
+                        continue
+                    seen.add(id(v))
+                yield pre + ("." if pre else "") + k, v
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """``(name, parameter)`` pairs, e.g. ``fc.1.weight``, in registration order."""
+        return self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # -- modes and grads -----------------------------------------------------------------
+    def train(self, mode: bool = True):
+        """Set training mode (dropout active, batch-norm statistics updated) recursively."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for m in self.modules():
+            m.__dict__["training"] = mode
+        return self
+
+    def eval(self):
+        """Set evaluation mode recursively (same as ``train(False)``)."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters (to None by default)."""
+        for p in self.parameters():
+            if p._grad is None:
+                continue
+            if set_to_none:
+                p._grad = None
+            else:
+                g = p._grad
+                if g._grad_fn is not None:
+                    p._grad = g.detach()
+                    g = p._grad
+                g._data[...] = 0
+                g._version[0] += 1
+
+    def apply(self, fn):
+        """Call ``fn`` on every submodule (children first) and on self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def _apply_tensors(self, fn):
+        for m in self.modules():
+            for k, p in m._parameters.items():
+                if p is None:
+                    continue
+                new = fn(p)
+                if new is not p:
+                    p._data = new._data
+                    if p._grad is not None:
+                        p._grad._data = fn(p._grad)._data
+            for k, b in m._buffers.items():
+                if b is not None:
+                    m._buffers[k] = fn(b)
+        return self
+
+    def to(self, *args, **kwargs):
+        """Convert parameters and buffers (floating ones only for a dtype); returns self."""
+        from ..._dtype import to_dtype, dtype as DT
+        dt = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, DT):
+                dt = a
+            elif isinstance(a, Tensor):
+                dt = a.dtype
+        from ..._tensor import _check_device
+        dev = kwargs.get("device")
+        for a in args:
+            if isinstance(a, str) or type(a).__name__ == "device":
+                dev = a
+        _check_device(dev)
+        if dt is None:
+            return self
+        dt = to_dtype(dt)
+        return self._apply_tensors(lambda t: t.to(dt) if t.is_floating_point() else t)
+
+    def float(self):
+        return self.to(FROM_NP[__import__("numpy").dtype("float32")])
+
+    def double(self):
+        return self.to(FROM_NP[__import__("numpy").dtype("float64")])
+
+    def half(self):
+        return self.to(FROM_NP[__import__("numpy").dtype("float16")])
+
+    def type(self, dst_type):
+        return self.to(dst_type)
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    def share_memory(self):
+        return self
+
+    # -- state dict ----------------------------------------------------------------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        """Parameters and persistent buffers by dotted name (detached, sharing storage)."""
+        if args:
+            destination = args[0] if len(args) > 0 else destination
+            prefix = args[1] if len(args) > 1 else prefix
+            keep_vars = args[2] if len(args) > 2 else keep_vars
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            r = hook(self, destination, prefix, {})
+            if r is not None:
+                destination = r
+        return destination
+
+    def _expected_state(self):
+        out = OrderedDict()
+        for pre, mod in self.named_modules():
+            p = pre + "." if pre else ""
+            for n, v in mod._parameters.items():
+                if v is not None:
+                    out[p + n] = (mod, "_parameters", n, v)
+            for n, v in mod._buffers.items():
+                if v is not None and n not in mod._non_persistent_buffers_set:
+                    out[p + n] = (mod, "_buffers", n, v)
+        return out
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copy values from ``state_dict``.  Every key and shape is checked first; on any
+        error nothing is changed, and the error names each offending key."""
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        expected = self._expected_state()
+        missing = [k for k in expected if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in expected
+                      and not k.endswith("num_batches_tracked")]
+        errors = []
+        for k, (mod, kind, n, cur) in expected.items():
+            if k not in state_dict:
+                continue
+            v = state_dict[k]
+            if not isinstance(v, Tensor):
+                errors.append(f'While copying the parameter named "{k}", expected torch.Tensor or '
+                              f'Tensor-like object from checkpoint but received {type(v)}')
+                continue
+            if tuple(v._data.shape) != tuple(cur._data.shape):
+                errors.append(f"size mismatch for {k}: copying a param with shape {v.shape} from "
+                              f"checkpoint, the shape in current model is {cur.shape}.")
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                               + "\n\t".join(errors) + "\nNothing was changed.")
+        from ...autograd.grad_mode import no_grad
+        with no_grad():
+            for k, (mod, kind, n, cur) in expected.items():
+                if k not in state_dict:
+                    continue
+                v = state_dict[k]
+                if assign:
+                    if kind == "_parameters":
+                        mod._parameters[n] = Parameter(v.detach(), cur.requires_grad)
+                    else:
+                        mod._buffers[n] = v
+                else:
+                    cur._data[...] = v._data.astype(cur._data.dtype, copy=False)
+                    cur._version[0] += 1
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- calling and hooks ---------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        d = self.__dict__
+        if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
+                or _GLOBAL_HOOKS):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        for g in list(_GLOBAL_HOOKS):
+            g.enter(self)
+        try:
+            for hid, hook in list(self._forward_pre_hooks.items()):
+                if self._forward_pre_hooks_with_kwargs.get(hid):
+                    r = hook(self, args, kwargs)
+                    if r is not None:
+                        args, kwargs = r
+                else:
+                    r = hook(self, args)
+                    if r is not None:
+                        args = r if isinstance(r, tuple) else (r,)
+            bw = self._backward_hooks
+            if bw:
+                from .hooks import BackwardHook
+                bh = BackwardHook(self, list(bw.values()))
+                args = bh.setup_input(args)
+            result = self.forward(*args, **kwargs)
+            for hid, hook in list(self._forward_hooks.items()):
+                if self._forward_hooks_with_kwargs.get(hid):
+                    r = hook(self, args, kwargs, result)
+                else:
+                    r = hook(self, args, result)
+                if r is not None:
+                    result = r
+            if bw:
+                result = bh.setup_output(result)
+            return result
+        finally:
+            for g in list(_GLOBAL_HOOKS):
+                g.exit(self)
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        h = _Handle(self._forward_pre_hooks)
+        self._forward_pre_hooks[h.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs[h.id] = True
+        if prepend:
+            self._forward_pre_hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        h = _Handle(self._forward_hooks)
+        self._forward_hooks[h.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs[h.id] = True
+        if prepend:
+            self._forward_hooks.move_to_end(h.id, last=False)
+        return h
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """``hook(module, grad_input, grad_output)`` after gradients w.r.t. the module's
+        inputs are computed."""
+        h = _Handle(self._backward_hooks)
+        self._backward_hooks[h.id] = hook
+        return h
+
+    register_backward_hook = register_full_backward_hook
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        h = _Handle(self._backward_pre_hooks)
+        self._backward_pre_hooks[h.id] = hook
+        return h
+
+    def register_state_dict_hook(self, hook):
+        h = _Handle(self._state_dict_hooks)
+        self._state_dict_hooks[h.id] = hook
+        return h
+
+    # -- repr ----------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """Extra text inside this module's repr parentheses (override in layers)."""
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        extra_lines = []
+        extra = self.extra_repr()
+        if extra:
+            extra_lines = extra.split("\n")
+        child_lines = []
+        for key, module in self._modules.items():
+            mod_str = _addindent(repr(module), 2)
+            child_lines.append("(" + key + "): " + mod_str)
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+    def __getstate__(self):
+        return self.__dict__
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+_GLOBAL_HOOKS: list = []

@@ -1,0 +1,13 @@
+"""Import every op family module present in this package (each registers its ops)."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+_PKG = __name__.rsplit(".", 1)[0]
+_CORE = {"pointwise", "reduction", "linalg", "views", "indexing", "inplace", "_graph", "_dual",
+         "_extra_loader"}
+
+for _m in pkgutil.iter_modules(importlib.import_module(_PKG).__path__):
+    if _m.name not in _CORE:
+        importlib.import_module(_PKG + "." + _m.name)

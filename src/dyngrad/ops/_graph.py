@@ -1,0 +1,66 @@
+"""Recording helpers shared by every op: when to record, how to wrap an output with its node,
+and the one broadcasting-undo helper used by every backward formula."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._dtype import DEFAULTS, FROM_NP
+from .._tensor import Tensor
+from ..autograd.grad_mode import STATE
+from ..autograd.node import Node, Saved, edge_of, NO_EDGE
+
+_make = Tensor._make
+
+__all__ = ["Node", "Saved", "edge_of", "NO_EDGE", "STATE", "Tensor", "out", "record",
+           "sum_to", "as_float", "fdtype", "grad_dtype"]
+
+
+def record(data, node):
+    """Wrap ``data`` as the output of ``node``."""
+    t = _make(data)
+    t._requires_grad = True
+    t._grad_fn = node
+    return t
+
+
+def out(data, node_cls, inputs, saved=()):
+    """Wrap ``data``; record ``node_cls`` when grad mode is on and an input requires grad."""
+    if STATE.enabled:
+        for t in inputs:
+            if t is not None and t._requires_grad:
+                nf = tuple(NO_EDGE if x is None else edge_of(x) for x in inputs)
+                return record(data, node_cls(nf, saved))
+    return _make(data)
+
+
+def sum_to(g, shape):
+    """Sum ``g`` over the dimensions broadcasting added, so it has ``shape`` (arrays or Tensors)."""
+    gs = tuple(g.shape)
+    shape = tuple(shape)
+    if gs == shape:
+        return g
+    lead = len(gs) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
+                                      if s == 1 and gs[i + lead] != 1)
+    if not isinstance(g, Tensor):
+        r = g.sum(axis=axes) if axes else g
+        return r.reshape(shape)
+    r = g.sum(dim=axes) if axes else g
+    return r.reshape(shape)
+
+
+def fdtype(arr):
+    """The floating dtype an op on ``arr`` computes in (default float for ints and bools)."""
+    return arr.dtype if arr.dtype.kind in "fc" else DEFAULTS.float.np
+
+
+def as_float(arr):
+    """``arr`` itself when floating, else converted to the default float dtype."""
+    return arr if arr.dtype.kind in "fc" else arr.astype(DEFAULTS.float.np)
+
+
+def grad_dtype(g, like):
+    """Cast a gradient to the dtype of the input it flows into (after a promoting op)."""
+    if not isinstance(g, Tensor):
+        return g if g.dtype == like else g.astype(like)
+    return g if g._data.dtype == like else g.to(FROM_NP[like])

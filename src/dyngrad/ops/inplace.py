@@ -1,0 +1,425 @@
+"""In-place ops, as PyTorch does them: refused on leaves that require grad (and views of
+them) while recording; otherwise the op is recorded out of place on a snapshot and its
+result written into the tensor's storage, the version counter bumped, and the history
+rewritten -- the tensor's own ``grad_fn`` for a plain tensor, the base's (``CopySlices``)
+for a view."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import op
+from ._graph import STATE, Node, Tensor, edge_of, record, sum_to
+from .views import apply_chain
+from ..autograd import errors
+from .. import _dtype as D
+
+_make = Tensor._make
+
+
+def _check_cast(dst, src_dtype):
+    if not np.can_cast(src_dtype, dst.dtype, casting="same_kind") and dst.dtype != np.bool_:
+        raise RuntimeError(f"result type {_tname(src_dtype)} can't be cast to the desired output "
+                           f"type {_tname(dst.dtype)}")
+
+
+def _tname(npdt):
+    names = {"f": "Float", "i": "Long", "b": "Bool", "u": "Byte", "c": "ComplexFloat"}
+    d = np.dtype(npdt)
+    if d == np.float64:
+        return "Double"
+    if d == np.int32:
+        return "Int"
+    if d == np.float16:
+        return "Half"
+    return names.get(d.kind, str(d))
+
+
+def _recording(self, args):
+    if not STATE.enabled:
+        return False
+    if self._requires_grad:
+        return True
+    for a in args:
+        if isinstance(a, Tensor) and a._requires_grad:
+            return True
+    return False
+
+
+def _write(self, data):
+    d = self._data
+    if data.dtype != d.dtype:
+        _check_cast(d, data.dtype)
+    if d.flags.writeable:
+        np.copyto(d, data, casting="unsafe")
+    else:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                           "refers to a single memory location. Please clone() the tensor before "
+                           "performing the operation.")
+    self._version[0] += 1
+
+
+def apply(self, fn, *args, **kwargs):
+    """Apply the out-of-place op ``fn(self, *args)`` in place on ``self``."""
+    if not _recording(self, args):
+        from ..autograd.grad_mode import no_grad
+        if STATE.enabled:
+            r = fn(self, *args, **kwargs)
+        else:
+            r = fn(self, *args, **kwargs)
+        _write(self, r._data)
+        return self
+    if self._grad_fn is None and self._requires_grad:
+        raise errors.leaf_inplace(False)
+    base = self._base
+    if base is not None and base._grad_fn is None and base._requires_grad:
+        raise errors.leaf_inplace(True)
+    snap = _make(self._data.copy())
+    snap._requires_grad = self._requires_grad
+    snap._grad_fn = self._grad_fn
+    if self._output_nr:
+        snap._output_nr = self._output_nr
+    if self._grad_fn is None and self._requires_grad:
+        snap._acc = self._acc
+    r = fn(snap, *args, **kwargs)
+    if r._data.dtype != self._data.dtype:
+        _check_cast(self._data, r._data.dtype)
+    node = r._grad_fn
+    _write(self, r._data)
+    if base is None or self._view_fn is None:
+        if base is not None:
+            # a view we cannot replay (e.g. detach()): rewrite this tensor's history only
+            pass
+        _set_history(self, node)
+        return self
+    cs = CopySlices((edge_of(base),) + node.next_functions[1:],
+                    (self._view_fn, node, base._data.shape, base._data.dtype))
+    _set_history(base, cs)
+    # the view gets a fresh node that reads its region out of the new base history
+    self._grad_fn = AsStridedBackward0(((cs, 0),), (self._view_fn, base._data.shape))
+    self._requires_grad = True
+    if "_output_nr" in self.__dict__:
+        del self.__dict__["_output_nr"]
+    return self
+
+
+def _set_history(t, node):
+    retained = t._retains_grad
+    t._grad_fn = node
+    t._requires_grad = True
+    if "_output_nr" in t.__dict__:
+        del t.__dict__["_output_nr"]
+    if retained:
+        t._retains_grad = False
+        t.retain_grad()
+
+
+class CopySlices(Node):
+    """History of a base whose region (a view) was changed in place: the region's gradient
+    goes through the in-place op's node, the rest passes to the base's previous history."""
+
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        chain, node, shape, dtype = self._unpack()
+        if graph:
+            res = g.clone()
+            gv = apply_chain(g, chain)
+            outs = node._bw(gv.contiguous() if hasattr(gv, "contiguous") else gv, graph)
+            region = apply_chain(res, chain)
+            if outs[0] is None:
+                region.zero_()
+            else:
+                region.copy_(outs[0])
+            return (res,) + tuple(outs[1:])
+        res = np.array(g, dtype=g.dtype, copy=True)
+        gv = apply_chain(g, chain)
+        outs = node._bw(np.ascontiguousarray(gv), graph)
+        region = apply_chain(res, chain)
+        region[...] = 0 if outs[0] is None else outs[0]
+        return (res,) + tuple(outs[1:])
+
+    def _release(self):
+        s = self._saved
+        if s is not None:
+            s[1]._release()
+            if s[1]._saved is None:
+                self._saved = None
+
+
+class AsStridedBackward0(Node):
+    """A view's history after an in-place op on it: its region of the base's gradient."""
+
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        chain, shape = self._saved
+        if graph:
+            from .. import zeros
+            z = zeros(shape, dtype=g.dtype)
+            apply_chain(z, chain).copy_(g)
+            return z,
+        z = np.zeros(shape, dtype=g.dtype)
+        apply_chain(z, chain)[...] = g
+        return z,
+
+
+# --- copy_ and fill_ --------------------------------------------------------------------
+class CopyBackwards(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        src_shape, src_dtype = self._saved
+        gs = None
+        if self.next_functions[1][0] is not None:
+            gs = sum_to(g, src_shape)
+            if not isinstance(gs, Tensor) and gs.dtype != src_dtype:
+                gs = gs.astype(src_dtype)
+        z = g * 0
+        return z, gs
+
+
+def _copy_fn(old, src):
+    if isinstance(src, Tensor):
+        sd = src._data
+        try:
+            data = np.broadcast_to(sd, old._data.shape).astype(old._data.dtype, copy=True)
+        except ValueError:
+            raise RuntimeError(f"The size of tensor a ({old._data.shape[-1] if old._data.ndim else 1}) "
+                               f"must match the size of tensor b ({sd.shape[-1] if sd.ndim else 1}) "
+                               f"at non-singleton dimension {max(old._data.ndim - 1, 0)}: cannot "
+                               f"copy a tensor of shape {list(sd.shape)} into one of shape "
+                               f"{list(old._data.shape)}") from None
+        if STATE.enabled and (old._requires_grad or src._requires_grad):
+            return record(data, CopyBackwards((edge_of(old), edge_of(src)), (sd.shape, sd.dtype)))
+        return _make(data)
+    data = np.full(old._data.shape, src, dtype=old._data.dtype)
+    if STATE.enabled and old._requires_grad:
+        return record(data, FillBackward0((edge_of(old),), ()))
+    return _make(data)
+
+
+class FillBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g * 0,
+
+
+@op(function=False)
+def copy_(self, src, non_blocking=False):
+    """Copy ``src`` (broadcast, cast) into this tensor in place."""
+    if not isinstance(src, Tensor):
+        if isinstance(src, (int, float, bool, np.number)):
+            return apply(self, _copy_fn, src)
+        src = _make(np.asarray(src))
+    return apply(self, _copy_fn, src)
+
+
+@op(function=False)
+def fill_(self, value):
+    """Set every element to ``value`` in place."""
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value._data.ndim} dimensions.")
+        return apply(self, _copy_fn, value)
+    return apply(self, _copy_fn, value)
+
+
+class ZeroBackward0(FillBackward0):
+    __slots__ = ()
+
+
+@op(function=False)
+def zero_(self):
+    """Set every element to zero in place (returns self)."""
+    if not _recording(self, ()):
+        self._data[...] = 0
+        self._version[0] += 1
+        return self
+
+    def z(old):
+        data = np.zeros_like(old._data)
+        if STATE.enabled and old._requires_grad:
+            return record(data, ZeroBackward0((edge_of(old),), ()))
+        return _make(data)
+
+    return apply(self, z)
+
+
+# --- arithmetic in place ------------------------------------------------------------------
+def _arith(name, fn_name, np_fn):
+    def f(self, other, *args, **kwargs):
+        from . import pointwise as P
+        fn = getattr(P, fn_name)
+        if not _recording(self, (other,)) and not args and not kwargs:
+            od = other._data if isinstance(other, Tensor) else other
+            d = self._data
+            if isinstance(other, Tensor) and od.shape != d.shape:
+                try:
+                    np.broadcast_shapes(od.shape, d.shape) == d.shape or _bad_bcast(d, od)
+                except ValueError:
+                    _bad_bcast(d, od)
+                if np.broadcast_shapes(od.shape, d.shape) != d.shape:
+                    _bad_bcast(d, od)
+            if np_fn is np.true_divide and d.dtype.kind in "biu":
+                raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                                   f"{_tname(d.dtype)}")
+            if isinstance(od, float) and d.dtype.kind in "biu":
+                raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                                   f"{_tname(d.dtype)}")
+            if isinstance(od, np.ndarray) and od.dtype != d.dtype:
+                _check_cast(d, od.dtype)
+            np_fn(d, od, out=d, casting="unsafe")
+            self._version[0] += 1
+            return self
+        if isinstance(other, Tensor):
+            sh = np.broadcast_shapes(other._data.shape, self._data.shape) \
+                if _bcast_ok(other._data.shape, self._data.shape) else None
+            if sh != self._data.shape:
+                _bad_bcast(self._data, other._data)
+        return apply(self, fn, other, *args, **kwargs)
+
+    f.__name__ = name
+    f.__doc__ = f"In-place {fn_name}; returns self."
+    return f
+
+
+def _bcast_ok(a, b):
+    try:
+        np.broadcast_shapes(a, b)
+        return True
+    except ValueError:
+        return False
+
+
+def _bad_bcast(d, od):
+    raise RuntimeError(f"output with shape {list(d.shape)} doesn't match the broadcast shape "
+                       f"{list(np.broadcast_shapes(d.shape, od.shape)) if _bcast_ok(d.shape, od.shape) else list(od.shape)}")
+
+
+_add_ = _arith("add_", "add", np.add)
+_sub_ = _arith("sub_", "sub", np.subtract)
+_mul_ = _arith("mul_", "mul", np.multiply)
+_div_ = _arith("div_", "div", np.true_divide)
+
+
+def add_(self, other, *, alpha=1):
+    if alpha != 1:
+        if not _recording(self, (other,)):
+            od = other._data if isinstance(other, Tensor) else other
+            d = self._data
+            if isinstance(od, np.ndarray) and od.shape != d.shape and np.broadcast_shapes(od.shape, d.shape) != d.shape:
+                _bad_bcast(d, od)
+            d += od * alpha if not isinstance(od, np.ndarray) else (od * alpha).astype(d.dtype, copy=False)
+            self._version[0] += 1
+            return self
+        from .pointwise import add
+        return apply(self, add, other, alpha=alpha)
+    return _add_(self, other)
+
+
+def sub_(self, other, *, alpha=1):
+    if alpha != 1:
+        return add_(self, other, alpha=-alpha)
+    return _sub_(self, other)
+
+
+op("add_", function=False, methods=("__iadd__",))(add_)
+op("sub_", function=False, methods=("__isub__", "subtract_"))(sub_)
+op("mul_", function=False, methods=("__imul__", "multiply_"))(_mul_)
+op("div_", function=False, methods=("__itruediv__", "divide_", "true_divide_"))(_div_)
+
+
+def _unary_inplace(name, fn_name):
+    def f(self, *args, **kwargs):
+        import importlib
+        pkg = importlib.import_module(__name__.split(".")[0])
+        return apply(self, getattr(pkg, fn_name), *args, **kwargs)
+
+    f.__name__ = name
+    f.__doc__ = f"In-place {fn_name}; returns self."
+    return op(name, function=False)(f)
+
+
+for _n in ("exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "abs", "relu", "neg", "pow",
+           "clamp", "floor", "ceil", "round", "trunc", "reciprocal", "sign", "clip",
+           "masked_fill", "fmod", "remainder", "lerp", "addmm", "index_fill", "scatter",
+           "scatter_add", "index_add", "square", "log1p", "expm1", "rsqrt", "erf", "t",
+           "squeeze", "unsqueeze", "transpose", "nan_to_num", "hardtanh", "leaky_relu", "elu",
+           "atan", "asin", "acos", "tan", "sinh", "cosh", "frac", "exp2", "log2", "log10",
+           "logical_not", "bitwise_not", "copysign", "maximum", "minimum", "where", "atan2",
+           "xlogy", "floor_divide", "hypot", "baddbmm", "addcmul", "addcdiv", "logit", "digamma",
+           "lgamma", "erfc", "erfinv", "float_power", "deg2rad", "rad2deg", "mvlgamma",
+           "sgn", "i0", "sinc", "selu", "celu", "silu", "mish", "gelu", "softplus", "relu6"):
+    _unary_inplace(_n + "_", _n)
+
+
+class IndexPutBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        key, vshape, accumulate = self._saved
+        gself = None
+        if self.next_functions[0][0] is not None:
+            if accumulate:
+                gself = g
+            elif graph:
+                gself = g.clone()
+                gself[key] = 0.0
+            else:
+                gself = g.copy()
+                gself[key] = 0
+        gv = None
+        if self.next_functions[1][0] is not None:
+            sel = g[key] if graph is False else g[tuple(_make(k) if isinstance(k, np.ndarray) else k
+                                                        for k in key) if isinstance(key, tuple) else key]
+            gv = sum_to(sel, vshape)
+        return gself, gv
+
+
+def _index_put_fn(old, key, values, accumulate=False):
+    d = old._data.copy()
+    vd = values._data if isinstance(values, Tensor) else values
+    try:
+        if accumulate:
+            np.add.at(d, key, vd)
+        else:
+            d[key] = vd
+    except (IndexError, ValueError) as e:
+        raise IndexError(f"{e} (index_put_ into a tensor of shape {list(d.shape)})") from None
+    vt = values if isinstance(values, Tensor) else None
+    if STATE.enabled and (old._requires_grad or (vt is not None and vt._requires_grad)):
+        from ._graph import NO_EDGE
+        node = IndexPutBackward0((edge_of(old), edge_of(vt) if vt is not None else NO_EDGE),
+                                 (key, vt._data.shape if vt is not None else (), accumulate))
+        return record(d, node)
+    return _make(d)
+
+
+def index_put_(self, key, values, accumulate=False):
+    """``self[key] = values`` (or ``+=`` with ``accumulate``) for advanced indices, in place."""
+    if isinstance(key, tuple):
+        key = tuple(k._data if isinstance(k, Tensor) else k for k in key)
+    elif isinstance(key, Tensor):
+        key = key._data
+    return apply(self, _index_put_fn, key, values, accumulate)
+
+
+def index_put_acc(z, key, g):
+    """Out-of-place ``z`` with ``g`` added at ``key`` (differentiable w.r.t. ``g``)."""
+    return _index_put_fn(z, key, g, True)
+
+
+@op(function=False, method=True)
+def index_put(self, indices, values, accumulate=False):
+    key = tuple(k._data if isinstance(k, Tensor) else k for k in indices)
+    return _index_put_fn(self, key, values, accumulate)
+
+
+op("index_put_", function=False)(lambda self, indices, values, accumulate=False:
+                                 index_put_(self, tuple(indices), values, accumulate))

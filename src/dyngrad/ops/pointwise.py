@@ -1,0 +1,588 @@
+"""Pointwise ops: arithmetic with broadcasting and PyTorch's dtype promotion, unary math,
+comparisons.  Backward formulas use only operators and the dual helpers, so they run on
+ndarrays (plain backward) and on Tensors (``create_graph=True``) alike."""
+from __future__ import annotations
+
+import math
+from numbers import Number
+
+import numpy as np
+
+from .. import _dtype as D
+from . import op
+from ._graph import (NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, fdtype, out,
+                     record, sum_to)
+from . import _dual as X
+
+_make = Tensor._make
+_isT = isinstance
+
+
+def _scalar_ok(v):
+    return isinstance(v, (Number, np.number, np.bool_))
+
+
+def _pair(a, b):
+    """Data of two tensors in their common dtype (PyTorch's promotion); casts recorded."""
+    ad, bd = a._data, b._data
+    if ad.dtype is bd.dtype or ad.dtype == bd.dtype:
+        return ad, bd, None
+    rt = D.result_type(D.FROM_NP[ad.dtype], ad.ndim, D.FROM_NP[bd.dtype], bd.ndim).np
+    casts = (ad.dtype if ad.dtype != rt else None, bd.dtype if bd.dtype != rt else None)
+    return (ad if ad.dtype == rt else ad.astype(rt)), (bd if bd.dtype == rt else bd.astype(rt)), casts
+
+
+def _scalar_data(ad, value):
+    """Tensor data and a Python scalar: the result dtype never widens within a category."""
+    if type(value) is float and ad.dtype.kind not in "fc":
+        return ad.astype(D.DEFAULTS.float.np), value
+    if isinstance(value, (np.number, np.bool_)):
+        value = value.item()
+    return ad, value
+
+
+def _binary(a, b, fn, cls, save_a, save_b, extra=()):
+    """Shared forward of tensor-tensor and tensor-scalar binary ops."""
+    if _isT(b, Tensor):
+        ad, bd, casts = _pair(a, b)
+        data = fn(ad, bd)
+        if STATE.enabled and (a._requires_grad or b._requires_grad):
+            node = cls((edge_of(a), edge_of(b)),
+                       (Saved(a) if save_a else None, Saved(b) if save_b else None,
+                        ad.shape, bd.shape) + extra)
+            if casts is not None:
+                node._casts = casts
+            return record(data, node)
+        return _make(data)
+    if not _scalar_ok(b):
+        return NotImplemented
+    ad, bv = _scalar_data(a._data, b)
+    data = fn(ad, bv)
+    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+        data = data.astype(ad.dtype)
+    if STATE.enabled and a._requires_grad:
+        node = cls((edge_of(a), NO_EDGE),
+                   (Saved(a) if save_a else None, bv, ad.shape, ()) + extra)
+        return record(data, node)
+    return _make(data)
+
+
+def _val(s, node, graph):
+    """A saved slot: Saved tensors are unpacked (version-checked), scalars pass through."""
+    return s.get(node, graph) if type(s) is Saved else s
+
+
+# --- add / sub ------------------------------------------------------------------------
+class AddBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        _, _, sa, sb, alpha = self._saved
+        gb = g if alpha == 1 else g * alpha
+        return sum_to(g, sa), (sum_to(gb, sb) if self.next_functions[1][0] is not None else None)
+
+
+class SubBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        _, _, sa, sb, alpha = self._saved
+        gb = None
+        if self.next_functions[1][0] is not None:
+            gb = sum_to(-g if alpha == 1 else g * -alpha, sb)
+        return sum_to(g, sa), gb
+
+
+class RsubBackward1(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return (-g if self._saved[0] == 1 else g * -self._saved[0]),
+
+
+class RsubBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        _, _, sa, sb, alpha = self._saved
+        return sum_to(-g if alpha == 1 else g * -alpha, sa), sum_to(g, sb)
+
+
+def _add_np(alpha):
+    if alpha == 1:
+        return np.add
+    return lambda x, y: x + y * alpha
+
+
+@op(methods=("__add__", "__radd__"))
+def add(input, other, *, alpha=1, out=None):
+    """input + alpha * other, broadcasting; AddBackward0."""
+    if not _isT(input, Tensor):
+        input, other = other, input
+    r = _binary(input, other, np.add if alpha == 1 else _add_np(alpha), AddBackward0,
+                False, False, (alpha,))
+    return _out(r, out)
+
+
+@op(methods=("__sub__",))
+def sub(input, other, *, alpha=1, out=None):
+    """input - alpha * other, broadcasting; SubBackward0."""
+    r = _binary(input, other, np.subtract if alpha == 1 else (lambda x, y: x - y * alpha),
+                SubBackward0, False, False, (alpha,))
+    return _out(r, out)
+
+
+subtract = sub
+op("subtract", method=True)(sub)
+
+
+@op(methods=("__rsub__",))
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input (the reflected subtraction of ``10 - x``)."""
+    if _isT(other, Tensor):
+        r = _binary(input, other, lambda x, y: y - x * alpha, RsubBackward0, False, False, (alpha,))
+        return r
+    if not _scalar_ok(other):
+        return NotImplemented
+    ad, v = _scalar_data(input._data, other)
+    data = v - ad if alpha == 1 else v - ad * alpha
+    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+        data = data.astype(ad.dtype)
+    if STATE.enabled and input._requires_grad:
+        return record(data, RsubBackward1((edge_of(input),), (alpha,)))
+    return _make(data)
+
+
+# --- mul / div ------------------------------------------------------------------------
+class MulBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved[:4]
+        ga = gb = None
+        if sb is not None:
+            b = _val(sb, self, graph)
+            ga = sum_to(g * b, ash) if self.next_functions[0][0] is not None else None
+        if sa is not None:
+            a = _val(sa, self, graph)
+            gb = sum_to(g * a, bsh)
+        return ga, gb
+
+
+@op(methods=("__mul__", "__rmul__"))
+def mul(input, other, *, out=None):
+    """Elementwise product, broadcasting; MulBackward0."""
+    if not _isT(input, Tensor):
+        input, other = other, input
+    if _isT(other, Tensor):
+        # input is needed for other's gradient and vice versa
+        r = _binary(input, other, np.multiply, MulBackward0,
+                    other._requires_grad, input._requires_grad)
+        return _out(r, out)
+    return _out(_binary(input, other, np.multiply, MulBackward0, False, False), out)
+
+
+multiply = mul
+op("multiply")(mul)
+
+
+class DivBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved[:4]
+        b = _val(sb, self, graph)
+        ga = sum_to(g / b, ash) if self.next_functions[0][0] is not None else None
+        gb = None
+        if self.next_functions[1][0] is not None:
+            a = _val(sa, self, graph)
+            gb = sum_to(-g * a / (b * b), bsh)
+        return ga, gb
+
+
+def _true_div(x, y):
+    r = np.true_divide(x, y)
+    return r
+
+
+@op(methods=("__truediv__", "true_divide"))
+def div(input, other, *, rounding_mode=None, out=None):
+    """Elementwise true division (integers give floats); DivBackward0."""
+    if rounding_mode is not None:
+        return _rounded_div(input, other, rounding_mode)
+    if _isT(other, Tensor):
+        a, b = input, other
+        if a._data.dtype.kind in "biu" and b._data.dtype.kind in "biu":
+            a, b = a.to(D.DEFAULTS.float), b.to(D.DEFAULTS.float)
+        r = _binary(a, b, np.true_divide, DivBackward0, True, True)
+        return _out(r, out)
+    if not _scalar_ok(other):
+        return NotImplemented
+    a = input if input._data.dtype.kind in "fc" else input.to(D.DEFAULTS.float)
+    ov = float(other) if not isinstance(other, complex) else other
+    return _out(_binary(a, ov, np.true_divide, DivBackward0, False, False), out)
+
+
+divide = div
+op("divide")(div)
+
+
+def _rounded_div(a, b, mode):
+    q = div(a, b)
+    if mode == "trunc":
+        r = trunc(q)
+    elif mode == "floor":
+        r = floor(q)
+    else:
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                         f"found '{mode}'")
+    bd = b._data if _isT(b, Tensor) else np.asarray(b)
+    if a._data.dtype.kind in "iu" and bd.dtype.kind in "iu":
+        return r.to(a.dtype).detach()
+    return r
+
+
+@op(method=False, methods=("__rtruediv__",))
+def _rtruediv(self, other):
+    if not _scalar_ok(other):
+        return NotImplemented
+    return mul(reciprocal(self), other)
+
+
+class ReciprocalBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        y = self._saved[0].get(self, graph)
+        return -g * y * y,
+
+
+@op()
+def reciprocal(input):
+    """1 / input; ReciprocalBackward0."""
+    d = 1.0 / as_float(input._data)
+    if STATE.enabled and input._requires_grad:
+        res = record(d, None)
+        res._grad_fn = ReciprocalBackward0((edge_of(input),), (Saved(res, True),))
+        return res
+    return _make(d)
+
+
+# --- pow ------------------------------------------------------------------------------
+class PowBackward0(Node):
+    """Tensor ** scalar."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, e = self._saved
+        a = sa.get(self, graph)
+        if e == 0:
+            return g * 0,
+        if e == 1:
+            return g,
+        if e == 2:
+            return g * (a * 2),
+        return g * (e * a ** (e - 1)),
+
+
+class PowBackward1(Node):
+    """Tensor ** Tensor."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, so, ash, bsh = self._saved
+        a = sa.get(self, graph)
+        b = sb.get(self, graph)
+        ga = gb = None
+        if self.next_functions[0][0] is not None:
+            ga = sum_to(X.where(b == 0, 0 * g, g * b * a ** (b - 1)), ash)
+        if self.next_functions[1][0] is not None:
+            o = so.get(self, graph)
+            gb = sum_to(X.where((a == 0) & (b >= 0), 0 * g, g * o * X.log(a)), bsh)
+        return ga, gb
+
+
+class PowBackward2(Node):
+    """Scalar ** Tensor."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        base, so = self._saved
+        o = so.get(self, graph)
+        if base == 0:
+            return X.where(o == 0, 0 * g, g * o * math.log(base) if base > 0 else g * 0),
+        return g * o * math.log(base),
+
+
+@op(methods=("__pow__",))
+def pow(input, exponent):
+    """input ** exponent (tensor or scalar exponent, either side)."""
+    if not _isT(input, Tensor):
+        return _rpow(exponent, input)
+    if _isT(exponent, Tensor):
+        ad, bd, casts = _pair(input, exponent)
+        if ad.dtype.kind in "iu" and bd.dtype.kind in "iu" and (bd < 0).any():
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        data = np.power(ad, bd)
+        if STATE.enabled and (input._requires_grad or exponent._requires_grad):
+            res = record(data, None)
+            node = PowBackward1((edge_of(input), edge_of(exponent)),
+                                (Saved(input), Saved(exponent), Saved(res, True), ad.shape, bd.shape))
+            if casts is not None:
+                node._casts = casts
+            res._grad_fn = node
+            return res
+        return _make(data)
+    if not _scalar_ok(exponent):
+        return NotImplemented
+    ad, e = _scalar_data(input._data, exponent)
+    if ad.dtype.kind in "iub" and type(e) is int and e < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if e == 2:
+        data = ad * ad
+    elif e == 0.5 and ad.dtype.kind == "f":
+        data = np.sqrt(ad)
+    else:
+        data = np.power(ad, e)
+        if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+            data = data.astype(ad.dtype)
+    if STATE.enabled and input._requires_grad:
+        return record(data, PowBackward0((edge_of(input),), (Saved(input), e)))
+    return _make(data)
+
+
+@op(method=False, methods=("__rpow__",))
+def _rpow(self, other):
+    """scalar ** tensor."""
+    if not _scalar_ok(other):
+        return NotImplemented
+    ed = self._data
+    if type(other) is float and ed.dtype.kind not in "fc":
+        ed = ed.astype(D.DEFAULTS.float.np)
+    data = np.power(other, ed)
+    if data.dtype != ed.dtype:
+        data = data.astype(ed.dtype if ed.dtype.kind in "fc" else data.dtype)
+    if STATE.enabled and self._requires_grad:
+        res = record(data, None)
+        res._grad_fn = PowBackward2((edge_of(self),), (other, Saved(res, True)))
+        return res
+    return _make(data)
+
+
+float_power = None
+
+
+# --- unary ----------------------------------------------------------------------------
+class NegBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return -g,
+
+
+@op(methods=("__neg__", "negative"))
+def neg(input):
+    """-input; NegBackward0."""
+    if input._data.dtype == np.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
+                           "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                           "instead.")
+    d = np.negative(input._data)
+    if STATE.enabled and input._requires_grad:
+        return record(d, NegBackward0((edge_of(input),), ()))
+    return _make(d)
+
+
+negative = neg
+
+
+@op(methods=("__pos__",), function=True)
+def positive(input):
+    return input
+
+
+def _unary(x, fn, cls, save_in, save_out, floating=True):
+    d = x._data
+    if floating and d.dtype.kind not in "fc":
+        d = d.astype(D.DEFAULTS.float.np)
+    r = fn(d)
+    if STATE.enabled and x._requires_grad:
+        res = _make(r)
+        res._requires_grad = True
+        res._grad_fn = cls((edge_of(x),), (Saved(x) if save_in else None,
+                                           Saved(res, True) if save_out else None))
+        return res
+    return _make(r)
+
+
+def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc=""):
+    """Define a unary op ``name`` with node ``<Name>Backward0`` from a gradient formula
+    ``formula(g, x, y)`` (x the input, y the output; either may be None if not saved)."""
+    node_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+
+    def _bw(self, g, graph):
+        sx, sy = self._saved
+        x = sx.get(self, graph) if sx is not None else None
+        y = sy.get(self, graph) if sy is not None else None
+        return formula(g, x, y),
+
+    cls = type(node_name, (Node,), {"__slots__": (), "_bw": _bw, "__module__": __name__})
+
+    def f(input):
+        return _unary(input, fn, cls, save_in, save_out, floating)
+
+    f.__name__ = name
+    f.__qualname__ = name
+    f.__doc__ = doc or f"Elementwise {name}; records {node_name}."
+    globals()[node_name] = cls
+    globals()[name] = f
+    op(name)(f)
+    return f
+
+
+def _sqrt_bw(g, x, y):
+    return g / (2 * y)
+
+
+_unary_op("exp", np.exp, lambda g, x, y: g * y, save_out=True)
+_unary_op("log", np.log, lambda g, x, y: g / x, save_in=True)
+_unary_op("sin", np.sin, lambda g, x, y: g * X.cos(x), save_in=True)
+_unary_op("cos", np.cos, lambda g, x, y: g * -X.sin(x), save_in=True)
+_unary_op("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), save_out=True)
+_unary_op("sigmoid", lambda d: _sigmoid_np(d), lambda g, x, y: g * (y * (1 - y)), save_out=True)
+_unary_op("sqrt", np.sqrt, _sqrt_bw, save_out=True)
+_unary_op("abs", np.abs, lambda g, x, y: g * X.sign(x), save_in=True, floating=False)
+_unary_op("relu", lambda d: np.maximum(d, 0) if d.dtype.kind != "b" else d,
+          lambda g, x, y: X.where(y > 0, g, 0 * g), save_out=True, floating=False)
+
+
+def _sigmoid_np(d):
+    # split by sign so neither branch overflows
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-d))
+
+
+absolute = globals()["abs"]
+op("absolute")(absolute)
+
+
+# --- dtype conversion and copies ------------------------------------------------------
+class ToCopyBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        src = self._saved[0]
+        if not isinstance(g, Tensor):
+            return g.astype(src) if g.dtype != src else g,
+        return g.to(D.FROM_NP[src]),
+
+
+def to_dtype(x, dt):
+    """A copy of ``x`` in dtype ``dt``; differentiable between floating dtypes."""
+    d = x._data.astype(dt.np)
+    if STATE.enabled and x._requires_grad and dt.is_floating_point:
+        return record(d, ToCopyBackward0((edge_of(x),), (x._data.dtype,)))
+    return _make(d)
+
+
+class CloneBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g,
+
+
+@op()
+def clone(input, *, memory_format=None):
+    """A copy with its own storage; CloneBackward0."""
+    d = input._data.copy()
+    if STATE.enabled and input._requires_grad:
+        return record(d, CloneBackward0((edge_of(input),), ()))
+    return _make(d)
+
+
+@op()
+def contiguous(input, memory_format=None):
+    """Self when already contiguous, else a contiguous copy."""
+    if input._data.flags.c_contiguous:
+        return input
+    return clone(input)
+
+
+# --- comparisons and logical ops (never differentiable) --------------------------------
+def _cmp(fn, name):
+    def f(input, other):
+        if _isT(other, Tensor):
+            od = other._data
+        elif _scalar_ok(other):
+            od = other
+        else:
+            return NotImplemented
+        return _make(fn(input._data, od))
+
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name} (bool result, no gradient)."
+    return f
+
+
+eq = op("eq", methods=("__eq__",))(_cmp(np.equal, "eq"))
+ne = op("ne", methods=("__ne__", "not_equal"))(_cmp(np.not_equal, "ne"))
+lt = op("lt", methods=("__lt__", "less"))(_cmp(np.less, "lt"))
+le = op("le", methods=("__le__", "less_equal"))(_cmp(np.less_equal, "le"))
+gt = op("gt", methods=("__gt__", "greater"))(_cmp(np.greater, "gt"))
+ge = op("ge", methods=("__ge__", "greater_equal"))(_cmp(np.greater_equal, "ge"))
+
+
+def _bool_op(fn, name, dunder):
+    def f(input, other):
+        od = other._data if _isT(other, Tensor) else other
+        r = fn(input._data, od)
+        return _make(r)
+
+    f.__name__ = name
+    return op(name, function=True, methods=dunder)(f)
+
+
+bitwise_and = _bool_op(np.bitwise_and, "bitwise_and", ("__and__", "__rand__"))
+bitwise_or = _bool_op(np.bitwise_or, "bitwise_or", ("__or__", "__ror__"))
+bitwise_xor = _bool_op(np.bitwise_xor, "bitwise_xor", ("__xor__", "__rxor__"))
+
+
+@op(methods=("__invert__",))
+def bitwise_not(input):
+    return _make(np.invert(input._data))
+
+
+@op()
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and values."""
+    return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
+
+
+@op()
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def _out(r, out):
+    if out is None or r is NotImplemented:
+        return r
+    out._data[...] = r._data
+    out._version[0] += 1
+    return out
+
+
+# placeholders filled by the extended pointwise module
+def trunc(x):
+    return _make(np.trunc(x._data))
+
+
+def floor(x):
+    return _make(np.floor(x._data))

@@ -1,0 +1,344 @@
+"""View ops: results share storage and the version counter with their base, remember how to
+re-create themselves from it (for in-place ops on views), and record PyTorch's view nodes."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import op
+from ._graph import STATE, Node, Tensor, edge_of, record
+from . import _dual as X
+from .._tensor import Size, _dim
+
+_make = Tensor._make
+
+
+def make_view(src, data, node_cls=None, saved=(), fn=None):
+    """Wrap ``data`` (an ndarray view of ``src._data``) as a view of ``src``.
+
+    ``fn(x)`` re-creates the view from its immediate source (an ndarray or a Tensor); the
+    chain from the root base is kept so in-place ops on the view can rewrite the base.
+    """
+    t = _make(data)
+    t._version = src._version
+    base = src._base
+    if base is None:
+        t._base = src
+        if fn is not None:
+            t._view_fn = (fn,)
+    else:
+        t._base = base
+        prev = src._view_fn
+        if prev is not None and fn is not None:
+            t._view_fn = prev + (fn,)
+    if node_cls is not None and STATE.enabled and src._requires_grad:
+        t._requires_grad = True
+        t._grad_fn = node_cls((edge_of(src),), saved)
+    return t
+
+
+def apply_chain(x, chain):
+    for f in chain:
+        x = f(x)
+    return x
+
+
+# --- reshape family -------------------------------------------------------------------
+class ViewBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g.reshape(self._saved[0]),
+
+
+class UnsafeViewBackward0Reshape(ViewBackward0):
+    __slots__ = ()
+
+
+def _infer_shape(shape, numel, what="view"):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = tuple(shape[0])
+    shape = tuple(int(s) for s in shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+@op(function=False)
+def view(input, *shape):
+    """The same data with another shape (no copy); ViewBackward0."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list, Size)):
+        from .. import _dtype as D
+        dt = D.to_dtype(shape[0])
+        return _make(input._data.view(dt.np))
+    d = input._data
+    new = _infer_shape(shape, d.size)
+    v = d.view()
+    try:
+        v.shape = new
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                           "least one dimension spans across two contiguous subspaces). Use "
+                           ".reshape(...) instead.") from None
+    return make_view(input, v, ViewBackward0, (d.shape,), lambda x, s=new: x.reshape(s))
+
+
+@op()
+def reshape(input, *shape):
+    """The data with another shape: a view when possible, else a copy."""
+    d = input._data
+    new = _infer_shape(shape, d.size)
+    if new == d.shape:
+        return make_view(input, d.view(), ViewBackward0, (d.shape,), lambda x: x)
+    v = d.view()
+    try:
+        v.shape = new
+    except AttributeError:
+        r = d.reshape(new)
+        if STATE.enabled and input._requires_grad:
+            return record(r, UnsafeViewBackward0Reshape((edge_of(input),), (d.shape,)))
+        return _make(r)
+    return make_view(input, v, ViewBackward0, (d.shape,), lambda x, s=new: x.reshape(s))
+
+
+UnsafeViewBackward0Reshape.__name__ = "UnsafeViewBackward0"
+UnsafeViewBackward0Reshape.__qualname__ = "UnsafeViewBackward0"
+
+
+@op()
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dimensions ``start_dim..end_dim`` into one (the tensor itself when nothing merges)."""
+    d = input._data
+    if d.ndim == 0:
+        return reshape(input, 1)
+    s = _dim(start_dim, d.ndim)
+    e = _dim(end_dim, d.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    n = 1
+    for k in d.shape[s:e + 1]:
+        n *= k
+    return reshape(input, d.shape[:s] + (n,) + d.shape[e + 1:])
+
+
+@op()
+def unflatten(input, dim, sizes):
+    d = input._data
+    k = _dim(dim, d.ndim)
+    sizes = _infer_shape(tuple(sizes), d.shape[k])
+    return reshape(input, d.shape[:k] + tuple(sizes) + d.shape[k + 1:])
+
+
+@op(function=False)
+def view_as(input, other):
+    return view(input, other._data.shape)
+
+
+@op(function=False)
+def reshape_as(input, other):
+    return reshape(input, other._data.shape)
+
+
+class UnsqueezeBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g.reshape(self._saved[0]),
+
+
+@op()
+def unsqueeze(input, dim):
+    """Insert a size-1 dimension at ``dim``; UnsqueezeBackward0."""
+    d = input._data
+    k = _dim(dim, d.ndim + 1)
+    v = np.expand_dims(d, k)
+    return make_view(input, v, UnsqueezeBackward0, (d.shape,), lambda x, k=k: x.unsqueeze(k)
+                     if isinstance(x, Tensor) else np.expand_dims(x, k))
+
+
+class SqueezeBackward0(UnsqueezeBackward0):
+    __slots__ = ()
+
+
+class SqueezeBackward1(UnsqueezeBackward0):
+    __slots__ = ()
+
+
+class SqueezeBackward2(UnsqueezeBackward0):
+    __slots__ = ()
+
+
+@op()
+def squeeze(input, dim=None):
+    """Remove size-1 dimensions (all, or those in ``dim``)."""
+    d = input._data
+    if dim is None:
+        axes = tuple(i for i, s in enumerate(d.shape) if s == 1)
+        cls = SqueezeBackward0
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        axes = tuple(sorted(_dim(k, d.ndim) for k in dims))
+        axes = tuple(a for a in axes if d.ndim and d.shape[a] == 1)
+        cls = SqueezeBackward1 if not isinstance(dim, (tuple, list)) else SqueezeBackward2
+    new = tuple(s for i, s in enumerate(d.shape) if i not in axes)
+    return make_view(input, d.reshape(new), cls, (d.shape,), lambda x, s=new: x.reshape(s))
+
+
+class TBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return (g.T if not isinstance(g, Tensor) else g.t()),
+
+
+@op()
+def t(input):
+    """Transpose of a matrix (a 0-D or 1-D tensor is returned as is); TBackward0."""
+    d = input._data
+    if d.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {d.ndim}D")
+    return make_view(input, d.T, TBackward0, (), lambda x: x.T if not isinstance(x, Tensor) else x.t())
+
+
+class TransposeBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        a, b = self._saved
+        return g.swapaxes(a, b) if not isinstance(g, Tensor) else g.transpose(a, b),
+
+
+@op(methods=("swapaxes", "swapdims"))
+def transpose(input, dim0, dim1):
+    """Swap two dimensions (a view); TransposeBackward0."""
+    d = input._data
+    a, b = _dim(dim0, d.ndim), _dim(dim1, d.ndim)
+    if d.ndim == 0:
+        return make_view(input, d.view(), TransposeBackward0, (0, 0), lambda x: x)
+    return make_view(input, d.swapaxes(a, b), TransposeBackward0, (a, b),
+                     lambda x, a=a, b=b: x.swapaxes(a, b))
+
+
+swapaxes = swapdims = transpose
+
+
+class PermuteBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        inv = tuple(np.argsort(self._saved[0]))
+        return (g.transpose(inv) if not isinstance(g, Tensor) else g.permute(*inv)),
+
+
+@op()
+def permute(input, *dims):
+    """Reorder dimensions (a view); PermuteBackward0."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list, Size)):
+        dims = tuple(dims[0])
+    d = input._data
+    if len(dims) != d.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {d.ndim} is not equal to len(dims) = {len(dims)}")
+    perm = tuple(_dim(k, d.ndim) for k in dims)
+    if len(set(perm)) != len(perm):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return make_view(input, d.transpose(perm), PermuteBackward0, (perm,),
+                     lambda x, p=perm: x.transpose(p) if not isinstance(x, Tensor) else x.permute(*p))
+
+
+def _T(self):
+    d = self._data
+    if d.ndim == 2:
+        return permute(self, 1, 0)
+    return permute(self, *reversed(range(d.ndim)))
+
+
+def _mT(self):
+    if self._data.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
+                           f"{self._data.ndim}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+Tensor.T = property(_T, doc="All dimensions reversed (a view).")
+Tensor.mT = property(_mT, doc="The last two dimensions swapped (a view).")
+Tensor.H = Tensor.T
+Tensor.mH = Tensor.mT
+
+
+class ExpandBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        from ._graph import sum_to
+        return sum_to(g, self._saved[0]),
+
+
+@op(function=False)
+def expand(input, *sizes):
+    """Broadcast size-1 dimensions to ``sizes`` without copying (-1 keeps a size)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
+        sizes = tuple(sizes[0])
+    d = input._data
+    if len(sizes) < d.ndim:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(d.shape)}}}, size={list(sizes)}): the "
+                           f"number of sizes provided ({len(sizes)}) must be greater or equal to the "
+                           f"number of dimensions in the tensor ({d.ndim})")
+    lead = len(sizes) - d.ndim
+    shape = []
+    for i, s in enumerate(sizes):
+        if i >= lead:
+            cur = d.shape[i - lead]
+            if s == -1:
+                s = cur
+            elif cur != 1 and cur != s:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
+                                   f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
+                                   f"{list(sizes)}.  Tensor sizes: {list(d.shape)}")
+        elif s == -1:
+            raise RuntimeError("The expanded size of the tensor (-1) isn't allowed in a leading, "
+                               "non-existing dimension 0")
+        shape.append(s)
+    shape = tuple(shape)
+    return make_view(input, np.broadcast_to(d, shape), ExpandBackward0, (d.shape,),
+                     lambda x, s=shape: np.broadcast_to(x, s) if not isinstance(x, Tensor) else x.expand(*s))
+
+
+@op(function=False)
+def expand_as(input, other):
+    return expand(input, other._data.shape)
+
+
+class AliasBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g,
+
+
+def alias(input):
+    """A view of the whole tensor (used by full-slice indexing)."""
+    return make_view(input, input._data.view(), AliasBackward0, (), lambda x: x)

@@ -1,0 +1,2 @@
+"""``dyngrad.utils``: data loading."""
+from . import data  # noqa: F401

@@ -1,0 +1,1 @@
+"""Datasets and loaders (see issue: data)."""
