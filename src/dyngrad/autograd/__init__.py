@@ -9,6 +9,7 @@ from .node import Node, AccumulateGrad
 from .function import Function, FunctionCtx, once_differentiable
 from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled
 from . import errors, graph
+from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 
 __all__ = ["backward", "grad", "Variable", "Function", "FunctionCtx", "once_differentiable",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",

@@ -1,0 +1,1 @@
+"""Subcommands of the ``dyngrad`` command, one module each (see ``dyngrad/cli.py``)."""

@@ -1,0 +1,18 @@
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "src"))
+sys.path.insert(0, ROOT)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _reset_global_state():
+    import dyngrad
+    yield
+    dyngrad.set_grad_enabled(True)
+    dyngrad.set_default_dtype(dyngrad.float32)
+    dyngrad.set_printoptions(profile="default")
