@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _dim
-from ..ops._graph import STATE, Node, Saved, edge_of, record, sum_to, NO_EDGE, as_float
+from ..ops._graph import notify, STATE, Node, Saved, edge_of, record, sum_to, NO_EDGE, as_float
 from ..ops import _dual as X
 from ..ops.pointwise import relu, tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops.linalg import addmm, matmul
@@ -212,7 +212,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if STATE.enabled and input._requires_grad:
         res = record(y, None)
         res._grad_fn = SoftmaxBackward0((edge_of(input),), (Saved(res, True), k))
-        return res
+        return notify(res)
     return _make(y)
 
 
@@ -229,7 +229,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if STATE.enabled and input._requires_grad:
         res = record(y, None)
         res._grad_fn = LogSoftmaxBackward0((edge_of(input),), (Saved(res, True), k))
-        return res
+        return notify(res)
     return _make(y)
 
 

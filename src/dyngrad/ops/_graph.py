@@ -12,7 +12,12 @@ from ..autograd.node import Node, Saved, edge_of, NO_EDGE
 _make = Tensor._make
 
 __all__ = ["Node", "Saved", "edge_of", "NO_EDGE", "STATE", "Tensor", "out", "record",
-           "sum_to", "as_float", "fdtype", "grad_dtype"]
+           "sum_to", "as_float", "fdtype", "grad_dtype", "RECORD_HOOKS", "notify"]
+
+
+# Observers of graph construction: callables ``hook(tensor, node)`` run after every recorded
+# op (the graph explorer, forward-mode AD).  Empty in normal use, so recording costs one check.
+RECORD_HOOKS: list = []
 
 
 def record(data, node):
@@ -20,6 +25,17 @@ def record(data, node):
     t = _make(data)
     t._requires_grad = True
     t._grad_fn = node
+    if RECORD_HOOKS and node is not None:
+        for h in RECORD_HOOKS:
+            h(t, node)
+    return t
+
+
+def notify(t):
+    """Run the graph-construction observers for a tensor whose grad_fn was set by hand."""
+    if RECORD_HOOKS:
+        for h in RECORD_HOOKS:
+            h(t, t._grad_fn)
     return t
 
 

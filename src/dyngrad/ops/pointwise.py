@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import (NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, fdtype, out,
+from ._graph import (RECORD_HOOKS, notify, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, fdtype, out,
                      record, sum_to)
 from . import _dual as X
 
@@ -268,7 +268,7 @@ def reciprocal(input):
     if STATE.enabled and input._requires_grad:
         res = record(d, None)
         res._grad_fn = ReciprocalBackward0((edge_of(input),), (Saved(res, True),))
-        return res
+        return notify(res)
     return _make(d)
 
 
@@ -335,7 +335,7 @@ def pow(input, exponent):
             if casts is not None:
                 node._casts = casts
             res._grad_fn = node
-            return res
+            return notify(res)
         return _make(data)
     if not _scalar_ok(exponent):
         return NotImplemented
@@ -369,7 +369,7 @@ def _rpow(self, other):
     if STATE.enabled and self._requires_grad:
         res = record(data, None)
         res._grad_fn = PowBackward2((edge_of(self),), (other, Saved(res, True)))
-        return res
+        return notify(res)
     return _make(data)
 
 
@@ -416,7 +416,7 @@ def _unary(x, fn, cls, save_in, save_out, floating=True):
         res._requires_grad = True
         res._grad_fn = cls((edge_of(x),), (Saved(x) if save_in else None,
                                            Saved(res, True) if save_out else None))
-        return res
+        return notify(res)
     return _make(r)
 
 

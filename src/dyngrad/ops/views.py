@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
-from ._graph import STATE, Node, Tensor, edge_of, record
+from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
 from . import _dual as X
 from .._tensor import Size, _dim
 
@@ -33,6 +33,8 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
     if node_cls is not None and STATE.enabled and src._requires_grad:
         t._requires_grad = True
         t._grad_fn = node_cls((edge_of(src),), saved)
+        if RECORD_HOOKS:
+            notify(t)
     return t
 
 
