@@ -478,7 +478,7 @@ class Module:
     def __call__(self, *args, **kwargs):
         d = self.__dict__
         if not (d["_forward_pre_hooks"] or d["_forward_hooks"] or d["_backward_hooks"]
-                or _GLOBAL_HOOKS):
+                or d["_backward_pre_hooks"] or _GLOBAL_HOOKS):
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
@@ -495,10 +495,11 @@ class Module:
                     r = hook(self, args)
                     if r is not None:
                         args = r if isinstance(r, tuple) else (r,)
-            bw = self._backward_hooks
+            bw = self._backward_hooks or self._backward_pre_hooks
             if bw:
                 from .hooks import BackwardHook
-                bh = BackwardHook(self, list(bw.values()))
+                bh = BackwardHook(self, list(self._backward_hooks.values()),
+                                  list(self._backward_pre_hooks.values()))
                 args = bh.setup_input(args)
             result = self.forward(*args, **kwargs)
             for hid, hook in list(self._forward_hooks.items()):
@@ -538,13 +539,19 @@ class Module:
         inputs are computed."""
         h = _Handle(self._backward_hooks)
         self._backward_hooks[h.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(h.id, last=False)
         return h
 
     register_backward_hook = register_full_backward_hook
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
+        """``hook(module, grad_output)`` before the module's input gradients are computed;
+        it may return replacement output gradients."""
         h = _Handle(self._backward_pre_hooks)
         self._backward_pre_hooks[h.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(h.id, last=False)
         return h
 
     def register_state_dict_hook(self, hook):
