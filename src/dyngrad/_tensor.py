@@ -254,6 +254,13 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Compute the gradient of this tensor w.r.t. the graph leaves and add it to their
         ``.grad``.  A non-scalar tensor needs ``gradient`` (dL/dself)."""
+        if (gradient is None and inputs is None and not create_graph and self._grad_fn is not None
+                and self._data.size == 1 and self._data.dtype.kind == "f"):
+            # the common loss.backward(): skip argument normalisation
+            from .autograd.engine import run_backward
+            run_backward((self,), (np.ones(self._data.shape, self._data.dtype),),
+                         bool(retain_graph), False)
+            return
         from .autograd import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 

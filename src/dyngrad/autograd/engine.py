@@ -32,18 +32,23 @@ HOOKS = _Hooks()
 def _collect(root_nodes):
     """Dependency counts of every node reachable from the roots (iterative DFS)."""
     deps = {}
-    seen = set(root_nodes)
     stack = list(root_nodes)
+    seen = set(root_nodes)
+    add = seen.add
+    push = stack.append
+    get = deps.get
     while stack:
-        node = stack.pop()
-        for fn, _ in node.next_functions:
+        for fn, _ in stack.pop().next_functions:
             if fn is None:
                 continue
-            d = deps.get(fn)
-            deps[fn] = 1 if d is None else d + 1
-            if fn not in seen:
-                seen.add(fn)
-                stack.append(fn)
+            d = get(fn)
+            if d is None:
+                deps[fn] = 1
+                if fn not in seen:
+                    add(fn)
+                    push(fn)
+            else:
+                deps[fn] = d + 1
     return deps, seen
 
 
@@ -88,7 +93,96 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
         STATE.enabled = prev_mode
 
 
+def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
+    """backward() without ``inputs``: nodes run in decreasing sequence number.
+
+    Every node is created after the nodes it points to, so a node's sequence number is larger
+    than any of its inputs'.  Popping the largest pending number therefore only reaches a node
+    once all of its reachable producers have run -- the same guarantee as counting
+    dependencies, without the extra pass over the graph.  Leaves' AccumulateGrad nodes run
+    last, once each, with the sum of everything they received.
+    """
+    bufs = {}
+    heap = []
+    push = heapq.heappush
+    pop = heapq.heappop
+    accs = []
+    for t, g in zip(roots, grads):
+        fn, nr = edge_of(t)
+        if fn is None:
+            raise RuntimeError(errors.NO_GRAD_FN)
+        if fn not in bufs:
+            if fn.__class__ is AccumulateGrad:
+                accs.append(fn)
+            else:
+                push(heap, (-fn._seq, fn))
+        _deposit(bufs, fn, nr, g)
+    obs = HOOKS.observer
+    anomaly = HOOKS.anomaly
+    bufs_pop = bufs.pop
+    bufs_get = bufs.get
+    ACC = AccumulateGrad
+    while heap:
+        node = pop(heap)[1]
+        g = bufs_pop(node)
+        if node._saved is None:
+            raise errors.freed_graph(node)
+        if node._nout == 1:
+            if not create_graph and type(g) is not _ndarray:
+                g = _asarray(g)
+        elif not create_graph:
+            g = [x if x is None or type(x) is _ndarray else _asarray(x) for x in g]
+        if node._plain and obs is None:
+            outs = node._bw(g, create_graph)
+        else:
+            if not node._plain and (node._tensor_hooks is not None or node._retain is not None
+                                    or node._pre_hooks):
+                g = _run_pre_hooks(node, g, create_graph)
+            if obs is not None:
+                obs.on_node_start(node, g)
+            outs = node._bw(g, create_graph)
+            if not node._plain:
+                if node._casts is not None:
+                    outs = _cast_back(outs, node._casts)
+                if node._hooks:
+                    outs = _run_post_hooks(node, outs, g, create_graph)
+            if obs is not None:
+                obs.on_node_done(node, outs)
+        if anomaly:
+            from .anomaly import check_outputs
+            check_outputs(node, outs)
+        if not retain_graph:
+            node._release()
+            if obs is not None:
+                obs.on_free(node)
+        k = 0
+        for fn, nr in node.next_functions:
+            if fn is not None:
+                gi = outs[k]
+                if gi is not None:
+                    if fn._nout == 1:
+                        b = bufs_get(fn)
+                        if b is None:
+                            bufs[fn] = gi
+                            if fn.__class__ is ACC:
+                                accs.append(fn)
+                            else:
+                                push(heap, (-fn._seq, fn))
+                        else:
+                            bufs[fn] = b + gi
+                    else:
+                        if fn not in bufs:
+                            push(heap, (-fn._seq, fn))
+                        _deposit(bufs, fn, nr, gi)
+            k += 1
+    for acc in accs:
+        _accumulate(acc, bufs_pop(acc), create_graph, obs)
+    return None
+
+
 def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused, edge_of):
+    if inputs is None:
+        return _run_fast(roots, grads, retain_graph, create_graph, edge_of)
     bufs = {}
     root_nodes = []
     for t, g in zip(roots, grads):
@@ -116,14 +210,17 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
     anomaly = HOOKS.anomaly
     push = heapq.heappush
     pop = heapq.heappop
+    bufs_pop = bufs.pop
+    bufs_get = bufs.get
+    ACC = AccumulateGrad
     heap = []
     for fn in root_nodes:
         if deps.get(fn, 0) == 0:
-            push(heap, (-fn._seq, id(fn), fn))
+            push(heap, (-fn._seq, fn))
 
     while heap:
-        node = pop(heap)[2]
-        g = bufs.pop(node, None)
+        node = pop(heap)[1]
+        g = bufs_pop(node, None)
         run_it = True
         if targets is not None:
             tg = targets.get(node)
@@ -132,7 +229,7 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
                     gi = g[nr] if node._nout > 1 else g
                     captured[i] = gi if captured[i] is None else captured[i] + gi
             run_it = node in runnable
-        if type(node) is AccumulateGrad:
+        if node.__class__ is ACC:
             if g is not None and (targets is None or (not capture and node in targets)):
                 _accumulate(node, g, create_graph, obs)
             continue
@@ -146,15 +243,20 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
                         g = _asarray(g)
                 else:
                     g = [x if x is None or type(x) is _ndarray else _asarray(x) for x in g]
-            if node._tensor_hooks is not None or node._retain is not None or node._pre_hooks is not None:
-                g = _run_pre_hooks(node, g, create_graph)
-            if obs is not None:
-                obs.on_node_start(node, g)
-            outs = node._bw(g, create_graph)
-            if node._casts is not None:
-                outs = _cast_back(outs, node._casts)
-            if node._hooks is not None:
-                outs = _run_post_hooks(node, outs, g, create_graph)
+            if node._plain:
+                if obs is not None:
+                    obs.on_node_start(node, g)
+                outs = node._bw(g, create_graph)
+            else:
+                if node._tensor_hooks is not None or node._retain is not None or node._pre_hooks:
+                    g = _run_pre_hooks(node, g, create_graph)
+                if obs is not None:
+                    obs.on_node_start(node, g)
+                outs = node._bw(g, create_graph)
+                if node._casts is not None:
+                    outs = _cast_back(outs, node._casts)
+                if node._hooks:
+                    outs = _run_post_hooks(node, outs, g, create_graph)
             if anomaly:
                 from .anomaly import check_outputs
                 check_outputs(node, outs)
@@ -164,19 +266,22 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
                 node._release()
                 if obs is not None:
                     obs.on_free(node)
-        nf = node.next_functions
-        for k in range(len(nf)):
-            fn, nr = nf[k]
-            if fn is None:
-                continue
-            if outs is not None:
-                gi = outs[k]
-                if gi is not None:
-                    _deposit(bufs, fn, nr, gi)
-            d = deps[fn] - 1
-            deps[fn] = d
-            if d == 0:
-                push(heap, (-fn._seq, id(fn), fn))
+        k = 0
+        for fn, nr in node.next_functions:
+            if fn is not None:
+                if outs is not None:
+                    gi = outs[k]
+                    if gi is not None:
+                        if fn._nout == 1:
+                            b = bufs_get(fn)
+                            bufs[fn] = gi if b is None else b + gi
+                        else:
+                            _deposit(bufs, fn, nr, gi)
+                d = deps[fn] - 1
+                deps[fn] = d
+                if d == 0:
+                    push(heap, (-fn._seq, fn))
+            k += 1
 
     if inputs is not None and not capture:
         for i, t in enumerate(inputs):
@@ -269,9 +374,21 @@ def _run_post_hooks(node, outs, g, graph):
     return tuple(x if (graph or x is None) else x._data for x in gin)
 
 
+_TENSOR = []
+
+
+def _tensor_make():
+    if not _TENSOR:
+        from .._tensor import Tensor
+        _TENSOR.append(Tensor._make)
+    return _TENSOR[0]
+
+
 def _accumulate(acc, g, graph, obs):
+    """Add gradient ``g`` into ``acc.variable.grad`` (a new tensor the first time, in place
+    after, out of place under create_graph), running the leaf's hooks."""
     var = acc.variable
-    if acc._pre_hooks:
+    if not acc._plain and acc._pre_hooks:
         for hook in list(acc._pre_hooks):
             r = hook((g if graph else _wrap(g),))
             if r is not None:
@@ -284,21 +401,18 @@ def _accumulate(acc, g, graph, obs):
                 g = r if graph else r._data
     old = var._grad
     if graph:
-        if old is None:
-            var._grad = g
-        else:
-            var._grad = old + g
+        var._grad = g if old is None else old + g
     else:
-        if g.shape != var._data.shape:
-            g = np.broadcast_to(g, var._data.shape)
+        vd = var._data
+        if g.shape != vd.shape:
+            g = np.broadcast_to(g, vd.shape)
         if old is None:
             # steal the buffer when no one else can see it (the engine's local and the
             # argument of getrefcount are its only references), else copy it
             if (type(g) is not _ndarray or g.base is not None or _getrefcount(g) > 3
-                    or not g.flags.writeable or g.dtype != var._data.dtype):
-                g = np.array(g, dtype=var._data.dtype, copy=True)
-            from .._tensor import Tensor
-            var._grad = Tensor._make(g)
+                    or g.dtype != vd.dtype):
+                g = np.array(g, dtype=vd.dtype)
+            var._grad = (_TENSOR[0] if _TENSOR else _tensor_make())(g)
         elif old._grad_fn is not None or old._requires_grad:
             var._grad = old + _wrap(g)
         else:
@@ -314,6 +428,6 @@ def _accumulate(acc, g, graph, obs):
     if post:
         for hook in list(post):
             hook(var)
-    if acc._hooks:
+    if not acc._plain and acc._hooks:
         for hook in list(acc._hooks):
             hook((), (g if graph else _wrap(g),))

@@ -8,6 +8,8 @@ without ``retain_graph``.
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 import weakref
 
 import numpy as np
@@ -15,7 +17,22 @@ import numpy as np
 from . import errors
 
 _seq = itertools.count()
+_getframe = sys._getframe
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 ACCUMULATE_PRIORITY = 1 << 62
+
+
+_DEPTH: dict = {}
+
+
+def _user_frame():
+    """The first frame outside dyngrad above ``Node.__init__`` and its depth from there."""
+    f = _getframe(2)
+    d = 1
+    while f is not None and f.f_code.co_filename.startswith(_PKG):
+        f = f.f_back
+        d += 1
+    return f, d
 
 
 class Node:
@@ -30,18 +47,29 @@ class Node:
     __slots__ = ("next_functions", "_saved", "_seq", "__dict__", "__weakref__")
     _nout = 1            # number of outputs (multi-output nodes override)
     _needs_saved = True  # False for nodes whose backward uses nothing saved
-    # rarely used state: class defaults, set per instance only when needed
-    _pre_hooks = None
-    _hooks = None
-    _tensor_hooks = None
-    _retain = None
+    # rarely used state: class defaults, set per instance only when needed.  Setting any of
+    # the flagged ones marks the node not plain, so the engine checks one flag per node.
+    _plain = True
     _meta = None
-    _casts = None        # input dtypes to cast gradients back to, when an op promoted them
 
     def __init__(self, next_functions=(), saved=()):
         self.next_functions = next_functions
         self._saved = saved
         self._seq = next(_seq)
+        # where user code created this node: (code, instruction offset) of the first frame
+        # outside dyngrad, resolved to file:line only when an error or a viewer asks
+        # (the depth is cached per class; only two frames are looked at on a hit)
+        d = _DEPTH.get(type(self), 3)
+        try:
+            f = _getframe(d)
+            hit = (_getframe(d - 1).f_code.co_filename.startswith(_PKG)
+                   and not f.f_code.co_filename.startswith(_PKG))
+        except ValueError:
+            hit = False
+        if not hit:
+            f, _DEPTH[type(self)] = _user_frame()
+        if f is not None:
+            self._src = (f.f_code, f.f_lasti)
 
     def name(self) -> str:
         """The node's class name, as PyTorch's ``grad_fn.name()``."""
@@ -102,6 +130,27 @@ class Node:
 
     def _bw(self, grad, graph):  # pragma: no cover - every subclass defines it
         raise NotImplementedError
+
+
+def _flagging(name):
+    key = "_v" + name
+
+    def get(self):
+        return self.__dict__.get(key)
+
+    def set_(self, value):
+        d = self.__dict__
+        d[key] = value
+        d["_plain"] = False
+
+    return property(get, set_)
+
+
+Node._pre_hooks = _flagging("_pre_hooks")
+Node._hooks = _flagging("_hooks")
+Node._tensor_hooks = _flagging("_tensor_hooks")   # {output_nr: [hook]} from Tensor.register_hook
+Node._retain = _flagging("_retain")               # {output_nr: weakref} from retain_grad()
+Node._casts = _flagging("_casts")                 # input dtypes to cast gradients back to
 
 
 class _Handle:
@@ -173,7 +222,7 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         self.next_functions = ()
         self._saved = ()
-        self._seq = ACCUMULATE_PRIORITY
+        self._seq = ACCUMULATE_PRIORITY + next(_seq)
         self.variable = variable
 
     @staticmethod

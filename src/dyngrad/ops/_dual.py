@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from ._graph import broadcast_view as _broadcast_view
 
 
 _PKG = []
@@ -71,7 +72,7 @@ def transpose_last(a):
 def expand_to(g, shape):
     """Broadcast ``g`` to ``shape`` (read-only view for arrays; ExpandBackward for Tensors)."""
     if not isinstance(g, Tensor):
-        return np.broadcast_to(g, shape)
+        return _broadcast_view(g, shape)
     return g.expand(*shape)
 
 
@@ -82,3 +83,36 @@ def unsqueeze_dims(g, dims, ndim):
     for d in sorted(dims):
         g = g.unsqueeze(d)
     return g
+
+
+cosh = _pick(np.cosh, "cosh")
+sinh = _pick(np.sinh, "sinh")
+floor = _pick(np.floor, "floor")
+trunc = _pick(np.trunc, "trunc")
+log1p = _pick(np.log1p, "log1p")
+cumsum = _pick(lambda a, dim: np.cumsum(a, axis=dim), "cumsum")
+
+
+def data(x):
+    """The ndarray behind ``x`` (for masks and constants computed from saved values)."""
+    return x._data if isinstance(x, Tensor) else np.asarray(x)
+
+
+def const(arr, like):
+    """``arr`` (an ndarray) as a constant of the same kind as ``like``."""
+    if isinstance(like, Tensor):
+        return _t().from_numpy(np.ascontiguousarray(arr))
+    return arr
+
+
+def sum_dims(x, dims, keepdim=True):
+    """Sum over ``dims`` (a tuple of non-negative axes)."""
+    if not isinstance(x, Tensor):
+        return x.sum(axis=dims, keepdims=keepdim)
+    return x.sum(dim=dims, keepdim=keepdim)
+
+
+def einsum(eq, *ops):
+    if not any(isinstance(o, Tensor) for o in ops):
+        return np.einsum(eq, *ops)
+    return _t().einsum(eq, *(o if isinstance(o, Tensor) else _t().from_numpy(o) for o in ops))
