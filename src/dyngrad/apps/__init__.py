@@ -1,0 +1,1 @@
+"""Ready-made programs behind the ``dyngrad`` command (the demo and digits training)."""

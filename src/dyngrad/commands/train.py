@@ -1,0 +1,53 @@
+"""``dyngrad train``: train an MLP or CNN on the bundled digits data."""
+from __future__ import annotations
+
+import os
+
+from ..cli import UsageError
+
+HELP = "train an MLP or CNN on scikit-learn's digits; writes a checkpoint, plot and graphs"
+
+
+def _positive_int(v):
+    try:
+        n = int(v)
+    except ValueError:
+        raise __import__("argparse").ArgumentTypeError(f"expected a positive integer, got {v!r}")
+    if n <= 0:
+        raise __import__("argparse").ArgumentTypeError(f"expected a positive integer, got {v}")
+    return n
+
+
+def _positive_float(v):
+    try:
+        x = float(v)
+    except ValueError:
+        raise __import__("argparse").ArgumentTypeError(f"expected a positive number, got {v!r}")
+    if not x > 0:
+        raise __import__("argparse").ArgumentTypeError(f"expected a positive number, got {v}")
+    return x
+
+
+def add_arguments(p):
+    p.add_argument("--model", choices=["mlp", "cnn"], default="cnn", help="network to train")
+    p.add_argument("--epochs", type=_positive_int, default=15, help="number of epochs")
+    p.add_argument("--lr", type=_positive_float, default=2e-3, help="Adam learning rate")
+    p.add_argument("--batch-size", type=_positive_int, default=32, help="mini-batch size")
+    p.add_argument("--out", default="demo-output", help="folder for the outputs")
+    p.add_argument("--resume", metavar="CKPT", help="continue from a checkpoint written earlier")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args) -> int:
+    if args.resume and not os.path.exists(args.resume):
+        raise UsageError(f"checkpoint not found: {args.resume}")
+    from ..apps.digits import train
+    try:
+        _, _, paths = train(args.model, args.epochs, args.lr, args.batch_size, args.out,
+                            args.resume, args.seed, progress=not args.no_progress)
+    except (ValueError, RuntimeError) as e:
+        raise UsageError(str(e).split("\n")[0]) from None
+    for k, v in paths.items():
+        print(f"{k:>10}: {v}")
+    return 0
