@@ -58,5 +58,47 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` (the type of ``MultiheadAttention.out_proj``, as in PyTorch)."""
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b, with A and b ~ U(-1/sqrt(in1), 1/sqrt(in1)) as in PyTorch."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(empty((out_features, in1_features, in2_features), dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_features, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.weight.size(1))
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        o, i, j = self.weight.shape
+        lead = tuple(input1.shape[:-1])
+        t = input1.matmul(self.weight.permute(1, 0, 2).reshape(i, o * j)).reshape(lead + (o, j))
+        y = (t * input2.unsqueeze(-2)).sum(-1)
+        return y + self.bias if self.bias is not None else y
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
 class LazyLinear(Linear):
-    pass
+    """Not supported: shapes must be known when the layer is built."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("LazyLinear is not supported; use Linear(in_features, "
+                                  "out_features)")
