@@ -41,11 +41,39 @@ def _scalar_data(ad, value):
     return ad, value
 
 
+def broadcast_error(*shapes):
+    """PyTorch's error for shapes that do not broadcast (names the first clashing dimension)."""
+    shapes = [tuple(s) for s in shapes]
+    n = max(len(s) for s in shapes)
+    for i in range(1, n + 1):
+        seen = None
+        for s in shapes:
+            if i <= len(s) and s[-i] != 1:
+                if seen is None:
+                    seen = s[-i]
+                elif s[-i] != seen:
+                    return RuntimeError(f"The size of tensor a ({seen}) must match the size of "
+                                        f"tensor b ({s[-i]}) at non-singleton dimension {n - i}")
+    return RuntimeError(f"shapes {[list(s) for s in shapes]} cannot be broadcast together")
+
+
+def _call2(fn, ad, bd):
+    try:
+        return fn(ad, bd)
+    except ValueError:
+        if np.shape(ad) != np.shape(bd):
+            try:
+                np.broadcast_shapes(np.shape(ad), np.shape(bd))
+            except ValueError:
+                raise broadcast_error(np.shape(ad), np.shape(bd)) from None
+        raise
+
+
 def _binary(a, b, fn, cls, save_a, save_b, extra=()):
     """Shared forward of tensor-tensor and tensor-scalar binary ops."""
     if _isT(b, Tensor):
         ad, bd, casts = _pair(a, b)
-        data = fn(ad, bd)
+        data = _call2(fn, ad, bd)
         if STATE.enabled and (a._requires_grad or b._requires_grad):
             node = cls((edge_of(a), edge_of(b)),
                        (Saved(a) if save_a else None, Saved(b) if save_b else None,
@@ -233,10 +261,11 @@ op("divide")(div)
 
 def _rounded_div(a, b, mode):
     q = div(a, b)
+    from . import elementwise_more as E
     if mode == "trunc":
-        r = trunc(q)
+        r = E.trunc(q)
     elif mode == "floor":
-        r = floor(q)
+        r = E.floor(q)
     else:
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                          f"found '{mode}'")
@@ -327,7 +356,7 @@ def pow(input, exponent):
         ad, bd, casts = _pair(input, exponent)
         if ad.dtype.kind in "iu" and bd.dtype.kind in "iu" and (bd < 0).any():
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        data = np.power(ad, bd)
+        data = _call2(np.power, ad, bd)
         if STATE.enabled and (input._requires_grad or exponent._requires_grad):
             res = record(data, None)
             node = PowBackward1((edge_of(input), edge_of(exponent)),
@@ -420,10 +449,11 @@ def _unary(x, fn, cls, save_in, save_out, floating=True):
     return _make(r)
 
 
-def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc=""):
-    """Define a unary op ``name`` with node ``<Name>Backward0`` from a gradient formula
-    ``formula(g, x, y)`` (x the input, y the output; either may be None if not saved)."""
-    node_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc="",
+              node=None):
+    """Define a unary op ``name`` with node ``<Name>Backward0`` (or ``node``) from a gradient
+    formula ``formula(g, x, y)`` (x the input, y the output; either may be None if not saved)."""
+    node_name = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
     def _bw(self, g, graph):
         sx, sy = self._saved
@@ -469,6 +499,140 @@ def _sigmoid_np(d):
 
 absolute = globals()["abs"]
 op("absolute")(absolute)
+
+
+def _erf_np(d):
+    try:
+        from scipy.special import erf as f
+    except ImportError:  # pragma: no cover - scipy is optional
+        f = np.frompyfunc(math.erf, 1, 1)
+    return np.asarray(f(d)).astype(d.dtype, copy=False)
+
+
+def _erfc_np(d):
+    try:
+        from scipy.special import erfc as f
+    except ImportError:  # pragma: no cover
+        f = np.frompyfunc(math.erfc, 1, 1)
+    return np.asarray(f(d)).astype(d.dtype, copy=False)
+
+
+def _zero_grad(g, x, y):
+    return X.zeros_like(g)
+
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _keep_int(fn):
+    """A rounding function that leaves integer and bool data as they are (a copy)."""
+    return lambda d: d.copy() if d.dtype.kind in "biu" else fn(d)
+
+
+_unary_op("rsqrt", lambda d: 1.0 / np.sqrt(d), lambda g, x, y: g * (-0.5 * y * y * y), save_out=True)
+_unary_op("expm1", np.expm1, lambda g, x, y: g * (y + 1), save_out=True)
+_unary_op("exp2", np.exp2, lambda g, x, y: g * (y * _LN2), save_out=True)
+_unary_op("log1p", np.log1p, lambda g, x, y: g / (x + 1), save_in=True, node="Log1PBackward0")
+_unary_op("log2", np.log2, lambda g, x, y: g / (x * _LN2), save_in=True)
+_unary_op("log10", np.log10, lambda g, x, y: g / (x * _LN10), save_in=True)
+_unary_op("tan", np.tan, lambda g, x, y: g * (1 + y * y), save_out=True)
+_unary_op("asin", np.arcsin, lambda g, x, y: g / X.sqrt(1 - x * x), save_in=True)
+_unary_op("acos", np.arccos, lambda g, x, y: -g / X.sqrt(1 - x * x), save_in=True)
+_unary_op("atan", np.arctan, lambda g, x, y: g / (1 + x * x), save_in=True)
+_unary_op("sinh", np.sinh, lambda g, x, y: g * X.cosh(x), save_in=True)
+_unary_op("cosh", np.cosh, lambda g, x, y: g * X.sinh(x), save_in=True)
+_unary_op("erf", _erf_np, lambda g, x, y: g * (_TWO_OVER_SQRT_PI * X.exp(-(x * x))), save_in=True)
+_unary_op("erfc", _erfc_np, lambda g, x, y: g * (-_TWO_OVER_SQRT_PI * X.exp(-(x * x))),
+          save_in=True)
+_unary_op("sign", _keep_int(np.sign), _zero_grad, floating=False,
+          doc="Elementwise sign (-1, 0 or 1); zero gradient (SignBackward0).")
+_unary_op("sgn", _keep_int(np.sign), _zero_grad, floating=False,
+          doc="Sign for real tensors (z/|z| for complex); zero gradient (SgnBackward0).")
+_unary_op("floor", _keep_int(np.floor), _zero_grad, floating=False)
+_unary_op("ceil", _keep_int(np.ceil), _zero_grad, floating=False)
+_unary_op("trunc", _keep_int(np.trunc), _zero_grad, floating=False)
+_unary_op("frac", lambda d: d - np.trunc(d), lambda g, x, y: g, floating=False)
+op("arcsin")(asin)
+op("arccos")(acos)
+op("arctan")(atan)
+op("fix")(trunc)
+_round0 = _unary_op("_round0", _keep_int(np.round), _zero_grad, floating=False,
+                    node="RoundBackward0")
+from . import OPS as _OPS  # noqa: E402
+_OPS.pop("_round0")
+_round1_cls = type("RoundBackward1", (Node,), {"__slots__": (), "__module__": __name__,
+                                               "_needs_saved": False,
+                                               "_bw": lambda self, g, graph: (X.zeros_like(g),)})
+RoundBackward1 = _round1_cls
+
+
+@op()
+def round(input, *, decimals=0):
+    """Round half to even (to ``decimals`` places); zero gradient (RoundBackward0/1)."""
+    if decimals == 0:
+        return _round0(input)
+    d = input._data
+    if d.dtype.kind in "biu":
+        raise NotImplementedError(f'"round_cpu" not implemented for '
+                                  f"'{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}'")
+    r = np.round(d, decimals)
+    if STATE.enabled and input._requires_grad:
+        return record(r, RoundBackward1((edge_of(input),), ()))
+    return _make(r)
+
+
+@op()
+def square(input):
+    """input * input (bool becomes int64); PowBackward0."""
+    if input._data.dtype == np.bool_:
+        input = _make(input._data.astype(np.int64))
+    return pow(input, 2)
+
+
+@op()
+def logit(input, eps=None):
+    """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when ``eps`` is given; LogitBackward0."""
+    d = as_float(input._data)
+    x = d if eps is None else np.clip(d, eps, 1 - eps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.log(x / (1 - x))
+    if STATE.enabled and input._requires_grad:
+        return record(r, LogitBackward0((edge_of(input),), (Saved(input), eps)))
+    return _make(r)
+
+
+class LogitBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        x = self._saved[0].get(self, graph)
+        eps = self._saved[1]
+        r = g / (x * (1 - x))
+        if eps is not None:
+            xd = X.data(x)
+            r = X.where(X.const((xd < eps) | (xd > 1 - eps), x), 0 * g, r)
+        return r,
+
+
+@op()
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN and infinities by finite numbers; gradient flows only where finite."""
+    d = input._data
+    if d.dtype.kind not in "fc":
+        return _make(d.copy())
+    r = np.nan_to_num(d, nan=nan, posinf=posinf, neginf=neginf)
+    if STATE.enabled and input._requires_grad:
+        return record(r, NanToNumBackward0((edge_of(input),), (np.isfinite(d),)))
+    return _make(r)
+
+
+class NanToNumBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        return X.where(X.const(self._saved[0], g), g, 0 * g),
 
 
 # --- dtype conversion and copies ------------------------------------------------------
@@ -577,12 +741,3 @@ def _out(r, out):
     out._data[...] = r._data
     out._version[0] += 1
     return out
-
-
-# placeholders filled by the extended pointwise module
-def trunc(x):
-    return _make(np.trunc(x._data))
-
-
-def floor(x):
-    return _make(np.floor(x._data))

@@ -1,0 +1,707 @@
+"""More elementwise ops: binary math (atan2, fmod, remainder, hypot, xlogy, copysign, ...),
+clamp and its relatives, maximum/minimum, where, lerp, and the non-differentiable
+predicates (isnan, isclose, logical ops).  Same conventions as ``pointwise``: gradients are
+written with operators and the dual helpers so they also run under ``create_graph``."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as D
+from . import op
+from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, notify, record, sum_to
+from . import _dual as X
+from .pointwise import (_binary, _call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
+                        floor, trunc)  # noqa: F401 - floor/trunc re-exported for div
+
+_make = Tensor._make
+_isT = isinstance
+
+
+def _needs(node, i):
+    return node.next_functions[i][0] is not None
+
+
+def _float_pair(a, b):
+    """Integer/bool operands of an op with a floating result become the default float."""
+    if a._data.dtype.kind not in "fc":
+        a = a.to(D.DEFAULTS.float)
+    if _isT(b, Tensor):
+        if b._data.dtype.kind not in "fc":
+            b = b.to(D.DEFAULTS.float)
+    elif _scalar_ok(b) and not isinstance(b, complex):
+        b = float(b)
+    return a, b
+
+
+def _need_tensor(name, other, pos=2, argname="other"):
+    if not _isT(other, Tensor):
+        raise TypeError(f"{name}(): argument '{argname}' (position {pos}) must be Tensor, not "
+                        f"{type(other).__name__}")
+
+
+class NotImplemented_(Node):
+    """Recorded by ops whose derivative PyTorch does not implement; backward raises."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        raise RuntimeError(f"derivative for aten::{self._saved[0]} is not implemented")
+
+
+NotImplemented_.__name__ = NotImplemented_.__qualname__ = "NotImplemented"
+
+
+def _no_derivative(data, name, inputs):
+    if STATE.enabled and any(_isT(t, Tensor) and t._requires_grad for t in inputs):
+        return record(data, NotImplemented_(tuple(edge_of(t) for t in inputs if _isT(t, Tensor)),
+                                            (name,)))
+    return _make(data)
+
+
+# --- atan2 / hypot ----------------------------------------------------------------------
+class Atan2Backward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        a, b = sa.get(self, graph), sb.get(self, graph)
+        den = a * a + b * b
+        zero = X.const(X.data(den) == 0, den)
+        den = X.where(zero, 1 + 0 * den, den)
+        ga = sum_to(X.where(zero, 0 * g, g * b / den), ash) if _needs(self, 0) else None
+        gb = sum_to(X.where(zero, 0 * g, -g * a / den), bsh) if _needs(self, 1) else None
+        return ga, gb
+
+
+@op(methods=("arctan2",))
+def atan2(input, other):
+    """Elementwise angle of (other, input) in radians; Atan2Backward0."""
+    _need_tensor("atan2", other)
+    a, b = _float_pair(input, other)
+    return _binary(a, b, np.arctan2, Atan2Backward0, True, True)
+
+
+op("arctan2", method=False)(atan2)
+
+
+class HypotBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh, so = self._saved
+        o = so.get(self, graph)
+        ga = sum_to(g * sa.get(self, graph) / o, ash) if _needs(self, 0) else None
+        gb = sum_to(g * sb.get(self, graph) / o, bsh) if _needs(self, 1) else None
+        return ga, gb
+
+
+@op()
+def hypot(input, other):
+    """sqrt(input**2 + other**2) without overflow; HypotBackward0."""
+    _need_tensor("hypot", other)
+    ad, bd, casts = _pair(input, other)
+    data = _call2(np.hypot, ad, bd)
+    if STATE.enabled and (input._requires_grad or other._requires_grad):
+        res = record(data, None)
+        node = HypotBackward0((edge_of(input), edge_of(other)),
+                              (Saved(input), Saved(other), ad.shape, bd.shape, Saved(res, True)))
+        node._casts = casts
+        res._grad_fn = node
+        return notify(res)
+    return _make(data)
+
+
+# --- fmod / remainder / floor_divide ---------------------------------------------------------
+class FmodBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g,
+
+
+class FmodBackward1(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        ga = sum_to(g, ash) if _needs(self, 0) else None
+        gb = None
+        if _needs(self, 1):
+            gb = sum_to(-g * X.trunc(sa.get(self, graph) / sb.get(self, graph)), bsh)
+        return ga, gb
+
+
+class RemainderBackward0(FmodBackward0):
+    __slots__ = ()
+
+
+class RemainderBackward1(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        ga = sum_to(g, ash) if _needs(self, 0) else None
+        gb = None
+        if _needs(self, 1):
+            gb = sum_to(-g * X.floor(sa.get(self, graph) / sb.get(self, graph)), bsh)
+        return ga, gb
+
+
+def _int_zero_check(input, other):
+    od = other._data if _isT(other, Tensor) else np.asarray(other)
+    if input._data.dtype.kind in "biu" and od.dtype.kind in "biu" and (od == 0).any():
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _mod_op(input, other, np_fn, cls0, cls1, name):
+    if not _isT(input, Tensor):
+        if not _isT(other, Tensor):
+            raise TypeError(f"{name}() received an invalid combination of arguments")
+        v = input
+        od = other._data
+        if type(v) is float and od.dtype.kind not in "fc":
+            od = od.astype(D.DEFAULTS.float.np)
+        data = np_fn(v, od)
+        if data.dtype != od.dtype:
+            data = data.astype(od.dtype)
+        return _no_derivative(data, name, (other,))
+    _int_zero_check(input, other)
+    if _isT(other, Tensor):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _binary(input, other, np_fn, cls1, True, True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _binary(input, other, np_fn, cls0, False, False)
+
+
+@op()
+def fmod(input, other):
+    """C-style remainder (sign of the dividend); FmodBackward0 (scalar) / FmodBackward1."""
+    return _mod_op(input, other, np.fmod, FmodBackward0, FmodBackward1, "fmod")
+
+
+@op(methods=("__mod__",))
+def remainder(input, other):
+    """Python-style remainder (sign of the divisor); RemainderBackward0 / RemainderBackward1."""
+    return _mod_op(input, other, np.remainder, RemainderBackward0, RemainderBackward1, "remainder")
+
+
+@op(function=False, method=False, methods=("__rmod__",))
+def _rmod(self, other):
+    if not _scalar_ok(other):
+        return NotImplemented
+    return remainder(other, self)
+
+
+@op(methods=("__floordiv__",))
+def floor_divide(input, other):
+    """Elementwise floor(input / other); PyTorch defines no derivative for it."""
+    if not _isT(input, Tensor):
+        return _mod_op(input, other, np.floor_divide, None, None, "floor_divide")
+    _int_zero_check(input, other)
+    if _isT(other, Tensor):
+        ad, bd, _ = _pair(input, other)
+    elif _scalar_ok(other):
+        ad, bd = _scalar_data(input._data, other)
+    else:
+        return NotImplemented
+    with np.errstate(divide="ignore", invalid="ignore"):
+        data = _call2(np.floor_divide, ad, bd)
+    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+        data = data.astype(ad.dtype)
+    return _no_derivative(np.asarray(data), "floor_divide", (input, other))
+
+
+@op(function=False, method=False, methods=("__rfloordiv__",))
+def _rfloordiv(self, other):
+    if not _scalar_ok(other):
+        return NotImplemented
+    return floor_divide(other, self)
+
+
+# --- xlogy / copysign ------------------------------------------------------------------
+def _xlogy_np(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), 0, r).astype(r.dtype, copy=False)
+
+
+class XlogyBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        a, b = sa.get(self, graph), sb.get(self, graph)
+        ga = gb = None
+        if _needs(self, 0):
+            ad, bd = X.data(a), X.data(b)
+            mask = X.const(np.broadcast_to((ad == 0) & (bd <= 0), np.shape(g)), g)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ga = sum_to(X.where(mask, 0 * g, g * X.log(b)), ash)
+        if _needs(self, 1):
+            gb = sum_to(g * a / b, bsh)
+        return ga, gb
+
+
+class XlogyBackward1(Node):
+    """Scalar self, tensor other."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        x, sb = self._saved
+        return g * x / sb.get(self, graph),
+
+
+class XlogyBackward2(Node):
+    """Tensor self, scalar other."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        y = self._saved[1]
+        if y > 0:
+            return g * float(np.log(y)),
+        xd = X.data(self._saved[0].get(self, False))
+        return X.where(X.const(xd == 0, g), 0 * g, g * (-np.inf if y == 0 else np.nan)),
+
+
+@op()
+def xlogy(input, other):
+    """input * log(other), defined as 0 where input is 0; XlogyBackward0/1/2."""
+    if not _isT(input, Tensor):
+        b = other if other._data.dtype.kind in "fc" else other.to(D.DEFAULTS.float)
+        x = float(input)
+        data = _xlogy_np(np.asarray(x, dtype=b._data.dtype), b._data)
+        if STATE.enabled and b._requires_grad:
+            return record(data, XlogyBackward1((edge_of(b),), (x, Saved(b))))
+        return _make(data)
+    a, b = _float_pair(input, other)
+    if _isT(b, Tensor):
+        return _binary(a, b, _xlogy_np, XlogyBackward0, True, True)
+    data = _xlogy_np(a._data, np.asarray(b, dtype=a._data.dtype))
+    if STATE.enabled and a._requires_grad:
+        return record(data, XlogyBackward2((edge_of(a),), (Saved(a), b)))
+    return _make(data)
+
+
+class CopysignBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, so, ash, bsh = self._saved
+        ga = gb = None
+        if _needs(self, 0):
+            a, o = sa.get(self, graph), so.get(self, graph)
+            zero = X.const(np.broadcast_to(X.data(a) == 0, np.shape(g)), g)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ga = sum_to(X.where(zero, 0 * g, g * (o / a)), ash)
+        if _needs(self, 1):
+            gb = sum_to(0 * g, bsh)
+        return ga, gb
+
+
+class CopysignBackward1(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, so = self._saved
+        a, o = sa.get(self, graph), so.get(self, graph)
+        zero = X.const(X.data(a) == 0, g)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return X.where(zero, 0 * g, g * (o / a)),
+
+
+@op()
+def copysign(input, other):
+    """|input| with the sign of ``other``; CopysignBackward0 (tensor) / CopysignBackward1."""
+    a, b = _float_pair(input, other)
+    if _isT(b, Tensor):
+        ad, bd, casts = _pair(a, b)
+        data = _call2(np.copysign, ad, bd)
+        if STATE.enabled and (a._requires_grad or b._requires_grad):
+            res = record(data, None)
+            node = CopysignBackward0((edge_of(a), edge_of(b)),
+                                     (Saved(a), Saved(res, True), ad.shape, bd.shape))
+            node._casts = casts
+            res._grad_fn = node
+            return notify(res)
+        return _make(data)
+    data = np.copysign(a._data, np.asarray(b, dtype=a._data.dtype))
+    if STATE.enabled and a._requires_grad:
+        res = record(data, None)
+        res._grad_fn = CopysignBackward1((edge_of(a),), (Saved(a), Saved(res, True)))
+        return notify(res)
+    return _make(data)
+
+
+# --- maximum / minimum ------------------------------------------------------------------
+class MaximumBackward0(Node):
+    __slots__ = ()
+    _sign = 1
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        ad = X.data(sa.get(self, False))
+        bd = X.data(sb.get(self, False))
+        dt = X.data(g).dtype
+        half = 0.5 * (ad == bd)
+        ga = gb = None
+        if _needs(self, 0):
+            wa = np.broadcast_to((ad > bd if self._sign > 0 else ad < bd) + half, np.shape(g))
+            ga = sum_to(g * X.const(wa.astype(dt), g), ash)
+        if _needs(self, 1):
+            wb = np.broadcast_to((bd > ad if self._sign > 0 else bd < ad) + half, np.shape(g))
+            gb = sum_to(g * X.const(wb.astype(dt), g), bsh)
+        return ga, gb
+
+
+class MinimumBackward0(MaximumBackward0):
+    __slots__ = ()
+    _sign = -1
+
+
+@op()
+def maximum(input, other):
+    """Elementwise maximum (NaN propagates; ties split the gradient); MaximumBackward0."""
+    _need_tensor("maximum", other)
+    return _binary(input, other, np.maximum, MaximumBackward0, True, True)
+
+
+@op()
+def minimum(input, other):
+    """Elementwise minimum (NaN propagates; ties split the gradient); MinimumBackward0."""
+    _need_tensor("minimum", other)
+    return _binary(input, other, np.minimum, MinimumBackward0, True, True)
+
+
+# --- clamp -------------------------------------------------------------------------------
+class ClampBackward1(Node):
+    """Scalar bounds: the gradient passes where min <= x <= max."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, lo, hi = self._saved
+        xd = X.data(sx.get(self, False))
+        m = np.ones(xd.shape, bool)
+        if lo is not None:
+            m &= xd >= lo
+        if hi is not None:
+            m &= xd <= hi
+        return X.where(X.const(m, g), g, 0 * g),
+
+
+class ClampMinBackward0(ClampBackward1):
+    __slots__ = ()
+
+
+class ClampMaxBackward0(ClampBackward1):
+    __slots__ = ()
+
+
+class ClampBackward0(Node):
+    """Tensor bounds (either may be missing); PyTorch's clamp_backward_min_max."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, slo, shi, xsh, losh, hish = self._saved
+        x = X.data(sx.get(self, False))
+        lo = X.data(slo.get(self, False)) if slo is not None else None
+        hi = X.data(shi.get(self, False)) if shi is not None else None
+        shape = np.shape(g)
+        z = 0 * g
+        gx = glo = ghi = None
+        if lo is not None and hi is not None:
+            mx = (x >= lo) & (x <= hi)
+            mlo = (x < lo) & (lo < hi)
+            mhi = (x > hi) | (hi < lo)
+        elif lo is not None:
+            mx, mlo, mhi = x >= lo, x < lo, None
+        else:
+            mx, mlo, mhi = x <= hi, None, x > hi
+        if _needs(self, 0):
+            gx = sum_to(X.where(X.const(np.broadcast_to(mx, shape), g), g, z), xsh)
+        k = 1
+        if lo is not None:
+            if _needs(self, k):
+                glo = sum_to(X.where(X.const(np.broadcast_to(mlo, shape), g), g, z), losh)
+            k += 1
+        if hi is not None and _needs(self, k):
+            ghi = sum_to(X.where(X.const(np.broadcast_to(mhi, shape), g), g, z), hish)
+        if len(self.next_functions) == 3:
+            return gx, glo, ghi
+        return gx, (glo if lo is not None else ghi)
+
+
+class ClampMinBackward1(ClampBackward0):
+    __slots__ = ()
+
+
+class ClampMaxBackward1(ClampBackward0):
+    __slots__ = ()
+
+
+def _result_dtype(tensors, scalars=()):
+    """PyTorch's promotion over tensors (dimensioned beat 0-d) and Python scalars."""
+    rt = None
+    rnd = 0
+    for t in tensors:
+        dt = D.FROM_NP[t._data.dtype]
+        if rt is None:
+            rt, rnd = dt, t._data.ndim
+        else:
+            rt = D.result_type(rt, rnd, dt, t._data.ndim)
+            rnd = max(rnd, t._data.ndim)
+    for v in scalars:
+        if v is None:
+            continue
+        if isinstance(v, float) and not rt.is_floating_point and rt.np.kind != "c":
+            rt = D.DEFAULTS.float
+        elif isinstance(v, int) and not isinstance(v, bool) and rt.np.kind == "b":
+            rt = D.int64
+    return rt
+
+
+@op(methods=("clip",))
+def clamp(input, min=None, max=None):
+    """Limit values to [min, max] (scalars or tensors, either may be None); ClampBackward0/1."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if _isT(min, Tensor) or _isT(max, Tensor):
+        return _clamp_tensor(input, min, max, ClampBackward0, both=True)
+    return _clamp_scalar(input, min, max, ClampBackward1)
+
+
+def _clamp_scalar(input, lo, hi, cls):
+    lo = lo.item() if isinstance(lo, np.generic) else lo
+    hi = hi.item() if isinstance(hi, np.generic) else hi
+    rt = _result_dtype((input,), (lo, hi)).np
+    d = input._data if input._data.dtype == rt else input._data.astype(rt)
+    r = d
+    if lo is not None:
+        r = np.maximum(r, np.asarray(lo, dtype=rt))
+    if hi is not None:
+        r = np.minimum(r, np.asarray(hi, dtype=rt))
+    if r is d:
+        r = d.copy()
+    if STATE.enabled and input._requires_grad:
+        return record(r, cls((edge_of(input),), (Saved(input), lo, hi)))
+    return _make(r)
+
+
+def _clamp_tensor(input, lo, hi, cls, both):
+    if not _isT(lo, Tensor) and lo is not None:
+        lo = _make(np.asarray(lo, dtype=input._data.dtype))
+    if not _isT(hi, Tensor) and hi is not None:
+        hi = _make(np.asarray(hi, dtype=input._data.dtype))
+    ts = [t for t in (input, lo, hi) if t is not None]
+    rt = _result_dtype(ts).np
+    shapes = [t._data.shape for t in ts]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise broadcast_error(*shapes) from None
+    r = input._data.astype(rt, copy=False)
+    if lo is not None:
+        r = np.maximum(r, lo._data.astype(rt, copy=False))
+    if hi is not None:
+        r = np.minimum(r, hi._data.astype(rt, copy=False))
+    r = np.array(np.broadcast_to(r, shape))
+    if STATE.enabled and any(t._requires_grad for t in ts):
+        if both:
+            edges = (edge_of(input), edge_of(lo) if lo is not None else NO_EDGE,
+                     edge_of(hi) if hi is not None else NO_EDGE)
+        else:
+            edges = (edge_of(input), edge_of(lo if lo is not None else hi))
+        saved = (Saved(input), Saved(lo) if lo is not None else None,
+                 Saved(hi) if hi is not None else None, input._data.shape,
+                 lo._data.shape if lo is not None else None,
+                 hi._data.shape if hi is not None else None)
+        node = cls(edges, saved)
+        casts = tuple(None if t is None or t._data.dtype == rt else t._data.dtype
+                      for t in (input, lo, hi) if t is not None or both)
+        if any(c is not None for c in casts):
+            node._casts = casts
+        return record(r, node)
+    return _make(r)
+
+
+@op()
+def clamp_min(input, min):
+    """max(input, min) elementwise; ClampMinBackward0 (scalar) / ClampMinBackward1 (tensor)."""
+    if _isT(min, Tensor):
+        return _clamp_tensor(input, min, None, ClampMinBackward1, both=False)
+    return _clamp_scalar(input, min, None, ClampMinBackward0)
+
+
+@op()
+def clamp_max(input, max):
+    """min(input, max) elementwise; ClampMaxBackward0 (scalar) / ClampMaxBackward1 (tensor)."""
+    if _isT(max, Tensor):
+        return _clamp_tensor(input, None, max, ClampMaxBackward1, both=False)
+    return _clamp_scalar(input, None, max, ClampMaxBackward0)
+
+
+op("clip", method=False)(clamp)
+clip = clamp
+
+
+# --- where ---------------------------------------------------------------------------------
+class WhereBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        cond, ash, bsh = self._saved
+        c = X.const(np.broadcast_to(cond, np.shape(g)), g)
+        z = 0 * g
+        ga = sum_to(X.where(c, g, z), ash) if _needs(self, 0) else None
+        gb = sum_to(X.where(c, z, g), bsh) if _needs(self, 1) else None
+        return ga, gb
+
+
+def _where_operand(v, rt):
+    if _isT(v, Tensor):
+        d = v._data
+        return d if d.dtype == rt else d.astype(rt)
+    return np.asarray(v, dtype=rt)
+
+
+@op(method=False)
+def where(condition, input=None, other=None):
+    """Elementwise choice ``input if condition else other`` (tensors or scalars); with only a
+    condition, the indices of its nonzero elements as a tuple.  WhereBackward0."""
+    cd = condition._data
+    if input is None and other is None:
+        return tuple(_make(i.astype(np.int64)) for i in np.nonzero(cd if cd.ndim else cd[None]))
+    if cd.dtype != np.bool_:
+        if cd.dtype != np.uint8:
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                               f"with dtype {D.TYPE_NAMES[D.FROM_NP[cd.dtype]].replace('Tensor', '')}")
+        cd = cd.astype(bool)
+    ts = [v for v in (input, other) if _isT(v, Tensor)]
+    sc = [v.item() if isinstance(v, np.generic) else v for v in (input, other)
+          if not _isT(v, Tensor)]
+    if ts:
+        rt = _result_dtype(ts, sc).np
+    else:
+        rt = (D.DEFAULTS.float.np if any(isinstance(v, float) for v in sc)
+              else np.bool_ if all(isinstance(v, bool) for v in sc) else np.int64)
+    a, b = _where_operand(input, rt), _where_operand(other, rt)
+    try:
+        r = np.where(cd, a, b)
+    except ValueError:
+        raise broadcast_error(cd.shape, a.shape, b.shape) from None
+    if STATE.enabled and any(t._requires_grad for t in ts):
+        ea = edge_of(input) if _isT(input, Tensor) else NO_EDGE
+        eb = edge_of(other) if _isT(other, Tensor) else NO_EDGE
+        node = WhereBackward0((ea, eb), (cd, a.shape, b.shape))
+        casts = tuple(v._data.dtype if _isT(v, Tensor) and v._data.dtype != rt else None
+                      for v in (input, other))
+        if any(c is not None for c in casts):
+            node._casts = casts
+        return record(r, node)
+    return _make(r)
+
+
+def _where_method(self, condition, other):
+    """``self.where(condition, other)``: ``torch.where(condition, self, other)``."""
+    return where(condition, self, other)
+
+
+op("_where_method", function=False, method=False, methods=("where",))(_where_method)
+
+
+# --- lerp ----------------------------------------------------------------------------------
+class LerpBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        w, ash, bsh = self._saved
+        ga = sum_to(g * (1 - w), ash) if _needs(self, 0) else None
+        gb = sum_to(g * w, bsh) if _needs(self, 1) else None
+        return ga, gb
+
+
+class LerpBackward1(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, sw, ash, bsh, wsh = self._saved
+        w = sw.get(self, graph)
+        ga = sum_to(g * (1 - w), ash) if _needs(self, 0) else None
+        gb = sum_to(g * w, bsh) if _needs(self, 1) else None
+        gw = sum_to(g * (sb.get(self, graph) - sa.get(self, graph)), wsh) if _needs(self, 2) else None
+        return ga, gb, gw
+
+
+def _lerp_np(a, b, w):
+    d = b - a
+    return np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w)).astype(np.result_type(a, b),
+                                                                        copy=False)
+
+
+@op()
+def lerp(input, end, weight):
+    """input + weight * (end - input); LerpBackward0 (scalar weight) / LerpBackward1."""
+    if input._data.dtype != end._data.dtype:
+        raise RuntimeError(f"expected dtype {input.dtype} for `end` but got dtype {end.dtype}")
+    ad, bd = input._data, end._data
+    if _isT(weight, Tensor):
+        wd = weight._data
+        try:
+            r = _lerp_np(ad, bd, wd)
+        except ValueError:
+            raise broadcast_error(ad.shape, bd.shape, wd.shape) from None
+        if STATE.enabled and (input._requires_grad or end._requires_grad or weight._requires_grad):
+            return record(r, LerpBackward1((edge_of(input), edge_of(end), edge_of(weight)),
+                                           (Saved(input), Saved(end), Saved(weight), ad.shape,
+                                            bd.shape, wd.shape)))
+        return _make(r)
+    w = float(weight)
+    r = np.asarray(_call2(lambda x, y: _lerp_np(x, y, w), ad, bd))
+    if STATE.enabled and (input._requires_grad or end._requires_grad):
+        return record(r, LerpBackward0((edge_of(input), edge_of(end)), (w, ad.shape, bd.shape)))
+    return _make(r)
+
+
+# --- predicates and logical ops (no gradient) ---------------------------------------------------
+def _pred(np_fn, name, doc):
+    def f(input):
+        return _make(np.asarray(np_fn(input._data)))
+
+    f.__name__ = name
+    f.__doc__ = doc
+    return op(name)(f)
+
+
+isnan = _pred(np.isnan, "isnan", "True where the element is NaN.")
+isinf = _pred(np.isinf, "isinf", "True where the element is +inf or -inf.")
+isfinite = _pred(np.isfinite, "isfinite", "True where the element is neither inf nor NaN.")
+isposinf = _pred(np.isposinf, "isposinf", "True where the element is +inf.")
+isneginf = _pred(np.isneginf, "isneginf", "True where the element is -inf.")
+isreal = _pred(np.isreal, "isreal", "True where the element has no imaginary part.")
+logical_not = _pred(np.logical_not, "logical_not", "Elementwise NOT of truth values (bool result).")
+signbit = _pred(np.signbit, "signbit", "True where the sign bit is set (including -0.0).")
+
+
+def _logical(np_fn, name):
+    def f(input, other):
+        od = other._data if _isT(other, Tensor) else other
+        return _make(np.asarray(_call2(np_fn, input._data, od)))
+
+    f.__name__ = name
+    f.__doc__ = f"Elementwise {name.split('_')[1].upper()} of truth values (bool result)."
+    return op(name)(f)
+
+
+logical_and = _logical(np.logical_and, "logical_and")
+logical_or = _logical(np.logical_or, "logical_or")
+logical_xor = _logical(np.logical_xor, "logical_xor")
+
+
+@op()
+def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """|input - other| <= atol + rtol * |other| elementwise (bool result)."""
+    od = other._data if _isT(other, Tensor) else other
+    if _isT(other, Tensor) and input._data.dtype != od.dtype:
+        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+    return _make(np.asarray(_call2(lambda a, b: np.isclose(a, b, rtol=rtol, atol=atol,
+                                                            equal_nan=equal_nan), input._data, od)))
