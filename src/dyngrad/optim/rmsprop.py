@@ -1,0 +1,80 @@
+"""RMSprop (optionally centered, with momentum), following PyTorch's update step by step."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from .optimizer import Optimizer, _check_lr
+
+
+class RMSprop(Optimizer):
+    """Divide the gradient by a running root-mean-square of recent gradients.
+
+    >>> import dyngrad as torch
+    >>> w = torch.nn.Parameter(torch.ones(2))
+    >>> opt = torch.optim.RMSprop([w], lr=0.01)
+    >>> (w * w).sum().backward(); opt.step(); w.data
+    tensor([0.9000, 0.9000])
+    """
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        lr = _check_lr(lr)
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
+                                      centered=centered, weight_decay=weight_decay,
+                                      capturable=capturable, foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable))
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            wd, mom, centered = group["weight_decay"], group["momentum"], group["centered"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                d = p._data
+                f = d.dtype.type
+                g = -p._grad._data if group["maximize"] else p._grad._data
+                st = self.state[p]
+                if not st:
+                    st["step"] = Tensor._make(np.asarray(0.0, np.float32))
+                    st["square_avg"] = Tensor._make(np.zeros_like(d))
+                    if mom > 0:
+                        st["momentum_buffer"] = Tensor._make(np.zeros_like(d))
+                    if centered:
+                        st["grad_avg"] = Tensor._make(np.zeros_like(d))
+                st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
+                if wd != 0:
+                    g = g + f(wd) * d
+                sq = st["square_avg"]._data
+                sq *= f(alpha)
+                sq += f(1 - alpha) * g * g
+                if centered:
+                    ga = st["grad_avg"]._data
+                    ga += f(1 - alpha) * (g - ga)
+                    avg = np.sqrt(sq - ga * ga)
+                else:
+                    avg = np.sqrt(sq)
+                avg += f(eps)
+                if mom > 0:
+                    buf = st["momentum_buffer"]._data
+                    buf *= f(mom)
+                    buf += g / avg
+                    d -= f(lr) * buf
+                else:
+                    d -= f(lr) * (g / avg)
+                p._version[0] += 1
+        for h in self._step_hooks:
+            h(self, (), {})
+        return loss
