@@ -15,6 +15,9 @@ import numpy as np
 from . import _dtype as D
 from .autograd import errors
 from .autograd.grad_mode import STATE
+from .autograd.engine import run_backward as _run_backward
+
+_ONES: dict = {}  # read-only arrays of ones used as the implicit gradient of a scalar loss
 
 _new = object.__new__
 _ndarray = np.ndarray
@@ -257,9 +260,12 @@ class Tensor:
         if (gradient is None and inputs is None and not create_graph and self._grad_fn is not None
                 and self._data.size == 1 and self._data.dtype.kind == "f"):
             # the common loss.backward(): skip argument normalisation
-            from .autograd.engine import run_backward
-            run_backward((self,), (np.ones(self._data.shape, self._data.dtype),),
-                         bool(retain_graph), False)
+            one = _ONES.get((self._data.dtype, self._data.shape))
+            if one is None:
+                one = np.ones(self._data.shape, self._data.dtype)
+                one.flags.writeable = False
+                _ONES[(self._data.dtype, self._data.shape)] = one
+            _run_backward((self,), (one,), bool(retain_graph), False)
             return
         from .autograd import backward
         backward(self, gradient, retain_graph, create_graph, inputs=inputs)
