@@ -11,7 +11,7 @@ import numpy as np
 
 from . import errors
 from .grad_mode import STATE
-from .node import AccumulateGrad
+from .node import AccumulateGrad, edge_of
 
 _getrefcount = sys.getrefcount
 _ndarray = np.ndarray
@@ -84,11 +84,15 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     when given).  With ``capture`` (``autograd.grad``), the gradients reaching ``inputs`` are
     returned instead and no ``.grad`` is touched.
     """
-    from .node import edge_of
     prev_mode = STATE.enabled
     STATE.enabled = create_graph
     try:
         return _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused, edge_of)
+    except Exception as e:
+        if HOOKS.anomaly:
+            from .anomaly import report_failure
+            report_failure(e)
+        raise
     finally:
         STATE.enabled = prev_mode
 
@@ -193,6 +197,7 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
         if fn not in root_nodes:
             root_nodes.append(fn)
     deps, reachable = _collect(root_nodes)
+    hooked = set()  # target nodes whose pre-hooks already ran before capture
 
     targets = None
     captured = None
@@ -225,6 +230,8 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
         if targets is not None:
             tg = targets.get(node)
             if tg is not None and g is not None:
+                if not node._plain or (capture and node.__class__ is ACC and node.variable._hooks):
+                    g = _capture_hooks(node, g, create_graph, capture, hooked)
                 for i, nr in tg:
                     gi = g[nr] if node._nout > 1 else g
                     captured[i] = gi if captured[i] is None else captured[i] + gi
@@ -248,7 +255,8 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
                     obs.on_node_start(node, g)
                 outs = node._bw(g, create_graph)
             else:
-                if node._tensor_hooks is not None or node._retain is not None or node._pre_hooks:
+                if (node._tensor_hooks is not None or node._retain is not None
+                        or node._pre_hooks) and node not in hooked:
                     g = _run_pre_hooks(node, g, create_graph)
                 if obs is not None:
                     obs.on_node_start(node, g)
@@ -324,29 +332,84 @@ def _own(g):
     return g
 
 
+def _capture_hooks(node, g, graph, capture, hooked):
+    """Run a target's tensor hooks (and retain_grad) before its gradient is captured, as
+    PyTorch does; the node then does not run them a second time."""
+    if node.__class__ is AccumulateGrad:
+        if not capture:
+            return g
+        var = node.variable
+        if not node._plain and node._pre_hooks:
+            for hook in list(node._pre_hooks):
+                r = hook((g if graph else _wrap(g),))
+                if r is not None:
+                    g = r[0] if graph else r[0]._data
+        for hook in list(var._hooks or ()):
+            g = _hooked(hook, hook(g if graph else _wrap(g)), g, graph)
+        return g
+    if not (node._tensor_hooks is not None or node._retain is not None or node._pre_hooks):
+        return g
+    if not graph:
+        if node._nout == 1:
+            g = _asarray(g)
+        else:
+            g = [x if x is None or type(x) is _ndarray else _asarray(x) for x in g]
+    hooked.add(node)
+    return _run_pre_hooks(node, g, graph)
+
+
+def _hooked(hook, r, g, graph):
+    """The gradient after a tensor hook returned ``r`` (checked like PyTorch)."""
+    if r is None:
+        return g
+    from .._tensor import Tensor
+    if not isinstance(r, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+    name = getattr(hook, "__name__", type(hook).__name__)
+    gd = g._data if isinstance(g, Tensor) else g
+    if r._data.dtype != gd.dtype:
+        from .._dtype import FROM_NP, TYPE_NAMES
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was torch."
+                           f"{TYPE_NAMES.get(FROM_NP.get(gd.dtype), 'Tensor')} got torch."
+                           f"{TYPE_NAMES.get(FROM_NP.get(r._data.dtype), 'Tensor')})")
+    if r._data.shape != gd.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    return r if graph else r._data
+
+
+def _hooked_tuple(hook, r, gs, graph):
+    """Gradients after a node hook returned ``r`` (a sequence replacing ``gs``)."""
+    if r is None:
+        return gs
+    r = tuple(r)
+    if len(r) != len(gs):
+        name = getattr(hook, "__name__", type(hook).__name__)
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got "
+                           f"{len(r)}, but expected {len(gs)})")
+    for old, new in zip(gs, r):
+        if old is None and new is not None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+    return r
+
+
 def _run_pre_hooks(node, g, graph):
     th = node._tensor_hooks
     if th is not None:
         if node._nout == 1:
             for hook in list(th.get(0, ())):
-                r = hook(g if graph else _wrap(g))
-                if r is not None:
-                    g = r if graph else r._data
+                g = _hooked(hook, hook(g if graph else _wrap(g)), g, graph)
         else:
             for nr, hooks in th.items():
                 if g[nr] is None:
                     continue
                 for hook in list(hooks):
-                    r = hook(g[nr] if graph else _wrap(g[nr]))
-                    if r is not None:
-                        g[nr] = r if graph else r._data
+                    g[nr] = _hooked(hook, hook(g[nr] if graph else _wrap(g[nr])), g[nr], graph)
     if node._pre_hooks:
         gs = (g,) if node._nout == 1 else tuple(g)
         for hook in list(node._pre_hooks):
             wrapped = tuple(x if (graph or x is None) else _wrap(x) for x in gs)
-            r = hook(wrapped)
-            if r is not None:
-                gs = tuple(x if (graph or x is None) else x._data for x in r)
+            r = _hooked_tuple(hook, hook(wrapped), wrapped, graph)
+            gs = tuple(x if (graph or x is None) else x._data for x in r)
         g = gs[0] if node._nout == 1 else list(gs)
     ret = node._retain
     if ret is not None:
@@ -368,9 +431,7 @@ def _run_post_hooks(node, outs, g, graph):
     gout = (g,) if node._nout == 1 else tuple(g)
     gout = tuple(x if (graph or x is None) else _wrap(x) for x in gout)
     for hook in list(node._hooks):
-        r = hook(gin, gout)
-        if r is not None:
-            gin = tuple(r)
+        gin = _hooked_tuple(hook, hook(gin, gout), gin, graph)
     return tuple(x if (graph or x is None) else x._data for x in gin)
 
 
@@ -396,9 +457,7 @@ def _accumulate(acc, g, graph, obs):
     hooks = var._hooks
     if hooks:
         for hook in list(hooks):
-            r = hook(g if graph else _wrap(g))
-            if r is not None:
-                g = r if graph else r._data
+            g = _hooked(hook, hook(g if graph else _wrap(g)), g, graph)
     old = var._grad
     if graph:
         var._grad = g if old is None else old + g
