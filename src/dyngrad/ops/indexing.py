@@ -102,27 +102,93 @@ def _expand_key(key, ndim):
     return out
 
 
-def getitem(self, key):
-    """``tensor[key]`` with PyTorch's semantics and graph nodes."""
-    if isinstance(key, tuple):
-        basic = all(_is_basic(k) for k in key)
-    else:
-        basic = _is_basic(key)
-    d = self._data
-    if not basic:
-        npkey = tuple(_to_np_index(k) for k in key) if isinstance(key, tuple) else _to_np_index(key)
-        _check_bool_shapes(npkey, d.shape)
-        try:
-            r = d[npkey]
-        except IndexError as e:
-            raise IndexError(_index_error(e, d.shape)) from None
-        if STATE.enabled and self._requires_grad:
-            return record(np.array(r, copy=True), IndexBackward0((edge_of(self),), (d.shape, npkey)))
-        return _make(np.array(r, copy=True))
-    keys = _expand_key(key, d.ndim)
-    if all(k == slice(None) for k in keys if isinstance(k, slice)) and not any(
-            k is None or isinstance(k, (int, np.integer)) for k in keys):
-        return alias(self)
+def _is_int_tensor0(k):
+    return isinstance(k, Tensor) and k._data.ndim == 0 and k._data.dtype.kind in "iu"
+
+
+def _split_key(key, ndim):
+    """Split an index into its basic part (ints, slices, None: applied as views first, as
+    PyTorch does) and the advanced part left for the view (arrays, with ``:`` elsewhere)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    conv = []
+    for k in key:
+        if _is_int_tensor0(k):
+            conv.append(int(k._data))
+        elif k is None or k is Ellipsis or (isinstance(k, (int, np.integer, slice)) and not isinstance(k, bool)):
+            conv.append(k)
+        else:
+            conv.append(_to_np_index(k))
+    used = 0
+    for k in conv:
+        if isinstance(k, np.ndarray):
+            used += k.ndim if k.dtype == np.bool_ else 1
+        elif k is not None and k is not Ellipsis:
+            used += 1
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    out = []
+    seen = False
+    for k in conv:
+        if k is Ellipsis:
+            if seen:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            seen = True
+            out.extend([slice(None)] * (ndim - used))
+        else:
+            out.append(k)
+    basic, adv = [], []
+    for k in out:
+        if isinstance(k, np.ndarray):
+            basic.extend([slice(None)] * (k.ndim if k.dtype == np.bool_ else 1))
+            adv.append(k)
+        elif isinstance(k, (int, np.integer)):
+            basic.append(k)
+        elif k is None:
+            basic.append(None)
+            adv.append(slice(None))
+        else:
+            basic.append(k)
+            adv.append(slice(None))
+    return basic, adv
+
+
+def _check_adv(adv, shape):
+    """PyTorch's errors for advanced indices (bounds, mask shapes); negative ints wrapped."""
+    dim = 0
+    first = None
+    out = []
+    for k in adv:
+        if isinstance(k, np.ndarray):
+            if first is None:
+                first = dim
+            if k.dtype == np.bool_:
+                for j, s in enumerate(k.shape):
+                    if dim + j < len(shape) and shape[dim + j] != s:
+                        raise IndexError(f"The shape of the mask {list(k.shape)} at index {j} does "
+                                         f"not match the shape of the indexed tensor "
+                                         f"{list(shape)} at index {dim + j}")
+                dim += max(k.ndim, 1) if k.ndim else 0
+            else:
+                n = shape[dim]
+                if k.size:
+                    bad = (k >= n) | (k < -n)
+                    if bad.any():
+                        raise IndexError(f"index {int(k[bad].flat[0])} is out of bounds for "
+                                         f"dimension {dim - first} with size {n}")
+                    if (k < 0).any():
+                        k = np.where(k < 0, k + n, k)
+                dim += 1
+        else:
+            dim += 1
+        out.append(k)
+    return tuple(out)
+
+
+def _basic(self, keys):
+    """Apply ints, slices and None one dimension at a time, each as a view node."""
+    if all(isinstance(k, slice) and k == slice(None) for k in keys):
+        return alias(self) if keys else alias(self)
     cur = self
     dim = 0
     for k in keys:
@@ -136,13 +202,7 @@ def getitem(self, key):
             if k == slice(None):
                 dim += 1
                 continue
-            if k.step is not None and k.step <= 0:
-                raise ValueError("step must be greater than zero")
-            start, stop, step = k.indices(cd.shape[dim])
-            sl = slice(start, max(stop, start), step)
-            key_d = (slice(None),) * dim + (sl,)
-            cur = make_view(cur, cd[key_d], SliceBackward0, (cd.shape, dim, sl),
-                            lambda x, kk=key_d: x[kk])
+            cur = _slice(cur, dim, k)
             dim += 1
         else:
             size = cd.shape[dim]
@@ -156,42 +216,52 @@ def getitem(self, key):
     return cur
 
 
-def _index_error(e, shape):
-    return f"{e} (indexing a tensor of shape {list(shape)})"
+def _slice(cur, dim, k):
+    cd = cur._data
+    if k.step is not None and k.step <= 0:
+        raise ValueError("step must be greater than zero")
+    start, stop, step = k.indices(cd.shape[dim])
+    sl = slice(start, max(stop, start), step)
+    key_d = (slice(None),) * dim + (sl,)
+    return make_view(cur, cd[key_d], SliceBackward0, (cd.shape, dim, sl), lambda x, kk=key_d: x[kk])
 
 
-def _check_bool_shapes(npkey, shape):
-    keys = npkey if isinstance(npkey, tuple) else (npkey,)
-    dim = 0
-    for k in keys:
-        if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim > 0:
-            for j, s in enumerate(k.shape):
-                if dim + j < len(shape) and shape[dim + j] != s:
-                    raise IndexError(f"The shape of the mask {list(k.shape)} at index {j} does not "
-                                     f"match the shape of the indexed tensor {list(shape)} at index "
-                                     f"{dim + j}")
-            dim += k.ndim
-        elif k is not None:
-            dim += 1
+def getitem(self, key):
+    """``tensor[key]`` with PyTorch's semantics and graph nodes."""
+    if type(key) is slice:  # the common ``x[a:b]``: one SliceBackward0, even for ``x[:]``
+        if self._data.ndim == 0:
+            raise IndexError("invalid index of a 0-dim tensor.")
+        return _slice(self, 0, key)
+    basic, adv = _split_key(key, self._data.ndim)
+    if not any(isinstance(k, np.ndarray) for k in adv):
+        return _basic(self, basic)
+    if any(not (isinstance(k, slice) and k == slice(None)) for k in basic):
+        src = _basic(self, basic)
+    else:
+        src = self
+    d = src._data
+    npkey = _check_adv(adv, d.shape)
+    r = np.array(d[npkey], copy=True)
+    if STATE.enabled and src._requires_grad:
+        return record(r, IndexBackward0((edge_of(src),), (d.shape, npkey)))
+    return _make(r)
 
 
 def setitem(self, key, value):
     """``tensor[key] = value``: an in-place copy into the indexed region (CopySlices)."""
     from .inplace import copy_, index_put_
-    if isinstance(key, tuple):
-        basic = all(_is_basic(k) for k in key)
-    else:
-        basic = _is_basic(key)
-    if not basic:
-        npkey = tuple(_to_np_index(k) for k in key) if isinstance(key, tuple) else _to_np_index(key)
-        index_put_(self, npkey, value)
+    if type(key) is slice:
+        copy_(getitem(self, key), value)
         return
-    keys = _expand_key(key, self._data.ndim)
-    if not any(k is None or isinstance(k, (int, np.integer)) for k in keys) and all(
-            k == slice(None) for k in keys):
-        copy_(self, value)  # a full slice is the tensor itself
+    basic, adv = _split_key(key, self._data.ndim)
+    has_adv = any(isinstance(k, np.ndarray) for k in adv)
+    full = all(isinstance(k, slice) and k == slice(None) for k in basic)
+    dst = self if full else _basic(self, basic)
+    if not has_adv:
+        copy_(dst, value)
         return
-    copy_(getitem(self, key), value)
+    npkey = _check_adv(adv, dst._data.shape)
+    index_put_(dst, npkey, value)
 
 
 Tensor.__getitem__ = getitem

@@ -70,6 +70,12 @@ def apply(self, fn, *args, **kwargs):
         return self
     if self._grad_fn is None and self._requires_grad:
         raise errors.leaf_inplace(False)
+    if "_multi_view" in self.__dict__ and self._grad_fn is not None:
+        name = type(self._grad_fn).__name__.replace("Backward0", "")
+        raise RuntimeError(f"Output {self._output_nr} of {name} is a view and is being modified "
+                           f"inplace. This view is the output of a function that returns multiple "
+                           f"views. Such functions do not allow the output views to be modified "
+                           f"inplace. You should replace the inplace operation by an out-of-place one.")
     base = self._base
     if base is not None and base._grad_fn is None and base._requires_grad:
         raise errors.leaf_inplace(True)
@@ -170,10 +176,12 @@ class CopyBackwards(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        src_shape, src_dtype = self._saved
+        src_shape, src_dtype = self._saved[:2]
         gs = None
         if self.next_functions[1][0] is not None:
             gs = sum_to(g, src_shape)
+            if len(self._saved) > 2:
+                gs = gs.reshape(self._saved[2])
             if not isinstance(gs, Tensor) and gs.dtype != src_dtype:
                 gs = gs.astype(src_dtype)
         z = g * 0
@@ -183,6 +191,8 @@ class CopyBackwards(Node):
 def _copy_fn(old, src):
     if isinstance(src, Tensor):
         sd = src._data
+        if sd.ndim > old._data.ndim and all(s == 1 for s in sd.shape[:sd.ndim - old._data.ndim]):
+            sd = sd.reshape(sd.shape[sd.ndim - old._data.ndim:])
         try:
             data = np.broadcast_to(sd, old._data.shape).astype(old._data.dtype, copy=True)
         except ValueError:
@@ -192,7 +202,8 @@ def _copy_fn(old, src):
                                f"copy a tensor of shape {list(sd.shape)} into one of shape "
                                f"{list(old._data.shape)}") from None
         if STATE.enabled and (old._requires_grad or src._requires_grad):
-            return record(data, CopyBackwards((edge_of(old), edge_of(src)), (sd.shape, sd.dtype)))
+            saved = (sd.shape, sd.dtype) if sd is src._data else (sd.shape, sd.dtype, src._data.shape)
+            return record(data, CopyBackwards((edge_of(old), edge_of(src)), saved))
         return _make(data)
     data = np.full(old._data.shape, src, dtype=old._data.dtype)
     if STATE.enabled and old._requires_grad:
@@ -415,8 +426,9 @@ def index_put_acc(z, key, g):
     return _index_put_fn(z, key, g, True)
 
 
-@op(function=False, method=True)
+@op(function=True, method=True)
 def index_put(self, indices, values, accumulate=False):
+    """A copy of ``self`` with ``values`` put (or added) at the advanced index ``indices``."""
     key = tuple(k._data if isinstance(k, Tensor) else k for k in indices)
     return _index_put_fn(self, key, values, accumulate)
 

@@ -1,0 +1,806 @@
+"""Shape ops beyond the basic views: joining (cat, stack), splitting into views (split, chunk,
+unbind), reordering (flip, roll, movedim), repetition, diagonals and triangles.  Backward
+formulas branch on ``graph``: NumPy on arrays, differentiable dyngrad ops on Tensors."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtype as D
+from . import op
+from ._graph import RECORD_HOOKS, NO_EDGE, STATE, Node, Tensor, edge_of, notify, record, sum_to
+from .views import make_view, permute, reshape, expand, ViewBackward0
+from .._tensor import Size, _dim
+
+_make = Tensor._make
+
+
+def _ints(args):
+    """``f(1, 2)`` and ``f((1, 2))`` alike."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
+        return tuple(int(a) for a in args[0])
+    return tuple(int(a) for a in args)
+
+
+def _zeros(shape, like, graph):
+    if not graph:
+        return np.zeros(shape, dtype=like.dtype)
+    from .. import zeros
+    return zeros(shape, dtype=like.dtype)
+
+
+# --- cat / stack ---------------------------------------------------------------------------
+class CatBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        dim, sizes = self._saved
+        outs, start = [], 0
+        for s in sizes:
+            if s is None:
+                outs.append(None)
+                continue
+            key = (slice(None),) * dim + (slice(start, start + s),)
+            outs.append(g[key])
+            start += s
+        return tuple(outs)
+
+
+def _seq_check(tensors, name):
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"Tensor")
+    return list(tensors)
+
+
+def _common_dtype(tensors):
+    dt = D.FROM_NP[tensors[0]._data.dtype]
+    for t in tensors[1:]:
+        o = D.FROM_NP[t._data.dtype]
+        if o is not dt:
+            dt = D.promote(dt, o)
+    return dt.np
+
+
+def _record_multi(data, node_cls, tensors, saved, casts=None):
+    if STATE.enabled and any(t._requires_grad for t in tensors):
+        node = node_cls(tuple(edge_of(t) for t in tensors), saved)
+        if casts is not None:
+            node._casts = casts
+        return record(data, node)
+    return _make(data)
+
+
+@op(method=False)
+def cat(tensors, dim=0, *, out=None):
+    """Join tensors along an existing dimension; CatBackward0."""
+    tensors = _seq_check(tensors, "cat")
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    # legacy rule: 1-D empty tensors are skipped
+    live = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
+    ref = live[0] if live else tensors[0]
+    nd = ref._data.ndim
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    k = _dim(dim, nd)
+    for i, t in enumerate(tensors):
+        td = t._data
+        if td.ndim == 1 and td.shape[0] == 0:
+            continue
+        if td.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        if td.ndim != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {td.ndim}")
+        for j in range(nd):
+            if j != k and td.shape[j] != ref._data.shape[j]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {k}. Expected "
+                                   f"size {ref._data.shape[j]} but got size {td.shape[j]} for tensor "
+                                   f"number {i} in the list.")
+    rt = _common_dtype(tensors)
+    parts = [t._data for t in live]
+    data = np.concatenate(parts, axis=k).astype(rt, copy=False) if parts else \
+        np.empty((0,), dtype=rt)
+    sizes = tuple(None if (t._data.ndim == 1 and t._data.shape[0] == 0) else t._data.shape[k]
+                  for t in tensors)
+    casts = None
+    if any(t._data.dtype != rt for t in tensors):
+        casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
+    r = _record_multi(data, CatBackward0, tensors, (k, sizes), casts)
+    if out is not None:
+        out._data = r._data
+        out._version[0] += 1
+        return out
+    return r
+
+
+concat = concatenate = cat
+op("concat", method=False)(cat)
+op("concatenate", method=False)(cat)
+
+
+class StackBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        dim, n = self._saved
+        return tuple(g[(slice(None),) * dim + (i,)] for i in range(n))
+
+
+@op(method=False)
+def stack(tensors, dim=0, *, out=None):
+    """Join same-shaped tensors along a new dimension; StackBackward0."""
+    tensors = _seq_check(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    s0 = tensors[0]._data.shape
+    for i, t in enumerate(tensors[1:], 1):
+        if t._data.shape != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at "
+                               f"entry 0 and {list(t._data.shape)} at entry {i}")
+    k = _dim(dim, len(s0) + 1)
+    rt = _common_dtype(tensors)
+    data = np.stack([t._data for t in tensors], axis=k).astype(rt, copy=False)
+    casts = None
+    if any(t._data.dtype != rt for t in tensors):
+        casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
+    r = _record_multi(data, StackBackward0, tensors, (k, len(tensors)), casts)
+    if out is not None:
+        out._data = r._data
+        out._version[0] += 1
+        return out
+    return r
+
+
+@op(method=False)
+def atleast_1d(*tensors):
+    """Tensors with at least one dimension (0-d ones become shape [1])."""
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    r = [reshape(t, 1) if t._data.ndim == 0 else t for t in ts]
+    return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
+
+
+@op(method=False)
+def atleast_2d(*tensors):
+    """Tensors with at least two dimensions (leading size-1 dimensions added)."""
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    r = []
+    for t in ts:
+        n = t._data.ndim
+        r.append(reshape(t, 1, 1) if n == 0 else t.unsqueeze(0) if n == 1 else t)
+    return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
+
+
+@op(method=False)
+def atleast_3d(*tensors):
+    """Tensors with at least three dimensions (as NumPy's atleast_3d)."""
+    ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
+    r = []
+    for t in ts:
+        n = t._data.ndim
+        if n == 0:
+            t = reshape(t, 1, 1, 1)
+        elif n == 1:
+            t = t.unsqueeze(0).unsqueeze(-1)
+        elif n == 2:
+            t = t.unsqueeze(-1)
+        r.append(t)
+    return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
+
+
+@op(method=False)
+def hstack(tensors, *, out=None):
+    """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1)."""
+    ts = atleast_1d(list(_seq_check(tensors, "hstack")))
+    return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1, out=out)
+
+
+@op(method=False)
+def vstack(tensors, *, out=None):
+    """Concatenate row-wise after making every tensor at least 2-D."""
+    return cat(atleast_2d(list(_seq_check(tensors, "vstack"))), 0, out=out)
+
+
+row_stack = vstack
+op("row_stack", method=False)(vstack)
+
+
+@op(method=False)
+def dstack(tensors, *, out=None):
+    """Concatenate depth-wise (dim 2) after making every tensor at least 3-D."""
+    return cat(atleast_3d(list(_seq_check(tensors, "dstack"))), 2, out=out)
+
+
+@op(method=False)
+def column_stack(tensors, *, out=None):
+    """Stack 1-D tensors as columns, concatenate 2-D ones along dim 1."""
+    ts = [t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in _seq_check(tensors, "column_stack")]
+    return cat(ts, 1, out=out)
+
+
+# --- split family: several views of one tensor, one multi-output node ----------------------
+def _make_views(src, datas, node_cls, saved, fns, single=False):
+    """Views ``datas`` of ``src`` that share one backward node (one output each)."""
+    outs = [make_view(src, d, None, (), f) for d, f in zip(datas, fns)]
+    for o in outs:
+        o.__dict__["_multi_view"] = True
+    if STATE.enabled and src._requires_grad:
+        node = node_cls((edge_of(src),), saved)
+        node.__dict__["_nout"] = len(outs)
+        for i, o in enumerate(outs):
+            o._requires_grad = True
+            o._grad_fn = node
+            if i:
+                o._output_nr = i
+            if RECORD_HOOKS:
+                notify(o)
+    return outs
+
+
+class SplitBackward0(Node):
+    """Gradient of split/chunk: the outputs' gradients joined (zeros where none arrived)."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        dim, sizes, shape, dtype = self._saved
+        parts = []
+        for gi, s in zip(g, sizes):
+            if gi is None:
+                shp = shape[:dim] + (s,) + shape[dim + 1:]
+                gi = _zeros(shp, np.empty(0, dtype), graph)
+            parts.append(gi)
+        if not graph:
+            return np.concatenate(parts, axis=dim),
+        return cat(parts, dim),
+
+
+class SplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+class UnbindBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        dim, shape, dtype = self._saved
+        sub = shape[:dim] + shape[dim + 1:]
+        parts = [gi if gi is not None else _zeros(sub, np.empty(0, dtype), graph) for gi in g]
+        if not graph:
+            return np.stack(parts, axis=dim),
+        return stack(parts, dim),
+
+
+def _split_sizes(input, sizes, dim, node_cls):
+    d = input._data
+    k = _dim(dim, d.ndim)
+    datas, fns, start = [], [], 0
+    for s in sizes:
+        key = (slice(None),) * k + (slice(start, start + s),)
+        datas.append(d[key])
+        fns.append(lambda x, key=key: x[key])
+        start += s
+    return tuple(_make_views(input, datas, node_cls, (k, tuple(sizes), d.shape, d.dtype), fns))
+
+
+@op()
+def split(tensor, split_size_or_sections, dim=0):
+    """Views of consecutive pieces along ``dim``: equal ``int`` sizes (last may be smaller) or
+    the listed sizes; SplitBackward0 / SplitWithSizesBackward0."""
+    d = tensor._data
+    if d.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    k = _dim(dim, d.ndim)
+    n = d.shape[k]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                               f"tensor's size at dimension {k}), but got split_sizes={sizes}")
+        return _split_sizes(tensor, sizes, k, SplitWithSizesBackward0)
+    ss = int(split_size_or_sections)
+    if ss < 0 or (ss == 0 and n != 0):
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {n}")
+    if n == 0:
+        sizes = [0]
+    else:
+        sizes = [ss] * (n // ss) + ([n % ss] if n % ss else [])
+    return _split_sizes(tensor, sizes, k, SplitBackward0)
+
+
+op("split_with_sizes", function=False)(lambda self, split_sizes, dim=0: split(self, list(split_sizes), dim))
+
+
+@op()
+def chunk(input, chunks, dim=0):
+    """At most ``chunks`` views of equal size (the last may be smaller); SplitBackward0."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    n = d.shape[_dim(dim, d.ndim)]
+    return split(input, max(math.ceil(n / chunks), 1) if n else 1, dim)
+
+
+@op()
+def tensor_split(input, indices_or_sections, dim=0):
+    """Pieces of ``input`` along ``dim`` at the given indices, or as ``n`` near-equal parts."""
+    d = input._data
+    k = _dim(dim, d.ndim)
+    n = d.shape[k]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, (list, tuple)):
+        bounds = [0] + [min(max(int(i) if i >= 0 else int(i) + n, 0), n) for i in indices_or_sections] + [n]
+    else:
+        sec = int(indices_or_sections)
+        if sec <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sec}")
+        q, r = divmod(n, sec)
+        bounds = [0]
+        for i in range(sec):
+            bounds.append(bounds[-1] + q + (1 if i < r else 0))
+    return tuple(narrow(input, k, min(s, n), max(e - s, 0)) for s, e in zip(bounds[:-1], bounds[1:]))
+
+
+@op()
+def unbind(input, dim=0):
+    """Views of each slice along ``dim`` (the dimension removed); UnbindBackward0."""
+    d = input._data
+    if d.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    k = _dim(dim, d.ndim)
+    datas, fns = [], []
+    for i in range(d.shape[k]):
+        key = (slice(None),) * k + (i,)
+        datas.append(d[key])
+        fns.append(lambda x, key=key: x[key])
+    return tuple(_make_views(input, datas, UnbindBackward0, (k, d.shape, d.dtype), fns))
+
+
+# --- narrow / select --------------------------------------------------------------------------
+@op()
+def narrow(input, dim, start, length):
+    """A view of ``length`` elements from ``start`` along ``dim``; SliceBackward0."""
+    from .indexing import SliceBackward0
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    k = _dim(dim, d.ndim)
+    n = d.shape[k]
+    start = int(start)
+    length = int(length)
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{start})")
+    if start < 0:
+        start += n
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    sl = slice(start, start + length, 1)
+    key = (slice(None),) * k + (sl,)
+    return make_view(input, d[key], SliceBackward0, (d.shape, k, sl), lambda x, key=key: x[key])
+
+
+@op()
+def select(input, dim, index):
+    """The slice at ``index`` along ``dim``, that dimension removed (a view); SelectBackward0."""
+    from .indexing import SelectBackward0
+    d = input._data
+    if d.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    k = _dim(dim, d.ndim)
+    n = d.shape[k]
+    i = int(index)
+    if not -n <= i < n:
+        raise IndexError(f"select(): index {i} out of range for tensor of size {list(d.shape)} at "
+                         f"dimension {k}")
+    i = i + n if i < 0 else i
+    key = (slice(None),) * k + (i, Ellipsis)
+    return make_view(input, d[key], SelectBackward0, (d.shape, k, i), lambda x, key=key: x[key])
+
+
+# --- reordering -------------------------------------------------------------------------------
+@op(methods=("moveaxis",))
+def movedim(input, source, destination):
+    """Move dimensions ``source`` to positions ``destination`` (a permute view)."""
+    nd = input._data.ndim
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) "
+                           f"should contain the same number of dims as destination ({list(dst)} dims)")
+    src = [_dim(s, nd) for s in src]
+    dst = [_dim(s, nd) for s in dst]
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(destination)})")
+    order = [None] * nd
+    for s, t in zip(src, dst):
+        order[t] = s
+    rest = iter(i for i in range(nd) if i not in src)
+    order = [o if o is not None else next(rest) for o in order]
+    return permute(input, *order) if nd else permute(input)
+
+
+moveaxis = movedim
+op("moveaxis", method=False)(movedim)
+
+
+class FlipBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        dims = self._saved[0]
+        return (np.flip(g, dims).copy() if not graph else flip(g, dims)),
+
+
+@op()
+def flip(input, *dims):
+    """A copy with the order of elements along ``dims`` reversed; FlipBackward0."""
+    d = input._data
+    dims = tuple(_dim(k, d.ndim) for k in _ints(dims))
+    if len(set(dims)) != len(dims):
+        dup = next(k for k in dims if dims.count(k) > 1)
+        raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
+    data = np.flip(d, dims).copy() if d.ndim else d.copy()
+    if STATE.enabled and input._requires_grad:
+        return record(data, FlipBackward0((edge_of(input),), (dims,)))
+    return _make(data)
+
+
+@op()
+def fliplr(input):
+    """Flip along dim 1 (left/right)."""
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, 1)
+
+
+@op()
+def flipud(input):
+    """Flip along dim 0 (up/down)."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, 0)
+
+
+class RollBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        shifts, dims = self._saved
+        neg = tuple(-s for s in shifts)
+        return (_np_roll(g, neg, dims) if not graph else roll(g, neg, dims if dims else None)),
+
+
+def _np_roll(d, shifts, dims):
+    if not dims:
+        return np.roll(d.reshape(-1), shifts[0]).reshape(d.shape)
+    return np.roll(d, shifts, dims)
+
+
+@op()
+def roll(input, shifts, dims=None):
+    """Shift elements cyclically along ``dims`` (of the flattened tensor without); RollBackward0."""
+    d = input._data
+    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(int(s) for s in shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        dims = ()
+    else:
+        dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
+        if len(shifts) != len(dims):
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
+                               f"{len(dims)}")
+        dims = tuple(_dim(k, d.ndim) for k in dims)
+    data = _np_roll(d, shifts, dims).copy()
+    if STATE.enabled and input._requires_grad:
+        return record(data, RollBackward0((edge_of(input),), (shifts, dims)))
+    return _make(data)
+
+
+class Rot90Backward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        k, dims = self._saved
+        return (np.rot90(g, -k, dims).copy() if not graph else rot90(g, -k, dims)),
+
+
+@op()
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims``; Rot90Backward0."""
+    d = input._data
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if d.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {d.ndim}")
+    dims = tuple(_dim(x, d.ndim) for x in dims)
+    if dims[0] == dims[1]:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and "
+                           f"dim1 = {dims[1]}")
+    data = np.rot90(d, k, dims).copy()
+    if STATE.enabled and input._requires_grad:
+        return record(data, Rot90Backward0((edge_of(input),), (k, dims)))
+    return _make(data)
+
+
+# --- repetition -------------------------------------------------------------------------------
+class RepeatBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        reps, shape = self._saved
+        lead = len(reps) - len(shape)
+        full = (1,) * lead + tuple(shape)
+        inter = []
+        for r, s in zip(reps, full):
+            inter += [r, s]
+        axes = tuple(range(0, 2 * len(reps), 2))
+        if 0 in inter:
+            return _zeros(shape, g, graph),
+        if not graph:
+            return g.reshape(inter).sum(axis=axes).reshape(shape),
+        return g.reshape(inter).sum(dim=axes).reshape(shape),
+
+
+@op(function=False)
+def repeat(input, *sizes):
+    """The tensor tiled ``sizes`` times along each dimension (a copy); RepeatBackward0."""
+    reps = _ints(sizes)
+    d = input._data
+    if len(reps) < d.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: "
+                           f"{list(reps)}")
+    data = np.tile(d.reshape((1,) * (len(reps) - d.ndim) + d.shape), reps)
+    if STATE.enabled and input._requires_grad:
+        return record(data, RepeatBackward0((edge_of(input),), (reps, d.shape)))
+    return _make(data)
+
+
+@op()
+def tile(input, *dims):
+    """Like ``repeat``, with missing leading repetitions taken as 1."""
+    reps = _ints(dims)
+    nd = input._data.ndim
+    if len(reps) < nd:
+        reps = (1,) * (nd - len(reps)) + reps
+    return repeat(input, reps)
+
+
+@op()
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element repeated ``repeats`` times (along ``dim``, or of the flattened tensor)."""
+    if repeats is None:  # torch.repeat_interleave(counts): indices repeated by counts
+        c = input._data
+        return _make(np.repeat(np.arange(c.shape[0]), c))
+    from .gather_scatter import index_select
+    x = input if dim is not None else input.reshape(-1)
+    k = _dim(dim, input._data.ndim) if dim is not None else 0
+    n = x._data.shape[k]
+    reps = repeats._data if isinstance(repeats, Tensor) else np.asarray(repeats)
+    idx = np.repeat(np.arange(n), np.broadcast_to(reps, (n,)) if reps.ndim == 0 or reps.size == 1 else reps)
+    return index_select(x, k, _make(idx.astype(np.int64)))
+
+
+@op()
+def broadcast_to(input, size):
+    """``input`` expanded to ``size`` (a view); ExpandBackward0."""
+    return expand(input, tuple(size))
+
+
+@op(method=False)
+def broadcast_shapes(*shapes):
+    """The shape that tensors of ``shapes`` broadcast to."""
+    try:
+        return Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,) for s in shapes]))
+    except ValueError:
+        raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape") from None
+
+
+@op(method=False)
+def broadcast_tensors(*tensors):
+    """Every tensor expanded to the common broadcast shape (unchanged ones returned as is)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = ()
+    for t in tensors:
+        s = t._data.shape
+        try:
+            shape = np.broadcast_shapes(shape, s)
+        except ValueError:
+            a, b = shape, s
+            n = max(len(a), len(b))
+            a2 = (1,) * (n - len(a)) + tuple(a)
+            b2 = (1,) * (n - len(b)) + tuple(b)
+            for i in range(n - 1, -1, -1):
+                if a2[i] != b2[i] and a2[i] != 1 and b2[i] != 1:
+                    raise RuntimeError(f"The size of tensor a ({a2[i]}) must match the size of "
+                                       f"tensor b ({b2[i]}) at non-singleton dimension {i}") from None
+            raise
+    return tuple(t if t._data.shape == shape else expand(t, shape) for t in tensors)
+
+
+# --- diagonals and triangles ------------------------------------------------------------------
+def _np_diag_view(x, offset, d1, d2):
+    """A writeable (when ``x`` is) view of the diagonal of ``x`` over dims d1, d2 (last dim)."""
+    nd = x.ndim
+    perm = [i for i in range(nd) if i not in (d1, d2)] + [d1, d2]
+    y = x.transpose(perm)
+    r, c = y.shape[-2], y.shape[-1]
+    if offset >= 0:
+        n = max(min(r, c - offset), 0)
+        y = y[..., :, min(offset, c):]
+    else:
+        n = max(min(r + offset, c), 0)
+        y = y[..., min(-offset, r):, :]
+    st = y.strides
+    return np.lib.stride_tricks.as_strided(y, y.shape[:-2] + (n,), st[:-2] + (st[-2] + st[-1],),
+                                           writeable=x.flags.writeable)
+
+
+class DiagonalBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        shape, offset, d1, d2 = self._saved
+        if not graph:
+            z = np.zeros(shape, dtype=g.dtype)
+            _np_diag_view(z, offset, d1, d2)[...] = g
+            return z,
+        return diag_embed(g, offset, d1, d2) if _embed_shape(tuple(g.shape), offset, d1, d2) == shape \
+            else _diag_place(shape, g, offset, d1, d2),
+
+
+def _diag_place(shape, g, offset, d1, d2):
+    from .. import zeros
+    z = zeros(shape, dtype=g.dtype)
+    diagonal(z, offset, d1, d2).copy_(g)
+    return z
+
+
+class DiagonalBackward0Copy(DiagonalBackward0):
+    __slots__ = ()
+
+
+DiagonalBackward0Copy.__name__ = DiagonalBackward0Copy.__qualname__ = "DiagonalBackward0_copy"
+
+
+@op()
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of the diagonal over ``dim1``/``dim2`` (moved to the last dim); DiagonalBackward0."""
+    d = input._data
+    a, b = _dim(dim1, d.ndim), _dim(dim2, d.ndim)
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    v = _np_diag_view(d, offset, a, b)
+    return make_view(input, v, DiagonalBackward0, (d.shape, offset, a, b),
+                     lambda x, o=offset, a=a, b=b: _np_diag_view(x, o, a, b)
+                     if not isinstance(x, Tensor) else diagonal(x, o, a, b))
+
+
+def _embed_shape(shape, offset, d1, d2):
+    nd = len(shape) + 1
+    n = shape[-1] + abs(offset)
+    out = list(shape[:-1])
+    for k in sorted((d1, d2)):
+        out.insert(k, n)
+    return tuple(out)
+
+
+class DiagEmbedBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        offset, d1, d2 = self._saved
+        if not graph:
+            return _np_diag_view(g, offset, d1, d2).copy(),
+        return diagonal(g, offset, d1, d2).clone(),
+
+
+@op()
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Tensors whose diagonals (over ``dim1``/``dim2``) hold the last dim of ``input``."""
+    d = input._data
+    nd = d.ndim + 1
+    a, b = _dim(dim1, nd), _dim(dim2, nd)
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    shape = _embed_shape(d.shape, offset, a, b)
+    z = np.zeros(shape, dtype=d.dtype)
+    _np_diag_view(z, offset, a, b)[...] = d
+    if STATE.enabled and input._requires_grad:
+        return record(z, DiagEmbedBackward0((edge_of(input),), (offset, a, b)))
+    return _make(z)
+
+
+@op()
+def diag(input, diagonal=0):
+    """A 1-D tensor as a diagonal matrix, or a copy of a matrix's diagonal."""
+    d = input._data
+    if d.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if d.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {d.ndim}D")
+    data = _np_diag_view(d, diagonal, 0, 1).copy()
+    if STATE.enabled and input._requires_grad:
+        return record(data, DiagonalBackward0Copy((edge_of(input),), (d.shape, diagonal, 0, 1)))
+    return _make(data)
+
+
+class TrilBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return (np.tril(g, self._saved[0]) if not graph else tril(g, self._saved[0])),
+
+
+class TriuBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return (np.triu(g, self._saved[0]) if not graph else triu(g, self._saved[0])),
+
+
+def _tri(input, k, np_fn, cls, name):
+    d = input._data
+    if d.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    data = np_fn(d, int(k))
+    if STATE.enabled and input._requires_grad:
+        return record(data, cls((edge_of(input),), (int(k),)))
+    return _make(data)
+
+
+@op()
+def tril(input, diagonal=0):
+    """The lower triangle (on and below diagonal ``diagonal``) of the last two dims; TrilBackward0."""
+    return _tri(input, diagonal, np.tril, TrilBackward0, "tril")
+
+
+@op()
+def triu(input, diagonal=0):
+    """The upper triangle (on and above diagonal ``diagonal``) of the last two dims; TriuBackward0."""
+    return _tri(input, diagonal, np.triu, TriuBackward0, "triu")
+
+
+def _inplace_tri(name):
+    def f(self, diagonal=0):
+        from .inplace import apply
+        return apply(self, globals()[name], diagonal)
+    f.__name__ = name + "_"
+    f.__doc__ = f"In-place {name}; returns self."
+    return op(name + "_", function=False)(f)
+
+
+_inplace_tri("tril")
+_inplace_tri("triu")
+
+
+@op()
+def ravel(input):
+    """The elements as a 1-D tensor (a view when possible)."""
+    return reshape(input, -1)
