@@ -1,6 +1,8 @@
 """Reductions (sum, mean) with ``dim`` as int or tuple and ``keepdim``."""
 from __future__ import annotations
 
+import builtins as _bi
+
 import numpy as np
 
 from .. import _dtype as D
@@ -17,7 +19,7 @@ def dims_of(dim, ndim):
         return tuple(range(ndim))
     if isinstance(dim, (int, np.integer)):
         dim = (int(dim),)
-    n = max(ndim, 1)
+    n = ndim if ndim > 1 else 1
     out = []
     for d in dim:
         if not -n <= d < n:
@@ -115,7 +117,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
     if dim is None:
         r = np.asarray(d.mean(dtype=d.dtype))
         if STATE.enabled and input._requires_grad:
-            return record(r, MeanBackward0((edge_of(input),), (d.shape, max(d.size, 1) if d.size else 0)))
+            return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)))
         return _make(r)
     dims = dims_of(dim, d.ndim)
     r = np.asarray(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype))
@@ -125,3 +127,644 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
             n *= d.shape[k]
         return record(r, MeanBackward1((edge_of(input),), (d.shape, dims, keepdim, n)))
     return _make(r)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+import math as _math  # noqa: E402
+from collections import namedtuple as _namedtuple  # noqa: E402
+
+from ._graph import NO_EDGE, Saved, notify, sum_to  # noqa: E402,F401
+
+
+def return_type(name, fields):
+    """A named tuple printed like ``torch.return_types.<name>(values=..., indices=...)``."""
+    base = _namedtuple(name, fields)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
+        return f"torch.return_types.{name}(\n{body})"
+
+    return type(name, (base,), {"__repr__": __repr__, "__slots__": (),
+                                "__module__": "torch.return_types"})
+
+
+RT_MAX = return_type("max", ("values", "indices"))
+RT_MIN = return_type("min", ("values", "indices"))
+RT_AMINMAX = return_type("aminmax", ("min", "max"))
+
+
+def _keep(g, dims, keepdim, ndim):
+    """Re-insert reduced dims into a gradient (no-op with keepdim or a full 0-d reduction)."""
+    if keepdim or not dims:
+        return g
+    return X.unsqueeze_dims(g, dims, ndim)
+
+
+def _count(shape, dims):
+    n = 1
+    for k in dims:
+        n *= shape[k]
+    return n
+
+
+def _tname(npdt):
+    return D.TYPE_NAMES[D.FROM_NP[npdt]].replace("Tensor", "")
+
+
+def _nonempty(name, d, dims):
+    for k in dims:
+        if d.shape[k] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {k} to have non-zero size.")
+
+
+# --- prod ------------------------------------------------------------------------------------
+def _others_prod(x, axis):
+    """Product of every other element along ``axis`` (exact with zeros: prefix * suffix)."""
+    x = np.moveaxis(x, axis, -1)
+    ones = np.ones(x.shape[:-1] + (1,), x.dtype)
+    pre = np.cumprod(np.concatenate([ones, x[..., :-1]], -1), -1)
+    suf = np.cumprod(np.concatenate([ones, x[..., :0:-1]], -1), -1)[..., ::-1]
+    return np.moveaxis(pre * suf, -1, axis)
+
+
+class ProdBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, so = self._saved
+        x = sx.get(self, graph)
+        xd = X.data(x)
+        if graph and (xd != 0).all():
+            return X.expand_to(g, xd.shape) * so.get(self, True) / x,
+        others = _others_prod(xd.reshape(-1), 0).reshape(xd.shape) if xd.size else xd
+        return X.expand_to(g, xd.shape) * X.const(others, g),
+
+
+class ProdBackward1(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, so, dim, keepdim = self._saved
+        x = sx.get(self, graph)
+        xd = X.data(x)
+        if xd.ndim == 0:
+            return g,
+        g = X.expand_to(_keep(g, (dim,), keepdim, xd.ndim), xd.shape)
+        if graph and (xd != 0).all():
+            return g * _keep(so.get(self, True), (dim,), keepdim, xd.ndim) / x,
+        return g * X.const(_others_prod(xd, dim) if xd.size else xd, g),
+
+
+@op()
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product of all elements, or along one ``dim``; ProdBackward0 / ProdBackward1."""
+    d = input._data
+    rt = _sum_dtype(d, dtype)
+    if dim is None:
+        r = np.asarray(d.prod(dtype=rt))
+        if STATE.enabled and input._requires_grad:
+            res = record(r, None)
+            res._grad_fn = ProdBackward0((edge_of(input),), (Saved(input), Saved(res, True)))
+            return notify(res)
+        return _make(r)
+    (k,) = dims_of(dim, d.ndim) or (0,)
+    r = np.asarray(d.prod(axis=k, keepdims=keepdim, dtype=rt) if d.ndim else d.astype(rt))
+    if STATE.enabled and input._requires_grad:
+        res = record(r, None)
+        res._grad_fn = ProdBackward1((edge_of(input),), (Saved(input), Saved(res, True), k,
+                                                         keepdim or d.ndim == 0))
+        return notify(res)
+    return _make(r)
+
+
+# --- max / min / amax / amin / argmax / argmin -----------------------------------------------------
+class MaxBackward1(Node):
+    """Full reduction: ties share the gradient evenly."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, val = self._saved
+        xd = X.data(sx.get(self, False))
+        m = xd == val
+        if np.isnan(val):
+            m = np.isnan(xd)
+        w = (m / _bi.max(int(m.sum()), 1)).astype(xd.dtype)
+        return X.expand_to(g, xd.shape) * X.const(w, g),
+
+
+class MinBackward1(MaxBackward1):
+    __slots__ = ()
+
+
+class MaxBackward0(Node):
+    """Reduction along a dim: the gradient goes to the returned index."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        shape, dim, keepdim, idx = self._saved
+        idx = idx if keepdim else np.expand_dims(idx, dim)
+        ar = np.arange(shape[dim]).reshape((-1,) + (1,) * (len(shape) - dim - 1))
+        mask = ar == idx
+        g = X.expand_to(_keep(g, (dim,), keepdim, len(shape)), shape)
+        return X.where(X.const(mask, g), g, 0 * g),
+
+
+class MinBackward0(MaxBackward0):
+    __slots__ = ()
+
+
+class AmaxBackward0(Node):
+    """Ties within each reduced slice share its gradient evenly."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, val, dims, keepdim = self._saved
+        xd = X.data(sx.get(self, False))
+        v = val if keepdim else np.expand_dims(val, dims)
+        m = (xd == v) | (np.isnan(xd) & np.isnan(v))
+        w = (m / np.maximum(m.sum(axis=dims, keepdims=True), 1)).astype(xd.dtype)
+        return X.expand_to(_keep(g, dims, keepdim, xd.ndim), xd.shape) * X.const(w, g),
+
+
+class AminBackward0(AmaxBackward0):
+    __slots__ = ()
+
+
+def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim, rt):
+    if isinstance(dim, Tensor):
+        other, dim = dim, None
+    if other is not None:
+        from .elementwise_more import maximum, minimum
+        return (maximum if name == "max" else minimum)(input, other)
+    d = input._data
+    if dim is None:
+        if d.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               f"argument.")
+        r = np.asarray(np_red(d))
+        if STATE.enabled and input._requires_grad:
+            return record(r, cls_all((edge_of(input),), (Saved(input), r.item())))
+        return _make(r)
+    (k,) = dims_of(dim, d.ndim) or (0,)
+    if d.ndim == 0:
+        vals = input.clone() if input._requires_grad else _make(d.copy())
+        return rt(vals, _make(np.zeros((), np.int64)))
+    _nonempty(name, d, (k,))
+    idx = np_arg(d, axis=k)
+    if np.issubdtype(d.dtype, np.floating):
+        nan = np.isnan(d)
+        if nan.any():
+            idx = np.where(nan.any(axis=k), np.argmax(nan, axis=k), idx)
+    idx = np.expand_dims(idx, k)
+    v = np.take_along_axis(d, idx, axis=k)
+    if not keepdim:
+        v, idx = v.squeeze(k), idx.squeeze(k)
+    indices = _make(idx.astype(np.int64, copy=False))
+    if STATE.enabled and input._requires_grad:
+        vals = record(v, cls_dim((edge_of(input),), (d.shape, k, keepdim, idx)))
+    else:
+        vals = _make(v)
+    return rt(vals, indices)
+
+
+def _nanmax(d):
+    return d.max() if d.dtype.kind != "f" or not np.isnan(d).any() else np.array(np.nan, d.dtype)
+
+
+def _nanmin(d):
+    return d.min() if d.dtype.kind != "f" or not np.isnan(d).any() else np.array(np.nan, d.dtype)
+
+
+@op()
+def max(input, dim=None, keepdim=False, *, other=None):
+    """Largest element; with ``dim`` a (values, indices) tuple; with a tensor, ``maximum``."""
+    return _extreme(input, dim, keepdim, other, "max", _nanmax, np.argmax, MaxBackward1,
+                    MaxBackward0, RT_MAX)
+
+
+@op()
+def min(input, dim=None, keepdim=False, *, other=None):
+    """Smallest element; with ``dim`` a (values, indices) tuple; with a tensor, ``minimum``."""
+    return _extreme(input, dim, keepdim, other, "min", _nanmin, np.argmin, MinBackward1,
+                    MinBackward0, RT_MIN)
+
+
+def _amaxmin(input, dim, keepdim, name, np_fn, cls):
+    d = input._data
+    dims = dims_of(None if dim == () or dim == [] else dim, d.ndim)
+    _nonempty(name, d, dims)
+    r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
+    if STATE.enabled and input._requires_grad:
+        return record(r, cls((edge_of(input),), (Saved(input), r, dims, keepdim)))
+    return _make(r)
+
+
+@op()
+def amax(input, dim=(), keepdim=False):
+    """Maximum over ``dim`` (all dims by default); ties share the gradient (AmaxBackward0)."""
+    return _amaxmin(input, dim, keepdim, "amax", np.max, AmaxBackward0)
+
+
+@op()
+def amin(input, dim=(), keepdim=False):
+    """Minimum over ``dim`` (all dims by default); ties share the gradient (AminBackward0)."""
+    return _amaxmin(input, dim, keepdim, "amin", np.min, AminBackward0)
+
+
+@op()
+def aminmax(input, *, dim=None, keepdim=False):
+    """(amin, amax) in one call."""
+    d = () if dim is None else dim
+    return RT_AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim))
+
+
+def _arg(input, dim, keepdim, name, np_fn):
+    d = input._data
+    if dim is None:
+        if d.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0.")
+        flat = d.reshape(-1)
+        i = np_fn(flat)
+        if flat.dtype.kind == "f" and np.isnan(flat).any():
+            i = np.argmax(np.isnan(flat))
+        r = np.asarray(i, np.int64)
+        return _make(r.reshape((1,) * d.ndim) if keepdim else r)
+    (k,) = dims_of(dim, d.ndim) or (0,)
+    if d.ndim == 0:
+        return _make(np.zeros((), np.int64))
+    _nonempty(name, d, (k,))
+    i = np_fn(d, axis=k)
+    if d.dtype.kind == "f":
+        nan = np.isnan(d)
+        if nan.any():
+            i = np.where(nan.any(axis=k), np.argmax(nan, axis=k), i)
+    i = i.astype(np.int64)
+    return _make(np.expand_dims(i, k) if keepdim else i)
+
+
+@op()
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest element (flattened when ``dim`` is None)."""
+    return _arg(input, dim, keepdim, "argmax", np.argmax)
+
+
+@op()
+def argmin(input, dim=None, keepdim=False):
+    """Index of the smallest element (flattened when ``dim`` is None)."""
+    return _arg(input, dim, keepdim, "argmin", np.argmin)
+
+
+# --- var / std ---------------------------------------------------------------------------------
+def _var_args(name, d, dim, correction, unbiased, keepdim):
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    if d.dtype.kind not in "fc":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    elif unbiased is not None:
+        raise RuntimeError(f"{name}: cannot specify both correction and unbiased arguments")
+    dims = dims_of(dim, d.ndim)
+    return dims, correction
+
+
+def _var_np(d, dims, correction, keepdim):
+    n = _count(d.shape, dims) if d.ndim else 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = d.mean(axis=dims, keepdims=True) if d.size else np.zeros([1] * d.ndim, d.dtype)
+        dev = d - m
+        v = np.asarray((dev * dev).sum(axis=dims, keepdims=keepdim) / (n - correction))
+    return v.astype(d.dtype, copy=False), (m if keepdim else m.squeeze(dims) if dims else m), n
+
+
+class VarBackward0(Node):
+    """Gradient of var/std: 2 (x - mean) / (N - correction), times d std / d var for std."""
+    __slots__ = ()
+    _std = False
+
+    def _bw(self, g, graph):
+        return _var_grad(self, g, None, graph),
+
+
+class StdBackward0(VarBackward0):
+    __slots__ = ()
+    _std = True
+
+
+class VarMeanBackward0(Node):
+    __slots__ = ()
+    _nout = 2
+    _std = False
+
+    def _bw(self, g, graph):
+        gv, gm = g
+        return _var_grad(self, gv, gm, graph),
+
+
+class StdMeanBackward0(VarMeanBackward0):
+    __slots__ = ()
+    _std = True
+
+
+def _var_grad(node, g, gmean, graph):
+    sx, dims, correction, keepdim = node._saved
+    x = sx.get(node, graph)
+    shape = tuple(X.data(x).shape)
+    n = _count(shape, dims) if shape else 1
+    out = None
+    if g is not None:
+        m = X.sum_dims(x, dims, True) / n if dims else x
+        dev = x - m
+        g = _keep(g, dims, keepdim, len(shape))
+        if node._std:
+            var = X.sum_dims(dev * dev, dims, True) / (n - correction) if dims else dev * 0
+            sd = X.sqrt(var) if not isinstance(var, np.ndarray) else np.sqrt(var)
+            zero = X.const(X.data(sd) == 0, sd)
+            safe = X.where(zero, 1 + 0 * sd, sd)
+            g = X.where(zero, 0 * g, g / safe)
+            out = g * dev / (n - correction)
+        else:
+            out = g * dev * (2.0 / (n - correction))
+        out = X.expand_to(out, shape) if tuple(out.shape) != shape else out
+    if gmean is not None:
+        gm = X.expand_to(_keep(gmean, dims, keepdim, len(shape)) / n, shape)
+        out = gm if out is None else out + gm
+    return out
+
+
+def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
+    d = input._data
+    dims, c = _var_args(name, d, dim, correction, unbiased, keepdim)
+    if d.ndim and dims:
+        n = _count(d.shape, dims)
+    else:
+        n = 1
+    if n - c <= 0:
+        import warnings
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      f"than the reduction factor (input numel divided by output numel).",
+                      stacklevel=3)
+    v, m, _ = _var_np(d, dims, c, keepdim)
+    r = np.sqrt(v) if std else v
+    rec = STATE.enabled and input._requires_grad
+    saved = (Saved(input), dims, c, keepdim) if rec else None
+    if not with_mean:
+        if rec:
+            return record(r, (StdBackward0 if std else VarBackward0)((edge_of(input),), saved))
+        return _make(r)
+    m = np.asarray(m).astype(d.dtype, copy=False)
+    if rec:
+        node = (StdMeanBackward0 if std else VarMeanBackward0)((edge_of(input),), saved)
+        a = record(r, node)
+        b = record(m, node)
+        b._output_nr = 1
+        return a, b
+    return _make(r), _make(m)
+
+
+@op()
+def var(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """Variance over ``dim`` with ``correction`` (default 1, Bessel); VarBackward0."""
+    return _var_impl("var", input, dim, correction, keepdim, unbiased, False, False)
+
+
+@op()
+def std(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """Standard deviation over ``dim`` with ``correction`` (default 1); StdBackward0."""
+    return _var_impl("std", input, dim, correction, keepdim, unbiased, True, False)
+
+
+@op(method=False)
+def var_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(var, mean) from one pass; both outputs of one VarMeanBackward0 node."""
+    return _var_impl("var_mean", input, dim, correction, keepdim, unbiased, False, True)
+
+
+@op(method=False)
+def std_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+    """(std, mean) from one pass; both outputs of one StdMeanBackward0 node."""
+    return _var_impl("std_mean", input, dim, correction, keepdim, unbiased, True, True)
+
+
+# --- norms -----------------------------------------------------------------------------------------
+class LinalgVectorNormBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, so, p, dims, keepdim = self._saved
+        x = sx.get(self, graph)
+        xd = X.data(x)
+        shape = xd.shape
+        g = _keep(g, dims, keepdim, len(shape))
+        if p == 0:
+            return X.expand_to(0 * g, shape),
+        if p == 1:
+            return g * X.sign(x),
+        od = np.asarray(X.data(so.get(self, False)))
+        od = od if keepdim or not dims else np.expand_dims(od, dims)
+        if _math.isinf(p):
+            m = (np.abs(xd) == od)
+            w = (np.sign(xd) * m / np.maximum(m.sum(axis=dims, keepdims=True), 1)).astype(xd.dtype)
+            return X.expand_to(g, shape) * X.const(w, g),
+        o = _keep(so.get(self, graph), dims, keepdim, len(shape))
+        zero = X.const(np.broadcast_to(od == 0, od.shape), g)
+        safe = X.where(zero, 1 + 0 * o, o)
+        if p == 2:
+            return X.where(X.const(np.broadcast_to(od == 0, shape), g), 0 * x,
+                           x * (g / safe)),
+        ax = X.abs(x)
+        r = x * ax ** (p - 2) * (g / safe ** (p - 1))
+        return X.where(X.const(np.broadcast_to(od == 0, shape), g), 0 * x, r),
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The vector ``ord``-norm over ``dim`` (all elements by default); LinalgVectorNormBackward0."""
+    d = x._data
+    if dtype is not None:
+        d = d.astype(D.to_dtype(dtype).np)
+    if d.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_tname(d.dtype)}")
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got '{ord}'")
+    p = float(ord)
+    dims = dims_of(dim, d.ndim)
+    a = np.abs(d)
+    kw = dict(axis=dims, keepdims=keepdim)
+    if _math.isinf(p):
+        if d.size == 0 and (not dims or _bi.any(d.shape[k] == 0 for k in dims)):
+            raise RuntimeError("linalg.vector_norm cannot compute the inf norm on an empty "
+                               "tensor because the operation does not have an identity")
+        r = a.max(**kw) if p > 0 else a.min(**kw)
+    elif p == 0:
+        r = (a != 0).sum(**kw).astype(a.dtype)
+    elif p == 1:
+        r = a.sum(**kw)
+    elif p == 2:
+        r = np.sqrt((a * a).sum(**kw))
+    else:
+        r = ((a ** p).sum(**kw)) ** (1.0 / p)
+    r = np.asarray(r, dtype=a.dtype)
+    if STATE.enabled and x._requires_grad:
+        res = record(r, None)
+        src = x if dtype is None else x.to(D.to_dtype(dtype))
+        res._grad_fn = LinalgVectorNormBackward0(
+            (edge_of(src),), (Saved(src), Saved(res, True), p, dims, keepdim))
+        return notify(res)
+    return _make(r)
+
+
+@op()
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """``torch.norm``: the vector p-norm over ``dim`` ('fro' = 2); 'nuc' the nuclear norm."""
+    if isinstance(p, str):
+        if p == "fro":
+            return vector_norm(input, 2, dim, keepdim, dtype=dtype)
+        if p == "nuc":
+            from .. import linalg as L
+            return L.matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim)
+        raise RuntimeError(f"norm(): unsupported norm type '{p}'")
+    return vector_norm(input, 2 if p is None else p, dim, keepdim, dtype=dtype)
+
+
+# --- logsumexp -------------------------------------------------------------------------------------
+class LogsumexpBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, so, dims, keepdim = self._saved
+        x = sx.get(self, graph)
+        nd = len(X.data(x).shape)
+        o = _keep(so.get(self, graph), dims, keepdim, nd)
+        return _keep(g, dims, keepdim, nd) * X.exp(x - o),
+
+
+@op()
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(x))) over ``dim``, computed without overflow; LogsumexpBackward0."""
+    d = input._data
+    if d.dtype.kind not in "fc":
+        d = d.astype(D.DEFAULTS.float.np)
+    dims = dims_of(dim, d.ndim)
+    if d.size == 0:
+        r = np.log(np.exp(d).sum(axis=dims, keepdims=keepdim))
+    else:
+        m = d.max(axis=dims, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0)
+        with np.errstate(divide="ignore"):
+            r = np.log(np.exp(d - m).sum(axis=dims, keepdims=True)) + m
+        if not keepdim and dims:
+            r = r.squeeze(dims)
+    r = np.asarray(r, dtype=d.dtype)
+    if STATE.enabled and input._requires_grad:
+        res = record(r, None)
+        res._grad_fn = LogsumexpBackward0((edge_of(input),),
+                                          (Saved(input), Saved(res, True), dims, keepdim))
+        return notify(res)
+    return _make(r)
+
+
+# --- cumulative ops --------------------------------------------------------------------------------
+class CumsumBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        dim = self._saved[0]
+        if g.ndim == 0:
+            return g,
+        if not graph:
+            return np.flip(np.cumsum(np.flip(g, dim), axis=dim), dim),
+        return X.sum_dims(g, (dim,), True) - X.cumsum(g, dim) + g,
+
+
+@op()
+def cumsum(input, dim, *, dtype=None):
+    """Running sum along ``dim`` (integers accumulate in int64); CumsumBackward0."""
+    d = input._data
+    rt = _sum_dtype(d, dtype)
+    (k,) = dims_of(dim, d.ndim) or (0,)
+    r = np.cumsum(d, axis=k, dtype=rt) if d.ndim else d.astype(rt)
+    if STATE.enabled and input._requires_grad:
+        return record(r, CumsumBackward0((edge_of(input),), (k,)))
+    return _make(r)
+
+
+def _cumprod_grad_np(x, g, axis):
+    """Exact cumprod gradient with zeros: sum_{j>=k} g_j prod_{i<=j, i!=k} x_i."""
+    x = np.moveaxis(x, axis, -1)
+    g = np.moveaxis(g, axis, -1)
+    n = x.shape[-1]
+    out = np.zeros_like(x)
+    for k in range(n):
+        pre = x[..., :k].prod(-1)
+        tail = np.cumprod(x[..., k + 1:], -1)
+        s = g[..., k] + (g[..., k + 1:] * tail).sum(-1)
+        out[..., k] = pre * s
+    return np.moveaxis(out, -1, axis)
+
+
+class CumprodBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, so, dim = self._saved
+        x = sx.get(self, graph)
+        xd = X.data(x)
+        if xd.ndim == 0:
+            return g,
+        if (xd != 0).all():
+            go = g * so.get(self, graph)
+            if not graph:
+                rev = np.flip(np.cumsum(np.flip(go, dim), axis=dim), dim)
+            else:
+                rev = X.sum_dims(go, (dim,), True) - X.cumsum(go, dim) + go
+            return rev / x,
+        return X.const(_cumprod_grad_np(xd, X.data(g), dim), g),
+
+
+@op()
+def cumprod(input, dim, *, dtype=None):
+    """Running product along ``dim``; CumprodBackward0."""
+    d = input._data
+    rt = _sum_dtype(d, dtype)
+    (k,) = dims_of(dim, d.ndim) or (0,)
+    r = np.cumprod(d, axis=k, dtype=rt) if d.ndim else d.astype(rt)
+    if STATE.enabled and input._requires_grad:
+        res = record(r, None)
+        res._grad_fn = CumprodBackward0((edge_of(input),), (Saved(input), Saved(res, True), k))
+        return notify(res)
+    return _make(r)
+
+
+# --- boolean reductions ----------------------------------------------------------------------------
+def _bool_red(input, dim, keepdim, np_fn):
+    d = input._data
+    dims = dims_of(dim, d.ndim)
+    r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
+    if d.dtype == np.uint8:
+        r = r.astype(np.uint8)
+    return _make(r)
+
+
+@op()
+def all(input, dim=None, keepdim=False):
+    """True when every element (over ``dim``) is nonzero."""
+    return _bool_red(input, dim, keepdim, np.all)
+
+
+@op()
+def any(input, dim=None, keepdim=False):
+    """True when some element (over ``dim``) is nonzero."""
+    return _bool_red(input, dim, keepdim, np.any)
+
+
+@op()
+def count_nonzero(input, dim=None):
+    """Number of nonzero elements (over ``dim``), as int64."""
+    d = input._data
+    dims = dims_of(dim, d.ndim)
+    return _make(np.asarray(np.count_nonzero(d, axis=dims) if dims or d.ndim == 0 and dim is None
+                            else np.count_nonzero(d), dtype=np.int64))
