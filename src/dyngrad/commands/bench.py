@@ -1,0 +1,38 @@
+"""``dyngrad bench``: run the benchmark suite (``benchmarks/`` at the root of a source checkout),
+which times dyngrad against a hand-written NumPy floor and PyTorch."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+HELP = "time dyngrad against NumPy and PyTorch on small training steps (source checkout)"
+
+
+def _suite():
+    """The ``benchmarks`` package of this checkout (or one already importable), else None."""
+    root = Path(__file__).resolve().parents[3]
+    if (root / "benchmarks" / "__init__.py").is_file() and str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module("benchmarks")
+    except ImportError:
+        return None
+
+
+def add_arguments(parser):
+    suite = _suite()
+    if suite is not None and hasattr(suite, "add_arguments"):
+        suite.add_arguments(parser)
+    else:
+        parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+
+def run(args) -> int:
+    suite = _suite()
+    if suite is None or not hasattr(suite, "run"):
+        from ..cli import UsageError
+        raise UsageError("the benchmarks/ suite is not here: run it from a source checkout "
+                         "of dyngrad (python -m benchmarks)")
+    return suite.run(args)
