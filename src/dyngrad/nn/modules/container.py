@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 
+from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
@@ -128,6 +129,21 @@ class ModuleList(Module):
         for i, m in enumerate(items):
             self._modules[str(i)] = m
 
+    def __repr__(self):
+        """Runs of identical reprs are shown once, e.g. ``(0-2): 3 x Linear(...)``."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        lines, start = [], 0
+        for i in range(1, len(reprs) + 1):
+            if i == len(reprs) or reprs[i] != reprs[start]:
+                key = f"({start})" if i - 1 == start else f"({start}-{i - 1})"
+                body = _addindent(reprs[start], 2)
+                lines.append(f"{key}: {body}" if i - 1 == start
+                             else f"{key}: {i - start} x {body}")
+                start = i
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
     def forward(self, *args):
         raise NotImplementedError("ModuleList has no forward(); iterate over it instead")
 
@@ -233,11 +249,8 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        lines = []
-        for i, p in enumerate(self):
-            size = "x".join(str(s) for s in p.size())
-            lines.append(f"({i}): Parameter containing: [torch.{type(p).__name__ if False else p.type().split('.')[-1]} of size {size}]")
-        return "\n".join(lines)
+        return "\n".join(_param_line(i, p, str(p.dtype) if isinstance(p, Tensor) else "")
+                         for i, p in enumerate(self))
 
 
 class ParameterDict(Module):
@@ -291,3 +304,15 @@ class ParameterDict(Module):
         v = self[key]
         del self[key]
         return v
+
+    def extra_repr(self):
+        return "\n".join(_param_line(k, p, p.type() if isinstance(p, Tensor) else "")
+                         for k, p in self.items())
+
+
+def _param_line(key, p, type_name):
+    if not isinstance(p, Tensor):
+        return f"  ({key}): Object of type: {type(p).__name__}"
+    size = "x".join(str(s) for s in p.size())
+    kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+    return f"  ({key}): {kind} containing: [{type_name} of size {size}]"

@@ -139,7 +139,7 @@ class RNNBase(Module):
 
     def _check_hidden(self, hx, expected, msg="Expected hidden size {}, got {}"):
         if tuple(hx.shape) != tuple(expected):
-            raise RuntimeError(msg.format(list(expected), list(hx.shape)))
+            raise RuntimeError(msg.format(tuple(expected), list(hx.shape)))
 
     def forward(self, input, hx=None):
         """``input`` (L, N, H_in) (or (N, L, H_in) with batch_first, or unbatched (L, H_in))
@@ -174,7 +174,9 @@ class RNNBase(Module):
             elif h0.dim() != 3:
                 raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
                                    f"{h0.dim()}-D tensor")
-            self._check_hidden(h0, (self.num_layers * dirs, n, real_h))
+            self._check_hidden(h0, (self.num_layers * dirs, n, real_h),
+                               "Expected hidden[0] size {}, got {}" if lstm else
+                               "Expected hidden size {}, got {}")
             if c0 is not None:
                 self._check_hidden(c0, (self.num_layers * dirs, n, self.hidden_size),
                                    "Expected hidden[1] size {}, got {}")
