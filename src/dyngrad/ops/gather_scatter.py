@@ -255,7 +255,10 @@ def _vec_index(index, d, k, name):
         if name == "index_select":
             raise IndexError("index out of range in self")
         v = int(idx[(idx < -n) | (idx >= n)][0])
-        raise IndexError(f"index {v} is out of bounds for dimension {k} with size {n}")
+        msg = f"index {v} is out of bounds for dimension {k} with size {n}"
+        if name == "index_add":
+            raise RuntimeError(msg)
+        raise IndexError(("index_copy_(): " if name == "index_copy" else "") + msg)
     return idx
 
 

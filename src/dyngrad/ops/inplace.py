@@ -284,6 +284,8 @@ def _arith(name, fn_name, np_fn):
                                    f"{_tname(d.dtype)}")
             if isinstance(od, np.ndarray) and od.dtype != d.dtype:
                 _check_cast(d, od.dtype)
+            if not d.flags.writeable:
+                _write(self, d)
             np_fn(d, od, out=d, casting="unsafe")
             self._version[0] += 1
             return self
