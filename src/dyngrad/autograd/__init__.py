@@ -63,7 +63,7 @@ def _make_grads(outputs, grad_outputs, create_graph, is_grads_batched=False):
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
             if out._data.size != 1:
-                raise RuntimeError(errors.SCALAR_ONLY)
+                raise errors.scalar_only(out)
             if not out._requires_grad:
                 grads.append(None)
                 continue
@@ -104,10 +104,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         raise RuntimeError(f"grad can be implicitly created only for scalar outputs; got "
                            f"{len(grads)} gradients for {len(outputs)} tensors")
     for t in outputs:
-        if not t._requires_grad:
-            raise RuntimeError(errors.NO_GRAD_FN + "\n  Fix: the tensor was computed from inputs "
-                               "that do not require grad (or under torch.no_grad()); set "
-                               "requires_grad=True on the leaves you want gradients for.")
+        if not _rg(t):
+            raise errors.no_grad_fn(t)
     if retain_graph is None:
         retain_graph = create_graph
     g = _make_grads(outputs, grads, create_graph)

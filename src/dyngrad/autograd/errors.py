@@ -20,10 +20,52 @@ NONLEAF_GRAD = ("The .grad attribute of a Tensor that is not a leaf Tensor is be
                 "informations.")
 
 
+def source_of(node) -> dict | None:
+    """Where user code created ``node``: ``{"file", "line", "code", "func"}``, or None."""
+    src = getattr(node, "_src", None) if node is not None else None
+    if src is None:
+        return None
+    code, lasti = src
+    lineno = code.co_firstlineno
+    for start, end, line in code.co_lines():
+        if start <= lasti < end and line is not None:
+            lineno = line
+            break
+    import linecache
+    text = linecache.getline(code.co_filename, lineno).strip()
+    return {"file": code.co_filename, "line": lineno, "code": text, "func": code.co_name}
+
+
+def _fmt(src) -> str:
+    import os
+    name = src["file"]
+    try:
+        rel = os.path.relpath(name)
+        if not rel.startswith(".."):
+            name = rel
+    except ValueError:
+        pass
+    code = f": {src['code']}" if src["code"] else ""
+    return f"{name}:{src['line']}{code}"
+
+
 def _where(node) -> str:
-    meta = getattr(node, "_meta", None)
-    line = meta.get("source") if meta else None
-    return f"\n  {type(node).__name__} was created at {line}" if line else ""
+    src = source_of(node)
+    if src is None:
+        meta = getattr(node, "_meta", None)
+        line = meta.get("source") if meta else None
+        return f"\n  {type(node).__name__} was created at {line}" if line else ""
+    return f"\n  {type(node).__name__} was created at {_fmt(src)}"
+
+
+def _modifier_of(counter):
+    """The node of the in-place op that last bumped ``counter`` (a tensor's version), if any."""
+    import gc
+    from .._tensor import Tensor
+    for r in gc.get_referrers(counter):
+        if isinstance(r, Tensor) and r._version is counter and r._grad_fn is not None:
+            return r._grad_fn
+    return None
 
 
 def freed_graph(node) -> RuntimeError:
@@ -53,12 +95,50 @@ def modified_inplace(saved, node) -> RuntimeError:
            f"that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, "
            f"check_nan=False).")
     where = _where(node)
-    return RuntimeError(msg + where + f"\n  {op} saved this tensor for backward; "
-                        "Fix: use an out-of-place op (x = x * 2, not x *= 2) or clone() before "
-                        "modifying it.")
+    changed = ""
+    mod = _modifier_of(saved.counter)
+    if mod is not None and mod is not node and source_of(mod) is not None:
+        changed = f"\n  it was modified in place ({type(mod).__name__}) at {_fmt(source_of(mod))}"
+    return RuntimeError(msg + where + f" (it saved this tensor for backward)" + changed
+                        + "\n  Fix: use an out-of-place op (x = x * 2, not x *= 2), or clone() "
+                          "the tensor before modifying it.")
 
 
 def leaf_inplace(view: bool) -> RuntimeError:
     msg = VIEW_LEAF_INPLACE if view else LEAF_INPLACE
-    return RuntimeError(msg + "\n  Fix: wrap the update in torch.no_grad(), or change "
-                        "the values through .data")
+    at = _caller()
+    return RuntimeError(msg + (f"\n  the in-place op is at {at}" if at else "")
+                        + "\n  Fix: wrap the update in torch.no_grad(), or change "
+                          "the values through .data (w.data[:] = ...)")
+
+
+def no_grad_fn(t=None) -> RuntimeError:
+    """``backward()`` on a tensor that is not part of any graph."""
+    at = _caller()
+    return RuntimeError(NO_GRAD_FN + (f"\n  backward() was called at {at}" if at else "")
+                        + "\n  Fix: the tensor was computed from inputs that do not require grad "
+                          "(or under torch.no_grad()); set requires_grad=True on the leaves you "
+                          "want gradients for.")
+
+
+def scalar_only(t=None) -> RuntimeError:
+    """Implicit gradient for a non-scalar output."""
+    where = _where(t.grad_fn) if t is not None and t.grad_fn is not None else ""
+    shape = f"\n  the output has shape {tuple(t.shape)}" if t is not None else ""
+    return RuntimeError(SCALAR_ONLY + shape + where + "\n  Fix: reduce it first (out.sum()."
+                        "backward()) or pass a gradient of the same shape: "
+                        "out.backward(torch.ones_like(out)).")
+
+
+def _caller():
+    """``file:line: code`` of the first frame outside dyngrad on the current stack."""
+    import sys
+    from .node import _PKG
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG):
+        f = f.f_back
+    if f is None:
+        return None
+    import linecache
+    return _fmt({"file": f.f_code.co_filename, "line": f.f_lineno,
+                 "code": linecache.getline(f.f_code.co_filename, f.f_lineno).strip()})

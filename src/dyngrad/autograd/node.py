@@ -25,14 +25,16 @@ ACCUMULATE_PRIORITY = 1 << 62
 _DEPTH: dict = {}
 
 
-def _user_frame():
-    """The first frame outside dyngrad above ``Node.__init__`` and its depth from there."""
+def _user_frame(cls):
+    """The first frame outside dyngrad above ``Node.__init__``; remembers its depth for ``cls``."""
     f = _getframe(2)
     d = 1
     while f is not None and f.f_code.co_filename.startswith(_PKG):
         f = f.f_back
         d += 1
-    return f, d
+    if f is not None and d < _DEPTH.get(cls, 1 << 30):
+        _DEPTH[cls] = d
+    return f
 
 
 class Node:
@@ -56,18 +58,13 @@ class Node:
         self.next_functions = next_functions
         self._saved = saved
         self._seq = next(_seq)
-        # where user code created this node: (code, instruction offset) of the first frame
-        # outside dyngrad, resolved to file:line only when an error or a viewer asks
-        # (the depth is cached per class; only two frames are looked at on a hit)
-        d = _DEPTH.get(type(self), 3)
-        try:
-            f = _getframe(d)
-            hit = (_getframe(d - 1).f_code.co_filename.startswith(_PKG)
-                   and not f.f_code.co_filename.startswith(_PKG))
-        except ValueError:
-            hit = False
-        if not hit:
-            f, _DEPTH[type(self)] = _user_frame()
+        # Where user code created this node: (code, instruction offset) of the first frame
+        # outside dyngrad, resolved to file:line only when an error or a viewer asks.  The
+        # depth is learned per class (the smallest seen), so a hit looks at one frame only.
+        d = _DEPTH.get(type(self))
+        f = _getframe(d) if d is not None else None
+        if f is None or f.f_code.co_filename.startswith(_PKG):
+            f = _user_frame(type(self))
         if f is not None:
             self._src = (f.f_code, f.f_lasti)
 

@@ -1,0 +1,40 @@
+"""Drawing and exploring the recorded graph: torchviz's ``make_dot``, a text ``walk``, and
+``record()``, which logs forward and backward step by step for an interactive HTML page.
+
+``import torchviz`` resolves here under ``dyngrad run``, so tutorials' ``make_dot(out)`` works.
+"""
+from __future__ import annotations
+
+from .dot import make_dot, make_dot_from_trace, resize_graph, GraphvizNotFound
+from .explorer import record, Recorder
+
+__all__ = ["make_dot", "make_dot_from_trace", "resize_graph", "walk", "walk_lines", "record",
+           "Recorder", "GraphvizNotFound"]
+
+
+def walk_lines(node, depth: int = 0, indent: str = "  ") -> list:
+    """The indented class names of ``node`` and everything it reaches, depth first (iterative)."""
+    out = []
+    stack = [(node, depth)]
+    while stack:
+        n, d = stack.pop()
+        if n is None:
+            continue
+        out.append(indent * d + type(n).__name__)
+        for fn, _ in reversed(n.next_functions):
+            stack.append((fn, d + 1))
+    return out
+
+
+def walk(node, depth: int = 0, indent: str = "  ", file=None) -> None:
+    """Print the graph below ``node`` as an indented tree, like the tutorials' ``walk_graph``."""
+    if hasattr(node, "grad_fn") and not hasattr(node, "next_functions"):
+        node = node.grad_fn
+    for line in walk_lines(node, depth, indent):
+        print(line, file=file)
+
+
+def __getattr__(name):
+    raise AttributeError(f"module 'dyngrad.viz' (standing in for torchviz) has no attribute "
+                         f"'{name}' (dyngrad implements a subset of PyTorch; '{name}' is not part "
+                         f"of it yet)")
