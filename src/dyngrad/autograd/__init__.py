@@ -7,13 +7,35 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, 
                         STATE)
 from .node import Node, AccumulateGrad
 from .function import Function, FunctionCtx, once_differentiable
-from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled
+from .anomaly import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,
+                      is_anomaly_check_nan_enabled)
 from . import errors, graph
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 
 __all__ = ["backward", "grad", "Variable", "Function", "FunctionCtx", "once_differentiable",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "detect_anomaly", "set_detect_anomaly", "Node", "graph"]
+           "detect_anomaly", "set_detect_anomaly", "Node", "graph", "functional", "forward_ad",
+           "gradcheck", "gradgradcheck"]
+
+
+def __getattr__(name):
+    # submodules that need the Tensor class: loaded on first use
+    if name in ("functional", "forward_ad"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _rg(t) -> bool:
+    """requires_grad as the user sees it (a tensor carrying only a tangent records internally)."""
+    return t._requires_grad and not t.__dict__.get("_dual_only", False)
+
+
+_CYCLE_WARNING = ("Using backward() with create_graph=True will create a reference cycle between "
+                  "the parameter and its gradient which can cause a memory leak. We recommend "
+                  "using autograd.grad when creating the graph to avoid this. If you have to use "
+                  "this function, make sure to reset the .grad fields of your parameters to None "
+                  "after use to break the cycle and avoid the leak.")
 
 
 def _tensor_cls():
@@ -112,6 +134,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     ins = _as_list(inputs)
     if ins is not None and len(ins) == 0:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    if create_graph and (ins is None or any(t._grad_fn is None for t in ins)):
+        import warnings
+        warnings.warn(_CYCLE_WARNING, UserWarning, stacklevel=3)
     run_backward(outputs, g, retain_graph, create_graph, inputs=ins)
 
 
@@ -127,10 +152,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise RuntimeError(f"grad_outputs must be the same length as outputs: {len(gos)} vs "
                            f"{len(outs)}")
     for i, t in enumerate(ins):
-        if not t._requires_grad:
-            raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+        if not _rg(t):
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
     for t in outs:
-        if not t._requires_grad:
+        if not _rg(t):
             raise RuntimeError(errors.NO_GRAD_FN)
     if allow_unused is None:
         allow_unused = materialize_grads

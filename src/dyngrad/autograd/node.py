@@ -20,6 +20,9 @@ _seq = itertools.count()
 _getframe = sys._getframe
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 ACCUMULATE_PRIORITY = 1 << 62
+# Active saved-tensors hooks, innermost last: (pack, unpack) pairs; other entries disable them.
+# Empty in normal use, so saving a tensor costs one truth test of this list.
+SAVED_HOOKS: list = []
 
 
 _DEPTH: dict = {}
@@ -193,9 +196,49 @@ class Saved:
         else:
             self.value = tensor
             self.tensor_ref = None
+        if SAVED_HOOKS:
+            self._pack(tensor)
+
+    def _pack(self, tensor):
+        """Run the innermost saved-tensors pack hook; ``get`` then unpacks.  The version is set
+        to -1 so the one version check in ``get`` routes packed values to ``_unpacked``."""
+        top = SAVED_HOOKS[-1]
+        if type(top) is not tuple:  # disabled
+            return
+        pack, unpack = top
+        SAVED_HOOKS.append(None)  # hooks are disabled while a pack hook runs
+        try:
+            packed = pack(tensor)
+        finally:
+            SAVED_HOOKS.pop()
+        self.tensor_ref = (unpack, packed, self.version)
+        self.version = -1
+
+    def _unpacked(self, node, graph):
+        unpack, packed, version = self.tensor_ref
+        if self.counter[0] != version:
+            self.version = version
+            try:
+                raise errors.modified_inplace(self, node)
+            finally:
+                self.version = -1
+        t = unpack(packed)
+        from .._tensor import Tensor
+        if not isinstance(t, Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(t).__name__}")
+        if self.is_output and graph and t._grad_fn is not node:
+            r = Tensor._make(t._data)
+            r._requires_grad = True
+            r._grad_fn = node
+            r._version = self.counter
+            return r
+        return t if graph else t._data
 
     def get(self, node, graph):
         if self.counter[0] != self.version:
+            if self.tensor_ref is not None:
+                return self._unpacked(node, graph)
             raise errors.modified_inplace(self, node)
         v = self.value
         if self.is_output:
@@ -215,6 +258,9 @@ class AccumulateGrad(Node):
 
     __slots__ = ("variable",)
     _needs_saved = False
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
 
     def __init__(self, variable):
         self.next_functions = ()

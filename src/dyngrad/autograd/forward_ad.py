@@ -1,0 +1,478 @@
+"""Forward-mode AD: tangents carried along with tensors inside a ``dual_level``.
+
+While a level is active, a graph observer computes, for every recorded op with an input that
+carries a tangent, the output tangent as the op's Jacobian-vector product.  The JVP comes from
+the op's own differentiable backward formula (the "double vjp": jvp(v) = d/du <vjp(u), v>), so
+every op with a differentiable backward works.  Tensors that only carry a tangent (their primal
+does not require grad) record internally but report ``requires_grad=False`` as in PyTorch.
+
+>>> import dyngrad as torch
+>>> import dyngrad.autograd.forward_ad as fwAD
+>>> with fwAD.dual_level():
+...     d = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0]))
+...     fwAD.unpack_dual((d * d).sum()).tangent
+tensor(2.)
+"""
+from __future__ import annotations
+
+import weakref
+from collections import namedtuple
+
+import numpy as np
+
+from .node import AccumulateGrad, Node, NO_EDGE, Saved
+
+__all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
+           "UnpackedDualTensor"]
+
+_LEVEL: list = []      # the active level (at most one: nesting is not supported, as in PyTorch)
+_TENSORS: list = []    # weakrefs to tensors given a tangent at this level (cleared on exit)
+_NODES: list = []      # weakrefs to nodes holding tangents of their outputs
+_BUSY = [False]
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+UnpackedDualTensor.__doc__ = "The primal and tangent of a dual tensor (``unpack_dual``)."
+
+
+def _tensor_cls():
+    from .._tensor import Tensor
+    return Tensor
+
+
+def enter_dual_level():
+    """Start a forward-AD level (prefer the ``dual_level`` context manager); returns it."""
+    if _LEVEL:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    from ..ops._graph import RECORD_HOOKS
+    _LEVEL.append(0)
+    RECORD_HOOKS.append(_observe)
+    return 0
+
+
+def exit_dual_level(*, level=None):
+    """End the level: every tangent created in it is dropped."""
+    if not _LEVEL:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one that was "
+                           "created. This is not supported.")
+    from ..ops._graph import RECORD_HOOKS
+    Tensor = _tensor_cls()
+    _LEVEL.pop()
+    try:
+        RECORD_HOOKS.remove(_observe)
+    except ValueError:
+        pass
+    for ref in _TENSORS:
+        t = ref()
+        if t is None:
+            continue
+        d = t.__dict__
+        d.pop("_fw_grad", None)
+        if type(t) is _Dual:
+            if d.pop("_dual_only", False):
+                t._requires_grad = False
+                t._grad_fn = None
+                d.pop("_output_nr", None)
+            t.__class__ = Tensor
+    for ref in _NODES:
+        n = ref()
+        if n is not None:
+            n.__dict__.pop("_fw_out", None)
+            n.__dict__.pop("_fw_pending", None)
+    _TENSORS.clear()
+    _NODES.clear()
+
+
+class dual_level:
+    """Context manager of a forward-AD level: tangents exist only inside it."""
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+        return False
+
+
+def _no_level():
+    return RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, make "
+                        "sure to enter_dual_level() first.")
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A tensor with value ``tensor`` carrying ``tangent`` as its forward gradient (a view of
+    ``tensor``)."""
+    if not _LEVEL:
+        raise _no_level()
+    from .._dtype import FROM_NP
+    if tensor._data.dtype.kind not in "fc":
+        raise ValueError(f"Expected primal to be floating point or complex, but got: "
+                         f"{FROM_NP[tensor._data.dtype]}")
+    if tangent._data.dtype.kind not in "fc":
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: "
+                         f"{FROM_NP[tangent._data.dtype]}")
+    if tensor._data.shape != tangent._data.shape:
+        raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
+                           f"that of the original Tensor, this is not supported. Tensor is of "
+                           f"size {list(tensor._data.shape)} while the given forward gradient is "
+                           f"of size {list(tangent._data.shape)}.")
+    Tensor = _tensor_cls()
+    if tensor.requires_grad:
+        from .grad_mode import enable_grad
+        with enable_grad():
+            out = tensor.view_as(tensor)
+        out.__class__ = _Dual
+        out.__dict__["_fw_grad"] = tangent
+        fn = out._grad_fn
+        fn.__dict__["_fw_out"] = {out._output_nr: tangent}
+        _NODES.append(weakref.ref(fn))
+    else:
+        out = Tensor._make(tensor._data)
+        out._version = tensor._version
+        out._base = tensor if tensor._base is None else tensor._base
+        out._requires_grad = True
+        out.__class__ = _Dual
+        out.__dict__["_dual_only"] = True
+        out.__dict__["_fw_grad"] = tangent
+    _TENSORS.append(weakref.ref(out))
+    return out
+
+
+def _tangent(t):
+    fn = t._grad_fn
+    if fn is not None:
+        return _edge_tangent(fn, t._output_nr)
+    return t._fw_grad
+
+
+def unpack_dual(tensor, *, level=None):
+    """``(primal, tangent)`` of a tensor: a view without the tangent, and the tangent (None
+    outside a level or for a tensor without one)."""
+    Tensor = _tensor_cls()
+    tangent = _tangent(tensor) if _LEVEL else None
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    if type(tensor) is _Dual and tensor.__dict__.get("_dual_only"):
+        primal = Tensor._make(tensor._data)
+        primal._version = tensor._version
+    else:
+        from .grad_mode import no_grad
+        primal = Tensor._make(tensor._data)
+        primal._version = tensor._version
+        if tensor.requires_grad:
+            primal._requires_grad = True
+            primal._grad_fn = _Identity(((tensor._grad_fn, tensor._output_nr)
+                                         if tensor._grad_fn is not None else
+                                         (AccumulateGrad.for_leaf(tensor), 0),), ())
+    return UnpackedDualTensor(primal, tangent)
+
+
+class _Identity(Node):
+    """Gradient of the primal view returned by ``unpack_dual``."""
+
+    __slots__ = ()
+    _needs_saved = False
+
+    def name(self):
+        return "Identity"
+
+    def _bw(self, g, graph):
+        return (g,)
+
+
+_Identity.__name__ = "Identity"
+
+
+# --- tensors whose tangent makes them record -------------------------------------------
+class _Dual(_tensor_cls()):
+    """A tensor carrying a tangent.  If only the tangent made it record (``_dual_only``), it
+    reports ``requires_grad=False`` and no ``grad_fn``, as PyTorch's dual tensors do."""
+
+    __slots__ = ()
+
+    def _only(self):
+        return self.__dict__.get("_dual_only", False)
+
+    @property
+    def requires_grad(self):
+        return False if self._only() else self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        if self._only():
+            if requires_grad:
+                self.__dict__["_dual_only"] = False
+                self.__dict__["_fw_grad"] = _tangent(self)
+                self._grad_fn = None
+                self.__dict__.pop("_output_nr", None)
+                self._acc = None
+            return self
+        return super().requires_grad_(requires_grad)
+
+    @property
+    def grad_fn(self):
+        return None if self._only() else self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self._only() or self._grad_fn is None
+
+    @property
+    def grad(self):
+        return None if self._only() else super().grad
+
+    @grad.setter
+    def grad(self, value):
+        Tensor = _tensor_cls()
+        Tensor.grad.fset(self, value)
+
+    def register_hook(self, hook):
+        if self._only():
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        return super().register_hook(hook)
+
+    def retain_grad(self):
+        if self._only():
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        return super().retain_grad()
+
+    def __repr__(self, *args, **kwargs):
+        Tensor = _tensor_cls()
+        p = Tensor._make(self._data)
+        if not self._only():
+            p._requires_grad = self._requires_grad
+            p._grad_fn = self._grad_fn
+        tan = _tangent(self) if _LEVEL else None
+        if tan is not None:
+            p.__dict__["_fw_grad"] = tan
+        return repr(p)
+
+    __str__ = __repr__
+
+
+def _real(t):
+    """Does ``t`` (a tensor that records) require grad in the user's sense?"""
+    return t._requires_grad and not t.__dict__.get("_dual_only", False)
+
+
+def _edge_real(fn):
+    if fn is None:
+        return False
+    if fn.__class__ is AccumulateGrad:
+        v = fn.variable
+        return not v.__dict__.get("_dual_only", False)
+    return not fn.__dict__.get("_dual_only", False)
+
+
+def _edge_tangent(fn, nr):
+    if fn.__class__ is AccumulateGrad:
+        return fn.variable.__dict__.get("_fw_grad")
+    d = fn.__dict__
+    c = d.get("_fw_out")
+    if c is None:
+        pend = d.get("_fw_pending")
+        if pend is None:
+            return None
+        _finish(fn, pend)
+        c = d.get("_fw_out") or {}
+    return c.get(nr)
+
+
+def _observe(t, node):
+    """Graph observer: give the new output ``t`` of ``node`` its tangent."""
+    if _BUSY[0] or node is None:
+        return
+    nf = node.next_functions
+    d = node.__dict__
+    if "_fw_out" in d:  # a multi-output node already finished (or a re-notified tensor)
+        tan = d["_fw_out"].get(t._output_nr)
+        if tan is not None:
+            _attach(t, tan, d.get("_dual_only", False))
+        return
+    if not any(fn is not None and _edge_tangent(fn, nr) is not None for fn, nr in nf):
+        return
+    nout = node._nout
+    pend = d.get("_fw_pending")
+    if pend is None:
+        pend = d["_fw_pending"] = {}
+        _NODES.append(weakref.ref(node))
+    pend[t._output_nr] = t
+    if len(pend) >= nout:
+        _finish(node, pend)
+
+
+def _finish(node, pend):
+    d = node.__dict__
+    nf = node.next_functions
+    tangents = [None if fn is None else _edge_tangent(fn, nr) for fn, nr in nf]
+    outs = [pend.get(j) for j in range(node._nout)]
+    ws = _jvp(node, tangents, outs)
+    d.pop("_fw_pending", None)
+    d["_fw_out"] = {j: w for j, w in enumerate(ws) if w is not None}
+    only = not any(_edge_real(fn) for fn, _ in nf)
+    if only:
+        d["_dual_only"] = True
+    elif any(fn is not None and not _edge_real(fn) for fn, _ in nf):
+        # a gradient never needs to flow into tangent-only history
+        node.next_functions = tuple(NO_EDGE if (fn is not None and not _edge_real(fn)) else (fn, nr)
+                                    for fn, nr in nf)
+    for o, w in zip(outs, ws):
+        if o is not None and w is not None:
+            _attach(o, w, only)
+
+
+def _attach(t, tan, only):
+    t.__dict__["_fw_grad"] = tan
+    if type(t) is not _Dual:
+        t.__class__ = _Dual
+    if only:
+        t.__dict__["_dual_only"] = True
+    _TENSORS.append(weakref.ref(t))
+
+
+class _Stub(Node):
+    """Where a copied node's edges point: gradients stop here (see ``_jvp``)."""
+
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):  # never runs: nothing below it is a target
+        return ()
+
+
+_STUB = _Stub((), ())
+
+
+def _detach(x, node, memo):
+    Tensor = _tensor_cls()
+    tx = type(x)
+    if tx is Saved:
+        if x.is_output:
+            return x
+        v = x.get(node, True)
+        s = Saved.__new__(Saved)
+        s.value = Tensor._make(v._data)
+        s.value._version = x.counter
+        s.counter = x.counter
+        s.version = x.counter[0]
+        s.is_output = False
+        s.tensor_ref = None
+        return s
+    if tx is tuple or tx is list:
+        return tx(_detach(e, node, memo) for e in x)
+    if isinstance(x, Tensor):
+        r = Tensor._make(x._data)
+        r._version = x._version
+        return r
+    if isinstance(x, Node) and not isinstance(x, AccumulateGrad):
+        return _clone(x, memo)
+    return x
+
+
+def _clone(node, memo=None):
+    """A copy of ``node`` whose saved inputs are detached and whose edges end in a stub, so
+    differentiating its backward formula builds a small graph cut off from the forward one."""
+    memo = {} if memo is None else memo
+    c = memo.get(id(node))
+    if c is not None:
+        return c
+    cls = type(node)
+    c = object.__new__(cls)
+    memo[id(node)] = c
+    for k in cls.__mro__:
+        for name in k.__dict__.get("__slots__", ()):
+            if name in ("__dict__", "__weakref__"):
+                continue
+            try:
+                setattr(c, name, getattr(node, name))
+            except AttributeError:
+                pass
+    c.__dict__.update(node.__dict__)
+    c.next_functions = tuple(NO_EDGE if fn is None else (_STUB, 0)
+                             for fn, _ in node.next_functions)
+    c._saved = _detach(node._saved, node, memo)
+    return c
+
+
+def _jvp(node, tangents, outs):
+    """Output tangents of ``node`` for input tangents ``tangents`` (double-vjp)."""
+    Tensor = _tensor_cls()
+    from .grad_mode import STATE
+    from .engine import run_backward
+    prev = STATE.enabled
+    _BUSY[0] = True
+    STATE.enabled = True
+    try:
+        c = _clone(node)
+        us = []
+        for o in outs:
+            if o is None or o._data.dtype.kind not in "fc":
+                us.append(None)
+                continue
+            u = Tensor._make(np.zeros(o._data.shape, o._data.dtype))
+            u._requires_grad = True
+            us.append(u)
+        gin = c._bw(us[0] if len(us) == 1 else list(us), True)
+        casts = node._casts
+        if casts is not None:
+            from .engine import _cast_back
+            gin = _cast_back(gin, casts)
+        s = None
+        for gi, v in zip(gin, tangents):
+            if gi is None or v is None or not isinstance(gi, Tensor):
+                continue
+            term = (gi * v).sum()
+            s = term if s is None else s + term
+        live = [u for u in us if u is not None]
+        if s is None or not s._requires_grad or not live:
+            ws = [None] * len(us)
+        else:
+            got = run_backward([s], [Tensor._make(np.ones((), s._data.dtype))], False, False,
+                               inputs=live, capture=True, allow_unused=True)
+            it = iter(got)
+            ws = [None if u is None else next(it) for u in us]
+    finally:
+        STATE.enabled = prev
+        _BUSY[0] = False
+    res = []
+    for o, w, u in zip(outs, ws, us):
+        if u is None or o is None:
+            res.append(None)
+            continue
+        if w is None:
+            w = Tensor._make(np.zeros(o._data.shape, o._data.dtype))
+        elif w._data.dtype != o._data.dtype:
+            w = Tensor._make(w._data.astype(o._data.dtype))
+        res.append(w)
+    return res
+
+
+def _custom_function_jvp(cls, node, tensor_args, args, result):
+    """Tangents of a custom Function's outputs: its ``jvp`` when defined, else the generic
+    rule through its backward."""
+    Tensor = _tensor_cls()
+    tans = [_tangent(a) if isinstance(a, Tensor) else None for a in args]
+    if not any(t is not None for t in tans):
+        return
+    from .function import Function
+    outs = [o for o in result if isinstance(o, Tensor) and o._grad_fn is node]
+    if cls.jvp is not Function.jvp:
+        from .grad_mode import no_grad
+        targs = [(t if t is not None else Tensor._make(np.zeros(a._data.shape, a._data.dtype)))
+                 if isinstance(a, Tensor) else None for a, t in zip(args, tans)]
+        with no_grad():
+            r = cls.jvp(node, *targs)
+        r = r if isinstance(r, tuple) else (r,)
+        only = not any(_real(a) for a in tensor_args)
+        d = node.__dict__
+        d["_fw_out"] = {}
+        _NODES.append(weakref.ref(node))
+        if only:
+            d["_dual_only"] = True
+        for o, w in zip(outs, r):
+            if w is not None:
+                d["_fw_out"][o._output_nr] = w
+                _attach(o, w, only)
+    # otherwise the generic rule runs when the outputs are announced to the graph observers
