@@ -417,7 +417,7 @@ class Module:
 
     def _expected_state(self):
         out = OrderedDict()
-        for pre, mod in self.named_modules():
+        for pre, mod in self.named_modules(remove_duplicate=False):
             p = pre + "." if pre else ""
             for n, v in mod._parameters.items():
                 if v is not None:
