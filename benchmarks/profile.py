@@ -9,7 +9,7 @@ from time import perf_counter
 
 def per_call_us(fn, quick):
     """Min over repeats of microseconds per call of ``fn()``."""
-    target, repeats = (0.005, 3) if quick else (0.03, 9)
+    target, repeats = (0.005, 3) if quick else (0.01, 25)
     n, t0 = 0, perf_counter()
     while perf_counter() - t0 < target / 4 or n < 3:
         fn()
@@ -52,6 +52,9 @@ def _framework_rows(T, quick):
         b.grad = None
         (a * b).backward(g)
     r["bw_fresh"] = per_call_us(fresh, quick) - r["fwd_graph"]
+
+    r["build_sum"] = per_call_us(lambda: (a * b).sum(), quick)
+    r["bw_sum"] = per_call_us(lambda: (a * b).sum().backward(), quick) - r["build_sum"]
 
     def chain():
         T.tanh(a * b).sum().backward()
@@ -145,6 +148,8 @@ def op_profile(quick, backends):
     row("  engine overhead = backward - formula - 2 x accumulate", dyngrad=eng)
     row("c.backward(g) with .grad None (first accumulation)",
         dyngrad=dg.get("bw_fresh"), torch=tc.get("bw_fresh"))
+    row("s.backward(), s = (a*b).sum(): scalar root, 2 nodes",
+        dyngrad=dg.get("bw_sum"), torch=tc.get("bw_sum"))
     row("tiny-chain: tanh(a*b).sum().backward(), whole step",
         dyngrad=dg.get("tiny_chain"), torch=tc.get("tiny_chain"))
     return {"op": "a * b on 3x3 float32, 1 thread", "columns": list(cols), "rows": rows,

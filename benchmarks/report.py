@@ -80,8 +80,11 @@ def text(res) -> str:
                 st = b["status"] if b["status"] != "ok" and "min_s" not in b else "ok"
                 if c is not None and c["ok"]:
                     st = f"ok {c['max_abs_diff_loss']:.1e} / {c['max_abs_diff_grad']:.1e}"
+                elif st.startswith("skipped"):
+                    st = "skipped"
                 parts.append(f"{NAMES[be]} {st}")
-            out.append(f"    {key:<16} " + ";  ".join(parts))
+            data = f"   [data: {w['data']}]" if w.get("data") else ""
+            out.append(f"    {key:<16} " + ";  ".join(parts) + data)
 
     for n, run in runs.items():
         out.append("")

@@ -80,7 +80,7 @@ def _import_seconds(module, env, samples=5):
 
 def measure_imports(backends, quick):
     env = _child_env(1)
-    out = {"goal_s": spec.IMPORT_GOAL_S, "samples": 3 if quick else 5}
+    out = {"goal_s": spec.IMPORT_GOAL_S, "samples": 2 if quick else 5}
     for be, mod in (("dyngrad", "dyngrad"), ("torch", "torch"), ("numpy", "numpy")):
         out[be] = _import_seconds(mod, env, out["samples"]) if be in backends else None
     out["goal_met"] = None if out["dyngrad"] is None else out["dyngrad"] <= spec.IMPORT_GOAL_S
