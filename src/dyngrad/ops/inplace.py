@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
-from ._graph import STATE, Node, Tensor, edge_of, record, sum_to
+from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from .views import apply_chain
 from ..autograd import errors
 from .. import _dtype as D
@@ -105,6 +105,9 @@ def apply(self, fn, *args, **kwargs):
     self._requires_grad = True
     if "_output_nr" in self.__dict__:
         del self.__dict__["_output_nr"]
+    if RECORD_HOOKS:
+        notify(base)
+        notify(self)
     return self
 
 
