@@ -689,7 +689,7 @@ def _cmp(fn, name):
             od = other
         else:
             return NotImplemented
-        return _make(fn(input._data, od))
+        return _make(np.asarray(_call2(fn, input._data, od)))
 
     f.__name__ = name
     f.__doc__ = f"Elementwise {name} (bool result, no gradient)."
@@ -707,8 +707,7 @@ ge = op("ge", methods=("__ge__", "greater_equal"))(_cmp(np.greater_equal, "ge"))
 def _bool_op(fn, name, dunder):
     def f(input, other):
         od = other._data if _isT(other, Tensor) else other
-        r = fn(input._data, od)
-        return _make(r)
+        return _make(np.asarray(_call2(fn, input._data, od)))
 
     f.__name__ = name
     return op(name, function=True, methods=dunder)(f)
