@@ -51,6 +51,7 @@ from . import nn, optim  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from . import utils  # noqa: E402
 from . import cuda, backends  # noqa: E402
+from . import linalg  # noqa: E402
 from .diagnose import diagnose  # noqa: E402
 
 
