@@ -115,7 +115,7 @@ def test_cat_mismatch():
 
 
 def test_cat_empty_list_and_bad_dim():
-    _raises(RuntimeError, lambda: torch.cat([]), r"non-empty|empty")
+    _raises(ValueError, lambda: torch.cat([]), r"non-empty")  # PyTorch's type
     _raises(IndexError, lambda: torch.cat([torch.ones(2), torch.ones(2)], dim=3),
             r"[Dd]imension out of range")
 
@@ -125,7 +125,7 @@ def test_stack_mismatch():
     # PyTorch: "stack expects each tensor to be equal size, but got [2, 3] at entry 0 and
     # [2, 4] at entry 1"
     _raises(RuntimeError, lambda: torch.stack([a, b]), r"equal size", r"\[2, 3\]", r"\[2, 4\]")
-    _raises(RuntimeError, lambda: torch.stack([]), r"non-empty|empty")
+    _raises(RuntimeError, lambda: torch.stack([]), r"non-empty")
 
 
 # --- views ----------------------------------------------------------------------------
