@@ -11,7 +11,8 @@ from .. import _dtype as D
 from .._tensor import Tensor, _dim
 from ..ops._graph import notify, STATE, Node, Saved, edge_of, record, sum_to, NO_EDGE, as_float
 from ..ops import _dual as X
-from ..ops.pointwise import relu, tanh, sigmoid  # noqa: F401 - re-exported
+from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
+from ..ops import pointwise as _pw
 from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
 
@@ -262,6 +263,10 @@ class NllLossBackward0(Node):
         return z,
 
 
+class NllLoss2DBackward0(NllLossBackward0):
+    __slots__ = ()
+
+
 def _nll_index(shape, tgt):
     """Fancy index selecting the target class of every sample: input (N, C, d1...)."""
     if len(shape) == 1:
@@ -308,7 +313,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     else:
         r = np.asarray(losses.sum() / total if total else np.nan, x.dtype)
     if STATE.enabled and input._requires_grad:
-        return record(r, NllLossBackward0((edge_of(input),),
+        cls = NllLoss2DBackward0 if x.ndim == 4 else NllLossBackward0
+        return record(r, cls((edge_of(input),),
                                           (x.shape, tc, w_t.astype(x.dtype), reduction,
                                            total.astype(x.dtype), x.dtype)))
     return _make(r)
@@ -361,3 +367,1424 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             smooth = smooth.sum()
         loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / C)
     return loss
+
+
+# --- helpers --------------------------------------------------------------------------
+def _pkg():
+    import importlib
+    return importlib.import_module(__name__.split(".")[0])
+
+
+def _c(arr, graph):
+    """A constant for a backward formula: the array itself, or a Tensor under create_graph."""
+    return _make(arr) if graph else arr
+
+
+def _fl(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return as_float(input._data)
+
+
+# --- pointwise activations ------------------------------------------------------------
+class _Act(Node):
+    """Backward of y = f(x): g * f'(x).  Under create_graph f'(x) is recorded as an op whose
+    own backward uses f''(x)."""
+    __slots__ = ()
+    _f = _d1 = _d2 = None
+
+    def _bw(self, g, graph):
+        sx, prm = self._saved
+        x = sx.get(self, graph)
+        cls = type(self)
+        if graph:
+            return g * _act_deriv(x, cls, prm),
+        return g * cls._d1(x, *prm),
+
+
+class _ActDeriv(Node):
+    """y = f'(x) (recorded under create_graph); backward g * f''(x)."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, cls, prm = self._saved
+        x = sx.get(self, False)
+        return g * _c(cls._d2(x, *prm), graph),
+
+
+def _act_deriv(x, cls, prm):
+    d = cls._d1(x._data, *prm).astype(x._data.dtype, copy=False)
+    if STATE.enabled and x._requires_grad:
+        return record(d, _ActDeriv((edge_of(x),), (Saved(x), cls, prm)))
+    return _make(d)
+
+
+def _activation(name, f, d1, d2):
+    cls = type(name, (_Act,), {"__slots__": (), "__module__": __name__, "_f": staticmethod(f),
+                               "_d1": staticmethod(d1), "_d2": staticmethod(d2)})
+    globals()[name] = cls
+    return cls
+
+
+def _act(input, cls, prm, inplace=False, fname=""):
+    x = _fl(input, fname)
+    y = cls._f(x, *prm)
+    if y.dtype != x.dtype:
+        y = y.astype(x.dtype)
+    if inplace:
+        return _inplace_result(input, y, cls, prm)
+    if STATE.enabled and input._requires_grad:
+        return record(y, cls((edge_of(input),), (Saved(input), prm)))
+    return _make(y)
+
+
+def _inplace_result(input, y, cls, prm):
+    """Write ``y`` into ``input`` (the in-place form), recording the op on a copy of history."""
+    if STATE.enabled and input._requires_grad:
+        if input._grad_fn is None and input._base is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+        src = input.clone()
+        out = _act(src, cls, prm)
+        input.copy_(out)
+        return input
+    input._data[...] = y
+    input._version[0] += 1
+    return input
+
+
+def _sig(x):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _ones(x):
+    return np.ones_like(x)
+
+
+def _zeros(x, *a):
+    return np.zeros_like(x)
+
+
+_Hardtanh = _activation(
+    "HardtanhBackward0", lambda x, lo, hi: np.clip(x, lo, hi),
+    lambda x, lo, hi: ((x > lo) & (x < hi)).astype(x.dtype), _zeros)
+_LeakyRelu = _activation(
+    "LeakyReluBackward0", lambda x, s: np.where(x > 0, x, x * s),
+    lambda x, s: np.where(x > 0, 1.0, s).astype(x.dtype), _zeros)
+
+
+def _elu_f(x, alpha, scale, iscale):
+    return np.where(x > 0, x * scale, scale * alpha * np.expm1(np.minimum(x, 0) * iscale))
+
+
+def _elu_d1(x, alpha, scale, iscale):
+    return np.where(x > 0, scale, scale * alpha * iscale * np.exp(np.minimum(x, 0) * iscale))
+
+
+def _elu_d2(x, alpha, scale, iscale):
+    return np.where(x > 0, 0.0, scale * alpha * iscale * iscale * np.exp(np.minimum(x, 0) * iscale))
+
+
+_Elu = _activation("EluBackward0", _elu_f, _elu_d1, _elu_d2)
+_Celu = _activation("CeluBackward0", _elu_f, _elu_d1, _elu_d2)
+
+
+def _erf(x):
+    try:
+        from scipy.special import erf
+        return erf(x)
+    except ImportError:  # pragma: no cover - scipy is optional
+        return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+
+
+_SQRT1_2 = 1 / math.sqrt(2)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+_K = math.sqrt(2 / math.pi)
+
+
+def _gelu_f(x, tanh_mode):
+    if tanh_mode:
+        return 0.5 * x * (1 + np.tanh(_K * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + _erf(x * _SQRT1_2))
+
+
+def _gelu_d1(x, tanh_mode):
+    if tanh_mode:
+        u1 = _K * (1 + 3 * 0.044715 * x * x)
+        t = np.tanh(_K * (x + 0.044715 * x ** 3))
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * u1
+    return 0.5 * (1 + _erf(x * _SQRT1_2)) + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x)
+
+
+def _gelu_d2(x, tanh_mode):
+    if tanh_mode:
+        u1 = _K * (1 + 3 * 0.044715 * x * x)
+        u2 = _K * 6 * 0.044715 * x
+        t = np.tanh(_K * (x + 0.044715 * x ** 3))
+        s = 1 - t * t
+        return s * u1 + 0.5 * x * s * (u2 - 2 * t * u1 * u1)
+    return _INV_SQRT_2PI * np.exp(-0.5 * x * x) * (2 - x * x)
+
+
+_Gelu = _activation("GeluBackward0", _gelu_f, _gelu_d1, _gelu_d2)
+
+
+def _silu_d1(x):
+    s = _sig(x)
+    return s * (1 + x * (1 - s))
+
+
+def _silu_d2(x):
+    s = _sig(x)
+    return s * (1 - s) * (2 + x * (1 - 2 * s))
+
+
+_Silu = _activation("SiluBackward0", lambda x: x * _sig(x), _silu_d1, _silu_d2)
+
+
+def _softplus_np(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _mish_d1(x):
+    t = np.tanh(_softplus_np(x))
+    return t + x * (1 - t * t) * _sig(x)
+
+
+def _mish_d2(x):
+    t = np.tanh(_softplus_np(x))
+    s = _sig(x)
+    return (1 - t * t) * s * (2 + x * (1 - s) - 2 * x * t * s)
+
+
+_Mish = _activation("MishBackward0", lambda x: x * np.tanh(_softplus_np(x)), _mish_d1, _mish_d2)
+
+
+def _sp_f(x, beta, th):
+    return np.where(x * beta > th, x, _softplus_np(x * beta) / beta)
+
+
+def _sp_d1(x, beta, th):
+    return np.where(x * beta > th, 1.0, _sig(x * beta))
+
+
+def _sp_d2(x, beta, th):
+    s = _sig(x * beta)
+    return np.where(x * beta > th, 0.0, beta * s * (1 - s))
+
+
+_Softplus = _activation("SoftplusBackward0", _sp_f, _sp_d1, _sp_d2)
+_Hardsigmoid = _activation(
+    "HardsigmoidBackward0", lambda x: np.clip(x / 6 + 0.5, 0, 1),
+    lambda x: np.where((x > -3) & (x < 3), 1 / 6, 0.0), _zeros)
+_Hardswish = _activation(
+    "HardswishBackward0", lambda x: x * np.clip(x + 3, 0, 6) / 6,
+    lambda x: np.where(x < -3, 0.0, np.where(x <= 3, x / 3 + 0.5, 1.0)),
+    lambda x: np.where((x > -3) & (x < 3), 1 / 3, 0.0))
+_LogSigmoid = _activation(
+    "LogSigmoidBackward0", lambda x: -_softplus_np(-x), lambda x: _sig(-x),
+    lambda x: -_sig(x) * _sig(-x))
+_Threshold = _activation(
+    "ThresholdBackward0", lambda x, th, v: np.where(x > th, x, v),
+    lambda x, th, v: (x > th).astype(x.dtype), _zeros)
+
+
+def relu6(input, inplace=False):
+    """min(max(0, x), 6); HardtanhBackward0 as in PyTorch."""
+    return _act(input, _Hardtanh, (0.0, 6.0), inplace, "relu6")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Clamp to [min_val, max_val]; HardtanhBackward0."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _act(input, _Hardtanh, (min_val, max_val), inplace, "hardtanh")
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, True)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x if x > 0 else negative_slope * x; LeakyReluBackward0."""
+    return _act(input, _LeakyRelu, (negative_slope,), inplace, "leaky_relu")
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, True)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x if x > 0 else alpha * (exp(x) - 1); EluBackward0."""
+    return _act(input, _Elu, (alpha, 1.0, 1.0), inplace, "elu")
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, True)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with the self-normalising constants; EluBackward0."""
+    return _act(input, _Elu, (_SELU_ALPHA, _SELU_SCALE, 1.0), inplace, "selu")
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); CeluBackward0."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _act(input, _Celu, (alpha, 1.0, 1.0 / alpha), inplace, "celu")
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x) (exact, or the tanh approximation); GeluBackward0."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh.")
+    return _act(input, _Gelu, (approximate == "tanh",), False, "gelu")
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x); SiluBackward0."""
+    return _act(input, _Silu, (), inplace, "silu")
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x)); MishBackward0."""
+    return _act(input, _Mish, (), inplace, "mish")
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, linear above ``threshold``; SoftplusBackward0."""
+    return _act(input, _Softplus, (beta, threshold), False, "softplus")
+
+
+def hardsigmoid(input, inplace=False):
+    """clamp(x / 6 + 1/2, 0, 1); HardsigmoidBackward0."""
+    return _act(input, _Hardsigmoid, (), inplace, "hardsigmoid")
+
+
+def hardswish(input, inplace=False):
+    """x * hardsigmoid(x); HardswishBackward0."""
+    return _act(input, _Hardswish, (), inplace, "hardswish")
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)), computed stably; LogSigmoidBackward0."""
+    return _act(input, _LogSigmoid, (), False, "logsigmoid")
+
+
+def threshold(input, threshold, value, inplace=False):
+    """x if x > threshold else value; ThresholdBackward0."""
+    return _act(input, _Threshold, (threshold, value), inplace, "threshold")
+
+
+def threshold_(input, threshold, value):
+    return _act(input, _Threshold, (threshold, value), True, "threshold")
+
+
+def relu(input, inplace=False):
+    """max(0, x); ReluBackward0."""
+    if inplace:
+        return input.relu_()
+    return _pw.relu(input)
+
+
+def relu_(input):
+    return input.relu_()
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    return input - tanh(input)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along ``dim``."""
+    if dim is None:
+        dim = _dim_arg(input, None, "softmin")
+    return softmax(-input, dim, dtype=dtype)
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd if x > lambd, x + lambd if x < -lambd, else 0."""
+    x = input._data
+    m = _make(((x > lambd) | (x < -lambd)).astype(x.dtype))
+    shift = _make(np.where(x > lambd, -lambd, np.where(x < -lambd, lambd, 0.0)).astype(x.dtype))
+    return (input + shift) * m
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    x = input._data
+    return input * _make(((x > lambd) | (x < -lambd)).astype(x.dtype))
+
+
+class GluBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, dim = self._saved
+        x = sx.get(self, graph)
+        n = x.shape[dim] // 2
+        a = _narrow(x, dim, 0, n)
+        b = _narrow(x, dim, n, n)
+        sb = X.sigmoid(b)
+        ga = g * sb
+        gb = g * a * sb * (1 - sb)
+        if graph:
+            return _cat2(ga, gb, dim),
+        return np.concatenate([ga, gb], dim),
+
+
+def _narrow(x, dim, start, length):
+    if isinstance(x, Tensor):
+        idx = (slice(None),) * dim + (slice(start, start + length),)
+        return x[idx]
+    return x[(slice(None),) * dim + (slice(start, start + length),)]
+
+
+def _cat2(a, b, dim):
+    """Differentiable concatenation of two Tensors along ``dim`` (by padding and adding)."""
+    nd = a.dim()
+    pa = [0] * (2 * nd)
+    pb = [0] * (2 * nd)
+    k = nd - 1 - dim
+    pa[2 * k + 1] = b.shape[dim]
+    pb[2 * k] = a.shape[dim]
+    return pad(a, pa) + pad(b, pb)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b) for the two halves a, b of ``dim``; GluBackward0."""
+    x = _fl(input, "glu")
+    if x.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _dim(dim, x.ndim)
+    if x.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{x.shape[d]}")
+    n = x.shape[d] // 2
+    a = x[(slice(None),) * d + (slice(0, n),)]
+    b = x[(slice(None),) * d + (slice(n, None),)]
+    y = (a * _sig(b)).astype(x.dtype, copy=False)
+    if STATE.enabled and input._requires_grad:
+        return record(y, GluBackward0((edge_of(input),), (Saved(input), d)))
+    return _make(y)
+
+
+class PreluKernelBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, sw, wb = self._saved
+        x = sx.get(self, graph)
+        w = sw.get(self, graph)
+        xd = x._data if graph else x
+        pos = _c((xd > 0).astype(xd.dtype), graph)
+        neg = _c((xd <= 0).astype(xd.dtype), graph)
+        gx = gw = None
+        if self.next_functions[0][0] is not None:
+            gx = g * (pos + neg * w.reshape(wb))
+        if self.next_functions[1][0] is not None:
+            gw = sum_to(g * x * neg, wb).reshape(tuple(w.shape))
+        return gx, gw
+
+
+def prelu(input, weight):
+    """x if x > 0 else weight * x, weight per channel (dim 1) or shared; PreluKernelBackward0."""
+    x = _fl(input, "prelu")
+    w = weight._data
+    if w.size != 1 and (x.ndim < 2 or x.shape[1] != w.size):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                           f"parameter numbers = {w.size} and channel size = "
+                           f"{x.shape[1] if x.ndim >= 2 else 1}.")
+    wb = (1,) * x.ndim if w.size == 1 else (1, w.size) + (1,) * (x.ndim - 2)
+    if x.ndim == 0:
+        wb = ()
+    y = np.where(x > 0, x, x * w.reshape(wb)).astype(x.dtype, copy=False)
+    if STATE.enabled and (input._requires_grad or weight._requires_grad):
+        return record(y, PreluKernelBackward0((edge_of(input), edge_of(weight)),
+                                              (Saved(input), Saved(weight), wb)))
+    return _make(y)
+
+
+def rrelu(input, lower=1. / 8, upper=1. / 3, training=False, inplace=False):
+    """Randomised leaky ReLU; in eval mode the slope is (lower + upper) / 2."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    from .._random import rng
+    a = rng().uniform(lower, upper, size=input._data.shape).astype(input._data.dtype)
+    slope = _make(np.where(input._data >= 0, 1, a).astype(input._data.dtype))
+    return input * slope
+
+
+# --- losses ---------------------------------------------------------------------------
+def _loss_reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error."""
+    reduction = _reduction_enum(reduction, size_average, reduce)
+    _check_target_size(input, target, "l1_loss")
+    return _loss_reduce((input - target).abs(), reduction)
+
+
+class _DiffLoss(Node):
+    """Backward of a loss of d = input - target, elementwise then reduced."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        si, st, red, prm = self._saved
+        x = si.get(self, graph)
+        t = st.get(self, graph)
+        d = x - t
+        dd = d._data if graph else d
+        n = dd.size
+        gl = _reduce_grad(g, tuple(dd.shape), red, n)
+        gd = gl * type(self)._grad(d, dd, graph, *prm)
+        gx = sum_to(gd, tuple(x.shape)) if self.next_functions[0][0] is not None else None
+        gt = sum_to(-gd, tuple(t.shape)) if self.next_functions[1][0] is not None else None
+        return gx, gt
+
+
+class SmoothL1LossBackward0(_DiffLoss):
+    __slots__ = ()
+
+    @staticmethod
+    def _grad(d, dd, graph, beta):
+        inside = _c((np.abs(dd) < beta).astype(dd.dtype) / beta, graph)
+        outside = _c(np.where(np.abs(dd) < beta, 0, np.sign(dd)).astype(dd.dtype), graph)
+        return d * inside + outside
+
+
+class HuberLossBackward0(_DiffLoss):
+    __slots__ = ()
+
+    @staticmethod
+    def _grad(d, dd, graph, delta):
+        inside = _c((np.abs(dd) <= delta).astype(dd.dtype), graph)
+        outside = _c(np.where(np.abs(dd) <= delta, 0, delta * np.sign(dd)).astype(dd.dtype), graph)
+        return d * inside + outside
+
+
+def _diff_loss(input, target, reduction, cls, values, prm):
+    x, t = input._data, target._data
+    dt = np.result_type(x.dtype, t.dtype)
+    d = x.astype(dt, copy=False) - t.astype(dt, copy=False)
+    r = _reduce(values(d).astype(dt, copy=False), reduction)
+    if STATE.enabled and (input._requires_grad or target._requires_grad):
+        return record(r, cls((edge_of(input), edge_of(target)),
+                             (Saved(input), Saved(target), reduction, prm)))
+    return _make(r)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - beta / 2; SmoothL1LossBackward0."""
+    reduction = _reduction_enum(reduction, size_average, reduce)
+    _check_target_size(input, target, "smooth_l1_loss")
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:
+        return l1_loss(input, target, reduction=reduction)
+
+    def values(d):
+        a = np.abs(d)
+        return np.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
+
+    return _diff_loss(input, target, reduction, SmoothL1LossBackward0, values, (beta,))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| <= delta, else delta (|d| - delta / 2); HuberLossBackward0."""
+    reduction = _reduction_enum(reduction)
+    _check_target_size(input, target, "huber_loss")
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+
+    def values(d):
+        a = np.abs(d)
+        return np.where(a <= delta, 0.5 * d * d, delta * (a - 0.5 * delta))
+
+    return _diff_loss(input, target, reduction, HuberLossBackward0, values, (delta,))
+
+
+class BinaryCrossEntropyWithLogitsBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        si, st, w, pw, red = self._saved
+        x = si.get(self, graph)
+        t = st.get(self, graph)
+        xd = x._data if graph else x
+        gl = _reduce_grad(g, tuple(xd.shape), red, xd.size)
+        if w is not None:
+            gl = gl * _c(w, graph)
+        gx = gt = None
+        if pw is None:
+            if self.next_functions[0][0] is not None:
+                gx = gl * (X.sigmoid(x) - t)
+            if self.next_functions[1][0] is not None:
+                gt = gl * -x
+        else:
+            pwc = _c(pw, graph)
+            L = (pwc - 1) * t + 1
+            if self.next_functions[0][0] is not None:
+                gx = gl * ((1 - t) - L * X.sigmoid(-x))
+            if self.next_functions[1][0] is not None:
+                gt = gl * (-x + (pwc - 1) * _softplus_any(-x))
+        return gx, gt
+
+
+def _softplus_any(x):
+    if isinstance(x, Tensor):
+        return softplus(x)
+    return _softplus_np(x)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """Sigmoid + binary cross entropy in one stable formula; BinaryCrossEntropyWithLogitsBackward0."""
+    reduction = _reduction_enum(reduction, size_average, reduce)
+    if input._data.shape != target._data.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                         f"({input.shape})")
+    x = _fl(input, "binary_cross_entropy_with_logits")
+    t = target._data.astype(x.dtype, copy=False)
+    sp = _softplus_np(-x)
+    pw = w = None
+    if pos_weight is not None:
+        pw = np.broadcast_to(pos_weight._data, x.shape).astype(x.dtype)
+        loss = (1 - t) * x + ((pw - 1) * t + 1) * sp
+    else:
+        loss = (1 - t) * x + sp
+    if weight is not None:
+        w = np.broadcast_to(weight._data, x.shape).astype(x.dtype)
+        loss = loss * w
+    r = _reduce(loss.astype(x.dtype, copy=False), reduction)
+    if STATE.enabled and (input._requires_grad or target._requires_grad):
+        return record(r, BinaryCrossEntropyWithLogitsBackward0(
+            (edge_of(input), edge_of(target)), (Saved(input), Saved(target), w, pw, reduction)))
+    return _make(r)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """KL(target || exp(input)) pointwise: target * (log target - input), then reduced."""
+    if size_average is not None or reduce is not None:
+        reduction = _reduction_enum(reduction, size_average, reduce)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        zero = _make((target._data == 0).astype(target._data.dtype))
+        loss = target * ((target + zero).log() - input)
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() else loss.sum()
+    return _loss_reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input))."""
+    reduction = _reduction_enum(reduction, size_average, reduce)
+    return _loss_reduce(softplus(-(target * input)), reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin)."""
+    reduction = _reduction_enum(reduction, size_average, reduce)
+    if not (input1.dim() == input2.dim() == target.dim()):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
+                           f"target: {target.shape} ")
+    return _loss_reduce(relu(-target * (input1 - input2) + margin), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """x where target is 1, max(0, margin - x) where target is -1."""
+    reduction = _reduction_enum(reduction, size_average, reduce)
+    t = target._data
+    pos = _make((t == 1).astype(input._data.dtype))
+    neg = _make((t == -1).astype(input._data.dtype))
+    return _loss_reduce(input * pos + relu(margin - input) * neg, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where target is -1."""
+    reduction = _reduction_enum(reduction, size_average, reduce)
+    eps = 1e-12
+    d = input1.dim() - 1
+    prod = (input1 * input2).sum(d)
+    m1 = (input1 * input1).sum(d) + eps
+    m2 = (input2 * input2).sum(d) + eps
+    cos = prod / (m1 * m2).sqrt()
+    t = target._data
+    pos = _make((t == 1).astype(cos._data.dtype))
+    neg = _make((t == -1).astype(cos._data.dtype))
+    return _loss_reduce((1 - cos) * pos + relu(cos - margin) * neg, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Negative log likelihood of a Poisson target (log_input: input is the log-rate)."""
+    reduction = _reduction_enum(reduction, size_average, reduce)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        t = target._data
+        st = np.where(t > 1, t * np.log(np.where(t > 1, t, 1)) - t
+                      + 0.5 * np.log(2 * np.pi * np.where(t > 1, t, 1)), 0)
+        loss = loss + _make(st.astype(loss._data.dtype))
+    return _loss_reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 (log var + (input - target)^2 / var), var clamped below at eps."""
+    vd = var._data
+    var_c = var + _make(np.where(vd < eps, eps - vd, 0).astype(vd.dtype))
+    loss = 0.5 * (var_c.log() + (input - target) ** 2 / var_c)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _loss_reduce(loss, reduction)
+
+
+# --- similarity and normalisation -------------------------------------------------------
+def _clamp_min(t, m):
+    """max(t, m) for a Tensor, differentiable (gradient 1 above m, 0 below)."""
+    return t + relu(m - t)
+
+
+def _vnorm(x, p, dim, keepdim):
+    if p == 2:
+        return (x * x).sum(dim, keepdim=keepdim).sqrt()
+    if p == 1:
+        return x.abs().sum(dim, keepdim=keepdim)
+    if p == math.inf:
+        raise NotImplementedError("the infinity norm needs torch.amax")
+    return (x.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p along dim, eps)."""
+    return input / _clamp_min(_vnorm(input, p, dim, True), eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between x1 and x2 along ``dim`` (each norm clamped at eps)."""
+    n1 = _clamp_min(_vnorm(x1, 2, dim, True), eps)
+    n2 = _clamp_min(_vnorm(x2, 2, dim, True), eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """||x1 - x2 + eps||_p along the last dimension."""
+    d = max(x1.dim(), x2.dim()) - 1
+    return _vnorm(x1 - x2 + eps, p, d, keepdim)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(d(a, p) - d(a, n) + margin, 0)."""
+    reduction = _reduction_enum(reduction, size_average, reduce)
+    dp = pairwise_distance(anchor, positive, p, eps)
+    dn = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        ds = pairwise_distance(positive, negative, p, eps)
+        dn = dn - relu(dn - ds)
+    return _loss_reduce(relu(dp - dn + margin), reduction)
+
+
+# --- layers: bilinear, dropout, one_hot, embedding --------------------------------------
+def bilinear(input1, input2, weight, bias=None):
+    """y_o = x1^T W_o x2 + b_o over the last dimension (leading dimensions are batch)."""
+    lead = tuple(input1.shape[:-1])
+    if tuple(input2.shape[:-1]) != lead:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(lead)} and {list(input2.shape[:-1])}")
+    if weight.dim() != 3 or weight.shape[1] != input1.shape[-1] or weight.shape[2] != input2.shape[-1]:
+        raise RuntimeError(f"bilinear(): weight of size {list(weight.shape)} does not match "
+                           f"inputs of sizes {list(input1.shape)} and {list(input2.shape)}")
+    a = input1.reshape(1, -1, input1.shape[-1])
+    b = input2.reshape(-1, input2.shape[-1])
+    y = (matmul(a, weight) * b).sum(-1).t()          # (B, O)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, weight.shape[0])
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _apply_mask(input, mask, inplace):
+    m = _make(mask)
+    if inplace:
+        return input.mul_(m)
+    return input * m
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1 / (1 - p) (training only)."""
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    from .._random import rng
+    x = input._data
+    dt = x.dtype if x.dtype.kind == "f" else D.DEFAULTS.float.np
+    if p == 1:
+        mask = np.zeros(x.shape, dt)
+    else:
+        mask = (rng().random(x.shape, dtype=np.float64 if dt == np.float64 else np.float32) >= p)
+        mask = mask.astype(dt) * dt.type(1.0 / (1.0 - p))
+    return _apply_mask(input, mask, inplace)
+
+
+def _feature_dropout(input, p, training, inplace, nd, name):
+    _check_p(p)
+    d = input.dim()
+    if d not in (nd + 1, nd + 2):
+        warnings.warn(f"{name}: Received a {d}-D input to {name}, which is deprecated and will "
+                      f"result in an error in a future release. To retain the behavior and silence "
+                      f"this warning, please use dropout instead. Note that {name} exists to "
+                      f"provide channel-wise dropout on inputs with {nd} spatial dimensions, a "
+                      f"channel dimension, and an optional batch dimension (i.e. {nd + 1}D or "
+                      f"{nd + 2}D inputs).", UserWarning, stacklevel=3)
+    if not training or p == 0:
+        return input
+    from .._random import rng
+    x = input._data
+    batched = d == nd + 2 or d > nd + 2 or d < nd + 1
+    lead = x.shape[:2] if batched and x.ndim >= 2 else x.shape[:1]
+    shape = lead + (1,) * (x.ndim - len(lead))
+    if p == 1:
+        mask = np.zeros(shape, x.dtype)
+    else:
+        mask = (rng().random(shape) >= p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
+    return _apply_mask(input, mask, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, L) input with probability p."""
+    return _feature_dropout(input, p, training, inplace, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, H, W) input with probability p."""
+    return _feature_dropout(input, p, training, inplace, 2, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of (N, C, D, H, W) input with probability p."""
+    return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's zero mean and unit variance (dropped units set to -alpha')."""
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    from .._random import rng
+    x = input._data
+    if p == 1:
+        return input * 0.0
+    alpha_p = -_SELU_ALPHA * _SELU_SCALE
+    keep = (rng().random(x.shape) >= p).astype(x.dtype)
+    a = (1 / math.sqrt((alpha_p ** 2 * p + 1) * (1 - p)))
+    b = _make((keep * 0 + (1 - keep) * alpha_p * a - a * alpha_p * p).astype(x.dtype))
+    # y = a * (x * keep + alpha_p * (1 - keep)) + b0, b0 = -a * alpha_p * p
+    return input * _make((keep * a).astype(x.dtype)) + b
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return alpha_dropout(input, p, training, inplace)
+
+
+def one_hot(tensor, num_classes=-1):
+    """Integer class indices to one-hot rows (int64), num_classes inferred when -1."""
+    t = tensor._data
+    if t.dtype.kind not in "iu":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if t.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(t.max()) + 1
+    if t.size and t.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if t.size and t.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros(t.shape + (num_classes,), np.int64)
+    np.put_along_axis(out, t.astype(np.int64)[..., None], 1, -1)
+    return _make(out)
+
+
+class EmbeddingBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        idx, num, pad, scale = self._saved
+        if graph:
+            return _emb_scatter(g, idx, num, pad, scale),
+        return _emb_scatter_np(g, idx, num, pad, scale),
+
+
+class EmbeddingDenseBackwardBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        idx, num, pad, scale = self._saved
+        if graph:
+            return _emb_gather(g, idx, pad, scale),
+        return _emb_gather_np(g, idx, pad, scale),
+
+
+def _emb_scale(idx, num, pad, scale):
+    """Per-lookup gradient factor: 0 at padding_idx, 1 / frequency with scale_grad_by_freq."""
+    f = None
+    if scale:
+        cnt = np.bincount(idx.ravel(), minlength=num)
+        f = 1.0 / cnt[idx]
+    if pad is not None:
+        m = (idx != pad).astype(np.float64)
+        f = m if f is None else f * m
+    return f
+
+
+def _emb_scatter_np(g, idx, num, pad, scale):
+    dim = g.shape[-1]
+    g2 = g.reshape(-1, dim)
+    f = _emb_scale(idx, num, pad, scale)
+    if f is not None:
+        g2 = g2 * f.reshape(-1, 1).astype(g.dtype)
+    out = np.zeros((num, dim), g.dtype)
+    np.add.at(out, idx.ravel(), g2)
+    return out
+
+
+def _emb_gather_np(h, idx, pad, scale):
+    r = h[idx]
+    f = _emb_scale(idx, h.shape[0], pad, scale)
+    if f is not None:
+        r = r * f.reshape(idx.shape + (1,)).astype(h.dtype)
+    return r
+
+
+def _emb_scatter(g, idx, num, pad, scale):
+    d = _emb_scatter_np(g._data, idx, num, pad, scale)
+    if STATE.enabled and g._requires_grad:
+        return record(d, EmbeddingDenseBackwardBackward0((edge_of(g),), (idx, num, pad, scale)))
+    return _make(d)
+
+
+def _emb_gather(h, idx, pad, scale):
+    d = _emb_gather_np(h._data, idx, pad, scale)
+    if STATE.enabled and h._requires_grad:
+        return record(d, EmbeddingBackward0((edge_of(h),), (idx, h._data.shape[0], pad, scale)))
+    return _make(d)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` at the integer ``input``; no gradient flows into padding_idx's row."""
+    idx = input._data
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got {input.dtype} instead "
+                           f"(while checking arguments for embedding)")
+    num = weight._data.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0 and padding_idx >= num:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -num:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = num + padding_idx
+    if idx.size and (idx.min() < 0 or idx.max() >= num):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        w = weight._data
+        rows = np.unique(idx)
+        norms = np.linalg.norm(w[rows], ord=norm_type, axis=1)
+        big = norms > max_norm
+        if big.any():
+            r = rows[big]
+            w[r] *= (max_norm / (norms[big] + 1e-7)).reshape(-1, 1).astype(w.dtype)
+            weight._version[0] += 1
+    d = weight._data[idx]
+    if STATE.enabled and weight._requires_grad:
+        return record(d, EmbeddingBackward0((edge_of(weight),),
+                                            (idx.astype(np.int64), num, padding_idx,
+                                             scale_grad_by_freq)))
+    return _make(d)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sums / means of bags of embeddings (2-d input: one bag per row)."""
+    if input.dim() != 2:
+        raise NotImplementedError("embedding_bag supports 2-d input (one bag per row)")
+    e = embedding(input, weight, padding_idx, max_norm, norm_type)
+    if per_sample_weights is not None:
+        e = e * per_sample_weights.unsqueeze(-1)
+    if mode == "sum":
+        return e.sum(1)
+    if mode == "mean":
+        return e.mean(1)
+    raise NotImplementedError("embedding_bag mode 'max'")
+
+
+# --- convolution ----------------------------------------------------------------------
+from ..ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402,F401
+from ..ops import pool as _pool  # noqa: E402
+from ..ops import norm as _norm  # noqa: E402
+
+
+# --- pooling --------------------------------------------------------------------------
+def _pair(v, n, name="kernel_size"):
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1:
+            return tuple(int(v[0]) for _ in range(n))
+        if len(v) != n:
+            raise RuntimeError(f"{name} must either be a single int, or a tuple of {n} ints")
+        return tuple(int(a) for a in v)
+    return (int(v),) * n
+
+
+def _pool_args(input, kernel_size, stride, padding, dilation, name, nd=2):
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with "
+                           f"optional 0 dim batch size for input, but got: "
+                           f"{list(input.shape)}" if nd == 2 else
+                           f"{name}: Expected {nd + 1}D or {nd + 2}D input, got {list(input.shape)}")
+    k = _pair(kernel_size, nd)
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and len(stride) == 0) \
+        else _pair(stride, nd, "stride")
+    p = _pair(padding, nd, "padding")
+    d = _pair(dilation, nd, "dilation")
+    for kk, pp, dd in zip(k, p, d):
+        if pp > (dd * (kk - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={pp}, kernel_size={kk} and dilation={dd}")
+    if any(v <= 0 for v in k + s):
+        raise RuntimeError(f"{name}: kernel_size and stride must be greater than zero")
+    return k, s, p, d
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Window maxima over (N, C, H, W); MaxPool2DWithIndicesBackward0."""
+    k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, "max_pool2d")
+    x = input._data
+    x4 = x if x.ndim == 4 else x[None]
+    idx, unique = _pool.max_pool2d_indices(x4, k, s, p, d, ceil_mode)
+    if x.ndim == 3:
+        idx = idx[0]
+    out = _pool.gather_op(input, idx, unique, x.ndim - 2, _pool.MaxPool2DWithIndicesBackward0)
+    if return_indices:
+        return out, _make(idx.astype(np.int64))
+    return out
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Window maxima over (N, C, L) (a height-1 max_pool2d, as in PyTorch)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"max_pool1d() Expected 2D or 3D input tensor, but got "
+                           f"{list(input.shape)}")
+    k = _pair(kernel_size, 1)
+    s = k if stride is None or stride == () or stride == [] else _pair(stride, 1, "stride")
+    r = max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + _pair(padding, 1),
+                   (1,) + _pair(dilation, 1), ceil_mode, return_indices)
+    if return_indices:
+        return r[0].squeeze(-2), r[1].squeeze(-2)
+    return r.squeeze(-2)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Window means over (N, C, H, W); AvgPool2DBackward0."""
+    k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, "avg_pool2d")
+    H, W = input._data.shape[-2:]
+    mats = []
+    for axis, n, kk, ss, pp in ((-2, H, k[0], s[0], p[0]), (-1, W, k[1], s[1], p[1])):
+        o = _pool.pool_out(n, kk, ss, pp, 1, ceil_mode)
+        if divisor_override:
+            M = _pool.avg_matrix(n, kk, ss, pp, ceil_mode, True, o)
+            M = (M > 0).astype(np.float64)
+        else:
+            M = _pool.avg_matrix(n, kk, ss, pp, ceil_mode, True, o)
+        mats.append((axis, M))
+    if divisor_override:
+        mats[0] = (-2, mats[0][1] / divisor_override)
+    elif not count_include_pad:
+        # divisor is the number of real (non-padding) elements, a product over the two axes
+        for i, (axis, n, kk, ss, pp) in enumerate(((-2, H, k[0], s[0], p[0]),
+                                                   (-1, W, k[1], s[1], p[1]))):
+            o = mats[i][1].shape[0]
+            c = _pool.window_counts(n, kk, ss, pp, ceil_mode, False, o)
+            M = (mats[i][1] > 0).astype(np.float64) / c[:, None]
+            mats[i] = (axis, M)
+    return _pool.axis_linear(input, mats, _pool.AvgPool2DBackward0)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """Window means over (N, C, L)."""
+    k = _pair(kernel_size, 1)
+    s = k if stride is None or stride == () or stride == [] else _pair(stride, 1, "stride")
+    return avg_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + _pair(padding, 1),
+                      ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _out_size(output_size, insize, nd):
+    o = _pair(output_size, nd, "output_size") if not isinstance(output_size, (tuple, list)) or \
+        all(v is not None for v in output_size) else tuple(output_size)
+    return tuple(n if v is None else int(v) for v, n in zip(o, insize))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average over adaptive windows to a fixed (oh, ow); AdaptiveAvgPool2DBackward0."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    H, W = input._data.shape[-2:]
+    oh, ow = _out_size(output_size, (H, W), 2)
+    mats = [(-2, _pool.adaptive_avg_matrix(H, oh)), (-1, _pool.adaptive_avg_matrix(W, ow))]
+    return _pool.axis_linear(input, mats, _pool.AdaptiveAvgPool2DBackward0)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average over adaptive windows of (N, C, L) to a fixed length."""
+    o = _pair(output_size, 1)
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1,) + o).squeeze(-2)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Maximum over adaptive windows to a fixed (oh, ow); AdaptiveMaxPool2DBackward0."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    x = input._data
+    H, W = x.shape[-2:]
+    oh, ow = _out_size(output_size, (H, W), 2)
+    idx = _pool.adaptive_max_indices(x, oh, ow)
+    out = _pool.gather_op(input, idx, False, x.ndim - 2, _pool.AdaptiveMaxPool2DBackward0)
+    if return_indices:
+        return out, _make(idx.astype(np.int64))
+    return out
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    o = _pair(output_size, 1)
+    r = adaptive_max_pool2d(input.unsqueeze(-2), (1,) + o, return_indices)
+    if return_indices:
+        return r[0].squeeze(-2), r[1].squeeze(-2)
+    return r.squeeze(-2)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over window of x^p)^(1/p)."""
+    k = _pair(kernel_size, 2)
+    out = avg_pool2d(input ** norm_type, k, stride, 0, ceil_mode)
+    return (out * (k[0] * k[1])) ** (1.0 / norm_type)
+
+
+# --- padding --------------------------------------------------------------------------
+class ConstantPadNdBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        pads = self._saved[0]
+        neg = [-p for p in pads]
+        if graph:
+            return pad(g, neg),
+        return _const_pad_np(g, neg, 0),
+
+
+def _const_pad_np(x, pads, value):
+    nd = x.ndim
+    sl = [slice(None)] * nd
+    widths = [(0, 0)] * nd
+    for i in range(len(pads) // 2):
+        ax = nd - 1 - i
+        lo, hi = pads[2 * i], pads[2 * i + 1]
+        n = x.shape[ax]
+        sl[ax] = slice(max(-lo, 0), n - max(-hi, 0))
+        widths[ax] = (max(lo, 0), max(hi, 0))
+    x = x[tuple(sl)]
+    if any(w != (0, 0) for w in widths):
+        x = np.pad(x, widths, constant_values=value)
+    return np.ascontiguousarray(x)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dimensions: (left, right, top, bottom, ...)."""
+    pad = [int(p) for p in pad]
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError("Padding length should be less than or equal to two times the input "
+                           "dimension but got padding length {} and input of dimension {}"
+                           .format(len(pad), input.dim()))
+    x = input._data
+    if mode == "constant":
+        v = 0 if value is None else value
+        for i in range(len(pad) // 2):
+            n = x.shape[x.ndim - 1 - i]
+            if n + pad[2 * i] + pad[2 * i + 1] < 0:
+                raise RuntimeError(f"The input size {n}, plus negative padding {pad[2 * i]} and "
+                                   f"{pad[2 * i + 1]} resulted in a negative output size, which "
+                                   f"is invalid. Check dimension {x.ndim - 1 - i} of your input.")
+        d = _const_pad_np(x, pad, v)
+        if STATE.enabled and input._requires_grad:
+            return record(d, ConstantPadNdBackward0((edge_of(input),), (tuple(pad),)))
+        return _make(d)
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument.")
+    k = len(pad) // 2
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if not (k + 1 <= input.dim() <= k + 2) or k > 3:
+        raise NotImplementedError(
+            f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now")
+    mats = []
+    for i in range(k):
+        ax = -1 - i
+        n = x.shape[ax]
+        mats.append((ax, _pool.pad_matrix(n, pad[2 * i], pad[2 * i + 1], mode)))
+    if mode == "circular":
+        cls = _pool.CircularPadBackward0
+    else:
+        cls = getattr(_pool, f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{k}DBackward0")
+    return _pool.axis_linear(input, mats, cls)
+
+
+# --- interpolation --------------------------------------------------------------------
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dimensions: nearest, nearest-exact, (bi/tri)linear or area."""
+    nd = input.dim() - 2
+    if nd < 1 or nd > 3:
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
+                                  f"(got {input.dim()}D) for the modes: nearest | linear | "
+                                  f"bilinear | bicubic | trilinear | area | nearest-exact "
+                                  f"(got {mode})")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    insz = tuple(input._data.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        outsz = _pair(size, nd, "size")
+        scales = [None] * nd
+    elif scale_factor is not None:
+        sf = scale_factor if isinstance(scale_factor, (tuple, list)) else [scale_factor] * nd
+        if len(sf) != nd:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of "
+                             f"{list(insz)} and scale_factor of shape {sf}.")
+        outsz = tuple(int(math.floor(n * float(f))) for n, f in zip(insz, sf))
+        scales = [None if recompute_scale_factor else float(f) for f in sf]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    mats = []
+    for i, (n, o, sc) in enumerate(zip(insz, outsz, scales)):
+        ax = 2 + i
+        if mode == "nearest":
+            M = _pool.nearest_matrix(n, o, sc)
+        elif mode == "nearest-exact":
+            M = _pool.nearest_matrix(n, o, sc, exact=True)
+        elif mode in ("linear", "bilinear", "trilinear"):
+            want = {"linear": 1, "bilinear": 2, "trilinear": 3}[mode]
+            if want != nd:
+                raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
+                                          f"{want + 2}D input")
+            M = _pool.linear_matrix(n, o, align_corners, sc)
+        elif mode == "area":
+            M = _pool.adaptive_avg_matrix(n, o)
+        else:
+            raise NotImplementedError(f"interpolation mode '{mode}'")
+        mats.append((ax, M))
+    if mode in ("nearest", "nearest-exact"):
+        name = f"Upsample{'NearestExact' if mode == 'nearest-exact' else 'Nearest'}{nd}DBackward0"
+        cls = getattr(_pool, name, None) or _pool._node_pair(name)
+    elif mode == "area":
+        cls = _pool.AdaptiveAvgPool2DBackward0 if nd == 2 else _pool.AvgPool3DBackward0
+    else:
+        cls = {1: _pool.UpsampleLinear1DBackward0, 2: _pool.UpsampleBilinear2DBackward0,
+               3: _pool.UpsampleTrilinear3DBackward0}[nd]
+    return _pool.axis_linear(input, mats, cls)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# --- normalisation --------------------------------------------------------------------
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-05):
+    """Normalise each channel (dim 1) by batch statistics (training, updating the running
+    ones in place) or by the running statistics (eval); NativeBatchNormBackward0."""
+    x = input._data
+    if x.ndim < 2:
+        raise ValueError(f"expected 2D or 3D input (got {x.ndim}D input)")
+    C = x.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t._data.size != C:
+            raise RuntimeError(f"{name} should contain {C} elements not {t._data.size}")
+    axes = (0,) + tuple(range(2, x.ndim))
+    bshape = (1, C) + (1,) * (x.ndim - 2)
+    use_batch = training or running_mean is None or running_var is None
+    if use_batch:
+        n = x.size // C if C else 0
+        if training and n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {input.shape}")
+        out, mean, var = _norm.normalize_affine(input, weight, bias, x.shape, axes, bshape, axes,
+                                                eps, _norm.NativeBatchNormBackward0)
+        if training and running_mean is not None:
+            m = momentum
+            rm = running_mean._data
+            rm[...] = (1 - m) * rm + m * mean.reshape(C)
+            running_mean._version[0] += 1
+        if training and running_var is not None:
+            m = momentum
+            rv = running_var._data
+            rv[...] = (1 - m) * rv + m * var.reshape(C) * (n / (n - 1))
+            running_var._version[0] += 1
+        return out
+    stats = (running_mean._data.reshape(bshape), running_var._data.reshape(bshape))
+    return _norm.normalize_affine(input, weight, bias, x.shape, axes, bshape, axes, eps,
+                                  _norm.NativeBatchNormBackward0, stats)[0]
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    """Normalise over the trailing ``normalized_shape`` dims; NativeLayerNormBackward0."""
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    x = input._data
+    k = len(ns)
+    if tuple(x.shape[x.ndim - k:]) != ns or k > x.ndim:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*, {', '.join(map(str, ns))}], but got input of size{input.shape}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t._data.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {list(t.shape)} and normalized_shape = {list(ns)}")
+    axes = tuple(range(x.ndim - k, x.ndim))
+    lead = tuple(range(x.ndim - k))
+    wb = (1,) * (x.ndim - k) + ns
+    return _norm.normalize_affine(input, weight, bias, x.shape, axes, wb, lead, eps,
+                                  _norm.NativeLayerNormBackward0)[0]
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight."""
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    dims = tuple(range(-len(ns), 0))
+    if eps is None:
+        eps = float(np.finfo(input._data.dtype).eps)
+    y = input * ((input * input).mean(dims, keepdim=True) + eps) ** -0.5
+    return y * weight if weight is not None else y
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+    """Normalise over groups of channels (and all spatial positions); NativeGroupNormBackward0."""
+    x = input._data
+    if x.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {x.ndim}")
+    N, C = x.shape[:2]
+    if C % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
+                           f"but got input of shape {input.shape} and num_groups={num_groups}")
+    sp = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
+    rs = (N, num_groups, (C // num_groups) * sp)
+    wb = (1, C) + (1,) * (x.ndim - 2)
+    wa = (0,) + tuple(range(2, x.ndim))
+    return _norm.normalize_affine(input, weight, bias, rs, (2,), wb, wa, eps,
+                                  _norm.NativeGroupNormBackward0)[0]
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-05):
+    """Normalise each (sample, channel) over its spatial positions."""
+    x = input._data
+    C = x.shape[1]
+    if use_input_stats:
+        if running_mean is not None or running_var is not None:
+            axes = tuple(range(2, x.ndim))
+            m = x.mean(axis=axes)
+            v = x.var(axis=axes)
+            n = int(np.prod(x.shape[2:]))
+            if running_mean is not None:
+                running_mean._data[...] = (1 - momentum) * running_mean._data + \
+                    momentum * m.mean(0)
+                running_mean._version[0] += 1
+            if running_var is not None:
+                running_var._data[...] = (1 - momentum) * running_var._data + \
+                    momentum * (v * n / max(n - 1, 1)).mean(0)
+                running_var._version[0] += 1
+        return group_norm(input, C, weight, bias, eps)
+    return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha / size * sum of x^2 over ``size`` neighbouring channels) ** beta."""
+    sq = (input * input).unsqueeze(1)
+    d = input.dim()
+    if d == 3:
+        div = pad(sq, (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        s = tuple(input.shape)
+        sq = sq.reshape(s[0], 1, s[1], s[2], -1)
+        div = pad(sq, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        n5 = div.shape
+        div = avg_pool2d(div.reshape(n5[0], n5[2], -1).unsqueeze(1), (size, 1), stride=1)
+        div = div.reshape(*s)
+    return input / (div * alpha + k) ** beta

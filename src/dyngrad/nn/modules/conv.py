@@ -1,0 +1,198 @@
+"""Convolution layers: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
+from __future__ import annotations
+
+import math
+
+from ..._factories import empty
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+
+def _ntuple(v, n):
+    if isinstance(v, (tuple, list)):
+        return tuple(v) if len(v) == n else tuple(v) * n if len(v) == 1 else tuple(v)
+    return (v,) * n
+
+
+class _ConvNd(Module):
+    """Shared state of the convolution layers, with PyTorch's initialisation and repr."""
+
+    _nd = 2
+    _transposed = False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None,
+                 output_padding=0):
+        super().__init__()
+        n = self._nd
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"padding_mode must be one of ['zeros', 'reflect', 'replicate', "
+                             f"'circular'], but got padding_mode='{padding_mode}'")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride, n)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 f"{{'valid', 'same'}}")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _ntuple(padding, n)
+        self.dilation = _ntuple(dilation, n)
+        self.transposed = self._transposed
+        self.output_padding = _ntuple(output_padding, n)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if self._transposed:
+            shape = (in_channels, out_channels // groups) + self.kernel_size
+        else:
+            shape = (out_channels, in_channels // groups) + self.kernel_size
+        self.weight = Parameter(empty(shape, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        n = self._nd
+        s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
+        if self.padding != (0,) * n:
+            s += ", padding={padding}"
+        if self.dilation != (1,) * n:
+            s += ", dilation={dilation}"
+        if self.output_padding != (0,) * n:
+            s += ", output_padding={output_padding}"
+        if self.groups != 1:
+            s += ", groups={groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += ", padding_mode={padding_mode}"
+        return s.format(**self.__dict__, **{"bias": self.bias})
+
+    def _pad_input(self, input):
+        """Explicit padding for the non-zero padding modes (then the convolution pads by 0)."""
+        if isinstance(self.padding, str):
+            if self.padding == "valid":
+                return input, 0
+            pads = []
+            for k, d in zip(reversed(self.kernel_size), reversed(self.dilation)):
+                tot = d * (k - 1)
+                pads += [tot // 2, tot - tot // 2]
+        else:
+            pads = []
+            for p in reversed(self.padding):
+                pads += [p, p]
+        return F.pad(input, pads, mode=self.padding_mode), 0
+
+
+class Conv1d(_ConvNd):
+    """1-d convolution over (N, C, L) input."""
+
+    _nd = 1
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+
+    def forward(self, input):
+        if self.padding_mode != "zeros":
+            x, p = self._pad_input(input)
+            return F.conv1d(x, self.weight, self.bias, self.stride, p, self.dilation, self.groups)
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class Conv2d(_ConvNd):
+    """2-d convolution over (N, C, H, W) input.
+
+    >>> import dyngrad as torch
+    >>> torch.nn.Conv2d(1, 16, 3, padding=1)
+    Conv2d(1, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+    """
+
+    _nd = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype)
+
+    def forward(self, input):
+        if self.padding_mode != "zeros":
+            x, p = self._pad_input(input)
+            return F.conv2d(x, self.weight, self.bias, self.stride, p, self.dilation, self.groups)
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                         bias, padding_mode, device, dtype, output_padding)
+
+    def _output_padding(self, input, output_size):
+        if output_size is None:
+            return self.output_padding
+        n = self._nd
+        output_size = list(output_size)[-n:]
+        op = []
+        for d in range(n):
+            size = input.shape[input.dim() - n + d]
+            mn = ((size - 1) * self.stride[d] - 2 * self.padding[d]
+                  + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            if not mn <= output_size[d] < mn + self.stride[d]:
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes "
+                                 f"range from {mn} to {mn + self.stride[d] - 1} (for an input of "
+                                 f"{list(input.shape[-n:])})")
+            op.append(output_size[d] - mn)
+        return tuple(op)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-d transposed convolution over (N, C, L) input."""
+
+    _nd = 1
+
+    def forward(self, input, output_size=None):
+        op = self._output_padding(input, output_size)
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, op,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-d transposed convolution over (N, C, H, W) input."""
+
+    _nd = 2
+
+    def forward(self, input, output_size=None):
+        op = self._output_padding(input, output_size)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op,
+                                  self.groups, self.dilation)

@@ -1,0 +1,350 @@
+"""Convolution (1-d and 2-d, grouped, strided, dilated, padded) and transposed convolution.
+
+Forward is im2col over a strided window view plus one matrix product per group; the input
+gradient is col2im, adding into a padded buffer with one loop over kernel positions.  The
+three bilinear maps (conv, its input-adjoint, its weight-adjoint) are each recorded as a
+differentiable op, so gradients of any order stay in closed form."""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from . import op
+from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
+
+_make = Tensor._make
+
+
+class _P:
+    """Geometry of one 2-d convolution: stride, padding (top, bottom, left, right), dilation,
+    groups, and the spatial sizes of input, kernel and output."""
+
+    __slots__ = ("s", "p", "d", "G", "xs", "ks", "os")
+
+    def __init__(self, s, p, d, G, xs, ks, os):
+        self.s, self.p, self.d, self.G, self.xs, self.ks, self.os = s, p, d, G, xs, ks, os
+
+
+def _windows(xp, P):
+    """(N, C, kh, kw, oh, ow) strided view of the padded input."""
+    N, C = xp.shape[:2]
+    sN, sC, sH, sW = xp.strides
+    (kh, kw), (oh, ow), (sh, sw), (dh, dw) = P.ks, P.os, P.s, P.d
+    return as_strided(xp, (N, C, kh, kw, oh, ow), (sN, sC, sH * dh, sW * dw, sH * sh, sW * sw),
+                      writeable=False)
+
+
+def _pad(x, P):
+    pt, pb, pl, pr = P.p
+    if not (pt or pb or pl or pr):
+        return x
+    N, C, H, W = x.shape
+    xp = np.zeros((N, C, H + pt + pb, W + pl + pr), x.dtype)
+    xp[:, :, pt:pt + H, pl:pl + W] = x
+    return xp
+
+
+def _im2col(x, P):
+    """Columns (G, C/G*kh*kw, N*oh*ow): every receptive field as one column."""
+    N, C = x.shape[:2]
+    win = _windows(_pad(x, P), P).transpose(1, 2, 3, 0, 4, 5)
+    return win.reshape(P.G, (C // P.G) * P.ks[0] * P.ks[1], N * P.os[0] * P.os[1])
+
+
+def _g_cols(g, G):
+    """Output-shaped (N, O, oh, ow) to (G, O/G, N*oh*ow)."""
+    N, O = g.shape[:2]
+    return g.transpose(1, 0, 2, 3).reshape(G, O // G, -1)
+
+
+def _fwd(x, w, P, cols=None):
+    """conv(x, w) on arrays: (N, C, H, W) * (O, C/G, kh, kw) -> (N, O, oh, ow)."""
+    N = x.shape[0]
+    O = w.shape[0]
+    if cols is None:
+        cols = _im2col(x, P)
+    y = np.matmul(w.reshape(P.G, O // P.G, -1), cols)
+    return np.ascontiguousarray(y.reshape(O, N, P.os[0], P.os[1]).transpose(1, 0, 2, 3))
+
+
+def _adj_x(g, w, P, N):
+    """Input-adjoint of conv (transposed convolution): (N, O, oh, ow) -> (N, C, H, W)."""
+    O, Cg, kh, kw = w.shape
+    C = Cg * P.G
+    dcols = np.matmul(w.reshape(P.G, O // P.G, -1).transpose(0, 2, 1), _g_cols(g, P.G))
+    dcols = dcols.reshape(C, kh, kw, N, P.os[0], P.os[1])
+    pt, pb, pl, pr = P.p
+    H, W = P.xs
+    Hp, Wp = H + pt + pb, W + pl + pr
+    (sh, sw), (dh, dw), (oh, ow) = P.s, P.d, P.os
+    dt = np.result_type(g.dtype, w.dtype)
+    if kh == 1 and kw == 1 and sh == 1 and sw == 1 and (oh, ow) == (Hp, Wp):
+        buf = dcols[:, 0, 0].transpose(1, 0, 2, 3).astype(dt, copy=False)
+    else:
+        buf = np.zeros((N, C, Hp, Wp), dt)
+        bt = buf.transpose(1, 0, 2, 3)
+        for i in range(kh):
+            for j in range(kw):
+                bt[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
+                   j * dw:j * dw + sw * (ow - 1) + 1:sw] += dcols[:, i, j]
+    if pt or pb or pl or pr:
+        buf = buf[:, :, pt:pt + H, pl:pl + W]
+    return np.ascontiguousarray(buf)
+
+
+def _adj_w(x, g, P, wshape, cols=None):
+    """Weight-adjoint of conv: (x, grad of output) -> weight-shaped gradient."""
+    if cols is None:
+        cols = _im2col(x, P)
+    gw = np.matmul(_g_cols(g, P.G), cols.transpose(0, 2, 1))
+    return gw.reshape(wshape)
+
+
+# kinds: "C" y = conv(a=x, b=w); "X" x-shaped = adj_x(a=g, b=w); "W" w-shaped = adj_w(a=x, b=g)
+def _apply_np(kind, a, b, P, cols=None):
+    if kind == "C":
+        return _fwd(a, b, P, cols)
+    if kind == "X":
+        return _adj_x(a, b, P, a.shape[0])
+    return _adj_w(a, b, P, (b.shape[1], a.shape[1] // P.G) + P.ks, cols)
+
+
+class ConvolutionBackward0(Node):
+    """Backward of one of the three bilinear convolution maps (plus an optional bias)."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        kind, sa, sb, P, cols, shapes, lift = self._saved
+        need_a = self.next_functions[0][0] is not None
+        need_b = self.next_functions[1][0] is not None
+        a = sa.get(self, graph) if need_b or kind == "W" else None
+        b = sb.get(self, graph) if need_a or kind != "C" else None
+        if lift is not None:   # a 1-d or unbatched problem computed as batched 2-d
+            a4, b4, y4 = lift
+            g = g.reshape(y4)
+            a = a.reshape(a4) if a is not None else None
+            b = b.reshape(b4) if b is not None else None
+        ga = gb = None
+        if kind == "C":      # y = C(x, w): dx = X(g, w), dw = W(x, g)
+            if need_a:
+                ga = _conv_graph("X", g, b, P) if graph else _adj_x(g, b, P, shapes[0][0])
+            if need_b:
+                gb = _conv_graph("W", a, g, P) if graph else _adj_w(a, g, P, shapes[1], cols)
+        elif kind == "X":    # x = X(g0, w): dg0 = C(h, w), dw = W(h, g0)
+            if need_a:
+                ga = _conv_graph("C", g, b, P) if graph else _fwd(g, b, P)
+            if need_b:
+                gb = _conv_graph("W", g, a, P) if graph else _adj_w(g, a, P, shapes[1])
+        else:                # w = W(x, g0): dx = X(g0, h), dg0 = C(x, h)
+            if need_a:
+                ga = _conv_graph("X", b, g, P) if graph else _adj_x(b, g, P, shapes[0][0])
+            if need_b:
+                gb = _conv_graph("C", a, g, P) if graph else _fwd(a, g, P)
+        gbias = None
+        if len(self.next_functions) > 2 and self.next_functions[2][0] is not None:
+            gbias = g.sum((0, 2, 3)) if graph else g.sum(axis=(0, 2, 3))
+        if lift is not None:
+            ga = ga.reshape(sa.value.shape if not sa.is_output else sa.value.shape) \
+                if ga is not None else None
+            gb = gb.reshape(sb.value.shape) if gb is not None else None
+        return ga, gb, gbias
+
+
+class ConvolutionBackwardBackward0(ConvolutionBackward0):
+    __slots__ = ()
+
+
+def _conv_graph(kind, a, b, P, bias=None, node_cls=ConvolutionBackwardBackward0, keep_cols=False,
+                lift=None):
+    """Apply one bilinear map to Tensors, recording its node when needed.  ``lift`` gives the
+    batched 2-d shapes ``(a4, b4, y4)`` a 1-d or unbatched problem is computed in."""
+    ad, bd = a._data, b._data
+    if lift is not None:
+        ad, bd = ad.reshape(lift[0]), bd.reshape(lift[1])
+    cols = None
+    if kind != "X" and keep_cols:
+        cols = _im2col(ad, P)
+    data = _apply_np(kind, ad, bd, P, cols)
+    if bias is not None:
+        data += bias._data.reshape(1, -1, 1, 1)
+    if lift is not None:
+        y4 = data.shape
+        data = data.reshape(lift[2])
+        lift = (lift[0], lift[1], y4)
+    if STATE.enabled and (a._requires_grad or b._requires_grad
+                          or (bias is not None and bias._requires_grad)):
+        if kind == "X":
+            shapes = ((ad.shape[0], bd.shape[1] * P.G) + P.xs, bd.shape)
+        else:
+            shapes = ((ad.shape[0], ad.shape[1]) + P.xs,
+                      (bd.shape[0], ad.shape[1] // P.G) + P.ks if kind == "C" else data.shape)
+        edges = (edge_of(a), edge_of(b)) + ((edge_of(bias),) if bias is not None else ())
+        keep = cols if (kind == "C" and b._requires_grad) else None
+        node = node_cls(edges, (kind, Saved(a), Saved(b), P, keep, shapes, lift))
+        return record(data, node)
+    return _make(data)
+
+
+# --- argument handling ----------------------------------------------------------------
+def _tup(v, n, name):
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1:
+            return tuple(int(v[0]) for _ in range(n))
+        if len(v) != n:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
+                               f"values to match the convolution dimensions, but got "
+                               f"{name}={list(v)}")
+        return tuple(int(x) for x in v)
+    return (int(v),) * n
+
+
+def _check(input, weight, bias, groups, transposed, nd):
+    x, w = input._data, weight._data
+    name = "conv_transpose" if transposed else "conv"
+    if x.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                           f"{name}{nd}d, but got input of size: {list(x.shape)}")
+    if w.ndim != nd + 2:
+        raise RuntimeError(f"weight should have at least three dimensions" if w.ndim < 3 else
+                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
+                           f"{list(x.shape)}, but got {w.ndim}-dimensional weight of size "
+                           f"{list(w.shape)} instead")
+    if groups < 1:
+        raise RuntimeError("non-positive groups is not supported")
+    C = x.shape[-nd - 1]
+    if not transposed:
+        if w.shape[0] % groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                               f"{groups} at dimension 0, but got weight of size {list(w.shape)} "
+                               f"instead")
+        if C != w.shape[1] * groups:
+            raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected "
+                               f"input{list(x.shape)} to have {w.shape[1] * groups} channels, "
+                               f"but got {C} channels instead")
+        O = w.shape[0]
+    else:
+        if C != w.shape[0]:
+            raise RuntimeError(f"Given transposed=1, weight of size {list(w.shape)}, expected "
+                               f"input{list(x.shape)} to have {w.shape[0]} channels, but got "
+                               f"{C} channels instead")
+        O = w.shape[1] * groups
+    if bias is not None and tuple(bias._data.shape) != (O,):
+        raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be "
+                           f"1-dimensional with {O} elements, but got bias of size "
+                           f"{list(bias._data.shape)} instead")
+    if x.dtype != w.dtype:
+        raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
+                           f"be the same" if x.dtype.kind == "f" else
+                           f"expected scalar type {weight.dtype} but found {input.dtype}")
+
+
+def _lift_shape(shape, nd):
+    """The batched 2-d shape a (possibly unbatched, possibly 1-d) input is computed in."""
+    shape = tuple(shape)
+    if len(shape) == nd + 1:
+        shape = (1,) + shape
+    return shape[:2] + (1,) + shape[2:] if nd == 1 else shape
+
+
+def _lift_w(shape, nd):
+    shape = tuple(shape)
+    return shape[:2] + (1,) + shape[2:] if nd == 1 else shape
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
+    _check(input, weight, bias, groups, False, nd)
+    s = _tup(stride, nd, "stride")
+    d = _tup(dilation, nd, "dilation")
+    ks = tuple(weight._data.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * nd
+        elif padding == "same":
+            if any(v != 1 for v in s):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = []
+            for k, dd in zip(ks, d):
+                tot = dd * (k - 1)
+                pads.append((tot // 2, tot - tot // 2))
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pads = [(p, p) for p in _tup(padding, nd, "padding")]
+    if any(v <= 0 for v in s):
+        raise RuntimeError("non-positive stride is not supported")
+    x4, w4 = _lift_shape(input._data.shape, nd), _lift_w(weight._data.shape, nd)
+    if nd == 1:
+        s, d, ks, pads = (1,) + s, (1,) + d, (1,) + ks, [(0, 0)] + pads
+    xs = tuple(x4[2:])
+    os_ = []
+    for n, (pa, pb), k, dd, ss in zip(xs, pads, ks, d, s):
+        o = (n + pa + pb - dd * (k - 1) - 1) // ss + 1
+        if o <= 0:
+            raise RuntimeError(f"Calculated padded input size per channel: "
+                               f"({' x '.join(str(a + p1 + p2) for a, (p1, p2) in zip(xs[-nd:], pads[-nd:]))})."
+                               f" Kernel size: ({' x '.join(str(dd * (k - 1) + 1) for k, dd in zip(ks[-nd:], d[-nd:]))})."
+                               f" Kernel size can't be greater than actual input size")
+        os_.append(o)
+    P = _P(s, (pads[0][0], pads[0][1], pads[1][0], pads[1][1]), d, groups, xs, ks, tuple(os_))
+    O = weight._data.shape[0]
+    lift = None
+    if x4 != input._data.shape or w4 != weight._data.shape:
+        lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(os_[-nd:]))
+    return _conv_graph("C", input, weight, P, bias, ConvolutionBackward0, keep_cols=True,
+                       lift=lift)
+
+
+@op(method=False)
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d cross-correlation over (N, C, H, W) input; ConvolutionBackward0."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+@op(method=False)
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d cross-correlation over (N, C, L) input; ConvolutionBackward0."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
+    _check(input, weight, bias, groups, True, nd)
+    s = _tup(stride, nd, "stride")
+    d = _tup(dilation, nd, "dilation")
+    p = _tup(padding, nd, "padding")
+    op_ = _tup(output_padding, nd, "output_padding")
+    for a, ss, dd in zip(op_, s, d):
+        if a >= ss and a >= dd:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, "
+                               f"but got output_padding={list(op_)}, stride={list(s)}, "
+                               f"dilation={list(d)}")
+    ks = tuple(weight._data.shape[2:])
+    x4, w4 = _lift_shape(input._data.shape, nd), _lift_w(weight._data.shape, nd)
+    if nd == 1:
+        s, d, ks, p, op_ = (1,) + s, (1,) + d, (1,) + ks, (0,) + p, (0,) + op_
+    ins = tuple(x4[2:])
+    outs = tuple((n - 1) * ss - 2 * pp + dd * (k - 1) + a + 1
+                 for n, ss, pp, dd, k, a in zip(ins, s, p, d, ks, op_))
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, ins[-nd:]))}). "
+                           f"Calculated output size per channel: "
+                           f"({' x '.join(map(str, outs[-nd:]))}). Output size is too small")
+    P = _P(s, (p[0], p[0], p[1], p[1]), d, groups, outs, ks, ins)
+    O = weight._data.shape[1] * groups
+    lift = None
+    if x4 != input._data.shape or w4 != weight._data.shape:
+        lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(outs[-nd:]))
+    return _conv_graph("X", input, weight, P, bias, ConvolutionBackward0, lift=lift)
+
+
+@op(method=False)
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """2-d transposed convolution (the input-gradient of conv2d); ConvolutionBackward0."""
+    return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+@op(method=False)
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """1-d transposed convolution; ConvolutionBackward0."""
+    return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)

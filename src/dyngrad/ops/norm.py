@@ -1,0 +1,109 @@
+"""Normalisation layers (batch, layer, group norm): one node each, with a backward formula
+written once for ndarrays and Tensors, so it is differentiable again under create_graph."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
+
+_make = Tensor._make
+
+
+def _mean(a, axes):
+    if isinstance(a, Tensor):
+        return a.mean(axes, keepdim=True)
+    return a.mean(axis=axes, keepdims=True)
+
+
+def _sum(a, axes):
+    if isinstance(a, Tensor):
+        return a.sum(axes) if axes else a
+    return a.sum(axis=axes) if axes else a
+
+
+class _NormNode(Node):
+    """Backward of y = xhat * w + b, xhat normalised over ``axes`` of x viewed as ``rs``."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sx, sw, mean, invstd, rs, axes, wb, wa, fixed, eps, bshape = self._saved
+        x = sx.get(self, graph)
+        w = sw.get(self, graph) if sw is not None else None
+        need_x = self.next_functions[0][0] is not None
+        need_w = len(self.next_functions) > 1 and self.next_functions[1][0] is not None
+        need_b = len(self.next_functions) > 2 and self.next_functions[2][0] is not None
+        xshape = tuple(x.shape)
+        xr = x.reshape(rs)
+        if graph and not fixed:
+            # statistics as functions of x, so the gradient differentiates through them
+            mu = _mean(xr, axes)
+            xc = xr - mu
+            inv = (_mean(xc * xc, axes) + eps) ** -0.5
+        else:
+            mu = mean if not graph else _make(mean)
+            inv = invstd if not graph else _make(invstd)
+            xc = xr - mu
+        xhat_r = xc * inv
+        gx = gw = gb = None
+        if need_x:
+            gxh = g * w.reshape(wb) if w is not None else g
+            gxr = gxh.reshape(rs)
+            if fixed:
+                gx = (gxr * inv).reshape(xshape)
+            else:
+                gx = (inv * (gxr - _mean(gxr, axes) - xhat_r * _mean(gxr * xhat_r, axes))) \
+                    .reshape(xshape)
+        if need_w:
+            gw = _sum(g * xhat_r.reshape(xshape), wa).reshape(w.shape)
+        if need_b:
+            gb = _sum(g, wa).reshape(bshape)
+        return gx, gw, gb
+
+
+class NativeBatchNormBackward0(_NormNode):
+    __slots__ = ()
+
+
+class NativeLayerNormBackward0(_NormNode):
+    __slots__ = ()
+
+
+class NativeGroupNormBackward0(_NormNode):
+    __slots__ = ()
+
+
+def normalize_affine(input, weight, bias, rs, axes, wb, wa, eps, node_cls, stats=None):
+    """Normalise ``input`` (viewed as shape ``rs``) over ``axes``, then scale/shift by weight
+    and bias (broadcast as ``wb``, reduced over ``wa`` in backward).  ``stats`` = fixed
+    (mean, var) arrays broadcastable to ``rs``; else batch statistics.  Returns the output and
+    the batch (mean, biased var) arrays."""
+    x = input._data
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"expected a floating point input, got {input.dtype}")
+    xr = x.reshape(rs)
+    if stats is None:
+        mean = xr.mean(axis=axes, keepdims=True)
+        xc = xr - mean
+        var = (xc * xc).mean(axis=axes, keepdims=True)
+        fixed = False
+    else:
+        mean = stats[0].astype(x.dtype, copy=False)
+        var = stats[1].astype(x.dtype, copy=False)
+        xc = xr - mean
+        fixed = True
+    invstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
+    y = (xc * invstd).reshape(x.shape)
+    if weight is not None:
+        y = y * weight._data.reshape(wb)
+    if bias is not None:
+        y = y + bias._data.reshape(wb)
+    y = y.astype(x.dtype, copy=False)
+    if STATE.enabled and (input._requires_grad or (weight is not None and weight._requires_grad)
+                          or (bias is not None and bias._requires_grad)):
+        edges = (edge_of(input), edge_of(weight) if weight is not None else NO_EDGE,
+                 edge_of(bias) if bias is not None else NO_EDGE)
+        bshape = tuple(bias._data.shape) if bias is not None else None
+        node = node_cls(edges, (Saved(input), Saved(weight) if weight is not None else None,
+                                mean, invstd, rs, axes, wb, wa, fixed, eps, bshape))
+        return record(y, node), mean, var
+    return _make(y), mean, var

@@ -1,0 +1,313 @@
+"""Pooling, padding and resampling.
+
+Max pooling gathers the window maximum by flat index (backward scatters it back).  Average
+and adaptive-average pooling, reflect/replicate padding and nearest/linear interpolation are
+all separable linear maps: one small matrix per spatial axis, applied with matrix products;
+the backward applies the transposed matrices, so every order of derivative is the same op."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ._graph import STATE, Node, Tensor, edge_of, record
+
+_make = Tensor._make
+
+
+# --- separable linear maps ------------------------------------------------------------
+def _apply_axis(y, M, axis):
+    nd = y.ndim
+    axis %= nd
+    if axis == nd - 1:
+        return y @ M.T
+    if axis == nd - 2:
+        return np.matmul(M, y)
+    return np.moveaxis(np.tensordot(M, y, axes=([1], [axis])), 0, axis)
+
+
+def _apply_mats(d, mats, transpose=False):
+    for axis, M in (reversed(mats) if transpose else mats):
+        d = _apply_axis(d, (M.T if transpose else M).astype(d.dtype, copy=False), axis)
+    return d
+
+
+class _AxisLinear(Node):
+    """Backward of ``y = M_k applied along each axis k``: apply the transposes."""
+    __slots__ = ()
+    _needs_saved = False
+    _adjoint = None  # node class recorded when the backward itself is differentiated
+
+    def _bw(self, g, graph):
+        mats, transposed = self._saved
+        if graph:
+            return axis_linear(g, mats, type(self)._adjoint or type(self), not transposed),
+        return _apply_mats(g, mats, not transposed),
+
+
+def axis_linear(x, mats, node_cls, transpose=False):
+    """Apply the per-axis matrices ``mats`` [(axis, M)] to ``x``, recording ``node_cls``."""
+    d = x._data
+    if d.dtype.kind not in "fc":
+        raise RuntimeError(f"expected a floating point input, got {x.dtype}")
+    y = _apply_mats(d, mats, transpose)
+    if STATE.enabled and x._requires_grad:
+        return record(np.ascontiguousarray(y), node_cls((edge_of(x),), (mats, transpose)))
+    return _make(np.ascontiguousarray(y))
+
+
+def _node_pair(name):
+    fwd = type(name, (_AxisLinear,), {"__slots__": (), "__module__": __name__})
+    bwd = type(name.replace("Backward0", "BackwardBackward0"), (_AxisLinear,),
+               {"__slots__": (), "__module__": __name__})
+    fwd._adjoint = bwd
+    bwd._adjoint = fwd
+    globals()[name] = fwd
+    globals()[bwd.__name__] = bwd
+    return fwd
+
+
+AvgPool2DBackward0 = _node_pair("AvgPool2DBackward0")
+AvgPool3DBackward0 = _node_pair("AvgPool3DBackward0")
+AdaptiveAvgPool2DBackward0 = _node_pair("AdaptiveAvgPool2DBackward0")
+AdaptiveAvgPool1DBackward0 = _node_pair("AdaptiveAvgPool1DBackward0")
+UpsampleNearest1DBackward0 = _node_pair("UpsampleNearest1DBackward0")
+UpsampleNearest2DBackward0 = _node_pair("UpsampleNearest2DBackward0")
+UpsampleNearest3DBackward0 = _node_pair("UpsampleNearest3DBackward0")
+UpsampleLinear1DBackward0 = _node_pair("UpsampleLinear1DBackward0")
+UpsampleBilinear2DBackward0 = _node_pair("UpsampleBilinear2DBackward0")
+UpsampleTrilinear3DBackward0 = _node_pair("UpsampleTrilinear3DBackward0")
+ReflectionPad1DBackward0 = _node_pair("ReflectionPad1DBackward0")
+ReflectionPad2DBackward0 = _node_pair("ReflectionPad2DBackward0")
+ReflectionPad3DBackward0 = _node_pair("ReflectionPad3DBackward0")
+ReplicationPad1DBackward0 = _node_pair("ReplicationPad1DBackward0")
+ReplicationPad2DBackward0 = _node_pair("ReplicationPad2DBackward0")
+ReplicationPad3DBackward0 = _node_pair("ReplicationPad3DBackward0")
+CircularPadBackward0 = _node_pair("CircularPadBackward0")
+
+
+# --- output sizes ---------------------------------------------------------------------
+def pool_out(n, k, s, p, d, ceil_mode):
+    """PyTorch's pooling output size along one axis."""
+    num = n + 2 * p - d * (k - 1) - 1
+    o = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1
+    return o
+
+
+def avg_matrix(n, k, s, p, ceil_mode, count_include_pad, o=None):
+    """(o, n) averaging matrix of 1-d average pooling (divisor per window)."""
+    o = pool_out(n, k, s, p, 1, ceil_mode) if o is None else o
+    M = np.zeros((o, n))
+    for i in range(o):
+        st = i * s - p
+        en = min(st + k, n + p)
+        cnt = en - st
+        st, en = max(st, 0), min(en, n)
+        if en > st:
+            M[i, st:en] = 1.0 / (cnt if count_include_pad else en - st)
+    return M
+
+
+def window_counts(n, k, s, p, ceil_mode, count_include_pad, o):
+    """Divisor per output position of 1-d average pooling."""
+    out = np.zeros(o)
+    for i in range(o):
+        st = i * s - p
+        en = min(st + k, n + p)
+        cnt = en - st
+        out[i] = cnt if count_include_pad else min(en, n) - max(st, 0)
+    return out
+
+
+def adaptive_ranges(n, o):
+    st = (np.arange(o) * n) // o
+    en = -((-(np.arange(o) + 1) * n) // o)
+    return st, en
+
+
+def adaptive_avg_matrix(n, o):
+    M = np.zeros((o, n))
+    st, en = adaptive_ranges(n, o)
+    for i in range(o):
+        M[i, st[i]:en[i]] = 1.0 / (en[i] - st[i])
+    return M
+
+
+def nearest_matrix(n, o, scale=None, exact=False):
+    """(o, n) 0/1 matrix of nearest-neighbour resampling (PyTorch's 'nearest' / 'nearest-exact')."""
+    sc = (1.0 / scale) if scale else n / o
+    j = np.arange(o)
+    src = np.floor((j + 0.5) * sc) if exact else np.floor(j * np.float32(sc))
+    src = np.minimum(src.astype(np.int64), n - 1)
+    M = np.zeros((o, n))
+    M[j, src] = 1.0
+    return M
+
+
+def linear_matrix(n, o, align_corners, scale=None):
+    """(o, n) matrix of linear interpolation along one axis."""
+    j = np.arange(o, dtype=np.float64)
+    if align_corners:
+        src = j * ((n - 1) / (o - 1)) if o > 1 else np.zeros(o)
+    else:
+        sc = (1.0 / scale) if scale else n / o
+        src = np.maximum((j + 0.5) * sc - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n - 1)
+    i1 = np.minimum(i0 + 1, n - 1)
+    lam = src - i0
+    M = np.zeros((o, n))
+    np.add.at(M, (np.arange(o), i0), 1 - lam)
+    np.add.at(M, (np.arange(o), i1), lam)
+    return M
+
+
+def pad_matrix(n, left, right, mode):
+    """(n + left + right, n) selection matrix of reflect / replicate / circular padding."""
+    src = np.arange(-left, n + right)
+    if mode == "reflect":
+        if left >= n or right >= n:
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({left}, {right}) at dimension "
+                               f"of input {n}")
+        src = np.abs(src)
+        src = np.where(src >= n, 2 * (n - 1) - src, src)
+    elif mode == "replicate":
+        src = np.clip(src, 0, n - 1)
+    else:
+        src = np.mod(src, n)
+    keep = np.arange(len(src))
+    M = np.zeros((len(src), n))
+    M[keep, src] = 1.0
+    return M
+
+
+# --- max pooling: gather by flat index -------------------------------------------------
+class _Gather(Node):
+    """Backward of a gather of spatial positions by flat index: scatter-add."""
+    __slots__ = ()
+    _needs_saved = False
+    _adjoint = None
+
+    def _bw(self, g, graph):
+        idx, xshape, unique, nl = self._saved
+        if graph:
+            return scatter_op(g, idx, xshape, unique, nl, type(self)._adjoint),
+        return _scatter_np(g, idx, xshape, unique, nl),
+
+
+class _Scatter(Node):
+    """Backward of a scatter-add by flat index: gather."""
+    __slots__ = ()
+    _needs_saved = False
+    _adjoint = None
+
+    def _bw(self, g, graph):
+        idx, xshape, unique, nl = self._saved
+        if graph:
+            return gather_op(g, idx, unique, nl, type(self)._adjoint),
+        return _gather_np(g, idx, nl),
+
+
+def _gather_np(x, idx, nl):
+    """Values of ``x`` at flat indices ``idx`` into its dims after the first ``nl``."""
+    flat = x.reshape(x.shape[:nl] + (-1,))
+    return np.take_along_axis(flat, idx.reshape(idx.shape[:nl] + (-1,)), nl).reshape(idx.shape)
+
+
+def _scatter_np(g, idx, xshape, unique, nl):
+    """Adjoint of ``_gather_np``: add ``g`` into zeros of ``xshape`` at ``idx``."""
+    lead = tuple(xshape[:nl])
+    sp = int(np.prod(xshape[nl:]))
+    nb = int(np.prod(lead))
+    if unique:
+        z = np.zeros(lead + (sp,), g.dtype)
+        np.put_along_axis(z, idx.reshape(lead + (-1,)), g.reshape(lead + (-1,)), nl)
+        return z.reshape(xshape)
+    off = (np.arange(nb) * sp).reshape(lead + (1,) * (idx.ndim - nl))
+    r = np.bincount((idx + off).ravel(), weights=g.ravel(), minlength=nb * sp)
+    return r.astype(g.dtype, copy=False).reshape(xshape)
+
+
+def gather_op(x, idx, unique, nl, node_cls):
+    """Values of ``x`` at flat spatial indices ``idx``, recording ``node_cls``."""
+    d = _gather_np(x._data, idx, nl)
+    if STATE.enabled and x._requires_grad:
+        return record(d, node_cls((edge_of(x),), (idx, tuple(x._data.shape), unique, nl)))
+    return _make(d)
+
+
+def scatter_op(g, idx, xshape, unique, nl, node_cls):
+    d = _scatter_np(g._data, idx, xshape, unique, nl)
+    if STATE.enabled and g._requires_grad:
+        return record(d, node_cls((edge_of(g),), (idx, xshape, unique, nl)))
+    return _make(d)
+
+
+def _gather_pair(name):
+    fwd = type(name, (_Gather,), {"__slots__": (), "__module__": __name__})
+    bwd = type(name.replace("Backward0", "BackwardBackward0"), (_Scatter,),
+               {"__slots__": (), "__module__": __name__})
+    fwd._adjoint = bwd
+    bwd._adjoint = fwd
+    globals()[name] = fwd
+    globals()[bwd.__name__] = bwd
+    return fwd
+
+
+MaxPool2DWithIndicesBackward0 = _gather_pair("MaxPool2DWithIndicesBackward0")
+AdaptiveMaxPool2DBackward0 = _gather_pair("AdaptiveMaxPool2DBackward0")
+
+
+def max_pool2d_indices(x, k, s, p, d, ceil_mode):
+    """Flat (H*W) indices of the window maxima of a (N, C, H, W) array, and whether the
+    windows are disjoint (so every index is unique)."""
+    N, C, H, W = x.shape
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = k, s, p, d
+    oh = pool_out(H, kh, sh, ph, dh, ceil_mode)
+    ow = pool_out(W, kw, sw, pw, dw, ceil_mode)
+    # pad with -inf, enough for the last (ceil-mode) window
+    Hp = max(H + 2 * ph, (oh - 1) * sh + dh * (kh - 1) + 1)
+    Wp = max(W + 2 * pw, (ow - 1) * sw + dw * (kw - 1) + 1)
+    if (ph or pw or Hp != H or Wp != W):
+        fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        xp = np.full((N, C, Hp, Wp), fill, x.dtype)
+        xp[:, :, ph:ph + H, pw:pw + W] = x
+    else:
+        xp = x
+    sN, sC, sH, sW = xp.strides
+    win = as_strided(xp, (N, C, oh, ow, kh, kw), (sN, sC, sH * sh, sW * sw, sH * dh, sW * dw),
+                     writeable=False).reshape(N, C, oh, ow, kh * kw)
+    if x.dtype.kind == "f" and np.isnan(x).any():
+        # NaN propagates: it counts as the maximum
+        a = np.where(np.isnan(win), np.inf, win).argmax(-1)
+    else:
+        a = win.argmax(-1)
+    r = (np.arange(oh) * sh - ph).reshape(oh, 1) + (a // kw) * dh
+    c = (np.arange(ow) * sw - pw) + (a % kw) * dw
+    unique = sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1
+    return r * W + c, unique
+
+
+def adaptive_max_indices(x, oh, ow):
+    """Flat (H*W) indices of the maxima of adaptive max pooling over the last two dims."""
+    H, W = x.shape[-2:]
+    hs, he = adaptive_ranges(H, oh)
+    ws, we = adaptive_ranges(W, ow)
+    kh, kw = int((he - hs).max()), int((we - ws).max())
+    # windows padded to the largest size by repeating their last element (max unchanged)
+    hi = np.minimum(hs[:, None] + np.arange(kh), he[:, None] - 1)
+    wi = np.minimum(ws[:, None] + np.arange(kw), we[:, None] - 1)
+    win = x[..., hi[:, None, :, None], wi[None, :, None, :]]   # (..., oh, ow, kh, kw)
+    win = win.reshape(win.shape[:-2] + (kh * kw,))
+    if x.dtype.kind == "f" and np.isnan(win).any():
+        a = np.where(np.isnan(win), np.inf, win).argmax(-1)
+    else:
+        a = win.argmax(-1)
+    rows = np.take_along_axis(np.broadcast_to(hi[:, None, :, None], (oh, ow, kh, kw)).reshape(oh, ow, -1),
+                              a.reshape(-1, oh, ow).transpose(1, 2, 0), -1).transpose(2, 0, 1)
+    cols = np.take_along_axis(np.broadcast_to(wi[None, :, None, :], (oh, ow, kh, kw)).reshape(oh, ow, -1),
+                              a.reshape(-1, oh, ow).transpose(1, 2, 0), -1).transpose(2, 0, 1)
+    return (rows * W + cols).reshape(a.shape)
