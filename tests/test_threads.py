@@ -192,15 +192,15 @@ def test_thread_with_no_grad_and_thread_training(fast_switching):
 
 def test_concurrent_backward_into_shared_leaf(fast_switching):
     # independent graphs from one shared leaf: every gradient must be accumulated
-    w = torch.zeros(200, 200, dtype=torch.float64, requires_grad=True)
-    n = 60
+    w = torch.zeros(400, 400, dtype=torch.float64, requires_grad=True)
+    n = 40
 
     def work():
         for _ in range(n):
             (w * 1.0).sum().backward()
 
-    for _ in range(3):
+    for _ in range(5):
         w.grad = None
-        _run_threads(work, work, work)
+        _run_threads(work, work, work, work)
         assert w.grad is not None
-        np.testing.assert_array_equal(w.grad.numpy(), np.full((200, 200), 3.0 * n))
+        np.testing.assert_array_equal(w.grad.numpy(), np.full((400, 400), 4.0 * n))
