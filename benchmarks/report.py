@@ -39,7 +39,8 @@ def _cell(b):
 def _machine(res):
     m = res["machine"]
     v = m.get("versions", {})
-    lines = [f"machine: {m.get('cpu_model')}, {m.get('logical_cpus')} logical CPUs; "
+    lines = [f"machine: {m.get('cpu_model')}, {m.get('logical_cpus')} logical CPUs "
+             f"({m.get('physical_cores_per_socket')} cores per socket); "
              f"{m.get('platform')}",
              "versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val)]
     if m.get("load_average_at_start") is not None:

@@ -142,27 +142,37 @@ def compare(checks):
     return out
 
 
-def measure(step, quick):
-    """Seconds per step: warm up, pick an inner count so a repeat lasts ~target, repeat."""
+def measure(steps, quick):
+    """Seconds per step of each backend.  Each is warmed up and gets an inner count so a repeat
+    lasts ~target; then the repeats of all backends are interleaved (in rotating order), so
+    load from other processes falls on every backend alike."""
     from time import perf_counter
     warm, target, repeats = (0.02, 0.005, 3) if quick else (0.3, 0.05, 15)
-    n, t0 = 0, perf_counter()
-    while True:
-        step()
-        n += 1
-        el = perf_counter() - t0
-        if (el >= warm and n >= 2) or (quick and el >= warm):
-            break
-    inner = max(1, int(target / (el / n)))
-    samples = []
-    for _ in range(repeats):
-        t = perf_counter()
-        for _ in range(inner):
+    inner, warmups = {}, {}
+    for be, step in steps.items():
+        n, t0 = 0, perf_counter()
+        while True:
             step()
-        samples.append((perf_counter() - t) / inner)
-    samples.sort()
-    return {"min_s": samples[0], "median_s": samples[len(samples) // 2], "inner": inner,
-            "repeats": repeats, "warmup_steps": n}
+            n += 1
+            el = perf_counter() - t0
+            if el >= warm and (n >= 2 or quick):
+                break
+        inner[be], warmups[be] = max(1, int(target / (el / n))), n
+    samples = {be: [] for be in steps}
+    order = list(steps)
+    for r in range(repeats):
+        for be in order[r % len(order):] + order[:r % len(order)]:
+            step, k = steps[be], inner[be]
+            t = perf_counter()
+            for _ in range(k):
+                step()
+            samples[be].append((perf_counter() - t) / k)
+    out = {}
+    for be, xs in samples.items():
+        xs.sort()
+        out[be] = {"min_s": xs[0], "median_s": xs[len(xs) // 2], "inner": inner[be],
+                   "repeats": repeats, "warmup_steps": warmups[be]}
+    return out
 
 
 def suite(args):
@@ -201,15 +211,15 @@ def suite(args):
         wl = WORKLOADS[key]
         entry = res["workloads"][key]
         arrs = wl.init(np.random.default_rng(spec.SEED))
-        for be in names:
-            b = entry["backends"][be]
-            if b["status"] != "ok":
-                continue
-            try:
-                b.update(measure(build(wl, be, mods[be], arrs).step, args.quick))
-            except Exception as e:  # noqa: BLE001
-                b["status"] = f"error: {type(e).__name__}: {e}"
-                entry["ok"] = False
+        steps = {be: build(wl, be, mods[be], arrs).step for be in names
+                 if entry["backends"][be]["status"] == "ok"}
+        try:
+            for be, m in measure(steps, args.quick).items():
+                entry["backends"][be].update(m)
+        except Exception as e:  # noqa: BLE001 - checked once, failed later: report, go on
+            for be in steps:
+                entry["backends"][be]["status"] = f"error while timing: {type(e).__name__}: {e}"
+            entry["ok"] = False
         entry["ratios"] = ratios(entry["backends"])
         base, goal = spec.GOALS[key]
         r = entry["ratios"].get(f"dyngrad/{base}")

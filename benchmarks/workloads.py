@@ -457,50 +457,60 @@ class _ConvFW(FrameworkImpl, _Cycling):
 
 
 def _conv3x3_np(x, W, b):
-    """3x3 convolution, padding 1, by im2col; returns the output and the columns for backward."""
-    n, c, h, w = x.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # n c h w 3 3
-    cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(n * h * w, c * 9)
-    out = cols @ W.reshape(W.shape[0], -1).T
-    out += b
-    return out.reshape(n, h, w, -1).transpose(0, 3, 1, 2), cols
+    """3x3 convolution, padding 1, on (C, N, H, W) data by im2col: channels-first keeps every
+    product and its result contiguous.  Returns the output and the columns for backward."""
+    c, n, h, w = x.shape
+    xp = np.zeros((c, n, h + 2, w + 2), x.dtype)
+    xp[:, :, 1:-1, 1:-1] = x
+    win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # c n h w 3 3
+    cols = win.transpose(0, 4, 5, 1, 2, 3).reshape(c * 9, n * h * w)
+    out = W.reshape(W.shape[0], -1) @ cols
+    out += b[:, None]
+    return out.reshape(-1, n, h, w), cols
 
 
 def _conv3x3_bw_np(g, cols, W, x_shape, need_dx):
     """Gradients of ``_conv3x3_np``: weight, bias and (when asked) input, by col2im."""
-    n, c, h, w = x_shape
-    g2 = g.transpose(0, 2, 3, 1).reshape(n * h * w, -1)
-    gW = (g2.T @ cols).reshape(W.shape)
-    gb = g2.sum(axis=0)
+    c, n, h, w = x_shape
+    g2 = g.reshape(g.shape[0], -1)
+    gW = (g2 @ cols.T).reshape(W.shape)
+    gb = g2.sum(axis=1)
     if not need_dx:
         return gW, gb, None
-    dcols = (g2 @ W.reshape(W.shape[0], -1)).reshape(n, h, w, c, 3, 3)
-    dxp = np.zeros((n, c, h + 2, w + 2), dtype=g.dtype)
+    dcols = (W.reshape(W.shape[0], -1).T @ g2).reshape(c, 3, 3, n, h, w)
+    dxp = np.zeros((c, n, h + 2, w + 2), dtype=g.dtype)
     for i in range(3):
         for j in range(3):
-            dxp[:, :, i:i + h, j:j + w] += dcols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+            dxp[:, :, i:i + h, j:j + w] += dcols[:, i, j]
     return gW, gb, dxp[:, :, 1:-1, 1:-1]
 
 
+_QUADRANTS = ((0, 0), (0, 1), (1, 0), (1, 1))
+
+
 def _pool2_np(x):
-    n, c, h, w = x.shape
-    xr = x.reshape(n, c, h // 2, 2, w // 2, 2)
-    return xr.max(axis=(3, 5)), xr
+    """2x2 max-pool as the maximum of four strided slices (a 6-d reduction is far slower)."""
+    out = np.maximum(np.maximum(x[..., 0::2, 0::2], x[..., 0::2, 1::2]),
+                     np.maximum(x[..., 1::2, 0::2], x[..., 1::2, 1::2]))
+    return out, x
 
 
-def _pool2_bw_np(g, xr, out):
+def _pool2_bw_np(g, x, out):
     """Max-pool backward; ties are only zeros after ReLU, whose gradient ReLU then drops."""
-    sel = xr == out[:, :, :, None, :, None]
-    gx = sel * g[:, :, :, None, :, None]
-    n, c, h2, _, w2, _ = xr.shape
-    return gx.reshape(n, c, h2 * 2, w2 * 2)
+    gx = np.empty(x.shape, g.dtype)
+    for i, j in _QUADRANTS:
+        np.multiply(x[..., i::2, j::2] == out, g, out=gx[..., i::2, j::2])
+    return gx
 
 
 class _ConvNP(NumpyImpl, _Cycling):
+    """Activations kept as (C, N, H, W) throughout; only the flatten before the Linear layer
+    goes back to PyTorch's (N, C*H*W) order."""
+
     def __init__(self, d):
         self.p = [d[k].copy() for k in ("c1w", "c1b", "c2w", "c2b", "fw", "fb")]
-        self.xs, self.ys = d["xs"], d["ys"]
+        self.xs = [x.transpose(1, 0, 2, 3).copy() for x in d["xs"]]
+        self.ys = d["ys"]
         self.i = 0
 
     def forward_backward(self):
@@ -512,14 +522,17 @@ class _ConvNP(NumpyImpl, _Cycling):
         z2, cols2 = _conv3x3_np(p1, c2w, c2b)
         a2 = np.maximum(z2, 0)
         p2, r2 = _pool2_np(a2)
-        flat = p2.reshape(p2.shape[0], -1)
+        n = p2.shape[1]
+        flat = p2.transpose(1, 0, 2, 3).reshape(n, -1)
         logits = flat @ fw.T + fb
         loss, g = _cross_entropy_np(logits, y)
         gfw, gfb = g.T @ flat, g.sum(axis=0)
-        gp2 = (g @ fw).reshape(p2.shape)
-        ga2 = _pool2_bw_np(gp2, r2, p2) * (a2 > 0)
+        gp2 = (g @ fw).reshape(n, *p2.shape[:1], *p2.shape[2:]).transpose(1, 0, 2, 3)
+        ga2 = _pool2_bw_np(gp2, r2, p2)
+        ga2 *= a2 > 0
         gc2w, gc2b, gp1 = _conv3x3_bw_np(ga2, cols2, c2w, p1.shape, True)
-        ga1 = _pool2_bw_np(gp1, r1, p1) * (a1 > 0)
+        ga1 = _pool2_bw_np(gp1, r1, p1)
+        ga1 *= a1 > 0
         gc1w, gc1b, _ = _conv3x3_bw_np(ga1, cols1, c1w, x.shape, False)
         self.g = [gc1w, gc1b, gc2w, gc2b, gfw, gfb]
         return loss
