@@ -126,8 +126,47 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
     bufs_pop = bufs.pop
     bufs_get = bufs.get
     ACC = AccumulateGrad
+    current = [None]
+    try:
+        _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly, current)
+    except BaseException:
+        _flush_ready_leaves(heap, bufs, accs, create_graph, obs, current[0])
+        raise
+    for acc in accs:
+        _accumulate(acc, bufs_pop(acc), create_graph, obs)
+    return None
+
+
+def _flush_ready_leaves(heap, bufs, accs, create_graph, obs, failed):
+    """When a node fails, still accumulate into the leaves whose gradients were complete (no
+    pending node can reach them), as PyTorch has already done by then."""
+    pending = [n for _, n in heap]
+    if failed is not None:
+        pending.append(failed)
+    reach = set()
+    stack = list(pending)
+    while stack:
+        for fn, _ in stack.pop().next_functions:
+            if fn is not None and fn not in reach:
+                reach.add(fn)
+                stack.append(fn)
+    for acc in accs:
+        if acc not in reach and acc in bufs:
+            try:
+                _accumulate(acc, bufs.pop(acc), create_graph, obs)
+            except Exception:  # noqa: BLE001 - the original error is the one to report
+                pass
+
+
+def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly, current):
+    push = heapq.heappush
+    pop = heapq.heappop
+    bufs_pop = bufs.pop
+    bufs_get = bufs.get
+    ACC = AccumulateGrad
     while heap:
         node = pop(heap)[1]
+        current[0] = node
         g = bufs_pop(node)
         if node._saved is None:
             raise errors.freed_graph(node)
@@ -179,9 +218,6 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
                             push(heap, (-fn._seq, fn))
                         _deposit(bufs, fn, nr, gi)
             k += 1
-    for acc in accs:
-        _accumulate(acc, bufs_pop(acc), create_graph, obs)
-    return None
 
 
 def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused, edge_of):
@@ -231,7 +267,7 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
             tg = targets.get(node)
             if tg is not None and g is not None:
                 if not node._plain or (capture and node.__class__ is ACC and node.variable._hooks):
-                    g = _capture_hooks(node, g, create_graph, capture, hooked)
+                    g = _capture_hooks(node, g, create_graph, capture, hooked, runnable)
                 for i, nr in tg:
                     gi = g[nr] if node._nout > 1 else g
                     captured[i] = gi if captured[i] is None else captured[i] + gi
@@ -332,9 +368,10 @@ def _own(g):
     return g
 
 
-def _capture_hooks(node, g, graph, capture, hooked):
-    """Run a target's tensor hooks (and retain_grad) before its gradient is captured, as
-    PyTorch does; the node then does not run them a second time."""
+def _capture_hooks(node, g, graph, capture, hooked, runnable):
+    """Run a target's tensor hooks (and retain_grad) before its gradient is captured when the
+    node itself will not run, as PyTorch does (a node that runs captures the raw gradient and
+    runs its hooks as usual)."""
     if node.__class__ is AccumulateGrad:
         if not capture:
             return g
@@ -347,7 +384,8 @@ def _capture_hooks(node, g, graph, capture, hooked):
         for hook in list(var._hooks or ()):
             g = _hooked(hook, hook(g if graph else _wrap(g)), g, graph)
         return g
-    if not (node._tensor_hooks is not None or node._retain is not None or node._pre_hooks):
+    if node in runnable or not (node._tensor_hooks is not None or node._retain is not None
+                                or node._pre_hooks):
         return g
     if not graph:
         if node._nout == 1:

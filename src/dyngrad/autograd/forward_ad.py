@@ -76,8 +76,8 @@ def exit_dual_level(*, level=None):
     for ref in _NODES:
         n = ref()
         if n is not None:
-            n.__dict__.pop("_fw_out", None)
-            n.__dict__.pop("_fw_pending", None)
+            for k in ("_fw_out", "_fw_pending", "_fw_in_edges"):
+                n.__dict__.pop(k, None)
     _TENSORS.clear()
     _NODES.clear()
 
@@ -228,6 +228,10 @@ class _Dual(_tensor_cls()):
         Tensor = _tensor_cls()
         Tensor.grad.fset(self, value)
 
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from . import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
     def register_hook(self, hook):
         if self._only():
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
@@ -284,47 +288,64 @@ def _observe(t, node):
     """Graph observer: give the new output ``t`` of ``node`` its tangent."""
     if _BUSY[0] or node is None:
         return
-    nf = node.next_functions
     d = node.__dict__
-    if "_fw_out" in d:  # a multi-output node already finished (or a re-notified tensor)
+    if "_fw_out" in d:  # a node already finished (a re-announced tensor)
         tan = d["_fw_out"].get(t._output_nr)
         if tan is not None:
             _attach(t, tan, d.get("_dual_only", False))
         return
-    if not any(fn is not None and _edge_tangent(fn, nr) is not None for fn, nr in nf):
-        return
-    nout = node._nout
     pend = d.get("_fw_pending")
     if pend is None:
-        pend = d["_fw_pending"] = {}
+        if not any(fn is not None and _edge_tangent(fn, nr) is not None
+                   for fn, nr in node.next_functions):
+            return
+        pend = d["_fw_pending"] = []
         _NODES.append(weakref.ref(node))
-    pend[t._output_nr] = t
-    if len(pend) >= nout:
+        _classify(node)
+    pend.append(t)
+    if node._nout == 1:
         _finish(node, pend)
+    else:
+        # several outputs: their output numbers may be set after they are announced, so
+        # the tangents are computed when first asked for
+        _attach(t, None, d.get("_dual_only", False))
+
+
+def _classify(node):
+    """Mark a node whose inputs only carry tangents; cut its edges into such history."""
+    nf = node.next_functions
+    only = not any(_edge_real(fn) for fn, _ in nf)
+    if only:
+        node.__dict__["_dual_only"] = True
+    elif any(fn is not None and not _edge_real(fn) for fn, _ in nf):
+        # a gradient never needs to flow into tangent-only history
+        node.__dict__["_fw_in_edges"] = nf
+        node.next_functions = tuple(NO_EDGE if (fn is not None and not _edge_real(fn)) else (fn, nr)
+                                    for fn, nr in nf)
 
 
 def _finish(node, pend):
     d = node.__dict__
-    nf = node.next_functions
-    tangents = [None if fn is None else _edge_tangent(fn, nr) for fn, nr in nf]
-    outs = [pend.get(j) for j in range(node._nout)]
+    tangents = [None if fn is None else _edge_tangent(fn, nr) for fn, nr in
+                d.get("_fw_in_edges", node.next_functions)]
+    nout = node._nout
+    outs = [None] * nout
+    for k, o in enumerate(pend):
+        j = o._output_nr if o._output_nr < nout and outs[o._output_nr] is None else k
+        if j < nout:
+            outs[j] = o
     ws = _jvp(node, tangents, outs)
     d.pop("_fw_pending", None)
     d["_fw_out"] = {j: w for j, w in enumerate(ws) if w is not None}
-    only = not any(_edge_real(fn) for fn, _ in nf)
-    if only:
-        d["_dual_only"] = True
-    elif any(fn is not None and not _edge_real(fn) for fn, _ in nf):
-        # a gradient never needs to flow into tangent-only history
-        node.next_functions = tuple(NO_EDGE if (fn is not None and not _edge_real(fn)) else (fn, nr)
-                                    for fn, nr in nf)
+    only = d.get("_dual_only", False)
     for o, w in zip(outs, ws):
         if o is not None and w is not None:
             _attach(o, w, only)
 
 
 def _attach(t, tan, only):
-    t.__dict__["_fw_grad"] = tan
+    if tan is not None:
+        t.__dict__["_fw_grad"] = tan
     if type(t) is not _Dual:
         t.__class__ = _Dual
     if only:
@@ -391,7 +412,7 @@ def _clone(node, memo=None):
                 pass
     c.__dict__.update(node.__dict__)
     c.next_functions = tuple(NO_EDGE if fn is None else (_STUB, 0)
-                             for fn, _ in node.next_functions)
+                             for fn, _ in node.__dict__.get("_fw_in_edges", node.next_functions))
     c._saved = _detach(node._saved, node, memo)
     return c
 
@@ -426,8 +447,11 @@ def _jvp(node, tangents, outs):
             term = (gi * v).sum()
             s = term if s is None else s + term
         live = [u for u in us if u is not None]
-        if s is None or not s._requires_grad or not live:
+        if not live:
             ws = [None] * len(us)
+        elif s is None or not s._requires_grad:
+            # the backward formula is not differentiable: build the products row by row
+            ws = _jvp_by_rows(c, tangents, us, casts)
         else:
             got = run_backward([s], [Tensor._make(np.ones((), s._data.dtype))], False, False,
                                inputs=live, capture=True, allow_unused=True)
@@ -447,6 +471,37 @@ def _jvp(node, tangents, outs):
             w = Tensor._make(w._data.astype(o._data.dtype))
         res.append(w)
     return res
+
+
+def _jvp_by_rows(c, tangents, us, casts, limit=4096):
+    """J v from one plain backward call per output element (for backward formulas that are
+    not themselves differentiable)."""
+    Tensor = _tensor_cls()
+    from .grad_mode import STATE
+    STATE.enabled = False
+    vs = [None if v is None else v._data for v in tangents]
+    ws = []
+    for j, u in enumerate(us):
+        if u is None or u._data.size > limit:
+            ws.append(None)
+            continue
+        w = np.zeros(u._data.size, np.float64)
+        for k in range(u._data.size):
+            gs = [None if x is None else np.zeros(x._data.shape, x._data.dtype) for x in us]
+            gs[j].reshape(-1)[k] = 1
+            gin = c._bw(gs[0] if len(gs) == 1 else gs, False)
+            if casts is not None:
+                from .engine import _cast_back
+                gin = _cast_back(gin, casts)
+            tot = 0.0
+            for gi, v in zip(gin, vs):
+                if gi is not None and v is not None:
+                    gi = gi._data if isinstance(gi, Tensor) else np.asarray(gi)
+                    tot += float((np.broadcast_to(gi, v.shape) * v).sum())
+            w[k] = tot
+        ws.append(Tensor._make(w.reshape(u._data.shape).astype(u._data.dtype)))
+    STATE.enabled = True
+    return ws
 
 
 def _custom_function_jvp(cls, node, tensor_args, args, result):
