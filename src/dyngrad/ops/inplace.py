@@ -67,6 +67,7 @@ def apply(self, fn, *args, **kwargs):
         else:
             r = fn(self, *args, **kwargs)
         _write(self, r._data)
+        _after_untracked_write(self)
         return self
     if self._grad_fn is None and self._requires_grad:
         raise errors.leaf_inplace(False)
@@ -92,10 +93,9 @@ def apply(self, fn, *args, **kwargs):
     node = r._grad_fn
     _write(self, r._data)
     if base is None or self._view_fn is None:
-        if base is not None:
-            # a view we cannot replay (e.g. detach()): rewrite this tensor's history only
-            pass
         _set_history(self, node)
+        if base is None:
+            _refresh_views(self, None)
         return self
     cs = CopySlices((edge_of(base),) + node.next_functions[1:],
                     (self._view_fn, node, base._data.shape, base._data.dtype))
@@ -105,10 +105,42 @@ def apply(self, fn, *args, **kwargs):
     self._requires_grad = True
     if "_output_nr" in self.__dict__:
         del self.__dict__["_output_nr"]
+    _refresh_views(base, self)
     if RECORD_HOOKS:
         notify(base)
         notify(self)
     return self
+
+
+def _after_untracked_write(t):
+    """An in-place change that recorded nothing (no_grad, or nothing requires grad) still
+    changes the version the views' histories were made for: like PyTorch, a view that has a
+    history gets a fresh one reading its region of the base."""
+    base = t._base
+    if base is not None:
+        if t._grad_fn is not None and t._view_fn is not None and "_multi_view" not in t.__dict__:
+            t._grad_fn = AsStridedBackward0((edge_of(base),), (t._view_fn, base._data.shape))
+        root = base
+    else:
+        root = t
+    if "_views" in root.__dict__ and root._requires_grad:
+        _refresh_views(root, t)
+
+
+def _refresh_views(base, written):
+    """After ``base``'s history changed, give every other live view of it a fresh node that
+    reads its region of the base's gradient (PyTorch regenerates these lazily; the result is
+    the same)."""
+    from .views import live_views
+    if not base._requires_grad:
+        return
+    for v in live_views(base):
+        if v is written or v._view_fn is None or "_multi_view" in v.__dict__:
+            continue
+        v._grad_fn = AsStridedBackward0((edge_of(base),), (v._view_fn, base._data.shape))
+        v._requires_grad = True
+        if "_output_nr" in v.__dict__:
+            del v.__dict__["_output_nr"]
 
 
 def _set_history(t, node):
@@ -253,6 +285,8 @@ def zero_(self):
     if not _recording(self, ()):
         self._data[...] = 0
         self._version[0] += 1
+        if self._base is not None or "_views" in self.__dict__:
+            _after_untracked_write(self)
         return self
 
     def z(old):
@@ -273,11 +307,8 @@ def _arith(name, fn_name, np_fn):
             od = other._data if isinstance(other, Tensor) else other
             d = self._data
             if isinstance(other, Tensor) and od.shape != d.shape:
-                try:
-                    np.broadcast_shapes(od.shape, d.shape) == d.shape or _bad_bcast(d, od)
-                except ValueError:
-                    _bad_bcast(d, od)
-                if np.broadcast_shapes(od.shape, d.shape) != d.shape:
+                if not _bcast_ok(od.shape, d.shape) or \
+                        np.broadcast_shapes(od.shape, d.shape) != d.shape:
                     _bad_bcast(d, od)
             if np_fn is np.true_divide and d.dtype.kind in "biu":
                 raise RuntimeError(f"result type Float can't be cast to the desired output type "
@@ -291,6 +322,8 @@ def _arith(name, fn_name, np_fn):
                 _write(self, d)
             np_fn(d, od, out=d, casting="unsafe")
             self._version[0] += 1
+            if self._base is not None or "_views" in self.__dict__:
+                _after_untracked_write(self)
             return self
         if isinstance(other, Tensor):
             sh = np.broadcast_shapes(other._data.shape, self._data.shape) \
@@ -323,24 +356,37 @@ _mul_ = _arith("mul_", "mul", np.multiply)
 _div_ = _arith("div_", "div", np.true_divide)
 
 
+def _alpha_inplace(self, other, alpha, fn_name):
+    """add_/sub_ with alpha != 1: shapes checked like PyTorch, node as the out-of-place op."""
+    if isinstance(other, Tensor):
+        d, od = self._data, other._data
+        if od.shape != d.shape and (not _bcast_ok(od.shape, d.shape)
+                                    or np.broadcast_shapes(od.shape, d.shape) != d.shape):
+            _bad_bcast(d, od)
+    if not _recording(self, (other,)):
+        od = other._data if isinstance(other, Tensor) else other
+        d = self._data
+        a = alpha if fn_name == "add" else -alpha
+        d += (od * a).astype(d.dtype, copy=False) if isinstance(od, np.ndarray) else od * a
+        self._version[0] += 1
+        if self._base is not None or "_views" in self.__dict__:
+            _after_untracked_write(self)
+        return self
+    from . import pointwise as P
+    return apply(self, getattr(P, fn_name), other, alpha=alpha)
+
+
 def add_(self, other, *, alpha=1):
+    """In-place ``self += alpha * other``; returns self."""
     if alpha != 1:
-        if not _recording(self, (other,)):
-            od = other._data if isinstance(other, Tensor) else other
-            d = self._data
-            if isinstance(od, np.ndarray) and od.shape != d.shape and np.broadcast_shapes(od.shape, d.shape) != d.shape:
-                _bad_bcast(d, od)
-            d += od * alpha if not isinstance(od, np.ndarray) else (od * alpha).astype(d.dtype, copy=False)
-            self._version[0] += 1
-            return self
-        from .pointwise import add
-        return apply(self, add, other, alpha=alpha)
+        return _alpha_inplace(self, other, alpha, "add")
     return _add_(self, other)
 
 
 def sub_(self, other, *, alpha=1):
+    """In-place ``self -= alpha * other``; returns self."""
     if alpha != 1:
-        return add_(self, other, alpha=-alpha)
+        return _alpha_inplace(self, other, alpha, "sub")
     return _sub_(self, other)
 
 

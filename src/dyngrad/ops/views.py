@@ -2,6 +2,8 @@
 re-create themselves from it (for in-place ops on views), and record PyTorch's view nodes."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import op
@@ -10,6 +12,7 @@ from . import _dual as X
 from .._tensor import Size, _dim
 
 _make = Tensor._make
+_weakref = weakref.ref
 
 
 def make_view(src, data, node_cls=None, saved=(), fn=None):
@@ -22,20 +25,47 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
     t._version = src._version
     base = src._base
     if base is None:
-        t._base = src
+        base = t._base = src
         if fn is not None:
             t._view_fn = (fn,)
+            _register_view(base, t)
     else:
         t._base = base
         prev = src._view_fn
         if prev is not None and fn is not None:
             t._view_fn = prev + (fn,)
+            _register_view(base, t)
     if node_cls is not None and STATE.enabled and src._requires_grad:
         t._requires_grad = True
         t._grad_fn = node_cls((edge_of(src),), saved)
         if RECORD_HOOKS:
             notify(t)
     return t
+
+
+def _register_view(base, view):
+    """Remember ``view`` (weakly) on its base, so an in-place change of the base or of
+    another view can give it a fresh history, as PyTorch regenerates a view's grad_fn."""
+    d = base.__dict__
+    views = d.get("_views")
+    if views is None:
+        d["_views"] = [_weakref(view)]
+        return
+    views.append(_weakref(view))
+    if len(views) >= d.get("_views_cap", 32):
+        alive = [r for r in views if r() is not None]
+        d["_views"] = alive
+        d["_views_cap"] = max(32, 2 * len(alive))
+
+
+def live_views(base):
+    """The views of ``base`` that are still alive."""
+    views = base.__dict__.get("_views")
+    if not views:
+        return []
+    out = [v for v in (r() for r in views) if v is not None]
+    base.__dict__["_views"] = [_weakref(v) for v in out]
+    return out
 
 
 def apply_chain(x, chain):
