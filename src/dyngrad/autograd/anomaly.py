@@ -76,9 +76,13 @@ def check_outputs(node, outs):
 def _failing_node(exc):
     tb = exc.__traceback__
     node = None
+    from .node import Node
     while tb is not None:
-        if tb.tb_frame.f_code.co_name in ("_run", "_run_fast"):
-            node = tb.tb_frame.f_locals.get("node", node)
+        f = tb.tb_frame
+        if f.f_code.co_filename.endswith("engine.py"):
+            n = f.f_locals.get("node")
+            if isinstance(n, Node):
+                node = n
         tb = tb.tb_next
     return node
 
