@@ -1403,10 +1403,11 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, "max_pool2d")
     x = input._data
     x4 = x if x.ndim == 4 else x[None]
-    idx, unique = _pool.max_pool2d_indices(x4, k, s, p, d, ceil_mode)
+    idx, unique, vals = _pool.max_pool2d_indices(x4, k, s, p, d, ceil_mode)
     if x.ndim == 3:
-        idx = idx[0]
-    out = _pool.gather_op(input, idx, unique, x.ndim - 2, _pool.MaxPool2DWithIndicesBackward0)
+        idx, vals = idx[0], vals[0]
+    out = _pool.gather_op(input, idx, unique, x.ndim - 2, _pool.MaxPool2DWithIndicesBackward0,
+                          vals)
     if return_indices:
         return out, _make(idx.astype(np.int64))
     return out

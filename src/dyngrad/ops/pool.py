@@ -231,9 +231,10 @@ def _scatter_np(g, idx, xshape, unique, nl):
     return r.astype(g.dtype, copy=False).reshape(xshape)
 
 
-def gather_op(x, idx, unique, nl, node_cls):
-    """Values of ``x`` at flat spatial indices ``idx``, recording ``node_cls``."""
-    d = _gather_np(x._data, idx, nl)
+def gather_op(x, idx, unique, nl, node_cls, values=None):
+    """Values of ``x`` at flat spatial indices ``idx`` (already gathered: ``values``),
+    recording ``node_cls``."""
+    d = _gather_np(x._data, idx, nl) if values is None else values
     if STATE.enabled and x._requires_grad:
         return record(d, node_cls((edge_of(x),), (idx, tuple(x._data.shape), unique, nl)))
     return _make(d)
@@ -277,18 +278,33 @@ def max_pool2d_indices(x, k, s, p, d, ceil_mode):
         xp[:, :, ph:ph + H, pw:pw + W] = x
     else:
         xp = x
-    sN, sC, sH, sW = xp.strides
-    win = as_strided(xp, (N, C, oh, ow, kh, kw), (sN, sC, sH * sh, sW * sw, sH * dh, sW * dw),
-                     writeable=False).reshape(N, C, oh, ow, kh * kw)
-    if x.dtype.kind == "f" and np.isnan(x).any():
-        # NaN propagates: it counts as the maximum
-        a = np.where(np.isnan(win), np.inf, win).argmax(-1)
-    else:
-        a = win.argmax(-1)
-    r = (np.arange(oh) * sh - ph).reshape(oh, 1) + (a // kw) * dh
-    c = (np.arange(ow) * sw - pw) + (a % kw) * dw
+    # running maximum over the kh*kw window offsets (strided views, no window copy); strict
+    # ">" keeps the first maximum, and NaN wins as in PyTorch
+    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
+    best = None
+    at = np.int8 if kh * kw < 128 else np.int32
+    arg = np.zeros((N, C, oh, ow), at)
+    for i in range(kh):
+        for j in range(kw):
+            v = xp[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+            if best is None:
+                best = v.copy()
+                continue
+            take = v > best
+            if nan:
+                take |= np.isnan(v) & ~np.isnan(best)
+            np.maximum(best, v, out=best)
+            # arg = take ? k : arg, in arithmetic (faster than a masked copy)
+            dk = np.subtract(at(i * kw + j), arg, dtype=at)
+            dk *= take
+            arg += dk
+    # flat index = window origin + offset of the winning kernel position
+    base = (np.arange(oh) * sh - ph)[:, None] * W + (np.arange(ow) * sw - pw)[None, :]
+    off = (np.arange(kh)[:, None] * (dh * W) + np.arange(kw)[None, :] * dw).ravel()
+    idx = off[arg]
+    idx += base
     unique = sh >= dh * (kh - 1) + 1 and sw >= dw * (kw - 1) + 1
-    return r * W + c, unique
+    return idx, unique, best
 
 
 def adaptive_max_indices(x, oh, ow):
