@@ -42,7 +42,8 @@ def _machine(res):
     lines = [f"machine: {m.get('cpu_model')}, {m.get('logical_cpus')} logical CPUs "
              f"({m.get('physical_cores_per_socket')} cores per socket); "
              f"{m.get('platform')}",
-             "versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val)]
+             "versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val)
+             + (f"; commit {m['dyngrad_commit']}" if m.get("dyngrad_commit") else "")]
     if m.get("load_average_at_start") is not None:
         la = m["load_average_at_start"]
         lines.append(f"load average (1/5/15 min) at start: {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}"
@@ -113,17 +114,22 @@ def text(res) -> str:
                     out.append(f"  note: {NAMES[be]} {st}")
 
     out.append("")
-    out.append("Ratios beside their goals (dyngrad time / other time; lower is better)")
+    out.append("Ratios beside their goals (dyngrad time / other time, @ threads; lower is "
+               "better).  In brackets: the same from process CPU time, which waiting for a "
+               "busy CPU does not inflate")
     head = f"  {'workload':<16}"
     for n in runs:
-        head += f" {'dg/pytorch @' + n:>14} {'dg/numpy @' + n:>12}"
+        head += f" {'dg/pytorch @' + n:>21} {'dg/numpy @' + n:>21}"
     out.append(head + "   goal")
     for key in keys:
         line = f"  {key:<16}"
         mets = []
         for n, run in runs.items():
             r = run["workloads"][key].get("ratios", {})
-            line += f" {fmt_ratio(r.get('dyngrad/torch')):>14} {fmt_ratio(r.get('dyngrad/numpy')):>12}"
+            for o in ("torch", "numpy"):
+                cell = (f"{fmt_ratio(r.get('dyngrad/' + o))} "
+                        f"({fmt_ratio(r.get('dyngrad/' + o + ' cpu'))})")
+                line += f" {cell:>21}"
             mets.append(_mark(run["workloads"][key].get("goal", {}).get("met")) or "-")
         out.append(line + f"   {_goal(key)}: " + "/".join(mets))
 

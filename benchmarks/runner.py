@@ -118,6 +118,14 @@ def machine_info():
     if hasattr(os, "getloadavg"):
         info["load_average_at_start"] = list(os.getloadavg())
     try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        info["dyngrad_commit"] = (rev + ("+uncommitted changes in src" if dirty else "")) or None
+    except (OSError, subprocess.SubprocessError):
+        info["dyngrad_commit"] = None
+    try:
         text = Path("/proc/cpuinfo").read_text()
         models = [ln.split(":", 1)[1].strip() for ln in text.splitlines()
                   if ln.startswith("model name")]

@@ -146,7 +146,7 @@ def measure(steps, quick):
     """Seconds per step of each backend.  Each is warmed up and gets an inner count so a repeat
     lasts ~target; then the repeats of all backends are interleaved (in rotating order), so
     load from other processes falls on every backend alike."""
-    from time import perf_counter
+    from time import perf_counter, process_time
     warm, target, repeats = (0.02, 0.005, 3) if quick else (0.3, 0.05, 15)
     inner, warmups = {}, {}
     for be, step in steps.items():
@@ -159,19 +159,22 @@ def measure(steps, quick):
                 break
         inner[be], warmups[be] = max(1, int(target / (el / n))), n
     samples = {be: [] for be in steps}
+    cpu = {be: [] for be in steps}
     order = list(steps)
     for r in range(repeats):
         for be in order[r % len(order):] + order[:r % len(order)]:
             step, k = steps[be], inner[be]
-            t = perf_counter()
+            c, t = process_time(), perf_counter()
             for _ in range(k):
                 step()
             samples[be].append((perf_counter() - t) / k)
+            cpu[be].append((process_time() - c) / k)
     out = {}
     for be, xs in samples.items():
         xs.sort()
         out[be] = {"min_s": xs[0], "median_s": xs[len(xs) // 2], "inner": inner[be],
-                   "repeats": repeats, "warmup_steps": warmups[be]}
+                   "repeats": repeats, "warmup_steps": warmups[be],
+                   "cpu_min_s": min(cpu[be])}   # process CPU time: all threads, no waiting
     return out
 
 
@@ -233,11 +236,13 @@ def suite(args):
 
 
 def ratios(backends):
-    d = backends.get("dyngrad", {}).get("min_s")
+    """dyngrad over each other backend, from wall-time minima and from CPU-time minima."""
     out = {}
-    for other in ("torch", "numpy"):
-        o = backends.get(other, {}).get("min_s")
-        out[f"dyngrad/{other}"] = d / o if d and o else None
+    for field, suffix in (("min_s", ""), ("cpu_min_s", " cpu")):
+        d = backends.get("dyngrad", {}).get(field)
+        for other in ("torch", "numpy"):
+            o = backends.get(other, {}).get(field)
+            out[f"dyngrad/{other}{suffix}"] = d / o if d and o else None
     return out
 
 

@@ -49,7 +49,8 @@ def test_quick_suite_completes_and_agrees(quick_result):
     for key, w in run["workloads"].items():
         assert w["ok"], (key, w)
         assert {"description", "check", "backends", "ratios", "goal", "ok"} <= set(w)
-        assert set(w["ratios"]) == {"dyngrad/torch", "dyngrad/numpy"}
+        assert {"dyngrad/torch", "dyngrad/numpy", "dyngrad/torch cpu",
+                "dyngrad/numpy cpu"} <= set(w["ratios"])
         assert w["backends"]["numpy"]["status"] == "ok"
         assert {"min_s", "median_s", "inner", "repeats"} <= set(w["backends"]["numpy"])
         dg = w["backends"]["dyngrad"]["status"]
