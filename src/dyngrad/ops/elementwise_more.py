@@ -238,7 +238,8 @@ class XlogyBackward0(Node):
             with np.errstate(divide="ignore", invalid="ignore"):
                 ga = sum_to(X.where(mask, 0 * g, g * X.log(b)), ash)
         if _needs(self, 1):
-            gb = sum_to(g * a / b, bsh)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gb = sum_to(g * a / b, bsh)
         return ga, gb
 
 

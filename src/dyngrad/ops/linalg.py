@@ -427,8 +427,11 @@ class LinalgInvExBackward0(Node):
 def _singular_pivot(a):
     """1-based index of the first zero pivot of LU (for PyTorch's singular-matrix message)."""
     try:
+        import warnings
         import scipy.linalg as sl
-        lu = sl.lu_factor(a.reshape(-1, *a.shape[-2:])[0], check_finite=False)[0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lu = sl.lu_factor(a.reshape(-1, *a.shape[-2:])[0], check_finite=False)[0]
         z = np.nonzero(np.diag(lu) == 0)[0]
         return int(z[0]) + 1 if z.size else a.shape[-1]
     except Exception:  # pragma: no cover - scipy missing or odd input

@@ -1,0 +1,105 @@
+"""Differential test against a real PyTorch (skipped when it is not installed): values,
+gradients, grad_fn names and error types of the math ops on the same inputs."""
+import numpy as np
+import pytest
+
+real = pytest.importorskip("torch")
+import dyngrad as dg  # noqa: E402
+
+
+def _run(lib, fn, arrays, grad):
+    ts = [lib.tensor(a, dtype=lib.float64, requires_grad=grad) for a in arrays]
+    try:
+        out = fn(lib, *ts)
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return ("error", type(e).__name__), None, None
+    outs = [out] if isinstance(out, lib.Tensor) else [o for o in out if isinstance(o, lib.Tensor)]
+    name = type(outs[0].grad_fn).__name__ if outs[0].grad_fn is not None else None
+    grads = None
+    if grad and outs[0].requires_grad:
+        s = sum((o * (o.detach() * 0 + 1.5)).sum() for o in outs if o.is_floating_point()
+                and o.requires_grad)
+        gs = lib.autograd.grad(s, ts, allow_unused=True)
+        grads = [None if g is None else g.numpy() for g in gs]
+    return [o.detach().numpy() for o in outs], name, grads
+
+
+TIES = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]])
+ZEROS = np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 1.5]])
+R = np.random.RandomState(0)
+A = R.uniform(-2, 2, (3, 4))
+B = R.uniform(-2, 2, (4,))
+P = R.uniform(0.2, 2, (3, 4))
+M = R.uniform(-1, 1, (3, 3)) + 3 * np.eye(3)
+
+CASES = {
+    "max_ties": (lambda t, x: x.max(), [TIES]),
+    "max_dim_ties": (lambda t, x: x.max(1), [TIES]),
+    "min_dim_keep": (lambda t, x: t.min(x, 0, keepdim=True), [TIES]),
+    "amax_ties": (lambda t, x: x.amax(1), [TIES]),
+    "amin_all": (lambda t, x: t.amin(x), [TIES]),
+    "maximum_ties": (lambda t, x, y: t.maximum(x, y), [TIES, TIES[::-1].copy()]),
+    "prod_zeros": (lambda t, x: x.prod(), [ZEROS]),
+    "prod_dim_zeros": (lambda t, x: x.prod(1), [ZEROS]),
+    "cumprod_zeros": (lambda t, x: x.cumprod(1), [ZEROS]),
+    "cumsum": (lambda t, x: t.cumsum(x, 0), [A]),
+    "std_mean": (lambda t, x: t.std_mean(x, 1), [A]),
+    "var_mean": (lambda t, x: t.var_mean(x, correction=0), [A]),
+    "std_const": (lambda t, x: x.std(1), [np.ones((2, 3))]),
+    "norm_zero": (lambda t, x: x.norm(), [np.zeros(3)]),
+    "norm_inf_ties": (lambda t, x: x.norm(float("inf")), [np.array([2.0, -2.0, 1.0])]),
+    "norm_p": (lambda t, x: t.norm(x, 3, dim=1), [A]),
+    "logsumexp": (lambda t, x: x.logsumexp(1), [A]),
+    "clamp_edges": (lambda t, x: x.clamp(0.0, 1.0), [np.array([0.0, 1.0, 2.0, -1.0])]),
+    "clamp_tensor": (lambda t, x, lo, hi: t.clamp(x, lo, hi), [A, B, np.full((3, 1), 0.5)]),
+    "clamp_min_tensor": (lambda t, x, y: t.clamp_min(x, y), [A, B]),
+    "where": (lambda t, x, y: t.where(x > 0, x, y), [A, B]),
+    "where_scalar": (lambda t, x: t.where(x > 0, 1.0, x), [A]),
+    "abs_zero": (lambda t, x: x.abs(), [np.array([0.0, -1.0, 2.0])]),
+    "sign": (lambda t, x: x.sign(), [A]),
+    "round_dec": (lambda t, x: t.round(x, decimals=1), [A]),
+    "frac": (lambda t, x: x.frac(), [A]),
+    "fmod": (lambda t, x, y: t.fmod(x, y), [A, B]),
+    "remainder": (lambda t, x, y: t.remainder(x, y), [A, B]),
+    "atan2_zero": (lambda t, x, y: t.atan2(x, y), [np.array([0.0, 1.0]), np.array([0.0, 2.0])]),
+    "hypot": (lambda t, x, y: t.hypot(x, y), [A, B]),
+    "xlogy_zero": (lambda t, x, y: t.xlogy(x, y), [np.array([0.0, 1.0, 0.0]), np.array([0.0, 2.0, 3.0])]),
+    "copysign": (lambda t, x, y: t.copysign(x, y), [A, B]),
+    "lerp": (lambda t, x, y, w: t.lerp(x, y, w), [A, B, P]),
+    "logit_eps": (lambda t, x: x.logit(eps=0.2), [np.array([0.1, 0.5, 0.9])]),
+    "nan_to_num": (lambda t, x: x.nan_to_num(), [np.array([np.nan, np.inf, 1.0])]),
+    "erf": (lambda t, x: t.erf(x), [A]),
+    "log1p": (lambda t, x: t.log1p(x), [P]),
+    "einsum_trace": (lambda t, x: t.einsum("ii->", x), [M]),
+    "einsum_bij": (lambda t, x, y: t.einsum("ij,j->i", x, y), [A, B]),
+    "matmul_2d3d": (lambda t, x, y: t.matmul(x, y), [A.T.copy(), np.stack([A, A])]),
+    "inv": (lambda t, x: t.linalg.inv(x), [M]),
+    "det": (lambda t, x: t.det(x), [M]),
+    "slogdet": (lambda t, x: t.linalg.slogdet(x), [M]),
+    "solve": (lambda t, x, y: t.linalg.solve(x, y), [M, A[:, :3].T.copy()]),
+    "matrix_norm_1": (lambda t, x: t.linalg.matrix_norm(x, 1), [A]),
+    "matrix_norm_nuc": (lambda t, x: t.linalg.matrix_norm(x, "nuc"), [A]),
+    "bad_broadcast": (lambda t, x, y: x + y, [A, np.ones(5)]),
+    "bad_dim": (lambda t, x: x.sum(4), [A]),
+    "bad_clamp": (lambda t, x: t.clamp(x), [A]),
+    "bad_max_empty": (lambda t, x: x.max(), [np.zeros(0)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_torch(name):
+    fn, arrays = CASES[name]
+    exp, ename, egrads = _run(real, fn, arrays, True)
+    got, gname, ggrads = _run(dg, fn, arrays, True)
+    if isinstance(exp, tuple):
+        assert got == exp
+        return
+    assert gname == ename
+    for g, e in zip(got, exp):
+        np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+    if egrads is not None:
+        for g, e in zip(ggrads, egrads):
+            if e is None:
+                assert g is None or not np.any(g)
+            else:
+                np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
