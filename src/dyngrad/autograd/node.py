@@ -28,9 +28,15 @@ SAVED_HOOKS: list = []
 _DEPTH: dict = {}
 
 
+_INSIDE: dict = {}  # code object -> whether it belongs to dyngrad (cached)
+
+
 def _user_frame(cls):
     """The first frame outside dyngrad above ``Node.__init__``; remembers its depth for ``cls``."""
-    f = _getframe(2)
+    try:
+        f = _getframe(2)
+    except ValueError:
+        return None
     d = 1
     while f is not None and f.f_code.co_filename.startswith(_PKG):
         f = f.f_back
@@ -49,7 +55,7 @@ class Node:
     the formula builds a differentiable graph; otherwise they are ndarrays.
     """
 
-    __slots__ = ("next_functions", "_saved", "_seq", "__dict__", "__weakref__")
+    __slots__ = ("next_functions", "_saved", "_seq", "_src", "__dict__", "__weakref__")
     _nout = 1            # number of outputs (multi-output nodes override)
     _needs_saved = True  # False for nodes whose backward uses nothing saved
     # rarely used state: class defaults, set per instance only when needed.  Setting any of
@@ -64,12 +70,22 @@ class Node:
         # Where user code created this node: (code, instruction offset) of the first frame
         # outside dyngrad, resolved to file:line only when an error or a viewer asks.  The
         # depth is learned per class (the smallest seen), so a hit looks at one frame only.
-        d = _DEPTH.get(type(self))
-        f = _getframe(d) if d is not None else None
-        if f is None or f.f_code.co_filename.startswith(_PKG):
-            f = _user_frame(type(self))
-        if f is not None:
-            self._src = (f.f_code, f.f_lasti)
+        d = _DEPTH.get(self.__class__)
+        if d is not None:
+            try:
+                f = _getframe(d)
+            except ValueError:  # a shallower stack than the learned depth
+                f = None
+            if f is not None:
+                code = f.f_code
+                inside = _INSIDE.get(code)
+                if inside is None:
+                    inside = _INSIDE[code] = code.co_filename.startswith(_PKG)
+                if not inside:
+                    self._src = (code, f.f_lasti)
+                    return
+        f = _user_frame(self.__class__)
+        self._src = None if f is None else (f.f_code, f.f_lasti)
 
     def name(self) -> str:
         """The node's class name, as PyTorch's ``grad_fn.name()``."""
