@@ -109,3 +109,12 @@ def test_bench_command(tmp_path, capsys):
     assert res["runs"]["2"]["env"]["OPENBLAS_NUM_THREADS"] == "2"
     assert res["runs"]["2"]["workloads"]["tiny-chain"]["check"]["dyngrad"]["ok"]
     assert "tiny-chain" in capsys.readouterr().out
+
+
+def test_bench_command_without_the_suite(monkeypatch, capsys):
+    from dyngrad import cli
+    from dyngrad.commands import bench
+    monkeypatch.setattr(bench, "_suite", lambda: None)
+    assert cli.main(["bench", "--quick", "--only", "tiny-chain"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "benchmarks/ suite is not here" in err[0]

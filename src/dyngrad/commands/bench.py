@@ -25,8 +25,12 @@ def add_arguments(parser):
     suite = _suite()
     if suite is not None and hasattr(suite, "add_arguments"):
         suite.add_arguments(parser)
-    else:
-        parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    else:  # accept the suite's usual options, so run() can say what is missing
+        for flag in ("--quick", "--no-extras", "--profile"):
+            parser.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
+        for opt in ("--threads", "--backends", "--json", "--cprofile"):
+            parser.add_argument(opt, help=argparse.SUPPRESS)
+        parser.add_argument("--only", nargs="*", help=argparse.SUPPRESS)
 
 
 def run(args) -> int:
