@@ -14,6 +14,7 @@ from .grad_mode import STATE
 from .node import AccumulateGrad, edge_of
 
 _getrefcount = sys.getrefcount
+_ACC_LOCK = __import__('threading').Lock()
 _ndarray = np.ndarray
 _asarray = np.asarray
 
@@ -496,29 +497,31 @@ def _accumulate(acc, g, graph, obs):
     if hooks:
         for hook in list(hooks):
             g = _hooked(hook, hook(g if graph else _wrap(g)), g, graph)
-    old = var._grad
     if graph:
+        old = var._grad
         var._grad = g if old is None else old + g
     else:
         vd = var._data
         if g.shape != vd.shape:
             g = np.broadcast_to(g, vd.shape)
-        if old is None:
-            # steal the buffer when no one else can see it (the engine's local and the
-            # argument of getrefcount are its only references), else copy it
-            if (type(g) is not _ndarray or g.base is not None or _getrefcount(g) > 3
-                    or g.dtype != vd.dtype):
-                g = np.array(g, dtype=vd.dtype)
-            var._grad = (_TENSOR[0] if _TENSOR else _tensor_make())(g)
-        elif old._grad_fn is not None or old._requires_grad:
-            var._grad = old + _wrap(g)
-        else:
-            od = old._data
-            if od.dtype == g.dtype:
-                od += g
+        # steal the buffer when no one else can see it (the engine's local, the argument and
+        # getrefcount's own are its only references), else copy it
+        own = not (type(g) is not _ndarray or g.base is not None or _getrefcount(g) > 3
+                   or g.dtype != vd.dtype)
+        with _ACC_LOCK:  # two threads may accumulate into one shared leaf
+            old = var._grad
+            if old is None:
+                var._grad = (_TENSOR[0] if _TENSOR else _tensor_make())(
+                    g if own else np.array(g, dtype=vd.dtype))
+            elif old._grad_fn is not None or old._requires_grad:
+                var._grad = old + _wrap(g)
             else:
-                od += g.astype(od.dtype)
-            old._version[0] += 1
+                od = old._data
+                if od.dtype == g.dtype:
+                    od += g
+                else:
+                    od += g.astype(od.dtype)
+                old._version[0] += 1
     if obs is not None:
         obs.on_accumulate(var, var._grad)
     post = var._post_acc_hooks

@@ -72,8 +72,9 @@ class Node:
         # depth is learned per class (the smallest seen), so a hit looks at one frame only.
         d = _DEPTH.get(self.__class__)
         if d is not None:
+            # the last dyngrad frame should sit at depth d - 1, the user's frame right above it
             try:
-                f = _getframe(d)
+                f = _getframe(d - 1)
             except ValueError:  # a shallower stack than the learned depth
                 f = None
             if f is not None:
@@ -81,9 +82,16 @@ class Node:
                 inside = _INSIDE.get(code)
                 if inside is None:
                     inside = _INSIDE[code] = code.co_filename.startswith(_PKG)
-                if not inside:
-                    self._src = (code, f.f_lasti)
-                    return
+                if inside:
+                    u = f.f_back
+                    if u is not None:
+                        code = u.f_code
+                        inside = _INSIDE.get(code)
+                        if inside is None:
+                            inside = _INSIDE[code] = code.co_filename.startswith(_PKG)
+                        if not inside:
+                            self._src = (code, u.f_lasti)
+                            return
         f = _user_frame(self.__class__)
         self._src = None if f is None else (f.f_code, f.f_lasti)
 

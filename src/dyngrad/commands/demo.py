@@ -32,8 +32,9 @@ def walkthrough(print=print):
     print("output:", y)
     print("loss:  ", loss)
     print("graph of the loss (grad_fn chain):")
-    from dyngrad.viz import walk
-    walk(loss.grad_fn, print=print)
+    from dyngrad.viz import walk_lines
+    for line in walk_lines(loss.grad_fn, 1):
+        print(line)
     loss.backward()
     print("fc.1.weight.grad:", model.fc["1"].weight.grad)
     try:
