@@ -136,8 +136,8 @@ def text(res) -> str:
     imp = res.get("import_time")
     if imp:
         out.append("")
-        out.append(f"Import time (fresh process, min of {imp['samples']}; interpreter start "
-                   "excluded): " + ", ".join(
+        out.append(f"Import time (fresh process, min of {imp['samples']} after one untimed "
+                   "import that writes the bytecode cache; interpreter start excluded): " + ", ".join(
                        f"{NAMES[b]} {imp[b]:.3f}s" for b in ("dyngrad", "torch", "numpy")
                        if imp.get(b) is not None)
                    + f"   goal dyngrad <= {imp['goal_s']}s: {_mark(imp['goal_met']) or '-'}")
