@@ -165,6 +165,7 @@ def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly, curre
     bufs_pop = bufs.pop
     bufs_get = bufs.get
     ACC = AccumulateGrad
+    owned = set()
     while heap:
         node = pop(heap)[1]
         current[0] = node
@@ -212,8 +213,11 @@ def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly, curre
                                 accs.append(fn)
                             else:
                                 push(heap, (-fn._seq, fn))
+                        elif fn in owned and type(b) is _ndarray and not create_graph:
+                            b += gi  # a sum this engine made: nobody else sees it
                         else:
                             bufs[fn] = b + gi
+                            owned.add(fn)
                     else:
                         if fn not in bufs:
                             push(heap, (-fn._seq, fn))
@@ -267,7 +271,7 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
         if targets is not None:
             tg = targets.get(node)
             if tg is not None and g is not None:
-                if not node._plain or (capture and node.__class__ is ACC and node.variable._hooks):
+                if not node._plain or (capture and node.__class__ is ACC and getattr(node.variable, '_hooks', None)):
                     g = _capture_hooks(node, g, create_graph, capture, hooked, runnable)
                 for i, nr in tg:
                     gi = g[nr] if node._nout > 1 else g
@@ -487,7 +491,9 @@ def _tensor_make():
 def _accumulate(acc, g, graph, obs):
     """Add gradient ``g`` into ``acc.variable.grad`` (a new tensor the first time, in place
     after, out of place under create_graph), running the leaf's hooks."""
-    var = acc.variable
+    var = acc._var()
+    if var is None:  # the leaf is gone: nobody can read its gradient
+        return
     if not acc._plain and acc._pre_hooks:
         for hook in list(acc._pre_hooks):
             r = hook((g if graph else _wrap(g),))
@@ -512,7 +518,7 @@ def _accumulate(acc, g, graph, obs):
             old = var._grad
             if old is None:
                 var._grad = (_TENSOR[0] if _TENSOR else _tensor_make())(
-                    g if own else np.array(g, dtype=vd.dtype))
+                    g if own and g.flags.c_contiguous else np.array(g, dtype=vd.dtype, order="C"))
             elif old._grad_fn is not None or old._requires_grad:
                 var._grad = old + _wrap(g)
             else:

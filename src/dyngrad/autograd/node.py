@@ -31,6 +31,14 @@ _DEPTH: dict = {}
 _INSIDE: dict = {}  # code object -> whether it belongs to dyngrad (cached)
 
 
+def _inside(code) -> bool:
+    """Whether a code object belongs to dyngrad (cached per code object)."""
+    r = _INSIDE.get(code)
+    if r is None:
+        r = _INSIDE[code] = code.co_filename.startswith(_PKG)
+    return r
+
+
 def _user_frame(cls):
     """The first frame outside dyngrad above ``Node.__init__``; remembers its depth for ``cls``."""
     try:
@@ -38,11 +46,12 @@ def _user_frame(cls):
     except ValueError:
         return None
     d = 1
-    while f is not None and f.f_code.co_filename.startswith(_PKG):
+    while f is not None and _inside(f.f_code):
         f = f.f_back
         d += 1
-    if f is not None and d < _DEPTH.get(cls, 1 << 30):
-        _DEPTH[cls] = d
+    if f is not None:
+        _inside(f.f_code)
+        _DEPTH[cls] = d  # the depth that held last: checked on every use, so it can only be slow
     return f
 
 
@@ -69,29 +78,21 @@ class Node:
         self._seq = next(_seq)
         # Where user code created this node: (code, instruction offset) of the first frame
         # outside dyngrad, resolved to file:line only when an error or a viewer asks.  The
-        # depth is learned per class (the smallest seen), so a hit looks at one frame only.
+        # depth that held last for this class is tried first (and verified), so a hit looks at
+        # two frames only.
         d = _DEPTH.get(self.__class__)
-        if d is not None:
+        if d is not None and d > 1:
             # the last dyngrad frame should sit at depth d - 1, the user's frame right above it
             try:
                 f = _getframe(d - 1)
             except ValueError:  # a shallower stack than the learned depth
                 f = None
             if f is not None:
-                code = f.f_code
-                inside = _INSIDE.get(code)
-                if inside is None:
-                    inside = _INSIDE[code] = code.co_filename.startswith(_PKG)
-                if inside:
-                    u = f.f_back
-                    if u is not None:
-                        code = u.f_code
-                        inside = _INSIDE.get(code)
-                        if inside is None:
-                            inside = _INSIDE[code] = code.co_filename.startswith(_PKG)
-                        if not inside:
-                            self._src = (code, u.f_lasti)
-                            return
+                u = f.f_back
+                if u is not None and _INSIDE.get(f.f_code) is True and \
+                        _INSIDE.get(u.f_code) is False:
+                    self._src = (u.f_code, u.f_lasti)
+                    return
         f = _user_frame(self.__class__)
         self._src = None if f is None else (f.f_code, f.f_lasti)
 
@@ -278,9 +279,15 @@ class Saved:
 
 
 class AccumulateGrad(Node):
-    """Sink of a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
+    """Sink of a leaf that requires grad: adds incoming gradients into ``variable.grad``.
 
-    __slots__ = ("variable",)
+    The leaf holds its node (so it is the same object for the leaf's whole life, and is not
+    rebuilt every step); the node refers to the leaf weakly, so no reference cycle forms.
+    A leaf nobody can reach any more cannot have its ``.grad`` read, so nothing is lost when
+    ``variable`` has become None.
+    """
+
+    __slots__ = ("_var",)
     _needs_saved = False
 
     def name(self) -> str:
@@ -290,16 +297,19 @@ class AccumulateGrad(Node):
         self.next_functions = ()
         self._saved = ()
         self._seq = ACCUMULATE_PRIORITY + next(_seq)
-        self.variable = variable
+        self._var = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        """The leaf tensor this node accumulates into."""
+        return self._var()
 
     @staticmethod
     def for_leaf(t):
-        """The leaf's one AccumulateGrad node (the same object while it is alive)."""
-        ref = t._acc
-        acc = ref() if ref is not None else None
+        """The leaf's one AccumulateGrad node."""
+        acc = t._acc
         if acc is None:
-            acc = AccumulateGrad(t)
-            t._acc = weakref.ref(acc)
+            acc = t._acc = AccumulateGrad(t)
         return acc
 
 

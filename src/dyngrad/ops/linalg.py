@@ -22,9 +22,16 @@ class MmBackward0(Node):
     def _bw(self, g, graph):
         sa, sb = self._saved
         ga = gb = None
-        if self.next_functions[0][0] is not None:
+        nf = self.next_functions
+        if not graph:  # plain backward: straight NumPy
+            if nf[0][0] is not None:
+                ga = g @ sb.get(self, False).T
+            if nf[1][0] is not None:
+                gb = sa.get(self, False).T @ g
+            return ga, gb
+        if nf[0][0] is not None:
             ga = X.matmul(g, X.transpose_last(sb.get(self, graph)))
-        if self.next_functions[1][0] is not None:
+        if nf[1][0] is not None:
             gb = X.matmul(X.transpose_last(sa.get(self, graph)), g)
         return ga, gb
 
@@ -204,12 +211,12 @@ class AddmmBackward0(Node):
             gb = sum_to(g if beta == 1 else g * beta, bshape)
         if nf[1][0] is not None:
             m2 = s2.get(self, graph)
-            g1 = X.matmul(g, X.transpose_last(m2))
+            g1 = g @ m2.T if not graph else X.matmul(g, X.transpose_last(m2))
             if alpha != 1:
                 g1 = g1 * alpha
         if nf[2][0] is not None:
             m1 = s1.get(self, graph)
-            g2 = X.matmul(X.transpose_last(m1), g)
+            g2 = m1.T @ g if not graph else X.matmul(X.transpose_last(m1), g)
             if alpha != 1:
                 g2 = g2 * alpha
         return gb, g1, g2

@@ -72,8 +72,14 @@ def _call2(fn, ad, bd):
 def _binary(a, b, fn, cls, save_a, save_b, extra=()):
     """Shared forward of tensor-tensor and tensor-scalar binary ops."""
     if _isT(b, Tensor):
-        ad, bd, casts = _pair(a, b)
-        data = _call2(fn, ad, bd)
+        ad, bd = a._data, b._data
+        casts = None
+        if ad.dtype is not bd.dtype:
+            ad, bd, casts = _pair(a, b)
+        try:
+            data = fn(ad, bd)
+        except ValueError:
+            data = _call2(fn, ad, bd)
         if STATE.enabled and (a._requires_grad or b._requires_grad):
             node = cls((edge_of(a), edge_of(b)),
                        (Saved(a) if save_a else None, Saved(b) if save_b else None,
@@ -193,11 +199,16 @@ class MulBackward0(Node):
         sa, sb, ash, bsh = self._saved[:4]
         ga = gb = None
         if sb is not None:
-            b = _val(sb, self, graph)
-            ga = sum_to(g * b, ash) if self.next_functions[0][0] is not None else None
+            b = sb.get(self, graph) if sb.__class__ is Saved else sb
+            if self.next_functions[0][0] is not None:
+                ga = g * b
+                if ga.shape != ash:
+                    ga = sum_to(ga, ash)
         if sa is not None:
-            a = _val(sa, self, graph)
-            gb = sum_to(g * a, bsh)
+            a = sa.get(self, graph) if sa.__class__ is Saved else sa
+            gb = g * a
+            if gb.shape != bsh:
+                gb = sum_to(gb, bsh)
         return ga, gb
 
 
@@ -445,7 +456,7 @@ def _unary(x, fn, cls, save_in, save_out, floating=True):
         res._requires_grad = True
         res._grad_fn = cls((edge_of(x),), (Saved(x) if save_in else None,
                                            Saved(res, True) if save_out else None))
-        return notify(res)
+        return notify(res) if RECORD_HOOKS else res
     return _make(r)
 
 
@@ -488,7 +499,7 @@ _unary_op("sigmoid", lambda d: _sigmoid_np(d), lambda g, x, y: g * (y * (1 - y))
 _unary_op("sqrt", np.sqrt, _sqrt_bw, save_out=True)
 _unary_op("abs", np.abs, lambda g, x, y: g * X.sign(x), save_in=True, floating=False)
 _unary_op("relu", lambda d: np.maximum(d, 0) if d.dtype.kind != "b" else d,
-          lambda g, x, y: X.where(y > 0, g, 0 * g), save_out=True, floating=False)
+          lambda g, x, y: g * (y > 0), save_out=True, floating=False)
 
 
 def _sigmoid_np(d):

@@ -11,6 +11,8 @@ from ._graph import STATE, Node, Tensor, edge_of, record
 from . import _dual as X
 
 _make = Tensor._make
+_add_reduce = np.add.reduce
+_empty = np.empty
 
 
 def dims_of(dim, ndim):
@@ -82,11 +84,17 @@ def _sum_dtype(d, dtype):
 @op(methods=("sum",))
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Sum of all elements, or over ``dim``; SumBackward0 / SumBackward1."""
+    d = input._data
+    if dim is None and axis is None and dtype is None and d.dtype.kind in "fc":
+        # the common full sum of a float tensor: one ufunc call into a 0-d buffer
+        r = _add_reduce(d, None, d.dtype, _empty((), d.dtype))
+        if STATE.enabled and input._requires_grad:
+            return record(r, SumBackward0((edge_of(input),), (d.shape,)))
+        return _make(r)
     if axis is not None:
         dim = axis
     if keepdims is not None:
         keepdim = keepdims
-    d = input._data
     rt = _sum_dtype(d, dtype)
     if dim is None:
         r = np.asarray(d.sum(dtype=rt))
