@@ -492,11 +492,8 @@ _Celu = _activation("CeluBackward0", _elu_f, _elu_d1, _elu_d2)
 
 
 def _erf(x):
-    try:
-        from scipy.special import erf
-        return erf(x)
-    except ImportError:  # pragma: no cover - scipy is optional
-        return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+    from ..ops._special import erf
+    return erf(x)
 
 
 _SQRT1_2 = 1 / math.sqrt(2)

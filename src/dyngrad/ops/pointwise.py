@@ -513,19 +513,13 @@ op("absolute")(absolute)
 
 
 def _erf_np(d):
-    try:
-        from scipy.special import erf as f
-    except ImportError:  # pragma: no cover - scipy is optional
-        f = np.frompyfunc(math.erf, 1, 1)
-    return np.asarray(f(d)).astype(d.dtype, copy=False)
+    from ._special import erf
+    return erf(d)
 
 
 def _erfc_np(d):
-    try:
-        from scipy.special import erfc as f
-    except ImportError:  # pragma: no cover
-        f = np.frompyfunc(math.erfc, 1, 1)
-    return np.asarray(f(d)).astype(d.dtype, copy=False)
+    from ._special import erfc
+    return erfc(d)
 
 
 def _zero_grad(g, x, y):

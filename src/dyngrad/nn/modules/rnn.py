@@ -9,7 +9,8 @@ import warnings
 from ..._factories import empty, zeros
 from .. import init
 from ..parameter import Parameter
-from ._compose import dropout as _dropout, stack as _stack, cat as _cat
+from ...ops.shape import cat as _cat, stack as _stack
+from ..functional import dropout as _dropout
 from .module import Module
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}

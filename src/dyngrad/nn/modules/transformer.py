@@ -12,57 +12,12 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ._compose import cat, dropout as _dropout, gelu as _gelu, layer_norm as _layer_norm
+from ...ops.shape import cat
+from .dropout import Dropout
+from .normalization import LayerNorm
 from .container import ModuleList
 from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
-
-
-class _LayerNorm(Module):
-    """Stand-in for ``nn.LayerNorm`` (same parameters and repr) when that layer is absent."""
-
-    def __init__(self, d, eps=1e-5, bias=True, dtype=None):
-        super().__init__()
-        self.normalized_shape = (d,)
-        self.eps = eps
-        self.elementwise_affine = True
-        self.weight = Parameter(init.ones_(empty(d, dtype=dtype)))
-        self.bias = Parameter(init.zeros_(empty(d, dtype=dtype))) if bias else None
-        if not bias:
-            self.register_parameter("bias", None)
-
-    def _get_name(self):
-        return "LayerNorm"
-
-    def forward(self, x):
-        return _layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
-
-    def extra_repr(self):
-        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine=True, "
-                f"bias={self.bias is not None}")
-
-
-class _Dropout(Module):
-    """Stand-in for ``nn.Dropout`` (same repr) when that layer is absent."""
-
-    def __init__(self, p=0.5, inplace=False):
-        super().__init__()
-        self.p = p
-        self.inplace = inplace
-
-    def _get_name(self):
-        return "Dropout"
-
-    def forward(self, x):
-        return _dropout(x, self.p, self.training)
-
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
-
-
-def _layer(name, fallback):
-    from .. import modules
-    return getattr(modules, name, None) or fallback
 
 
 def _float_mask(mask, dtype, name):
@@ -217,7 +172,7 @@ class MultiheadAttention(Module):
         weights = F.softmax(scores, dim=-1)
         p = self.dropout if self.training else 0.0
         if p > 0:
-            weights = _dropout(weights, p, True)
+            weights = F.dropout(weights, p, True)
         out = weights.bmm(v).transpose(0, 1).reshape(tgt_len * bsz, e)
         out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape(tgt_len, bsz, e)
         if not batched:
@@ -254,27 +209,21 @@ class TransformerEncoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None,
                  dtype=None):
         super().__init__()
-        LayerNorm = _layer("LayerNorm", _LayerNorm)
-        Dropout = _layer("Dropout", _Dropout)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, dtype=dtype)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
         self.norm_first = norm_first
-        if LayerNorm is _LayerNorm:
-            self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-            self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        else:
-            self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
-            self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
             if activation == "relu":
                 activation = _relu
             elif activation == "gelu":
-                activation = _gelu
+                activation = F.gelu
             else:
                 raise RuntimeError(f"activation should be relu/gelu, not {activation}")
         self.activation = activation

@@ -249,7 +249,7 @@ class BatchSampler(Sampler):
 
 # -- collation -----------------------------------------------------------------------------
 def _stack(tensors):
-    from ...nn.modules._compose import stack
+    from ...ops.shape import stack
     return stack(tensors, 0)
 
 
