@@ -107,3 +107,35 @@ def test_file_objects_and_missing(tmp_path):
     assert torch.load(buf)[0].tolist() == [1.0, 1.0]
     with pytest.raises(FileNotFoundError):
         torch.load(tmp_path / "nope.pt")
+
+
+def test_zero_dim_and_non_contiguous_tensors_round_trip(tmp_path):
+    """0-d tensors keep shape () and transposed views are saved by value."""
+    import dyngrad as torch
+    p = tmp_path / "t.safetensors"
+    src = {"step": torch.tensor(3.0), "wt": torch.arange(6.0).view(2, 3).t()}
+    torch.save(src, p)
+    back = torch.load(p)
+    assert back["step"].shape == () and back["step"].item() == 3.0
+    assert torch.equal(back["wt"], src["wt"])
+
+
+def test_optimizer_state_round_trip_continues_identically(tmp_path):
+    """An Adam state saved and loaded into a fresh optimizer steps exactly as the original."""
+    import dyngrad as torch
+    torch.manual_seed(0)
+    w1 = torch.nn.Parameter(torch.randn(3))
+    w2 = torch.nn.Parameter(w1.detach().clone())
+    o1 = torch.optim.Adam([w1], lr=0.1)
+    (w1 * w1).sum().backward()
+    o1.step()
+    torch.save(o1.state_dict(), tmp_path / "opt")
+    with torch.no_grad():
+        w2.copy_(w1)
+    o2 = torch.optim.Adam([w2], lr=0.1)
+    o2.load_state_dict(torch.load(tmp_path / "opt"))
+    for w, o in ((w1, o1), (w2, o2)):
+        o.zero_grad()
+        (w * w).sum().backward()
+        o.step()
+    assert torch.equal(w1, w2)

@@ -26,6 +26,11 @@ _ST_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "I8": np.
 _NP_TO_ST = {np.dtype(v): k for k, v in _ST_DTYPES.items()}
 
 
+def _c_order(a: np.ndarray) -> np.ndarray:
+    """``a`` in C order with its shape kept (np.ascontiguousarray turns 0-d into 1-d)."""
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 class CheckpointError(RuntimeError):
     """A file that is not a readable dyngrad checkpoint."""
 
@@ -107,7 +112,7 @@ def _to_bytes(arrays: dict, metadata: dict) -> bytes:
     offset = 0
     blobs = []
     for k in sorted(arrays, key=lambda k: (-arrays[k].dtype.alignment, k)):
-        a = np.ascontiguousarray(arrays[k])
+        a = _c_order(arrays[k])
         b = a.tobytes()
         header[k] = {"dtype": _NP_TO_ST[a.dtype], "shape": list(a.shape),
                      "data_offsets": [offset, offset + len(b)]}
@@ -161,7 +166,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     """Save tensors / state dicts / nested containers to ``f`` (a path or a binary file)."""
     tensors: dict = {}
     structure = _encode(obj, tensors, "obj")
-    arrays = {k: np.ascontiguousarray(t._data) for k, t in tensors.items()}
+    arrays = {k: _c_order(t._data) for k, t in tensors.items()}
     meta = {"format": FORMAT, "structure": json.dumps(structure)}
     blob = _to_bytes(arrays, meta)
     if hasattr(f, "write"):
