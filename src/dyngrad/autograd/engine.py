@@ -512,8 +512,13 @@ def _accumulate(acc, g, graph, obs):
             g = np.broadcast_to(g, vd.shape)
         # steal the buffer when no one else can see it (the engine's local, the argument and
         # getrefcount's own are its only references), else copy it
-        own = not (type(g) is not _ndarray or g.base is not None or _getrefcount(g) > 3
-                   or g.dtype != vd.dtype)
+        own = False
+        if type(g) is _ndarray and g.dtype == vd.dtype and _getrefcount(g) <= 3:
+            base = g.base
+            # a fresh array, or a whole-array view (e.g. a transpose) of one nobody else holds
+            own = base is None or (type(base) is _ndarray and base.base is None
+                                   and base.size == g.size and _getrefcount(base) <= 3
+                                   and g.flags.writeable)
         with _ACC_LOCK:  # two threads may accumulate into one shared leaf
             old = var._grad
             if old is None:

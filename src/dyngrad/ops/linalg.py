@@ -216,7 +216,8 @@ class AddmmBackward0(Node):
                 g1 = g1 * alpha
         if nf[2][0] is not None:
             m1 = s1.get(self, graph)
-            g2 = m1.T @ g if not graph else X.matmul(X.transpose_last(m1), g)
+            # (g.T @ m1).T: for Linear, mat2 is W.t(), so W's gradient comes out C-ordered
+            g2 = (g.T @ m1).T if not graph else X.matmul(X.transpose_last(m1), g)
             if alpha != 1:
                 g2 = g2 * alpha
         return gb, g1, g2
