@@ -17,6 +17,18 @@ from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
 
 _make = Tensor._make
+_ARANGE: dict = {}
+
+
+def _arange(n):
+    """np.arange(n), cached (batch indices are the same every step)."""
+    r = _ARANGE.get(n)
+    if r is None:
+        if len(_ARANGE) > 64:
+            _ARANGE.clear()
+        r = _ARANGE[n] = np.arange(n)
+        r.flags.writeable = False
+    return r
 
 
 # --- linear ---------------------------------------------------------------------------
@@ -273,6 +285,8 @@ def _nll_index(shape, tgt):
         return (tgt,)
     n = shape[0]
     rest = shape[2:]
+    if not rest:  # (N, C): the common case
+        return (_arange(n), tgt.reshape(-1))
     grids = np.indices((n,) + tuple(rest))
     return (grids[0].reshape(-1), tgt.reshape(-1)) + tuple(gr.reshape(-1) for gr in grids[1:])
 
@@ -296,12 +310,16 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                          f"({t.shape[0]}).")
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
     valid = t != ignore_index
-    if ((t[valid] < 0) | (t[valid] >= C)).any():
-        bad = t[valid][((t[valid] < 0) | (t[valid] >= C))][0]
+    all_valid = bool(valid.all())
+    tv = t if all_valid else t[valid]
+    if tv.size and (tv.min() < 0 or tv.max() >= C):
+        bad = tv[(tv < 0) | (tv >= C)][0]
         raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} classes).")
-    tc = np.where(valid, t, 0)
-    w = np.ones(C, x.dtype) if weight is None else weight._data.astype(x.dtype)
-    w_t = w[tc] * valid
+    tc = t if all_valid else np.where(valid, t, 0)
+    if weight is None:
+        w_t = np.ones(tc.shape, x.dtype) if all_valid else valid.astype(x.dtype)
+    else:
+        w_t = weight._data.astype(x.dtype)[tc] * valid
     idx = _nll_index(x.shape, tc)
     picked = x[idx].reshape(tc.shape)
     losses = -picked * w_t
