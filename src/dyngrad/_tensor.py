@@ -257,6 +257,14 @@ class Tensor:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Compute the gradient of this tensor w.r.t. the graph leaves and add it to their
         ``.grad``.  A non-scalar tensor needs ``gradient`` (dL/dself)."""
+        if (gradient is not None and inputs is None and not create_graph
+                and self._grad_fn is not None and type(gradient) is Tensor
+                and gradient._data.shape == self._data.shape
+                and gradient._data.dtype == self._data.dtype):
+            # backward(gradient) with a gradient of the right shape and dtype
+            # a copy: the engine may adopt gradient buffers as a leaf's .grad
+            _run_backward((self,), (gradient._data.copy(),), bool(retain_graph), False)
+            return
         if (gradient is None and inputs is None and not create_graph and self._grad_fn is not None
                 and self._data.size == 1 and self._data.dtype.kind == "f"):
             # the common loss.backward(): skip argument normalisation

@@ -38,9 +38,15 @@ _CYCLE_WARNING = ("Using backward() with create_graph=True will create a referen
                   "after use to break the cycle and avoid the leak.")
 
 
+_TENSOR_CLS = []
+
+
 def _tensor_cls():
-    from .._tensor import Tensor
-    return Tensor
+    """The Tensor class (imported once, lazily: this package loads before it)."""
+    if not _TENSOR_CLS:
+        from .._tensor import Tensor
+        _TENSOR_CLS.append(Tensor)
+    return _TENSOR_CLS[0]
 
 
 def Variable(data, requires_grad=False, volatile=False):
@@ -109,7 +115,8 @@ def _make_grads(outputs, grad_outputs, create_graph, is_grads_batched=False):
             grads.append(g)
         else:
             d = g._data
-            grads.append(d if d.dtype == out._data.dtype else d.astype(out._data.dtype))
+            # always a copy: the engine may adopt gradient buffers as a leaf's .grad
+            grads.append(d.copy() if d.dtype == out._data.dtype else d.astype(out._data.dtype))
     return grads
 
 

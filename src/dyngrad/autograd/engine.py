@@ -85,9 +85,12 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     when given).  With ``capture`` (``autograd.grad``), the gradients reaching ``inputs`` are
     returned instead and no ``.grad`` is touched.
     """
-    prev_mode = STATE.enabled
-    STATE.enabled = create_graph
+    state = STATE
+    prev_mode = state.enabled
+    state.enabled = create_graph
     try:
+        if inputs is None:
+            return _run_fast(roots, grads, retain_graph, create_graph, edge_of)
         return _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused, edge_of)
     except Exception as e:
         if HOOKS.anomaly:
@@ -95,7 +98,7 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
             report_failure(e)
         raise
     finally:
-        STATE.enabled = prev_mode
+        state.enabled = prev_mode
 
 
 def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
@@ -513,7 +516,8 @@ def _accumulate(acc, g, graph, obs):
         # steal the buffer when no one else can see it (the engine's local, the argument and
         # getrefcount's own are its only references), else copy it
         own = False
-        if type(g) is _ndarray and g.dtype == vd.dtype and _getrefcount(g) <= 3:
+        if type(g) is _ndarray and g.dtype == vd.dtype and _getrefcount(g) <= 3 \
+                and g.flags.writeable:
             base = g.base
             # a fresh array, or a whole-array view (e.g. a transpose) of one nobody else holds
             own = base is None or (type(base) is _ndarray and base.base is None
