@@ -11,7 +11,7 @@ import numpy as np
 
 from . import errors
 from .grad_mode import STATE
-from .node import AccumulateGrad, edge_of
+from .node import AccumulateGrad, Node, edge_of
 
 _getrefcount = sys.getrefcount
 _ACC_LOCK = __import__('threading').Lock()
@@ -168,64 +168,76 @@ def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly, curre
     bufs_pop = bufs.pop
     bufs_get = bufs.get
     ACC = AccumulateGrad
+    plain_release = Node._release
     owned = set()
+    simple = obs is None and not anomaly and not create_graph
     while heap:
         node = pop(heap)[1]
         current[0] = node
         g = bufs_pop(node)
         if node._saved is None:
             raise errors.freed_graph(node)
-        if node._nout == 1:
-            if not create_graph and type(g) is not _ndarray:
+        if simple and node._plain and node._nout == 1:
+            # the common case: no hooks, no observers, one output, plain backward
+            if type(g) is not _ndarray:
                 g = _asarray(g)
-        elif not create_graph:
-            g = [x if x is None or type(x) is _ndarray else _asarray(x) for x in g]
-        if node._plain and obs is None:
-            outs = node._bw(g, create_graph)
+            outs = node._bw(g, False)
         else:
-            if not node._plain and (node._tensor_hooks is not None or node._retain is not None
-                                    or node._pre_hooks):
-                g = _run_pre_hooks(node, g, create_graph)
-            if obs is not None:
-                obs.on_node_start(node, g)
-            outs = node._bw(g, create_graph)
-            if not node._plain:
-                if node._casts is not None:
-                    outs = _cast_back(outs, node._casts)
-                if node._hooks:
-                    outs = _run_post_hooks(node, outs, g, create_graph)
-            if obs is not None:
-                obs.on_node_done(node, outs)
-        if anomaly:
-            from .anomaly import check_outputs
-            check_outputs(node, outs)
+            outs = _run_node(node, g, create_graph, obs, anomaly)
         if not retain_graph:
-            node._release()
+            if node.__class__._release is plain_release:
+                if node._needs_saved:
+                    node._saved = None
+            else:
+                node._release()
             if obs is not None:
                 obs.on_free(node)
-        k = 0
-        for fn, nr in node.next_functions:
-            if fn is not None:
-                gi = outs[k]
-                if gi is not None:
-                    if fn._nout == 1:
-                        b = bufs_get(fn)
-                        if b is None:
-                            bufs[fn] = gi
-                            if fn.__class__ is ACC:
-                                accs.append(fn)
-                            else:
-                                push(heap, (-fn._seq, fn))
-                        elif fn in owned and type(b) is _ndarray and not create_graph:
-                            b += gi  # a sum this engine made: nobody else sees it
-                        else:
-                            bufs[fn] = b + gi
-                            owned.add(fn)
+        for (fn, nr), gi in zip(node.next_functions, outs):
+            if fn is None or gi is None:
+                continue
+            if fn._nout == 1:
+                b = bufs_get(fn)
+                if b is None:
+                    bufs[fn] = gi
+                    if fn.__class__ is ACC:
+                        accs.append(fn)
                     else:
-                        if fn not in bufs:
-                            push(heap, (-fn._seq, fn))
-                        _deposit(bufs, fn, nr, gi)
-            k += 1
+                        push(heap, (-fn._seq, fn))
+                elif fn in owned and type(b) is _ndarray and not create_graph:
+                    b += gi  # a sum this engine made: nobody else sees it
+                else:
+                    bufs[fn] = b + gi
+                    owned.add(fn)
+            else:
+                if fn not in bufs:
+                    push(heap, (-fn._seq, fn))
+                _deposit(bufs, fn, nr, gi)
+
+
+def _run_node(node, g, create_graph, obs, anomaly):
+    """Run one node with everything a node may need: hooks, observers, casts, anomaly."""
+    if node._nout == 1:
+        if not create_graph and type(g) is not _ndarray:
+            g = _asarray(g)
+    elif not create_graph:
+        g = [x if x is None or type(x) is _ndarray else _asarray(x) for x in g]
+    if not node._plain and (node._tensor_hooks is not None or node._retain is not None
+                            or node._pre_hooks):
+        g = _run_pre_hooks(node, g, create_graph)
+    if obs is not None:
+        obs.on_node_start(node, g)
+    outs = node._bw(g, create_graph)
+    if not node._plain:
+        if node._casts is not None:
+            outs = _cast_back(outs, node._casts)
+        if node._hooks:
+            outs = _run_post_hooks(node, outs, g, create_graph)
+    if obs is not None:
+        obs.on_node_done(node, outs)
+    if anomaly:
+        from .anomaly import check_outputs
+        check_outputs(node, outs)
+    return outs
 
 
 def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused, edge_of):
