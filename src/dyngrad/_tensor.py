@@ -17,7 +17,13 @@ from .autograd import errors
 from .autograd.grad_mode import STATE
 from .autograd.engine import run_backward as _run_backward
 
-_ONES: dict = {}  # read-only arrays of ones used as the implicit gradient of a scalar loss
+_ONES: dict = {}
+_STALE_VIEW = ("A view was created in no_grad mode and its base or another view of its base has "
+               "been modified inplace with grad mode enabled. Given that this use case is "
+               "ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
+               "both the view and the inplace either both inside the no_grad block (if you don't "
+               "want the inplace to be tracked) or both outside (if you want the inplace to be "
+               "tracked).")  # read-only arrays of ones used as the implicit gradient of a scalar loss
 
 _new = object.__new__
 _ndarray = np.ndarray
@@ -109,6 +115,8 @@ class Tensor:
     _retains_grad = False
     _view_fn = None
     _fw_grad = None
+    _nograd_view = False   # a view of a tensor requiring grad, made under no_grad
+    _stale_view = False    # such a view after its base changed in place with grad mode on
     __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operator
     __array_priority__ = 1000
 
@@ -182,6 +190,8 @@ class Tensor:
     @property
     def grad_fn(self):
         """The node that made this tensor (None for leaves)."""
+        if self._stale_view:
+            raise RuntimeError(_STALE_VIEW)
         return self._grad_fn
 
     @property

@@ -323,7 +323,12 @@ def edge_of(t):
     if fn is not None:
         return (fn, t._output_nr)
     if t._requires_grad:
-        return (AccumulateGrad.for_leaf(t), 0)
+        acc = t._acc
+        if acc is None:
+            if t._nograd_view:  # a view made under no_grad: PyTorch sends it nothing
+                return (None, 0)
+            acc = AccumulateGrad.for_leaf(t)
+        return (acc, 0)
     return (None, 0)
 
 

@@ -69,6 +69,13 @@ def apply(self, fn, *args, **kwargs):
         _write(self, r._data)
         _after_untracked_write(self)
         return self
+    if self._nograd_view:
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode "
+            "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
+            "can clarify your code by moving both the view and the inplace either both inside the "
+            "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
+            "want the inplace to be tracked).")
     if self._grad_fn is None and self._requires_grad:
         raise errors.leaf_inplace(False)
     if "_multi_view" in self.__dict__ and self._grad_fn is not None:
@@ -124,10 +131,10 @@ def _after_untracked_write(t):
     else:
         root = t
     if "_views" in root.__dict__ and root._requires_grad:
-        _refresh_views(root, t)
+        _refresh_views(root, t, tracked=False)
 
 
-def _refresh_views(base, written):
+def _refresh_views(base, written, tracked=True):
     """After ``base``'s history changed, give every other live view of it a fresh node that
     reads its region of the base's gradient (PyTorch regenerates these lazily; the result is
     the same)."""
@@ -136,6 +143,10 @@ def _refresh_views(base, written):
         return
     for v in live_views(base):
         if v is written or v._view_fn is None or "_multi_view" in v.__dict__:
+            continue
+        if v._nograd_view:
+            if tracked:
+                v._stale_view = True
             continue
         v._grad_fn = AsStridedBackward0((edge_of(base),), (v._view_fn, base._data.shape))
         v._requires_grad = True

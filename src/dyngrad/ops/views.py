@@ -35,6 +35,10 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
         if prev is not None and fn is not None:
             t._view_fn = prev + (fn,)
             _register_view(base, t)
+    if src._requires_grad and not STATE.enabled and t._view_fn is not None:
+        # a view made under no_grad still requires grad, as in PyTorch, but has no history
+        t._requires_grad = True
+        t._nograd_view = True
     if node_cls is not None and STATE.enabled and src._requires_grad:
         t._requires_grad = True
         t._grad_fn = node_cls((edge_of(src),), saved)
