@@ -14,6 +14,7 @@ from ..autograd import errors
 from .. import _dtype as D
 
 _make = Tensor._make
+_may_share = np.may_share_memory
 
 
 def _check_cast(dst, src_dtype):
@@ -58,8 +59,23 @@ def _write(self, data):
     self._version[0] += 1
 
 
+def _check_overlap(d, args):
+    """PyTorch refuses an in-place op whose input partly overlaps the tensor written to."""
+    for a in args:
+        if isinstance(a, Tensor):
+            od = a._data
+            if od is not d and _may_share(d, od) and not (
+                    od.shape == d.shape and od.strides == d.strides
+                    and od.__array_interface__["data"][0] == d.__array_interface__["data"][0]):
+                raise RuntimeError("unsupported operation: some elements of the input tensor and "
+                                   "the written-to tensor refer to a single memory location. "
+                                   "Please clone() the tensor before performing the operation.")
+
+
 def apply(self, fn, *args, **kwargs):
     """Apply the out-of-place op ``fn(self, *args)`` in place on ``self``."""
+    if args:
+        _check_overlap(self._data, args)
     if not _recording(self, args):
         from ..autograd.grad_mode import no_grad
         if STATE.enabled:
@@ -130,25 +146,27 @@ def _after_untracked_write(t):
         root = base
     else:
         root = t
-    if "_views" in root.__dict__ and root._requires_grad:
+    if len(t._version) > 1:
         _refresh_views(root, t, tracked=False)
 
 
 def _refresh_views(base, written, tracked=True):
-    """After ``base``'s history changed, give every other live view of it a fresh node that
-    reads its region of the base's gradient (PyTorch regenerates these lazily; the result is
-    the same)."""
+    """After an in-place change (recorded or not), give every other live view sharing the
+    version counter a fresh node that reads its region of its base's gradient (PyTorch
+    regenerates these lazily; the result is the same).  Views made under no_grad instead
+    become unusable after a recorded change, as in PyTorch."""
     from .views import live_views
-    if not base._requires_grad:
-        return
-    for v in live_views(base):
+    for v in live_views(written if written is not None else base):
         if v is written or v._view_fn is None or "_multi_view" in v.__dict__:
             continue
         if v._nograd_view:
             if tracked:
                 v._stale_view = True
             continue
-        v._grad_fn = AsStridedBackward0((edge_of(base),), (v._view_fn, base._data.shape))
+        vb = v._base
+        if vb is None or not vb._requires_grad:
+            continue
+        v._grad_fn = AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape))
         v._requires_grad = True
         if "_output_nr" in v.__dict__:
             del v.__dict__["_output_nr"]
@@ -296,7 +314,7 @@ def zero_(self):
     if not _recording(self, ()):
         self._data[...] = 0
         self._version[0] += 1
-        if self._base is not None or "_views" in self.__dict__:
+        if self._base is not None or len(self._version) > 1:
             _after_untracked_write(self)
         return self
 
@@ -317,6 +335,8 @@ def _arith(name, fn_name, np_fn):
         if not _recording(self, (other,)) and not args and not kwargs:
             od = other._data if isinstance(other, Tensor) else other
             d = self._data
+            if od.__class__ is np.ndarray:
+                _check_overlap(d, (other,))
             if isinstance(other, Tensor) and od.shape != d.shape:
                 if not _bcast_ok(od.shape, d.shape) or \
                         np.broadcast_shapes(od.shape, d.shape) != d.shape:
@@ -333,7 +353,7 @@ def _arith(name, fn_name, np_fn):
                 _write(self, d)
             np_fn(d, od, out=d, casting="unsafe")
             self._version[0] += 1
-            if self._base is not None or "_views" in self.__dict__:
+            if self._base is not None or len(self._version) > 1:
                 _after_untracked_write(self)
             return self
         if isinstance(other, Tensor):
@@ -380,7 +400,7 @@ def _alpha_inplace(self, other, alpha, fn_name):
         a = alpha if fn_name == "add" else -alpha
         d += (od * a).astype(d.dtype, copy=False) if isinstance(od, np.ndarray) else od * a
         self._version[0] += 1
-        if self._base is not None or "_views" in self.__dict__:
+        if self._base is not None or len(self._version) > 1:
             _after_untracked_write(self)
         return self
     from . import pointwise as P

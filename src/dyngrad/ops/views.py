@@ -48,27 +48,26 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
 
 
 def _register_view(base, view):
-    """Remember ``view`` (weakly) on its base, so an in-place change of the base or of
-    another view can give it a fresh history, as PyTorch regenerates a view's grad_fn."""
-    d = base.__dict__
-    views = d.get("_views")
-    if views is None:
-        d["_views"] = [_weakref(view)]
+    """Remember ``view`` (weakly) beside the version counter it shares with its base (and
+    with detach()ed aliases), so any in-place change through any of them can give it a fresh
+    history, as PyTorch regenerates a view's grad_fn when its version moved."""
+    c = view._version
+    if len(c) == 1:
+        c.append([_weakref(view)])
         return
+    views = c[1]
     views.append(_weakref(view))
-    if len(views) >= d.get("_views_cap", 32):
-        alive = [r for r in views if r() is not None]
-        d["_views"] = alive
-        d["_views_cap"] = max(32, 2 * len(alive))
+    if len(views) % 64 == 0:
+        c[1] = [r for r in views if r() is not None]
 
 
-def live_views(base):
-    """The views of ``base`` that are still alive."""
-    views = base.__dict__.get("_views")
-    if not views:
+def live_views(t):
+    """The live views sharing ``t``'s version counter."""
+    c = t._version
+    if len(c) < 2:
         return []
-    out = [v for v in (r() for r in views) if v is not None]
-    base.__dict__["_views"] = [_weakref(v) for v in out]
+    out = [v for v in (r() for r in c[1]) if v is not None]
+    c[1] = [_weakref(v) for v in out]
     return out
 
 
@@ -135,11 +134,13 @@ def view(input, *shape):
 
 @op()
 def reshape(input, *shape):
-    """The data with another shape: a view when possible, else a copy."""
+    """The data with another shape: a view when possible (ViewBackward0 for contiguous input,
+    ReshapeAliasBackward0 otherwise, as PyTorch names them), else a copy (UnsafeViewBackward0)."""
     d = input._data
     new = _infer_shape(shape, d.size)
+    cls = ViewBackward0 if d.flags.c_contiguous else ReshapeAliasBackward0
     if new == d.shape:
-        return make_view(input, d.view(), ViewBackward0, (d.shape,), lambda x: x)
+        return make_view(input, d.view(), cls, (d.shape,), lambda x: x)
     v = d.view()
     try:
         v.shape = new
@@ -148,7 +149,11 @@ def reshape(input, *shape):
         if STATE.enabled and input._requires_grad:
             return record(r, UnsafeViewBackward0Reshape((edge_of(input),), (d.shape,)))
         return _make(r)
-    return make_view(input, v, ViewBackward0, (d.shape,), lambda x, s=new: x.reshape(s))
+    return make_view(input, v, cls, (d.shape,), lambda x, s=new: x.reshape(s))
+
+
+class ReshapeAliasBackward0(ViewBackward0):
+    __slots__ = ()
 
 
 UnsafeViewBackward0Reshape.__name__ = "UnsafeViewBackward0"
