@@ -52,7 +52,12 @@ from .serialization import save, load  # noqa: E402
 from . import utils  # noqa: E402
 from . import cuda, backends  # noqa: E402
 from . import linalg  # noqa: E402
-from .diagnose import diagnose  # noqa: E402
+
+
+def diagnose(model, loss=None):
+    """Check a model's graph health (see ``dyngrad.diagnose.diagnose``); imported lazily."""
+    from .diagnose import diagnose as _diagnose
+    return _diagnose(model, loss)
 
 
 def numel(input) -> int:

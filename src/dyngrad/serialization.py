@@ -8,10 +8,8 @@ renamed over the target, so a failed save leaves an existing file whole.
 from __future__ import annotations
 
 import io
-import json
 import os
 import struct
-import tempfile
 from collections import OrderedDict
 
 import numpy as np
@@ -101,6 +99,7 @@ def _decode(node, tensors):
 
 # --- the safetensors container ----------------------------------------------------------
 def _to_bytes(arrays: dict, metadata: dict) -> bytes:
+    import json  # imported on first use: keeps `import dyngrad` fast
     try:
         from safetensors.numpy import save as st_save
     except ImportError:
@@ -124,6 +123,7 @@ def _to_bytes(arrays: dict, metadata: dict) -> bytes:
 
 
 def _from_bytes(buf: bytes, name: str):
+    import json  # imported on first use: keeps `import dyngrad` fast
     if len(buf) < 8:
         raise CheckpointError(f"{name}: file is too short ({len(buf)} bytes) to be a dyngrad "
                               f"checkpoint; it is truncated or not a checkpoint")
@@ -164,6 +164,8 @@ def _from_bytes(buf: bytes, name: str):
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
     """Save tensors / state dicts / nested containers to ``f`` (a path or a binary file)."""
+    import json
+    import tempfile  # both imported on first use: keeps `import dyngrad` fast
     tensors: dict = {}
     structure = _encode(obj, tensors, "obj")
     arrays = {k: _c_order(t._data) for k, t in tensors.items()}
@@ -192,6 +194,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
     """Load what ``save`` wrote.  Never unpickles: foreign, truncated or corrupt files raise
     ``CheckpointError`` (a RuntimeError) naming the file."""
+    import json  # imported on first use: keeps `import dyngrad` fast
     if hasattr(f, "read"):
         buf = f.read()
         name = getattr(f, "name", "<file object>")
