@@ -55,8 +55,8 @@ from . import linalg  # noqa: E402
 
 
 def diagnose(model, loss=None):
-    """Check a model's graph health (see ``dyngrad.diagnose.diagnose``); imported lazily."""
-    from .diagnose import diagnose as _diagnose
+    """Check a model's graph health (see ``dyngrad.diagnosis``); imported on first use."""
+    from .diagnosis import diagnose as _diagnose
     return _diagnose(model, loss)
 
 
