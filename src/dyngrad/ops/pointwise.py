@@ -670,8 +670,10 @@ class CloneBackward0(Node):
 
 @op()
 def clone(input, *, memory_format=None):
-    """A copy with its own storage; CloneBackward0."""
-    d = input._data.copy()
+    """A copy with its own storage, keeping the memory layout (PyTorch's preserve_format);
+    CloneBackward0."""
+    src = input._data
+    d = src.copy(order="K" if memory_format != "torch.contiguous_format" else "C")
     if STATE.enabled and input._requires_grad:
         return record(d, CloneBackward0((edge_of(input),), ()))
     return _make(d)
@@ -682,7 +684,7 @@ def contiguous(input, memory_format=None):
     """Self when already contiguous, else a contiguous copy."""
     if input._data.flags.c_contiguous:
         return input
-    return clone(input)
+    return clone(input, memory_format="torch.contiguous_format")
 
 
 # --- comparisons and logical ops (never differentiable) --------------------------------
