@@ -49,15 +49,6 @@ def _tensor_cls():
     return _TENSOR_CLS[0]
 
 
-def Variable(data, requires_grad=False, volatile=False):
-    """Deprecated alias kept for old code: returns the tensor itself (with the flag set)."""
-    Tensor = _tensor_cls()
-    t = data if isinstance(data, Tensor) else Tensor._make(np.asarray(data))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
-
-
 class _VariableMeta(type):
     def __instancecheck__(cls, obj):
         return isinstance(obj, _tensor_cls())
@@ -69,6 +60,7 @@ Variable = _VariableMeta("Variable", (), {"__new__": lambda cls, data=None, requ
 
 
 def _variable_new(data, requires_grad):
+    """``Variable(t, requires_grad=...)``: the tensor itself, with the flag set."""
     Tensor = _tensor_cls()
     t = data if isinstance(data, Tensor) else Tensor._make(np.asarray(data))
     if requires_grad:
