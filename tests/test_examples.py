@@ -17,7 +17,7 @@ sklearn = pytest.importorskip("sklearn")
 
 def test_cnn_on_digits_reaches_97_percent(tmp_path):
     from dyngrad.apps.digits import train
-    _, hist, paths = train("cnn", epochs=15, out=str(tmp_path), progress=False, log=lambda *a: None)
+    _, hist, paths = train("cnn", epochs=30, out=str(tmp_path), progress=False, log=lambda *a: None)
     assert hist.accuracy[-1] >= 0.97, hist.accuracy
     assert os.path.exists(paths["checkpoint"])
     assert os.path.exists(paths["explorer"])

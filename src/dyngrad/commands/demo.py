@@ -6,7 +6,7 @@ HELP = "walk through a small network's graph, then train a CNN on digits (the ma
 
 def add_arguments(p):
     p.add_argument("--out", default="demo-output", help="folder for the outputs")
-    p.add_argument("--epochs", type=int, default=15, help="CNN training epochs")
+    p.add_argument("--epochs", type=int, default=30, help="CNN training epochs")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

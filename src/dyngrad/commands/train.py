@@ -30,7 +30,7 @@ def _positive_float(v):
 
 def add_arguments(p):
     p.add_argument("--model", choices=["mlp", "cnn"], default="cnn", help="network to train")
-    p.add_argument("--epochs", type=_positive_int, default=15, help="number of epochs")
+    p.add_argument("--epochs", type=_positive_int, default=30, help="number of epochs")
     p.add_argument("--lr", type=_positive_float, default=2e-3, help="Adam learning rate")
     p.add_argument("--batch-size", type=_positive_int, default=32, help="mini-batch size")
     p.add_argument("--out", default="demo-output", help="folder for the outputs")
