@@ -139,3 +139,20 @@ def test_optimizer_state_round_trip_continues_identically(tmp_path):
         (w * w).sum().backward()
         o.step()
     assert torch.equal(w1, w2)
+
+
+def test_saved_file_gets_normal_permissions(tmp_path):
+    """The atomic save's private temporary file does not leave the checkpoint private; an
+    existing file keeps its mode."""
+    import os
+    import dyngrad as torch
+    p = tmp_path / "m.safetensors"
+    umask = os.umask(0o022)
+    try:
+        torch.save({"w": torch.ones(2)}, p)
+        assert os.stat(p).st_mode & 0o777 == 0o644
+        os.chmod(p, 0o640)
+        torch.save({"w": torch.zeros(2)}, p)
+        assert os.stat(p).st_mode & 0o777 == 0o640
+    finally:
+        os.umask(umask)

@@ -162,6 +162,17 @@ def _from_bytes(buf: bytes, name: str):
     return arrays, meta
 
 
+def _file_mode(path: str) -> int:
+    """The mode a plainly created file would get (or the existing file's mode): mkstemp's
+    temporary files are private (0600), a saved checkpoint should not be."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
     """Save tensors / state dicts / nested containers to ``f`` (a path or a binary file)."""
     import json
@@ -182,6 +193,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
             fh.write(blob)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _file_mode(path))
         os.replace(tmp, path)
     except BaseException:
         try:
