@@ -40,6 +40,18 @@ class MmBackward0(Node):
 def mm(input, mat2):
     """Matrix product of two 2-D tensors; MmBackward0."""
     a, b = input._data, mat2._data
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype is not b.dtype:
+        _mm_check(a, b)
+    r = a @ b
+    if STATE.enabled and (input._requires_grad or mat2._requires_grad):
+        return record(r, MmBackward0((edge_of(input), edge_of(mat2)),
+                                     (Saved(input) if mat2._requires_grad else None,
+                                      Saved(mat2) if input._requires_grad else None)))
+    return _make(r)
+
+
+def _mm_check(a, b):
+    """mm's argument errors, with PyTorch's messages (only reached when something is off)."""
     if a.ndim != 2:
         raise RuntimeError(f"self must be a matrix, got a {a.ndim}-D tensor of shape {list(a.shape)}")
     if b.ndim != 2:
@@ -48,12 +60,6 @@ def mm(input, mat2):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a.shape)} and "
                            f"{_shape_str(b.shape)})")
     _same_dtype(a, b)
-    r = a @ b
-    if STATE.enabled and (input._requires_grad or mat2._requires_grad):
-        return record(r, MmBackward0((edge_of(input), edge_of(mat2)),
-                                     (Saved(input) if mat2._requires_grad else None,
-                                      Saved(mat2) if input._requires_grad else None)))
-    return _make(r)
 
 
 class MatmulBackward(Node):
