@@ -131,7 +131,15 @@ def bench_table() -> str | None:
                      f"{'met' if it.get('goal_met') else 'missed'}).")
     if mem:
         parts = [f"{k} {v['rss_delta_mb']:.1f} MB" for k, v in mem.items() if v.get("status") == "ok"]
-        lines.append(f"Peak memory of one wide-mlp step (resident-size rise): {', '.join(parts)}.")
+        lines.append(f"Peak memory of one wide-mlp step (resident-size rise over the step, after a "
+                     f"warm-up step): {', '.join(parts)}.")
+        tm = [f"{k} {v['tracemalloc_peak_mb']:.1f} MB" for k, v in mem.items()
+              if v.get("status") == "ok" and v.get("tracemalloc_peak_mb") is not None]
+        if tm:
+            lines.append(f"Arrays alive at the step's peak (tracemalloc): {', '.join(tm)}. dyngrad "
+                         f"keeps freed blocks for reuse (glibc's mmap/trim thresholds raised at "
+                         f"import, `DYNGRAD_MALLOC_TUNING=0` to disable), so a step reuses memory "
+                         f"instead of page-faulting it in again.")
     prof = os.path.join(ROOT, "benchmarks", "results", "profile.txt")
     if os.path.exists(prof):
         with open(prof, encoding="utf-8") as f:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import _dtype
+from ._malloc import tune as _tune_malloc
+_tune_malloc()
+from . import _dtype  # noqa: E402
 from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,
                      complex64, complex128, get_default_dtype, set_default_dtype)
 from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
