@@ -113,8 +113,11 @@ class AddBackward0(Node):
 
     def _bw(self, g, graph):
         _, _, sa, sb, alpha = self._saved
+        ga = g if g.shape == sa else sum_to(g, sa)
+        if self.next_functions[1][0] is None:
+            return ga, None
         gb = g if alpha == 1 else g * alpha
-        return sum_to(g, sa), (sum_to(gb, sb) if self.next_functions[1][0] is not None else None)
+        return ga, (gb if gb.shape == sb else sum_to(gb, sb))
 
 
 class SubBackward0(Node):
@@ -125,8 +128,10 @@ class SubBackward0(Node):
         _, _, sa, sb, alpha = self._saved
         gb = None
         if self.next_functions[1][0] is not None:
-            gb = sum_to(-g if alpha == 1 else g * -alpha, sb)
-        return sum_to(g, sa), gb
+            gb = -g if alpha == 1 else g * -alpha
+            if gb.shape != sb:
+                gb = sum_to(gb, sb)
+        return (g if g.shape == sa else sum_to(g, sa)), gb
 
 
 class RsubBackward1(Node):
