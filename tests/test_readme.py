@@ -1,0 +1,43 @@
+"""The README's quickstart runs and prints what its comments say; docstring examples run."""
+import contextlib
+import doctest
+import io
+import os
+import re
+
+import pytest
+
+import dyngrad
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_quickstart_prints_what_it_says():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    block = re.search(r"## Quickstart\s+```python\n(.*?)```", text, re.S).group(1)
+    lines = block.strip().splitlines()
+    *body, last = lines
+    out = io.StringIO()
+    ns = {}
+    with contextlib.redirect_stdout(out):
+        exec("\n".join(body), ns)
+    printed = out.getvalue().splitlines()
+    expected = [re.sub(r"\s+#.*", "", ln.split("# ", 1)[1]).strip()
+                for ln in body if ln.startswith("print(") and "# " in ln]
+    assert printed[0] == expected[0]
+    assert printed[1].startswith("((<AddBackward0 object at") and "AccumulateGrad" in printed[1]
+    assert printed[2] == expected[2]
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        exec(last.split("#")[0], ns)
+
+
+@pytest.mark.parametrize("module", ["dyngrad.autograd.grad_mode", "dyngrad.autograd.function",
+                                    "dyngrad.autograd.gradcheck", "dyngrad._tensor",
+                                    "dyngrad.nn.parameter", "dyngrad.nn.modules.linear",
+                                    "dyngrad.optim.sgd"])
+def test_docstring_examples(module):
+    import importlib
+    mod = importlib.import_module(module)
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
