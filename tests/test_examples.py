@@ -60,6 +60,10 @@ def _cli(*args):
     (["train", "--model", "resnet"], "invalid choice"),
     (["train", "--lr", "-1"], "positive number"),
     (["train", "--resume", "/nonexistent.ckpt"], "checkpoint not found"),
+    (["demo", "--epochs", "-3"], "positive integer"),
+    (["bench", "--only", "nothing"], "invalid choice"),
+    (["explore", "/nonexistent.py"], "no such script"),
+    (["nosuchcommand"], "invalid choice"),
 ])
 def test_train_bad_arguments_one_line(args, needle):
     r = _cli(*args)

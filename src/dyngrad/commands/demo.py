@@ -6,7 +6,8 @@ HELP = "walk through a small network's graph, then train a CNN on digits (the ma
 
 def add_arguments(p):
     p.add_argument("--out", default="demo-output", help="folder for the outputs")
-    p.add_argument("--epochs", type=int, default=30, help="CNN training epochs")
+    from .train import _positive_int
+    p.add_argument("--epochs", type=_positive_int, default=30, help="CNN training epochs")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -45,10 +46,14 @@ def walkthrough(print=print):
 
 
 def run(args) -> int:
+    from ..cli import UsageError
     walkthrough()
     from ..apps.digits import train
-    _, hist, paths = train("cnn", epochs=args.epochs, out=args.out,
-                           progress=not args.no_progress)
+    try:
+        _, hist, paths = train("cnn", epochs=args.epochs, out=args.out,
+                               progress=not args.no_progress)
+    except (RuntimeError, ValueError, OSError) as e:
+        raise UsageError(str(e).split("\n")[0]) from None
     print("outputs:")
     for k, v in paths.items():
         print(f"{k:>12}: {v}")
