@@ -125,8 +125,7 @@ class Tensor:
         dt = D.DEFAULTS.float if dtype is None else D.to_dtype(dtype)
         if not args:
             data = np.empty((0,), dt.np)
-        elif len(args) == 1 and not isinstance(args[0], (int, np.integer)) and not (
-                isinstance(args[0], (tuple, list)) and isinstance(args[0], Size)):
+        elif len(args) == 1 and not isinstance(args[0], (int, np.integer, Size)):
             a = args[0]
             data = np.array(a._data if isinstance(a, Tensor) else a, dtype=dt.np)
         else:

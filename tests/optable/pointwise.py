@@ -136,4 +136,6 @@ ROWS = [
     OpInfo("logical_xor", lambda a, b: torch.logical_xor(a > 0, b), lambda a, b: np.logical_xor(a > 0, b),
            BC, grad=False),
     OpInfo("logical_not", lambda a: torch.logical_not(a > 0), lambda a: ~(a > 0), U, grad=False),
+    OpInfo("float_power", lambda a: torch.float_power(a, 3), lambda a: np.power(a.astype(np.float64), 3),
+           [S((3, 2)), S(())], "PowBackward0", float32_ok=False),
 ]

@@ -54,8 +54,6 @@ class no_grad(_DecoratorContextManager):
 
     def __init__(self, orig_func=None):
         self.prev = True
-        if orig_func is not None and callable(orig_func):  # used as @no_grad without parentheses
-            self._fn = orig_func
 
     def __enter__(self):
         self.prev = STATE.enabled

@@ -418,7 +418,14 @@ def _rpow(self, other):
     return _make(data)
 
 
-float_power = None
+@op()
+def float_power(input, exponent):
+    """``input ** exponent`` computed in double precision (float64 result), as PyTorch's."""
+    if not _isT(input, Tensor):
+        return pow(input, exponent.to(D.float64))
+    x = input.to(D.float64)
+    e = exponent.to(D.float64) if _isT(exponent, Tensor) else float(exponent)
+    return pow(x, e)
 
 
 # --- unary ----------------------------------------------------------------------------
