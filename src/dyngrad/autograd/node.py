@@ -313,10 +313,6 @@ class AccumulateGrad(Node):
         return acc
 
 
-class GraphRoot(Node):
-    """Not used by the engine; kept for introspection symmetry."""
-
-
 def edge_of(t):
     """The ``(node, input_nr)`` pair that a gradient for tensor ``t`` flows into."""
     fn = t._grad_fn

@@ -248,11 +248,6 @@ class DivBackward0(Node):
         return ga, gb
 
 
-def _true_div(x, y):
-    r = np.true_divide(x, y)
-    return r
-
-
 @op(methods=("__truediv__", "true_divide"))
 def div(input, other, *, rounding_mode=None, out=None):
     """Elementwise true division (integers give floats); DivBackward0."""
