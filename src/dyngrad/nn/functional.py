@@ -346,8 +346,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     logp = log_softmax(input, dim)
     if target._data.dtype.kind == "f":
         if target._data.shape != input._data.shape:
-            raise RuntimeError(f"cross_entropy: target of shape {list(target.shape)} holds "
-                               f"probabilities but input has shape {list(input.shape)}")
+            raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                               f"{target.dtype.name.capitalize()} (cross_entropy: class-index "
+                               f"targets are integers; probability targets must have the input's "
+                               f"shape {list(input.shape)}, got {list(target.shape)})")
         t = target
         if label_smoothing > 0:
             C = input._data.shape[dim]
