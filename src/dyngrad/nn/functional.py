@@ -298,7 +298,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     x = input._data
     t = target._data
     if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype.name.capitalize()}"
+        raise RuntimeError(f"expected scalar type Long but found {D.TYPE_NAMES[target.dtype][:-len('Tensor')]}"
                            if target.dtype.is_floating_point else
                            f"nll_loss: target must hold class indices (Long), got {target.dtype}")
     if x.ndim == 1:
@@ -347,7 +347,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if target._data.dtype.kind == "f":
         if target._data.shape != input._data.shape:
             raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                               f"{target.dtype.name.capitalize()} (cross_entropy: class-index "
+                               f"{D.TYPE_NAMES[target.dtype][:-len('Tensor')]} (cross_entropy: class-index "
                                f"targets are integers; probability targets must have the input's "
                                f"shape {list(input.shape)}, got {list(target.shape)})")
         t = target
