@@ -298,9 +298,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     x = input._data
     t = target._data
     if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {D.TYPE_NAMES[target.dtype][:-len('Tensor')]}"
-                           if target.dtype.is_floating_point else
-                           f"nll_loss: target must hold class indices (Long), got {target.dtype}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{D.TYPE_NAMES[target.dtype][:-len('Tensor')]} (nll_loss targets are "
+                           f"class indices)")
     if x.ndim == 1:
         if t.ndim != 0:
             raise ValueError(f"Expected input batch_size (1) to match target batch_size "
