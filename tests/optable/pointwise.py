@@ -138,4 +138,10 @@ ROWS = [
     OpInfo("logical_not", lambda a: torch.logical_not(a > 0), lambda a: ~(a > 0), U, grad=False),
     OpInfo("float_power", lambda a: torch.float_power(a, 3), lambda a: np.power(a.astype(np.float64), 3),
            [S((3, 2)), S(())], "PowBackward0", float32_ok=False),
+    OpInfo("fmax", torch.fmax, np.fmax, [S((3, 4), (3, 4)), S((3, 4), (4,))], "FmaxBackward0"),
+    OpInfo("fmin", torch.fmin, np.fmin, [S((3, 4), (3, 4)), S((2, 1, 3), (4, 1))], "FminBackward0"),
+    OpInfo("logaddexp", torch.logaddexp, np.logaddexp, [S((3, 4), (3, 4)), S((3, 4), (4,))],
+           "LogaddexpBackward0"),
+    OpInfo("logaddexp2", torch.logaddexp2, np.logaddexp2, [S((3, 4), (3, 4)), S((), (3,))],
+           "Logaddexp2Backward0"),
 ]

@@ -373,6 +373,93 @@ def minimum(input, other):
     return _binary(input, other, np.minimum, MinimumBackward0, True, True)
 
 
+# --- fmax / fmin (NaN-ignoring) and logaddexp ---------------------------------------------
+class FmaxBackward0(Node):
+    """The gradient goes to ``input`` where it was kept (input >= other, or other is NaN)."""
+    __slots__ = ()
+    _sign = 1
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        ad = X.data(sa.get(self, False))
+        bd = X.data(sb.get(self, False))
+        keep_a = ((ad >= bd) if self._sign > 0 else (ad <= bd)) | np.isnan(bd)
+        dt = X.data(g).dtype
+        ka = np.broadcast_to(keep_a, np.shape(g)).astype(dt)
+        ga = sum_to(g * X.const(ka, g), ash) if _needs(self, 0) else None
+        gb = sum_to(g * X.const(1 - ka, g), bsh) if _needs(self, 1) else None
+        return ga, gb
+
+
+class FminBackward0(FmaxBackward0):
+    __slots__ = ()
+    _sign = -1
+
+
+@op()
+def fmax(input, other):
+    """Elementwise maximum that ignores NaN (the other value is taken); FmaxBackward0."""
+    _need_tensor("fmax", other)
+    return _binary(input, other, np.fmax, FmaxBackward0, True, True)
+
+
+@op()
+def fmin(input, other):
+    """Elementwise minimum that ignores NaN (the other value is taken); FminBackward0."""
+    _need_tensor("fmin", other)
+    return _binary(input, other, np.fmin, FminBackward0, True, True)
+
+
+class LogaddexpBackward0(Node):
+    """d/da log(e^a + e^b) = e^(a - y), d/db = e^(b - y)."""
+    __slots__ = ()
+    _scale = 1.0
+
+    def _bw(self, g, graph):
+        sa, sb, sy, ash, bsh = self._saved
+        a = sa.get(self, graph)
+        b = sb.get(self, graph)
+        y = sy.get(self, graph)
+        k = self._scale
+        ga = sum_to(g * X.exp((a - y) * k), ash) if _needs(self, 0) else None
+        gb = sum_to(g * X.exp((b - y) * k), bsh) if _needs(self, 1) else None
+        return ga, gb
+
+
+class Logaddexp2Backward0(LogaddexpBackward0):
+    __slots__ = ()
+    _scale = float(np.log(2.0))
+
+
+def _logaddexp(input, other, fn, cls, name):
+    _need_tensor(name, other)
+    ad, bd, casts = _pair(input, other)
+    if ad.dtype.kind not in "fc":
+        ad, bd = ad.astype(D.DEFAULTS.float.np), bd.astype(D.DEFAULTS.float.np)
+    data = _call2(fn, ad, bd)
+    if STATE.enabled and (input._requires_grad or other._requires_grad):
+        res = record(data, None)
+        node = cls((edge_of(input), edge_of(other)),
+                   (Saved(input), Saved(other), Saved(res, True), ad.shape, bd.shape))
+        if casts is not None:
+            node._casts = casts
+        res._grad_fn = node
+        return notify(res)
+    return Tensor._make(data)
+
+
+@op()
+def logaddexp(input, other):
+    """log(exp(input) + exp(other)) without overflow; LogaddexpBackward0."""
+    return _logaddexp(input, other, np.logaddexp, LogaddexpBackward0, "logaddexp")
+
+
+@op()
+def logaddexp2(input, other):
+    """log2(2**input + 2**other) without overflow; Logaddexp2Backward0."""
+    return _logaddexp(input, other, np.logaddexp2, Logaddexp2Backward0, "logaddexp2")
+
+
 # --- clamp -------------------------------------------------------------------------------
 class ClampBackward1(Node):
     """Scalar bounds: the gradient passes where min <= x <= max."""
