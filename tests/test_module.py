@@ -198,3 +198,16 @@ def test_layers_shapes():
     bound = 1 / 2
     assert np.abs(lin.weight.detach().numpy()).max() <= bound
     assert np.abs(lin.bias.detach().numpy()).max() <= bound
+
+
+def test_lazy_linear_infers_in_features_and_becomes_linear():
+    import dyngrad as torch
+    lin = torch.nn.LazyLinear(3)
+    assert repr(lin) == "LazyLinear(in_features=0, out_features=3, bias=True)"
+    y = lin(torch.ones(2, 5))
+    assert type(lin) is torch.nn.Linear and lin.in_features == 5
+    assert tuple(lin.weight.shape) == (3, 5) and tuple(y.shape) == (2, 3)
+    bound = 1 / 5 ** 0.5
+    assert float(lin.weight.abs().max()) <= bound and float(lin.bias.abs().max()) <= bound
+    y.sum().backward()
+    assert lin.weight.grad is not None

@@ -97,8 +97,36 @@ class Bilinear(Module):
 
 
 class LazyLinear(Linear):
-    """Not supported: shapes must be known when the layer is built."""
+    """A Linear whose ``in_features`` is read from the first input; after that first call it
+    becomes a plain ``Linear`` (as in PyTorch, build optimizers after a dry run)."""
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("LazyLinear is not supported; use Linear(in_features, "
-                                  "out_features)")
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
+        Module.__init__(self)
+        from ..parameter import UninitializedParameter
+        self.in_features = 0
+        self.out_features = out_features
+        self._lazy_dtype = dtype
+        self.weight = UninitializedParameter()
+        if bias:
+            self.bias = UninitializedParameter()
+        else:
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self) -> None:
+        if self.in_features:
+            Linear.reset_parameters(self)
+
+    def forward(self, input):
+        from ..parameter import UninitializedParameter
+        if isinstance(self.weight, UninitializedParameter):
+            self.in_features = int(input.shape[-1])
+            dt = self._lazy_dtype if self._lazy_dtype is not None else input.dtype
+            self.weight = Parameter(empty((self.out_features, self.in_features), dtype=dt))
+            if self.bias is not None:
+                self.bias = Parameter(empty(self.out_features, dtype=dt))
+            Linear.reset_parameters(self)
+            del self.__dict__["_lazy_dtype"]
+            self.__class__ = self.cls_to_become
+        return F.linear(input, self.weight, self.bias)
