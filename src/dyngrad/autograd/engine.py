@@ -130,12 +130,7 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
     bufs_pop = bufs.pop
     bufs_get = bufs.get
     ACC = AccumulateGrad
-    current = [None]
-    try:
-        _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly, current)
-    except BaseException:
-        _flush_ready_leaves(heap, bufs, accs, create_graph, obs, current[0])
-        raise
+    _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly)
     for acc in accs:
         _accumulate(acc, bufs_pop(acc), create_graph, obs)
     return None
@@ -162,7 +157,7 @@ def _flush_ready_leaves(heap, bufs, accs, create_graph, obs, failed):
                 pass
 
 
-def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly, current):
+def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly):
     push = heapq.heappush
     pop = heapq.heappop
     bufs_pop = bufs.pop
@@ -173,17 +168,20 @@ def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly, curre
     simple = obs is None and not anomaly and not create_graph
     while heap:
         node = pop(heap)[1]
-        current[0] = node
         g = bufs_pop(node)
-        if node._saved is None:
-            raise errors.freed_graph(node)
-        if simple and node._plain and node._nout == 1:
-            # the common case: no hooks, no observers, one output, plain backward
-            if type(g) is not _ndarray:
-                g = _asarray(g)
-            outs = node._bw(g, False)
-        else:
-            outs = _run_node(node, g, create_graph, obs, anomaly)
+        try:  # free in CPython 3.11 unless something raises
+            if node._saved is None:
+                raise errors.freed_graph(node)
+            if simple and node._plain and node._nout == 1:
+                # the common case: no hooks, no observers, one output, plain backward
+                if type(g) is not _ndarray:
+                    g = _asarray(g)
+                outs = node._bw(g, False)
+            else:
+                outs = _run_node(node, g, create_graph, obs, anomaly)
+        except BaseException:
+            _flush_ready_leaves(heap, bufs, accs, create_graph, obs, node)
+            raise
         if not retain_graph:
             if node.__class__._release is plain_release:
                 if node._needs_saved:
