@@ -16,6 +16,40 @@ from .module import Module
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
+def _padded_from_packed(psq):
+    """(T, B, *) padded input in the packed (length-sorted) order, and per step either None
+    (every sequence still running) or float masks (running, finished) of shape (B, 1)."""
+    from ..utils.rnn import pad_packed_sequence, PackedSequence
+    sorted_only = PackedSequence(psq.data, psq.batch_sizes, None, None)
+    padded, lengths = pad_packed_sequence(sorted_only)
+    lens = lengths._data
+    B = lens.size
+    masks = []
+    dt = padded._data.dtype
+    from ..._tensor import Tensor
+    for t in range(padded.shape[0]):
+        run = (lens > t)
+        if run.all():
+            masks.append(None)
+        else:
+            m = run.astype(dt).reshape(B, 1)
+            masks.append((Tensor._make(m), Tensor._make(1 - m)))
+    return padded, masks
+
+
+def _repack(out, psq, lstm):
+    """Pack the padded output again and put h_n (and c_n) back in the original order."""
+    from ..utils.rnn import PackedSequence
+    output, hidden = out
+    bs = psq.batch_sizes._data
+    data = _cat([output[t, :int(b)] for t, b in enumerate(bs)], 0)
+    un = psq.unsorted_indices
+    if un is not None:
+        hidden = (tuple(h.index_select(1, un) for h in hidden) if lstm
+                  else hidden.index_select(1, un))
+    return PackedSequence(data, psq.batch_sizes, psq.sorted_indices, psq.unsorted_indices), hidden
+
+
 def _rnn_step(x, h, w_hh, b_hh, relu):
     """One Elman step given ``x`` = W_ih x + b_ih (precomputed)."""
     pre = x + h.matmul(w_hh.t())
@@ -145,6 +179,29 @@ class RNNBase(Module):
     def forward(self, input, hx=None):
         """``input`` (L, N, H_in) (or (N, L, H_in) with batch_first, or unbatched (L, H_in))
         -> (output, h_n) (LSTM: (output, (h_n, c_n)))."""
+        from ..utils.rnn import PackedSequence
+        packed = isinstance(input, PackedSequence)
+        masks = None
+        if packed:
+            # run the padded, length-sorted batch; a sequence's state stops changing after its
+            # last step (and, in reverse, starts at it), so h_n is each sequence's own last state
+            psq = input
+            input, masks = _padded_from_packed(psq)
+            if hx is not None:
+                perm = psq.sorted_indices
+                if perm is not None:
+                    hx = (tuple(h.index_select(1, perm) for h in hx)
+                          if isinstance(hx, (tuple, list)) else hx.index_select(1, perm))
+            saved_batch_first = self.__dict__.get("batch_first")
+            self.__dict__["batch_first"] = False
+            try:
+                out = self._forward_padded(input, hx, masks)
+            finally:
+                self.__dict__["batch_first"] = saved_batch_first
+            return _repack(out, psq, self.mode == "LSTM")
+        return self._forward_padded(input, hx, None)
+
+    def _forward_padded(self, input, hx, masks):
         self._check_input(input)
         batched = input.dim() == 3
         if not batched:
@@ -196,12 +253,18 @@ class RNNBase(Module):
                 seq = [None] * steps
                 order = range(steps - 1, -1, -1) if d == 1 else range(steps)
                 for t in order:
+                    h_prev, c_prev = h, c
                     if lstm:
                         h, c = _lstm_step(xw[t], h, c, w_hh, b_hh, w_hr)
                     elif self.mode == "GRU":
                         h = _gru_step(xw[t], h, w_hh, b_hh)
                     else:
                         h = _rnn_step(xw[t], h, w_hh, b_hh, self.mode == "RNN_RELU")
+                    if masks is not None and masks[t] is not None:
+                        m, keep = masks[t]
+                        h = h * m + h_prev * keep
+                        if lstm:
+                            c = c * m + c_prev * keep
                     seq[t] = h
                 outs.append(_stack(seq, 0) if steps else
                             zeros((0, n, real_h), dtype=input.dtype))
