@@ -113,3 +113,43 @@ def test_subset_concat_random_split():
             return 2
 
     assert len(Plain() + Plain()) == 4
+
+
+def test_workers_give_the_same_batches_in_order():
+    import dyngrad as torch
+    from dyngrad.utils.data import DataLoader, TensorDataset
+    ds = TensorDataset(torch.arange(100.0).view(100, 1), torch.arange(100))
+    plain = [y.tolist() for _, y in DataLoader(ds, batch_size=7)]
+    threaded = [y.tolist() for _, y in DataLoader(ds, batch_size=7, num_workers=3)]
+    assert plain == threaded and len(threaded) == 15
+    g1 = torch.Generator().manual_seed(3)
+    g2 = torch.Generator().manual_seed(3)
+    a = [y.tolist() for _, y in DataLoader(ds, batch_size=10, shuffle=True, generator=g1,
+                                           num_workers=2)]
+    b = [y.tolist() for _, y in DataLoader(ds, batch_size=10, shuffle=True, generator=g2)]
+    assert a == b
+
+
+def test_worker_errors_reach_the_caller_and_worker_info():
+    import pytest
+    import dyngrad as torch
+    from dyngrad.utils.data import DataLoader, Dataset, get_worker_info
+
+    class Bad(Dataset):
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            if i == 5:
+                raise ValueError("bad item 5")
+            return torch.tensor(float(get_worker_info().id))
+
+    with pytest.raises(ValueError, match="bad item 5"):
+        list(DataLoader(Bad(), batch_size=2, num_workers=2))
+    assert get_worker_info() is None
+    seen = []
+    DataLoader(Bad(), batch_size=1, num_workers=2, worker_init_fn=seen.append)
+    first = next(iter(DataLoader(Bad(), batch_size=1, num_workers=2, worker_init_fn=seen.append)))
+    assert first.item() in (0.0, 1.0) and sorted(set(seen)) == [0, 1]
+    with pytest.raises(ValueError, match="prefetch_factor"):
+        DataLoader(Bad(), prefetch_factor=2)

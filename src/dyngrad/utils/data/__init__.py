@@ -317,6 +317,94 @@ def default_convert(data):
 
 
 # -- the loader ----------------------------------------------------------------------------
+_WORKER = __import__("threading").local()
+
+
+class WorkerInfo:
+    """What ``get_worker_info()`` returns inside a loader worker."""
+
+    def __init__(self, id, num_workers, seed, dataset):
+        self.id, self.num_workers, self.seed, self.dataset = id, num_workers, seed, dataset
+
+    def __repr__(self):
+        return f"WorkerInfo(id={self.id}, num_workers={self.num_workers})"
+
+
+def get_worker_info():
+    """Inside a DataLoader worker: its id and count; None in the main thread."""
+    return getattr(_WORKER, "info", None)
+
+
+def _threaded(load, keys, num_workers, prefetch, worker_init_fn, dataset=None):
+    """Load batches on ``num_workers`` threads, ``prefetch`` each ahead, in sampler order.
+
+    Workers are threads rather than processes: NumPy releases the GIL in its heavy loops, a
+    dataset needs no pickling, and results come back in order."""
+    import queue
+    import threading
+    keys = iter(keys)
+    lock = threading.Lock()
+    out = {}
+    cond = threading.Condition()
+    state = {"next": 0, "done": False, "error": None}
+    inflight = threading.Semaphore(num_workers * prefetch)
+
+    def worker(wid):
+        _WORKER.info = WorkerInfo(wid, num_workers, wid, dataset)
+        if worker_init_fn is not None:
+            worker_init_fn(wid)
+        while True:
+            inflight.acquire()
+            with lock:
+                if state["done"] or state["error"] is not None:
+                    inflight.release()
+                    return
+                try:
+                    k = next(keys)
+                except StopIteration:
+                    state["done"] = True
+                    inflight.release()
+                    with cond:
+                        cond.notify_all()
+                    return
+                n = state["next"]
+                state["next"] += 1
+            try:
+                r = load(k)
+            except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
+                with cond:
+                    state["error"] = e
+                    cond.notify_all()
+                return
+            with cond:
+                out[n] = r
+                cond.notify_all()
+
+    threads = [threading.Thread(target=worker, args=(w,), daemon=True) for w in range(num_workers)]
+    for t in threads:
+        t.start()
+    i = 0
+    try:
+        while True:
+            with cond:
+                while i not in out and state["error"] is None and not (
+                        state["done"] and i >= state["next"]):
+                    cond.wait()
+                if state["error"] is not None:
+                    raise state["error"]
+                if i not in out:
+                    return
+                r = out.pop(i)
+            inflight.release()
+            i += 1
+            yield r
+    finally:
+        with lock:
+            state["done"] = True
+        for _ in threads:
+            inflight.release()
+
+
 class DataLoader:
     """Iterate over a dataset in batches (optionally shuffled with a seeded generator).
 
@@ -343,6 +431,12 @@ class DataLoader:
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.generator = generator
+        if prefetch_factor is not None and num_workers == 0:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set "
+                             "prefetch_factor to None.")
+        self.prefetch_factor = prefetch_factor if prefetch_factor is not None else (
+            2 if num_workers > 0 else None)
         iterable = isinstance(dataset, IterableDataset)
         self._iterable = iterable
         if iterable:
@@ -407,12 +501,22 @@ class DataLoader:
             return
         if self._auto_collation:
             getitems = getattr(ds, "__getitems__", None)
-            for idx in self.batch_sampler:
-                samples = getitems(idx) if getitems else [ds[i] for i in idx]
-                yield self.collate_fn(samples)
+
+            def load(idx):
+                return self.collate_fn(getitems(idx) if getitems else [ds[i] for i in idx])
+
+            keys = self.batch_sampler
         else:
-            for i in self.sampler:
-                yield self.collate_fn(ds[i])
+            def load(i):
+                return self.collate_fn(ds[i])
+
+            keys = self.sampler
+        if self.num_workers > 0:
+            yield from _threaded(load, keys, self.num_workers, self.prefetch_factor or 2,
+                                 self.worker_init_fn, self.dataset)
+            return
+        for k in keys:
+            yield load(k)
 
     def __len__(self):
         if self._iterable:
