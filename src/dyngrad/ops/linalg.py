@@ -67,24 +67,25 @@ class MatmulBackward(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sa, sb = self._saved
-        a = sa.get(self, graph)
-        b = sb.get(self, graph)
-        ash, bsh = tuple(a.shape), tuple(b.shape)
-        a2 = a.reshape((1,) + ash) if len(ash) == 1 else a
-        b2 = b.reshape(bsh + (1,)) if len(bsh) == 1 else b
+        sa, sb, ash, bsh = self._saved
+        a = sa.get(self, graph) if sa is not None else None
+        b = sb.get(self, graph) if sb is not None else None
+        a2 = a if a is None or len(ash) != 1 else a.reshape((1,) + ash)
+        b2 = b if b is None or len(bsh) != 1 else b.reshape(bsh + (1,))
         g2 = g
         if len(ash) == 1 and len(bsh) == 1:
-            return g * b, g * a
+            return (g * b if b is not None else None), (g * a if a is not None else None)
+        a2shape = (1,) + ash if len(ash) == 1 else ash
+        b2shape = bsh + (1,) if len(bsh) == 1 else bsh
         if len(ash) == 1:
             g2 = g2.reshape(tuple(g.shape[:-1]) + (1, g.shape[-1]))
         if len(bsh) == 1:
             g2 = g2.reshape(tuple(g2.shape) + (1,))
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = sum_to(X.matmul(g2, X.transpose_last(b2)), a2.shape).reshape(ash)
+            ga = sum_to(X.matmul(g2, X.transpose_last(b2)), a2shape).reshape(ash)
         if self.next_functions[1][0] is not None:
-            gb = sum_to(X.matmul(X.transpose_last(a2), g2), b2.shape).reshape(bsh)
+            gb = sum_to(X.matmul(X.transpose_last(a2), g2), b2shape).reshape(bsh)
         return ga, gb
 
 
@@ -169,7 +170,11 @@ def matmul(input, other, _cls=None):
             cls = CloneBackward0Matmul
         else:
             cls = UnsafeViewBackward0
-        return record(r, cls((edge_of(input), edge_of(other)), (Saved(input), Saved(other))))
+        # each operand is kept only if the other's gradient needs it, as PyTorch does
+        return record(r, cls((edge_of(input), edge_of(other)),
+                             (Saved(input) if other._requires_grad else None,
+                              Saved(other) if input._requires_grad else None,
+                              a.shape, b.shape)))
     return _make(r)
 
 
