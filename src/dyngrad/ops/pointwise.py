@@ -257,7 +257,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         a, b = input, other
         if a._data.dtype.kind in "biu" and b._data.dtype.kind in "biu":
             a, b = a.to(D.DEFAULTS.float), b.to(D.DEFAULTS.float)
-        r = _binary(a, b, np.true_divide, DivBackward0, True, True)
+        r = _binary(a, b, np.true_divide, DivBackward0, b._requires_grad, True)
         return _out(r, out)
     if not _scalar_ok(other):
         return NotImplemented
