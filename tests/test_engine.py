@@ -60,3 +60,23 @@ def test_million_node_chain():
         y = y * 1.0
     y.backward()
     assert x.grad.item() == 1.0
+
+
+def test_no_version_error_for_operands_whose_gradient_is_not_needed():
+    # div keeps the numerator only for the denominator's gradient; mv keeps the matrix only
+    # for the vector's: changing them in place afterwards is fine, as in PyTorch
+    a = torch.ones(3, requires_grad=True) * 1
+    c = a / torch.full((3,), 2.0)
+    a.mul_(3)
+    c.sum().backward()
+    m = torch.ones(2, 3, requires_grad=True) * 1
+    v = torch.ones(3)
+    r = m.matmul(v)
+    m.mul_(2)
+    r.sum().backward()
+    # but a saved operand that is needed is still checked
+    b = torch.ones(3, requires_grad=True) * 1
+    d = torch.ones(3, requires_grad=True) / b
+    b.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        d.sum().backward()
