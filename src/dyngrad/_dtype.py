@@ -55,6 +55,11 @@ TYPE_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", float16: "HalfTen
               complex128: "ComplexDoubleTensor"}
 
 
+def scalar_type_name(np_dtype) -> str:
+    """PyTorch's scalar type name of a NumPy dtype, as its messages print it ("Float", "Long")."""
+    return TYPE_NAMES[FROM_NP[np.dtype(np_dtype)]][:-len("Tensor")]
+
+
 def _by_name(name: str) -> dtype:
     return _NAMES[name]
 

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Number
 
 import numpy as np
 
 from . import _dtype as D
 from ._random import rng
 from ._tensor import Size, Tensor, _check_device
-from .autograd import errors
 
 _make = Tensor._make
 

@@ -14,7 +14,6 @@ import numpy as np
 
 from . import _dtype as D
 from .autograd import errors
-from .autograd.grad_mode import STATE
 from .autograd.engine import run_backward as _run_backward
 
 _ONES: dict = {}
@@ -311,11 +310,6 @@ class Tensor:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._data = value._data
-
-    @property
-    def _is_view_of_leaf(self):
-        b = self._base
-        return b is not None and b._grad_fn is None and b._requires_grad
 
     # -- metadata --------------------------------------------------------------------
     @property

@@ -7,7 +7,6 @@ renamed over the target, so a failed save leaves an existing file whole.
 """
 from __future__ import annotations
 
-import io
 import os
 import struct
 from collections import OrderedDict

@@ -145,7 +145,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     from .engine import run_backward
     outs = _as_list(outputs)
     ins = _as_list(inputs)
-    single = not isinstance(inputs, (list, tuple))
     gos = _as_list(grad_outputs) if grad_outputs is not None else [None] * len(outs)
     if len(gos) != len(outs):
         raise RuntimeError(f"grad_outputs must be the same length as outputs: {len(gos)} vs "

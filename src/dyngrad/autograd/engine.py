@@ -113,7 +113,6 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
     bufs = {}
     heap = []
     push = heapq.heappush
-    pop = heapq.heappop
     accs = []
     for t, g in zip(roots, grads):
         fn, nr = edge_of(t)
@@ -126,13 +125,9 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
                 push(heap, (-fn._seq, fn))
         _deposit(bufs, fn, nr, g)
     obs = HOOKS.observer
-    anomaly = HOOKS.anomaly
-    bufs_pop = bufs.pop
-    bufs_get = bufs.get
-    ACC = AccumulateGrad
-    _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly)
+    _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, HOOKS.anomaly)
     for acc in accs:
-        _accumulate(acc, bufs_pop(acc), create_graph, obs)
+        _accumulate(acc, bufs.pop(acc), create_graph, obs)
     return None
 
 
@@ -239,8 +234,8 @@ def _run_node(node, g, create_graph, obs, anomaly):
 
 
 def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused, edge_of):
-    if inputs is None:
-        return _run_fast(roots, grads, retain_graph, create_graph, edge_of)
+    """backward(inputs=...) and autograd.grad: count dependencies, run only what reaches
+    the inputs, and capture (or accumulate) their gradients."""
     bufs = {}
     root_nodes = []
     for t, g in zip(roots, grads):

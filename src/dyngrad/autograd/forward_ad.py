@@ -155,7 +155,6 @@ def unpack_dual(tensor, *, level=None):
         primal = Tensor._make(tensor._data)
         primal._version = tensor._version
     else:
-        from .grad_mode import no_grad
         primal = Tensor._make(tensor._data)
         primal._version = tensor._version
         if tensor.requires_grad:

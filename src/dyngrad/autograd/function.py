@@ -9,7 +9,7 @@ import numpy as np
 
 from . import errors
 from .grad_mode import STATE
-from .node import Node, Saved, edge_of, NO_EDGE
+from .node import Node, Saved, edge_of
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
            "InplaceFunction", "NestedIOFunction"]

@@ -92,7 +92,6 @@ def _forward(fn, inputs):
     """Forward mode: J[i][j] from one-hot tangents through ``forward_ad``."""
     from . import forward_ad as fwAD
     Tensor = _T()
-    outs_shape = None
     jac = []
     for i, t in enumerate(inputs):
         if not (isinstance(t, Tensor) and t.requires_grad):

@@ -122,9 +122,6 @@ class Node:
             raise errors.freed_graph(self)
         return s
 
-    def _is_freed(self) -> bool:
-        return self._saved is None
-
     @property
     def saved_tensors_info(self) -> list:
         """Describe the values saved for backward: ``[(name, shape, dtype), ...]``."""

@@ -299,7 +299,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     t = target._data
     if t.dtype.kind not in "iu":
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                           f"{D.TYPE_NAMES[target.dtype][:-len('Tensor')]} (nll_loss targets are "
+                           f"{D.scalar_type_name(target._data.dtype)} (nll_loss targets are "
                            f"class indices)")
     if x.ndim == 1:
         if t.ndim != 0:
@@ -347,7 +347,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if target._data.dtype.kind == "f":
         if target._data.shape != input._data.shape:
             raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                               f"{D.TYPE_NAMES[target.dtype][:-len('Tensor')]} (cross_entropy: class-index "
+                               f"{D.scalar_type_name(target._data.dtype)} (cross_entropy: class-index "
                                f"targets are integers; probability targets must have the input's "
                                f"shape {list(input.shape)}, got {list(target.shape)})")
         t = target

@@ -133,6 +133,16 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
     return uniform_(tensor, -bound, bound, generator)
 
 
+def _layer_default_(weight, bias) -> None:
+    """PyTorch's default init of Linear and convolution layers: kaiming_uniform_(a=sqrt(5))
+    for the weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
+
+
 def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator=None):
     if 0 in tensor.shape:

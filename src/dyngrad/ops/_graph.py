@@ -11,8 +11,8 @@ from ..autograd.node import Node, Saved, edge_of, NO_EDGE
 
 _make = Tensor._make
 
-__all__ = ["Node", "Saved", "edge_of", "NO_EDGE", "STATE", "Tensor", "out", "record",
-           "sum_to", "as_float", "fdtype", "grad_dtype", "RECORD_HOOKS", "notify"]
+__all__ = ["Node", "Saved", "edge_of", "NO_EDGE", "STATE", "Tensor", "record",
+           "sum_to", "as_float", "grad_dtype", "RECORD_HOOKS", "notify"]
 
 
 # Observers of graph construction: callables ``hook(tensor, node)`` run after every recorded
@@ -37,16 +37,6 @@ def notify(t):
         for h in RECORD_HOOKS:
             h(t, t._grad_fn)
     return t
-
-
-def out(data, node_cls, inputs, saved=()):
-    """Wrap ``data``; record ``node_cls`` when grad mode is on and an input requires grad."""
-    if STATE.enabled:
-        for t in inputs:
-            if t is not None and t._requires_grad:
-                nf = tuple(NO_EDGE if x is None else edge_of(x) for x in inputs)
-                return record(data, node_cls(nf, saved))
-    return _make(data)
 
 
 def sum_to(g, shape):
@@ -91,11 +81,6 @@ def broadcast_view(g, shape):
     r = np.ndarray(shape, g.dtype, g, 0, tuple(strides))
     r.flags.writeable = False
     return r
-
-
-def fdtype(arr):
-    """The floating dtype an op on ``arr`` computes in (default float for ints and bools)."""
-    return arr.dtype if arr.dtype.kind in "fc" else DEFAULTS.float.np
 
 
 def as_float(arr):

@@ -334,24 +334,33 @@ def copysign(input, other):
 
 
 # --- maximum / minimum ------------------------------------------------------------------
-class MaximumBackward0(Node):
+class _ChoiceBackward(Node):
+    """Backward of an elementwise choice between two inputs: each input's gradient is the
+    incoming one weighted by how much that input was chosen (``_weights`` says how)."""
     __slots__ = ()
     _sign = 1
 
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
-        ad = X.data(sa.get(self, False))
-        bd = X.data(sb.get(self, False))
+        wa, wb = self._weights(X.data(sa.get(self, False)), X.data(sb.get(self, False)))
         dt = X.data(g).dtype
-        half = 0.5 * (ad == bd)
         ga = gb = None
         if _needs(self, 0):
-            wa = np.broadcast_to((ad > bd if self._sign > 0 else ad < bd) + half, np.shape(g))
-            ga = sum_to(g * X.const(wa.astype(dt), g), ash)
+            ga = sum_to(g * X.const(np.broadcast_to(wa, np.shape(g)).astype(dt), g), ash)
         if _needs(self, 1):
-            wb = np.broadcast_to((bd > ad if self._sign > 0 else bd < ad) + half, np.shape(g))
-            gb = sum_to(g * X.const(wb.astype(dt), g), bsh)
+            gb = sum_to(g * X.const(np.broadcast_to(wb, np.shape(g)).astype(dt), g), bsh)
         return ga, gb
+
+
+class MaximumBackward0(_ChoiceBackward):
+    """Ties split the gradient evenly."""
+    __slots__ = ()
+
+    def _weights(self, ad, bd):
+        half = 0.5 * (ad == bd)
+        if self._sign > 0:
+            return (ad > bd) + half, (bd > ad) + half
+        return (ad < bd) + half, (bd < ad) + half
 
 
 class MinimumBackward0(MaximumBackward0):
@@ -374,21 +383,13 @@ def minimum(input, other):
 
 
 # --- fmax / fmin (NaN-ignoring) and logaddexp ---------------------------------------------
-class FmaxBackward0(Node):
-    """The gradient goes to ``input`` where it was kept (input >= other, or other is NaN)."""
+class FmaxBackward0(_ChoiceBackward):
+    """The gradient goes to ``input`` where it was kept (it won, tied, or other is NaN)."""
     __slots__ = ()
-    _sign = 1
 
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        ad = X.data(sa.get(self, False))
-        bd = X.data(sb.get(self, False))
+    def _weights(self, ad, bd):
         keep_a = ((ad >= bd) if self._sign > 0 else (ad <= bd)) | np.isnan(bd)
-        dt = X.data(g).dtype
-        ka = np.broadcast_to(keep_a, np.shape(g)).astype(dt)
-        ga = sum_to(g * X.const(ka, g), ash) if _needs(self, 0) else None
-        gb = sum_to(g * X.const(1 - ka, g), bsh) if _needs(self, 1) else None
-        return ga, gb
+        return keep_a, ~keep_a
 
 
 class FminBackward0(FmaxBackward0):

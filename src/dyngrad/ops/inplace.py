@@ -19,20 +19,8 @@ _may_share = np.may_share_memory
 
 def _check_cast(dst, src_dtype):
     if not np.can_cast(src_dtype, dst.dtype, casting="same_kind") and dst.dtype != np.bool_:
-        raise RuntimeError(f"result type {_tname(src_dtype)} can't be cast to the desired output "
-                           f"type {_tname(dst.dtype)}")
-
-
-def _tname(npdt):
-    names = {"f": "Float", "i": "Long", "b": "Bool", "u": "Byte", "c": "ComplexFloat"}
-    d = np.dtype(npdt)
-    if d == np.float64:
-        return "Double"
-    if d == np.int32:
-        return "Int"
-    if d == np.float16:
-        return "Half"
-    return names.get(d.kind, str(d))
+        raise RuntimeError(f"result type {D.scalar_type_name(src_dtype)} can't be cast to the "
+                           f"desired output type {D.scalar_type_name(dst.dtype)}")
 
 
 def _recording(self, args):
@@ -77,12 +65,7 @@ def apply(self, fn, *args, **kwargs):
     if args:
         _check_overlap(self._data, args)
     if not _recording(self, args):
-        from ..autograd.grad_mode import no_grad
-        if STATE.enabled:
-            r = fn(self, *args, **kwargs)
-        else:
-            r = fn(self, *args, **kwargs)
-        _write(self, r._data)
+        _write(self, fn(self, *args, **kwargs)._data)
         _after_untracked_write(self)
         return self
     if self._nograd_view:
@@ -140,6 +123,8 @@ def _after_untracked_write(t):
     changes the version the views' histories were made for: like PyTorch, a view that has a
     history gets a fresh one reading its region of the base."""
     base = t._base
+    if base is None and len(t._version) == 1:  # not a view, and no views of it
+        return
     if base is not None:
         if t._grad_fn is not None and t._view_fn is not None and "_multi_view" not in t.__dict__:
             t._grad_fn = AsStridedBackward0((edge_of(base),), (t._view_fn, base._data.shape))
@@ -314,8 +299,7 @@ def zero_(self):
     if not _recording(self, ()):
         self._data[...] = 0
         self._version[0] += 1
-        if self._base is not None or len(self._version) > 1:
-            _after_untracked_write(self)
+        _after_untracked_write(self)
         return self
 
     def z(old):
@@ -343,18 +327,17 @@ def _arith(name, fn_name, np_fn):
                     _bad_bcast(d, od)
             if np_fn is np.true_divide and d.dtype.kind in "biu":
                 raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                                   f"{_tname(d.dtype)}")
+                                   f"{D.scalar_type_name(d.dtype)}")
             if isinstance(od, float) and d.dtype.kind in "biu":
                 raise RuntimeError(f"result type Float can't be cast to the desired output type "
-                                   f"{_tname(d.dtype)}")
+                                   f"{D.scalar_type_name(d.dtype)}")
             if isinstance(od, np.ndarray) and od.dtype != d.dtype:
                 _check_cast(d, od.dtype)
             if not d.flags.writeable:
                 _write(self, d)
             np_fn(d, od, out=d, casting="unsafe")
             self._version[0] += 1
-            if self._base is not None or len(self._version) > 1:
-                _after_untracked_write(self)
+            _after_untracked_write(self)
             return self
         if isinstance(other, Tensor):
             sh = np.broadcast_shapes(other._data.shape, self._data.shape) \
@@ -400,8 +383,7 @@ def _alpha_inplace(self, other, alpha, fn_name):
         a = alpha if fn_name == "add" else -alpha
         d += (od * a).astype(d.dtype, copy=False) if isinstance(od, np.ndarray) else od * a
         self._version[0] += 1
-        if self._base is not None or len(self._version) > 1:
-            _after_untracked_write(self)
+        _after_untracked_write(self)
         return self
     from . import pointwise as P
     return apply(self, getattr(P, fn_name), other, alpha=alpha)

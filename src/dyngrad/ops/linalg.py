@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
-from ._graph import STATE, Node, Saved, Tensor, edge_of, record, sum_to, NO_EDGE
+from ._graph import STATE, Node, Saved, Tensor, edge_of, record, sum_to
 from . import _dual as X
-from .pointwise import _pair
 
 _make = Tensor._make
 

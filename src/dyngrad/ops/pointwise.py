@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import (RECORD_HOOKS, notify, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, fdtype, out,
+from ._graph import (RECORD_HOOKS, notify, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of,
                      record, sum_to)
 from . import _dual as X
 

@@ -57,15 +57,21 @@ def axis_linear(x, mats, node_cls, transpose=False):
     return _make(np.ascontiguousarray(y))
 
 
-def _node_pair(name):
-    fwd = type(name, (_AxisLinear,), {"__slots__": (), "__module__": __name__})
-    bwd = type(name.replace("Backward0", "BackwardBackward0"), (_AxisLinear,),
+def _adjoint_pair(name, fwd_base, bwd_base):
+    """Node classes ``name`` and ``<name>Backward``, each the other's backward (so gradients
+    of any order stay exact); both registered in this module."""
+    fwd = type(name, (fwd_base,), {"__slots__": (), "__module__": __name__})
+    bwd = type(name.replace("Backward0", "BackwardBackward0"), (bwd_base,),
                {"__slots__": (), "__module__": __name__})
     fwd._adjoint = bwd
     bwd._adjoint = fwd
     globals()[name] = fwd
     globals()[bwd.__name__] = bwd
     return fwd
+
+
+def _node_pair(name):
+    return _adjoint_pair(name, _AxisLinear, _AxisLinear)
 
 
 AvgPool2DBackward0 = _node_pair("AvgPool2DBackward0")
@@ -248,14 +254,7 @@ def scatter_op(g, idx, xshape, unique, nl, node_cls):
 
 
 def _gather_pair(name):
-    fwd = type(name, (_Gather,), {"__slots__": (), "__module__": __name__})
-    bwd = type(name.replace("Backward0", "BackwardBackward0"), (_Scatter,),
-               {"__slots__": (), "__module__": __name__})
-    fwd._adjoint = bwd
-    bwd._adjoint = fwd
-    globals()[name] = fwd
-    globals()[bwd.__name__] = bwd
-    return fwd
+    return _adjoint_pair(name, _Gather, _Scatter)
 
 
 MaxPool2DWithIndicesBackward0 = _gather_pair("MaxPool2DWithIndicesBackward0")

@@ -175,10 +175,6 @@ def _count(shape, dims):
     return n
 
 
-def _tname(npdt):
-    return D.TYPE_NAMES[D.FROM_NP[npdt]].replace("Tensor", "")
-
-
 def _nonempty(name, d, dims):
     for k in dims:
         if d.shape[k] == 0:
@@ -594,7 +590,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         d = d.astype(D.to_dtype(dtype).np)
     if d.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_tname(d.dtype)}")
+                           f"input. Got {D.scalar_type_name(d.dtype)}")
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got '{ord}'")
     p = float(ord)

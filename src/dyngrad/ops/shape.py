@@ -700,7 +700,6 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 
 def _embed_shape(shape, offset, d1, d2):
-    nd = len(shape) + 1
     n = shape[-1] + abs(offset)
     out = list(shape[:-1])
     for k in sorted((d1, d2)):

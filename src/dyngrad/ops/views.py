@@ -8,7 +8,6 @@ import numpy as np
 
 from . import op
 from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
-from . import _dual as X
 from .._tensor import Size, _dim
 
 _make = Tensor._make

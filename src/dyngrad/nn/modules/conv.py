@@ -1,7 +1,6 @@
 """Convolution layers: ``Conv1d``, ``Conv2d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
 from __future__ import annotations
 
-import math
 
 from ..._factories import empty
 from .. import functional as F
@@ -66,12 +65,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._layer_default_(self.weight, self.bias)
 
     def extra_repr(self) -> str:
         n = self._nd
@@ -106,25 +100,29 @@ class _ConvNd(Module):
         return F.pad(input, pads, mode=self.padding_mode), 0
 
 
-class Conv1d(_ConvNd):
-    """1-d convolution over (N, C, L) input."""
+class _Conv(_ConvNd):
+    """Forward of the (non-transposed) convolutions: padding modes other than zeros pad
+    first, then ``_conv`` runs with no padding."""
 
-    _nd = 1
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, padding_mode, device, dtype)
+    _conv = None
 
     def forward(self, input):
         if self.padding_mode != "zeros":
             x, p = self._pad_input(input)
-            return F.conv1d(x, self.weight, self.bias, self.stride, p, self.dilation, self.groups)
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+            return self._conv(x, self.weight, self.bias, self.stride, p, self.dilation,
+                              self.groups)
+        return self._conv(input, self.weight, self.bias, self.stride, self.padding,
+                          self.dilation, self.groups)
 
 
-class Conv2d(_ConvNd):
+class Conv1d(_Conv):
+    """1-d convolution over (N, C, L) input."""
+
+    _nd = 1
+    _conv = staticmethod(F.conv1d)
+
+
+class Conv2d(_Conv):
     """2-d convolution over (N, C, H, W) input.
 
     >>> import dyngrad as torch
@@ -133,18 +131,7 @@ class Conv2d(_ConvNd):
     """
 
     _nd = 2
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, padding_mode, device, dtype)
-
-    def forward(self, input):
-        if self.padding_mode != "zeros":
-            x, p = self._pad_input(input)
-            return F.conv2d(x, self.weight, self.bias, self.stride, p, self.dilation, self.groups)
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+    _conv = staticmethod(F.conv2d)
 
 
 class _ConvTransposeNd(_ConvNd):
