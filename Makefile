@@ -29,7 +29,7 @@ demo: setup
 	$(VENV)/bin/dyngrad demo
 
 test: setup
-	$(PY) -m pytest
+	DYNGRAD_ORACLE=required $(PY) -m pytest
 
 conformance: setup
 	$(PY) ../shared/conformance/run.py --lib dyngrad

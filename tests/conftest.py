@@ -8,6 +8,11 @@ sys.path.insert(0, ROOT)
 
 import pytest  # noqa: E402
 
+# PyTorch is the oracle of the differential tests.  `make test` (and so CI) sets
+# DYNGRAD_ORACLE=required: a missing torch is then an error, never a silent skip.
+if os.environ.get("DYNGRAD_ORACLE") == "required":
+    import torch  # noqa: F401  (fails loudly when the oracle is not installed)
+
 
 @pytest.fixture(autouse=True)
 def _reset_global_state():
