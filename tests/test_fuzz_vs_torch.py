@@ -1,6 +1,11 @@
-"""Differential fuzzing against PyTorch: seeded random programs (pointwise ops, reductions,
-matmul, views, in-place ops, detach, no_grad blocks) run in dyngrad and in torch; values,
-requires_grad, grad_fn names, step and backward error types, and leaf gradients must agree.
+"""Differential fuzzing against PyTorch: seeded random programs (tests/fuzzlib.py: float32,
+float64 and int64 leaves with 0-d, size-0 and size-1 shapes; pointwise ops with mixed dtypes
+and Python scalars, reductions, softmax, cumulative ops, matmul variants, cat/stack, every
+view op including multi-output ones and views of views, in-place ops on bases and views,
+retain_grad/detach/requires_grad_, no_grad blocks, and double backward through
+``autograd.grad(create_graph=True)``) run in dyngrad and in torch; values and dtypes,
+requires_grad, is_leaf, grad_fn names, each failing step's exception type and leading message,
+backward's error, retained and leaf gradients must agree.
 
 Run (PyTorch installed)::
 
@@ -11,6 +16,10 @@ A failing seed is kept for good with its PyTorch results (replayed without PyTor
 tests/test_fuzz_regressions.py)::
 
     PYTHONPATH=src:. python tests/test_fuzz_vs_torch.py record SEED "what it exposed"
+
+and the recorded cases' PyTorch results are re-taken (after the comparison changes) with::
+
+    PYTHONPATH=src:. python tests/test_fuzz_vs_torch.py refresh
 """
 from __future__ import annotations
 
@@ -28,7 +37,8 @@ else:  # pragma: no cover - the recording command
 import dyngrad  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.test_fuzz_regressions import DATA, compare, describe, generate, run  # noqa: E402
+from tests.fuzzlib import compare, describe, generate, run  # noqa: E402
+from tests.test_fuzz_regressions import DATA  # noqa: E402
 
 SHORT = 150
 LONG = 5000
@@ -87,16 +97,105 @@ def test_view_made_under_no_grad():
     assert _nograd_view_program(dyngrad) == _nograd_view_program(torch)
 
 
+def _outcome(fn):
+    """What a directed check compares: the result, or the exception type and first line."""
+    try:
+        r = fn()
+    except Exception as e:  # noqa: BLE001 - compared with PyTorch's
+        return type(e).__name__, str(e).splitlines()[0]
+    if hasattr(r, "grad_fn"):
+        return r.tolist(), str(r.dtype).split(".")[-1], \
+            None if r.grad_fn is None else type(r.grad_fn).__name__
+    return r
+
+
+INPLACE_SHAPES = [((3, 4), (2, 3, 4)), ((3, 4), (4, 3)), ((3, 1), (3, 4)), ((), (3,)),
+                  ((0, 4), (3, 4)), ((4,), (3,)), ((3, 4), (1, 3, 4)), ((1,), (1, 1)),
+                  ((3, 4), (4,)), ((2, 3), (1, 1, 3))]
+
+
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_", "copy_"])
+@pytest.mark.parametrize("shapes", INPLACE_SHAPES, ids=str)
+def test_inplace_operand_shape_errors(op, shapes):
+    # operands that do not broadcast name the clashing sizes; ones that broadcast to a larger
+    # shape name the output's shape; copy_ keeps no extra leading size-1 dimensions
+    def prog(lib):
+        def f():
+            a = lib.zeros(shapes[0], dtype=lib.float64)
+            getattr(a, op)(lib.ones(shapes[1], dtype=lib.float64) * 2)
+            return a
+        return _outcome(f)
+    assert prog(dyngrad) == prog(torch)
+
+
+@pytest.mark.parametrize("target", ["leaf", "view_of_leaf", "multi_output_view"])
+@pytest.mark.parametrize("op", ["add_", "mul_", "copy_", "sub_alpha"])
+def test_inplace_autograd_misuse_reported_before_shapes(target, op):
+    def prog(lib):
+        def f():
+            x = lib.ones(3, 4, dtype=lib.float64, requires_grad=True)
+            t = {"leaf": lambda: x, "view_of_leaf": lambda: x[1:],
+                 "multi_output_view": lambda: (x * 2).unbind(0)[1]}[target]()
+            bad = lib.ones(5, 2, dtype=lib.float64)
+            if op == "sub_alpha":
+                t.sub_(bad, alpha=2)
+            else:
+                getattr(t, op)(bad)
+        return _outcome(f)
+    assert prog(dyngrad) == prog(torch)
+
+
+def test_indexing_assignment_drops_leading_ones():
+    def prog(lib):
+        def f():
+            a = lib.zeros(2, 3, dtype=lib.float64)
+            a[...] = lib.ones(1, 1, 3, dtype=lib.float64)
+            a[0] = lib.full((1, 3), 2.0, dtype=lib.float64)
+            return a
+        return _outcome(f)
+    assert prog(dyngrad) == prog(torch)
+
+
+def test_fill_node_names_and_gradients():
+    def prog(lib):
+        x = lib.ones(3, dtype=lib.float64, requires_grad=True)
+        v = lib.tensor(2.5, dtype=lib.float64, requires_grad=True)
+        a, b = x * 2, x * 3
+        a.fill_(1.5)
+        b.fill_(v)
+        (a * b).sum().backward()
+        return (type(a.grad_fn).__name__, type(b.grad_fn).__name__, x.grad.tolist(),
+                v.grad.tolist())
+    assert prog(dyngrad) == prog(torch)
+
+
+@pytest.mark.parametrize("shapes", [((12, 2), (2, 3, 1), (3, 4)), ((2, 3, 4), (3, 1), (5,)),
+                                    ((1, 4), (3, 1), (2, 1, 5)), ((3,), (4,), (3,))], ids=str)
+def test_three_operand_broadcast_error_names_first_failing_pair(shapes):
+    def prog(lib):
+        return _outcome(lambda: lib.where(lib.ones(shapes[0]) > 0, lib.ones(shapes[1]),
+                                          lib.ones(shapes[2])))
+    assert prog(dyngrad) == prog(torch)
+
+
 def test_generator_covers_every_kind():
     ops = set()
-    ng = False
+    ng = double = size0 = f32 = i64 = False
     for s in range(SHORT):
         p = generate(s)
         ops |= {st["op"] for st in p["steps"]}
         ng = ng or any(st.get("ng") for st in p["steps"])
-    assert ng
+        double = double or p["mode"] == "double"
+        size0 = size0 or any(0 in l["shape"] for l in p["leaves"])
+        f32 = f32 or any(l["dtype"] == "float32" for l in p["leaves"])
+        i64 = i64 or any(l["dtype"] == "int64" for l in p["leaves"])
+    assert ng and double and size0 and f32 and i64
     for need in ("add", "mul", "mm_t", "sum_dim", "view_flat", "transpose", "index0", "add_",
-                 "setitem", "detach"):
+                 "setitem", "detach", "amax", "amin", "max_dim", "var", "std", "softmax",
+                 "log_softmax", "cumsum", "cumprod", "where", "clamp", "maximum", "logaddexp",
+                 "matmul", "bmm", "cat", "stack", "expand", "narrow", "diagonal", "split",
+                 "chunk", "unbind", "tensor_split", "copy_", "fill_", "zero_", "clamp_",
+                 "setitem_b", "retain_grad", "requires_grad_"):
         assert need in ops, need
 
 
@@ -120,8 +219,23 @@ def record(seed, note):
     print("differences now:", compare(run(dyngrad, prog), exp) or "none")
 
 
+def refresh():
+    """Re-take PyTorch's results of every recorded program (the programs stay as recorded)."""
+    with open(DATA) as fh:
+        doc = json.load(fh)
+    for c in doc["cases"]:
+        c["torch"] = run(torch, c["program"])
+        c["torch_version"] = torch.__version__
+        print(c["program"]["seed"], compare(run(dyngrad, c["program"]), c["torch"]) or "agrees")
+    with open(DATA, "w") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
+
+
 if __name__ == "__main__":  # pragma: no cover
     if len(sys.argv) >= 3 and sys.argv[1] == "record":
         record(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")
+    elif sys.argv[1:] == ["refresh"]:
+        refresh()
     else:
         print(__doc__)

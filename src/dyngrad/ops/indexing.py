@@ -249,7 +249,7 @@ def getitem(self, key):
 
 def setitem(self, key, value):
     """``tensor[key] = value``: an in-place copy into the indexed region (CopySlices)."""
-    from .inplace import copy_, index_put_
+    from .inplace import _copy_into as copy_, index_put_
     if type(key) is slice:
         copy_(getitem(self, key), value)
         return

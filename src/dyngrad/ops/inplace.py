@@ -5,10 +5,13 @@ rewritten -- the tensor's own ``grad_fn`` for a plain tensor, the base's (``Copy
 for a view."""
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import op
 from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
+from ..autograd.node import Saved
 from .views import apply_chain
 from ..autograd import errors
 from .. import _dtype as D
@@ -60,32 +63,56 @@ def _check_overlap(d, args):
                                    "Please clone() the tensor before performing the operation.")
 
 
+def _guard(self):
+    """The autograd misuse errors of a recorded in-place op on ``self``, in PyTorch's order
+    (check_inplace; checked before the operands' shapes)."""
+    base = self._base
+    if base is not None:
+        if self._creation is not None:
+            raise RuntimeError(view_rebase_error(self, False))
+        if self._requires_grad and base._grad_fn is None:
+            raise errors.leaf_inplace(True)
+    if self._grad_fn is None and self._requires_grad:
+        raise errors.leaf_inplace(False)
+
+
+_NO_GRAD_HINT = (" Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+                 "clarify your code by moving both the view and the inplace either both inside the "
+                 "no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+                 "you want the inplace to be tracked).")
+_MULTI_HINT = (" This view is the output of a function that returns multiple views. Such functions "
+               "do not allow the output views to be modified inplace. You should replace the "
+               "inplace operation by an out-of-place one.")
+
+
+def view_rebase_error(v, indirect):
+    """PyTorch's message (handle_view_on_rebase) for a view made under no_grad or by a
+    multi-view op (split, unbind, ...) that is changed in place (``indirect``: through its
+    base or another view)."""
+    from .views import NO_GRAD_MODE
+    fn = v.__dict__.get("_stale_fn", v._grad_fn)
+    what = "its base or another view of its base has been" if indirect else "is being"
+    name = f"Output {v._output_nr} of {errors.short_name(type(fn).__name__)}" if fn is not None         else None
+    if v._creation is NO_GRAD_MODE or fn is None:
+        prefix = f"{name} is a view of a view which was created in" if fn is not None             else "A view was created in"
+        msg = f"{prefix} no_grad mode and {what} modified inplace with grad mode enabled."
+    else:
+        msg = f"{name} is a view and {what} modified inplace."
+    return msg + (_NO_GRAD_HINT if v._creation is NO_GRAD_MODE else _MULTI_HINT)
+
+
 def apply(self, fn, *args, **kwargs):
     """Apply the out-of-place op ``fn(self, *args)`` in place on ``self``."""
+    recording = _recording(self, args)
+    if recording:
+        _guard(self)
     if args:
         _check_overlap(self._data, args)
-    if not _recording(self, args):
+    if not recording:
         _write(self, fn(self, *args, **kwargs)._data)
         _after_untracked_write(self)
         return self
-    if self._nograd_view:
-        raise RuntimeError(
-            "A view was created in no_grad mode and is being modified inplace with grad mode "
-            "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You "
-            "can clarify your code by moving both the view and the inplace either both inside the "
-            "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
-            "want the inplace to be tracked).")
-    if self._grad_fn is None and self._requires_grad:
-        raise errors.leaf_inplace(False)
-    if "_multi_view" in self.__dict__ and self._grad_fn is not None:
-        name = type(self._grad_fn).__name__.replace("Backward0", "")
-        raise RuntimeError(f"Output {self._output_nr} of {name} is a view and is being modified "
-                           f"inplace. This view is the output of a function that returns multiple "
-                           f"views. Such functions do not allow the output views to be modified "
-                           f"inplace. You should replace the inplace operation by an out-of-place one.")
     base = self._base
-    if base is not None and base._grad_fn is None and base._requires_grad:
-        raise errors.leaf_inplace(True)
     snap = _make(self._data.copy())
     snap._requires_grad = self._requires_grad
     snap._grad_fn = self._grad_fn
@@ -100,6 +127,7 @@ def apply(self, fn, *args, **kwargs):
     _write(self, r._data)
     if base is None or self._view_fn is None:
         _set_history(self, node)
+        _own_outputs(node, r, self, True)
         if base is None:
             _refresh_views(self, None)
         return self
@@ -107,15 +135,33 @@ def apply(self, fn, *args, **kwargs):
                     (self._view_fn, node, base._data.shape, base._data.dtype))
     _set_history(base, cs)
     # the view gets a fresh node that reads its region out of the new base history
-    self._grad_fn = AsStridedBackward0(((cs, 0),), (self._view_fn, base._data.shape))
-    self._requires_grad = True
-    if "_output_nr" in self.__dict__:
-        del self.__dict__["_output_nr"]
+    _set_history(self, AsStridedBackward0(((cs, 0),), (self._view_fn, base._data.shape)))
+    _own_outputs(node, r, self, weakref.ref(self._grad_fn))
     _refresh_views(base, self)
     if RECORD_HOOKS:
         notify(base)
         notify(self)
     return self
+
+
+def _own_outputs(node, r, t, fn):
+    """The op's output ``r`` was written into ``t``: what ``node`` saved of it is now ``t``'s
+    storage at its new version (a later in-place change of ``t`` is then caught), whose
+    gradient flows into ``fn`` (True: into ``node`` itself; else a weak reference)."""
+    saved = node._saved
+    if not saved or type(saved) is not tuple:
+        return
+    rd = r._data
+    for s in saved:
+        if type(s) is Saved and s.is_output and s.counter is r._version:
+            if s.value is rd:
+                s.value = t._data
+            s.counter = t._version
+            if s.tensor_ref is None:
+                s.version = t._version[0]
+            else:
+                s.tensor_ref = s.tensor_ref[:2] + (t._version[0],)
+            s.is_output = fn
 
 
 def _after_untracked_write(t):
@@ -126,46 +172,65 @@ def _after_untracked_write(t):
     if base is None and len(t._version) == 1:  # not a view, and no views of it
         return
     if base is not None:
-        if t._grad_fn is not None and t._view_fn is not None and "_multi_view" not in t.__dict__:
-            t._grad_fn = AsStridedBackward0((edge_of(base),), (t._view_fn, base._data.shape))
+        if t._view_fn is not None:
+            _rebase_view(t, base)
         root = base
     else:
         root = t
     if len(t._version) > 1:
-        _refresh_views(root, t, tracked=False)
+        _refresh_views(root, t)
 
 
-def _refresh_views(base, written, tracked=True):
+def _refresh_views(base, written):
     """After an in-place change (recorded or not), give every other live view sharing the
     version counter a fresh node that reads its region of its base's gradient (PyTorch
-    regenerates these lazily; the result is the same).  Views made under no_grad instead
-    become unusable after a recorded change, as in PyTorch."""
+    regenerates these lazily; the result is the same)."""
     from .views import live_views
     for v in live_views(written if written is not None else base):
-        if v is written or v._view_fn is None or "_multi_view" in v.__dict__:
-            continue
-        if v._nograd_view:
-            if tracked:
-                v._stale_view = True
+        if v is written or v._view_fn is None:
             continue
         vb = v._base
-        if vb is None or not vb._requires_grad:
-            continue
-        v._grad_fn = AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape))
-        v._requires_grad = True
-        if "_output_nr" in v.__dict__:
-            del v.__dict__["_output_nr"]
+        if vb is not None:
+            _rebase_view(v, vb)
+
+
+def _rebase_view(v, vb):
+    """A view whose base changed under it: a fresh AsStridedBackward0 history when it has
+    one (or its base requires grad); a view made under no_grad or by a multi-view op
+    becomes unusable instead, with PyTorch's error on its next use."""
+    if v._grad_fn is None and not vb._requires_grad:
+        return
+    if v._creation is not None:
+        if not v._stale_view:
+            v._stale_view = view_rebase_error(v, True)
+            if v._grad_fn is not None:
+                v.__dict__["_stale_fn"] = v._grad_fn  # named by a later in-place error
+                v._grad_fn = None  # edge_of() then raises the error
+            v._requires_grad = True
+        return
+    _set_history(v, AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape)))
 
 
 def _set_history(t, node):
-    retained = t._retains_grad
+    """``t``'s history is now ``node``; a retained gradient moves with it (the old node no
+    longer fills ``t.grad``)."""
+    if t._retains_grad:
+        old = t._grad_fn
+        if old is not None and old._retain is not None:
+            ref = old._retain.get(t._output_nr)
+            if ref is not None and ref() is t:
+                del old._retain[t._output_nr]
+        t._retains_grad = False
+        t._grad_fn = node
+        t._requires_grad = True
+        if "_output_nr" in t.__dict__:
+            del t.__dict__["_output_nr"]
+        t.retain_grad()
+        return
     t._grad_fn = node
     t._requires_grad = True
     if "_output_nr" in t.__dict__:
         del t.__dict__["_output_nr"]
-    if retained:
-        t._retains_grad = False
-        t.retain_grad()
 
 
 class CopySlices(Node):
@@ -237,30 +302,30 @@ class CopyBackwards(Node):
         return z, gs
 
 
-def _copy_fn(old, src):
+def _copy_fn(old, src, node=CopyBackwards, strict=False):
+    """``src`` broadcast into ``old``'s shape and dtype.  Indexing assignment drops a value's
+    leading size-1 dimensions; ``copy_`` itself (``strict``) refuses them, as PyTorch does."""
     if isinstance(src, Tensor):
         sd = src._data
-        if sd.ndim > old._data.ndim and all(s == 1 for s in sd.shape[:sd.ndim - old._data.ndim]):
+        if sd.ndim > old._data.ndim and not strict and \
+                all(s == 1 for s in sd.shape[:sd.ndim - old._data.ndim]):
             sd = sd.reshape(sd.shape[sd.ndim - old._data.ndim:])
         try:
             data = np.broadcast_to(sd, old._data.shape).astype(old._data.dtype, copy=True)
         except ValueError:
-            raise RuntimeError(f"The size of tensor a ({old._data.shape[-1] if old._data.ndim else 1}) "
-                               f"must match the size of tensor b ({sd.shape[-1] if sd.ndim else 1}) "
-                               f"at non-singleton dimension {max(old._data.ndim - 1, 0)}: cannot "
-                               f"copy a tensor of shape {list(sd.shape)} into one of shape "
-                               f"{list(old._data.shape)}") from None
+            _bad_bcast(old, src._data.shape)
         if STATE.enabled and (old._requires_grad or src._requires_grad):
             saved = (sd.shape, sd.dtype) if sd is src._data else (sd.shape, sd.dtype, src._data.shape)
-            return record(data, CopyBackwards((edge_of(old), edge_of(src)), saved))
+            return record(data, node((edge_of(old), edge_of(src)), saved))
         return _make(data)
     data = np.full(old._data.shape, src, dtype=old._data.dtype)
     if STATE.enabled and old._requires_grad:
-        return record(data, FillBackward0((edge_of(old),), ()))
+        return record(data, FillBackward2((edge_of(old),), ()))
     return _make(data)
 
 
-class FillBackward0(Node):
+class FillBackward2(Node):
+    """``fill_`` with a number (PyTorch's node for the in-place Scalar overload)."""
     __slots__ = ()
     _needs_saved = False
 
@@ -268,14 +333,24 @@ class FillBackward0(Node):
         return g * 0,
 
 
+class FillBackward3(CopyBackwards):
+    """``fill_`` with a 0-d tensor: nothing to the tensor filled, the sum to the value."""
+    __slots__ = ()
+
+
 @op(function=False)
 def copy_(self, src, non_blocking=False):
     """Copy ``src`` (broadcast, cast) into this tensor in place."""
+    return _copy_into(self, src, True)
+
+
+def _copy_into(self, src, strict=False):
+    """``copy_``, or (not ``strict``) indexing assignment's copy into the indexed region."""
     if not isinstance(src, Tensor):
         if isinstance(src, (int, float, bool, np.number)):
             return apply(self, _copy_fn, src)
         src = _make(np.asarray(src))
-    return apply(self, _copy_fn, src)
+    return apply(self, _copy_fn, src, CopyBackwards, strict)
 
 
 @op(function=False)
@@ -285,11 +360,11 @@ def fill_(self, value):
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        return apply(self, _copy_fn, value)
+        return apply(self, _copy_fn, value, FillBackward3)
     return apply(self, _copy_fn, value)
 
 
-class ZeroBackward0(FillBackward0):
+class ZeroBackward0(FillBackward2):
     __slots__ = ()
 
 
@@ -324,7 +399,7 @@ def _arith(name, fn_name, np_fn):
             if isinstance(other, Tensor) and od.shape != d.shape:
                 if not _bcast_ok(od.shape, d.shape) or \
                         np.broadcast_shapes(od.shape, d.shape) != d.shape:
-                    _bad_bcast(d, od)
+                    _bad_bcast(self, od.shape)
             if np_fn is np.true_divide and d.dtype.kind in "biu":
                 raise RuntimeError(f"result type Float can't be cast to the desired output type "
                                    f"{D.scalar_type_name(d.dtype)}")
@@ -343,7 +418,7 @@ def _arith(name, fn_name, np_fn):
             sh = np.broadcast_shapes(other._data.shape, self._data.shape) \
                 if _bcast_ok(other._data.shape, self._data.shape) else None
             if sh != self._data.shape:
-                _bad_bcast(self._data, other._data)
+                _bad_bcast(self, other._data.shape, True)
         return apply(self, fn, other, *args, **kwargs)
 
     f.__name__ = name
@@ -359,9 +434,18 @@ def _bcast_ok(a, b):
         return False
 
 
-def _bad_bcast(d, od):
+def _bad_bcast(self, shape, recording=False):
+    """PyTorch's error for an in-place operand of ``shape`` that does not fit ``self``: a
+    recorded op's autograd misuse first, then shapes that do not broadcast at all, then a
+    broadcast shape larger than the tensor written to."""
+    if recording:
+        _guard(self)
+    d = self._data
+    if not _bcast_ok(d.shape, shape):
+        from .pointwise import broadcast_error
+        raise broadcast_error(d.shape, shape)
     raise RuntimeError(f"output with shape {list(d.shape)} doesn't match the broadcast shape "
-                       f"{list(np.broadcast_shapes(d.shape, od.shape)) if _bcast_ok(d.shape, od.shape) else list(od.shape)}")
+                       f"{list(np.broadcast_shapes(d.shape, shape))}")
 
 
 _add_ = _arith("add_", "add", np.add)
@@ -376,7 +460,7 @@ def _alpha_inplace(self, other, alpha, fn_name):
         d, od = self._data, other._data
         if od.shape != d.shape and (not _bcast_ok(od.shape, d.shape)
                                     or np.broadcast_shapes(od.shape, d.shape) != d.shape):
-            _bad_bcast(d, od)
+            _bad_bcast(self, od.shape, _recording(self, (other,)))
     if not _recording(self, (other,)):
         od = other._data if isinstance(other, Tensor) else other
         d = self._data

@@ -42,18 +42,19 @@ def _scalar_data(ad, value):
 
 
 def broadcast_error(*shapes):
-    """PyTorch's error for shapes that do not broadcast (names the first clashing dimension)."""
-    shapes = [tuple(s) for s in shapes]
-    n = max(len(s) for s in shapes)
-    for i in range(1, n + 1):
-        seen = None
-        for s in shapes:
-            if i <= len(s) and s[-i] != 1:
-                if seen is None:
-                    seen = s[-i]
-                elif s[-i] != seen:
-                    return RuntimeError(f"The size of tensor a ({seen}) must match the size of "
-                                        f"tensor b ({s[-i]}) at non-singleton dimension {n - i}")
+    """PyTorch's error for shapes that do not broadcast: the operands are broadcast in order,
+    pairwise, and the first clash (from the last dimension) of the first pair that fails is
+    named."""
+    acc = ()
+    for s in shapes:
+        s = tuple(s)
+        n = max(len(acc), len(s))
+        a, b = (1,) * (n - len(acc)) + acc, (1,) * (n - len(s)) + s
+        for i in range(n - 1, -1, -1):
+            if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+                return RuntimeError(f"The size of tensor a ({a[i]}) must match the size of "
+                                    f"tensor b ({b[i]}) at non-singleton dimension {i}")
+        acc = tuple(y if x == 1 else x for x, y in zip(a, b))
     return RuntimeError(f"shapes {[list(s) for s in shapes]} cannot be broadcast together")
 
 
