@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 
 import pytest
 
@@ -175,6 +176,23 @@ def test_three_operand_broadcast_error_names_first_failing_pair(shapes):
     def prog(lib):
         return _outcome(lambda: lib.where(lib.ones(shapes[0]) > 0, lib.ones(shapes[1]),
                                           lib.ones(shapes[2])))
+    assert prog(dyngrad) == prog(torch)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_leaf_that_stopped_requiring_grad_gets_no_gradient(create_graph):
+    # requires_grad_(False) after the graph was built: hooks still run, no .grad is kept
+    def prog(lib):
+        x = lib.ones(3, dtype=lib.float64, requires_grad=True)
+        w = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        seen = []
+        x.register_hook(lambda g: seen.append(g.tolist()))
+        y = (x * 2).sum() + (w * 3).sum()
+        x.requires_grad_(False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y.backward(create_graph=create_graph)
+        return x.grad, w.grad.tolist(), seen
     assert prog(dyngrad) == prog(torch)
 
 

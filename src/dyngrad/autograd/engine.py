@@ -511,6 +511,8 @@ def _accumulate(acc, g, graph, obs):
     if hooks:
         for hook in list(hooks):
             g = _hooked(hook, hook(g if graph else _wrap(g)), g, graph)
+    if not var._requires_grad:  # requires_grad_(False) after the graph was made: PyTorch
+        return                  # runs the hooks but keeps no gradient
     if graph:
         old = var._grad
         var._grad = g if old is None else old + g
