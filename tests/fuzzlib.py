@@ -900,7 +900,7 @@ def compare(got, exp, rtol=1e-7, atol=1e-9):
     ee = [[k, _lead(m)] for k, m in exp["errors"]]
     if ge != ee:
         gd, ed = dict(map(tuple, ge)), dict(map(tuple, ee))
-        for k in sorted(set(gd) | set(ed), key=str):
+        for k in sorted(set(gd) | set(ed), key=lambda k: (isinstance(k, str), str(k).zfill(6))):
             if gd.get(k) != ed.get(k):
                 diffs.append(f"step {k} error: {gd.get(k)} vs {ed.get(k)}")
     gb, eb = _lead(got["backward_error"]), _lead(exp["backward_error"])

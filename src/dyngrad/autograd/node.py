@@ -64,7 +64,10 @@ class Node:
     the formula builds a differentiable graph; otherwise they are ndarrays.
     """
 
-    __slots__ = ("next_functions", "_saved", "_seq", "_src", "__dict__", "__weakref__")
+    # _odt: the dtype of the output a gradient flowing into this node must have (set when the
+    # output is recorded; None when unknown or for several outputs): the engine casts
+    # incoming gradients to it, as PyTorch's validate_outputs does
+    __slots__ = ("next_functions", "_saved", "_seq", "_src", "_odt", "__dict__", "__weakref__")
     _nout = 1            # number of outputs (multi-output nodes override)
     _needs_saved = True  # False for nodes whose backward uses nothing saved
     # rarely used state: class defaults, set per instance only when needed.  Setting any of
@@ -76,6 +79,7 @@ class Node:
         self.next_functions = next_functions
         self._saved = saved
         self._seq = next(_seq)
+        self._odt = None
         # Where user code created this node: (code, instruction offset) of the first frame
         # outside dyngrad, resolved to file:line only when an error or a viewer asks.  The
         # depth that held last for this class is tried first (and verified), so a hit looks at
@@ -295,6 +299,7 @@ class AccumulateGrad(Node):
         self._saved = ()
         self._seq = ACCUMULATE_PRIORITY + next(_seq)
         self._var = weakref.ref(variable)
+        self._odt = variable._data.dtype
 
     @property
     def variable(self):
