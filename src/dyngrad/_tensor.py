@@ -16,13 +16,7 @@ from . import _dtype as D
 from .autograd import errors
 from .autograd.engine import run_backward as _run_backward
 
-_ONES: dict = {}
-_STALE_VIEW = ("A view was created in no_grad mode and its base or another view of its base has "
-               "been modified inplace with grad mode enabled. Given that this use case is "
-               "ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
-               "both the view and the inplace either both inside the no_grad block (if you don't "
-               "want the inplace to be tracked) or both outside (if you want the inplace to be "
-               "tracked).")  # read-only arrays of ones used as the implicit gradient of a scalar loss
+_ONES: dict = {}  # read-only arrays of ones used as the implicit gradient of a scalar loss
 
 _new = object.__new__
 _ndarray = np.ndarray
@@ -115,7 +109,8 @@ class Tensor:
     _view_fn = None
     _fw_grad = None
     _nograd_view = False   # a view of a tensor requiring grad, made under no_grad
-    _stale_view = False    # such a view after its base changed in place with grad mode on
+    _creation = None       # how a view was made (ops/views.py: no_grad, multi-output), else None
+    _stale_view = False    # PyTorch's error (a str) for such a view after an in-place change
     __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operator
     __array_priority__ = 1000
 
@@ -189,12 +184,14 @@ class Tensor:
     def grad_fn(self):
         """The node that made this tensor (None for leaves)."""
         if self._stale_view:
-            raise RuntimeError(_STALE_VIEW)
+            raise RuntimeError(self._stale_view)
         return self._grad_fn
 
     @property
     def is_leaf(self) -> bool:
         """True for tensors that no recorded op produced."""
+        if self._stale_view:
+            raise RuntimeError(self._stale_view)
         return self._grad_fn is None
 
     @property
@@ -230,6 +227,8 @@ class Tensor:
         """Keep this non-leaf's gradient in ``.grad`` during backward."""
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._stale_view:
+            raise RuntimeError(self._stale_view)
         fn = self._grad_fn
         if fn is None or self._retains_grad:
             return
@@ -244,6 +243,8 @@ class Tensor:
         from .autograd.node import _Handle
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._stale_view:
+            raise RuntimeError(self._stale_view)
         fn = self._grad_fn
         if fn is None:
             if self._hooks is None:

@@ -74,21 +74,28 @@ def freed_graph(node) -> RuntimeError:
                           "tensors you reuse across graphs (as in GAN training).")
 
 
+def short_name(name: str) -> str:
+    """A node's name as PyTorch's messages print it: "Backward" and a 0 overload number
+    dropped (AmaxBackward0 -> Amax, MaxBackward1 -> Max1, PowBackward2 -> Pow2)."""
+    for n in "0123456789":
+        if name.endswith("Backward" + n):
+            return name[: -len("Backward" + n)] + ("" if n == "0" else n)
+    return name
+
+
 def modified_inplace(saved, node) -> RuntimeError:
     from .._dtype import FROM_NP, TYPE_NAMES
     v = saved.value
     data = v if saved.is_output else v._data
     tname = TYPE_NAMES.get(FROM_NP.get(data.dtype), "Tensor")
     shape = ", ".join(str(s) for s in data.shape)
-    op = type(node).__name__
+    # an output saved by an in-place op on a view belongs to the view's new node
+    owner = saved.is_output() if type(saved.is_output) is not bool else None
+    op = type(owner or node).__name__
     producer = op if saved.is_output else (type(v._grad_fn).__name__ if v._grad_fn is not None else None)
     which = ""
     if producer is not None:
-        base = producer
-        for suffix in ("Backward0", "Backward1", "Backward2"):
-            if base.endswith(suffix):
-                base = base[: -len(suffix)]
-        which = f", which is output 0 of {base},"
+        which = f", which is output 0 of {short_name(producer)},"
     msg = (f"one of the variables needed for gradient computation has been modified by an inplace "
            f"operation: [torch.{tname} [{shape}]]{which} is at version {saved.counter[0]}; expected "
            f"version {saved.version} instead. Hint: enable anomaly detection to find the operation "

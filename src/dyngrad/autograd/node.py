@@ -207,7 +207,9 @@ class Saved:
 
     Inputs are kept as the Tensor (so create_graph can differentiate through them); outputs
     are kept as raw data plus their version counter, so a node never holds its own output and
-    no reference cycle forms.
+    no reference cycle forms.  ``is_output`` is True for an output of the saving node, or a
+    weak reference to the node an output's gradient flows into when an in-place op on a view
+    wrote it there (the saving node again once that one is gone, as in PyTorch).
     """
 
     __slots__ = ("value", "counter", "version", "is_output", "tensor_ref")
@@ -253,7 +255,11 @@ class Saved:
         if not isinstance(t, Tensor):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
                             f"result of type {type(t).__name__}")
-        if self.is_output and graph and t._grad_fn is not node:
+        if self.is_output and graph:
+            if self.is_output is not True:
+                node = self.is_output() or node
+            if t._grad_fn is node:
+                return t
             r = Tensor._make(t._data)
             r._requires_grad = True
             r._grad_fn = node
@@ -265,6 +271,10 @@ class Saved:
         if self.counter[0] != self.version:
             if self.tensor_ref is not None:
                 return self._unpacked(node, graph)
+            if not self.is_output and self.value._stale_view:
+                # PyTorch reads a saved input's grad_fn first: a view whose history can no
+                # longer be rebuilt reports that
+                raise RuntimeError(self.value._stale_view)
             raise errors.modified_inplace(self, node)
         v = self.value
         if self.is_output:
@@ -272,7 +282,8 @@ class Saved:
                 from .._tensor import Tensor
                 t = Tensor._make(v)
                 t._requires_grad = True
-                t._grad_fn = node
+                # True, or the node of a view an in-place op wrote this output into
+                t._grad_fn = node if self.is_output is True else (self.is_output() or node)
                 t._version = self.counter
                 return t
             return v
@@ -323,6 +334,8 @@ def edge_of(t):
     if t._requires_grad:
         acc = t._acc
         if acc is None:
+            if t._stale_view:  # its history can no longer be rebuilt (see ops/inplace.py)
+                raise RuntimeError(t._stale_view)
             if t._nograd_view:  # a view made under no_grad: PyTorch sends it nothing
                 return (None, 0)
             acc = AccumulateGrad.for_leaf(t)

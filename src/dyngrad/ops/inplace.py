@@ -12,7 +12,7 @@ import numpy as np
 from . import op
 from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from ..autograd.node import Saved
-from .views import apply_chain
+from .views import apply_chain, overlapping, root_writeable, writeable_alias
 from ..autograd import errors
 from .. import _dtype as D
 
@@ -41,13 +41,31 @@ def _write(self, data):
     d = self._data
     if data.dtype != d.dtype:
         _check_cast(d, data.dtype)
+    if data.shape != d.shape and not _bcast_into(data.shape, d.shape):
+        _bad_bcast(self, data.shape)
+    if not d.flags.writeable:
+        d = _writable(self)
+    np.copyto(d, data, casting="unsafe")
+    self._version[0] += 1
+
+
+def _bcast_into(shape, target):
+    return _bcast_ok(shape, target) and np.broadcast_shapes(shape, target) == target
+
+
+def _writable(t):
+    """``t``'s data as a writeable array: a read-only view (an expand, or a slice of one)
+    whose elements are all distinct memory is written through a writeable alias, as PyTorch
+    allows; real overlap is refused with PyTorch's error."""
+    d = t._data
     if d.flags.writeable:
-        np.copyto(d, data, casting="unsafe")
-    else:
+        return d
+    if overlapping(d) or not root_writeable(d):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
                            "refers to a single memory location. Please clone() the tensor before "
                            "performing the operation.")
-    self._version[0] += 1
+    t._data = d = writeable_alias(d)
+    return d
 
 
 def _check_overlap(d, args):
@@ -208,6 +226,11 @@ def _rebase_view(v, vb):
                 v._grad_fn = None  # edge_of() then raises the error
             v._requires_grad = True
         return
+    old = v._grad_fn
+    if type(old) is AsStridedBackward0:
+        # PyTorch rebuilds a view's history lazily, so until then the old node lives on, and
+        # outputs saved by an in-place op on the view are still named after it
+        v.__dict__["_old_fn"] = old
     _set_history(v, AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape)))
 
 
@@ -238,6 +261,9 @@ class CopySlices(Node):
     goes through the in-place op's node, the rest passes to the base's previous history."""
 
     __slots__ = ()
+
+    def name(self) -> str:
+        return "torch::autograd::CopySlices"
 
     def _bw(self, g, graph):
         chain, node, shape, dtype = self._unpack()
@@ -360,8 +386,26 @@ def fill_(self, value):
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
+        if not self._data.flags.writeable and not _recording(self, (value,)):
+            return _fill_shared(self, value._data)
         return apply(self, _copy_fn, value, FillBackward3)
+    if not self._data.flags.writeable and not _recording(self, ()):
+        return _fill_shared(self, value)
     return apply(self, _copy_fn, value)
+
+
+def _fill_shared(self, value):
+    """fill_/zero_ outside autograd on a read-only view: PyTorch fills even an expand whose
+    elements share memory (every write stores the same value)."""
+    d = self._data
+    if not overlapping(d) or not root_writeable(d):
+        d = _writable(self)
+    else:
+        d = writeable_alias(d)  # not kept: other in-place ops still refuse this overlap
+    d[...] = value
+    self._version[0] += 1
+    _after_untracked_write(self)
+    return self
 
 
 class ZeroBackward0(FillBackward2):
@@ -372,10 +416,7 @@ class ZeroBackward0(FillBackward2):
 def zero_(self):
     """Set every element to zero in place (returns self)."""
     if not _recording(self, ()):
-        self._data[...] = 0
-        self._version[0] += 1
-        _after_untracked_write(self)
-        return self
+        return _fill_shared(self, 0)
 
     def z(old):
         data = np.zeros_like(old._data)
@@ -409,7 +450,7 @@ def _arith(name, fn_name, np_fn):
             if isinstance(od, np.ndarray) and od.dtype != d.dtype:
                 _check_cast(d, od.dtype)
             if not d.flags.writeable:
-                _write(self, d)
+                d = _writable(self)
             np_fn(d, od, out=d, casting="unsafe")
             self._version[0] += 1
             _after_untracked_write(self)
@@ -465,6 +506,8 @@ def _alpha_inplace(self, other, alpha, fn_name):
         od = other._data if isinstance(other, Tensor) else other
         d = self._data
         a = alpha if fn_name == "add" else -alpha
+        if not d.flags.writeable:
+            d = _writable(self)
         d += (od * a).astype(d.dtype, copy=False) if isinstance(od, np.ndarray) else od * a
         self._version[0] += 1
         _after_untracked_write(self)

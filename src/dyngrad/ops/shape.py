@@ -10,7 +10,7 @@ import numpy as np
 from .. import _dtype as D
 from . import op
 from ._graph import RECORD_HOOKS, NO_EDGE, STATE, Node, Tensor, edge_of, notify, record, sum_to
-from .views import make_view, permute, reshape, expand, ViewBackward0
+from .views import MULTI_OUTPUT_NODE, make_view, permute, reshape, expand, ViewBackward0
 from .._tensor import Size, _dim
 
 _make = Tensor._make
@@ -225,8 +225,9 @@ def column_stack(tensors, *, out=None):
 def _make_views(src, datas, node_cls, saved, fns, single=False):
     """Views ``datas`` of ``src`` that share one backward node (one output each)."""
     outs = [make_view(src, d, None, (), f) for d, f in zip(datas, fns)]
-    for o in outs:
-        o.__dict__["_multi_view"] = True
+    if STATE.enabled:
+        for o in outs:
+            o._creation = MULTI_OUTPUT_NODE
     if STATE.enabled and src._requires_grad:
         node = node_cls((edge_of(src),), saved)
         node.__dict__["_nout"] = len(outs)
@@ -247,6 +248,8 @@ class SplitBackward0(Node):
 
     def _bw(self, g, graph):
         dim, sizes, shape, dtype = self._saved
+        if self._nout == 1:  # one piece: the engine passes its gradient alone
+            g = (g,)
         parts = []
         for gi, s in zip(g, sizes):
             if gi is None:
@@ -268,6 +271,8 @@ class UnbindBackward0(Node):
 
     def _bw(self, g, graph):
         dim, shape, dtype = self._saved
+        if self._nout == 1:  # one piece: the engine passes its gradient alone
+            g = (g,)
         sub = shape[:dim] + shape[dim + 1:]
         parts = [gi if gi is not None else _zeros(sub, np.empty(0, dtype), graph) for gi in g]
         if not graph:
@@ -358,7 +363,7 @@ def unbind(input, dim=0):
     k = _dim(dim, d.ndim)
     datas, fns = [], []
     for i in range(d.shape[k]):
-        key = (slice(None),) * k + (i,)
+        key = (slice(None),) * k + (i, Ellipsis)  # Ellipsis: a 0-d view, not a scalar copy
         datas.append(d[key])
         fns.append(lambda x, key=key: x[key])
     return tuple(_make_views(input, datas, UnbindBackward0, (k, d.shape, d.dtype), fns))

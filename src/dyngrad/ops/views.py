@@ -12,6 +12,9 @@ from .._tensor import Size, _dim
 
 _make = Tensor._make
 _weakref = weakref.ref
+# view creation kinds (Tensor._creation; None is PyTorch's CreationMeta.DEFAULT)
+NO_GRAD_MODE = "no_grad"
+MULTI_OUTPUT_NODE = "multi_output"
 
 
 def make_view(src, data, node_cls=None, saved=(), fn=None):
@@ -34,10 +37,17 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
         if prev is not None and fn is not None:
             t._view_fn = prev + (fn,)
             _register_view(base, t)
-    if src._requires_grad and not STATE.enabled and t._view_fn is not None:
-        # a view made under no_grad still requires grad, as in PyTorch, but has no history
-        t._requires_grad = True
-        t._nograd_view = True
+    if t._view_fn is not None:
+        # PyTorch's CreationMeta: a view made under no_grad (or of such a view, or of an
+        # output of a multi-view op) refuses in-place changes while recording
+        if not STATE.enabled:
+            t._creation = NO_GRAD_MODE
+            if src._requires_grad:
+                # a view made under no_grad still requires grad, as in PyTorch, but has no history
+                t._requires_grad = True
+                t._nograd_view = True
+        elif src._creation is not None:
+            t._creation = src._creation
     if node_cls is not None and STATE.enabled and src._requires_grad:
         t._requires_grad = True
         t._grad_fn = node = node_cls((edge_of(src),), saved)
@@ -363,8 +373,52 @@ def expand(input, *sizes):
                                "non-existing dimension 0")
         shape.append(s)
     shape = tuple(shape)
-    return make_view(input, np.broadcast_to(d, shape), ExpandBackward0, (d.shape,),
-                     lambda x, s=shape: np.broadcast_to(x, s) if not isinstance(x, Tensor) else x.expand(*s))
+    return make_view(input, _broadcast_view(d, shape), ExpandBackward0, (d.shape,),
+                     lambda x, s=shape: _broadcast_view(x, s) if not isinstance(x, Tensor) else x.expand(*s))
+
+
+def _broadcast_view(x, shape):
+    """``np.broadcast_to``, writeable (when ``x`` is) if no two elements share memory: PyTorch
+    allows in-place ops on an expand that repeats nothing (sizes 0 or 1 along new strides)."""
+    v = np.broadcast_to(x, shape)
+    if x.flags.writeable and not overlapping(v):
+        v = writeable_alias(v)
+    return v
+
+
+def overlapping(a):
+    """Whether two elements of ndarray ``a`` share memory through a zero stride (PyTorch's
+    has_internal_overlap)."""
+    if a.size == 0:
+        return False
+    for n, st in zip(a.shape, a.strides):
+        if st == 0 and n > 1:
+            return True
+    return False
+
+
+def root_writeable(a):
+    """Whether the memory under ndarray view ``a`` can be written."""
+    r, b = a, a.base
+    while b is not None:
+        if isinstance(b, np.ndarray):
+            r = b
+        b = getattr(b, "base", None)
+    return bool(r.flags.writeable)
+
+
+class _Interface:
+    def __init__(self, iface, base):
+        self.__array_interface__ = iface
+        self.base = base
+
+
+def writeable_alias(a):
+    """A writeable ndarray over the same memory, shape and strides as the read-only view ``a``
+    (whose memory is writeable)."""
+    iface = dict(a.__array_interface__)
+    iface["data"] = (iface["data"][0], False)
+    return np.asarray(_Interface(iface, a))
 
 
 @op(function=False)
