@@ -2,6 +2,8 @@
 the problem comes from and what to do."""
 from __future__ import annotations
 
+import sys
+
 FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
          "after they have already been freed). Saved intermediate values of the graph are freed "
          "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
@@ -36,8 +38,26 @@ def source_of(node) -> dict | None:
     return {"file": code.co_filename, "line": lineno, "code": text, "func": code.co_name}
 
 
-def _fmt(src) -> str:
+def _ipython_cell(filename):
+    """``In[n]`` for code an IPython/Jupyter cell compiled to ``filename``, else None."""
+    ip = sys.modules.get("IPython")
+    if ip is None:
+        return None
+    try:
+        shell = ip.get_ipython()
+        name = shell.compile.format_code_name(filename) if shell is not None else None
+    except Exception:  # noqa: BLE001 - an older or unusual IPython: plain file names
+        return None
+    return name[1] if name else None
+
+
+def where_text(src) -> str:
+    """``file:line`` (relative to the working folder when below it), or ``Cell In[n], line m``
+    for code typed into IPython/Jupyter, as IPython's own tracebacks say."""
     import os
+    cell = _ipython_cell(src["file"])
+    if cell is not None:
+        return f"Cell {cell}, line {src['line']}"
     name = src["file"]
     try:
         rel = os.path.relpath(name)
@@ -45,8 +65,12 @@ def _fmt(src) -> str:
             name = rel
     except ValueError:
         pass
+    return f"{name}:{src['line']}"
+
+
+def _fmt(src) -> str:
     code = f": {src['code']}" if src["code"] else ""
-    return f"{name}:{src['line']}{code}"
+    return where_text(src) + code
 
 
 def _where(node) -> str:
@@ -139,10 +163,9 @@ def scalar_only(t=None) -> RuntimeError:
 
 def _caller():
     """``file:line: code`` of the first frame outside dyngrad on the current stack."""
-    import sys
-    from .node import _PKG
+    from .node import _inside
     f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_PKG):
+    while f is not None and _inside(f.f_code):
         f = f.f_back
     if f is None:
         return None

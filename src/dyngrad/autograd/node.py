@@ -31,11 +31,17 @@ _DEPTH: dict = {}
 _INSIDE: dict = {}  # code object -> whether it belongs to dyngrad (cached)
 
 
+# dyngrad's own programs (the demo and its training app, the commands that run scripts) are
+# user code: a node they create names their line, not the console script that started them
+_USER = tuple(_PKG + d + os.sep for d in ("apps", "commands"))
+
+
 def _inside(code) -> bool:
-    """Whether a code object belongs to dyngrad (cached per code object)."""
+    """Whether a code object belongs to dyngrad's library (cached per code object)."""
     r = _INSIDE.get(code)
     if r is None:
-        r = _INSIDE[code] = code.co_filename.startswith(_PKG)
+        f = code.co_filename
+        r = _INSIDE[code] = f.startswith(_PKG) and not f.startswith(_USER)
     return r
 
 
