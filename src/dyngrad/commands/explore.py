@@ -1,4 +1,6 @@
-"""``dyngrad explore SCRIPT [-o FILE]``: run a PyTorch script and write the graph explorer page."""
+"""``dyngrad explore SCRIPT [-o FILE] [--iterations SPEC]``: run a PyTorch script under the
+graph recorder and write the explorer page -- also when the script fails, so the failure can be
+seen on the graph (the command then still exits with the script's error)."""
 from __future__ import annotations
 
 import argparse
@@ -12,33 +14,86 @@ def add_arguments(parser):
     parser.add_argument("script", help="the Python script to run (import torch works)")
     parser.add_argument("-o", "--output", default=None,
                         help="the HTML file to write (default: SCRIPT's name with .html)")
+    parser.add_argument("--iterations", default="1", metavar="SPEC",
+                        help="training iterations recorded in full: '1' (default), '1,5,10-12' or "
+                             "'all'; the others are counted and their losses plotted")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
 
 
-def run(args) -> int:
-    from .run import run_script
-    from ..viz import record
+def _own_options(args):
+    """Options of this command written after SCRIPT (argparse leaves them in ``args.args``)."""
+    from ..cli import UsageError
     rest = list(args.args)
-    while rest and (rest[0] in ("-o", "--output") or rest[0].startswith("--output=")):
-        if "=" in rest[0]:
-            args.output = rest.pop(0).split("=", 1)[1]
-        elif len(rest) > 1:
-            rest.pop(0)
-            args.output = rest.pop(0)
+    while rest and rest[0] != "--":
+        opt = rest[0]
+        for name, dest in (("-o", "output"), ("--output", "output"), ("--iterations", "iterations")):
+            if opt == name:
+                if len(rest) < 2:
+                    raise UsageError(f"{name} needs a value")
+                rest.pop(0)
+                setattr(args, dest, rest.pop(0))
+                break
+            if name.startswith("--") and opt.startswith(name + "="):
+                setattr(args, dest, rest.pop(0).split("=", 1)[1])
+                break
         else:
-            from ..cli import UsageError
-            raise UsageError("-o needs a file name")
+            break
     if rest and rest[0] == "--":
         rest.pop(0)
     args.args = rest
-    out = args.output or os.path.splitext(os.path.basename(args.script))[0] + ".html"
-    rec = record(title=f"dyngrad explore {os.path.basename(args.script)}")
-    code = 0
+
+
+def explore(script, args=(), iterations="1", title=None):
+    """Run ``script`` with ``args`` under the recorder; returns ``(recorder, exit_code, error)``
+    where ``error`` is the exception the script raised (None when it finished)."""
+    from .run import run_script
+    from ..viz import record
+    rec = record(title=title or f"dyngrad explore {os.path.basename(script)}",
+                 iterations=iterations)
+    code, error = 0, None
     try:
-        run_script(args.script, args.args, wrap=rec)
+        run_script(script, list(args), wrap=rec)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except Exception as e:  # noqa: BLE001 - recorded on the page, then re-raised by the command
+        code, error = 1, e
+        rec.error = e
+    return rec, code, error
+
+
+def run(args) -> int:
+    from ..cli import UsageError
+    _own_options(args)
+    from ..viz.explorer import parse_iterations
+    try:
+        parse_iterations(args.iterations)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    out = args.output or os.path.splitext(os.path.basename(args.script))[0] + ".html"
+    rec, code, error = explore(args.script, args.args, args.iterations)
     rec.save_html(out)
+    it = rec.iterations
     print(f"wrote {out}: {len(rec.nodes)} nodes, {len(rec.events)} events, "
-          f"{len(rec.groups)} module calls", file=sys.stderr)
+          f"{len(rec.groups)} module calls; {it} iteration{'s' if it != 1 else ''}"
+          f"{' (the page shows where it failed)' if error is not None else ''}", file=sys.stderr)
+    if error is not None:
+        _print_script_error(error, args.script)
+        return 1
     return code
+
+
+def _print_script_error(error, script):
+    """The script's traceback as Python prints it, from the script's first frame on, without
+    the recorder's wrappers."""
+    import traceback
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    wrappers = os.path.join(here, "viz", "explorer.py")
+    te = traceback.TracebackException.from_exception(error)
+    frames = list(te.stack)
+    target = os.path.abspath(script)
+    for i, f in enumerate(frames):
+        if os.path.abspath(f.filename) == target:
+            frames = frames[i:]
+            break
+    te.stack = traceback.StackSummary.from_list([f for f in frames if f.filename != wrappers])
+    print("".join(te.format()), end="", file=sys.stderr)
