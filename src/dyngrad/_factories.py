@@ -21,8 +21,9 @@ def _finish(data, requires_grad, factory=True):
     return t
 
 
-def _infer(data):
-    """An ndarray for Python data, with PyTorch's dtype inference (floats -> default dtype)."""
+def _infer(data, exact=False):
+    """An ndarray for Python data, with PyTorch's dtype inference (floats -> default dtype).
+    ``exact`` keeps Python floats at full precision (a dtype was given: cast once, to it)."""
     if isinstance(data, Tensor):
         return data._data
     if isinstance(data, np.ndarray):
@@ -34,6 +35,8 @@ def _infer(data):
     if arr.dtype == object:
         raise TypeError(f"Could not infer dtype of {type(data).__name__}: nested sequences must be "
                         f"rectangular and hold numbers")
+    if exact and arr.dtype.kind in "fc":
+        return arr
     if arr.dtype.kind == "f":
         arr = arr.astype(D.DEFAULTS.float.np)
     elif arr.dtype.kind == "c":
@@ -71,7 +74,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
                       "sourceTensor.clone().detach() or sourceTensor.clone().detach()."
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
-    arr = _infer(data)
+    arr = _infer(data, dtype is not None)
     arr = np.array(arr, dtype=D.to_dtype(dtype).np if dtype is not None else arr.dtype, copy=True)
     return _finish(arr, requires_grad)
 

@@ -412,24 +412,30 @@ def fmin(input, other):
 
 
 class LogaddexpBackward0(Node):
-    """d/da log(e^a + e^b) = e^(a - y), d/db = e^(b - y)."""
+    """d/da log(e^a + e^b) = 1 / (1 + e^(b - a)) (PyTorch's formula: the result is not saved,
+    so changing it in place does not break backward)."""
     __slots__ = ()
-    _scale = 1.0
+
+    @staticmethod
+    def _e(d):
+        return X.exp(d)
 
     def _bw(self, g, graph):
-        sa, sb, sy, ash, bsh = self._saved
+        sa, sb, ash, bsh = self._saved
         a = sa.get(self, graph)
         b = sb.get(self, graph)
-        y = sy.get(self, graph)
-        k = self._scale
-        ga = sum_to(g * X.exp((a - y) * k), ash) if _needs(self, 0) else None
-        gb = sum_to(g * X.exp((b - y) * k), bsh) if _needs(self, 1) else None
+        ga = sum_to(g / (1 + self._e(b - a)), ash) if _needs(self, 0) else None
+        gb = sum_to(g / (1 + self._e(a - b)), bsh) if _needs(self, 1) else None
         return ga, gb
 
 
 class Logaddexp2Backward0(LogaddexpBackward0):
+    """d/da log2(2^a + 2^b) = 1 / (1 + 2^(b - a))."""
     __slots__ = ()
-    _scale = float(np.log(2.0))
+
+    @staticmethod
+    def _e(d):
+        return 2 ** d
 
 
 def _logaddexp(input, other, fn, cls, name):
@@ -439,13 +445,10 @@ def _logaddexp(input, other, fn, cls, name):
         ad, bd = ad.astype(D.DEFAULTS.float.np), bd.astype(D.DEFAULTS.float.np)
     data = _call2(fn, ad, bd)
     if STATE.enabled and (input._requires_grad or other._requires_grad):
-        res = record(data, None)
-        node = cls((edge_of(input), edge_of(other)),
-                   (Saved(input), Saved(other), Saved(res, True), ad.shape, bd.shape))
+        node = cls((edge_of(input), edge_of(other)), (Saved(input), Saved(other), ad.shape, bd.shape))
         if casts is not None:
             node._casts = casts
-        res._grad_fn = node
-        return notify(res)
+        return record(data, node)
     return Tensor._make(data)
 
 

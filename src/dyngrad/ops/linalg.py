@@ -127,6 +127,43 @@ def _same_dtype(a, b):
                            f"{_CNAMES.get(b.dtype.name, b.dtype.name)}")
 
 
+def _matmul_check(a, b, ka, kb):
+    """matmul's size and dtype errors as PyTorch raises them: from dot, mv (addmv), mm or bmm,
+    whichever the operands' dimensions route to.  True when there is no error: PyTorch's bmm
+    of an empty operand skips its dtype check and gives the second operand's dtype."""
+    sn = D.scalar_type_name
+    if b.ndim == 1 and a.ndim == 1:
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                               f"{sn(a.dtype)} and {sn(b.dtype)}")
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+                           f"[{b.shape[0]}] to have the same number of elements, but got "
+                           f"{a.shape[0]} and {b.shape[0]} elements respectively")
+    rows = int(np.prod(a.shape[:-1]))
+    if b.ndim == 1:
+        if ka != kb:
+            raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{ka}), vec ({kb})")
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{sn(b.dtype)}, {sn(a.dtype)}, and {sn(b.dtype)}")
+    if b.ndim == 2:
+        if ka != kb:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{ka} and "
+                               f"{kb}x{b.shape[1]})")
+        _same_dtype(a, b)
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        from .pointwise import broadcast_error
+        raise broadcast_error(a.shape[:-2], b.shape[:-2]) from None
+    n = int(np.prod(batch))
+    if ka != kb:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{n}, {ka}] but got: [{n}, {kb}].")
+    if a.size == 0 or b.size == 0:
+        return True
+    raise RuntimeError(f"expected scalar type {sn(a.dtype)} but found {sn(b.dtype)}")
+
+
 @op(methods=("__matmul__",))
 def matmul(input, other, _cls=None):
     """Matrix product with NumPy's/PyTorch's shape rules (1-D, 2-D, batched, broadcast)."""
@@ -140,15 +177,8 @@ def matmul(input, other, _cls=None):
         return mm(input, other)
     ka = a.shape[-1]
     kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if ka != kb:
-        if a.ndim == 1 and b.ndim == 1:
-            raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
-                               f"[{b.shape[0]}] to have the same number of elements, but got "
-                               f"{a.shape[0]} and {b.shape[0]} elements respectively")
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
-                           f"({_shape_str(a.shape if a.ndim > 1 else (1,) + a.shape)} and "
-                           f"{_shape_str(b.shape if b.ndim > 1 else b.shape + (1,))})")
-    _same_dtype(a, b)
+    if (ka != kb or a.dtype is not b.dtype) and _matmul_check(a, b, ka, kb):
+        a = a.astype(b.dtype)
     try:
         r = np.matmul(a, b)
     except ValueError:
@@ -233,19 +263,49 @@ class AddmmBackward0(Node):
         return gb, g1, g2
 
 
-@op()
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """beta * input + alpha * (mat1 @ mat2); AddmmBackward0."""
-    a, b = mat1._data, mat2._data
-    if a.ndim != 2 or b.ndim != 2:
-        raise RuntimeError(f"mat1 must be a matrix, got {a.ndim}-D tensor")
+def _addmm_check(self_dtype, a, b):
+    """addmm's argument errors in PyTorch's order: dtypes first, then shapes."""
+    sn = D.scalar_type_name
+    if self_dtype != b.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {sn(self_dtype)} and "
+                           f"{sn(b.dtype)}")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {sn(a.dtype)} and "
+                           f"{sn(b.dtype)}")
+    for name, m in (("mat1", a), ("mat2", b)):
+        if m.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a.shape)} and "
                            f"{_shape_str(b.shape)})")
+
+
+def _expand_check(shape, target):
+    """PyTorch's error when ``shape`` cannot be expanded to ``target``."""
+    shape, target = tuple(shape), tuple(target)
+    if len(shape) > len(target):
+        raise RuntimeError(f"expand: the number of sizes provided ({len(target)}) must be greater "
+                           f"or equal to the number of dimensions in the tensor ({len(shape)})")
+    lead = len(target) - len(shape)
+    for i, s in enumerate(shape):
+        if s != 1 and s != target[lead + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match "
+                               f"the existing size ({s}) at non-singleton dimension {lead + i}.  "
+                               f"Target sizes: {list(target)}.  Tensor sizes: {list(shape)}")
+
+
+@op()
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2); AddmmBackward0."""
+    a, b, c = mat1._data, mat2._data, input._data
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or not \
+            (a.dtype is b.dtype is c.dtype):
+        _addmm_check(c.dtype, a, b)
     r = a @ b
     if alpha != 1:
         r *= alpha
-    c = input._data
+    if c.shape != r.shape:
+        _expand_check(c.shape, r.shape)
     if beta == 1:
         r += c
     elif beta != 0:
@@ -256,6 +316,62 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
                                Saved(mat2) if mat1._requires_grad else None,
                                c.shape, beta, alpha))
         return record(r, node)
+    return _make(r)
+
+
+class BaddbmmBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        s1, s2, bshape, beta, alpha = self._saved
+        gb = g1 = g2 = None
+        nf = self.next_functions
+        if nf[0][0] is not None:
+            gb = sum_to(g if beta == 1 else g * beta, bshape)
+        if nf[1][0] is not None:
+            g1 = X.matmul(g, X.transpose_last(s2.get(self, graph)))
+            if alpha != 1:
+                g1 = g1 * alpha
+        if nf[2][0] is not None:
+            g2 = X.matmul(X.transpose_last(s1.get(self, graph)), g)
+            if alpha != 1:
+                g2 = g2 * alpha
+        return gb, g1, g2
+
+
+@op()
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """beta * input + alpha * (batch1 @ batch2) for batches of matrices; BaddbmmBackward0."""
+    a, b, c = batch1._data, batch2._data, input._data
+    if not (a.dtype is b.dtype is c.dtype):
+        if c.dtype != a.dtype:
+            n = _CNAMES
+            raise RuntimeError(f"Input dtypes must be the same, got: input "
+                               f"{n.get(c.dtype.name, c.dtype.name)}, batch1: "
+                               f"{n.get(a.dtype.name, a.dtype.name)}, batch2: "
+                               f"{n.get(b.dtype.name, b.dtype.name)}")
+    for name, m in (("batch1", a), ("batch2", b)):
+        if m.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
+    if a.dtype is not b.dtype and _matmul_check(a, b, a.shape[2], b.shape[1]):
+        a = a.astype(b.dtype)
+    r = np.matmul(a, b)
+    if alpha != 1:
+        r *= alpha
+    if c.shape != r.shape:
+        _expand_check(c.shape, r.shape)
+    if beta == 1:
+        r += c
+    elif beta != 0:
+        r += beta * c
+    if STATE.enabled and (input._requires_grad or batch1._requires_grad or batch2._requires_grad):
+        return record(r, BaddbmmBackward0((edge_of(input), edge_of(batch1), edge_of(batch2)),
+                                          (Saved(batch1) if batch2._requires_grad else None,
+                                           Saved(batch2) if batch1._requires_grad else None,
+                                           c.shape, beta, alpha)))
     return _make(r)
 
 
@@ -331,11 +447,12 @@ class EinsumBackward(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        subs, rhs, free, saved = self._saved
-        ops = [s.get(self, graph) for s in saved]
-        shapes = [tuple(X.data(o).shape) for o in ops]
+        subs, rhs, free, saved, shapes = self._saved
+        # an operand no other operand's gradient needs is not kept (None)
+        ops = [None if s is None else s.get(self, graph) for s in saved]
         sizes = _einsum_sizes(subs, shapes)
-        full = [X.expand_to(o, tuple(sizes[c] for c in s)) if tuple(sizes[c] for c in s) != shp
+        full = [X.expand_to(o, tuple(sizes[c] for c in s))
+                if o is not None and tuple(sizes[c] for c in s) != shp
                 else o for o, s, shp in zip(ops, subs, shapes)]
         dt = X.data(g).dtype
         res = []
@@ -398,8 +515,8 @@ def einsum(equation, *operands):
     if len(datas) > 1:
         dts = {d.dtype for d in datas}
         if len(dts) > 1:
-            raise RuntimeError(f"expected scalar type {operands[0].dtype} but found "
-                               f"{next(o.dtype for o in operands if o._data.dtype != datas[0].dtype)}")
+            raise RuntimeError(f"expected scalar type {D.scalar_type_name(datas[0].dtype)} but "
+                               f"found {D.scalar_type_name(next(d.dtype for d in datas if d.dtype != datas[0].dtype))}")
     r = np.asarray(np.einsum(",".join(subs) + "->" + rhs,
                              *[np.broadcast_to(d, tuple(sizes[c] for c in s)) if d.ndim else d
                                for d, s in zip(datas, subs)], optimize=len(datas) > 2))
@@ -407,9 +524,47 @@ def einsum(equation, *operands):
         r = r.copy()
     if STATE.enabled and any(o._requires_grad for o in operands):
         node = _einsum_node_cls(subs, rhs)(tuple(edge_of(o) for o in operands),
-                                           (subs, rhs, free, tuple(Saved(o) for o in operands)))
+                                           (subs, rhs, free, _einsum_saved(operands),
+                                            tuple(d.shape for d in datas)))
         return record(r, node)
     return _make(r)
+
+
+class _Snapshot:
+    """An einsum operand PyTorch does not save (it keeps a pairwise product instead) but whose
+    values another operand's gradient needs: changing it in place is allowed, so a copy of
+    its values at forward time is kept for that case."""
+
+    __slots__ = ("saved", "copy")
+
+    def __init__(self, t):
+        self.saved = Saved(t)
+        self.copy = t._data.copy()
+
+    def get(self, node, graph):
+        s = self.saved
+        if s.counter[0] == s.version:
+            return s.get(node, graph)
+        return Tensor._make(self.copy) if graph else self.copy
+
+
+def _einsum_saved(operands):
+    """What einsum keeps of each operand, as PyTorch's left-to-right pairwise contraction
+    saves it: the first operand when the second needs grad, a later one when any operand
+    before it does; nothing when no other operand needs grad.  An operand kept only by that
+    contraction's intermediate product gets a snapshot (no version check)."""
+    req = [o._requires_grad for o in operands]
+    n = len(operands)
+    out = []
+    for i, o in enumerate(operands):
+        needed = any(req[:i]) or any(req[i + 1:])
+        if not needed:
+            out.append(None)
+        elif (req[1] if i == 0 else any(req[:i])) if n > 1 else False:
+            out.append(Saved(o))
+        else:
+            out.append(_Snapshot(o))
+    return tuple(out)
 
 
 # --- inverse, determinants, solve --------------------------------------------------------------

