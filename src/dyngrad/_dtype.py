@@ -111,6 +111,10 @@ def promote(a: dtype, b: dtype) -> dtype:
     """Result dtype of two tensor dtypes of the same priority (both dimensioned or both 0-d)."""
     if a is b:
         return a
+    if a._kind != b._kind:
+        lo, hi = (a, b) if a._kind < b._kind else (b, a)
+        if lo._kind < 2:  # a bool or integer type never widens a floating or complex one
+            return hi
     return FROM_NP[np.promote_types(a.np, b.np)]
 
 
@@ -125,6 +129,8 @@ def result_type(a_dt: dtype, a_ndim: int, b_dt: dtype, b_ndim: int) -> dtype:
     if zero_dt._kind > dim_dt._kind:
         if zero_dt._kind == 2 and dim_dt._kind < 2:
             return zero_dt
+        if dim_dt._kind == 2:  # a 0-d complex keeps the dimensioned float's precision
+            return complex128 if dim_dt is float64 else complex64
         return promote(dim_dt, zero_dt) if zero_dt._kind != dim_dt._kind else dim_dt
     return dim_dt
 

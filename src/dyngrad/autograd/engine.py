@@ -188,6 +188,9 @@ def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly):
         for (fn, nr), gi in zip(node.next_functions, outs):
             if fn is None or gi is None:
                 continue
+            dt = fn._odt
+            if dt is not None and getattr(gi, "dtype", None) is not dt:
+                gi = _to_dtype(gi, dt)
             if fn._nout == 1:
                 b = bufs_get(fn)
                 if b is None:
@@ -329,6 +332,9 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
                 if outs is not None:
                     gi = outs[k]
                     if gi is not None:
+                        dt = fn._odt
+                        if dt is not None and (type(gi) is not _ndarray or gi.dtype is not dt):
+                            gi = _to_dtype(gi, dt)
                         if fn._nout == 1:
                             b = bufs_get(fn)
                             bufs[fn] = gi if b is None else b + gi
@@ -362,7 +368,31 @@ def _cast_back(outs, casts):
     return tuple(o if (o is None or c is None) else grad_dtype(o, c) for o, c in zip(outs, casts))
 
 
+def _to_dtype(g, dt):
+    """Gradient ``g`` in dtype ``dt``, the dtype of the tensor it is the gradient of, as
+    PyTorch's validate_outputs casts it (a complex gradient of a real tensor keeps its real
+    part)."""
+    if type(g) is _ndarray:
+        if g.dtype == dt:
+            return g
+        if g.dtype.kind == "c" and dt.kind != "c":
+            g = g.real
+        return g.astype(dt)
+    data = getattr(g, "_data", None)
+    if data is None:  # a NumPy or Python scalar
+        return _to_dtype(_asarray(g), dt)
+    if data.dtype == dt:
+        return g
+    if data.dtype.kind == "c" and dt.kind != "c":
+        g = g.real
+    from .._dtype import FROM_NP
+    return g.to(FROM_NP[dt])
+
+
 def _deposit(bufs, fn, nr, g):
+    dt = fn._odt
+    if dt is not None and (type(g) is not _ndarray or g.dtype is not dt):
+        g = _to_dtype(g, dt)
     nout = fn._nout
     if nout == 1:
         b = bufs.get(fn)

@@ -13,7 +13,7 @@ from ..ops._graph import notify, STATE, Node, Saved, edge_of, record, sum_to, NO
 from ..ops import _dual as X
 from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
-from ..ops.linalg import addmm, matmul
+from ..ops.linalg import _addmm_check, addmm, matmul
 from ..ops.views import reshape
 
 _make = Tensor._make
@@ -40,19 +40,16 @@ def linear(input, weight, bias=None):
                            f"{weight._data.shape[1]}x{weight._data.shape[0]})")
     wt = weight.t()
     d = input._data.ndim
+    if bias is not None and d > 2 and not (input._data.dtype is weight._data.dtype
+                                           is bias._data.dtype):
+        # PyTorch runs addmm on the flattened input: its dtype errors
+        _addmm_check(bias._data.dtype, input._data.reshape(-1, input._data.shape[-1]), wt._data)
     if d == 2 and bias is not None:
         return addmm(bias, input, wt)
     if d == 1 and bias is not None:
         return addmm(bias, reshape(input, 1, -1), wt).view(weight._data.shape[0])
     out = matmul(input, wt)
     return out + bias if bias is not None else out
-
-
-def bilinear(input1, input2, weight, bias=None):
-    import importlib
-    einsum = importlib.import_module(__name__.split(".")[0]).einsum
-    y = einsum("bi,oij,bj->bo", input1, weight, input2)
-    return y + bias if bias is not None else y
 
 
 # --- reductions of losses -------------------------------------------------------------
@@ -97,6 +94,27 @@ def _check_target_size(input, target, name):
                                f"{input._data.ndim - 1}") from None
 
 
+def _loss_dtype(input, target, kernel):
+    """The dtype of a pointwise loss of input and target (PyTorch's promotion of the two after
+    broadcasting them to one shape); an integer result has no kernel, as in PyTorch."""
+    x, t = input._data, target._data
+    rt = x.dtype if x.dtype is t.dtype else D.promote(D.FROM_NP[x.dtype], D.FROM_NP[t.dtype]).np
+    if rt.kind not in "fc":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(rt)}\'')
+    return rt
+
+
+def _cast_error(result, out):
+    return RuntimeError(f"result type {D.scalar_type_name(result)} can't be cast to the desired "
+                        f"output type {D.scalar_type_name(out)}")
+
+
+def _same_dtype_loss(found, expected):
+    if found != expected:
+        raise RuntimeError(f"Found dtype {D.scalar_type_name(found)} but expected "
+                           f"{D.scalar_type_name(expected)}")
+
+
 class MseLossBackward0(Node):
     __slots__ = ()
 
@@ -116,10 +134,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """Mean squared error; MseLossBackward0."""
     reduction = _reduction_enum(reduction, size_average, reduce)
     _check_target_size(input, target, "mse_loss")
-    x, t = input._data, target._data
-    if t.dtype != x.dtype:
-        t = t.astype(np.result_type(x.dtype, t.dtype))
-        x = x.astype(t.dtype)
+    dt = _loss_dtype(input, target, "mse_cpu")
+    x = input._data.astype(dt, copy=False)
+    t = target._data.astype(dt, copy=False)
     diff = x - t
     r = _reduce(diff * diff, reduction)
     if STATE.enabled and (input._requires_grad or target._requires_grad):
@@ -160,7 +177,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if input._data.shape != target._data.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
-    x, t = input._data, target._data.astype(input._data.dtype, copy=False)
+    _same_dtype_loss(target._data.dtype, input._data.dtype)
+    if input._data.dtype.kind not in "fc":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for '
+                                  f"'{D.scalar_type_name(input._data.dtype)}'")
+    x, t = input._data, target._data
     if ((x < 0) | (x > 1)).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
     with np.errstate(divide="ignore"):
@@ -291,6 +312,17 @@ def _nll_index(shape, tgt):
     return (grids[0].reshape(-1), tgt.reshape(-1)) + tuple(gr.reshape(-1) for gr in grids[1:])
 
 
+def _check_class_weight(weight, C, dtype):
+    """nll_loss/cross_entropy's checks of a class-weight tensor."""
+    w = weight._data
+    if w.size != C:
+        raise RuntimeError(f"weight tensor should be defined either for all {C} classes or no "
+                           f"classes but got weight tensor of shape: {list(w.shape)}")
+    if w.dtype != dtype:
+        raise RuntimeError(f"expected scalar type {D.scalar_type_name(dtype)} but found "
+                           f"{D.scalar_type_name(w.dtype)}")
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log likelihood of class indices; NllLossBackward0."""
@@ -309,6 +341,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
                          f"({t.shape[0]}).")
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
+    if weight is not None:
+        _check_class_weight(weight, C, x.dtype)
     valid = t != ignore_index
     all_valid = bool(valid.all())
     tv = t if all_valid else t[valid]
@@ -342,6 +376,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """log_softmax + nll_loss over dimension 1 (class indices or class probabilities)."""
     reduction = _reduction_enum(reduction, size_average, reduce)
+    if label_smoothing > 1.0:  # PyTorch accepts a negative value
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     dim = 0 if input._data.ndim == 1 else 1
     logp = log_softmax(input, dim)
     if target._data.dtype.kind == "f":
@@ -892,6 +928,15 @@ class SmoothL1LossBackward0(_DiffLoss):
 class HuberLossBackward0(_DiffLoss):
     __slots__ = ()
 
+    def _bw(self, g, graph):
+        xd = X.data(self._saved[0].get(self, graph)).dtype
+        td = X.data(self._saved[1].get(self, graph)).dtype
+        if xd != td:  # PyTorch's huber_loss_backward needs one dtype
+            if self.next_functions[0][0] is not None:
+                _same_dtype_loss(td, xd)
+            _same_dtype_loss(xd, td)
+        return _DiffLoss._bw(self, g, graph)
+
     @staticmethod
     def _grad(d, dd, graph, delta):
         inside = _c((np.abs(dd) <= delta).astype(dd.dtype), graph)
@@ -899,11 +944,16 @@ class HuberLossBackward0(_DiffLoss):
         return d * inside + outside
 
 
-def _diff_loss(input, target, reduction, cls, values, prm):
+def _diff_loss(input, target, reduction, cls, values, prm, kernel, out_dtype=None):
     x, t = input._data, target._data
-    dt = np.result_type(x.dtype, t.dtype)
+    dt = _loss_dtype(input, target, kernel)
+    if out_dtype is not None and dt != out_dtype:
+        if out_dtype.kind not in "fc":
+            raise _cast_error(dt, out_dtype)
+    else:
+        out_dtype = dt
     d = x.astype(dt, copy=False) - t.astype(dt, copy=False)
-    r = _reduce(values(d).astype(dt, copy=False), reduction)
+    r = _reduce(values(d).astype(out_dtype, copy=False), reduction)
     if STATE.enabled and (input._requires_grad or target._requires_grad):
         return record(r, cls((edge_of(input), edge_of(target)),
                              (Saved(input), Saved(target), reduction, prm)))
@@ -923,7 +973,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         a = np.abs(d)
         return np.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
 
-    return _diff_loss(input, target, reduction, SmoothL1LossBackward0, values, (beta,))
+    return _diff_loss(input, target, reduction, SmoothL1LossBackward0, values, (beta,),
+                      "smooth_l1_cpu")
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -937,7 +988,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         a = np.abs(d)
         return np.where(a <= delta, 0.5 * d * d, delta * (a - 0.5 * delta))
 
-    return _diff_loss(input, target, reduction, HuberLossBackward0, values, (delta,))
+    # the loss has the input's dtype; its backward refuses a target of another dtype
+    return _diff_loss(input, target, reduction, HuberLossBackward0, values, (delta,),
+                      "huber_cpu", input._data.dtype)
 
 
 class BinaryCrossEntropyWithLogitsBackward0(Node):
@@ -977,11 +1030,23 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction="mean", pos_weight=None):
     """Sigmoid + binary cross entropy in one stable formula; BinaryCrossEntropyWithLogitsBackward0."""
     reduction = _reduction_enum(reduction, size_average, reduce)
+    if not isinstance(input, Tensor):
+        _fl(input, "binary_cross_entropy_with_logits")
     if input._data.shape != target._data.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    x = _fl(input, "binary_cross_entropy_with_logits")
-    t = target._data.astype(x.dtype, copy=False)
+    x, t = input._data, target._data
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(x.dtype)}'")
+    # PyTorch computes (1 - target) * input - log_sigmoid(input) in place on (1 - target):
+    # the loss has the target's dtype
+    out_dt = t.dtype
+    if out_dt.kind not in "fc":
+        raise _cast_error(x.dtype, out_dt)
+    if out_dt != x.dtype:
+        cdt = np.promote_types(x.dtype, out_dt)
+        x, t = x.astype(cdt), t.astype(cdt)
     sp = _softplus_np(-x)
     pw = w = None
     if pos_weight is not None:
@@ -992,7 +1057,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         w = np.broadcast_to(weight._data, x.shape).astype(x.dtype)
         loss = loss * w
-    r = _reduce(loss.astype(x.dtype, copy=False), reduction)
+    r = _reduce(loss.astype(out_dt, copy=False), reduction)
     if STATE.enabled and (input._requires_grad or target._requires_grad):
         return record(r, BinaryCrossEntropyWithLogitsBackward0(
             (edge_of(input), edge_of(target)), (Saved(input), Saved(target), w, pw, reduction)))
@@ -1010,6 +1075,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "support size.'batchmean' divides only by the batch size, and aligns with "
                       "the KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    if input._data.dtype.kind not in "fc" or target._data.dtype.kind not in "fc":
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -1023,6 +1090,15 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input))."""
     reduction = _reduction_enum(reduction, size_average, reduce)
+    if STATE.enabled and target._requires_grad:
+        raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to "
+                           "argument 'target'. This input cannot have requires_grad True.")
+    x, t = input._data, target._data
+    if t.dtype != x.dtype:  # the loss has the input's dtype
+        rt = D.result_type(D.FROM_NP[x.dtype], x.ndim, D.FROM_NP[t.dtype], t.ndim)
+        if x.dtype.kind not in "fc" and rt.np != x.dtype:
+            raise _cast_error(rt.np, x.dtype)
+        target = _make(t.astype(x.dtype))
     return _loss_reduce(softplus(-(target * input)), reduction)
 
 
@@ -1145,6 +1221,12 @@ def bilinear(input1, input2, weight, bias=None):
     if weight.dim() != 3 or weight.shape[1] != input1.shape[-1] or weight.shape[2] != input2.shape[-1]:
         raise RuntimeError(f"bilinear(): weight of size {list(weight.shape)} does not match "
                            f"inputs of sizes {list(input1.shape)} and {list(input2.shape)}")
+    ts = (input1, input2, weight) + ((bias,) if bias is not None else ())
+    if len({t._data.dtype for t in ts}) > 1:
+        from ..ops.linalg import _CNAMES
+        got = ", ".join(f"{n}: {_CNAMES.get(t._data.dtype.name, t._data.dtype.name)}"
+                        for n, t in zip(("input1", "input2", "weight", "bias"), ts))
+        raise RuntimeError(f"All tensors must have the same dtype, got {got}")
     a = input1.reshape(1, -1, input1.shape[-1])
     b = input2.reshape(-1, input2.shape[-1])
     y = (matmul(a, weight) * b).sum(-1).t()          # (B, O)

@@ -25,14 +25,20 @@ def record(data, node):
     t = _make(data)
     t._requires_grad = True
     t._grad_fn = node
-    if RECORD_HOOKS and node is not None:
-        for h in RECORD_HOOKS:
-            h(t, node)
+    if node is not None:
+        node._odt = data.dtype
+        if RECORD_HOOKS:
+            for h in RECORD_HOOKS:
+                h(t, node)
     return t
 
 
 def notify(t):
-    """Run the graph-construction observers for a tensor whose grad_fn was set by hand."""
+    """Note the output dtype of a tensor whose grad_fn was set by hand, and run the
+    graph-construction observers."""
+    fn = t._grad_fn
+    if fn is not None and fn._odt is None:
+        fn._odt = t._data.dtype
     if RECORD_HOOKS:
         for h in RECORD_HOOKS:
             h(t, t._grad_fn)

@@ -312,25 +312,51 @@ def _dim_key(d, k, idx):
     return (slice(None),) * k + (idx,) if d.ndim else (idx,)
 
 
+def _index_add_check(d, k, index, sd):
+    """index_add's argument errors in PyTorch's order and words; the index as a vector."""
+    from .._dtype import FROM_NP, scalar_type_name as sn
+    if sd.dtype != d.dtype:
+        raise RuntimeError(f"index_add_(): self ({sn(d.dtype)}) and source ({sn(sd.dtype)}) must "
+                           f"have the same scalar type")
+    idx = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
+                           f"{sn(idx.dtype) if idx.dtype in FROM_NP else idx.dtype}")
+    if idx.ndim > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
+                         f"{idx.ndim} with type: {sn(idx.dtype)} and size: {list(idx.shape)}")
+    idx = idx.reshape(-1)
+    n_src = sd.shape[k] if k < sd.ndim else 1
+    if sd.ndim and idx.size != n_src:
+        raise RuntimeError(f"index_add_(): Number of indices ({idx.size}) should be equal to "
+                           f"source.size(dim): ({n_src}), for dim: {k}")
+    if (d.ndim or sd.ndim) and (
+            sd.ndim != d.ndim or sd.shape[:k] + sd.shape[k + 1:] != d.shape[:k] + d.shape[k + 1:]):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(d.shape)} source.shape = "
+                           f"{list(sd.shape)}")
+    n = d.shape[k] if d.ndim else 1
+    if idx.size and ((idx < 0) | (idx >= n)).any():
+        if d.ndim <= 1:
+            raise IndexError("index out of range in self")
+        v = int(idx[(idx < 0) | (idx >= n)][0])
+        raise RuntimeError(f"index {v} is out of bounds for dimension {k} with size {n}")
+    return idx
+
+
 @op()
 def index_add(input, dim, index, source, *, alpha=1):
     """A copy of ``input`` with ``alpha * source`` slices added at ``index`` along ``dim``."""
     d = input._data
     k = _dim(dim, d.ndim)
-    idx = _vec_index(index, d, k, "index_add")
     sd = source._data
+    idx = _index_add_check(d, k, index, sd)
     out = d.copy()
     tgt = out if d.ndim else out.reshape(1)
     src = sd if alpha == 1 else sd * alpha
     exp_shape = d.shape[:k] + (idx.size,) + d.shape[k + 1:] if d.ndim else (idx.size,)
     if src.shape != exp_shape:
-        if src.size == int(np.prod(exp_shape)):
-            src = src.reshape(exp_shape)
-        else:
-            raise RuntimeError(f"index_add_(): Source/destination tensor must have same slice "
-                               f"shapes. Destination slice shape: {list(d.shape[:k] + d.shape[k + 1:])} "
-                               f"at dimension {k} and source slice shape: "
-                               f"{list(sd.shape[:k] + sd.shape[k + 1:])} at dimension 0.")
+        src = src.reshape(exp_shape)  # a 0-d source or self: one element
     np.add.at(tgt, _dim_key(tgt, k, idx), src.astype(d.dtype, copy=False))
     if STATE.enabled and (input._requires_grad or source._requires_grad):
         return record(out, IndexAddBackward0((edge_of(input), NO_EDGE, edge_of(source)),
