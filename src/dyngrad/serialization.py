@@ -1,14 +1,26 @@
 """``save`` / ``load``: tensors, state dicts and nested containers in the safetensors format.
 
 Tensors are stored as safetensors entries; everything else (dict keys and order, lists,
-numbers, strings) as JSON in the file's metadata.  Nothing is ever pickled, so loading a file
-never runs code from it.  Saving is atomic: a temporary file is written, flushed and then
-renamed over the target, so a failed save leaves an existing file whole.
+numbers, strings) as JSON in the file's metadata, with a CRC-32 over the structure and every
+tensor's description and bytes.  Nothing is ever pickled, so loading a file never runs code
+from it.  Loading checks everything before building anything: a file that is not exactly what
+``save`` writes (or a plain safetensors file) raises ``CheckpointError`` naming it.
+
+Saving is atomic: the data is written and fsynced into a new file in the target's folder,
+which is then renamed over the target, so a failed or killed save leaves an existing file
+whole.  On Linux the new file is anonymous (``O_TMPFILE``) until it is complete, so a save
+killed while writing leaves nothing behind; elsewhere (or where the file system lacks
+``O_TMPFILE``) the temporary's name carries the writing process's pid, and the next save into
+the folder removes temporaries whose writer is dead.
 """
 from __future__ import annotations
 
+import math
 import os
+import re
 import struct
+import sys
+import zlib
 from collections import OrderedDict
 
 import numpy as np
@@ -21,6 +33,7 @@ _ST_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "I8": np.
               "I16": np.int16, "I32": np.int32, "I64": np.int64, "U8": np.uint8, "BOOL": np.bool_,
               "C64": np.complex64}
 _NP_TO_ST = {np.dtype(v): k for k, v in _ST_DTYPES.items()}
+_MAX_NDIM = 64          # NumPy's limit
 
 
 def _c_order(a: np.ndarray) -> np.ndarray:
@@ -32,13 +45,24 @@ class CheckpointError(RuntimeError):
     """A file that is not a readable dyngrad checkpoint."""
 
 
+class _Bad(Exception):
+    """A malformed structure entry; ``where`` collects the path to it while unwinding."""
+
+    def __init__(self, msg):
+        super().__init__(msg)
+        self.where: list = []
+
+
 # --- structure <-> JSON -----------------------------------------------------------------
 def _encode(obj, tensors, path):
     from .nn.parameter import Parameter
     if isinstance(obj, Tensor):
         key = f"t{len(tensors)}"
         tensors[key] = obj
-        return {"T": key, "param": isinstance(obj, Parameter), "rg": bool(obj._requires_grad)}
+        node = {"T": key, "param": isinstance(obj, Parameter), "rg": bool(obj._requires_grad)}
+        if obj._data.dtype == np.complex128:
+            node["as"] = "complex128"   # safetensors has no C128: stored as F64 pairs
+        return node
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj if not isinstance(obj, float) or np.isfinite(obj) else {"f": repr(obj)}
     if isinstance(obj, (np.integer, np.floating, np.bool_)):
@@ -65,38 +89,123 @@ def _encode(obj, tensors, path):
                     f"saved (no pickling)")
 
 
-def _decode(node, tensors):
-    from .nn.parameter import Parameter
-    if not isinstance(node, dict):
+# the exact key set of each structure entry ``_encode`` writes ("as" is optional on tensors)
+_KINDS = {"T": {"T", "param", "rg"}, "f": {"f"}, "nd": {"nd"}, "dtype": {"dtype"},
+          "dict": {"dict", "ordered"}, "list": {"list"}, "tuple": {"tuple"}, "set": {"set"}}
+_NONFINITE = {"inf", "-inf", "nan"}
+_SCALARS = (str, int, float, bool)
+
+
+def _decode(node, tensors, used):
+    """The object ``node`` describes; raises ``_Bad`` for anything ``_encode`` never writes."""
+    if node is None or isinstance(node, _SCALARS):
         return node
-    if "T" in node:
-        t = tensors[node["T"]]
-        if node.get("param"):
-            return Parameter(t, node.get("rg", True))
-        if node.get("rg"):
-            t.requires_grad_(True)
-        return t
-    if "f" in node:
-        return float(node["f"])
-    if "nd" in node:
-        return _decode(node["nd"], tensors)._data
-    if "dtype" in node:
-        return D.to_dtype(node["dtype"])
-    if "dict" in node:
-        d = OrderedDict() if node.get("ordered") else {}
-        for k, v in node["dict"]:
-            d[k] = _decode(v, tensors)
+    if not isinstance(node, dict):
+        raise _Bad(f"unexpected JSON {type(node).__name__}")
+    kind = next((k for k in _KINDS if k in node), None)
+    keys = set(node)
+    if kind == "T":
+        keys.discard("as")
+    if kind is None or keys != _KINDS[kind]:
+        raise _Bad(f"unknown entry with keys {sorted(node)}")
+    v = node[kind]
+    if kind == "T":
+        return _decode_tensor(node, tensors, used)
+    if kind == "f":
+        if not isinstance(v, str) or v not in _NONFINITE:
+            raise _Bad(f"{v!r} is not a non-finite float")
+        return float(v)
+    if kind == "nd":
+        if not (isinstance(v, dict) and v.get("param") is False and v.get("rg") is False):
+            raise _Bad("an array entry must hold a plain tensor")
+        return _decode(v, tensors, used)._data
+    if kind == "dtype":
+        if not isinstance(v, str) or v not in _DTYPE_NAMES:
+            raise _Bad(f"unknown dtype {v!r}")
+        return D.to_dtype(v)
+    if not isinstance(v, list):
+        raise _Bad(f"a {kind} entry must hold a JSON array")
+    if kind == "dict":
+        ordered = node["ordered"]
+        if not isinstance(ordered, bool):
+            raise _Bad("'ordered' must be true or false")
+        d = OrderedDict() if ordered else {}
+        for item in v:
+            if not (isinstance(item, list) and len(item) == 2):
+                raise _Bad("a dict item must be a [key, value] pair")
+            k, val = item
+            if k is not None and not isinstance(k, _SCALARS):
+                raise _Bad(f"a dict key must be a string, number, bool or null, not JSON "
+                           f"{type(k).__name__}")
+            if k in d:
+                raise _Bad(f"duplicate dict key {k!r}")
+            try:
+                d[k] = _decode(val, tensors, used)
+            except _Bad as e:
+                e.where.append(f"[{k!r}]")
+                raise
         return d
-    if "list" in node:
-        return [_decode(v, tensors) for v in node["list"]]
-    if "tuple" in node:
-        return tuple(_decode(v, tensors) for v in node["tuple"])
-    if "set" in node:
-        return set(_decode(v, tensors) for v in node["set"])
-    raise CheckpointError(f"unknown entry in checkpoint structure: {sorted(node)}")
+    out = []
+    for i, item in enumerate(v):
+        try:
+            out.append(_decode(item, tensors, used))
+        except _Bad as e:
+            e.where.append(f"[{i}]")
+            raise
+    if kind == "list":
+        return out
+    if kind == "tuple":
+        return tuple(out)
+    try:
+        s = set(out)
+    except TypeError:
+        raise _Bad("a set element is unhashable") from None
+    if len(s) != len(out):
+        raise _Bad("a set holds equal elements twice")
+    return s
+
+
+def _decode_tensor(node, tensors, used):
+    from .nn.parameter import Parameter
+    key, param, rg = node["T"], node["param"], node["rg"]
+    if not isinstance(key, str) or key not in tensors:
+        raise _Bad(f"tensor {key!r} is not in the file")
+    if key in used:
+        raise _Bad(f"tensor {key!r} is referenced twice")
+    if not (isinstance(param, bool) and isinstance(rg, bool)):
+        raise _Bad("'param' and 'rg' must be true or false")
+    a = tensors[key]
+    if "as" in node:
+        if node["as"] != "complex128" or a.dtype != np.float64 or a.shape[-1:] != (2,):
+            raise _Bad(f"tensor {key!r}: bad 'as' {node['as']!r} for a {a.dtype} array of "
+                       f"shape {a.shape}")
+        a = a.view(np.complex128)[..., 0]
+    if rg and a.dtype.kind not in "fc":
+        raise _Bad(f"tensor {key!r} of dtype {a.dtype} cannot require gradients")
+    used.add(key)
+    t = Tensor._make(a)
+    if param:
+        return Parameter(t, rg)
+    if rg:
+        t.requires_grad_(True)
+    return t
+
+
+_DTYPE_NAMES = frozenset(d.name for d in D.ALL)
 
 
 # --- the safetensors container ----------------------------------------------------------
+def _checksum(structure: str, arrays: dict) -> str:
+    """CRC-32 over the structure JSON and every tensor's name, dtype, shape and bytes."""
+    crc = zlib.crc32(structure.encode("utf-8", "surrogatepass"))
+    for k in sorted(arrays):
+        a = arrays[k]
+        crc = zlib.crc32(f"\0{k}\0{_NP_TO_ST[a.dtype]}\0{list(a.shape)}\0".encode(
+            "utf-8", "surrogatepass"), crc)
+        crc = zlib.crc32(a, crc)
+    return f"{crc:08x}"
+
+
 def _to_bytes(arrays: dict, metadata: dict) -> bytes:
     import json  # imported on first use: keeps `import dyngrad` fast
     try:
@@ -121,94 +230,124 @@ def _to_bytes(arrays: dict, metadata: dict) -> bytes:
     return struct.pack("<Q", len(h)) + h + b"".join(blobs)
 
 
-def _from_bytes(buf: bytes, name: str):
+def _json(text: str, name: str, what: str, constants: bool):
+    """``json.loads`` that refuses duplicate keys (and NaN/Infinity unless ``constants``) and
+    turns every failure, deep nesting included, into ``CheckpointError``."""
     import json  # imported on first use: keeps `import dyngrad` fast
+
+    def pairs(items):
+        d = {}
+        for k, v in items:
+            if k in d:
+                raise CheckpointError(f"{name}: the {what} has the key {k!r} twice; the file is "
+                                      f"corrupt or not a checkpoint")
+            d[k] = v
+        return d
+
+    def constant(c):
+        raise CheckpointError(f"{name}: the {what} holds {c}, which is not a JSON number")
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs,
+                          parse_constant=None if constants else constant)
+    except RecursionError:
+        raise CheckpointError(f"{name}: the {what} is nested too deeply; the file is corrupt or "
+                              f"not a checkpoint") from None
+    except ValueError as e:   # JSONDecodeError, or an integer with too many digits
+        raise CheckpointError(f"{name}: the {what} is not valid JSON ({e}); the file is corrupt "
+                              f"or not a checkpoint") from None
+
+
+def _is_count(x) -> bool:
+    return type(x) is int and 0 <= x <= sys.maxsize
+
+
+def _from_bytes(buf, name: str):
     if len(buf) < 8:
         raise CheckpointError(f"{name}: file is too short ({len(buf)} bytes) to be a dyngrad "
                               f"checkpoint; it is truncated or not a checkpoint")
-    if buf[:1] == b"\x80" or buf[:2] == b"PK":
-        kind = "a pickle" if buf[:1] == b"\x80" else "a zip archive (PyTorch's torch.save format)"
+    (n,) = struct.unpack("<Q", buf[:8])
+    # a safetensors header length can start with the bytes of a pickle or zip signature
+    # (0x80 is the low byte of 896, say): only what is not a safetensors file is foreign
+    looks_safetensors = buf[8:9] == b"{"
+    pickle = buf[:1] == b"\x80" and buf[-1:] == b"."   # PROTO ... STOP
+    if not looks_safetensors and (pickle or buf[:4] == b"PK\x03\x04"):
+        kind = "a pickle" if pickle else "a zip archive (PyTorch's torch.save format)"
         raise CheckpointError(f"{name}: this is {kind}, not a dyngrad (safetensors) checkpoint. "
                               f"dyngrad never unpickles files, since loading a pickle can run "
                               f"arbitrary code; convert it with PyTorch and safetensors instead")
-    (n,) = struct.unpack("<Q", buf[:8])
     if n > len(buf) - 8 or n < 2:
         raise CheckpointError(f"{name}: header length {n} does not fit in a file of {len(buf)} "
                               f"bytes; the file is truncated, corrupt or not a checkpoint")
     try:
-        header = json.loads(buf[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{name}: the header is not valid JSON ({e}); the file is corrupt or "
+        text = bytes(buf[8:8 + n]).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CheckpointError(f"{name}: the header is not UTF-8 ({e}); the file is corrupt or "
                               f"not a checkpoint") from None
+    header = _json(text, name, "header", constants=False)
     if not isinstance(header, dict):
         raise CheckpointError(f"{name}: the header is not a JSON object; not a checkpoint")
-    meta = header.pop("__metadata__", None) or {}
-    data = buf[8 + n:]
-    arrays = {}
+    meta = header.pop("__metadata__", None)
+    meta = {} if meta is None else meta
+    if not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+        raise CheckpointError(f"{name}: the header's __metadata__ must map strings to strings")
+    data = memoryview(buf)[8 + n:]
+    spans = []
     for k, info in header.items():
+        if not (isinstance(info, dict) and set(info) == {"dtype", "shape", "data_offsets"}):
+            raise CheckpointError(f"{name}: entry {k!r} has a malformed description {info!r}; it "
+                                  f"needs exactly dtype, shape and data_offsets")
+        dt, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        if not isinstance(dt, str) or dt not in _ST_DTYPES:
+            raise CheckpointError(f"{name}: entry {k!r} has the unsupported dtype {dt!r}")
+        if not (isinstance(shape, list) and len(shape) <= _MAX_NDIM
+                and all(_is_count(s) for s in shape)):
+            raise CheckpointError(f"{name}: entry {k!r} has the invalid shape {shape!r}; a shape "
+                                  f"is a list of at most {_MAX_NDIM} non-negative integers")
+        if not (isinstance(offsets, list) and len(offsets) == 2
+                and all(_is_count(o) for o in offsets)):
+            raise CheckpointError(f"{name}: entry {k!r} has the invalid data_offsets "
+                                  f"{offsets!r}; they are two non-negative integers")
+        start, end = offsets
+        dt = np.dtype(_ST_DTYPES[dt])
+        nbytes = math.prod(shape) * dt.itemsize
+        if not start <= end <= len(data) or end - start != nbytes:
+            raise CheckpointError(f"{name}: tensor {k!r} of shape {shape} needs {nbytes} bytes "
+                                  f"but its data_offsets are {start}..{end} in a data section of "
+                                  f"{len(data)}; the file is truncated or corrupt")
+        spans.append((start, end, k, dt, tuple(shape)))
+    spans.sort(key=lambda s: s[:2])
+    pos = 0
+    for start, end, k, _, _ in spans:
+        if start != pos:
+            raise CheckpointError(f"{name}: tensor {k!r} starts at byte {start} of the data but "
+                                  f"the previous tensor ends at {pos} (overlap or gap); the file "
+                                  f"is corrupt")
+        pos = end
+    if pos != len(data):
+        raise CheckpointError(f"{name}: the data section has {len(data)} bytes but its tensors "
+                              f"cover {pos}; the file is corrupt")
+    arrays = {}
+    for start, end, k, dt, shape in spans:
         try:
-            dt = np.dtype(_ST_DTYPES[info["dtype"]])
-            start, end = info["data_offsets"]
-            shape = tuple(info["shape"])
-        except (KeyError, TypeError, ValueError):
-            raise CheckpointError(f"{name}: entry {k!r} has an unsupported or malformed "
-                                  f"description {info!r}") from None
-        count = int(np.prod(shape)) if shape else 1
-        if end > len(data) or start < 0 or end - start != count * dt.itemsize:
-            raise CheckpointError(f"{name}: tensor {k!r} needs bytes {start}..{end} but the data "
-                                  f"section has {len(data)}; the file is truncated or corrupt")
-        arrays[k] = np.frombuffer(data, dtype=dt, count=count, offset=start).reshape(shape).copy()
+            a = np.frombuffer(data[start:end], dtype=dt).reshape(shape)
+        except ValueError as e:   # e.g. a zero-size shape too large for NumPy
+            raise CheckpointError(f"{name}: tensor {k!r} has the unusable shape {list(shape)} "
+                                  f"({e})") from None
+        arrays[k] = a.copy()
+    arrays = {k: arrays[k] for k in header}   # the header's order
     return arrays, meta
-
-
-def _file_mode(path: str) -> int:
-    """The mode a plainly created file would get (or the existing file's mode): mkstemp's
-    temporary files are private (0600), a saved checkpoint should not be."""
-    try:
-        return os.stat(path).st_mode & 0o777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Save tensors / state dicts / nested containers to ``f`` (a path or a binary file)."""
-    import json
-    import tempfile  # both imported on first use: keeps `import dyngrad` fast
-    tensors: dict = {}
-    structure = _encode(obj, tensors, "obj")
-    arrays = {k: _c_order(t._data) for k, t in tensors.items()}
-    meta = {"format": FORMAT, "structure": json.dumps(structure)}
-    blob = _to_bytes(arrays, meta)
-    if hasattr(f, "write"):
-        f.write(blob)
-        return
-    path = os.fspath(f)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".dyngrad-save-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(blob)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _file_mode(path))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
     """Load what ``save`` wrote.  Never unpickles: foreign, truncated or corrupt files raise
     ``CheckpointError`` (a RuntimeError) naming the file."""
-    import json  # imported on first use: keeps `import dyngrad` fast
     if hasattr(f, "read"):
         buf = f.read()
-        name = getattr(f, "name", "<file object>")
+        name = str(getattr(f, "name", "<file object>"))
+        if not isinstance(buf, (bytes, bytearray)):
+            raise CheckpointError(f"{name}: read() returned {type(buf).__name__}, not bytes; "
+                                  f"open the file in binary mode ('rb')")
     else:
         name = os.fspath(f)
         try:
@@ -216,15 +355,183 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
                 buf = fh.read()
         except FileNotFoundError:
             raise FileNotFoundError(f"[Errno 2] No such file or directory: '{name}'") from None
-    arrays, meta = _from_bytes(buf, str(name))
-    if "structure" not in meta:
+        name = os.fsdecode(name)
+    arrays, meta = _from_bytes(buf, name)
+    if "structure" not in meta and meta.get("format") != FORMAT:
         # a plain safetensors file: a flat dict of tensors
         return OrderedDict((k, Tensor._make(v)) for k, v in arrays.items())
     if meta.get("format") != FORMAT:
         raise CheckpointError(f"{name}: written by an unknown format {meta.get('format')!r}")
-    tensors = {k: Tensor._make(v) for k, v in arrays.items()}
+    if "structure" not in meta or not set(meta) <= {"format", "structure", "crc32"}:
+        raise CheckpointError(f"{name}: the metadata has the keys {sorted(meta)}; a "
+                              f"{FORMAT} checkpoint has format, structure and crc32")
+    if "crc32" in meta and meta["crc32"] != _checksum(meta["structure"], arrays):
+        raise CheckpointError(f"{name}: checksum mismatch: the file's bytes were changed after "
+                              f"it was written (corrupt or edited)")
+    structure = _json(meta["structure"], name, "checkpoint structure", constants=True)
+    used: set = set()
     try:
-        structure = json.loads(meta["structure"])
-        return _decode(structure, tensors)
-    except (KeyError, json.JSONDecodeError, TypeError) as e:
-        raise CheckpointError(f"{name}: the checkpoint structure is corrupt ({e})") from None
+        out = _decode(structure, arrays, used)
+    except _Bad as e:
+        where = "obj" + "".join(reversed(e.where))
+        raise CheckpointError(f"{name}: the checkpoint structure is corrupt at {where}: "
+                              f"{e}") from None
+    except RecursionError:
+        raise CheckpointError(f"{name}: the checkpoint structure is nested too deeply") from None
+    if len(used) != len(arrays):
+        raise CheckpointError(f"{name}: the file holds tensors the structure never uses: "
+                              f"{sorted(set(arrays) - used)}; the file is corrupt")
+    return out
+
+
+# --- atomic saving ----------------------------------------------------------------------
+_TMP_PREFIX = ".dyngrad-save-"
+_TMP_NAME = re.compile(r"\.dyngrad-save-([0-9a-f]{8})-([0-9]{1,10})-[0-9a-f]{16}\.tmp\Z")
+
+
+def _machine_tag() -> str:
+    """Names this machine and pid namespace in temporary names, so that a pid in a name is
+    only ever judged where it means the same process (shared folders, containers)."""
+    node = os.uname().nodename if hasattr(os, "uname") else os.environ.get("COMPUTERNAME", "")
+    try:
+        ns = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        ns = 0
+    return f"{zlib.crc32(f'{node}/{ns}'.encode('utf-8', 'surrogateescape')):08x}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):   # e.g. PermissionError: it exists, it is not ours
+        return True
+    return True
+
+
+def _remove_stale_temporaries(folder: str, tag: str) -> None:
+    """Delete the temporaries of saves into ``folder`` whose process died (SIGKILL, power
+    loss) before renaming them.  POSIX only: Windows' os.kill would terminate the process."""
+    if os.name != "posix":
+        return
+    try:
+        with os.scandir(folder) as entries:
+            stale = [e.path for e in entries
+                     if (m := _TMP_NAME.match(e.name)) and m[1] == tag
+                     and int(m[2]) != os.getpid() and not _alive(int(m[2]))]
+        for p in stale:
+            os.unlink(p)
+    except OSError:
+        pass   # best effort: never fails a save that has succeeded
+
+
+def _open_anonymous(folder: str):
+    """A descriptor of a new nameless file in ``folder`` (Linux O_TMPFILE), or None."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag:
+        return None
+    try:
+        return os.open(folder, flag | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    except OSError:   # the file system or kernel lacks O_TMPFILE
+        return None
+
+
+def _write_file(fd: int, blob, mode) -> None:
+    view = memoryview(blob)
+    while view:
+        view = view[os.write(fd, view):]
+    if mode is not None and hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    os.fsync(fd)
+
+
+def _link_anonymous(fd: int, folder: str, name: str) -> bool:
+    """Give the anonymous file ``fd`` the name ``name`` in ``folder``; False where that is
+    impossible (no /proc).  linkat with AT_SYMLINK_FOLLOW, as open(2) documents: a plain
+    os.link calls link(2), which does not follow /proc's magic link (EXDEV)."""
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd, follow_symlinks=True)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(dir_fd)
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make the rename itself durable."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _save_file(blob, path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    tag = _machine_tag()
+    try:   # an existing file keeps its mode; a new one gets 0o666 minus the umask
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:
+        mode = None
+    name = f"{_TMP_PREFIX}{tag}-{os.getpid()}-{os.urandom(8).hex()}.tmp"
+    tmp = os.path.join(folder, name)
+    named = False
+    fd = _open_anonymous(folder)
+    try:
+        if fd is not None:
+            _write_file(fd, blob, mode)
+            # the complete file gets a name only now, just before the rename
+            named = _link_anonymous(fd, folder, name)
+            if not named:   # no /proc: write a named temporary instead
+                os.close(fd)
+                fd = None
+        if fd is None:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                         | getattr(os, "O_BINARY", 0), 0o666)
+            named = True
+            _write_file(fd, blob, mode)
+        os.close(fd)
+        fd = None
+        os.replace(tmp, path)
+        named = False
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        if named:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+    _fsync_folder(folder)
+    _remove_stale_temporaries(folder, tag)
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
+    """Save tensors / state dicts / nested containers to ``f`` (a path or a binary file)."""
+    import json  # imported on first use: keeps `import dyngrad` fast
+    tensors: dict = {}
+    structure = json.dumps(_encode(obj, tensors, "obj"))
+    arrays = {}
+    for k, t in tensors.items():
+        a = _c_order(t._data)
+        arrays[k] = a.reshape(a.shape + (1,)).view(np.float64) if a.dtype == np.complex128 else a
+    meta = {"format": FORMAT, "structure": structure, "crc32": _checksum(structure, arrays)}
+    blob = _to_bytes(arrays, meta)
+    if hasattr(f, "write"):
+        f.write(blob)
+        return
+    _save_file(blob, os.fspath(f))
