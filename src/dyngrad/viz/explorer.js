@@ -256,7 +256,7 @@ function draw() {
   const cs = [...view.clusters.values()].sort((a, b) => G[a.gid].depth - G[b.gid].depth);
   for (const c of cs) {
     const b = r.clusters[c.id], g = G[c.gid];
-    const gg = el("g", {"class": "cluster", "data-group": c.gid}, cl);
+    const gg = el("g", {"class": "cluster", "data-group": c.gid, "data-parent": g.parent === null ? "" : g.parent}, cl);
     el("rect", {x: b.x - b.w / 2, y: b.y - b.h / 2, width: b.w, height: b.h, rx: 6}, gg);
     const t = el("text", {x: b.x - b.w / 2 + 4, y: b.y - b.h / 2 + 12}, gg);
     t.textContent = fitText("\u25BE " + groupTitle(g), b.w);
@@ -275,7 +275,7 @@ function draw() {
   }
   for (const u of view.units.values()) {
     const b = r.nodes[u.id];
-    const g = el("g", {"class": unitState(u), "data-unit": u.id}, nl);
+    const g = el("g", {"class": unitState(u), "data-unit": u.id, "data-cluster": u.parent === null ? "" : u.parent.slice(1)}, nl);
     g.id = "unit-" + u.id;
     el("rect", {x: b.x - b.w / 2, y: b.y - b.h / 2, width: b.w, height: b.h, rx: u.id[0] === "n" ? 2 : 7}, g);
     const t = el("text", {x: b.x, y: b.y + 4, "text-anchor": "middle"}, g);
