@@ -195,3 +195,98 @@ def test_logaddexp_output_can_change_in_place(name):
         return L.autograd.grad(gx.sum(), (x, y))
 
     same(second)
+
+
+# --- 2. tangents are never silently zero -----------------------------------------------------------
+def _with_zeros(L, x):
+    return x * (x.abs() > 0.3)
+
+
+TANGENT_OPS = {
+    "cumprod": lambda L, x: x.cumprod(0),
+    "cumprod_zeros": lambda L, x: _with_zeros(L, x).cumprod(0),
+    "cumprod_zeros_2d": lambda L, x: _with_zeros(L, x).reshape(-1, 10).cumprod(1),
+    "prod_zeros": lambda L, x: _with_zeros(L, x).reshape(-1, 5).prod(1),
+    "amax": lambda L, x: x.reshape(-1, 5).amax(1),
+    "max_dim": lambda L, x: x.reshape(-1, 5).max(1)[0],
+    "std": lambda L, x: x.reshape(-1, 5).std(1),
+    "logsumexp": lambda L, x: x.reshape(-1, 5).logsumexp(1),
+    "softmax": lambda L, x: L.nn.functional.softmax(x.reshape(-1, 5), 1),
+    "logaddexp": lambda L, x: L.logaddexp(x, x.flip(0)),
+    "round": lambda L, x: x.round(),
+    "sign": lambda L, x: x.sign(),
+    "norm_inf": lambda L, x: x.reshape(-1, 5).norm(float("inf"), dim=1),
+}
+
+
+def _fw_tangent(L, fw, f, a, v):
+    with fw.dual_level():
+        out = f(L, fw.make_dual(L.from_numpy(a.copy()), L.from_numpy(v.copy())))
+        return fw.unpack_dual(out).tangent
+
+
+@pytest.mark.parametrize("n", [100, 5000])
+@pytest.mark.parametrize("name", list(TANGENT_OPS))
+def test_forward_ad_tangent_matches_torch(name, n):
+    rs = np.random.RandomState(1)
+    a, v = rs.standard_normal(n), rs.standard_normal(n)
+    f = TANGENT_OPS[name]
+    close(_fw_tangent(dyngrad, dfw, f, a, v), _fw_tangent(torch, tfw, f, a, v))
+
+
+@pytest.mark.parametrize("n", [100, 5000])
+@pytest.mark.parametrize("name", ["cumprod_zeros", "cumprod_zeros_2d", "prod_zeros", "amax", "std"])
+def test_functional_jvp_matches_torch(name, n):
+    rs = np.random.RandomState(2)
+    a, v = rs.standard_normal(n), rs.standard_normal(n)
+    f = TANGENT_OPS[name]
+    same(lambda L: L.autograd.functional.jvp(lambda x: f(L, x), L.from_numpy(a.copy()),
+                                             L.from_numpy(v.copy())))
+
+
+def test_cumprod_with_zeros_double_backward_matches_torch():
+    a = RS.standard_normal((4, 6))
+    a[0, 2] = a[1, 0] = a[1, 4] = a[2, 5] = 0
+    w = RS.standard_normal((4, 6))
+    for dim in (0, 1, -1):
+        def run(L):
+            x = L.from_numpy(a.copy()).requires_grad_()
+            gx, = L.autograd.grad((x.cumprod(dim) * L.from_numpy(w.copy())).sum(), x,
+                                  create_graph=True)
+            return gx, L.autograd.grad((gx * gx).sum(), x)[0]
+
+        same(run)
+
+
+class _NumpyCube(dyngrad.autograd.Function):
+    """x ** 3 with a backward computed in NumPy (not differentiable in its gradient)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return dyngrad.from_numpy(3 * x.detach().numpy() ** 2 * g.detach().numpy())
+
+
+def test_tangent_of_non_differentiable_backward_is_right_or_an_error():
+    v = RS.standard_normal(50)
+    a = RS.standard_normal(50)
+    want = 3 * a ** 2 * v
+    with dfw.dual_level():
+        out = _NumpyCube.apply(dfw.make_dual(dyngrad.from_numpy(a.copy()),
+                                             dyngrad.from_numpy(v.copy())))
+        np.testing.assert_allclose(dfw.unpack_dual(out).tangent.numpy(), want)
+    _, t = dyngrad.autograd.functional.jvp(_NumpyCube.apply, dyngrad.from_numpy(a.copy()),
+                                           dyngrad.from_numpy(v.copy()))
+    np.testing.assert_allclose(t.numpy(), want)
+    big = np.ones(5000)
+    with dfw.dual_level():
+        with pytest.raises(NotImplementedError, match="Trying to use forward AD with"):
+            _NumpyCube.apply(dfw.make_dual(dyngrad.from_numpy(big), dyngrad.from_numpy(big)))
+    with pytest.raises(NotImplementedError, match="Trying to use forward AD with"):
+        dyngrad.autograd.functional.jvp(_NumpyCube.apply, dyngrad.from_numpy(big),
+                                        dyngrad.from_numpy(big))

@@ -472,18 +472,58 @@ def _jvp(node, tangents, outs):
     return res
 
 
-def _jvp_by_rows(c, tangents, us, casts, limit=4096):
+def not_implemented(node):
+    """PyTorch's error for an op without a forward-mode rule."""
+    name = node.name()
+    i = name.find("Backward")
+    return NotImplementedError(
+        f"Trying to use forward AD with {name[:i] if i > 0 else name} that does not support it "
+        f"because it has not been implemented yet.\nPlease file us an issue at "
+        f"https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we "
+        f"can prioritize its implementation.\n(dyngrad derives this op's tangent from its backward "
+        f"formula one output element at a time, up to {_ROWS_LIMIT} elements; this output has "
+        f"more.)")
+
+
+_ROWS_LIMIT = 4096
+
+
+def _zero_jacobian(c, vs, us, casts):
+    """Whether the backward formula maps a random output gradient to zero for every input
+    with a tangent: then (it being linear) the Jacobian is zero, as for round or sign."""
+    Tensor = _tensor_cls()
+    rs = np.random.RandomState(0)
+    gs = [None if x is None else rs.standard_normal(x._data.shape).astype(x._data.dtype)
+          for x in us]
+    gin = c._bw(gs[0] if len(gs) == 1 else gs, False)
+    if casts is not None:
+        from .engine import _cast_back
+        gin = _cast_back(gin, casts)
+    for gi, v in zip(gin, vs):
+        if gi is not None and v is not None:
+            gi = gi._data if isinstance(gi, Tensor) else np.asarray(gi)
+            if np.any(gi != 0):
+                return False
+    return True
+
+
+def _jvp_by_rows(c, tangents, us, casts, limit=_ROWS_LIMIT):
     """J v from one plain backward call per output element (for backward formulas that are
     not themselves differentiable)."""
     Tensor = _tensor_cls()
     from .grad_mode import STATE
     STATE.enabled = False
     vs = [None if v is None else v._data for v in tangents]
+    if _zero_jacobian(c, vs, us, casts):
+        STATE.enabled = True
+        return [None] * len(us)  # zero tangents (round, sign, ...): no rows needed
     ws = []
     for j, u in enumerate(us):
-        if u is None or u._data.size > limit:
+        if u is None:
             ws.append(None)
             continue
+        if u._data.size > limit:
+            raise not_implemented(c)
         w = np.zeros(u._data.size, np.float64)
         for k in range(u._data.size):
             gs = [None if x is None else np.zeros(x._data.shape, x._data.dtype) for x in us]

@@ -208,7 +208,11 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         grad_outputs = tuple(zeros_like(out).requires_grad_(True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-        if create_graph:
+        if any(g is not None and not g.requires_grad for g in grad_inputs):
+            # a backward formula that is not differentiable in its output gradient: the double
+            # backward trick would give zeros, so the tangents come from forward-mode AD
+            jvp_ = _jvp_forward_mode(func, inputs, v, outputs)
+        elif create_graph:
             with _enable():
                 grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
                 jvp_ = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
@@ -219,6 +223,19 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     jvp_ = _grad_postprocess(jvp_, create_graph)
     return (_tuple_postprocess(outputs, is_outputs_tuple),
             _tuple_postprocess(jvp_, is_outputs_tuple))
+
+
+def _jvp_forward_mode(func, inputs, v, outputs):
+    """J v by forward-mode AD (dual tensors), one tangent per output (zeros where none)."""
+    from . import forward_ad as fw
+    from .. import ones_like, zeros_like
+    if v is None:
+        v = (ones_like(inputs[0]),)
+    with fw.dual_level():
+        duals = tuple(fw.make_dual(i.detach(), t.detach()) for i, t in zip(inputs, v))
+        _, outs = _as_tuple(func(*duals), "outputs of the user-provided function", "jvp")
+        tans = tuple(fw.unpack_dual(o).tangent for o in outs)
+    return tuple(zeros_like(o) if t is None else t for o, t in zip(outputs, tans))
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,

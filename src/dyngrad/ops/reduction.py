@@ -744,7 +744,28 @@ class CumprodBackward0(Node):
             else:
                 rev = X.sum_dims(go, (dim,), True) - X.cumsum(go, dim) + go
             return rev / x,
-        return X.const(_cumprod_grad_np(xd, X.data(g), dim), g),
+        if graph:
+            return _cumprod_grad_zeros(x, xd, o, g, dim),
+        return _cumprod_grad_np(xd, g, dim),
+
+
+def _cumprod_grad_zeros(x, xd, o, g, dim):
+    """The cumprod gradient with zeros in ``x``, as differentiable Tensor ops (create_graph,
+    and so forward-mode AD): with z the first zero of a slice, positions before z get
+    revcumsum(g * out) / x, position z gets sum_{j>=z} g_j * cumprod(x with x_z = 1)_j,
+    positions after z get 0."""
+    n = xd.shape[dim]
+    k = np.arange(n).reshape((-1,) + (1,) * (xd.ndim - dim - 1))
+    zero = xd == 0
+    z = np.where(zero.any(axis=dim, keepdims=True), np.argmax(zero, axis=dim, keepdims=True), n)
+    before, at = k < z, k == z
+    go = g * o
+    rev = X.sum_dims(go, (dim,), True) - X.cumsum(go, dim) + go
+    first = rev / X.where(X.const(before, x), x, 1 + 0 * x)
+    c = cumprod(X.where(X.const(at, x), 1 + 0 * x, x), dim)
+    second = X.sum_dims(g * c * X.const((k >= z).astype(xd.dtype), x), (dim,), True)
+    return X.where(X.const(before, x), first,
+                   X.where(X.const(at, x), second.expand(*xd.shape), 0 * first))
 
 
 @op()
