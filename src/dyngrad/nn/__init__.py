@@ -3,5 +3,6 @@ from .parameter import Parameter, Buffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _mods
 from . import functional, init, utils  # noqa: F401
+from . import parallel  # noqa: F401
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "utils"] + list(_mods)
+__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel"] + list(_mods)
