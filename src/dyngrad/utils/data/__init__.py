@@ -527,3 +527,8 @@ class DataLoader:
         if self._auto_collation:
             return len(self.batch_sampler)
         return len(self.sampler)
+
+
+from .distributed import DistributedSampler  # noqa: E402  (it subclasses Sampler)
+
+__all__.append("DistributedSampler")
