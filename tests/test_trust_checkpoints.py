@@ -457,7 +457,12 @@ def _check_intact(path):
 @pytest.mark.skipif(sys.platform != "linux", reason="O_TMPFILE and SIGKILL: Linux")
 def test_sigkill_during_saves_leaves_old_file_and_no_temporary(tmp_path):
     """A process saves a 4 MB checkpoint in a loop; it is SIGKILLed at 40 random moments.
-    After each kill the checkpoint loads intact and it is the only file in the folder."""
+    After each kill the checkpoint loads intact and it is the only file in the folder.
+
+    The one exception Linux cannot close: a kill inside the linkat that names the complete
+    anonymous file, just before the rename (tens of microseconds of a save), leaves that
+    named, complete checkpoint; it carries the dead pid and the next save removes it.  A
+    partly written temporary is never left."""
     path = tmp_path / "ckpt.pt"
     rng = random.Random(0)
     pid = _saver(path)
@@ -467,15 +472,24 @@ def test_sigkill_during_saves_leaves_old_file_and_no_temporary(tmp_path):
     one_save = min(time.perf_counter() - t, 0.1)
     _kill(pid)
     last = -1
+    window_hits = 0
     for _ in range(40):
         pid = _saver(path)
         time.sleep(rng.uniform(0, 4 * one_save))
         _kill(pid)
-        assert os.listdir(tmp_path) == ["ckpt.pt"]
         i = _check_intact(path)
         assert i >= last
         last = i
+        left = set(os.listdir(tmp_path)) - {"ckpt.pt"}
+        if left:
+            window_hits += 1
+            (name,) = left
+            assert S._TMP_NAME.match(name) and f"-{pid}-" in name
+            assert _check_intact(tmp_path / name) == i + 1    # complete, the next checkpoint
+            dg.save({"w": dg.full((_N,), float(i)), "i": i}, path)
+        assert os.listdir(tmp_path) == ["ckpt.pt"]
     assert last > 5        # kills landed after saves had completed, too
+    assert window_hits <= 2
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="SIGKILL and pids: POSIX")

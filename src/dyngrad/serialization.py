@@ -446,37 +446,15 @@ def _write_file(fd: int, blob, mode) -> None:
     os.fsync(fd)
 
 
-def _link_anonymous(fd: int, folder: str, name: str) -> bool:
-    """Give the anonymous file ``fd`` the name ``name`` in ``folder``; False where that is
-    impossible (no /proc).  linkat with AT_SYMLINK_FOLLOW, as open(2) documents: a plain
-    os.link calls link(2), which does not follow /proc's magic link (EXDEV)."""
-    try:
-        dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
-    except OSError:
-        return False
+def _link(fd: int, dir_fd: int, name: str) -> bool:
+    """Give the anonymous file ``fd`` the name ``name`` in the folder ``dir_fd``; False where
+    that is impossible (no /proc).  linkat with AT_SYMLINK_FOLLOW, as open(2) documents: a
+    plain os.link calls link(2), which does not follow /proc's magic link (EXDEV)."""
     try:
         os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=dir_fd, follow_symlinks=True)
         return True
     except OSError:
         return False
-    finally:
-        os.close(dir_fd)
-
-
-def _fsync_folder(folder: str) -> None:
-    """Make the rename itself durable."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _save_file(blob, path: str) -> None:
@@ -488,36 +466,64 @@ def _save_file(blob, path: str) -> None:
         mode = None
     name = f"{_TMP_PREFIX}{tag}-{os.getpid()}-{os.urandom(8).hex()}.tmp"
     tmp = os.path.join(folder, name)
+    dir_fd = fd = None
     named = False
-    fd = _open_anonymous(folder)
     try:
+        if os.name == "posix":   # the folder: for linkat, and to make the rename durable
+            dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = _open_anonymous(folder)
         if fd is not None:
             _write_file(fd, blob, mode)
-            # the complete file gets a name only now, just before the rename
-            named = _link_anonymous(fd, folder, name)
-            if not named:   # no /proc: write a named temporary instead
+            # the complete file gets a name only now and is renamed at once: a kill can only
+            # leave it behind between these two system calls, and the next save removes it
+            named = _link(fd, dir_fd, name)
+            if named:
+                os.replace(tmp, path)
+                named = False
+            else:   # no /proc: write a named temporary instead
                 os.close(fd)
                 fd = None
-        if fd is None:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-                         | getattr(os, "O_BINARY", 0), 0o666)
-            named = True
-            _write_file(fd, blob, mode)
-        os.close(fd)
-        fd = None
-        os.replace(tmp, path)
-        named = False
+                named = _write_named(tmp, blob, mode)
+                os.replace(tmp, path)
+                named = False
+        else:
+            named = _write_named(tmp, blob, mode)
+            os.replace(tmp, path)
+            named = False
+        if dir_fd is not None:
+            try:
+                os.fsync(dir_fd)
+            except OSError:   # some file systems cannot fsync a folder
+                pass
     except BaseException:
-        if fd is not None:
-            os.close(fd)
         if named:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
         raise
-    _fsync_folder(folder)
+    finally:
+        for d in (fd, dir_fd):
+            if d is not None:
+                os.close(d)
     _remove_stale_temporaries(folder, tag)
+
+
+def _write_named(tmp: str, blob, mode) -> bool:
+    """Write ``blob`` into the new file ``tmp`` (the portable way); True once it exists."""
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+                 | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        _write_file(fd, blob, mode)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
+    return True
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
