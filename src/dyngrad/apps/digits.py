@@ -98,6 +98,24 @@ def train(kind="cnn", epochs=30, lr=2e-3, batch_size=32, out="demo-output", resu
         except ImportError:
             bar = None
     t0 = time.time()
+    # the explorer page of the first training step (forward, backward, optimizer step); the
+    # later steps are only counted and their losses kept for the page's loss curve
+    from ..viz import record
+    with record(params=dict(model.named_parameters()), iterations=1,
+                title=f"{kind.upper()} on digits: the first training step") as rec:
+        _epochs(model, opt, sched, loss_fn, hist, xtr, ytr, xte, yte, gen, batch_size,
+                start_epoch, epochs, bar)
+    if bar is not None:
+        bar.close()
+    paths = _write_outputs(kind, model, opt, hist, epochs, out, xtr[:batch_size], ytr[:batch_size],
+                           loss_fn, rec)
+    log(f"test accuracy: {hist.accuracy[-1] * 100:.2f}%  ({time.time() - t0:.1f} s)")
+    return model, hist, paths
+
+
+def _epochs(model, opt, sched, loss_fn, hist, xtr, ytr, xte, yte, gen, batch_size, start_epoch,
+            epochs, bar):
+    n = len(xtr)
     for epoch in range(start_epoch, epochs):
         perm = torch.randperm(n, generator=gen)
         total = 0.0
@@ -117,15 +135,9 @@ def train(kind="cnn", epochs=30, lr=2e-3, batch_size=32, out="demo-output", resu
         sched.step()
         hist.loss.append(total / n)
         hist.accuracy.append(accuracy(model, xte, yte))
-    if bar is not None:
-        bar.close()
-    paths = _write_outputs(kind, model, opt, hist, epochs, out, xtr[:batch_size], ytr[:batch_size],
-                           loss_fn)
-    log(f"test accuracy: {hist.accuracy[-1] * 100:.2f}%  ({time.time() - t0:.1f} s)")
-    return model, hist, paths
 
 
-def _write_outputs(kind, model, opt, hist, epochs, out, xb, yb, loss_fn):
+def _write_outputs(kind, model, opt, hist, epochs, out, xb, yb, loss_fn, rec=None):
     paths = {}
     ckpt = os.path.join(out, f"{kind}.safetensors")
     torch.save({"model_kind": kind, "epoch": epochs, "model": model.state_dict(),
@@ -153,24 +165,22 @@ def _write_outputs(kind, model, opt, hist, epochs, out, xb, yb, loss_fn):
         paths["plot"] = p
     except ImportError:
         pass
-    # one more training step, drawn and recorded
+    # the backward graph of one more step, drawn; the explorer page of the first step
     try:
         from dyngrad import viz
-        with viz.record() as rec:
-            loss = loss_fn(model(xb), yb)
-            params = dict(model.named_parameters())
-            dot = viz.make_dot(loss, params=params)
-            loss.backward()
-        model.zero_grad()
+        loss = loss_fn(model(xb), yb)
+        dot = viz.make_dot(loss, params=dict(model.named_parameters()))
+        del loss
         try:
             p = os.path.join(out, "backward-graph")
             dot.render(p, format="svg", cleanup=True)
             paths["graph"] = p + ".svg"
         except Exception as e:  # noqa: BLE001 - Graphviz missing: say so, keep going
             paths["graph"] = f"not drawn: {e}".split("\n")[0]
-        p = os.path.join(out, "explorer.html")
-        rec.save_html(p)
-        paths["explorer"] = p
+        if rec is not None:
+            p = os.path.join(out, "explorer.html")
+            rec.save_html(p)
+            paths["explorer"] = p
     except ImportError as e:
         paths["graph"] = f"not drawn: {e}"
     return paths

@@ -1,5 +1,8 @@
-"""``dyngrad demo``: the seeds' MiniNet walkthrough, then CNN training on digits."""
+"""``dyngrad demo``: the seeds' MiniNet walkthrough, then CNN training on digits; writes the
+explorer pages of the first training step and of a deliberate misuse (the GAN mistake)."""
 from __future__ import annotations
+
+import os
 
 HELP = "walk through a small network's graph, then train a CNN on digits (the main job)"
 
@@ -54,6 +57,8 @@ def run(args) -> int:
                                progress=not args.no_progress)
     except (RuntimeError, ValueError, OSError) as e:
         raise UsageError(str(e).split("\n")[0]) from None
+    from ..apps.misuse import write_page
+    paths["misuse"], _ = write_page(os.path.join(args.out, "misuse.html"))
     print("outputs:")
     for k, v in paths.items():
         print(f"{k:>12}: {v}")

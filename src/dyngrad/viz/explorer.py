@@ -127,6 +127,7 @@ class Recorder:
         self._counts = [[0, 0, 0]]  # per iteration: nodes created, backward calls, optimizer steps
         self._losses = [None]       # per iteration: the first scalar backward root's value
         self._patched = []
+        self._hooked = []          # optimizers whose step hooks hold this recorder
 
     # -- context manager ---------------------------------------------------------------
     def __enter__(self):
@@ -175,31 +176,32 @@ class Recorder:
             orig = getattr(autograd, name)
             self._patched.append((autograd, name, orig))
             setattr(autograd, name, wrap_call(orig, name))
-        seen = set()
-        todo = [Optimizer]
-        while todo:
-            cls = todo.pop()
-            for sub in cls.__subclasses__():
-                if sub not in seen:
-                    seen.add(sub)
-                    todo.append(sub)
-            if "step" in cls.__dict__ and cls is not Optimizer:
-                orig = cls.__dict__["step"]
-                self._patched.append((cls, "step", orig))
-                setattr(cls, "step", self._wrap_step(orig))
+        # optimizer steps: every optimizer runs its ``_step_hooks`` after a step; hook the ones
+        # that exist (a scheduler may already have wrapped their ``step``) and the ones created
+        # while recording
+        import gc
+        hook = self._step_hook
+        self._hooked = [o for o in gc.get_objects() if isinstance(o, Optimizer)]
+        for o in self._hooked:
+            o._step_hooks.append(hook)
+        init = Optimizer.__dict__["__init__"]
 
-    def _wrap_step(self, orig):
-        rec = self
+        def __init__(opt, *args, **kwargs):
+            init(opt, *args, **kwargs)
+            opt._step_hooks.append(hook)
+            rec._hooked.append(opt)
+        __init__.__wrapped__ = init
+        self._patched.append((Optimizer, "__init__", init))
+        Optimizer.__init__ = __init__
 
-        def step(opt, *args, **kwargs):
-            out = orig(opt, *args, **kwargs)
-            rec._on_step(opt)
-            return out
-        step.__wrapped__ = orig
-        step.__doc__ = orig.__doc__
-        return step
+    def _step_hook(self, opt, args, kwargs):
+        self._on_step(opt)
 
     def _unpatch(self):
+        for o in self._hooked:
+            if self._step_hook in o._step_hooks:
+                o._step_hooks.remove(self._step_hook)
+        self._hooked = []
         while self._patched:
             owner, name, orig = self._patched.pop()
             setattr(owner, name, orig)
