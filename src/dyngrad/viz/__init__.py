@@ -9,7 +9,19 @@ from .dot import make_dot, make_dot_from_trace, resize_graph, GraphvizNotFound
 from .explorer import record, Recorder
 
 __all__ = ["make_dot", "make_dot_from_trace", "resize_graph", "walk", "walk_lines", "record",
-           "Recorder", "GraphvizNotFound"]
+           "Recorder", "explore", "GraphvizNotFound"]
+
+
+def explore(script, *args, iterations="1", output=None) -> Recorder:
+    """Run a PyTorch script (``import torch`` resolves to dyngrad) under the recorder, as
+    ``dyngrad explore`` does, and return the recorder: in Jupyter it shows as the explorer
+    page.  ``output`` also writes the page there.  The script's exception, if any, is on the
+    page and in ``recorder.error`` (not raised)."""
+    from ..commands.explore import explore as _explore
+    rec, _, _ = _explore(str(script), [str(a) for a in args], iterations)
+    if output is not None:
+        rec.save_html(output)
+    return rec
 
 
 def walk_lines(node, depth: int = 0, indent: str = "  ") -> list:
