@@ -193,7 +193,6 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     ``mpirun -n N``)."""
     if _S.default is not None:
         raise ValueError("trying to initialize the default process group twice!")
-    backend = _parse_backend(backend)
     seconds = _timeout_seconds(timeout)
     launched = _mpi.launcher_env()
     if init_method is not None and init_method != "env://" and store is None:
@@ -213,6 +212,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         if not os.environ.get("MASTER_ADDR"):
             _env_int("MASTER_ADDR")
         _env_int("MASTER_PORT")
+    backend = _parse_backend(backend)   # after the rendezvous checks, as PyTorch
     if not 0 <= rank < world_size:
         raise ValueError(f"Invalid rank {rank}, world size {world_size}: rank must be in "
                          f"[0, world_size)")
