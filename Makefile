@@ -9,12 +9,12 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test setup system-deps bench conformance clean
 
 system-deps:
-	@if ! command -v dot >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	@if ! command -v dot >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 || ! command -v mpiexec >/dev/null 2>&1; then \
 	  if command -v apt-get >/dev/null 2>&1; then \
 	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	    ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq graphviz chromium chromium-driver >/dev/null ) \
-	      || echo "warning: could not install graphviz/chromium/chromium-driver; tests that need them will be skipped"; \
-	  else echo "install Graphviz, Chromium and ChromeDriver with your package manager"; fi; \
+	    ( $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq graphviz chromium chromium-driver libopenmpi-dev openmpi-bin >/dev/null ) \
+	      || echo "warning: could not install graphviz/chromium/chromium-driver/openmpi; tests that need them will be skipped"; \
+	  else echo "install Graphviz, Chromium, ChromeDriver and Open MPI (mpiexec) with your package manager"; fi; \
 	fi
 
 $(STAMP): pyproject.toml
