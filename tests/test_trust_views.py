@@ -396,3 +396,43 @@ def test_inplace_on_expanded_with_grad():
     y = x * 1
     y.expand(2, 3).mul_(2)
     """)
+
+
+@pytest.mark.parametrize("op", ["v.exp_()", "v.sigmoid_()", "v.mul_(x[0])", "v.pow_(3)"])
+def test_second_order_through_inplace_on_view_twice(op):
+    check(f"""
+    x = torch.arange(1., 7.).reshape(3, 2).div(4).requires_grad_()
+    y = x * x
+    v = y[1]
+    {op}
+    l = (v * v * v).sum() + (y ** 3).sum()
+    g, = torch.autograd.grad(l, x, create_graph=True)
+    (g * g).sum().backward(retain_graph=True)
+    (g * g).sum().backward()
+    h1, = torch.autograd.grad(g.sum(), x, retain_graph=True)
+    h2, = torch.autograd.grad(g.sum(), x)
+    out = [g, x.grad, h1, h2]
+    """)
+
+
+@pytest.mark.parametrize("src,size,mod", [
+    ("(4,)", "(3, 4)", "i.add_(1)"), ("(1, 4)", "(3, 4)", "i[:, :1].add_(1)"),
+    ("(3, 1)", "(3, 4)", "i.add_(1)"), ("(1, 4)", "(1, 4)", "i.add_(1)"),
+    ("(4,)", "(3, 4)", "o[:1].mul_(3)"), ("(1, 4)", "(3, 4)", "o[1].mul_(3)"),
+    ("(3, 1)", "(3, 4)", "o[:, 2].mul_(3)"), ("(1, 4)", "(2, 4)", "o[0, 1:3].mul_(3)"),
+])
+def test_expanded_view_after_inplace_change(src, size, mod):
+    # the expand's history is rebuilt after the change: repeated elements' gradients add up
+    check(f"""
+    x = torch.arange(1., 5.)[:torch.zeros{src}.numel()].reshape{src}.requires_grad_()
+    i = x * 1
+    o = i.expand{size}
+    {mod}
+    g = torch.arange(float(o.numel())).reshape(o.shape)
+    o.backward(g, retain_graph=True)
+    a = x.grad.clone()
+    x.grad = None
+    gg, = torch.autograd.grad((o * o).sum(), x, create_graph=True)
+    hh, = torch.autograd.grad((gg * gg).sum(), x)
+    out = [a, gg, hh, i, o]
+    """)

@@ -281,6 +281,8 @@ class CopySlices(Node):
         gv = apply_chain(g, chain)
         outs = node._bw(np.ascontiguousarray(gv), graph)
         region = apply_chain(res, chain)
+        if not region.flags.writeable:  # a slice of an expand (in-place ops refuse overlap)
+            region = writeable_alias(region)
         region[...] = 0 if outs[0] is None else outs[0]
         return (res,) + tuple(outs[1:])
 
@@ -303,11 +305,23 @@ class AsStridedBackward0(Node):
         if graph:
             from .. import zeros
             z = zeros(shape, dtype=g.dtype)
-            apply_chain(z, chain).copy_(g)
-            return z,
+            if apply_chain(z._data, chain).flags.writeable:
+                apply_chain(z, chain).copy_(g)
+                return z,
+            # elements sharing memory (an expand): their gradients add up
+            return index_put_acc(z.reshape(-1), (self._positions(shape, chain),), g).reshape(shape),
         z = np.zeros(shape, dtype=g.dtype)
-        apply_chain(z, chain)[...] = g
+        r = apply_chain(z, chain)
+        if r.flags.writeable:
+            r[...] = g
+        else:
+            np.add.at(z.reshape(-1), self._positions(shape, chain), g)
         return z,
+
+    @staticmethod
+    def _positions(shape, chain):
+        """Where each element of the view lies in the flattened base."""
+        return apply_chain(np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape), chain)
 
 
 # --- copy_ and fill_ --------------------------------------------------------------------
