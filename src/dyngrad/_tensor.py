@@ -490,7 +490,14 @@ class Tensor:
         return self
 
     def share_memory_(self):
-        return self
+        """Move the data into shared memory (``multiprocessing.shared_memory``), in place:
+        processes forked afterwards, or that receive this tensor, share its values."""
+        from .multiprocessing._shared import share
+        return share(self)
+
+    def is_shared(self) -> bool:
+        from .multiprocessing._shared import is_shared
+        return is_shared(self)
 
     # -- Python protocol -------------------------------------------------------------
     def __len__(self) -> int:

@@ -386,6 +386,11 @@ class Module:
         raise AssertionError("Torch not compiled with CUDA enabled")
 
     def share_memory(self):
+        """Move parameters, their gradients and buffers into shared memory (in place)."""
+        for t in list(self.parameters()) + list(self.buffers()):
+            t.share_memory_()
+            if t._grad is not None:
+                t._grad.share_memory_()
         return self
 
     # -- state dict ----------------------------------------------------------------------
