@@ -10,23 +10,39 @@ import dyngrad as torch
 from dyngrad import nn
 
 
+class Generator(nn.Sequential):
+    """noise (2) -> Linear -> Tanh -> a fake sample (4)."""
+
+    def __init__(self):
+        super().__init__(nn.Linear(2, 4), nn.Tanh())
+
+
+class Discriminator(nn.Sequential):
+    """a sample (4) -> Linear -> Sigmoid -> the probability that it is real."""
+
+    def __init__(self):
+        super().__init__(nn.Linear(4, 1), nn.Sigmoid())
+
+
 def gan_mistake(seed: int = 0):
     """Run one GAN step with the mistake under the recorder; returns (recorder, error)."""
     from ..viz import record
     torch.manual_seed(seed)
-    G = nn.Sequential(nn.Linear(2, 4), nn.Tanh())
-    D = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+    G, D = Generator(), Discriminator()
     bce = nn.BCELoss()
     real = torch.randn(3, 4)
     z = torch.randn(3, 2)
     error = None
     with record(title="misuse: reusing a freed graph (the GAN mistake)", iterations="all") as rec:
-        fake = G(z)                                   # the mistake: fake is not detached below
+        # the mistake: D's loss uses fake, not fake.detach()
+        fake = G(z)
         d_loss = bce(D(real), torch.ones(3, 1)) + bce(D(fake), torch.zeros(3, 1))
-        d_loss.backward()                             # frees the graph behind fake, too
+        # this backward also frees the generator's part of the graph, behind fake
+        d_loss.backward()
         g_loss = bce(D(fake), torch.ones(3, 1))
         try:
-            g_loss.backward()                         # needs G's freed buffers again
+            # the generator's loss needs those freed buffers again
+            g_loss.backward()
         except RuntimeError as e:
             error = e
     return rec, error

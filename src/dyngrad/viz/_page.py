@@ -30,7 +30,7 @@ _BODY = r"""<!DOCTYPE html>
 <span class="legend"><span style="background:#d3d3d3">op</span><span style="background:lightblue">leaf</span><span style="background:#caff70">output</span><span style="background:#eee8f5">module</span><span style="border-color:#c0392b">grad ran</span><span style="opacity:.4">freed</span><span style="background:#f8c9c4;border-color:#b3261e">failed</span></span>
 </header>
 <div id="banner"></div>
-<div id="desc"></div>
+<div id="desc"></div><div id="note"></div>
 <main><div id="view"><div id="busy"></div><svg id="svg" xmlns="http://www.w3.org/2000/svg"></svg><canvas id="canvas" style="display:none"></canvas></div>
 <aside id="details"></aside></main>
 <script id="data" type="application/json">__DATA__</script>

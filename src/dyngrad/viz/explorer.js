@@ -5,7 +5,10 @@
 const D = JSON.parse(document.getElementById("data").textContent);
 const N = D.nodes, G = D.groups, ALL_E = D.events, SUMMARY = D.summary || null;
 const NS = "http://www.w3.org/2000/svg";
-const NODE_H = 24, CANVAS_UNITS = 1500, SYNC_UNITS = 400, AUTO_UNITS = 300;
+// above AUTO_UNITS boxes the first view closes deeper module levels; a view never opens more
+// than MAX_UNITS boxes at once (dagre's compound layout grows faster than linearly): deeper
+// calls stay closed until clicked
+const NODE_H = 24, CANVAS_UNITS = 1500, SYNC_UNITS = 400, AUTO_UNITS = 300, MAX_UNITS = 600;
 const $ = id => document.getElementById(id);
 let CHAR_W = 6.7;
 try { const c = document.createElement("canvas").getContext("2d"); c.font = "11px monospace"; CHAR_W = c.measureText("MulBackward0").width / 12 || 6.7; } catch (e) { /* keep the default */ }
@@ -45,9 +48,9 @@ const foldOn = () => $("fold").checked;
 const rolled = g => foldOn() && g.run !== undefined && g.run_len > 1 && !unrolled.has(g.run);
 function unitOf(n) {
   let u = "n" + n.id;
-  for (let g = n.group; g !== null; g = G[g].parent) {
-    if (rolled(G[g])) u = "r" + G[g].run;
-    if (collapsed.has(g)) u = "g" + g;
+  for (let g = n.group; g !== null; g = G[g].parent) {   // the outermost closed call wins;
+    if (collapsed.has(g)) u = "g" + g;                     // a rolled-up run shows as one box
+    if (rolled(G[g])) u = "r" + G[g].run;                  // even when its calls are closed
   }
   return u;
 }
@@ -437,7 +440,7 @@ function fit() {
   const r = view.res, box = $("view");
   let s = Math.min(1, (box.clientWidth - 20) / (r.width || 1));
   if (r.height * s > box.clientHeight) s = Math.min(s, Math.max(0.6, (box.clientHeight - 10) / (r.height || 1)));
-  scale = Math.max(0.2, s);
+  scale = Math.max(0.75, s);
 }
 function update() {
   relayout(() => { if (!fitted) { fit(); fitted = true; } draw(); $("busy").textContent = ""; render(); document.body.dataset.ready = "1"; if (!window.__tti) window.__tti = performance.now(); });
@@ -446,16 +449,26 @@ function go(s) { step = Math.max(0, Math.min(E.length, s)); render(); }
 const unitsAt = L => { const s = new Set(); for (const n of V) { let u = "n" + n.id; for (let g = n.group; g !== null; g = G[g].parent) if (G[g].depth === L) u = "g" + g; s.add(u); } return s.size; };
 const maxDepth = () => G.reduce((m, g) => Math.max(m, g.depth), 0);
 function depthLimit() { const v = $("depth").value; return v === "all" ? Infinity : +v; }
+function fittingDepth(limit) {
+  let L = maxDepth();
+  while (L > 1 && unitsAt(L) > limit) L--;
+  return L;
+}
 function applyDepth() {
   collapsed.clear(); unrolled.clear();
-  const L = depthLimit();
+  let L = depthLimit();
+  const open = L === Infinity ? V.length : unitsAt(L);
+  $("note").textContent = "";
+  if (open > MAX_UNITS && maxDepth() > 0) {
+    const F = fittingDepth(MAX_UNITS);
+    if (F < L) { $("note").textContent = "modules below depth " + F + " stay closed (" + open + " boxes would be slow to lay out): click one to open it"; L = F; }
+  }
   for (const g of G) if (g.depth === L) collapsed.add(g.id);
 }
 function setupDepth() {
   const sel = $("depth"), md = maxDepth();
   sel.innerHTML = "<option value='all'>all levels</option>" + Array.from({length: md}, (_, i) => "<option value='" + (i + 1) + "'>depth " + (i + 1) + "</option>").join("");
-  let choice = "all";
-  if (V.length > AUTO_UNITS) for (let L = md; L >= 1; L--) { choice = String(L); if (unitsAt(L) <= AUTO_UNITS) break; }
+  const choice = V.length > AUTO_UNITS && md > 0 ? String(fittingDepth(AUTO_UNITS)) : "all";
   sel.value = choice;
   applyDepth();
 }
