@@ -1,6 +1,8 @@
 """The recorder logs forward and backward in order; the page is one self-contained file."""
 import re
 
+import pytest
+
 import dyngrad as torch
 from dyngrad.viz import record
 
@@ -96,3 +98,83 @@ def test_recorder_restores_hooks():
     before = (HOOKS.observer, list(RECORD_HOOKS))
     run_rnn_cell()
     assert (HOOKS.observer, list(RECORD_HOOKS)) == before
+
+
+def test_explore_writes_the_page_when_the_script_fails(tmp_path, capsys):
+    from dyngrad.cli import main
+    script = tmp_path / "bad.py"
+    script.write_text("import torch\n"
+                      "a = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+                      "y = (a * a).sum()\n"
+                      "y.backward()\n"
+                      "y.backward()\n")
+    out = tmp_path / "bad.html"
+    assert main(["explore", str(script), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "RuntimeError: Trying to backward through the graph a second time" in err
+    assert f'File "{script}", line 5' in err and "viz/explorer.py" not in err
+    html = out.read_text()
+    assert '"kind":"error"' in html and "MulBackward0" in html and '"script_error"' in html
+
+
+def test_failed_backward_is_an_event_with_the_node_and_fix():
+    with record() as rec:
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        c = (a * 2).exp()
+        y = (c * c).sum()
+        y.backward()
+        with pytest.raises(RuntimeError):
+            y.backward()   # freed
+        z = torch.ones(2, requires_grad=True) * 2
+        with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
+            z.backward()
+    errs = [e for e in rec.events if e["kind"] == "error"]
+    assert [rec.nodes[e["node"]]["op"] for e in errs] == ["MulBackward0", "MulBackward0"]
+    assert errs[0]["fix"].startswith("call backward(retain_graph=True)")
+    assert errs[1]["message"].startswith("grad can be implicitly created only for scalar outputs")
+
+
+def test_iterations_first_in_full_rest_counted():
+    nn = torch.nn
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.ones(5, 3)
+
+    def train(rec_iterations):
+        with record(iterations=rec_iterations) as rec:
+            for _ in range(6):
+                opt.zero_grad()
+                loss = model(x).pow(2).mean()
+                loss.backward()
+                opt.step()
+        return rec
+
+    rec = train(None)
+    d = rec.data()
+    assert rec.iterations == 6 and d["summary"]["recorded"] == [1]
+    assert d["summary"]["steps"] == [1] * 6 and d["summary"]["backward_calls"] == [1] * 6
+    assert all(isinstance(v, float) for v in d["summary"]["loss"])
+    assert d["summary"]["loss"][-1] < d["summary"]["loss"][0]
+    kinds = [e["kind"] for e in rec.events]
+    assert kinds.count("call") == 1 and kinds[-1] == "step"
+    rec2 = train("2,5-6")
+    assert rec2.data()["summary"]["recorded"] == [2, 5, 6]
+    assert {n["it"] for n in rec2.nodes if n["kind"] == "op"} == {2, 5, 6}
+    with pytest.raises(ValueError, match="iterations"):
+        record(iterations="first")
+
+
+def test_page_size_grows_linearly():
+    nn = torch.nn
+
+    def size(blocks):
+        torch.manual_seed(0)
+        model = nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.Tanh()) for _ in range(blocks)])
+        with record() as rec:
+            model(torch.ones(2, 4)).sum().backward()
+        return len(rec.html()) - len(record().html()), len(rec.nodes)
+
+    (s1, n1), (s2, n2) = size(20), size(80)
+    assert 3.5 < n2 / n1 < 4.5
+    assert s2 / n2 < 1.15 * (s1 / n1)
