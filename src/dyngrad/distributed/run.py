@@ -91,9 +91,10 @@ def mpiexec_command(nproc, cmd, hostfile=None, mpiexec=None, extra=()):
     return args + list(extra) + list(cmd)
 
 
-def launch(nproc, script, script_args=(), hostfile=None, mpiexec=None, master_addr=None,
-           master_port=None, mpi_args=()):
-    """Start ``nproc`` ranks of ``script`` through the MPI launcher; returns its exit code."""
+def launch_command(nproc, argv, executable=None, hostfile=None, mpiexec=None,
+                   master_addr=None, master_port=None, mpi_args=()):
+    """Start ``nproc`` ranks of ``executable argv...`` (default: this Python) through the MPI
+    launcher, with torchrun's defaults; returns the launcher's exit code."""
     env = os.environ
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -103,8 +104,12 @@ def launch(nproc, script, script_args=(), hostfile=None, mpiexec=None, master_ad
     env["MASTER_ADDR"] = master_addr or env.get("MASTER_ADDR") or (
         socket.gethostname() if hostfile else "127.0.0.1")
     env["MASTER_PORT"] = str(master_port or env.get("MASTER_PORT") or 29500)
-    cmd = mpiexec_command(nproc, [sys.executable, "-m", "dyngrad", "run", script,
-                                  *script_args], hostfile, mpiexec, mpi_args)
+    try:
+        cmd = mpiexec_command(nproc, [executable or sys.executable, *argv], hostfile, mpiexec,
+                              mpi_args)
+    except FileNotFoundError as e:
+        from ..cli import UsageError
+        raise UsageError(str(e)) from None
     proc = subprocess.Popen(cmd, env=env)
     try:
         return proc.wait()
@@ -115,6 +120,13 @@ def launch(nproc, script, script_args=(), hostfile=None, mpiexec=None, master_ad
         except subprocess.TimeoutExpired:
             proc.kill()
             return 130
+
+
+def launch(nproc, script, script_args=(), hostfile=None, mpiexec=None, master_addr=None,
+           master_port=None, mpi_args=()):
+    """Start ``nproc`` ranks of ``script`` (run as ``dyngrad run`` runs it)."""
+    return launch_command(nproc, ["-m", "dyngrad", "run", script, *script_args], None,
+                          hostfile, mpiexec, master_addr, master_port, mpi_args)
 
 
 def add_launcher_arguments(p):
@@ -141,12 +153,8 @@ def run_from_args(args):
     if not os.path.isfile(args.script):
         from ..cli import UsageError
         raise UsageError(f"no such script: {args.script}")
-    try:
-        return launch(n, args.script, args.args, args.hostfile, args.mpiexec, args.master_addr,
-                      args.master_port)
-    except FileNotFoundError as e:
-        from ..cli import UsageError
-        raise UsageError(str(e)) from None
+    return launch(n, args.script, args.args, args.hostfile, args.mpiexec, args.master_addr,
+                  args.master_port)
 
 
 def main(argv=None) -> int:
