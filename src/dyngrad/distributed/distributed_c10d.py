@@ -431,16 +431,16 @@ _OPS = ["BARRIER", "BROADCAST", "ALLREDUCE", "REDUCE", "ALLGATHER", "GATHER", "S
 _CHECKS = os.environ.get("DYNGRAD_DISTRIBUTED_CHECKS", "1") != "0"
 
 
+_DTYPE_NAMES = {np.dtype(k).num: v for k, v in (
+    ("float32", "Float"), ("float64", "Double"), ("float16", "Half"), ("int64", "Long"),
+    ("int32", "Int"), ("int16", "Short"), ("int8", "Char"), ("uint8", "Byte"), ("bool", "Bool"),
+    ("complex64", "ComplexFloat"), ("complex128", "ComplexDouble"))}
+
+
 def _describe(row):
     seq, op, dt, numel, ndim, *rest = row.tolist()
     shape = rest[:ndim] if ndim <= 4 else rest[:4] + ["..."]
-    dname = np.dtype(np.sctypeDict.get(dt, np.float32)).name if dt >= 0 else "-"
-    try:
-        from .._dtype import FROM_NP
-        dname = repr(FROM_NP[np.dtype(dt)]).replace("torch.", "").replace("dyngrad.", "") \
-            if dt >= 0 else "-"
-    except Exception:  # noqa: BLE001 - a name for the message only
-        pass
+    dname = _DTYPE_NAMES.get(dt, "-" if dt < 0 else str(dt))
     return (f"CollectiveFingerPrint(SequenceNumber={seq}, OpType={_OPS[op]}, "
             f"TensorShape={shape}, TensorDtypes={dname}, Root={row[-1]})")
 

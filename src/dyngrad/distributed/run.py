@@ -77,8 +77,10 @@ def mpiexec_command(nproc, cmd, hostfile=None, mpiexec=None, extra=()):
     flavour = _flavour(exe)
     args = [exe, "-n", str(nproc)]
     if flavour == "openmpi":
-        # more ranks than cores is allowed (as torchrun allows it); root needs the flag
-        args.append("--oversubscribe")
+        # more ranks than cores is allowed (as torchrun allows it), ranks are not pinned to
+        # cores (as torchrun: pinning hurts when other processes share the machine); root
+        # needs the flag
+        args += ["--oversubscribe", "--bind-to", "none"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             args.append("--allow-run-as-root")
         if hostfile:

@@ -3,8 +3,8 @@ are averaged over the ranks during ``backward`` so every replica takes the same 
 
 As in PyTorch: parameters and buffers are broadcast from rank 0 at construction (buffers again
 before each forward); gradients are copied, divided by the world size, into per-dtype buckets
-(1 MB for the first with the default cap, ``bucket_cap_mb`` = 25 MB for the rest, filled in reverse parameter
-order) from post-accumulate-grad hooks, and each bucket's all-reduce is started (non-blocking)
+(1 MB for the first with the default cap, ``bucket_cap_mb`` = 25 MB for the rest, filled in
+reverse parameter order) from post-accumulate-grad hooks, and each bucket's all-reduce is started (non-blocking)
 as soon as all its gradients are in, in bucket order; the last hook waits for them and writes
 the averages back into ``.grad``.  ``no_sync()`` skips the reduction (gradients accumulate
 locally and the next synchronised backward reduces the sum).  ``find_unused_parameters``
@@ -14,6 +14,7 @@ parameter no rank used keeps its ``.grad`` untouched.
 from __future__ import annotations
 
 import contextlib
+import time
 
 import numpy as np
 
@@ -95,6 +96,7 @@ class DistributedDataParallel(Module):
         if init_sync:
             self._broadcast([p._data for p in params] + [b._data for b in module.buffers()])
         self._make_buckets()
+        self._comm_seconds = 0.0  # time inside the all-reduce calls, summed (for benchmarks)
         self._expect = False      # hooks of this backward reduce (set by a synchronised forward)
         self._started = False     # a hook has fired since the last forward
         self._grad_hooks = [p.register_post_accumulate_grad_hook(self._hook_for(i))
@@ -262,7 +264,9 @@ class DistributedDataParallel(Module):
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             b = buckets[self._next]
             if pg.size() > 1:
+                t0 = time.perf_counter()
                 b.req = pg._comm.Iallreduce(MPI.IN_PLACE, b.flat, MPI.SUM)
+                self._comm_seconds += time.perf_counter() - t0
             self._next += 1
         if self._next == len(buckets):
             self._finalize()
@@ -273,8 +277,10 @@ class DistributedDataParallel(Module):
         used = None
         if reqs:
             MPI = c10d._S.MPI
+            t0 = time.perf_counter()
             c10d._blocking(pg, "DistributedDataParallel gradient all-reduce",
                            lambda: MPI.Request.Waitall(reqs))
+            self._comm_seconds += time.perf_counter() - t0
         if self.find_unused_parameters:
             used = self._local_used.copy()
             if pg.size() > 1:
