@@ -115,8 +115,9 @@ def modified_inplace(saved, node) -> RuntimeError:
     shape = ", ".join(str(s) for s in data.shape)
     # an output saved by an in-place op on a view belongs to the view's new node
     owner = saved.is_output() if type(saved.is_output) is not bool else None
-    op = type(owner or node).__name__
-    producer = op if saved.is_output else (type(v._grad_fn).__name__ if v._grad_fn is not None else None)
+    # name() as PyTorch prints it (CopySlices is torch::autograd::CopySlices)
+    op = (owner or node).name()
+    producer = op if saved.is_output else (v._grad_fn.name() if v._grad_fn is not None else None)
     which = ""
     if producer is not None:
         which = f", which is output 0 of {short_name(producer)},"
@@ -127,7 +128,11 @@ def modified_inplace(saved, node) -> RuntimeError:
            f"check_nan=False).")
     where = _where(node)
     changed = ""
-    mod = _modifier_of(saved.counter)
+    # a saved input changed in place has that op as its grad_fn, made after this node: no
+    # scan of every object for the tensor holding the counter
+    mod = v._grad_fn if not saved.is_output else None
+    if mod is None or mod._seq < node._seq:
+        mod = _modifier_of(saved.counter)
     if mod is not None and mod is not node and source_of(mod) is not None:
         changed = f"\n  it was modified in place ({type(mod).__name__}) at {_fmt(source_of(mod))}"
     return RuntimeError(msg + where + f" (it saved this tensor for backward)" + changed

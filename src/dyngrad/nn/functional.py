@@ -269,10 +269,11 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 class NllLossBackward0(Node):
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, tgt, w_t, red, total, dtype = self._saved
+        shape, tgt, w_t, red, total, dtype, sx, st = self._saved
+        sx.get(self, False)  # self and target are saved, as PyTorch's: versions are checked
+        st.get(self, False)
         # gradient: -w[t] at the target class, scaled by the reduction
         if graph:
             from .._factories import zeros
@@ -368,7 +369,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         cls = NllLoss2DBackward0 if x.ndim == 4 else NllLossBackward0
         return record(r, cls((edge_of(input),),
                                           (x.shape, tc, w_t.astype(x.dtype), reduction,
-                                           total.astype(x.dtype), x.dtype)))
+                                           total.astype(x.dtype), x.dtype, Saved(input),
+                                           Saved(target))))
     return _make(r)
 
 
@@ -1343,10 +1345,11 @@ def one_hot(tensor, num_classes=-1):
 
 class EmbeddingBackward0(Node):
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
-        idx, num, pad, scale = self._saved
+        idx, num, pad, scale, si = self._saved
+        if si is not None:  # the indices are saved, as PyTorch's: their version is checked
+            si.get(self, False)
         if graph:
             return _emb_scatter(g, idx, num, pad, scale),
         return _emb_scatter_np(g, idx, num, pad, scale),
@@ -1404,7 +1407,7 @@ def _emb_scatter(g, idx, num, pad, scale):
 def _emb_gather(h, idx, pad, scale):
     d = _emb_gather_np(h._data, idx, pad, scale)
     if STATE.enabled and h._requires_grad:
-        return record(d, EmbeddingBackward0((edge_of(h),), (idx, h._data.shape[0], pad, scale)))
+        return record(d, EmbeddingBackward0((edge_of(h),), (idx, h._data.shape[0], pad, scale, None)))
     return _make(d)
 
 
@@ -1439,7 +1442,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if STATE.enabled and weight._requires_grad:
         return record(d, EmbeddingBackward0((edge_of(weight),),
                                             (idx.astype(np.int64), num, padding_idx,
-                                             scale_grad_by_freq)))
+                                             scale_grad_by_freq, Saved(input))))
     return _make(d)
 
 

@@ -98,10 +98,16 @@ def data(x):
     return x._data if isinstance(x, Tensor) else np.asarray(x)
 
 
+def c_order(a):
+    """``a`` as a C-ordered ndarray with its shape kept (np.ascontiguousarray makes 0-d 1-d)."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def const(arr, like):
     """``arr`` (an ndarray) as a constant of the same kind as ``like``."""
     if isinstance(like, Tensor):
-        return _t().from_numpy(np.ascontiguousarray(arr))
+        return _t().from_numpy(c_order(arr))
     return arr
 
 

@@ -258,9 +258,9 @@ class XlogyBackward2(Node):
 
     def _bw(self, g, graph):
         y = self._saved[1]
+        xd = X.data(self._saved[0].get(self, False))
         if y > 0:
             return g * float(np.log(y)),
-        xd = X.data(self._saved[0].get(self, False))
         return X.where(X.const(xd == 0, g), 0 * g, g * (-np.inf if y == 0 else np.nan)),
 
 

@@ -8,7 +8,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import op
-from ._graph import NO_EDGE, STATE, Node, Tensor, edge_of, record, sum_to
+from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record, sum_to
 from .._tensor import _dim
 
 _make = Tensor._make
@@ -61,10 +61,10 @@ def _T(a):
 # --- gather / scatter ---------------------------------------------------------------------------
 class GatherBackward0(Node):
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, dim, index = self._saved
+        shape, dim, index, sx = self._saved
+        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
         if not graph:
             z = np.zeros(shape, dtype=g.dtype)
             np.add.at(z, _along(index, dim), g)
@@ -86,7 +86,7 @@ def gather(input, dim, index, *, sparse_grad=False):
         _check_along(d, idx, k, "gather")
         data = d[_along(idx, k)]
     if STATE.enabled and input._requires_grad:
-        return record(data, GatherBackward0((edge_of(input), NO_EDGE), (d.shape, k, idx)))
+        return record(data, GatherBackward0((edge_of(input), NO_EDGE), (d.shape, k, idx, Saved(input))))
     return _make(data)
 
 
@@ -103,7 +103,7 @@ def take_along_dim(input, indices, dim=None):
                                    idx.shape[:k] + (1,) + idx.shape[k + 1:]))
     ishape = tuple(shp[:k] + [idx.shape[k]] + shp[k + 1:])
     shp[k] = d.shape[k]
-    x = input if tuple(shp) == d.shape else input.expand(*shp)
+    x = input.expand(*shp)  # always a view, as PyTorch saves it
     return gather(x, k, _make(np.ascontiguousarray(np.broadcast_to(idx, ishape))))
 
 
@@ -292,12 +292,12 @@ def index_select(input, dim, index):
 
 class IndexAddBackward0(Node):
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, idx, sshape, alpha = self._saved
+        dim, idx, sshape, alpha, ss = self._saved
         gs = None
         if self.next_functions[2][0] is not None:
+            ss.get(self, False)  # source is saved for its gradient, as PyTorch's
             if not graph:
                 gs = np.take(g, idx, axis=dim) if g.ndim else g.reshape(1)[idx]
             else:
@@ -360,7 +360,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     np.add.at(tgt, _dim_key(tgt, k, idx), src.astype(d.dtype, copy=False))
     if STATE.enabled and (input._requires_grad or source._requires_grad):
         return record(out, IndexAddBackward0((edge_of(input), NO_EDGE, edge_of(source)),
-                                             (k, idx, sd.shape, alpha)))
+                                             (k, idx, sd.shape, alpha,
+                                              Saved(source) if source._requires_grad else None)))
     return _make(out)
 
 
@@ -415,10 +416,11 @@ def index_fill(input, dim, index, value):
 
 class IndexCopyBackward0(Node):
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, idx, sshape = self._saved
+        dim, idx, sshape, ss = self._saved
+        if ss is not None:
+            ss.get(self, False)  # source is saved for its gradient, as PyTorch's
         gself = gs = None
         if self.next_functions[0][0] is not None:
             if not graph:
@@ -453,7 +455,8 @@ def index_copy(input, dim, index, source):
     tgt[_dim_key(tgt, k, idx)] = sd.reshape(exp_shape)
     if STATE.enabled and (input._requires_grad or source._requires_grad):
         return record(out, IndexCopyBackward0((edge_of(input), NO_EDGE, edge_of(source)),
-                                              (k, idx, sd.shape)))
+                                              (k, idx, sd.shape,
+                                               Saved(source) if source._requires_grad else None)))
     return _make(out)
 
 
@@ -519,10 +522,10 @@ def masked_fill(input, mask, value):
 
 class MaskedSelectBackward0(Node):
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
-        mask, shape = self._saved
+        mask, shape, sx = self._saved
+        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
         bshape = mask.shape
         if not graph:
             z = np.zeros(bshape, dtype=g.dtype)
@@ -542,7 +545,7 @@ def masked_select(input, mask):
     mb = np.broadcast_to(md, shape)
     data = np.broadcast_to(d, shape)[mb]
     if STATE.enabled and input._requires_grad:
-        return record(data, MaskedSelectBackward0((edge_of(input), NO_EDGE), (np.ascontiguousarray(mb), d.shape)))
+        return record(data, MaskedSelectBackward0((edge_of(input), NO_EDGE), (np.ascontiguousarray(mb), d.shape, Saved(input))))
     return _make(data)
 
 
@@ -586,10 +589,10 @@ def masked_scatter(input, mask, source):
 
 class TakeBackward0(Node):
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, idx = self._saved
+        shape, idx, sx = self._saved
+        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
         n = int(np.prod(shape))
         if not graph:
             z = np.zeros(n, dtype=g.dtype)
@@ -613,7 +616,7 @@ def take(input, index):
     idx = np.where(idx < 0, idx + n, idx)
     data = d.reshape(-1)[idx]
     if STATE.enabled and input._requires_grad:
-        return record(data, TakeBackward0((edge_of(input), NO_EDGE), (d.shape, idx)))
+        return record(data, TakeBackward0((edge_of(input), NO_EDGE), (d.shape, idx, Saved(input))))
     return _make(data)
 
 

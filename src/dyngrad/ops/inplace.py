@@ -11,6 +11,7 @@ import numpy as np
 
 from . import op
 from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
+from ._dual import c_order
 from ..autograd.node import Saved
 from .views import apply_chain, overlapping, root_writeable, writeable_alias
 from ..autograd import errors
@@ -279,7 +280,7 @@ class CopySlices(Node):
             return (res,) + tuple(outs[1:])
         res = np.array(g, dtype=g.dtype, copy=True)
         gv = apply_chain(g, chain)
-        outs = node._bw(np.ascontiguousarray(gv), graph)
+        outs = node._bw(c_order(gv), graph)
         region = apply_chain(res, chain)
         if not region.flags.writeable:  # a slice of an expand (in-place ops refuse overlap)
             region = writeable_alias(region)

@@ -199,12 +199,33 @@ def matmul(input, other, _cls=None):
             cls = CloneBackward0Matmul
         else:
             cls = UnsafeViewBackward0
-        # each operand is kept only if the other's gradient needs it, as PyTorch does
-        return record(r, cls((edge_of(input), edge_of(other)),
-                             (Saved(input) if other._requires_grad else None,
-                              Saved(other) if input._requires_grad else None,
-                              a.shape, b.shape)))
+        # each operand is kept only if the other's gradient needs it, as PyTorch does; an
+        # operand PyTorch copies to fold or broadcast it is kept as such a copy (so changing
+        # the operand in place afterwards is no error)
+        sa = sb = None
+        if other._requires_grad:
+            sa = Saved(input.clone() if _matmul_copies(a, b, True, cls) else input)
+        if input._requires_grad:
+            sb = Saved(other.clone() if _matmul_copies(a, b, False, cls) else other)
+        return record(r, cls((edge_of(input), edge_of(other)), (sa, sb, a.shape, b.shape)))
     return _make(r)
+
+
+def _matmul_copies(a, b, first, cls):
+    """Whether PyTorch's matmul of arrays ``a @ b`` (at least one of them batched) keeps a
+    copy of the first (``first``) or second operand rather than a view of it."""
+    if a.ndim <= 1 and b.ndim <= 2 or b.ndim == 1 and a.ndim <= 2:
+        return False
+    if cls is CloneBackward0Matmul or (a.ndim == 1 and b.ndim >= 3):
+        # folded with transposes: the batched operand's transpose is reshaped (a copy)
+        return not first
+    if b.ndim <= 2:  # a folded into a matrix: a view when a is contiguous
+        return first and not a.flags.c_contiguous
+    if a.ndim <= 2:
+        return False
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    x = a if first else b
+    return x.shape[:-2] != batch or not x.flags.c_contiguous
 
 
 @op()

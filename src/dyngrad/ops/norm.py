@@ -24,10 +24,13 @@ def _sum(a, axes):
 class _NormNode(Node):
     """Backward of y = xhat * w + b, xhat normalised over ``axes`` of x viewed as ``rs``."""
     __slots__ = ()
+    _saves_bias = False
 
     def _bw(self, g, graph):
         sx, sw, mean, invstd, rs, axes, wb, wa, fixed, eps, bshape = self._saved
         x = sx.get(self, graph)
+        if bshape.__class__ is Saved:  # a saved bias (layer norm's): its version is checked
+            bshape = tuple(bshape.get(self, False).shape)
         w = sw.get(self, graph) if sw is not None else None
         need_x = self.next_functions[0][0] is not None
         need_w = len(self.next_functions) > 1 and self.next_functions[1][0] is not None
@@ -66,6 +69,7 @@ class NativeBatchNormBackward0(_NormNode):
 
 class NativeLayerNormBackward0(_NormNode):
     __slots__ = ()
+    _saves_bias = True  # PyTorch's layer norm saves the bias (batch and group norm do not)
 
 
 class NativeGroupNormBackward0(_NormNode):
@@ -102,7 +106,8 @@ def normalize_affine(input, weight, bias, rs, axes, wb, wa, eps, node_cls, stats
                           or (bias is not None and bias._requires_grad)):
         edges = (edge_of(input), edge_of(weight) if weight is not None else NO_EDGE,
                  edge_of(bias) if bias is not None else NO_EDGE)
-        bshape = tuple(bias._data.shape) if bias is not None else None
+        bshape = None if bias is None else Saved(bias) if node_cls._saves_bias else \
+            tuple(bias._data.shape)
         node = node_cls(edges, (Saved(input), Saved(weight) if weight is not None else None,
                                 mean, invstd, rs, axes, wb, wa, fixed, eps, bshape))
         return record(y, node), mean, var

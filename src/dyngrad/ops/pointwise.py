@@ -352,8 +352,9 @@ class PowBackward2(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        base, so = self._saved
+        base, so, se = self._saved
         o = so.get(self, graph)
+        se.get(self, False)  # the exponent is saved (as PyTorch's): its version is checked
         if base == 0:
             return X.where(o == 0, 0 * g, g * o * math.log(base) if base > 0 else g * 0),
         return g * o * math.log(base),
@@ -409,7 +410,7 @@ def _rpow(self, other):
         data = data.astype(ed.dtype if ed.dtype.kind in "fc" else data.dtype)
     if STATE.enabled and self._requires_grad:
         res = record(data, None)
-        res._grad_fn = PowBackward2((edge_of(self),), (other, Saved(res, True)))
+        res._grad_fn = PowBackward2((edge_of(self),), (other, Saved(res, True), Saved(self)))
         return notify(res)
     return _make(data)
 
@@ -561,7 +562,7 @@ _unary_op("erfc", _erfc_np, lambda g, x, y: g * (-_TWO_OVER_SQRT_PI * X.exp(-(x 
           save_in=True)
 _unary_op("sign", _keep_int(np.sign), _zero_grad, floating=False,
           doc="Elementwise sign (-1, 0 or 1); zero gradient (SignBackward0).")
-_unary_op("sgn", _keep_int(np.sign), _zero_grad, floating=False,
+_unary_op("sgn", _keep_int(np.sign), _zero_grad, floating=False, save_in=True, save_out=True,
           doc="Sign for real tensors (z/|z| for complex); zero gradient (SgnBackward0).")
 _unary_op("floor", _keep_int(np.floor), _zero_grad, floating=False)
 _unary_op("ceil", _keep_int(np.ceil), _zero_grad, floating=False)
@@ -637,7 +638,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
         return _make(d.copy())
     r = np.nan_to_num(d, nan=nan, posinf=posinf, neginf=neginf)
     if STATE.enabled and input._requires_grad:
-        return record(r, NanToNumBackward0((edge_of(input),), (np.isfinite(d),)))
+        return record(r, NanToNumBackward0((edge_of(input),), (np.isfinite(d), Saved(input))))
     return _make(r)
 
 
@@ -645,7 +646,9 @@ class NanToNumBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        return X.where(X.const(self._saved[0], g), g, 0 * g),
+        finite, sx = self._saved
+        sx.get(self, False)  # the input is saved (as PyTorch's): its version is checked
+        return X.where(X.const(finite, g), g, 0 * g),
 
 
 # --- dtype conversion and copies ------------------------------------------------------

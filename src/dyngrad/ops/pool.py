@@ -11,7 +11,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ._graph import STATE, Node, Tensor, edge_of, record
+from ._graph import STATE, Node, Saved, Tensor, edge_of, record
 
 _make = Tensor._make
 
@@ -40,7 +40,9 @@ class _AxisLinear(Node):
     _adjoint = None  # node class recorded when the backward itself is differentiated
 
     def _bw(self, g, graph):
-        mats, transposed = self._saved
+        mats, transposed = self._saved[:2]
+        if self._needs_saved:  # the input is saved, as PyTorch's: its version is checked
+            self._saved[2].get(self, False)
         if graph:
             return axis_linear(g, mats, type(self)._adjoint or type(self), not transposed),
         return _apply_mats(g, mats, not transposed),
@@ -53,7 +55,8 @@ def axis_linear(x, mats, node_cls, transpose=False):
         raise RuntimeError(f"expected a floating point input, got {x.dtype}")
     y = _apply_mats(d, mats, transpose)
     if STATE.enabled and x._requires_grad:
-        return record(np.ascontiguousarray(y), node_cls((edge_of(x),), (mats, transpose)))
+        saved = (mats, transpose, Saved(x)) if node_cls._needs_saved else (mats, transpose)
+        return record(np.ascontiguousarray(y), node_cls((edge_of(x),), saved))
     return _make(np.ascontiguousarray(y))
 
 
@@ -70,26 +73,29 @@ def _adjoint_pair(name, fwd_base, bwd_base):
     return fwd
 
 
-def _node_pair(name):
-    return _adjoint_pair(name, _AxisLinear, _AxisLinear)
+def _node_pair(name, saves_input=False):
+    fwd = _adjoint_pair(name, _AxisLinear, _AxisLinear)
+    if saves_input:  # PyTorch's pooling and padding nodes save their input (upsampling not)
+        fwd._needs_saved = True
+    return fwd
 
 
-AvgPool2DBackward0 = _node_pair("AvgPool2DBackward0")
-AvgPool3DBackward0 = _node_pair("AvgPool3DBackward0")
-AdaptiveAvgPool2DBackward0 = _node_pair("AdaptiveAvgPool2DBackward0")
-AdaptiveAvgPool1DBackward0 = _node_pair("AdaptiveAvgPool1DBackward0")
+AvgPool2DBackward0 = _node_pair("AvgPool2DBackward0", True)
+AvgPool3DBackward0 = _node_pair("AvgPool3DBackward0", True)
+AdaptiveAvgPool2DBackward0 = _node_pair("AdaptiveAvgPool2DBackward0", True)
+AdaptiveAvgPool1DBackward0 = _node_pair("AdaptiveAvgPool1DBackward0", True)
 UpsampleNearest1DBackward0 = _node_pair("UpsampleNearest1DBackward0")
 UpsampleNearest2DBackward0 = _node_pair("UpsampleNearest2DBackward0")
 UpsampleNearest3DBackward0 = _node_pair("UpsampleNearest3DBackward0")
 UpsampleLinear1DBackward0 = _node_pair("UpsampleLinear1DBackward0")
 UpsampleBilinear2DBackward0 = _node_pair("UpsampleBilinear2DBackward0")
 UpsampleTrilinear3DBackward0 = _node_pair("UpsampleTrilinear3DBackward0")
-ReflectionPad1DBackward0 = _node_pair("ReflectionPad1DBackward0")
-ReflectionPad2DBackward0 = _node_pair("ReflectionPad2DBackward0")
-ReflectionPad3DBackward0 = _node_pair("ReflectionPad3DBackward0")
-ReplicationPad1DBackward0 = _node_pair("ReplicationPad1DBackward0")
-ReplicationPad2DBackward0 = _node_pair("ReplicationPad2DBackward0")
-ReplicationPad3DBackward0 = _node_pair("ReplicationPad3DBackward0")
+ReflectionPad1DBackward0 = _node_pair("ReflectionPad1DBackward0", True)
+ReflectionPad2DBackward0 = _node_pair("ReflectionPad2DBackward0", True)
+ReflectionPad3DBackward0 = _node_pair("ReflectionPad3DBackward0", True)
+ReplicationPad1DBackward0 = _node_pair("ReplicationPad1DBackward0", True)
+ReplicationPad2DBackward0 = _node_pair("ReplicationPad2DBackward0", True)
+ReplicationPad3DBackward0 = _node_pair("ReplicationPad3DBackward0", True)
 CircularPadBackward0 = _node_pair("CircularPadBackward0")
 
 
@@ -198,7 +204,9 @@ class _Gather(Node):
     _adjoint = None
 
     def _bw(self, g, graph):
-        idx, xshape, unique, nl = self._saved
+        idx, xshape, unique, nl = self._saved[:4]
+        if self._needs_saved:  # the input is saved, as PyTorch's: its version is checked
+            self._saved[4].get(self, False)
         if graph:
             return scatter_op(g, idx, xshape, unique, nl, type(self)._adjoint),
         return _scatter_np(g, idx, xshape, unique, nl),
@@ -242,7 +250,9 @@ def gather_op(x, idx, unique, nl, node_cls, values=None):
     recording ``node_cls``."""
     d = _gather_np(x._data, idx, nl) if values is None else values
     if STATE.enabled and x._requires_grad:
-        return record(d, node_cls((edge_of(x),), (idx, tuple(x._data.shape), unique, nl)))
+        saved = (idx, tuple(x._data.shape), unique, nl)
+        return record(d, node_cls((edge_of(x),), saved + (Saved(x),) if node_cls._needs_saved
+                                  else saved))
     return _make(d)
 
 
@@ -254,7 +264,9 @@ def scatter_op(g, idx, xshape, unique, nl, node_cls):
 
 
 def _gather_pair(name):
-    return _adjoint_pair(name, _Gather, _Scatter)
+    fwd = _adjoint_pair(name, _Gather, _Scatter)
+    fwd._needs_saved = True  # max pooling saves its input, as PyTorch's
+    return fwd
 
 
 MaxPool2DWithIndicesBackward0 = _gather_pair("MaxPool2DWithIndicesBackward0")

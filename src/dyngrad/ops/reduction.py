@@ -578,12 +578,13 @@ class LinalgVectorNormBackward0(Node):
         x = sx.get(self, graph)
         xd = X.data(x)
         shape = xd.shape
+        # the result is saved for every order, as PyTorch's: its version is checked
+        od = np.asarray(X.data(so.get(self, False)))
+        if p == 0:  # PyTorch's gradient of the 0-"norm" (a count) is undefined: None
+            return None,
         g = _keep(g, dims, keepdim, len(shape))
-        if p == 0:
-            return X.expand_to(0 * g, shape),
         if p == 1:
             return g * X.sign(x),
-        od = np.asarray(X.data(so.get(self, False)))
         od = od if keepdim or not dims else np.expand_dims(od, dims)
         if _math.isinf(p):
             m = (np.abs(xd) == od)

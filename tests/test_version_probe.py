@@ -1,0 +1,310 @@
+"""Version-counter probe over every differentiable op-table row (tests/optable/).
+
+For each row and sample the same callable runs twice, once with dyngrad and once with
+PyTorch (the row's function is rebuilt with its module globals ``torch``/``F``/tensor
+constants mapped to PyTorch's, see ``twin``).  The inputs are leaves requiring grad, passed
+to the op through an intermediate ``leaf.clone()``, so they can be modified in place.  After
+the forward one of these in-place modifications is made, then backward runs with a fixed
+upstream gradient:
+
+* ``out<k>``       -- output k modified in place (``out.add_(1)``);
+* ``out<k>-view``  -- output k modified through a view of it (``out[:1].add_(1)``);
+* ``in<i>``        -- input i modified in place after the op;
+* ``in<i>-view``   -- input i modified through a view of it;
+* ``none``         -- nothing modified (the baseline).
+
+Each also runs with ``create_graph=True`` followed by a second backward (variant suffix
+``+cg``) for rows with second derivatives.  To keep the default run short, the view variants
+and ``+cg`` run on each row's first sample only (``+cg`` not after a view variant).
+
+dyngrad must raise where PyTorch raises, at the same step (forward, in-place, backward), with
+the same exception type and leading message (for the saved-version error: the whole first
+sentence, node name and version numbers included), and give PyTorch's leaf gradients
+everywhere else.
+
+Rows are skipped only by rule: not differentiable (``grad=False``), or a callable that has no
+PyTorch counterpart (``test_rows_without_torch_twin_are_few`` checks those are few).
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as TF  # noqa: E402
+
+import dyngrad  # noqa: E402
+import dyngrad.nn.functional as DF  # noqa: E402
+from tests.optable import all_rows  # noqa: E402
+
+ROWS = [r for r in all_rows() if r.grad and r.samples]
+
+
+# --- the same callable with PyTorch ------------------------------------------------------
+_MODULES = {id(dyngrad): torch, id(DF): TF, id(dyngrad.linalg): torch.linalg,
+            id(dyngrad.nn): torch.nn}
+_NAMESPACES = [(dyngrad, torch), (DF, TF), (dyngrad.linalg, torch.linalg)]
+
+
+class NoTwin(Exception):
+    """A row callable that has no PyTorch counterpart."""
+
+
+def _names(code):
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _names(c)
+    return names
+
+
+def _twin_value(v, memo):
+    if id(v) in memo:
+        return memo[id(v)]
+    if isinstance(v, types.ModuleType):
+        return _MODULES.get(id(v), v)
+    if isinstance(v, dyngrad.Tensor):
+        r = torch.from_numpy(v.detach().numpy().copy())
+        memo[id(v)] = r
+        return r
+    if isinstance(v, (list, tuple)) and any(isinstance(x, dyngrad.Tensor) for x in v):
+        return type(v)(_twin_value(x, memo) for x in v)
+    if callable(v) and not isinstance(v, type):
+        mod = getattr(v, "__module__", None) or ""
+        if mod.startswith("dyngrad"):
+            for dg, tt in _NAMESPACES:
+                name = getattr(v, "__name__", None)
+                if name and getattr(dg, name, None) is v:
+                    if not hasattr(tt, name):
+                        raise NoTwin(f"{dg.__name__}.{name}")
+                    return getattr(tt, name)
+            raise NoTwin(repr(v))
+        if isinstance(v, types.FunctionType) and mod.startswith("tests"):
+            return _twin_function(v, memo)
+    return v
+
+
+def _twin_function(fn, memo):
+    g = dict(fn.__globals__)
+    new = types.FunctionType(fn.__code__, g, fn.__name__, None, None)
+    memo[id(fn)] = new
+    for name in _names(fn.__code__):
+        if name in fn.__globals__:
+            g[name] = _twin_value(fn.__globals__[name], memo)
+    if fn.__defaults__:
+        new.__defaults__ = tuple(_twin_value(d, memo) for d in fn.__defaults__)
+    if fn.__kwdefaults__:
+        new.__kwdefaults__ = {k: _twin_value(d, memo) for k, d in fn.__kwdefaults__.items()}
+    if fn.__closure__:
+        new = types.FunctionType(fn.__code__, g, fn.__name__, new.__defaults__,
+                                 tuple(types.CellType(_twin_value(c.cell_contents, memo))
+                                       for c in fn.__closure__))
+        memo[id(fn)] = new
+    return new
+
+
+def twin(fn):
+    """``fn`` with PyTorch in place of dyngrad (raises NoTwin when PyTorch lacks a part)."""
+    return _twin_value(fn, {})
+
+
+def _twins():
+    out, missing = {}, {}
+    for r in ROWS:
+        try:
+            out[r.name] = twin(r.fn)
+        except NoTwin as e:
+            missing[r.name] = str(e)
+    return out, missing
+
+
+TWINS, NO_TWIN = _twins()
+
+
+# --- one run -------------------------------------------------------------------------------
+VERSION_MSG = "one of the variables needed for gradient computation has been modified by an inplace"
+
+
+def _err(step, e):
+    msg = str(e)
+    if msg.startswith(VERSION_MSG):
+        msg = msg.split(" Hint:")[0]
+    else:
+        msg = msg.split("\n")[0][:60]
+    return (step, type(e).__name__, msg)
+
+
+def _tensors(o, lib):
+    if isinstance(o, lib.Tensor):
+        return [o]
+    if isinstance(o, (tuple, list)):
+        return [x for x in o if isinstance(x, lib.Tensor)]
+    return []
+
+
+def _diff_outs(outs):
+    return [o for o in outs if o.is_floating_point() and o.requires_grad]
+
+
+def _modify(t, view, is_float):
+    if view:
+        v = t.unsqueeze(0) if t.dim() == 0 else t[:1]
+    else:
+        v = t
+    if is_float:
+        v.add_(1)
+    else:
+        v.mul_(1)
+
+
+def _np(t):
+    """A gradient as a NumPy array (PyTorch's ZeroTensors included)."""
+    if t is None:
+        return None
+    t = t.detach()
+    return t.numpy(force=True).copy() if isinstance(t, torch.Tensor) else t.numpy().copy()
+
+
+def run(lib, row, sample, variant, create_graph):
+    """Leaf gradients (and, under create_graph, the first-order gradients' values) or the
+    error as (step, type name, leading message)."""
+    fn = row.fn if lib is dyngrad else TWINS[row.name]
+    leaves = sample.make(lib)
+    xs = [t.clone() if t.requires_grad else t for t in leaves]
+    try:
+        outs = _diff_outs(_tensors(fn(*xs, *sample.extra, **sample.kwargs), lib))
+    except Exception as e:  # noqa: BLE001
+        return _err("forward", e)
+    if not outs:
+        return ("no differentiable output",)
+    try:
+        if variant != "none":
+            kind, rest = variant[:2], variant
+            view = rest.endswith("-view")
+            k = int(rest.split("-")[0][len("out"):] if kind == "ou" else rest.split("-")[0][2:])
+            t = outs[k] if kind == "ou" else xs[k]
+            _modify(t, view, t.is_floating_point())
+    except Exception as e:  # noqa: BLE001
+        return _err("inplace", e)
+    rs = np.random.RandomState(1)
+    grads = [lib.from_numpy(rs.uniform(-1, 1, size=tuple(o.shape))).to(o.dtype) for o in outs]
+    diff = [t for t in leaves if t.requires_grad]
+    try:
+        if not create_graph:
+            lib.autograd.backward(outs, grads)
+            return [_np(t.grad) for t in leaves]
+        gs = lib.autograd.grad(outs, diff, grads, create_graph=True, allow_unused=True)
+        first = [_np(g) for g in gs]
+        terms = [(g * lib.from_numpy(rs.uniform(-1, 1, size=tuple(g.shape))).to(g.dtype)).sum()
+                 for g in gs if g is not None and g.requires_grad]
+        if terms:
+            sum(terms).backward()
+        return first + [_np(t.grad) for t in diff]
+    except Exception as e:  # noqa: BLE001
+        return _err("backward", e)
+
+
+def variants(row, sample):
+    leaves = sample.make(dyngrad)
+    outs = _diff_outs(_tensors(row.fn(*[t.clone() if t.requires_grad else t for t in leaves],
+                                      *sample.extra, **sample.kwargs), dyngrad))
+    vs = ["none"]
+    for k in range(len(outs)):
+        vs += [f"out{k}", f"out{k}-view"]
+    for i in range(len(leaves)):
+        vs += [f"in{i}", f"in{i}-view"]
+    return vs
+
+
+def _same(a, b):
+    """Whether two run results agree: the same error, or the same gradients."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return a == b, f"dyngrad {a!r}\n      torch   {b!r}"
+    if len(a) != len(b):
+        return False, f"{len(a)} gradients vs {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        if (x is None) != (y is None):
+            return False, f"gradient {i}: dyngrad {'None' if x is None else 'tensor'}, " \
+                          f"torch {'None' if y is None else 'tensor'}"
+        if x is None:
+            continue
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False, f"gradient {i}: {x.dtype}{x.shape} vs {y.dtype}{y.shape}"
+        if not np.allclose(x, y, rtol=1e-6, atol=1e-9, equal_nan=True):
+            return False, f"gradient {i}: max diff {np.nanmax(np.abs(x - y))}"
+    return True, ""
+
+
+def probe(row):
+    """Every difference between dyngrad and PyTorch for one row: a list of strings."""
+    diffs = []
+    for n, s in enumerate(row.samples):
+        for v in variants(row, s):
+            if n and v.endswith("-view"):
+                continue  # views: on the first sample only (keeps the default run short)
+            cgs = (False, True) if row.gradgrad and not n and not v.endswith("-view") else (False,)
+            for cg in cgs:
+                a = run(dyngrad, row, s, v, cg)
+                b = run(torch, row, s, v, cg)
+                ok, why = _same(a, b)
+                if not ok:
+                    diffs.append(f"{s!r} {v}{'+cg' if cg else ''}: {why}")
+    return diffs
+
+
+# Rows with known differences left, by root cause (xfail while they differ).  Fixed in other
+# areas: einsum operand saving, multi-output views (split/unbind), in-place writes through an
+# expanded view.
+_EINSUM = "einsum saves its operands differently (fixed with einsum's operand saving)"
+_MATMUL_MSG = ("PyTorch saves reshaped/transposed views of matmul operands: its message names "
+               "those (another shape, AsStrided); the error itself is raised")
+_CG_FLAG = ("under create_graph the first-order gradient of this linear backward does not "
+            "require grad (PyTorch's does), so the second-order leaf gradient is None, not zeros")
+_EXPAND = "an in-place write through an expanded view fails in backward (views)"
+KNOWN = {
+    "einsum_mm": _EINSUM, "einsum_batch": _EINSUM, "einsum_ellipsis": _EINSUM,
+    "einsum_outer": _EINSUM, "einsum_three": _EINSUM,
+    "matmul_batched": _MATMUL_MSG, "matmul_vm": _MATMUL_MSG, "matmul_bcast": _MATMUL_MSG,
+    "matmul_2d_3d": _MATMUL_MSG, "F.bilinear": _MATMUL_MSG, "F.prelu": _MATMUL_MSG,
+    "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
+    "F.hardsigmoid": "PyTorch has no double backward for hardsigmoid",
+    "F.soft_margin_loss": "soft_margin_loss does not save its input",
+    "F.max_pool2d": _CG_FLAG, "F.max_pool1d": _CG_FLAG, "F.avg_pool2d": _CG_FLAG,
+    "F.avg_pool1d": _CG_FLAG, "F.adaptive_avg_pool2d": _CG_FLAG,
+    "F.adaptive_max_pool2d": _CG_FLAG, "F.pad_reflect": _CG_FLAG, "F.pad_replicate": _CG_FLAG,
+    "F.nll_loss_2d": _CG_FLAG, "norm_inf": _CG_FLAG,
+    "det": "second-order gradient of a 1x1 det: PyTorch's is None",
+    "prod": "second-order gradient of a 0-d prod: PyTorch's is None",
+    "cat_empty1d": "the skipped empty 1-D input of cat gets no gradient (PyTorch: zeros(0))",
+    "scatter_src": "PyTorch rejects the src gradient of a src larger than index",
+    "sort_desc": "PyTorch rejects a positional dim together with stable=",
+    "expand": _EXPAND, "expand_0d": _EXPAND, "broadcast_to": _EXPAND,
+    "broadcast_tensors": _EXPAND,
+    "split_first_only": "multi-output views under create_graph (views area)",
+    "unbind_one": "multi-output views under create_graph (views area)",
+}
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_version_counters_match_torch(row):
+    if row.name in NO_TWIN:
+        pytest.skip(f"no PyTorch counterpart: {NO_TWIN[row.name]}")
+    diffs = probe(row)
+    if diffs and row.name in KNOWN:
+        pytest.xfail(KNOWN[row.name])
+    assert not diffs, f"{row.name}:\n  " + "\n  ".join(diffs)
+
+
+def test_rows_without_torch_twin_are_few():
+    assert len(NO_TWIN) <= 3, NO_TWIN
+
+
+def test_twin_runs_torch():
+    """The rebuilt callables really call PyTorch, module constants included."""
+    by = {r.name: r for r in ROWS}
+    a = by["gather"].samples[0].make(torch)
+    assert isinstance(TWINS["gather"](*a), torch.Tensor)
+    a = by["setitem_basic"].samples[0].make(torch)
+    assert type(TWINS["setitem_basic"](*a).grad_fn).__name__ == "CopySlices"
