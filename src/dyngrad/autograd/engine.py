@@ -12,6 +12,7 @@ import numpy as np
 from . import errors
 from .grad_mode import STATE
 from .node import AccumulateGrad, Node, edge_of
+from .._fperr import quiet_on, quiet_off
 
 _getrefcount = sys.getrefcount
 _ACC_LOCK = __import__('threading').Lock()
@@ -88,6 +89,7 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     state = STATE
     prev_mode = state.enabled
     state.enabled = create_graph
+    quiet = quiet_on()  # backward formulas give inf/nan without NumPy warnings, as PyTorch
     try:
         if inputs is None:
             return _run_fast(roots, grads, retain_graph, create_graph, edge_of)
@@ -99,6 +101,7 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
         raise
     finally:
         state.enabled = prev_mode
+        quiet_off(quiet)
 
 
 def _run_fast(roots, grads, retain_graph, create_graph, edge_of):

@@ -240,6 +240,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     x = as_float(input._data if dtype is None else input._data.astype(D.to_dtype(dtype).np))
     if x.ndim == 0:
         y = np.ones_like(x)
+    elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
+        y = np.empty_like(x)
     else:
         e = np.exp(x - x.max(axis=k, keepdims=True))
         y = e / e.sum(axis=k, keepdims=True)
@@ -256,6 +258,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     x = as_float(input._data if dtype is None else input._data.astype(D.to_dtype(dtype).np))
     if x.ndim == 0:
         y = np.zeros_like(x)
+    elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
+        y = np.empty_like(x)
     else:
         m = x.max(axis=k, keepdims=True)
         s = x - m

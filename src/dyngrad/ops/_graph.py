@@ -15,6 +15,9 @@ __all__ = ["Node", "Saved", "edge_of", "NO_EDGE", "STATE", "Tensor", "record",
            "sum_to", "as_float", "grad_dtype", "RECORD_HOOKS", "notify"]
 
 
+from .._fperr import quiet_on, quiet_off  # noqa: E402,F401  (re-exported for the ops)
+
+
 # Observers of graph construction: callables ``hook(tensor, node)`` run after every recorded
 # op (the graph explorer, forward-mode AD).  Empty in normal use, so recording costs one check.
 RECORD_HOOKS: list = []

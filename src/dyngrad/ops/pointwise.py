@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import (RECORD_HOOKS, notify, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of,
+from ._graph import (RECORD_HOOKS, notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of,
                      record, sum_to)
 from . import _dual as X
 
@@ -77,10 +77,13 @@ def _binary(a, b, fn, cls, save_a, save_b, extra=()):
         casts = None
         if ad.dtype is not bd.dtype:
             ad, bd, casts = _pair(a, b)
+        tok = quiet_on()
         try:
             data = fn(ad, bd)
         except ValueError:
             data = _call2(fn, ad, bd)
+        finally:
+            quiet_off(tok)
         if STATE.enabled and (a._requires_grad or b._requires_grad):
             node = cls((edge_of(a), edge_of(b)),
                        (Saved(a) if save_a else None, Saved(b) if save_b else None,
@@ -92,7 +95,11 @@ def _binary(a, b, fn, cls, save_a, save_b, extra=()):
     if not _scalar_ok(b):
         return NotImplemented
     ad, bv = _scalar_data(a._data, b)
-    data = fn(ad, bv)
+    tok = quiet_on()
+    try:
+        data = fn(ad, bv)
+    finally:
+        quiet_off(tok)
     if data.dtype != ad.dtype and ad.dtype.kind in "fc":
         data = data.astype(ad.dtype)
     if STATE.enabled and a._requires_grad:
@@ -384,14 +391,18 @@ def pow(input, exponent):
     ad, e = _scalar_data(input._data, exponent)
     if ad.dtype.kind in "iub" and type(e) is int and e < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    if e == 2:
-        data = ad * ad
-    elif e == 0.5 and ad.dtype.kind == "f":
-        data = np.sqrt(ad)
-    else:
-        data = np.power(ad, e)
-        if data.dtype != ad.dtype and ad.dtype.kind in "fc":
-            data = data.astype(ad.dtype)
+    tok = quiet_on()
+    try:
+        if e == 2:
+            data = ad * ad
+        elif e == 0.5 and ad.dtype.kind == "f":
+            data = np.sqrt(ad)
+        else:
+            data = np.power(ad, e)
+            if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+                data = data.astype(ad.dtype)
+    finally:
+        quiet_off(tok)
     if STATE.enabled and input._requires_grad:
         return record(data, PowBackward0((edge_of(input),), (Saved(input), e)))
     return _make(data)
@@ -459,7 +470,11 @@ def _unary(x, fn, cls, save_in, save_out, floating=True):
     d = x._data
     if floating and d.dtype.kind not in "fc":
         d = d.astype(D.DEFAULTS.float.np)
-    r = fn(d)
+    tok = quiet_on()
+    try:
+        r = fn(d)
+    finally:
+        quiet_off(tok)
     if STATE.enabled and x._requires_grad:
         res = _make(r)
         res._requires_grad = True

@@ -16,8 +16,9 @@ _empty = np.empty
 
 
 def dims_of(dim, ndim):
-    """Normalise ``dim`` (int, tuple, list or None) to a sorted tuple of non-negative axes."""
-    if dim is None:
+    """Normalise ``dim`` (int, tuple, list or None) to a sorted tuple of non-negative axes;
+    None and an empty tuple or list mean every dim, as in PyTorch."""
+    if dim is None or (type(dim) in (tuple, list) and not dim):
         return tuple(range(ndim))
     if isinstance(dim, (int, np.integer)):
         dim = (int(dim),)
@@ -108,6 +109,14 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     return _make(r)
 
 
+def _empty_mean(d, dims, keepdim):
+    """The mean of an empty tensor: 0 / 0 = nan where a slice is empty, without NumPy's
+    "Mean of empty slice" warning."""
+    n = _count(d.shape, dims if dims is not None else range(d.ndim))
+    s = d.sum(axis=dims, keepdims=keepdim, dtype=d.dtype)
+    return s / n if n else np.full(np.shape(s), np.nan, d.dtype)
+
+
 @op()
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Arithmetic mean of all elements, or over ``dim``; MeanBackward0 / MeanBackward1."""
@@ -123,12 +132,13 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
                            f"floating point or complex dtype. Got: "
                            f"{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}")
     if dim is None:
-        r = np.asarray(d.mean(dtype=d.dtype))
+        r = np.asarray(d.mean(dtype=d.dtype) if d.size else _empty_mean(d, None, False))
         if STATE.enabled and input._requires_grad:
             return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)))
         return _make(r)
     dims = dims_of(dim, d.ndim)
-    r = np.asarray(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype))
+    r = np.asarray(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype) if d.size else
+                   _empty_mean(d, dims, keepdim))
     if STATE.enabled and input._requires_grad:
         n = 1
         for k in dims:
@@ -175,9 +185,18 @@ def _count(shape, dims):
     return n
 
 
-def _nonempty(name, d, dims):
-    for k in dims:
-        if d.shape[k] == 0:
+def _nonempty(name, d, dim):
+    """PyTorch's errors for a reduction without identity over an empty dim (``dim`` as the
+    user gave it: it appears in the message)."""
+    if dim is None or (type(dim) in (tuple, list) and not dim):
+        if d.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               f"argument.")
+        return
+    n = d.ndim or 1
+    for k in (dim if type(dim) in (tuple, list) else (dim,)):
+        if d.ndim and -n <= k < n and d.shape[k] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {k} to have non-zero size.")
 
 
@@ -320,7 +339,8 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
     if d.ndim == 0:
         vals = input.clone() if input._requires_grad else _make(d.copy())
         return rt(vals, _make(np.zeros((), np.int64)))
-    _nonempty(name, d, (k,))
+    if d.size == 0:
+        _nonempty(name, d, k)  # max/min name the wrapped dim (amax/amin the given one)
     idx = np_arg(d, axis=k)
     if np.issubdtype(d.dtype, np.floating):
         nan = np.isnan(d)
@@ -362,8 +382,9 @@ def min(input, dim=None, keepdim=False, *, other=None):
 
 def _amaxmin(input, dim, keepdim, name, np_fn, cls):
     d = input._data
-    dims = dims_of(None if dim == () or dim == [] else dim, d.ndim)
-    _nonempty(name, d, dims)
+    dims = dims_of(dim, d.ndim)
+    if d.size == 0:
+        _nonempty(name, d, dim)
     r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
@@ -395,8 +416,8 @@ def _arg(input, dim, keepdim, name, np_fn):
     d = input._data
     if dim is None:
         if d.size == 0:
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
-                               f"input.numel() == 0.")
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             f"input.numel() == 0.")
         flat = d.reshape(-1)
         i = np_fn(flat)
         if flat.dtype.kind == "f" and np.isnan(flat).any():
@@ -406,7 +427,8 @@ def _arg(input, dim, keepdim, name, np_fn):
     (k,) = dims_of(dim, d.ndim) or (0,)
     if d.ndim == 0:
         return _make(np.zeros((), np.int64))
-    _nonempty(name, d, (k,))
+    if d.size == 0:
+        _nonempty(name, d, k)
     i = np_fn(d, axis=k)
     if d.dtype.kind == "f":
         nan = np.isnan(d)
@@ -442,12 +464,19 @@ def _var_args(name, d, dim, correction, unbiased, keepdim):
     return dims, correction
 
 
+def _inv_dof(n, correction):
+    """1 / max(0, N - correction) as a Python float (inf at <= 0 degrees of freedom, as
+    PyTorch: the variance is then inf or nan, never an exception)."""
+    dof = n - correction
+    return 1.0 / dof if dof > 0 else _math.inf
+
+
 def _var_np(d, dims, correction, keepdim):
     n = _count(d.shape, dims) if d.ndim else 1
     with np.errstate(divide="ignore", invalid="ignore"):
-        m = d.mean(axis=dims, keepdims=True) if d.size else np.zeros([1] * d.ndim, d.dtype)
+        m = d.mean(axis=dims, keepdims=True) if d.size else _empty_mean(d, dims, True)
         dev = d - m
-        v = np.asarray((dev * dev).sum(axis=dims, keepdims=keepdim) / (n - correction))
+        v = np.asarray((dev * dev).sum(axis=dims, keepdims=keepdim) * _inv_dof(n, correction))
     return v.astype(d.dtype, copy=False), (m if keepdim else m.squeeze(dims) if dims else m), n
 
 
@@ -498,9 +527,9 @@ def _var_grad(node, g, gmean, graph):
             zero = X.const(X.data(sd) == 0, sd)
             safe = X.where(zero, 1 + 0 * sd, sd)
             g = X.where(zero, 0 * g, g / safe)
-            out = g * dev / (n - correction)
+            out = g * dev * _inv_dof(n, correction)
         else:
-            out = g * dev * (2.0 / (n - correction))
+            out = g * dev * (2.0 * _inv_dof(n, correction))
         out = X.expand_to(out, shape) if tuple(out.shape) != shape else out
     if gmean is not None:
         gm = X.expand_to(_keep(gmean, dims, keepdim, len(shape)) / n, shape)
@@ -515,7 +544,9 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
         n = _count(d.shape, dims)
     else:
         n = 1
-    if n - c <= 0:
+    # PyTorch's test: input numel divided by output numel (0 when the output is empty)
+    out_numel = _count(d.shape, [k for k in range(d.ndim) if k not in dims])
+    if (d.size // out_numel if out_numel else 0) - c <= 0:
         import warnings
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
                       f"than the reduction factor (input numel divided by output numel).",
@@ -671,7 +702,8 @@ def logsumexp(input, dim, keepdim=False):
         d = d.astype(D.DEFAULTS.float.np)
     dims = dims_of(dim, d.ndim)
     if d.size == 0:
-        r = np.log(np.exp(d).sum(axis=dims, keepdims=keepdim))
+        with np.errstate(divide="ignore"):
+            r = np.log(np.exp(d).sum(axis=dims, keepdims=keepdim))
     else:
         m = d.max(axis=dims, keepdims=True)
         m = np.where(np.isfinite(m), m, 0)
@@ -787,6 +819,8 @@ def cumprod(input, dim, *, dtype=None):
 def _bool_red(input, dim, keepdim, np_fn):
     d = input._data
     dims = dims_of(dim, d.ndim)
+    if type(dim) in (tuple, list) and not dim:  # all/any over no dims: elementwise
+        return _make(d.astype(np.uint8 if d.dtype == np.uint8 else np.bool_))
     r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
     if d.dtype == np.uint8:
         r = r.astype(np.uint8)
