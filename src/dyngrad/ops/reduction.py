@@ -818,9 +818,9 @@ def cumprod(input, dim, *, dtype=None):
 # --- boolean reductions ----------------------------------------------------------------------------
 def _bool_red(input, dim, keepdim, np_fn):
     d = input._data
-    dims = dims_of(dim, d.ndim)
     if type(dim) in (tuple, list) and not dim:  # all/any over no dims: elementwise
         return _make(d.astype(np.uint8 if d.dtype == np.uint8 else np.bool_))
+    dims = dims_of(dim, d.ndim)
     r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
     if d.dtype == np.uint8:
         r = r.astype(np.uint8)
