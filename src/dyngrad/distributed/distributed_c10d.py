@@ -390,7 +390,7 @@ def _abort(message):
 def _watch():
     while True:
         f = _S.inflight
-        period = 0.05 if f is None else min(1.0, max(0.02, f[2]._timeout / 20))
+        period = 0.2 if f is None else min(1.0, max(0.02, f[2]._timeout / 20))
         time.sleep(period)
         f = _S.inflight
         if f is not None and time.monotonic() > f[0]:
