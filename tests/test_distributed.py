@@ -3,7 +3,6 @@
 single-process training on the combined batch, a PyTorch DDP script under the launcher,
 faults).  The multi-process tests are skipped only when no MPI launcher is installed
 (`make test` installs Open MPI)."""
-import datetime
 import json
 import os
 import re
@@ -128,76 +127,109 @@ def test_import_without_mpi4py_says_how_to_install():
     assert "pip install 'dyngrad[distributed]'" in p.stdout
 
 
-@pytest.mark.skipif(__import__("importlib").util.find_spec("mpi4py") is None,
-                    reason="needs mpi4py")
-def test_single_process_group_like_torch(clean_env):
-    clean_env.setenv("MASTER_ADDR", "127.0.0.1")
-    clean_env.setenv("MASTER_PORT", "29531")
+# MPI is started in a fresh process, never in the test runner (Open MPI's memory hooks and
+# the runner's other libraries do not mix)
+ONE_RANK = """
+import datetime, os, sys
+import torch
+import dyngrad
+import dyngrad.distributed as dist
+
+
+def _err(f):
+    try:
+        f()
+    except Exception as e:  # noqa: BLE001
+        return type(e), str(e)
+    return None
+
+
+def clean():
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK",
+              "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE"):
+        os.environ.pop(k, None)
+
+
+def like_torch():
+    clean()
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29531")
     dist.init_process_group("gloo", rank=0, world_size=1,
                             timeout=datetime.timedelta(seconds=30))
     torch.distributed.init_process_group("gloo", rank=0, world_size=1)
-    try:
-        assert _err(lambda: dist.init_process_group("gloo")) == \
-            _err(lambda: torch.distributed.init_process_group("gloo"))
-        assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == \
-            (torch.distributed.get_rank(), torch.distributed.get_world_size(),
-             torch.distributed.get_backend())
-        for op in ("SUM", "AVG", "MAX", "MIN", "PRODUCT"):
-            a, b = dyngrad.tensor([1.5, -2.0, 3.0]), torch.tensor([1.5, -2.0, 3.0])
-            dist.all_reduce(a, op=getattr(dist.ReduceOp, op))
-            torch.distributed.all_reduce(b, op=getattr(torch.distributed.ReduceOp, op))
-            assert a.tolist() == b.tolist(), op
-        # argument errors
-        t, tt = dyngrad.ones(3), torch.ones(3)
-        cases = [
-            (lambda d, x: d.all_reduce([x])),
-            (lambda d, x: d.send(x, dst=0)),
-            (lambda d, x: d.gather(x, None, dst=0)),
-            (lambda d, x: d.new_group([0, 5])),
-            (lambda d, x: d.all_gather([x[:2]], x)),
-            (lambda d, x: d.all_gather([x, x], x)),
-            (lambda d, x: d.broadcast(x, src=3)),
-        ]
-        for f in cases:
-            assert _err(lambda: f(dist, t)) == _err(lambda: f(torch.distributed, tt))
-        # (gloo fails inside its transport here; the error names the problem instead)
-        assert _err(lambda: dist.recv(t, src=0)) == (
-            ValueError, "Invalid source rank: source rank should not be the same as the rank of "
-                        "the current process.")
-        out = [None]
-        dist.all_gather_object(out, {"a": 1})
-        assert out == [{"a": 1}]
-        w = dist.all_reduce(dyngrad.ones(2), async_op=True)
-        assert w.wait() is True and w.is_completed()
-        assert dist.get_rank(dist.new_group([0])) == 0
-    finally:
-        dist.destroy_process_group()
-        torch.distributed.destroy_process_group()
+    assert _err(lambda: dist.init_process_group("gloo")) == \\
+        _err(lambda: torch.distributed.init_process_group("gloo"))
+    assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == \\
+        (torch.distributed.get_rank(), torch.distributed.get_world_size(),
+         torch.distributed.get_backend())
+    for op in ("SUM", "AVG", "MAX", "MIN", "PRODUCT"):
+        a, b = dyngrad.tensor([1.5, -2.0, 3.0]), torch.tensor([1.5, -2.0, 3.0])
+        dist.all_reduce(a, op=getattr(dist.ReduceOp, op))
+        torch.distributed.all_reduce(b, op=getattr(torch.distributed.ReduceOp, op))
+        assert a.tolist() == b.tolist(), op
+    # argument errors
+    t, tt = dyngrad.ones(3), torch.ones(3)
+    cases = [
+        (lambda d, x: d.all_reduce([x])),
+        (lambda d, x: d.send(x, dst=0)),
+        (lambda d, x: d.gather(x, None, dst=0)),
+        (lambda d, x: d.new_group([0, 5])),
+        (lambda d, x: d.all_gather([x[:2]], x)),
+        (lambda d, x: d.all_gather([x, x], x)),
+        (lambda d, x: d.broadcast(x, src=3)),
+    ]
+    for f in cases:
+        assert _err(lambda: f(dist, t)) == _err(lambda: f(torch.distributed, tt)), \\
+            (_err(lambda: f(dist, t)), _err(lambda: f(torch.distributed, tt)))
+    # (gloo fails inside its transport here; the error names the problem instead)
+    assert _err(lambda: dist.recv(t, src=0)) == (
+        ValueError, "Invalid source rank: source rank should not be the same as the rank of "
+                    "the current process.")
+    out = [None]
+    dist.all_gather_object(out, {"a": 1})
+    assert out == [{"a": 1}]
+    w = dist.all_reduce(dyngrad.ones(2), async_op=True)
+    assert w.wait() is True and w.is_completed()
+    assert dist.get_rank(dist.new_group([0])) == 0
+    dist.destroy_process_group()
+    torch.distributed.destroy_process_group()
     assert not dist.is_initialized()
+
+
+def from_launcher_environment():
+    for env in [
+        {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533"},
+        {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1"},      # Open MPI
+        {"PMI_RANK": "0", "PMI_SIZE": "1"},                              # MPICH
+    ]:
+        clean()
+        os.environ.update(env)
+        dist.init_process_group("mpi")
+        assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "mpi")
+        dist.destroy_process_group()
+    # a world the MPI launcher did not start is refused with instructions
+    clean()
+    os.environ.update(RANK="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
+    e = _err(lambda: dist.init_process_group("gloo"))
+    assert e[0] is dist.DistBackendError, e
+    assert "asked to be rank 1 of 2, but it is rank 0 of an MPI world of 1" in e[1], e
+    assert "dyngrad run --nproc-per-node 2" in e[1], e
+    assert not dist.is_initialized()
+
+
+globals()[sys.argv[1]]()
+print("ok")
+"""
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("mpi4py") is None,
                     reason="needs mpi4py")
-@pytest.mark.parametrize("env", [
-    {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29533"},  # torchrun
-    {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1"},                           # Open MPI
-    {"PMI_RANK": "0", "PMI_SIZE": "1"},                                                   # MPICH
-])
-def test_init_from_launcher_environment(clean_env, env):
-    for k, v in env.items():
-        clean_env.setenv(k, v)
-    dist.init_process_group("mpi")
-    assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 1, "mpi")
-    dist.destroy_process_group()
-    # a world the MPI launcher did not start is refused with instructions
-    clean_env.setenv("RANK", "1")
-    clean_env.setenv("WORLD_SIZE", "2")
-    clean_env.setenv("MASTER_ADDR", "127.0.0.1")
-    clean_env.setenv("MASTER_PORT", "29533")
-    with pytest.raises(dist.DistBackendError, match=r"asked to be rank 1 of 2, but it is rank 0 "
-                       r"of an MPI world of 1.*dyngrad run --nproc-per-node 2"):
-        dist.init_process_group("gloo")
-    assert not dist.is_initialized()
+@pytest.mark.parametrize("check", ["like_torch", "from_launcher_environment"])
+def test_one_rank(tmp_path, check):
+    script = tmp_path / "one_rank.py"
+    script.write_text(ONE_RANK)
+    p = subprocess.run([sys.executable, str(script), check], capture_output=True, text=True,
+                       timeout=120, env=_env(), cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stdout + p.stderr
 
 
 def test_distributed_sampler_matches_torch():
