@@ -573,7 +573,7 @@ def test_save_keeps_mode_fsyncs_and_fails_cleanly(tmp_path, monkeypatch, anonymo
         os.umask(umask)
     before = p.read_bytes()
     for target, exc in (("replace", OSError("disk full")), ("fsync", OSError("io error")),
-                        ("write", KeyboardInterrupt())):
+                        ("fdopen", KeyboardInterrupt())):
         def broken(*a, exc=exc, **k):
             raise exc
         monkeypatch.setattr(S.os, target, broken)

@@ -438,9 +438,8 @@ def _open_anonymous(folder: str):
 
 
 def _write_file(fd: int, blob, mode) -> None:
-    view = memoryview(blob)
-    while view:
-        view = view[os.write(fd, view):]
+    with os.fdopen(fd, "wb", closefd=False) as fh:   # a buffered writer writes it all
+        fh.write(blob)
     if mode is not None and hasattr(os, "fchmod"):
         os.fchmod(fd, mode)
     os.fsync(fd)
