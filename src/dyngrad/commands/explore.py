@@ -47,7 +47,10 @@ def explore(script, args=(), iterations="1", title=None):
     """Run ``script`` with ``args`` under the recorder; returns ``(recorder, exit_code, error)``
     where ``error`` is the exception the script raised (None when it finished)."""
     from .run import run_script
+    from ..cli import UsageError
     from ..viz import record
+    if not os.path.isfile(script):
+        raise UsageError(f"no such script: {script}")
     rec = record(title=title or f"dyngrad explore {os.path.basename(script)}",
                  iterations=iterations)
     code, error = 0, None

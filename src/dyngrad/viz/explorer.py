@@ -181,7 +181,7 @@ class Recorder:
         # while recording
         import gc
         hook = self._step_hook
-        self._hooked = [o for o in gc.get_objects() if isinstance(o, Optimizer)]
+        self._hooked = [o for o in gc.get_objects() if issubclass(type(o), Optimizer)]
         for o in self._hooked:
             o._step_hooks.append(hook)
         init = Optimizer.__dict__["__init__"]
