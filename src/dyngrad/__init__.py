@@ -43,9 +43,11 @@ contiguous_format = "torch.contiguous_format"
 preserve_format = "torch.preserve_format"
 channels_last = "torch.channels_last"
 
+from ._argcheck import guard as _guard  # noqa: E402
+
 for _name, _info in _OPS.items():
     if _info["function"] and not _name.startswith("_"):
-        globals().setdefault(_name, _info["fn"])
+        globals().setdefault(_name, _guard(_info["fn"], _name))
 _attach_methods(Tensor)
 del _name, _info
 
@@ -97,3 +99,11 @@ def __getattr__(name):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'dyngrad' has no attribute '{name}' (dyngrad implements a subset "
                          f"of PyTorch; '{name}' is not part of it yet)")
+
+
+# PyTorch's argument errors for the factories and helpers above (the ops are guarded where
+# they are exported)
+from ._argcheck import guard_module as _guard_module  # noqa: E402
+
+_guard_module(globals(), "dyngrad._factories")
+_guard_module(globals(), __name__)

@@ -88,14 +88,14 @@ def to_dtype(d) -> dtype:
     """Accept a dyngrad dtype, a NumPy dtype or type, or a Python type."""
     if type(d) is dtype:
         return d
-    if d is float:
-        return DEFAULTS.float
+    if d is float:  # Python's types name PyTorch's double, long, bool and cdouble
+        return float64
     if d is int:
         return int64
     if d is bool:
         return bool_
     if d is complex:
-        return complex64
+        return complex128
     if isinstance(d, str):
         try:
             return _NAMES[d.replace("torch.", "")]
@@ -105,6 +105,49 @@ def to_dtype(d) -> dtype:
         return FROM_NP[np.dtype(d)]
     except (TypeError, KeyError):
         raise TypeError(f"dtype must be a dyngrad dtype such as dyngrad.float32, got {d!r}") from None
+
+
+def type_name(x) -> str:
+    """The name PyTorch's argument errors give the type of ``x`` ("str", "numpy.ndarray")."""
+    t = type(x)
+    if t.__module__ == "builtins" or t.__module__.startswith("dyngrad"):
+        return t.__name__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def bad_combo(fn: str, args, kwargs=None) -> TypeError:
+    """PyTorch's TypeError for arguments that match none of ``fn``'s signatures."""
+    got = [type_name(a) for a in args] + [f"{k}={type_name(v)}" for k, v in (kwargs or {}).items()
+                                          if v is not None]
+    return TypeError(f"{fn}() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}), but expected one of:\n * (the signatures in the "
+                     f"documentation of {fn})")
+
+
+# the C++ type names some PyTorch kernels print ("expected m1 and m2 to have the same dtype,
+# but got: float != double")
+C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+           "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+           "bool": "bool", "complex64": "c10::complex<float>",
+           "complex128": "c10::complex<double>"}
+
+
+def c_name(np_dtype) -> str:
+    """PyTorch's C++ name of a dtype, as some of its messages print it."""
+    n = np.dtype(np_dtype).name
+    return C_NAMES.get(n, n)
+
+
+def arg_dtype(d, fn: str):
+    """A ``dtype=`` argument of function ``fn`` as PyTorch's parser takes it: a dtype, None, or
+    a Python type (float, int, bool, complex); anything else is PyTorch's TypeError."""
+    if d is None or type(d) is dtype:
+        return d
+    if d is float or d is int or d is bool or d is complex:
+        return to_dtype(d)
+    if isinstance(d, np.dtype) and d in FROM_NP:  # the library's own calls pass arrays' dtypes
+        return FROM_NP[d]
+    raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type_name(d)}")
 
 
 def promote(a: dtype, b: dtype) -> dtype:

@@ -512,17 +512,33 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError(f"Boolean value of Tensor with "
+                               f"{'no values' if not self._data.size else 'more than one value'} "
+                               f"is ambiguous")
         return bool(self._data.reshape(()))
 
+    def _py_scalar(self, ctype=None):
+        """The value of a one-element tensor for float()/int()/complex(); ``ctype`` names the
+        real C type a complex value must fit (PyTorch's overflow error when it has an imaginary
+        part)."""
+        d = self._data
+        if d.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        v = d.reshape(()).item()
+        if ctype is not None and type(v) is complex:
+            if v.imag:
+                raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+            v = v.real
+        return v
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._py_scalar("double"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._py_scalar("int64_t"))
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._py_scalar())
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:

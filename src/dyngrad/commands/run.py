@@ -52,6 +52,7 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
 
 
 _FINDER = TorchAliasFinder()
+_HIDDEN: dict = {}  # real PyTorch modules set aside while the aliases are installed
 
 
 def install_aliases() -> None:
@@ -59,7 +60,9 @@ def install_aliases() -> None:
     import dyngrad
     import dyngrad.viz  # noqa: F401
     for k in [k for k in sys.modules if k == "torch" or k.startswith("torch.") or k == "torchviz"]:
-        del sys.modules[k]
+        mod = sys.modules.pop(k)
+        if not getattr(mod, "__name__", "").startswith("dyngrad"):
+            _HIDDEN.setdefault(k, mod)  # a real PyTorch already imported: put back afterwards
     sys.modules["torch"] = dyngrad
     sys.modules["torchviz"] = sys.modules["dyngrad.viz"]
     for name, mod in list(sys.modules.items()):
@@ -78,6 +81,10 @@ def uninstall_aliases() -> None:
     for k in [k for k in sys.modules if k == "torch" or k.startswith("torch.") or k == "torchviz"]:
         if getattr(sys.modules[k], "__name__", "").startswith("dyngrad"):
             del sys.modules[k]
+    # a PyTorch imported before must find its modules again (re-importing its C extension in
+    # the same process crashes)
+    sys.modules.update(_HIDDEN)
+    _HIDDEN.clear()
 
 
 def run_script(script, args=(), wrap=None):

@@ -1229,8 +1229,7 @@ def bilinear(input1, input2, weight, bias=None):
                            f"inputs of sizes {list(input1.shape)} and {list(input2.shape)}")
     ts = (input1, input2, weight) + ((bias,) if bias is not None else ())
     if len({t._data.dtype for t in ts}) > 1:
-        from ..ops.linalg import _CNAMES
-        got = ", ".join(f"{n}: {_CNAMES.get(t._data.dtype.name, t._data.dtype.name)}"
+        got = ", ".join(f"{n}: {D.c_name(t._data.dtype)}"
                         for n, t in zip(("input1", "input2", "weight", "bias"), ts))
         raise RuntimeError(f"All tensors must have the same dtype, got {got}")
     a = input1.reshape(1, -1, input1.shape[-1])
@@ -1483,7 +1482,7 @@ def _pair(v, n, name="kernel_size"):
     return (int(v),) * n
 
 
-def _pool_args(input, kernel_size, stride, padding, dilation, name, nd=2):
+def _pool_args(input, kernel_size, stride, padding, dilation, name, nd=2, ceil_mode=False):
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with "
                            f"optional 0 dim batch size for input, but got: "
@@ -1500,13 +1499,22 @@ def _pool_args(input, kernel_size, stride, padding, dilation, name, nd=2):
                                f"pad={pp}, kernel_size={kk} and dilation={dd}")
     if any(v <= 0 for v in k + s):
         raise RuntimeError(f"{name}: kernel_size and stride must be greater than zero")
+    sizes = input._data.shape[-nd:]
+    outs = [_pool.pool_out(n, kk, ss, pp, dd, ceil_mode) for n, kk, ss, pp, dd in
+            zip(sizes, k, s, p, d)]
+    if any(o < 1 for o in outs):  # a window larger than the (padded) input
+        c = input._data.shape[-nd - 1]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (c,) + tuple(sizes)))}). "
+                           f"Calculated output size: ({'x'.join(map(str, [c] + outs))}). Output "
+                           f"size is too small")
     return k, s, p, d
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """Window maxima over (N, C, H, W); MaxPool2DWithIndicesBackward0."""
-    k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, "max_pool2d")
+    k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, "max_pool2d",
+                            ceil_mode=ceil_mode)
     x = input._data
     x4 = x if x.ndim == 4 else x[None]
     idx, unique, vals = _pool.max_pool2d_indices(x4, k, s, p, d, ceil_mode)
@@ -1532,6 +1540,11 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                            f"{list(input.shape)}")
     k = _pair(kernel_size, 1)
     s = k if stride is None or stride == () or stride == [] else _pair(stride, 1, "stride")
+    pd, dl = _pair(padding, 1), _pair(dilation, 1)
+    if k[0] > 0 and s[0] > 0 and pd[0] <= (dl[0] * (k[0] - 1) + 1) // 2:
+        o = _pool.pool_out(input._data.shape[-1], k[0], s[0], pd[0], dl[0], ceil_mode)
+        if o < 1:
+            raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
     r = max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + _pair(padding, 1),
                    (1,) + _pair(dilation, 1), ceil_mode, return_indices)
     if return_indices:
@@ -1542,7 +1555,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Window means over (N, C, H, W); AvgPool2DBackward0."""
-    k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, "avg_pool2d")
+    k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, "avg_pool2d",
+                            ceil_mode=ceil_mode)
     H, W = input._data.shape[-2:]
     mats = []
     for axis, n, kk, ss, pp in ((-2, H, k[0], s[0], p[0]), (-1, W, k[1], s[1], p[1])):
@@ -1895,3 +1909,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         div = avg_pool2d(div.reshape(n5[0], n5[2], -1).unsqueeze(1), (size, 1), stride=1)
         div = div.reshape(*s)
     return input / (div * alpha + k) ** beta
+
+
+# PyTorch's argument errors (a string or None where a tensor goes) for every function above
+from .._argcheck import guard_module as _guard_module  # noqa: E402
+
+_guard_module(globals(), __name__)

@@ -733,11 +733,22 @@ def _lerp_np(a, b, w):
 @op()
 def lerp(input, end, weight):
     """input + weight * (end - input); LerpBackward0 (scalar weight) / LerpBackward1."""
-    if input._data.dtype != end._data.dtype:
-        raise RuntimeError(f"expected dtype {input.dtype} for `end` but got dtype {end.dtype}")
+    if not _isT(end, Tensor) or not (_isT(weight, Tensor) or isinstance(weight, (int, float,
+                                                                                 complex))):
+        raise D.bad_combo("lerp", (input, end, weight))
     ad, bd = input._data, end._data
+    if ad.dtype != bd.dtype:
+        raise RuntimeError(f"expected dtype {D.c_name(ad.dtype)} for `end` but got dtype "
+                           f"{D.c_name(bd.dtype)}")
+    if ad.dtype.kind not in "fc":
+        kernel = "lerp_kernel_tensor" if _isT(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(ad.dtype)}'")
     if _isT(weight, Tensor):
         wd = weight._data
+        if wd.dtype != ad.dtype:
+            raise RuntimeError(f"expected dtype {D.c_name(ad.dtype)} for `weight` but got dtype "
+                               f"{D.c_name(wd.dtype)}")
         try:
             r = _lerp_np(ad, bd, wd)
         except ValueError:

@@ -114,17 +114,10 @@ class CloneBackward0Matmul(MatmulBackward):
 
 CloneBackward0Matmul.__name__ = CloneBackward0Matmul.__qualname__ = "CloneBackward0"
 
-_CNAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
-           "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-           "bool": "bool", "complex64": "c10::complex<float>",
-           "complex128": "c10::complex<double>"}
-
-
 def _same_dtype(a, b):
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{_CNAMES.get(a.dtype.name, a.dtype.name)} != "
-                           f"{_CNAMES.get(b.dtype.name, b.dtype.name)}")
+                           f"{D.c_name(a.dtype)} != {D.c_name(b.dtype)}")
 
 
 def _matmul_check(a, b, ka, kb):
@@ -308,7 +301,8 @@ def _expand_check(shape, target):
         raise RuntimeError(f"expand: the number of sizes provided ({len(target)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({len(shape)})")
     lead = len(target) - len(shape)
-    for i, s in enumerate(shape):
+    for i in reversed(range(len(shape))):  # PyTorch reports the last mismatch
+        s = shape[i]
         if s != 1 and s != target[lead + i]:
             raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match "
                                f"the existing size ({s}) at non-singleton dimension {lead + i}.  "
@@ -366,11 +360,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     a, b, c = batch1._data, batch2._data, input._data
     if not (a.dtype is b.dtype is c.dtype):
         if c.dtype != a.dtype:
-            n = _CNAMES
-            raise RuntimeError(f"Input dtypes must be the same, got: input "
-                               f"{n.get(c.dtype.name, c.dtype.name)}, batch1: "
-                               f"{n.get(a.dtype.name, a.dtype.name)}, batch2: "
-                               f"{n.get(b.dtype.name, b.dtype.name)}")
+            raise RuntimeError(f"Input dtypes must be the same, got: input {D.c_name(c.dtype)}, "
+                               f"batch1: {D.c_name(a.dtype)}, batch2: {D.c_name(b.dtype)}")
     for name, m in (("batch1", a), ("batch2", b)):
         if m.ndim != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
@@ -447,6 +438,11 @@ def _einsum_parse(eq, shapes):
         rhs = ell + "".join(sorted(c for c in cnt if cnt[c] == 1))
     else:
         rhs = rhs.replace("...", ell)
+        have = set("".join(out))
+        for c in rhs:
+            if c not in have:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   f"equation for any input operand")
     return out, rhs, free[nd:]
 
 

@@ -48,10 +48,18 @@ class CatBackward0(Node):
         return tuple(outs)
 
 
-def _seq_check(tensors, name):
-    if isinstance(tensors, Tensor):
+def _seq_check(tensors, name, dim=0):
+    """The tensors of a cat/stack-like call as a list, with PyTorch's argument errors."""
+    if not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"Tensor")
+                        f"{D.type_name(tensors)}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{D.type_name(t)}")
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        if not (isinstance(dim, Tensor) and dim._data.dtype.kind in "iu" and dim._data.size == 1):
+            raise TypeError(f"{name}(): argument 'dim' must be int, not {D.type_name(dim)}")
     return list(tensors)
 
 
@@ -76,7 +84,8 @@ def _record_multi(data, node_cls, tensors, saved, casts=None):
 @op(method=False)
 def cat(tensors, dim=0, *, out=None):
     """Join tensors along an existing dimension; CatBackward0."""
-    tensors = _seq_check(tensors, "cat")
+    tensors = _seq_check(tensors, "cat", dim)
+    dim = int(dim)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     # legacy rule: 1-D empty tensors are skipped
@@ -133,7 +142,8 @@ class StackBackward0(Node):
 @op(method=False)
 def stack(tensors, dim=0, *, out=None):
     """Join same-shaped tensors along a new dimension; StackBackward0."""
-    tensors = _seq_check(tensors, "stack")
+    tensors = _seq_check(tensors, "stack", dim)
+    dim = int(dim)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     s0 = tensors[0]._data.shape

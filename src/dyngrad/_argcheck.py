@@ -1,0 +1,86 @@
+"""Argument errors of the public functions (``dyngrad.add``, ``nn.functional.relu`` ...) as
+PyTorch's parser raises them.
+
+A function called with an argument of the wrong kind (a string where a tensor goes, None, a
+list) would otherwise fail somewhere inside with an AttributeError or a NumPy error.  Each
+public function is wrapped once, at import: the wrapper costs nothing until something raises;
+then an error that no ``raise`` statement of dyngrad made (an internal one) becomes PyTorch's
+TypeError naming the function and the offending argument.  Errors dyngrad raises on purpose
+pass through untouched.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+from . import _dtype as D
+
+_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def internal(e: BaseException) -> bool:
+    """Whether ``e`` escaped from inside NumPy or Python rather than a ``raise`` of dyngrad."""
+    tb = e.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    if not code.co_filename.startswith(_PKG):
+        return True
+    import linecache
+    line = linecache.getline(code.co_filename, tb.tb_lineno).lstrip()
+    return not line.startswith("raise")
+
+
+def translate(name: str, args, kwargs, e: BaseException):
+    """PyTorch's TypeError for the call ``name(*args, **kwargs)`` that failed internally with
+    ``e``; None when ``e`` is one of dyngrad's own errors or the arguments look right."""
+    from ._tensor import Tensor
+    if not isinstance(e, (AttributeError, TypeError, ValueError, IndexError, KeyError)) or \
+            not internal(e):
+        return None
+    msg = str(e)
+    if isinstance(e, TypeError) and "required positional argument" in msg and ") " in msg:
+        # Python's own arity error names the implementing function: name the public one
+        return TypeError(f"{name}() {msg.split(') ', 1)[1]}")
+    first = args[0] if args else kwargs.get("input", kwargs.get("self"))
+    if isinstance(first, str) and isinstance(e, AttributeError):
+        return TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not str")
+    if first is not None and not isinstance(first, (Tensor, list, tuple, str)) or \
+            (first is None and args):
+        return TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                         f"{D.type_name(first)}")
+    odd = any(isinstance(a, (str, bytes, dict, set)) for a in list(args[1:]) + list(kwargs.values()))
+    if odd or isinstance(e, AttributeError):
+        return D.bad_combo(name, args, kwargs)
+    return None
+
+
+def guard(fn, name=None):
+    """``fn`` with PyTorch's argument errors in place of internal ones (see the module)."""
+    name = name or fn.__name__
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            r = fn(*args, **kwargs)
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError) as e:
+            t = translate(name, args, kwargs, e)
+            if t is None:
+                raise
+            raise t from None
+        if r is NotImplemented:  # an operator's refusal of an operand: an error when called
+            raise D.bad_combo(name, args, kwargs)
+        return r
+
+    return call
+
+
+def guard_module(namespace: dict, module_name: str) -> None:
+    """Wrap every public function defined in module ``module_name`` found in ``namespace``."""
+    import inspect
+    for k, v in list(namespace.items()):
+        if k.startswith("_") or not inspect.isfunction(v) or v.__module__ != module_name:
+            continue
+        namespace[k] = guard(v, k)
