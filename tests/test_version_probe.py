@@ -308,3 +308,36 @@ def test_twin_runs_torch():
     assert isinstance(TWINS["gather"](*a), torch.Tensor)
     a = by["setitem_basic"].samples[0].make(torch)
     assert type(TWINS["setitem_basic"](*a).grad_fn).__name__ == "CopySlices"
+
+
+# --- activation gradients at the kinks (first and second order) -------------------------------
+_KINK_X = [-3.0, -1.0, 0.0, 1.0, 3.0, 6.0, 2.0, -2.0]
+_KINKS = {
+    "hardswish": lambda L, F: F.hardswish, "hardsigmoid": lambda L, F: F.hardsigmoid,
+    "hardtanh": lambda L, F: F.hardtanh, "relu6": lambda L, F: F.relu6,
+    "threshold": lambda L, F: lambda x: F.threshold(x, 1.0, 0.5),
+    "clamp": lambda L, F: lambda x: L.clamp(x, -1.0, 1.0),
+    "leaky_relu": lambda L, F: F.leaky_relu, "elu": lambda L, F: F.elu,
+    "celu": lambda L, F: F.celu, "selu": lambda L, F: F.selu,
+    "hardswish_": lambda L, F: lambda x: F.hardswish(x * 1, inplace=True),
+    "elu_": lambda L, F: lambda x: F.elu(x * 1, inplace=True),
+}
+
+
+@pytest.mark.parametrize("name", list(_KINKS))
+def test_activation_gradient_at_kinks_matches_torch(name):
+    """First and second derivatives at the boundaries (-3, 0, 3, ...) use PyTorch's sides."""
+    outs = []
+    for L, F in ((torch, TF), (dyngrad, DF)):
+        x = L.tensor(_KINK_X, requires_grad=True)
+        g, = L.autograd.grad(_KINKS[name](L, F)(x).sum(), x, create_graph=True)
+        res = [np.asarray(g.detach().numpy())]
+        if name != "hardsigmoid" and g.requires_grad:
+            gg, = L.autograd.grad(g.sum(), x, allow_unused=True)
+            res.append(None if gg is None else np.asarray(gg.detach().numpy(force=True)))
+        outs.append(res)
+    assert len(outs[0]) == len(outs[1])
+    for a, b in zip(*outs):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)

@@ -204,6 +204,16 @@ def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def _need_float_kernel(input, k, name):
+    """PyTorch has no integer (or bool) softmax kernels: a non-empty one is an error."""
+    d = input._data
+    if d.dtype.kind not in "fc" and d.size:
+        kernel = f"{name}_lastdim_kernel_impl" if d.ndim == 0 or k == d.ndim - 1 else \
+            f"{name}_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(d.dtype)}'")
+
+
 class SoftmaxBackward0(Node):
     __slots__ = ()
 
@@ -237,6 +247,8 @@ def _dim_arg(input, dim, name):
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``, computed stably; SoftmaxBackward0."""
     k = _dim_arg(input, dim, "softmax")
+    if dtype is None:
+        _need_float_kernel(input, k, "softmax")
     x = as_float(input._data if dtype is None else input._data.astype(D.to_dtype(dtype).np))
     if x.ndim == 0:
         y = np.ones_like(x)
@@ -255,6 +267,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - logsumexp(x) along ``dim``; LogSoftmaxBackward0."""
     k = _dim_arg(input, dim, "log_softmax")
+    if dtype is None:
+        _need_float_kernel(input, k, "log_softmax")
     x = as_float(input._data if dtype is None else input._data.astype(D.to_dtype(dtype).np))
     if x.ndim == 0:
         y = np.zeros_like(x)
@@ -546,7 +560,8 @@ def _elu_d1(x, alpha, scale, iscale):
 
 
 def _elu_d2(x, alpha, scale, iscale):
-    return np.where(x > 0, 0.0, scale * alpha * iscale * iscale * np.exp(np.minimum(x, 0) * iscale))
+    # PyTorch masks the second derivative with x < 0: zero at x == 0
+    return np.where(x >= 0, 0.0, scale * alpha * iscale * iscale * np.exp(np.minimum(x, 0) * iscale))
 
 
 _Elu = _activation("EluBackward0", _elu_f, _elu_d1, _elu_d2)
@@ -640,7 +655,7 @@ _Hardsigmoid = _activation(
     lambda x: np.where((x > -3) & (x < 3), 1 / 6, 0.0), _zeros)
 _Hardswish = _activation(
     "HardswishBackward0", lambda x: x * np.clip(x + 3, 0, 6) / 6,
-    lambda x: np.where(x < -3, 0.0, np.where(x <= 3, x / 3 + 0.5, 1.0)),
+    lambda x: np.where(x <= -3, 0.0, np.where(x < 3, x / 3 + 0.5, 1.0)),
     lambda x: np.where((x > -3) & (x < 3), 1 / 3, 0.0))
 _LogSigmoid = _activation(
     "LogSigmoidBackward0", lambda x: -_softplus_np(-x), lambda x: _sig(-x),
