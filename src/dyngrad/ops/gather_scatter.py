@@ -498,7 +498,11 @@ def masked_fill(input, mask, value):
     (scalar value) or MaskedFillBackward1 (0-d tensor value)."""
     d = input._data
     md = _mask(mask, "masked_fill_")
-    shape = np.broadcast_shapes(d.shape, md.shape)
+    try:
+        shape = np.broadcast_shapes(d.shape, md.shape)
+    except ValueError:
+        from .pointwise import broadcast_error
+        raise broadcast_error(md.shape, d.shape) from None
     if isinstance(value, Tensor):
         if value._data.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
@@ -834,10 +838,11 @@ _inplace("masked_scatter_", masked_scatter)
 
 def _masked_fill_(self, mask, value):
     md = _mask(mask, "masked_fill_")
-    if np.broadcast_shapes(self._data.shape, md.shape) != self._data.shape:
-        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast "
-                           f"shape {list(np.broadcast_shapes(self._data.shape, md.shape))}")
-    from .inplace import apply
+    from .inplace import _bad_bcast, _bcast_ok, apply
+    if md.shape != self._data.shape and not (
+            _bcast_ok(self._data.shape, md.shape)
+            and np.broadcast_shapes(self._data.shape, md.shape) == self._data.shape):
+        _bad_bcast(self, md.shape)
     return apply(self, masked_fill, mask, value)
 
 

@@ -27,14 +27,19 @@ def _to_np_index(k):
         arr = np.asarray([x._data if isinstance(x, Tensor) else x for x in k])
         if arr.dtype.kind == "f":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if arr.dtype.kind in "USO":
+            bad = "str" if arr.dtype.kind != "O" else type(arr.flat[0]).__name__
+            raise TypeError(f"new(): invalid data type '{bad}'")
         return arr
     if isinstance(k, np.ndarray):
         return k
     if isinstance(k, bool):
         return np.asarray(k)
-    if isinstance(k, float):
+    if isinstance(k, str):
+        raise TypeError("new(): invalid data type 'str'")
+    if not hasattr(k, "__index__"):
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
-                         "Variables are valid indices (got float)")
+                         f"Variables are valid indices (got {type(k).__name__})")
     return k
 
 

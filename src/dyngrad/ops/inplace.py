@@ -540,6 +540,10 @@ def add_(self, other, *, alpha=1):
 
 def sub_(self, other, *, alpha=1):
     """In-place ``self -= alpha * other``; returns self."""
+    if self._data.dtype == np.bool_ or (other._data.dtype == np.bool_ if isinstance(other, Tensor)
+                                         else isinstance(other, (bool, np.bool_))):
+        from .pointwise import _bool_sub_error
+        raise _bool_sub_error(self, other)
     if alpha != 1:
         return _alpha_inplace(self, other, alpha, "sub")
     return _sub_(self, other)

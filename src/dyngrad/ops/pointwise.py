@@ -175,9 +175,27 @@ def add(input, other, *, alpha=1, out=None):
     return _out(r, out)
 
 
+def _bool_sub_error(a, b):
+    """PyTorch's error for a subtraction with a bool tensor operand (None when neither
+    operand is a bool tensor)."""
+    ba = a._data.dtype == np.bool_ if _isT(a, Tensor) else _isT(a, (bool, np.bool_))
+    bb = b._data.dtype == np.bool_ if _isT(b, Tensor) else _isT(b, (bool, np.bool_))
+    if not (ba or bb):
+        return None
+    if ba and bb:
+        return RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    return RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                        "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                        "operator instead.")
+
+
 @op(methods=("__sub__",))
 def sub(input, other, *, alpha=1, out=None):
     """input - alpha * other, broadcasting; SubBackward0."""
+    if input._data.dtype == np.bool_ or (other._data.dtype == np.bool_ if _isT(other, Tensor)
+                                          else _isT(other, (bool, np.bool_))):
+        raise _bool_sub_error(input, other)
     r = _binary(input, other, np.subtract if alpha == 1 else (lambda x, y: x - y * alpha),
                 SubBackward0, False, False, (alpha,))
     return _out(r, out)
@@ -190,6 +208,9 @@ op("subtract", method=True)(sub)
 @op(methods=("__rsub__",))
 def rsub(input, other, *, alpha=1):
     """other - alpha * input (the reflected subtraction of ``10 - x``)."""
+    if input._data.dtype == np.bool_ or (other._data.dtype == np.bool_ if _isT(other, Tensor)
+                                          else _isT(other, (bool, np.bool_))):
+        raise _bool_sub_error(input, other)
     if _isT(other, Tensor):
         r = _binary(input, other, lambda x, y: y - x * alpha, RsubBackward0, False, False, (alpha,))
         return r

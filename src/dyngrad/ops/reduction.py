@@ -15,13 +15,33 @@ _add_reduce = np.add.reduce
 _empty = np.empty
 
 
-def dims_of(dim, ndim):
+def _int_dims(dim, name):
+    """``dim`` given as something other than ints: 0-d integer tensors count as ints (as in
+    PyTorch); anything else is PyTorch's TypeError naming the function."""
+    seq = dim if isinstance(dim, (tuple, list)) else (dim,)
+    out = []
+    for d in seq:
+        if isinstance(d, (int, np.integer)):
+            out.append(d)
+        elif isinstance(d, Tensor) and d._data.ndim == 0 and d._data.dtype.kind in "iu":
+            out.append(int(d._data))
+        else:
+            raise TypeError(f"{name + '(): ' if name else ''}argument 'dim' must be tuple of "
+                            f"ints, not {D.type_name(d)}")
+    return out
+
+
+def dims_of(dim, ndim, name=None):
     """Normalise ``dim`` (int, tuple, list or None) to a sorted tuple of non-negative axes;
-    None and an empty tuple or list mean every dim, as in PyTorch."""
+    None and an empty tuple or list mean every dim, as in PyTorch.  ``name`` (the function)
+    is named in the error for a ``dim`` of the wrong type."""
     if dim is None or (type(dim) in (tuple, list) and not dim):
         return tuple(range(ndim))
     if isinstance(dim, (int, np.integer)):
         dim = (int(dim),)
+    elif not isinstance(dim, (tuple, list)) or \
+            not _bi.all(isinstance(d, (int, np.integer)) for d in dim):
+        dim = _int_dims(dim, name)
     n = ndim if ndim > 1 else 1
     out = []
     for d in dim:
@@ -102,7 +122,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
         if STATE.enabled and input._requires_grad:
             return record(r, SumBackward0((edge_of(input),), (d.shape,)))
         return _make(r)
-    dims = dims_of(dim, d.ndim)
+    dims = dims_of(dim, d.ndim, "sum")
     r = np.asarray(d.sum(axis=dims, keepdims=keepdim, dtype=rt))
     if STATE.enabled and input._requires_grad:
         return record(r, SumBackward1((edge_of(input),), (d.shape, dims, keepdim)))
@@ -136,7 +156,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
         if STATE.enabled and input._requires_grad:
             return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)))
         return _make(r)
-    dims = dims_of(dim, d.ndim)
+    dims = dims_of(dim, d.ndim, "mean")
     r = np.asarray(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype) if d.size else
                    _empty_mean(d, dims, keepdim))
     if STATE.enabled and input._requires_grad:
@@ -252,7 +272,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
             res._grad_fn = ProdBackward0((edge_of(input),), (Saved(input), Saved(res, True)))
             return notify(res)
         return _make(r)
-    (k,) = dims_of(dim, d.ndim) or (0,)
+    (k,) = dims_of(dim, d.ndim, "prod") or (0,)
     r = np.asarray(d.prod(axis=k, keepdims=keepdim, dtype=rt) if d.ndim else d.astype(rt))
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
@@ -335,7 +355,7 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
             res._grad_fn = cls_all((edge_of(input),), (Saved(input), Saved(res, True)))
             return notify(res)
         return _make(r)
-    (k,) = dims_of(dim, d.ndim) or (0,)
+    (k,) = dims_of(dim, d.ndim, name) or (0,)
     if d.ndim == 0:
         vals = input.clone() if input._requires_grad else _make(d.copy())
         return rt(vals, _make(np.zeros((), np.int64)))
@@ -382,7 +402,7 @@ def min(input, dim=None, keepdim=False, *, other=None):
 
 def _amaxmin(input, dim, keepdim, name, np_fn, cls):
     d = input._data
-    dims = dims_of(dim, d.ndim)
+    dims = dims_of(dim, d.ndim, name)
     if d.size == 0:
         _nonempty(name, d, dim)
     r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
@@ -424,7 +444,7 @@ def _arg(input, dim, keepdim, name, np_fn):
             i = np.argmax(np.isnan(flat))
         r = np.asarray(i, np.int64)
         return _make(r.reshape((1,) * d.ndim) if keepdim else r)
-    (k,) = dims_of(dim, d.ndim) or (0,)
+    (k,) = dims_of(dim, d.ndim, name) or (0,)
     if d.ndim == 0:
         return _make(np.zeros((), np.int64))
     if d.size == 0:
@@ -460,7 +480,7 @@ def _var_args(name, d, dim, correction, unbiased, keepdim):
         correction = 1 if unbiased is None or unbiased else 0
     elif unbiased is not None:
         raise RuntimeError(f"{name}: cannot specify both correction and unbiased arguments")
-    dims = dims_of(dim, d.ndim)
+    dims = dims_of(dim, d.ndim, name)
     return dims, correction
 
 
@@ -643,7 +663,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got '{ord}'")
     p = float(ord)
-    dims = dims_of(dim, d.ndim)
+    dims = dims_of(dim, d.ndim, "linalg.vector_norm")
     a = np.abs(d)
     kw = dict(axis=dims, keepdims=keepdim)
     if _math.isinf(p):
@@ -700,7 +720,7 @@ def logsumexp(input, dim, keepdim=False):
     d = input._data
     if d.dtype.kind not in "fc":
         d = d.astype(D.DEFAULTS.float.np)
-    dims = dims_of(dim, d.ndim)
+    dims = dims_of(dim, d.ndim, "logsumexp")
     if d.size == 0:
         with np.errstate(divide="ignore"):
             r = np.log(np.exp(d).sum(axis=dims, keepdims=keepdim))
@@ -739,7 +759,7 @@ def cumsum(input, dim, *, dtype=None):
     """Running sum along ``dim`` (integers accumulate in int64); CumsumBackward0."""
     d = input._data
     rt = _sum_dtype(d, dtype)
-    (k,) = dims_of(dim, d.ndim) or (0,)
+    (k,) = dims_of(dim, d.ndim, "cumsum") or (0,)
     r = np.cumsum(d, axis=k, dtype=rt) if d.ndim else d.astype(rt)
     if STATE.enabled and input._requires_grad:
         return record(r, CumsumBackward0((edge_of(input),), (k,)))
@@ -806,7 +826,7 @@ def cumprod(input, dim, *, dtype=None):
     """Running product along ``dim``; CumprodBackward0."""
     d = input._data
     rt = _sum_dtype(d, dtype)
-    (k,) = dims_of(dim, d.ndim) or (0,)
+    (k,) = dims_of(dim, d.ndim, "cumprod") or (0,)
     r = np.cumprod(d, axis=k, dtype=rt) if d.ndim else d.astype(rt)
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
@@ -843,6 +863,6 @@ def any(input, dim=None, keepdim=False):
 def count_nonzero(input, dim=None):
     """Number of nonzero elements (over ``dim``), as int64."""
     d = input._data
-    dims = dims_of(dim, d.ndim)
+    dims = dims_of(dim, d.ndim, "count_nonzero")
     return _make(np.asarray(np.count_nonzero(d, axis=dims) if dims or d.ndim == 0 and dim is None
                             else np.count_nonzero(d), dtype=np.int64))

@@ -1,0 +1,83 @@
+"""Bad arguments fixed at their source (indexing keys, masks, bool subtraction, ``dim``
+types, flags, nn/optim/save-load arguments): PyTorch's exception type and leading message,
+compared with real PyTorch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dyngrad
+
+torch = pytest.importorskip("torch")
+
+
+def _err(fn, m):
+    try:
+        fn(m)
+    except Exception as e:  # noqa: BLE001 - the exception is what is compared
+        return e
+    return None
+
+
+def _same(fn, n=None):
+    t, d = _err(fn, torch), _err(fn, dyngrad)
+    assert t is not None and d is not None, (t, d)
+    assert type(d).__name__ == type(t).__name__, (t, d)
+    tm, dm = str(t).split("\n")[0], str(d).split("\n")[0]
+    if n is None:
+        assert dm == tm, (tm, dm)
+    else:
+        assert dm.split()[:n] == tm.split()[:n], (tm, dm)
+
+
+@pytest.mark.parametrize("key", ["a", ["a"], (1, "a"), object(), {}])
+def test_index_with_bad_key(key):
+    _same(lambda m: m.ones(2, 3)[key])
+
+
+@pytest.mark.parametrize("expr", [
+    "T.ones(2, 3).masked_fill(T.ones(3, 3, dtype=T.bool), 1.)",
+    "T.ones(2, 3).masked_fill_(T.ones(3, 3, dtype=T.bool), 1.)",
+    "T.ones(2, 3).masked_fill_(T.ones(2, 2, 3, dtype=T.bool), 1.)",
+])
+def test_masked_fill_mask_not_broadcastable(expr):
+    _same(lambda m: eval(expr, {"T": m}))
+
+
+@pytest.mark.parametrize("expr", [
+    "b - b", "b - True", "True - b", "b - 1", "1 - b", "b - 1.5", "T.sub(b, b)", "b.sub_(b)",
+    "T.rsub(b, b)", "b - T.tensor(True)", "b.sub(b, alpha=2)", "T.ones(2) - b", "b - T.ones(2)",
+    "T.ones(2).sub_(b)", "T.ones(2) - True", "T.ones(2, dtype=T.int64) - True",
+])
+def test_bool_subtraction(expr):
+    _same(lambda m: eval(expr, {"T": m, "b": m.ones(2, dtype=m.bool)}))
+
+
+def test_bool_subtraction_keeps_other_dtypes():
+    assert (dyngrad.ones(2, dtype=dyngrad.int64) - 1).tolist() == [0, 0]
+    assert (1 - dyngrad.ones(2)).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("expr", [
+    "T.ones(2).sum(dim='a')", "T.ones(2).sum('a')", "T.ones(2).mean(dim='a')",
+    "T.ones(2).sum(dim=1.5)", "T.sum(T.ones(2), 'a')", "T.ones(2).std(dim='a')",
+    "T.ones(2).sum(dim=(0, 'a'))",
+])
+def test_reduction_dim_of_wrong_type(expr):
+    """PyTorch's TypeError naming the function (PyTorch lists its signatures; dyngrad names
+    the argument)."""
+    t, d = _err(lambda m: eval(expr, {"T": m}), torch), _err(lambda m: eval(expr, {"T": m}), dyngrad)
+    assert type(t) is TypeError and type(d) is TypeError, (t, d)
+    assert str(d).startswith(str(t).split("(")[0] + "(): argument 'dim' must be tuple of ints"), (t, d)
+
+
+def test_amax_dim_of_wrong_type():
+    _same(lambda m: m.ones(2).amax(dim="a"))
+
+
+@pytest.mark.parametrize("dim", ["T.tensor(0)", "[T.tensor(0)]", "np.int64(0)", "[np.int64(0)]",
+                                 "T.Size([0])"])
+def test_reduction_dim_as_tensor_or_numpy_int(dim):
+    t = eval(f"T.ones(2, 3).sum(dim={dim})", {"T": torch, "np": np})
+    d = eval(f"T.ones(2, 3).sum(dim={dim})", {"T": dyngrad, "np": np})
+    assert d.tolist() == t.tolist()
