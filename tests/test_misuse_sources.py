@@ -81,3 +81,23 @@ def test_reduction_dim_as_tensor_or_numpy_int(dim):
     t = eval(f"T.ones(2, 3).sum(dim={dim})", {"T": torch, "np": np})
     d = eval(f"T.ones(2, 3).sum(dim={dim})", {"T": dyngrad, "np": np})
     assert d.tolist() == t.tolist()
+
+
+@pytest.mark.parametrize("expr", [
+    "T.logical_and(T.ones(2), 1)", "T.logical_or(T.ones(2), True)", "T.logical_xor(T.ones(2), 'abc')",
+    "T.searchsorted(T.ones(2), 'abc')", "T.searchsorted(T.ones(2), T.ones(2), right='x')",
+    "T.unique(T.ones(2), 'abc')", "T.unique(T.ones(2), return_counts='x')", "T.unique(T.ones(2), None)",
+    "T.unique_consecutive(T.ones(2), 1)", "T.positive('abc')", "T.positive(None)",
+    "T.positive(T.ones(2, dtype=T.bool))", "+T.ones(2, dtype=T.bool)",
+])
+def test_flags_and_operands_of_the_wrong_type(expr):
+    _same(lambda m: eval(expr, {"T": m}), 4)
+
+
+def test_flags_still_work():
+    for m in (torch, dyngrad):
+        assert m.unique(m.tensor([2., 1., 2.]), return_counts=True)[1].tolist() == [1, 2]
+        assert m.searchsorted(m.tensor([1., 2.]), m.ones(2), right=True).tolist() == [1, 1]
+        assert m.searchsorted(m.tensor([1., 2.]), 1.5).item() == 1
+        assert m.logical_xor(m.ones(2), m.zeros(2)).tolist() == [True, True]
+        assert (+m.ones(2)).tolist() == [1.0, 1.0]

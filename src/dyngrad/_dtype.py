@@ -150,6 +150,14 @@ def arg_dtype(d, fn: str):
     raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type_name(d)}")
 
 
+def arg_bools(fn: str, **flags) -> None:
+    """PyTorch's TypeError for a flag argument of ``fn`` that is not a bool (a string or None
+    would otherwise count as truthy or falsy)."""
+    for k, v in flags.items():
+        if type(v) is not bool and not isinstance(v, np.bool_):
+            raise TypeError(f"{fn}(): argument '{k}' must be bool, not {type_name(v)}")
+
+
 def promote(a: dtype, b: dtype) -> dtype:
     """Result dtype of two tensor dtypes of the same priority (both dimensioned or both 0-d)."""
     if a is b:

@@ -442,7 +442,8 @@ def _logaddexp(input, other, fn, cls, name):
     _need_tensor(name, other)
     ad, bd, casts = _pair(input, other)
     if ad.dtype.kind not in "fc":
-        ad, bd = ad.astype(D.DEFAULTS.float.np), bd.astype(D.DEFAULTS.float.np)
+        raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(ad.dtype)}'")
     data = _call2(fn, ad, bd)
     if STATE.enabled and (input._requires_grad or other._requires_grad):
         node = cls((edge_of(input), edge_of(other)), (Saved(input), Saved(other), ad.shape, bd.shape))
@@ -787,8 +788,8 @@ signbit = _pred(np.signbit, "signbit", "True where the sign bit is set (includin
 
 def _logical(np_fn, name):
     def f(input, other):
-        od = other._data if _isT(other, Tensor) else other
-        return _make(np.asarray(_call2(np_fn, input._data, od)))
+        _need_tensor(name, other)
+        return _make(np.asarray(_call2(np_fn, input._data, other._data)))
 
     f.__name__ = name
     f.__doc__ = f"Elementwise {name.split('_')[1].upper()} of truth values (bool result)."

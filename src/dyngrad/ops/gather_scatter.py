@@ -10,6 +10,7 @@ import numpy as np
 from . import op
 from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record, sum_to
 from .._tensor import _dim
+from .. import _dtype as D
 
 _make = Tensor._make
 
@@ -761,6 +762,8 @@ def argwhere(input):
 @op()
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values (sorted), optionally with inverse indices and counts (no gradient)."""
+    D.arg_bools("_unique2", sorted=sorted, return_inverse=return_inverse,
+                return_counts=return_counts)
     d = input._data
     r = np.unique(d if dim is not None else d.reshape(-1), return_inverse=True, return_counts=True,
                   axis=dim)
@@ -777,6 +780,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 @op()
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive values (of the flattened tensor)."""
+    D.arg_bools("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
     d = input._data.reshape(-1)
     if d.size == 0:
         keep = np.zeros(0, bool)
@@ -794,8 +798,12 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 @op(method=False)
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
     """Insertion points of ``input`` in the (row-wise) sorted ``sorted_sequence``."""
-    seq = sorted_sequence._data
     scalar = not isinstance(input, Tensor)
+    if (scalar and (type(input) not in (int, float, bool) and not isinstance(input, np.number))) \
+            or type(right) is not bool or type(out_int32) is not bool:
+        kw = {k: v for k, v in (("out_int32", out_int32), ("right", right)) if v is not False}
+        raise D.bad_combo("searchsorted", (sorted_sequence, input), kw)
+    seq = sorted_sequence._data
     vals = np.asarray(input) if scalar else input._data
     if side is not None:
         right = side == "right"

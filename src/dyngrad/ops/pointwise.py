@@ -172,7 +172,32 @@ def add(input, other, *, alpha=1, out=None):
         input, other = other, input
     r = _binary(input, other, np.add if alpha == 1 else _add_np(alpha), AddBackward0,
                 False, False, (alpha,))
+    if alpha.__class__ is not int:
+        alpha_check(_alpha_dtype(input, other), alpha)
     return _out(r, out)
+
+
+def _alpha_dtype(a, b):
+    """The result dtype of add/sub of tensor ``a`` and ``b`` (a tensor or a Python scalar)."""
+    ad = D.FROM_NP[a._data.dtype]
+    if _isT(b, Tensor):
+        return D.result_type(ad, a._data.ndim, D.FROM_NP[b._data.dtype], b._data.ndim).np
+    return D.scalar_result(ad, b).np
+
+
+def alpha_check(dtype, alpha):
+    """PyTorch's checks of add/sub's ``alpha`` against the result dtype (an ``int`` alpha
+    always passes, so callers skip the call for one)."""
+    if isinstance(alpha, (bool, np.bool_)):
+        if dtype != np.bool_:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+        return
+    if dtype.kind not in "fc" and not isinstance(alpha, (int, np.integer)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    if dtype.kind != "c" and isinstance(alpha, (complex, np.complexfloating)):
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
+                           "number.")
 
 
 def _bool_sub_error(a, b):
@@ -198,6 +223,8 @@ def sub(input, other, *, alpha=1, out=None):
         raise _bool_sub_error(input, other)
     r = _binary(input, other, np.subtract if alpha == 1 else (lambda x, y: x - y * alpha),
                 SubBackward0, False, False, (alpha,))
+    if alpha.__class__ is not int:
+        alpha_check(_alpha_dtype(input, other), alpha)
     return _out(r, out)
 
 
@@ -213,10 +240,14 @@ def rsub(input, other, *, alpha=1):
         raise _bool_sub_error(input, other)
     if _isT(other, Tensor):
         r = _binary(input, other, lambda x, y: y - x * alpha, RsubBackward0, False, False, (alpha,))
+        if alpha.__class__ is not int:
+            alpha_check(_alpha_dtype(input, other), alpha)
         return r
     if not _scalar_ok(other):
         return NotImplemented
     ad, v = _scalar_data(input._data, other)
+    if alpha.__class__ is not int:
+        alpha_check(_alpha_dtype(input, other), alpha)
     data = v - ad if alpha == 1 else v - ad * alpha
     if data.dtype != ad.dtype and ad.dtype.kind in "fc":
         data = data.astype(ad.dtype)
@@ -484,6 +515,12 @@ negative = neg
 
 @op(methods=("__pos__",), function=True)
 def positive(input):
+    """``input`` itself (``+x``); PyTorch refuses bool tensors and non-tensors."""
+    if not _isT(input, Tensor):
+        raise TypeError(f"positive(): argument 'input' (position 1) must be Tensor, not "
+                        f"{D.type_name(input)}")
+    if input._data.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
