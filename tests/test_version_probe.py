@@ -271,9 +271,6 @@ KNOWN = {
     "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
     "F.hardsigmoid": "PyTorch has no double backward for hardsigmoid",
     "F.soft_margin_loss": "soft_margin_loss does not save its input",
-    "F.max_pool2d": _CG_FLAG, "F.max_pool1d": _CG_FLAG, "F.avg_pool2d": _CG_FLAG,
-    "F.avg_pool1d": _CG_FLAG, "F.adaptive_avg_pool2d": _CG_FLAG,
-    "F.adaptive_max_pool2d": _CG_FLAG, "F.pad_reflect": _CG_FLAG, "F.pad_replicate": _CG_FLAG,
     "F.nll_loss_2d": _CG_FLAG, "norm_inf": _CG_FLAG,
     "det": "second-order gradient of a 1x1 det: PyTorch's is None",
     "prod": "second-order gradient of a 0-d prod: PyTorch's is None",
@@ -341,3 +338,45 @@ def test_activation_gradient_at_kinks_matches_torch(name):
         assert (a is None) == (b is None)
         if a is not None:
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+_LINEAR_BW = {
+    "max_pool2d": lambda L, F, x: F.max_pool2d(x, 2),
+    "max_pool2d_overlap": lambda L, F, x: F.max_pool2d(x, 3, 1),
+    "avg_pool2d": lambda L, F, x: F.avg_pool2d(x, 2),
+    "adaptive_avg_pool2d": lambda L, F, x: F.adaptive_avg_pool2d(x, 3),
+    "adaptive_max_pool2d": lambda L, F, x: F.adaptive_max_pool2d(x, 3),
+    "pad_reflect": lambda L, F, x: F.pad(x, (1, 2, 2, 1), mode="reflect"),
+    "pad_replicate": lambda L, F, x: F.pad(x, (1, 2, 2, 1), mode="replicate"),
+    "upsample": lambda L, F, x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+}
+
+
+@pytest.mark.parametrize("name", list(_LINEAR_BW))
+def test_linear_backward_under_create_graph_matches_torch(name):
+    """Pooling/padding backward under create_graph depends on the saved input as PyTorch's
+    (its first-order gradient requires grad, the second-order one is zeros, not None), and
+    third order still works."""
+    xs = np.random.RandomState(0).randn(1, 2, 5, 5)
+    outs = []
+    for L, F in ((torch, TF), (dyngrad, DF)):
+        x = L.tensor(xs, requires_grad=True)
+        w = L.tensor(np.random.RandomState(1).randn(*_LINEAR_BW[name](L, F, x).shape),
+                     requires_grad=True)
+        g, = L.autograd.grad(_LINEAR_BW[name](L, F, x), x, L.ones_like(_LINEAR_BW[name](
+            L, F, x)), create_graph=True)
+        res = [g.requires_grad, [type(f).__name__ for f, _ in g.grad_fn.next_functions]
+               if g.grad_fn is not None else None]
+        gg = L.autograd.grad(g.sum(), x, allow_unused=True)[0] if g.requires_grad else None
+        res.append(None if gg is None else gg.detach().numpy())
+        g2, = L.autograd.grad(_LINEAR_BW[name](L, F, x), x, w, create_graph=True)
+        gw, = L.autograd.grad((g2 * g2).sum(), w, create_graph=True)
+        res.append(gw.detach().numpy())
+        res.append(L.autograd.grad((gw * gw).sum(), w)[0].detach().numpy())
+        outs.append(res)
+    a, b = outs
+    assert a[:2] == b[:2]
+    for u, v in zip(a[2:], b[2:]):
+        assert (u is None) == (v is None)
+        if u is not None:
+            np.testing.assert_allclose(v, u, rtol=1e-10, atol=1e-12)

@@ -40,23 +40,45 @@ class _AxisLinear(Node):
     _adjoint = None  # node class recorded when the backward itself is differentiated
 
     def _bw(self, g, graph):
-        mats, transposed = self._saved[:2]
-        if self._needs_saved:  # the input is saved, as PyTorch's: its version is checked
-            self._saved[2].get(self, False)
+        mats, transposed, sx, zshape = self._saved
+        if sx is not None:  # the input is saved, as PyTorch's: its version is checked
+            x = sx.get(self, graph)
         if graph:
-            return axis_linear(g, mats, type(self)._adjoint or type(self), not transposed),
-        return _apply_mats(g, mats, not transposed),
+            gx = axis_linear(g, mats, type(self)._adjoint or type(self), not transposed,
+                             x if sx is not None else None)
+        else:
+            gx = _apply_mats(g, mats, not transposed)
+        return _with_zero(gx, zshape, graph)
 
 
-def axis_linear(x, mats, node_cls, transpose=False):
-    """Apply the per-axis matrices ``mats`` [(axis, M)] to ``x``, recording ``node_cls``."""
+def _dep_edges(x, dep):
+    """Edges of a node applied to ``x`` (the incoming gradient of a backward under
+    create_graph) that also depends on the forward's saved input ``dep``, as PyTorch's
+    backward-of-backward nodes do: its gradient there is zero, but the result requires grad
+    when ``dep`` does.  Returns (edges, shape of dep or None)."""
+    if dep is not None and dep._requires_grad:
+        return (edge_of(x), edge_of(dep)), tuple(dep._data.shape)
+    return (edge_of(x),), None
+
+
+def _with_zero(gx, zshape, graph):
+    if zshape is None:
+        return gx,
+    z = np.zeros(zshape, gx.dtype if not graph else gx._data.dtype)
+    return gx, (_make(z) if graph else z)
+
+
+def axis_linear(x, mats, node_cls, transpose=False, dep=None):
+    """Apply the per-axis matrices ``mats`` [(axis, M)] to ``x``, recording ``node_cls``
+    (also depending on ``dep``, see ``_dep_edges``)."""
     d = x._data
     if d.dtype.kind not in "fc":
         raise RuntimeError(f"expected a floating point input, got {x.dtype}")
     y = _apply_mats(d, mats, transpose)
-    if STATE.enabled and x._requires_grad:
-        saved = (mats, transpose, Saved(x)) if node_cls._needs_saved else (mats, transpose)
-        return record(np.ascontiguousarray(y), node_cls((edge_of(x),), saved))
+    if STATE.enabled and (x._requires_grad or (dep is not None and dep._requires_grad)):
+        edges, zshape = _dep_edges(x, dep)
+        saved = (mats, transpose, Saved(x) if node_cls._needs_saved else None, zshape)
+        return record(np.ascontiguousarray(y), node_cls(edges, saved))
     return _make(np.ascontiguousarray(y))
 
 
@@ -206,9 +228,10 @@ class _Gather(Node):
     def _bw(self, g, graph):
         idx, xshape, unique, nl = self._saved[:4]
         if self._needs_saved:  # the input is saved, as PyTorch's: its version is checked
-            self._saved[4].get(self, False)
+            x = self._saved[4].get(self, graph)
         if graph:
-            return scatter_op(g, idx, xshape, unique, nl, type(self)._adjoint),
+            return scatter_op(g, idx, xshape, unique, nl, type(self)._adjoint,
+                              x if self._needs_saved else None)
         return _scatter_np(g, idx, xshape, unique, nl),
 
 
@@ -219,10 +242,12 @@ class _Scatter(Node):
     _adjoint = None
 
     def _bw(self, g, graph):
-        idx, xshape, unique, nl = self._saved
+        idx, xshape, unique, nl, zshape = self._saved
         if graph:
-            return gather_op(g, idx, unique, nl, type(self)._adjoint),
-        return _gather_np(g, idx, nl),
+            gx = gather_op(g, idx, unique, nl, type(self)._adjoint)
+        else:
+            gx = _gather_np(g, idx, nl)
+        return _with_zero(gx, zshape, graph)
 
 
 def _gather_np(x, idx, nl):
@@ -256,11 +281,14 @@ def gather_op(x, idx, unique, nl, node_cls, values=None):
     return _make(d)
 
 
-def scatter_op(g, idx, xshape, unique, nl, node_cls):
+def scatter_op(g, idx, xshape, unique, nl, node_cls, dep=None):
+    """Scatter-add ``g`` into zeros of ``xshape`` (also depending on ``dep``, see
+    ``_dep_edges``): a 1-tuple, or 2-tuple with the zero gradient for ``dep``."""
     d = _scatter_np(g._data, idx, xshape, unique, nl)
-    if STATE.enabled and g._requires_grad:
-        return record(d, node_cls((edge_of(g),), (idx, xshape, unique, nl)))
-    return _make(d)
+    if STATE.enabled and (g._requires_grad or (dep is not None and dep._requires_grad)):
+        edges, zshape = _dep_edges(g, dep)
+        return record(d, node_cls(edges, (idx, xshape, unique, nl, zshape))),
+    return _make(d),
 
 
 def _gather_pair(name):
