@@ -253,7 +253,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if x.ndim == 0:
         y = np.ones_like(x)
     elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
-        y = np.empty_like(x)
+        y = np.empty_like(x if dtype is not None else input._data)
     else:
         e = np.exp(x - x.max(axis=k, keepdims=True))
         y = e / e.sum(axis=k, keepdims=True)
@@ -273,7 +273,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if x.ndim == 0:
         y = np.zeros_like(x)
     elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
-        y = np.empty_like(x)
+        y = np.empty_like(x if dtype is not None else input._data)
     else:
         m = x.max(axis=k, keepdims=True)
         s = x - m
@@ -294,16 +294,20 @@ class NllLossBackward0(Node):
         st.get(self, False)
         # gradient: -w[t] at the target class, scaled by the reduction
         if graph:
-            from .._factories import zeros
-            coef = _make((-w_t / (total if red == "mean" else 1)).astype(dtype))
-            if red == "none":
-                coef = coef * g
+            x = sx.get(self, True)
+            if red == "mean":
+                w = -w_t / total if total else -w_t * 0
             else:
-                coef = coef * g
-            z = zeros(shape, dtype=D.FROM_NP[dtype])
+                w = -w_t
+            w = np.asarray(w).astype(dtype).reshape(-1)
             idx = _nll_index(shape, tgt)
-            z[idx] = coef.reshape(-1) if coef.dim() else coef
-            return z,
+            z = np.zeros(shape, dtype)
+            z[idx] = w * g._data.reshape(-1)
+            if STATE.enabled and (g._requires_grad or x._requires_grad):
+                # linear in g; as PyTorch's it also depends on the input (zero gradient)
+                edges = (edge_of(g), edge_of(x)) if x._requires_grad else (edge_of(g),)
+                return record(z, self._double(edges, (idx, w, tuple(g.shape), shape))),
+            return _make(z),
         z = np.zeros(shape, dtype)
         if red == "none":
             coef = -w_t * g
@@ -315,8 +319,32 @@ class NllLossBackward0(Node):
         return z,
 
 
+class NllLossBackwardBackward0(Node):
+    """nll_loss's gradient under create_graph: ``-w[t] * g`` scattered to the target
+    classes; its backward gathers them (and sends zeros to the input when it is an edge)."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, gg, graph):
+        idx, w, gshape, shape = self._saved
+        r = gg[idx] * (_make(w) if graph else w)
+        r = r.reshape(gshape) if gshape else r.sum()
+        if len(self.next_functions) == 1:
+            return r,
+        z = np.zeros(shape, w.dtype)
+        return r, (_make(z) if graph else z)
+
+
+class NllLoss2DBackwardBackward0(NllLossBackwardBackward0):
+    __slots__ = ()
+
+
+NllLossBackward0._double = NllLossBackwardBackward0
+
+
 class NllLoss2DBackward0(NllLossBackward0):
     __slots__ = ()
+    _double = NllLoss2DBackwardBackward0
 
 
 def _nll_index(shape, tgt):

@@ -21,8 +21,11 @@ _make = Tensor._make
 _may_share = np.may_share_memory
 
 
-def _check_cast(dst, src_dtype):
-    if not np.can_cast(src_dtype, dst.dtype, casting="same_kind") and dst.dtype != np.bool_:
+def _check_cast(dst, src_dtype, to_bool=False):
+    """PyTorch's error for writing a ``src_dtype`` result into ``dst`` (a bool ``dst`` takes
+    anything unless ``to_bool``: an op's result written in place, not a copy)."""
+    if not np.can_cast(src_dtype, dst.dtype, casting="same_kind") and (
+            to_bool or dst.dtype != np.bool_):
         raise RuntimeError(f"result type {D.scalar_type_name(src_dtype)} can't be cast to the "
                            f"desired output type {D.scalar_type_name(dst.dtype)}")
 
@@ -128,7 +131,10 @@ def apply(self, fn, *args, **kwargs):
     if args:
         _check_overlap(self._data, args)
     if not recording:
-        _write(self, fn(self, *args, **kwargs)._data)
+        r = fn(self, *args, **kwargs)._data
+        if r.dtype != self._data.dtype:
+            _check_cast(self._data, r.dtype, True)
+        _write(self, r)
         _after_untracked_write(self)
         return self
     base = self._base
@@ -141,7 +147,7 @@ def apply(self, fn, *args, **kwargs):
         snap._acc = self._acc
     r = fn(snap, *args, **kwargs)
     if r._data.dtype != self._data.dtype:
-        _check_cast(self._data, r._data.dtype)
+        _check_cast(self._data, r._data.dtype, True)
     node = r._grad_fn
     _write(self, r._data)
     if base is None or self._view_fn is None:
@@ -462,8 +468,10 @@ def _arith(name, fn_name, np_fn):
             if isinstance(od, float) and d.dtype.kind in "biu":
                 raise RuntimeError(f"result type Float can't be cast to the desired output type "
                                    f"{D.scalar_type_name(d.dtype)}")
+            if od.__class__ is int and d.dtype == np.bool_:
+                _check_cast(d, np.dtype(np.int64), True)
             if isinstance(od, np.ndarray) and od.dtype != d.dtype:
-                _check_cast(d, od.dtype)
+                _check_cast(d, od.dtype, True)
             if not d.flags.writeable:
                 d = _writable(self)
             np_fn(d, od, out=d, casting="unsafe")
@@ -520,6 +528,13 @@ def _alpha_inplace(self, other, alpha, fn_name):
     if not _recording(self, (other,)):
         od = other._data if isinstance(other, Tensor) else other
         d = self._data
+        if isinstance(od, np.ndarray) and od.dtype != d.dtype:
+            _check_cast(d, od.dtype)
+        elif isinstance(od, float) and d.dtype.kind in "biu":
+            _check_cast(d, np.dtype(D.DEFAULTS.float.np))
+        if alpha.__class__ is not int:
+            from .pointwise import alpha_check
+            alpha_check(d.dtype, alpha)
         a = alpha if fn_name == "add" else -alpha
         if not d.flags.writeable:
             d = _writable(self)
@@ -533,7 +548,7 @@ def _alpha_inplace(self, other, alpha, fn_name):
 
 def add_(self, other, *, alpha=1):
     """In-place ``self += alpha * other``; returns self."""
-    if alpha != 1:
+    if alpha.__class__ is not int or alpha != 1:
         return _alpha_inplace(self, other, alpha, "add")
     return _add_(self, other)
 
@@ -544,7 +559,7 @@ def sub_(self, other, *, alpha=1):
                                          else isinstance(other, (bool, np.bool_))):
         from .pointwise import _bool_sub_error
         raise _bool_sub_error(self, other)
-    if alpha != 1:
+    if alpha.__class__ is not int or alpha != 1:
         return _alpha_inplace(self, other, alpha, "sub")
     return _sub_(self, other)
 
@@ -566,8 +581,36 @@ def _unary_inplace(name, fn_name):
     return op(name, function=False)(f)
 
 
+def _clamp_inplace(name, fn_name):
+    """clamp_/clip_/clamp_min_/clamp_max_: with Python-scalar bounds PyTorch checks the bounds'
+    result type against the tensor first and names the tensor's C++ type (``long int``)."""
+    def f(self, *args, **kwargs):
+        from . import elementwise_more as E
+        bounds = args + tuple(kwargs.values())
+        if not any(isinstance(b, Tensor) for b in bounds):
+            dt = self._data.dtype
+            rt = None
+            if any(isinstance(b, complex) for b in bounds):
+                rt = D.scalar_result(D.FROM_NP[dt], 1j).np if dt.kind in "biu" else None
+            else:
+                r = E._result_dtype((self,), [b for b in bounds if not isinstance(b, Tensor)]).np
+                rt = r if r != dt else None
+            if rt is not None:
+                raise RuntimeError(f"result type {D.scalar_type_name(rt)} can't be cast to the "
+                                   f"desired output type {D.c_name(dt)}")
+        return apply(self, getattr(E, fn_name), *args, **kwargs)
+
+    f.__name__ = name
+    f.__doc__ = f"In-place {fn_name}; returns self."
+    return op(name, function=False)(f)
+
+
+for _n in ("clamp", "clip", "clamp_min", "clamp_max"):
+    _clamp_inplace(_n + "_", _n)
+
+
 for _n in ("exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "abs", "relu", "neg", "pow",
-           "clamp", "floor", "ceil", "round", "trunc", "reciprocal", "sign", "clip",
+           "floor", "ceil", "round", "trunc", "reciprocal", "sign",
            "masked_fill", "fmod", "remainder", "lerp", "addmm", "index_fill", "scatter",
            "scatter_add", "index_add", "square", "log1p", "expm1", "rsqrt", "erf", "t",
            "squeeze", "unsqueeze", "transpose", "nan_to_num", "hardtanh", "leaky_relu", "elu",

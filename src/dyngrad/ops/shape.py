@@ -340,7 +340,9 @@ def chunk(input, chunks, dim=0):
     if d.ndim == 0:
         raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     n = d.shape[_dim(dim, d.ndim)]
-    return split(input, max(math.ceil(n / chunks), 1) if n else 1, dim)
+    if n == 0:  # PyTorch: ``chunks`` empty pieces (SplitWithSizesBackward0)
+        return split(input, [0] * chunks, dim)
+    return split(input, max(math.ceil(n / chunks), 1), dim)
 
 
 @op()
