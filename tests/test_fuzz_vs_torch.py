@@ -318,6 +318,25 @@ def test_inplace_result_type_errors(target, call):
     _same_as_torch(f"r = {target}; r.{call}")
 
 
+@pytest.mark.parametrize("code", [
+    "b = L.ones(3, 4); v = b.reshape(-1); b.requires_grad_(); "
+    "r = (v.requires_grad, v.is_leaf, v.grad_fn is None)",
+    "b = L.ones(3, 4); v = b[1:]; b.requires_grad = True; r = (v.requires_grad, v.is_leaf)",
+    "b = L.ones(3, 4); v = b.reshape(-1); b.requires_grad_(); (v * 2).sum().backward(); "
+    "r = (b.grad, v.grad)",
+    "b = L.ones(3, 4); v = b.reshape(-1); b.requires_grad_(); y = v * 2; "
+    "r = (y.requires_grad, type(y.grad_fn).__name__, y.grad_fn.next_functions)",
+    "b = L.ones(3, 4); v = b.reshape(-1); b.requires_grad_(); v.mul_(2)",
+    "b = L.ones(3, 4); v = b[0]; b.requires_grad_(); w = v[1:]; "
+    "r = (w.requires_grad, type(w.grad_fn).__name__)",
+    "b = L.ones(3, 4); v = b.reshape(-1); b.requires_grad_(); b.requires_grad_(False); "
+    "r = v.requires_grad",
+    "b = L.ones(3, 4); v = b.detach(); b.requires_grad_(); r = v.requires_grad",
+])
+def test_view_requires_grad_follows_its_base(code):
+    _same_as_torch(code)
+
+
 def record(seed, note):
     """Add (or refresh) ``seed`` in the regression file with PyTorch's results."""
     prog = generate(seed)

@@ -166,6 +166,8 @@ class Tensor:
         if value and self._data.dtype.kind not in "fc":
             raise RuntimeError(errors.FLOAT_ONLY)
         self._requires_grad = value
+        if len(self._version) > 1:
+            _views_follow(self, value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set ``requires_grad`` in place and return self."""
@@ -178,6 +180,8 @@ class Tensor:
                 "var_no_grad = var.detach().")
         if self._grad_fn is None:
             self._requires_grad = bool(requires_grad)
+            if len(self._version) > 1:
+                _views_follow(self, self._requires_grad)
         return self
 
     @property
@@ -595,3 +599,16 @@ def _dim(dim, ndim):
 
 def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
+
+
+def _views_follow(base, value):
+    """PyTorch's view of a leaf requires grad exactly when its base does; a view that existed
+    before its base started requiring grad has no history and sends nothing to the base (as a
+    view made under no_grad)."""
+    from .ops.views import live_views
+    for v in live_views(base):
+        if v._base is base and v._grad_fn is None:
+            v._requires_grad = value
+            if value:
+                v._nograd_view = True
+
