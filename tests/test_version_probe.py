@@ -271,7 +271,7 @@ KNOWN = {
     "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
     "F.hardsigmoid": "PyTorch has no double backward for hardsigmoid",
     "F.soft_margin_loss": "soft_margin_loss does not save its input",
-    "F.nll_loss_2d": _CG_FLAG, "norm_inf": _CG_FLAG,
+    "norm_inf": _CG_FLAG,
     "det": "second-order gradient of a 1x1 det: PyTorch's is None",
     "prod": "second-order gradient of a 0-d prod: PyTorch's is None",
     "cat_empty1d": "the skipped empty 1-D input of cat gets no gradient (PyTorch: zeros(0))",
@@ -380,3 +380,32 @@ def test_linear_backward_under_create_graph_matches_torch(name):
         assert (u is None) == (v is None)
         if u is not None:
             np.testing.assert_allclose(v, u, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("red", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 2, 2), (4,)])
+@pytest.mark.parametrize("kw", [{}, {"weight": True}, {"ignore_index": 1}])
+def test_nll_loss_double_backward_matches_torch(red, shape, kw):
+    """nll_loss's gradient under create_graph: PyTorch's NllLoss(2D)BackwardBackward0, which
+    depends on the incoming gradient and the input (zero gradient); third order too."""
+    outs = []
+    for L in (torch, dyngrad):
+        rs = np.random.RandomState(0)
+        C = shape[1] if len(shape) > 1 else shape[0]
+        x = L.tensor(rs.randn(*shape), requires_grad=True)
+        t = L.tensor(rs.randint(0, C, (shape[0],) + shape[2:] if len(shape) > 1 else ()))
+        kws = dict(kw)
+        if "weight" in kws:
+            kws["weight"] = L.tensor(rs.rand(C))
+        y = L.nn.functional.nll_loss(x, t, reduction=red, **kws)
+        v = L.tensor(rs.randn(*y.shape), requires_grad=True)
+        g, = L.autograd.grad(y, x, v, create_graph=True)
+        r = [g.grad_fn.name(), [type(f).__name__ for f, _ in g.grad_fn.next_functions]]
+        gg = L.autograd.grad((g * g).sum(), [x, v], create_graph=True)
+        r += [a.detach().numpy() for a in gg]
+        r.append(L.autograd.grad((gg[1] ** 2).sum(), v)[0].numpy())
+        outs.append(r)
+    a, b = outs
+    assert b[:2] == a[:2]
+    for u, w in zip(a[2:], b[2:]):
+        np.testing.assert_allclose(w, u, rtol=1e-10, atol=1e-12)

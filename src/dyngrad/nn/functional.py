@@ -295,18 +295,16 @@ class NllLossBackward0(Node):
         # gradient: -w[t] at the target class, scaled by the reduction
         if graph:
             x = sx.get(self, True)
-            if red == "mean":
-                w = -w_t / total if total else -w_t * 0
-            else:
-                w = -w_t
-            w = np.asarray(w).astype(dtype).reshape(-1)
+            div = total if red == "mean" else None  # mean: the weight total (0: none)
+            w = np.asarray(-w_t).astype(dtype).reshape(-1)
             idx = _nll_index(shape, tgt)
             z = np.zeros(shape, dtype)
-            z[idx] = w * g._data.reshape(-1)
+            z[idx] = (w * (g._data.reshape(-1) / div if div else
+                           g._data.reshape(-1) * (0 if div == 0 else 1))).reshape(z[idx].shape)
             if STATE.enabled and (g._requires_grad or x._requires_grad):
                 # linear in g; as PyTorch's it also depends on the input (zero gradient)
                 edges = (edge_of(g), edge_of(x)) if x._requires_grad else (edge_of(g),)
-                return record(z, self._double(edges, (idx, w, tuple(g.shape), shape))),
+                return record(z, self._double(edges, (idx, w, div, tuple(g.shape), shape))),
             return _make(z),
         z = np.zeros(shape, dtype)
         if red == "none":
@@ -326,9 +324,12 @@ class NllLossBackwardBackward0(Node):
     _needs_saved = False
 
     def _bw(self, gg, graph):
-        idx, w, gshape, shape = self._saved
+        idx, w, div, gshape, shape = self._saved
         r = gg[idx] * (_make(w) if graph else w)
         r = r.reshape(gshape) if gshape else r.sum()
+        if div is not None:  # mean: divided by the weight total (0/0 is nan, as PyTorch's)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r = r / (_make(np.asarray(div, w.dtype)) if graph else w.dtype.type(div))
         if len(self.next_functions) == 1:
             return r,
         z = np.zeros(shape, w.dtype)
