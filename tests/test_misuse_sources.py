@@ -101,3 +101,39 @@ def test_flags_still_work():
         assert m.searchsorted(m.tensor([1., 2.]), 1.5).item() == 1
         assert m.logical_xor(m.ones(2), m.zeros(2)).tolist() == [True, True]
         assert (+m.ones(2)).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("expr", [
+    "nn.Linear(-1, 2)", "nn.Linear(2, -3)", "nn.Bilinear(-1, 2, 3)",
+    "nn.Linear(2, 2).register_buffer('weight', T.ones(1))",
+    "nn.Linear(2, 2).register_buffer('training', T.ones(1))",
+    "nn.Linear(2, 2).register_buffer('forward', T.ones(1))",
+    "nn.Linear(2, 2).register_parameter('forward', None)",
+    "nn.Linear(2, 2).register_parameter('x', T.ones(1))",
+    "nn.Linear(2, 2).register_parameter('x', T.ones(1, dtype=T.int64))",
+    "setattr(nn.Linear(2, 2), 'weight', T.ones(2, 2))",
+    "nn.MSELoss(reduction='x')(T.ones(2), T.ones(2))",
+    "optim.SGD([T.ones(2, requires_grad=True)], lr=0.1).load_state_dict({})",
+    "optim.SGD([T.ones(2, requires_grad=True)], lr=0.1).load_state_dict({'state': {}})",
+    "optim.SGD([T.ones(2, requires_grad=True)], lr=0.1).load_state_dict("
+    "{'param_groups': [{'params': [0]}]})",
+])
+def test_nn_optim_argument_errors(expr):
+    _same(lambda m: eval(expr, {"T": m, "nn": m.nn, "optim": m.optim}))
+
+
+def test_loss_reduction_checked_at_call():
+    names = [n for n in dir(dyngrad.nn) if n.endswith("Loss") and hasattr(torch.nn, n)]
+    assert names
+    for n in names:
+        getattr(dyngrad.nn, n)(reduction="x")  # PyTorch accepts it at construction
+        getattr(torch.nn, n)(reduction="x")
+
+
+def test_module_registration_still_works():
+    for m in (torch, dyngrad):
+        lin = m.nn.Linear(2, 2)
+        lin.register_buffer("b", m.ones(1))
+        lin.register_buffer("b", m.ones(2))
+        lin.register_parameter("bias", None)
+        assert lin.b.shape == (2,) and lin.bias is None

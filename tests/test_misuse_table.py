@@ -248,14 +248,12 @@ KNOWN = {
     "not implemented in dyngrad": ["T.ones(2, 3).unfold(1, 5, 1)",
                                    "T.ones(2, requires_grad=True).view(2).resize_(3)"],
     "a different message or exception type for the same problem":
-        ["T.ones(2).to('float32')", "nn.Linear(-1, 2)", "nn.Linear(2, 2).register_parameter('x', T.ones(1))",
-         "optim.SGD([T.ones(2, requires_grad=True)], lr=0.1).load_state_dict({})",
+        ["T.ones(2).to('float32')",
          "T.load(io.BytesIO(b'not a checkpoint'))", "T.save(T.ones(2), '/nonexistent/dir/x.pt')",
          "T.concat(T.ones(2), 'abc')", "T.concatenate(T.ones(2), 'abc')",
          "T.norm(T.ones(2), 'abc')", "F.normalize('abc')"],
     "PyTorch checks at a different time (construction vs call)":
-        ["nn.Linear(2, 2).register_buffer('weight', T.ones(1))", "nn.MSELoss(reduction='x')",
-         "F.alpha_dropout('abc')", "F.alpha_dropout(None)", "F.feature_alpha_dropout('abc')",
+        ["F.alpha_dropout('abc')", "F.alpha_dropout(None)", "F.feature_alpha_dropout('abc')",
          "F.feature_alpha_dropout(None)"],
 }
 _KNOWN = {e: cause for cause, es in KNOWN.items() for e in es}

@@ -124,15 +124,15 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore state saved by ``state_dict`` (checked first; nothing changes on error)."""
-        groups = state_dict.get("param_groups")
-        if groups is None or "state" not in state_dict:
-            raise ValueError("optimizer state_dict must have 'state' and 'param_groups' entries")
+        groups = state_dict["param_groups"]  # PyTorch's KeyError when an entry is missing
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         for mine, theirs in zip(self.param_groups, groups):
             if len(mine["params"]) != len(theirs["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't match "
                                  "the size of optimizer's group")
+        if "state" not in state_dict:
+            raise KeyError("state")
         id_map = {}
         for mine, theirs in zip(self.param_groups, groups):
             for p, i in zip(mine["params"], theirs["params"]):

@@ -31,9 +31,6 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
                  dtype=None):
         super().__init__()
-        if in_features < 0 or out_features < 0:
-            raise ValueError(f"Linear: in_features and out_features must be non-negative, got "
-                             f"{in_features} and {out_features}")
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(empty((out_features, in_features), dtype=dtype))

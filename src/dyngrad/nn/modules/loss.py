@@ -8,7 +8,9 @@ from .module import Module
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        self.reduction = F._reduction_enum(reduction, size_average, reduce)
+        # as in PyTorch, ``reduction`` is checked when the loss is computed, not here
+        self.reduction = (reduction if size_average is None and reduce is None
+                          else F._reduction_enum(reduction, size_average, reduce))
 
 
 class _WeightedLoss(_Loss):

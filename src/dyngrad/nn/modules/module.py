@@ -6,7 +6,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from ..._tensor import Tensor
-from ..._dtype import TYPE_NAMES, FROM_NP
+from ..._dtype import FROM_NP
 from ..parameter import Parameter
 
 
@@ -94,10 +94,8 @@ class Module:
             return
         if params is not None and name in params:
             if value is not None:
-                tname = ("torch." + TYPE_NAMES.get(FROM_NP.get(getattr(value, "_data", None) is not None
-                                                               and value._data.dtype), "Tensor")
-                         if isinstance(value, Tensor) else type(value).__name__)
-                raise TypeError(f"cannot assign '{tname}' as parameter '{name}' "
+                from ... import typename
+                raise TypeError(f"cannot assign '{typename(value)}' as parameter '{name}' "
                                 f"(torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
             return
@@ -165,11 +163,11 @@ class Module:
             raise KeyError('parameter name can\'t contain "."')
         if name == "":
             raise KeyError('parameter name can\'t be empty string ""')
-        if hasattr(type(self), name) or (name in self.__dict__ and name not in self._parameters):
-            if name not in self._parameters:
-                raise KeyError(f"attribute '{name}' already exists")
+        if name not in self._parameters and hasattr(self, name):
+            raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+            from ... import typename
+            raise TypeError(f"cannot assign '{typename(param)}' object to parameter '{name}' "
                             f"(torch.nn.Parameter or None required)")
         if param is not None and param._grad_fn is not None:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
@@ -186,7 +184,7 @@ class Module:
             raise KeyError('buffer name can\'t contain "."')
         if name == "":
             raise KeyError('buffer name can\'t be empty string ""')
-        if name in self.__dict__ and name not in self._buffers:
+        if name not in self._buffers and hasattr(self, name):
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
