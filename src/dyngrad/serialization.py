@@ -45,6 +45,11 @@ class CheckpointError(RuntimeError):
     """A file that is not a readable dyngrad checkpoint."""
 
 
+class MissingParentError(RuntimeError, FileNotFoundError):
+    """``save`` to a path whose folder does not exist: PyTorch's RuntimeError, and an OSError
+    (FileNotFoundError) as the failed open is."""
+
+
 class _Bad(Exception):
     """A malformed structure entry; ``where`` collects the path to it while unwinding."""
 
@@ -349,6 +354,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             raise CheckpointError(f"{name}: read() returned {type(buf).__name__}, not bytes; "
                                   f"open the file in binary mode ('rb')")
     else:
+        if not isinstance(f, (str, bytes, os.PathLike)):  # PyTorch takes it for a file object
+            raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. You can "
+                                 f"only torch.load from a file that is seekable. Please pre-load "
+                                 f"the data into a buffer like io.BytesIO and try to load from it "
+                                 f"instead.")
         name = os.fspath(f)
         try:
             with open(name, "rb") as fh:
@@ -528,6 +538,13 @@ def _write_named(tmp: str, blob, mode) -> bool:
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
     """Save tensors / state dicts / nested containers to ``f`` (a path or a binary file)."""
     import json  # imported on first use: keeps `import dyngrad` fast
+    if not hasattr(f, "write"):
+        if not isinstance(f, (str, bytes, os.PathLike)):
+            raise AttributeError("expected 'f' to be string, path, or a file-like object with a "
+                                 "'write' attribute")
+        parent = os.path.dirname(os.fsdecode(f))
+        if parent and not os.path.isdir(parent):
+            raise MissingParentError(f"Parent directory {parent} does not exist.")
     tensors: dict = {}
     structure = json.dumps(_encode(obj, tensors, "obj"))
     arrays = {}
