@@ -337,6 +337,27 @@ def test_view_requires_grad_follows_its_base(code):
     _same_as_torch(code)
 
 
+@pytest.mark.parametrize("code", [
+    "r = L.tensor(1.)[1:]", "r = L.tensor(1.)[:]", "r = L.tensor(1.)[0]",
+    "import numpy as np; r = L.tensor(1.)[np.int64(0)]", "r = L.tensor(1.)[(0,)]",
+    "r = L.tensor(1.)[0, 1:]", "r = L.tensor(1.)[True]", "x = L.tensor(1.); x[1:] = 2",
+    "x = L.tensor(1.); x[0] = 2", "x = L.tensor(1.); x[...] = 2; r = x",
+])
+def test_zero_dim_index_errors(code):
+    _same_as_torch(code)
+
+
+@pytest.mark.parametrize("a, b", [
+    (a, b) for a in [(3, 2), (1, 3, 2), (3, 3, 2)]
+    for b in [(3, 2, 1), (1, 2, 1), (4, 2, 1), (2, 1, 2, 1)]] + [
+    ((3, 0), (3, 0, 1)), ((3, 0), (2, 0, 1)), ((1, 3, 0), (3, 0, 1))])
+@pytest.mark.parametrize("grads", [(True, False), (False, True), (True, True)])
+def test_matmul_batched_node_names(a, b, grads):
+    # a matrix (or a batch-1 3-d tensor) times a batch is PyTorch's (b.mT @ a.mT).mT
+    _same_as_torch(f"r = type(L.matmul(L.ones({a}, requires_grad={grads[0]}), "
+                   f"L.ones({b}, requires_grad={grads[1]})).grad_fn).__name__")
+
+
 def record(seed, note):
     """Add (or refresh) ``seed`` in the regression file with PyTorch's results."""
     prog = generate(seed)

@@ -115,6 +115,9 @@ def _split_key(key, ndim):
     """Split an index into its basic part (ints, slices, None: applied as views first, as
     PyTorch does) and the advanced part left for the view (arrays, with ``:`` elsewhere)."""
     if not isinstance(key, tuple):
+        if ndim == 0 and isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         key = (key,)
     conv = []
     for k in key:
@@ -235,7 +238,7 @@ def getitem(self, key):
     """``tensor[key]`` with PyTorch's semantics and graph nodes."""
     if type(key) is slice:  # the common ``x[a:b]``: one SliceBackward0, even for ``x[:]``
         if self._data.ndim == 0:
-            raise IndexError("invalid index of a 0-dim tensor.")
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
         return _slice(self, 0, key)
     basic, adv = _split_key(key, self._data.ndim)
     if not any(isinstance(k, np.ndarray) for k in adv):

@@ -108,11 +108,13 @@ class SqueezeBackward4(MatmulBackward):
     __slots__ = ()
 
 
-class CloneBackward0Matmul(MatmulBackward):
+class TransposeBackward0Matmul(MatmulBackward):
+    """matmul of a matrix (or a batch-1 3-d tensor) by a batch, computed by PyTorch as
+    ``(b.mT @ a.mT).mT``: its last op is a transpose."""
     __slots__ = ()
 
 
-CloneBackward0Matmul.__name__ = CloneBackward0Matmul.__qualname__ = "CloneBackward0"
+TransposeBackward0Matmul.__name__ = TransposeBackward0Matmul.__qualname__ = "TransposeBackward0"
 
 def _same_dtype(a, b):
     if a.dtype != b.dtype:
@@ -187,9 +189,9 @@ def matmul(input, other, _cls=None):
             cls = MvBackward0
         elif a.ndim == 1 and b.ndim == 2:
             cls = SqueezeBackward4
-        elif input._requires_grad and b.ndim >= 3 and (
-                a.ndim == 2 or (a.ndim == 3 and b.ndim == 3 and a.shape[0] == 1)):
-            cls = CloneBackward0Matmul
+        elif input._requires_grad and b.ndim >= 3 and (a.ndim == 2 or (
+                a.ndim == 3 and b.ndim == 3 and a.shape[0] == 1 and b.shape[0] != 1)):
+            cls = TransposeBackward0Matmul
         else:
             cls = UnsafeViewBackward0
         # each operand is kept only if the other's gradient needs it, as PyTorch does; an
@@ -209,7 +211,7 @@ def _matmul_copies(a, b, first, cls):
     copy of the first (``first``) or second operand rather than a view of it."""
     if a.ndim <= 1 and b.ndim <= 2 or b.ndim == 1 and a.ndim <= 2:
         return False
-    if cls is CloneBackward0Matmul or (a.ndim == 1 and b.ndim >= 3):
+    if cls is TransposeBackward0Matmul or (a.ndim == 1 and b.ndim >= 3):
         # folded with transposes: the batched operand's transpose is reshaped (a copy)
         return not first
     if b.ndim <= 2:  # a folded into a matrix: a view when a is contiguous
