@@ -271,7 +271,6 @@ KNOWN = {
     "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
     "F.hardsigmoid": "PyTorch has no double backward for hardsigmoid",
     "F.soft_margin_loss": "soft_margin_loss does not save its input",
-    "norm_inf": _CG_FLAG,
     "det": "second-order gradient of a 1x1 det: PyTorch's is None",
     "prod": "second-order gradient of a 0-d prod: PyTorch's is None",
     "cat_empty1d": "the skipped empty 1-D input of cat gets no gradient (PyTorch: zeros(0))",
@@ -409,3 +408,26 @@ def test_nll_loss_double_backward_matches_torch(red, shape, kw):
     assert b[:2] == a[:2]
     for u, w in zip(a[2:], b[2:]):
         np.testing.assert_allclose(w, u, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [dict(dim=1), dict(dim=None), dict(dim=1, keepdim=True),
+                                dict(dim=(0, 1))])
+@pytest.mark.parametrize("xs", [np.random.RandomState(0).randn(3, 4),
+                                np.array([[1.0, -1.0, 0.5], [2.0, 2.0, -2.0], [0.0, 1.0, 2.0]]),
+                                np.array([[-1.0, 1.0, 1.0, -1.0]])], ids=["rand", "ties", "all"])
+def test_norm_inf_double_backward_matches_torch(kw, xs):
+    """The inf-norm gradient is sgn(x) * ((g / count) * mask), as PyTorch's: under
+    create_graph it depends on x (second-order gradient zeros, not None); ties share it."""
+    outs = []
+    for L in (torch, dyngrad):
+        x = L.tensor(xs, requires_grad=True)
+        y = L.linalg.vector_norm(x, float("inf"), **kw)
+        v = L.tensor(np.random.RandomState(1).randn(*y.shape), requires_grad=True)
+        g, = L.autograd.grad(y, x, v, create_graph=True)
+        gg = L.autograd.grad((g * g).sum(), [x, v], allow_unused=True)
+        outs.append([g.detach().numpy()] + [None if a is None else a.numpy(force=True)
+                                            for a in gg])
+    for u, w in zip(*outs):
+        assert (u is None) == (w is None)
+        if u is not None:
+            np.testing.assert_allclose(w, u, rtol=1e-12, atol=0)

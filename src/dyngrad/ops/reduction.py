@@ -638,9 +638,11 @@ class LinalgVectorNormBackward0(Node):
             return g * X.sign(x),
         od = od if keepdim or not dims else np.expand_dims(od, dims)
         if _math.isinf(p):
-            m = (np.abs(xd) == od)
-            w = (np.sign(xd) * m / np.maximum(m.sum(axis=dims, keepdims=True), 1)).astype(xd.dtype)
-            return X.expand_to(g, shape) * X.const(w, g),
+            # PyTorch's: sgn(x) * ((g / count) * mask), mask = (|x| == norm) | isnan(x); the
+            # sgn keeps the gradient depending on x under create_graph (zero second order)
+            m = (np.abs(xd) == od) | np.isnan(xd)
+            cnt = np.maximum(m.sum(axis=dims, keepdims=True), 1).astype(xd.dtype)
+            return X.sign(x) * ((g / X.const(cnt, g)) * X.const(m.astype(xd.dtype), g)),
         o = _keep(so.get(self, graph), dims, keepdim, len(shape))
         zero = X.const(np.broadcast_to(od == 0, od.shape), g)
         safe = X.where(zero, 1 + 0 * o, o)
