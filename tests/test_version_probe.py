@@ -273,7 +273,6 @@ KNOWN = {
     "F.soft_margin_loss": "soft_margin_loss does not save its input",
     "det": "second-order gradient of a 1x1 det: PyTorch's is None",
     "prod": "second-order gradient of a 0-d prod: PyTorch's is None",
-    "cat_empty1d": "the skipped empty 1-D input of cat gets no gradient (PyTorch: zeros(0))",
     "scatter_src": "PyTorch rejects the src gradient of a src larger than index",
     "sort_desc": "PyTorch rejects a positional dim together with stable=",
     "expand": _EXPAND, "expand_0d": _EXPAND, "broadcast_to": _EXPAND,
@@ -431,3 +430,19 @@ def test_norm_inf_double_backward_matches_torch(kw, xs):
         assert (u is None) == (w is None)
         if u is not None:
             np.testing.assert_allclose(w, u, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("dts", [("float32", "float32"), ("float64", "float32"),
+                                 ("float32", "float64")])
+@pytest.mark.parametrize("cg", [False, True])
+def test_cat_skipped_empty_1d_gets_empty_gradient(dts, cg):
+    """cat skips empty 1-D inputs (legacy rule), but PyTorch still gives them zeros(0)."""
+    outs = []
+    for L in (torch, dyngrad):
+        a = L.zeros(0, dtype=getattr(L, dts[0]), requires_grad=True)
+        b = L.ones(2, 3, dtype=getattr(L, dts[1]), requires_grad=True)
+        c = L.zeros(0, dtype=getattr(L, dts[0]), requires_grad=True)
+        ga, gb, gc = L.autograd.grad(L.cat([a, b, c], 1).sum(), [a, b, c], create_graph=cg)
+        outs.append([(tuple(t.shape), str(t.dtype).split(".")[-1], t.requires_grad)
+                     for t in (ga, gb, gc)])
+    assert outs[1] == outs[0]

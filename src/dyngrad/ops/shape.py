@@ -10,6 +10,7 @@ import numpy as np
 from .. import _dtype as D
 from . import op
 from ._graph import RECORD_HOOKS, NO_EDGE, STATE, Node, Tensor, edge_of, notify, record, sum_to
+from . import _dual as X
 from .views import MULTI_OUTPUT_NODE, make_view, permute, reshape, expand, ViewBackward0
 from .._tensor import Size, _dim
 
@@ -39,8 +40,8 @@ class CatBackward0(Node):
         dim, sizes = self._saved
         outs, start = [], 0
         for s in sizes:
-            if s is None:
-                outs.append(None)
+            if s is None:  # a skipped empty 1-D input: PyTorch's gradient is zeros(0)
+                outs.append(X.const(np.zeros(0, X.data(g).dtype), g))
                 continue
             key = (slice(None),) * dim + (slice(start, start + s),)
             outs.append(g[key])
