@@ -145,3 +145,20 @@ def test_module_registration_still_works():
 ])
 def test_save_load_argument_errors(expr):
     _same(lambda m: eval(expr, {"T": m}))
+
+
+@pytest.mark.parametrize("expr", [
+    "T.tril(T.ones(2), 'abc')", "T.triu(T.ones(2, 2), 1.5)", "T.rot90(T.ones(2), 'abc')",
+    "T.diagonal(T.ones(2), 'abc')", "T.bmm(T.ones(2), 'abc')", "T.mv(T.ones(2), 'abc')",
+    "T.take(T.ones(2), 'abc')", "T.take_along_dim(T.ones(2), 'abc')",
+    "T.masked_select(T.ones(2), 'abc')",
+])
+def test_argument_type_checked_first(expr):
+    """The wrong type of an argument is PyTorch's TypeError, before any shape check."""
+    _same(lambda m: eval(expr, {"T": m}))
+
+
+def test_int_arguments_accept_numpy_ints():
+    for m in (torch, dyngrad):
+        assert m.triu(m.ones(2, 2), np.int64(1)).tolist() == [[0.0, 1.0], [0.0, 0.0]]
+        assert m.diagonal(m.ones(2, 2), 1).tolist() == [1.0]

@@ -150,6 +150,20 @@ def arg_dtype(d, fn: str):
     raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not {type_name(d)}")
 
 
+def arg_int(v, fn: str, arg: str, pos: int) -> None:
+    """PyTorch's TypeError for an int argument ``arg`` (at ``pos``) of ``fn`` given another
+    type."""
+    if not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not "
+                        f"{type_name(v)}")
+
+
+def not_tensor(fn: str, arg: str, pos: int, v) -> TypeError:
+    """PyTorch's TypeError for a tensor argument ``arg`` (at ``pos``) of ``fn`` given ``v``."""
+    return TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                     f"{type_name(v)}")
+
+
 def arg_bools(fn: str, **flags) -> None:
     """PyTorch's TypeError for a flag argument of ``fn`` that is not a bool (a string or None
     would otherwise count as truthy or falsy)."""

@@ -94,6 +94,8 @@ def gather(input, dim, index, *, sparse_grad=False):
 @op()
 def take_along_dim(input, indices, dim=None):
     """Values of ``input`` at ``indices`` along ``dim`` (the flattened input without)."""
+    if not isinstance(indices, Tensor):
+        raise D.not_tensor("take_along_dim", "indices", 2, indices)
     if dim is None:
         return take(input, indices)
     d = input._data
@@ -544,6 +546,8 @@ class MaskedSelectBackward0(Node):
 @op()
 def masked_select(input, mask):
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor; MaskedSelectBackward0."""
+    if not isinstance(mask, Tensor):
+        raise D.not_tensor("masked_select", "mask", 2, mask)
     d = input._data
     md = _mask(mask, "masked_select:")
     shape = np.broadcast_shapes(d.shape, md.shape)
@@ -611,6 +615,8 @@ class TakeBackward0(Node):
 @op()
 def take(input, index):
     """Elements of the flattened ``input`` at ``index`` (shaped like index); TakeBackward0."""
+    if not isinstance(index, Tensor):
+        raise D.not_tensor("take", "index", 2, index)
     d = input._data
     idx = _idx(index, "take", "take(): Expected a long tensor for index, but got "
                               f"{getattr(index, 'dtype', '')}")

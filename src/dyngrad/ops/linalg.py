@@ -226,6 +226,8 @@ def _matmul_copies(a, b, first, cls):
 @op()
 def bmm(input, mat2):
     """Batched matrix product of two 3-D tensors; BmmBackward0."""
+    if not isinstance(mat2, Tensor):
+        raise D.not_tensor("bmm", "mat2", 2, mat2)
     if input.dim() != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2.dim() != 3:
@@ -240,6 +242,8 @@ def bmm(input, mat2):
 @op()
 def mv(input, vec):
     """Matrix-vector product; MvBackward0."""
+    if not isinstance(vec, Tensor):
+        raise D.not_tensor("mv", "vec", 2, vec)
     if input.dim() != 2 or vec.dim() != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
     if input.shape[1] != vec.shape[0]:

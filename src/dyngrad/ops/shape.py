@@ -542,6 +542,7 @@ class Rot90Backward0(Node):
 @op()
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``dims``; Rot90Backward0."""
+    D.arg_int(k, "rot90", "k", 2)
     d = input._data
     dims = tuple(dims)
     if len(dims) != 2:
@@ -707,6 +708,7 @@ DiagonalBackward0Copy.__name__ = DiagonalBackward0Copy.__qualname__ = "DiagonalB
 @op()
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """A view of the diagonal over ``dim1``/``dim2`` (moved to the last dim); DiagonalBackward0."""
+    D.arg_int(offset, "diagonal", "offset", 2)
     d = input._data
     a, b = _dim(dim1, d.ndim), _dim(dim2, d.ndim)
     if a == b:
@@ -783,6 +785,7 @@ class TriuBackward0(Node):
 
 
 def _tri(input, k, np_fn, cls, name):
+    D.arg_int(k, name, "diagonal", 2)
     d = input._data
     if d.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
