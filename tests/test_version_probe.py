@@ -270,7 +270,6 @@ KNOWN = {
     "matmul_2d_3d": _MATMUL_MSG, "F.bilinear": _MATMUL_MSG, "F.prelu": _MATMUL_MSG,
     "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
     "F.hardsigmoid": "PyTorch has no double backward for hardsigmoid",
-    "F.soft_margin_loss": "soft_margin_loss does not save its input",
     "det": "second-order gradient of a 1x1 det: PyTorch's is None",
     "prod": "second-order gradient of a 0-d prod: PyTorch's is None",
     "scatter_src": "PyTorch rejects the src gradient of a src larger than index",
@@ -446,3 +445,45 @@ def test_cat_skipped_empty_1d_gets_empty_gradient(dts, cg):
         outs.append([(tuple(t.shape), str(t.dtype).split(".")[-1], t.requires_grad)
                      for t in (ga, gb, gc)])
     assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("red", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(3, 4), (0,), ()])
+def test_soft_margin_loss_node_matches_torch(red, shape):
+    """soft_margin_loss is one SoftMarginLossBackward0 saving input and target, as PyTorch's:
+    values and first/second-order gradients agree, and changing the input in place after the
+    forward is PyTorch's version error."""
+    outs = []
+    for L in (torch, dyngrad):
+        rs = np.random.RandomState(0)
+        x = L.tensor(rs.randn(*shape) * 3, requires_grad=True)
+        t = L.tensor(np.sign(rs.randn(*shape)))
+        y = L.nn.functional.soft_margin_loss(x, t, reduction=red)
+        v = L.tensor(rs.randn(*y.shape), requires_grad=True)
+        g, = L.autograd.grad(y, x, v, create_graph=True)
+        gg = L.autograd.grad((g * g).sum(), [x, v], allow_unused=True)
+        res = [y.grad_fn.name(), y.detach().numpy(), g.detach().numpy()]
+        res += [a.numpy(force=True) for a in gg]
+        xc = x.detach().clone().requires_grad_()
+        xi = xc * 1
+        y = L.nn.functional.soft_margin_loss(xi, t, reduction=red)
+        xi.add_(1)
+        with pytest.raises(RuntimeError) as e:
+            y.backward(L.ones_like(y))
+        res.append(str(e.value).split(" Hint")[0])
+        outs.append(res)
+    a, b = outs
+    assert (b[0], b[-1]) == (a[0], a[-1])
+    for u, w in zip(a[1:-1], b[1:-1]):
+        np.testing.assert_allclose(w, u, rtol=2e-6, atol=1e-15)
+
+
+def test_soft_margin_loss_broadcast_target_matches_torch():
+    for L in (torch, dyngrad):
+        x = L.ones(3, 4, requires_grad=True)
+        y = L.nn.functional.soft_margin_loss(x, L.ones(1, 4))
+        y.backward()
+        assert y.grad_fn.name() == "SoftMarginLossBackward0" and tuple(x.grad.shape) == (3, 4)
+        with pytest.raises(RuntimeError, match=r"output with shape \[3, 4\] doesn't match the "
+                                               r"broadcast shape \[2, 3, 4\]"):
+            L.nn.functional.soft_margin_loss(x, L.ones(2, 3, 4))

@@ -1149,7 +1149,41 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         if x.dtype.kind not in "fc" and rt.np != x.dtype:
             raise _cast_error(rt.np, x.dtype)
         target = _make(t.astype(x.dtype))
-    return _loss_reduce(softplus(-(target * input)), reduction)
+        t = target._data
+    if x.shape != t.shape:
+        b = _bshape(x.shape, t.shape)
+        if b is not None and b != x.shape:  # PyTorch's kernel writes into the input's shape
+            raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast "
+                               f"shape {list(b)}")
+    if x.dtype.kind not in "fc" or (x.shape != t.shape and b is None):
+        return _loss_reduce(softplus(-(target * input)), reduction)  # PyTorch's errors
+    r = _reduce(_softplus_np(-(t * x)), reduction)
+    if STATE.enabled and input._requires_grad:
+        # one node saving input and target, as PyTorch's (their versions are checked)
+        return record(r, SoftMarginLossBackward0((edge_of(input),),
+                                                 (Saved(input), Saved(target), reduction)))
+    return _make(r)
+
+
+def _bshape(a, b):
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        return None
+
+
+class SoftMarginLossBackward0(Node):
+    """Backward of log(1 + exp(-t x)), reduced: -t * sigmoid(-t x) * g."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        si, st, red = self._saved
+        x = si.get(self, graph)
+        t = st.get(self, graph)
+        xd = X.data(x)
+        gl = _reduce_grad(g, tuple(xd.shape), red, xd.size)
+        z = -(t * x)
+        return gl * -(t * (sigmoid(z) if graph else _sig(z))),
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -1353,6 +1387,8 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout that keeps SELU's zero mean and unit variance (dropped units set to -alpha')."""
+    if not isinstance(input, Tensor):
+        raise D.not_tensor("alpha_dropout", "input", 1, input)
     _check_p(p)
     if not training or p == 0:
         return input
@@ -1369,6 +1405,8 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    if not isinstance(input, Tensor):
+        raise D.not_tensor("feature_alpha_dropout", "input", 1, input)
     return alpha_dropout(input, p, training, inplace)
 
 
