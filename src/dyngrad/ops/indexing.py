@@ -7,7 +7,7 @@ import numpy as np
 
 from . import op
 from ._graph import STATE, Node, Tensor, edge_of, record
-from .views import make_view, alias, UnsqueezeBackward0
+from .views import make_view, alias, expand_shape, UnsqueezeBackward0
 
 _make = Tensor._make
 
@@ -257,19 +257,55 @@ def getitem(self, key):
 
 def setitem(self, key, value):
     """``tensor[key] = value``: an in-place copy into the indexed region (CopySlices)."""
-    from .inplace import _copy_into as copy_, index_put_
+    from .inplace import index_put_
     if type(key) is slice:
-        copy_(getitem(self, key), value)
+        _assign(self if self._data.ndim and _full_slice(key, self._data.shape[0])
+                else getitem(self, key), value)
+        return
+    if key is False:  # PyTorch writes nothing (and checks nothing)
+        return
+    if key is True:  # an unsqueezed view, as PyTorch's
+        _assign(getitem(self, None), value)
+        return
+    if isinstance(key, Tensor) and key._data.ndim == 0 and key._data.dtype == np.bool_:
+        # PyTorch: a one-element mask into the unsqueezed view
+        index_put_(getitem(self, None), (key._data.reshape(1),), value)
         return
     basic, adv = _split_key(key, self._data.ndim)
     has_adv = any(isinstance(k, np.ndarray) for k in adv)
-    full = all(isinstance(k, slice) and k == slice(None) for k in basic)
+    shape = self._data.shape
+    # PyTorch skips slices that cover their whole dimension: ``x[0:] = v`` writes x itself
+    full = len(basic) <= len(shape) and all(
+        isinstance(k, slice) and _full_slice(k, n) for k, n in zip(basic, shape))
     dst = self if full else _basic(self, basic)
     if not has_adv:
-        copy_(dst, value)
+        _assign(dst, value)
         return
     npkey = _check_adv(adv, dst._data.shape)
     index_put_(dst, npkey, value)
+
+
+def _full_slice(k, n):
+    return k.start in (None, 0) and k.step in (None, 1) and (k.stop is None or k.stop >= n)
+
+
+def _assign(dst, value):
+    """Indexing assignment into the selected region ``dst``, as PyTorch's copy_to: a Python
+    number or 0-d tensor fills it (FillBackward3); a tensor, its leading size-1 dimensions
+    dropped, must expand to the region (expand's error, before any autograd check)."""
+    from .inplace import _copy_into, fill_
+    if isinstance(value, Tensor):
+        vd = value._data
+        if vd.ndim == 0:
+            return fill_(dst, value)
+        if vd.shape != dst._data.shape:
+            vs = vd.shape
+            while vs and vs[0] == 1:
+                vs = vs[1:]
+            expand_shape(vs, vd.dtype, dst._data.shape)
+    elif isinstance(value, (int, float, np.integer, np.floating)):  # bool is an int
+        return fill_(dst, Tensor._make(np.asarray(value, dtype=dst._data.dtype)))
+    return _copy_into(dst, value)
 
 
 Tensor.__getitem__ = getitem

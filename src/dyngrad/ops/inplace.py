@@ -655,6 +655,18 @@ def _index_put_fn(old, key, values, accumulate=False):
         else:
             d[key] = vd
     except (IndexError, ValueError) as e:
+        if isinstance(e, ValueError) and np.ndim(vd):  # values that do not broadcast
+            try:
+                target = list(d[key].shape)
+            except IndexError:
+                target = None
+            if target is not None:
+                vs = np.shape(vd)
+                while vs and vs[0] == 1:  # PyTorch names it without leading size-1 dims
+                    vs = vs[1:]
+                raise RuntimeError(f"shape mismatch: value tensor of shape {list(vs)} "
+                                   f"cannot be broadcast to indexing result of shape "
+                                   f"{target}") from None
         raise IndexError(f"{e} (index_put_ into a tensor of shape {list(d.shape)})") from None
     vt = values if isinstance(values, Tensor) else None
     if STATE.enabled and (old._requires_grad or (vt is not None and vt._requires_grad)):

@@ -353,28 +353,40 @@ def expand(input, *sizes):
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
         sizes = tuple(sizes[0])
     d = input._data
-    if len(sizes) < d.ndim:
-        raise RuntimeError(f"expand(torch.FloatTensor{{{list(d.shape)}}}, size={list(sizes)}): the "
-                           f"number of sizes provided ({len(sizes)}) must be greater or equal to the "
-                           f"number of dimensions in the tensor ({d.ndim})")
-    lead = len(sizes) - d.ndim
+    shape = expand_shape(d.shape, d.dtype, sizes)
+    return make_view(input, _broadcast_view(d, shape), ExpandBackward0, (d.shape,),
+                     lambda x, s=shape: _broadcast_view(x, s) if not isinstance(x, Tensor) else x.expand(*s))
+
+
+def expand_shape(dshape, dtype, sizes):
+    """The shape ``expand(*sizes)`` gives a tensor of ``dshape``, or PyTorch's error."""
+    if len(sizes) < len(dshape):
+        from .. import _dtype as D
+        raise RuntimeError(f"expand(torch.{D.TYPE_NAMES[D.FROM_NP[dtype]]}{{{list(dshape)}}}, "
+                           f"size={list(sizes)}): the number of sizes provided ({len(sizes)}) "
+                           f"must be greater or equal to the number of dimensions in the tensor "
+                           f"({len(dshape)})")
+    lead = len(sizes) - len(dshape)
+    for i in range(len(sizes) - 1, lead - 1, -1):  # PyTorch reports the last clash
+        s, cur = sizes[i], dshape[i - lead]
+        if s != -1 and cur != 1 and cur != s:
+            break
+    else:
+        i = None
+    if i is not None:
+        raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
+                           f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
+                           f"{list(sizes)}.  Tensor sizes: {list(dshape)}")
     shape = []
     for i, s in enumerate(sizes):
         if i >= lead:
-            cur = d.shape[i - lead]
             if s == -1:
-                s = cur
-            elif cur != 1 and cur != s:
-                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
-                                   f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
-                                   f"{list(sizes)}.  Tensor sizes: {list(d.shape)}")
+                s = dshape[i - lead]
         elif s == -1:
             raise RuntimeError("The expanded size of the tensor (-1) isn't allowed in a leading, "
                                "non-existing dimension 0")
         shape.append(s)
-    shape = tuple(shape)
-    return make_view(input, _broadcast_view(d, shape), ExpandBackward0, (d.shape,),
-                     lambda x, s=shape: _broadcast_view(x, s) if not isinstance(x, Tensor) else x.expand(*s))
+    return tuple(shape)
 
 
 def _broadcast_view(x, shape):
