@@ -162,3 +162,21 @@ def test_int_arguments_accept_numpy_ints():
     for m in (torch, dyngrad):
         assert m.triu(m.ones(2, 2), np.int64(1)).tolist() == [[0.0, 1.0], [0.0, 0.0]]
         assert m.diagonal(m.ones(2, 2), 1).tolist() == [1.0]
+
+
+@pytest.mark.parametrize("expr", [
+    "T.concat(T.ones(2), 'abc')", "T.concatenate(T.ones(2), 'abc')",
+    "T.concatenate([T.ones(2)], dim='a')", "T.clamp('abc')", "T.clamp(None)", "T.clip('abc')",
+    "T.clip(None)", "T.clamp('abc', 1)",
+    "F.alpha_dropout('abc')", "F.alpha_dropout(None)", "F.feature_alpha_dropout('abc')",
+    "F.feature_alpha_dropout(None)",
+])
+def test_aliases_and_dropouts_name_themselves(expr):
+    _same(lambda m: eval(expr, {"T": m, "F": m.nn.functional}), 4)
+
+
+def test_aliases_still_work():
+    for m in (torch, dyngrad):
+        assert m.concat([m.ones(2, 1), m.ones(2, 1)], 1).shape == (2, 2)
+        assert m.clip(m.ones(2), max=0.5).tolist() == [0.5, 0.5]
+        assert m.ones(2).clip(0, 0.25).tolist() == [0.25, 0.25]

@@ -43,6 +43,9 @@ class NotImplemented_(Node):
     """Recorded by ops whose derivative PyTorch does not implement; backward raises."""
     __slots__ = ()
 
+    def name(self) -> str:
+        return "torch::autograd::NotImplemented"
+
     def _bw(self, g, graph):
         raise RuntimeError(f"derivative for aten::{self._saved[0]} is not implemented")
 
@@ -555,6 +558,8 @@ def _result_dtype(tensors, scalars=()):
 @op(methods=("clip",))
 def clamp(input, min=None, max=None):
     """Limit values to [min, max] (scalars or tensors, either may be None); ClampBackward0/1."""
+    if not _isT(input, Tensor):
+        raise _clamp_combo("clamp", input, min, max)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if _isT(min, Tensor) or _isT(max, Tensor):
@@ -632,8 +637,19 @@ def clamp_max(input, max):
     return _clamp_scalar(input, None, max, ClampMaxBackward0)
 
 
-op("clip", method=False)(clamp)
-clip = clamp
+def _clamp_combo(name, input, min, max):
+    """PyTorch's TypeError for a clamp/clip call with a non-tensor ``input``."""
+    args = (input,) + ((min,) if min is not None or max is not None else ()) + \
+        ((max,) if max is not None else ())
+    return D.bad_combo(name, args)
+
+
+@op("clip", method=False)
+def clip(input, min=None, max=None):
+    """Alias of :func:`clamp`."""
+    if not _isT(input, Tensor):
+        raise _clamp_combo("clip", input, min, max)
+    return clamp(input, min, max)
 
 
 # --- where ---------------------------------------------------------------------------------

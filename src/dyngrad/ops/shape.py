@@ -85,7 +85,11 @@ def _record_multi(data, node_cls, tensors, saved, casts=None):
 @op(method=False)
 def cat(tensors, dim=0, *, out=None):
     """Join tensors along an existing dimension; CatBackward0."""
-    tensors = _seq_check(tensors, "cat", dim)
+    return _cat(tensors, dim, out, "cat")
+
+
+def _cat(tensors, dim, out, name):
+    tensors = _seq_check(tensors, name, dim)
     dim = int(dim)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -126,9 +130,17 @@ def cat(tensors, dim=0, *, out=None):
     return r
 
 
-concat = concatenate = cat
-op("concat", method=False)(cat)
-op("concatenate", method=False)(cat)
+def _cat_alias(name):
+    def f(tensors, dim=0, *, out=None):
+        return _cat(tensors, dim, out, name)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Alias of :func:`cat` (errors name ``{name}``)."
+    return op(name, method=False)(f)
+
+
+concat = _cat_alias("concat")
+concatenate = _cat_alias("concatenate")
 
 
 class StackBackward0(Node):
