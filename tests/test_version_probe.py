@@ -269,7 +269,6 @@ KNOWN = {
     "matmul_batched": _MATMUL_MSG, "matmul_vm": _MATMUL_MSG, "matmul_bcast": _MATMUL_MSG,
     "matmul_2d_3d": _MATMUL_MSG, "F.bilinear": _MATMUL_MSG, "F.prelu": _MATMUL_MSG,
     "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
-    "F.hardsigmoid": "PyTorch has no double backward for hardsigmoid",
     "det": "second-order gradient of a 1x1 det: PyTorch's is None",
     "prod": "second-order gradient of a 0-d prod: PyTorch's is None",
     "scatter_src": "PyTorch rejects the src gradient of a src larger than index",
@@ -487,3 +486,22 @@ def test_soft_margin_loss_broadcast_target_matches_torch():
         with pytest.raises(RuntimeError, match=r"output with shape \[3, 4\] doesn't match the "
                                                r"broadcast shape \[2, 3, 4\]"):
             L.nn.functional.soft_margin_loss(x, L.ones(2, 3, 4))
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("grad_requires_grad", [False, True])
+def test_hardsigmoid_has_no_double_backward(inplace, grad_requires_grad):
+    """PyTorch has no double backward for hardsigmoid: the first-order gradient (right values)
+    has a NotImplemented node that raises when differentiated."""
+    outs = []
+    for L in (torch, dyngrad):
+        x = L.tensor([-4.0, -3.0, 0.0, 3.0, 4.0], requires_grad=True)
+        y = L.nn.functional.hardsigmoid(x.clone(), inplace=inplace)
+        v = L.ones(5, requires_grad=grad_requires_grad)
+        g, = L.autograd.grad(y, x, v, create_graph=True)
+        with pytest.raises(RuntimeError) as e:
+            L.autograd.grad(g.sum(), x)
+        # (in place, dyngrad's gradient also sums the copied-over input's zero: another node)
+        outs.append((g.detach().numpy().tolist(), str(e.value)) + (() if inplace else (
+            g.grad_fn.name(), len(g.grad_fn.next_functions))))
+    assert outs[1] == outs[0]

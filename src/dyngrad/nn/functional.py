@@ -498,12 +498,15 @@ class _Act(Node):
     own backward uses f''(x)."""
     __slots__ = ()
     _f = _d1 = _d2 = None
+    _no_double = None  # PyTorch's op name when it has no double backward (hardsigmoid)
 
     def _bw(self, g, graph):
         sx, prm = self._saved
         x = sx.get(self, graph)
         cls = type(self)
         if graph:
+            if cls._no_double:
+                return _no_double_backward(g, x, cls, prm),
             return g * _act_deriv(x, cls, prm),
         return g * cls._d1(x, *prm),
 
@@ -522,6 +525,17 @@ def _act_deriv(x, cls, prm):
     d = cls._d1(x._data, *prm).astype(x._data.dtype, copy=False)
     if STATE.enabled and x._requires_grad:
         return record(d, _ActDeriv((edge_of(x),), (Saved(x), cls, prm)))
+    return _make(d)
+
+
+def _no_double_backward(g, x, cls, prm):
+    """The first-order gradient of an op PyTorch gives no double backward: its graph node
+    raises PyTorch's "derivative ... is not implemented" when differentiated."""
+    from ..ops.elementwise_more import NotImplemented_
+    d = (g._data * cls._d1(x._data, *prm)).astype(g._data.dtype, copy=False)
+    edges = tuple(edge_of(t) for t in (g, x) if t._requires_grad)
+    if STATE.enabled and edges:
+        return record(d, NotImplemented_(edges, (cls._no_double,)))
     return _make(d)
 
 
@@ -682,6 +696,7 @@ _Softplus = _activation("SoftplusBackward0", _sp_f, _sp_d1, _sp_d2)
 _Hardsigmoid = _activation(
     "HardsigmoidBackward0", lambda x: np.clip(x / 6 + 0.5, 0, 1),
     lambda x: np.where((x > -3) & (x < 3), 1 / 6, 0.0), _zeros)
+_Hardsigmoid._no_double = "hardsigmoid_backward"
 _Hardswish = _activation(
     "HardswishBackward0", lambda x: x * np.clip(x + 3, 0, 6) / 6,
     lambda x: np.where(x <= -3, 0.0, np.where(x < 3, x / 3 + 0.5, 1.0)),
