@@ -57,7 +57,6 @@ def _check(seed):
 # own area; an expected failure, not strict, so a fix shows up as XPASS).  Remove a group
 # when its cause is fixed.
 KNOWN = {
-    "values differ (under investigation)": (35, 44),
     "in-place on expanded views / AliasBackward0 for a full-range slice": (11, 28),
 }
 _KNOWN = {seed: why for why, seeds in KNOWN.items() for seed in seeds}
@@ -389,6 +388,12 @@ def test_setitem_on_leaf_reports_shape_error_first(key, value):
 ])
 def test_setitem_zero_dim_bool_index(code):
     _same_as_torch(code)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("v", ["float('nan')", "float('inf')", "float('-inf')", "2."])
+def test_zero_dim_softmax_of_non_finite(fn, v):
+    _same_as_torch(f"r = repr(F.{fn}(L.tensor({v}, dtype=L.float64), 0).item())")
 
 
 def record(seed, note):

@@ -250,8 +250,9 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dtype is None:
         _need_float_kernel(input, k, "softmax")
     x = as_float(input._data if dtype is None else input._data.astype(D.to_dtype(dtype).np))
-    if x.ndim == 0:
-        y = np.ones_like(x)
+    if x.ndim == 0:  # 1, or NaN for a NaN or infinite input (exp(inf - inf)), as PyTorch
+        with np.errstate(invalid="ignore"):
+            y = np.exp(x - x)
     elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
         y = np.empty_like(x if dtype is not None else input._data)
     else:
@@ -270,8 +271,9 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dtype is None:
         _need_float_kernel(input, k, "log_softmax")
     x = as_float(input._data if dtype is None else input._data.astype(D.to_dtype(dtype).np))
-    if x.ndim == 0:
-        y = np.zeros_like(x)
+    if x.ndim == 0:  # 0, or NaN for a NaN or infinite input, as PyTorch
+        with np.errstate(invalid="ignore"):
+            y = x - x
     elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
         y = np.empty_like(x if dtype is not None else input._data)
     else:
