@@ -254,29 +254,19 @@ def probe(row):
     return diffs
 
 
-# Rows with known differences left, by root cause (xfail while they differ).  Fixed in other
-# areas: einsum operand saving, multi-output views (split/unbind), in-place writes through an
-# expanded view.
+# Rows with known differences left, by root cause (xfail while they differ; a listed row that
+# matches PyTorch fails, so the table only holds live differences).
 _EINSUM = "einsum saves its operands differently (fixed with einsum's operand saving)"
 _MATMUL_MSG = ("PyTorch saves reshaped/transposed views of matmul operands: its message names "
                "those (another shape, AsStrided); the error itself is raised")
-_CG_FLAG = ("under create_graph the first-order gradient of this linear backward does not "
-            "require grad (PyTorch's does), so the second-order leaf gradient is None, not zeros")
-_EXPAND = "an in-place write through an expanded view fails in backward (views)"
 KNOWN = {
     "einsum_mm": _EINSUM, "einsum_batch": _EINSUM, "einsum_ellipsis": _EINSUM,
     "einsum_outer": _EINSUM, "einsum_three": _EINSUM,
     "matmul_batched": _MATMUL_MSG, "matmul_vm": _MATMUL_MSG, "matmul_bcast": _MATMUL_MSG,
     "matmul_2d_3d": _MATMUL_MSG, "F.bilinear": _MATMUL_MSG, "F.prelu": _MATMUL_MSG,
     "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
-    "det": "second-order gradient of a 1x1 det: PyTorch's is None",
-    "prod": "second-order gradient of a 0-d prod: PyTorch's is None",
     "scatter_src": "PyTorch rejects the src gradient of a src larger than index",
     "sort_desc": "PyTorch rejects a positional dim together with stable=",
-    "expand": _EXPAND, "expand_0d": _EXPAND, "broadcast_to": _EXPAND,
-    "broadcast_tensors": _EXPAND,
-    "split_first_only": "multi-output views under create_graph (views area)",
-    "unbind_one": "multi-output views under create_graph (views area)",
 }
 
 
@@ -285,8 +275,10 @@ def test_version_counters_match_torch(row):
     if row.name in NO_TWIN:
         pytest.skip(f"no PyTorch counterpart: {NO_TWIN[row.name]}")
     diffs = probe(row)
-    if diffs and row.name in KNOWN:
-        pytest.xfail(KNOWN[row.name])
+    if row.name in KNOWN:
+        if diffs:
+            pytest.xfail(KNOWN[row.name])
+        pytest.fail(f"{row.name} now matches PyTorch: remove it from KNOWN")
     assert not diffs, f"{row.name}:\n  " + "\n  ".join(diffs)
 
 
