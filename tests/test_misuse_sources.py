@@ -180,3 +180,26 @@ def test_aliases_still_work():
         assert m.concat([m.ones(2, 1), m.ones(2, 1)], 1).shape == (2, 2)
         assert m.clip(m.ones(2), max=0.5).tolist() == [0.5, 0.5]
         assert m.ones(2).clip(0, 0.25).tolist() == [0.25, 0.25]
+
+
+@pytest.mark.parametrize("args", ["None", "2, (1,)", "[2], [2, 2]", "(2, 1), (3,)", "T.Size([2])",
+                                  "", "1.5", "(1.5,)", "T.ones(2), 'abc'"])
+def test_broadcast_shapes_arguments(args):
+    def f(m):
+        return eval(f"T.broadcast_shapes({args})", {"T": m})
+    t, d = _err(f, torch), _err(f, dyngrad)
+    if t is None:
+        assert tuple(f(dyngrad)) == tuple(f(torch))
+    else:
+        _same(f)
+
+
+def test_broadcast_shapes_string_is_type_error():
+    t = _err(lambda m: m.broadcast_shapes("abc"), torch)
+    d = _err(lambda m: m.broadcast_shapes("abc"), dyngrad)
+    assert type(t) is TypeError and type(d) is TypeError and "str" in str(d)
+
+
+def test_normalize_non_tensor():
+    d = _err(lambda m: m.nn.functional.normalize("abc"), dyngrad)
+    assert type(d) is TypeError and "must be Tensor, not str" in str(d)

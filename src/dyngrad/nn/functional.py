@@ -1284,6 +1284,8 @@ def _vnorm(x, p, dim, keepdim):
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p along dim, eps)."""
+    if not isinstance(input, Tensor):
+        raise D.not_tensor("normalize", "input", 1, input)
     return input / _clamp_min(_vnorm(input, p, dim, True), eps)
 
 

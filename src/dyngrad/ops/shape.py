@@ -642,8 +642,26 @@ def broadcast_to(input, size):
 @op(method=False)
 def broadcast_shapes(*shapes):
     """The shape that tensors of ``shapes`` broadcast to."""
+    norm = []
+    for s in shapes:
+        if s is None:  # PyTorch takes None for a 0-d shape
+            continue
+        if isinstance(s, (int, np.integer)):
+            norm.append((int(s),))
+        elif isinstance(s, (tuple, list)):
+            for i, x in enumerate(s):
+                if not isinstance(x, (int, np.integer)):
+                    raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is "
+                                    f"'{D.type_name(x)}')")
+            norm.append(tuple(s))
+        elif isinstance(s, str):
+            raise TypeError(f"broadcast_shapes(): a shape must be an int or a sequence of ints, "
+                            f"not str")
+        else:
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list "
+                               f"of ints, got {s}")
     try:
-        return Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,) for s in shapes]))
+        return Size(np.broadcast_shapes(*norm))
     except ValueError:
         raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape") from None
 
