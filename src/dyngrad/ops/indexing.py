@@ -195,8 +195,6 @@ def _check_adv(adv, shape):
 
 def _basic(self, keys):
     """Apply ints, slices and None one dimension at a time, each as a view node."""
-    if all(isinstance(k, slice) and k == slice(None) for k in keys):
-        return alias(self) if keys else alias(self)
     cur = self
     dim = 0
     for k in keys:
@@ -207,10 +205,8 @@ def _basic(self, keys):
                             lambda x, k=dim: np.expand_dims(x, k) if not isinstance(x, Tensor) else x.unsqueeze(k))
             dim += 1
         elif isinstance(k, slice):
-            if k == slice(None):
-                dim += 1
-                continue
-            cur = _slice(cur, dim, k)
+            if not _full_slice(k, cd.shape[dim]):  # PyTorch skips a whole-dimension slice
+                cur = _slice(cur, dim, k)
             dim += 1
         else:
             size = cd.shape[dim]
@@ -221,7 +217,7 @@ def _basic(self, keys):
             key_d = (slice(None),) * dim + (i, Ellipsis)
             cur = make_view(cur, cd[key_d], SelectBackward0, (cd.shape, dim, i),
                             lambda x, kk=key_d: x[kk])
-    return cur
+    return alias(self) if cur is self else cur
 
 
 def _slice(cur, dim, k):
