@@ -265,7 +265,6 @@ KNOWN = {
     "matmul_batched": _MATMUL_MSG, "matmul_vm": _MATMUL_MSG, "matmul_bcast": _MATMUL_MSG,
     "matmul_2d_3d": _MATMUL_MSG, "F.bilinear": _MATMUL_MSG, "F.prelu": _MATMUL_MSG,
     "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
-    "scatter_src": "PyTorch rejects the src gradient of a src larger than index",
     "sort_desc": "PyTorch rejects a positional dim together with stable=",
 }
 
@@ -496,4 +495,23 @@ def test_hardsigmoid_has_no_double_backward(inplace, grad_requires_grad):
         # (in place, dyngrad's gradient also sums the copied-over input's zero: another node)
         outs.append((g.detach().numpy().tolist(), str(e.value)) + (() if inplace else (
             g.grad_fn.name(), len(g.grad_fn.next_functions))))
+    assert outs[1] == outs[0]
+
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_add"])
+@pytest.mark.parametrize("sshape", [(3, 3), (3, 2), (4, 2)])
+@pytest.mark.parametrize("cg", [False, True])
+def test_scatter_src_larger_than_index_matches_torch(op, sshape, cg):
+    """The src gradient is index-shaped: for a src larger than index PyTorch's engine rejects
+    it (no zero-padded gradient)."""
+    outs = []
+    for L in (torch, dyngrad):
+        a = L.ones(3, 4, requires_grad=True)
+        src = L.ones(*sshape, requires_grad=True)
+        y = getattr(a, op)(1, L.tensor([[0, 2], [1, 3], [3, 0]]), src)
+        try:
+            r = tuple(L.autograd.grad(y.sum(), [a, src], create_graph=cg)[1].shape)
+        except RuntimeError as e:
+            r = str(e)
+        outs.append(r)
     assert outs[1] == outs[0]

@@ -117,18 +117,17 @@ def _src_part(src, index):
     return src[tuple(slice(0, s) for s in index.shape)]
 
 
-def _pad_to(gs, shape, graph):
-    """``gs`` placed at the leading corner of a zero tensor of ``shape``."""
-    if tuple(gs.shape) == tuple(shape):
+def _src_grad(gs, shape, name):
+    """The src gradient ``gs`` (index-shaped), checked as PyTorch's engine checks a node's
+    outputs: a src larger than index gets no padded gradient but PyTorch's error."""
+    rs, shape = tuple(gs.shape), tuple(shape)
+    if rs == shape:
         return gs
-    key = tuple(slice(0, s) for s in gs.shape)
-    if not graph:
-        z = np.zeros(shape, dtype=gs.dtype)
-        z[key] = gs
-        return z
-    z = _zeros(shape, gs.dtype, True)
-    z[key] = gs
-    return z
+    lead = len(rs) - len(shape)
+    if not (lead >= 0 and all(a == 1 or a == b for a, b in zip(shape, rs[lead:]))):
+        raise RuntimeError(f"Function {name} returned an invalid gradient at index 1 - got "
+                           f"{list(rs)} but expected shape compatible with {list(shape)}")
+    return sum_to(gs, shape)
 
 
 class ScatterBackward0(Node):
@@ -146,7 +145,7 @@ class ScatterBackward0(Node):
                 gself = scatter(g, dim, _T(index), 0.0)
         if len(self.next_functions) > 2 and self.next_functions[2][0] is not None:
             gs = g[_along(index, dim)] if not graph else gather(g, dim, _T(index))
-            gsrc = _pad_to(gs, sshape, graph)
+            gsrc = _src_grad(gs, sshape, type(self).__name__)
         return (gself, None) + ((gsrc,) if len(self.next_functions) > 2 else ())
 
 
@@ -163,7 +162,7 @@ class ScatterAddBackward0(Node):
         gsrc = None
         if self.next_functions[2][0] is not None:
             gs = g[_along(index, dim)] if not graph else gather(g, dim, _T(index))
-            gsrc = _pad_to(gs, sshape, graph)
+            gsrc = _src_grad(gs, sshape, type(self).__name__)
         return g, None, gsrc
 
 
