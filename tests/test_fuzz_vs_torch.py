@@ -405,6 +405,19 @@ def test_getitem_skips_whole_dimension_slices(key):
                    f"r = (type(y.grad_fn).__name__, tuple(y.shape))")
 
 
+@pytest.mark.parametrize("grads", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("ab", [
+    "L.ones(3, 2{}), L.ones(2, 3, 1{})",
+    "L.ones(0, 1, dtype=L.float64{}), L.ones(2, 1, 4{})",
+    "L.ones(3, 2, dtype=L.float64{}), L.ones(2, 2, 4{})",
+    "L.ones(1, 3, 2{}), L.ones(2, 3, 1{})",
+    "L.ones(1, 3, 2, dtype=L.float64{}), L.ones(2, 2, 1{})"])
+def test_matmul_folded_by_transpose_errors(ab, grads):
+    # a matrix that requires grad times a batch is PyTorch's mm of the transposes: mm's errors
+    rg = [", requires_grad=True" if g else "" for g in grads]
+    _same_as_torch(f"r = L.matmul({ab.format(*rg)}).shape")
+
+
 def record(seed, note):
     """Add (or refresh) ``seed`` in the regression file with PyTorch's results."""
     prog = generate(seed)

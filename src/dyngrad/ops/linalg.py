@@ -122,11 +122,18 @@ def _same_dtype(a, b):
                            f"{D.c_name(a.dtype)} != {D.c_name(b.dtype)}")
 
 
-def _matmul_check(a, b, ka, kb):
+def _matmul_check(a, b, ka, kb, fold_t=False):
     """matmul's size and dtype errors as PyTorch raises them: from dot, mv (addmv), mm or bmm,
-    whichever the operands' dimensions route to.  True when there is no error: PyTorch's bmm
-    of an empty operand skips its dtype check and gives the second operand's dtype."""
+    whichever the operands' dimensions route to (``fold_t``: mm of ``b.mT`` folded by
+    ``a.mT``).  True when there is no error: PyTorch's bmm of an empty operand skips its
+    dtype check and gives the second operand's dtype."""
     sn = D.scalar_type_name
+    if fold_t:
+        if ka != kb:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                               f"({int(np.prod(b.shape[:-2])) * b.shape[-1]}x{kb} and "
+                               f"{ka}x{a.shape[-2]})")
+        _same_dtype(b, a)
     if b.ndim == 1 and a.ndim == 1:
         if a.dtype != b.dtype:
             raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
@@ -172,7 +179,11 @@ def matmul(input, other, _cls=None):
         return mm(input, other)
     ka = a.shape[-1]
     kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if (ka != kb or a.dtype is not b.dtype) and _matmul_check(a, b, ka, kb):
+    # PyTorch computes a matrix (or batch-1 3-d tensor) that requires grad times a batch as
+    # (b.mT @ a.mT).mT, whether or not grad mode is on
+    fold_t = input._requires_grad and b.ndim >= 3 and (a.ndim == 2 or (
+        a.ndim == 3 and b.ndim == 3 and a.shape[0] == 1 and b.shape[0] != 1))
+    if (ka != kb or a.dtype is not b.dtype) and _matmul_check(a, b, ka, kb, fold_t):
         a = a.astype(b.dtype)
     try:
         r = np.matmul(a, b)
@@ -189,8 +200,7 @@ def matmul(input, other, _cls=None):
             cls = MvBackward0
         elif a.ndim == 1 and b.ndim == 2:
             cls = SqueezeBackward4
-        elif input._requires_grad and b.ndim >= 3 and (a.ndim == 2 or (
-                a.ndim == 3 and b.ndim == 3 and a.shape[0] == 1 and b.shape[0] != 1)):
+        elif fold_t:
             cls = TransposeBackward0Matmul
         else:
             cls = UnsafeViewBackward0
