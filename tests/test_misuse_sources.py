@@ -203,3 +203,22 @@ def test_broadcast_shapes_string_is_type_error():
 def test_normalize_non_tensor():
     d = _err(lambda m: m.nn.functional.normalize("abc"), dyngrad)
     assert type(d) is TypeError and "must be Tensor, not str" in str(d)
+
+
+@pytest.mark.parametrize("expr", [
+    "T.broadcast_to(T.ones(2), 'abc')", "T.broadcast_to(T.ones(2), (2, 'a'))",
+    "T.broadcast_to(T.ones(2), 2)", "T.broadcast_to(T.ones(2), None)",
+    "T.normal('abc')", "T.normal(None)",
+    "T.einsum('abc')", "T.einsum(None)", "T.einsum('i', [])", "T.einsum(None, T.ones(2))",
+    "T.einsum('i', 'abc')", "T.einsum('i', ['abc'])",
+])
+def test_size_mean_and_einsum_arguments(expr):
+    _same(lambda m: eval(expr, {"T": m}))
+
+
+def test_size_mean_and_einsum_still_work():
+    for m in (torch, dyngrad):
+        assert m.broadcast_to(m.ones(2), m.Size([3, 2])).shape == (3, 2)
+        assert m.broadcast_to(m.ones(2), (-1,)).shape == (2,)
+        assert m.normal(2, 3, size=(1,)).shape == (1,)
+        assert m.einsum("i,i->", [m.ones(2), m.ones(2)]).item() == 2.0

@@ -549,6 +549,8 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, **kw) -> Tensor:
+    if not isinstance(mean, (Tensor, int, float, np.number)):
+        raise D.not_tensor("normal", "mean", 1, mean)
     m = mean._data if isinstance(mean, Tensor) else mean
     s = std._data if isinstance(std, Tensor) else std
     if np.any(np.asarray(s) < 0):

@@ -542,6 +542,16 @@ def einsum(equation, *operands):
     """Einstein summation (NumPy's einsum); every operand gets a gradient by einsum."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): argument 'equation' (position 1) must be str, not "
+                        f"{D.type_name(equation)}")
+    for i, o in enumerate(operands):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
+                            f"{D.type_name(o)}")
     datas = [o._data for o in operands]
     subs, rhs, free = _einsum_parse(equation, [d.shape for d in datas])
     sizes = _einsum_sizes(subs, [d.shape for d in datas])

@@ -636,6 +636,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 @op()
 def broadcast_to(input, size):
     """``input`` expanded to ``size`` (a view); ExpandBackward0."""
+    if not isinstance(size, (tuple, list)):
+        raise TypeError(f"broadcast_to(): argument 'size' (position 2) must be tuple of ints, not "
+                        f"{D.type_name(size)}")
+    for i, s in enumerate(size):
+        if not isinstance(s, (int, np.integer)):
+            raise TypeError(f"broadcast_to(): argument 'size' failed to unpack the object at pos "
+                            f"{i + 1} with error \"type must be tuple of ints,but got "
+                            f"{D.type_name(s)}\"")
     return expand(input, tuple(size))
 
 
