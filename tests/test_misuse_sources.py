@@ -222,3 +222,20 @@ def test_size_mean_and_einsum_still_work():
         assert m.broadcast_to(m.ones(2), (-1,)).shape == (2,)
         assert m.normal(2, 3, size=(1,)).shape == (1,)
         assert m.einsum("i,i->", [m.ones(2), m.ones(2)]).item() == 2.0
+
+
+@pytest.mark.parametrize("expr", [
+    "T.where(T.ones(2), 'abc')", "T.where(T.ones(2) > 0, 1.)", "T.where(T.ones(2) > 0, T.ones(2))",
+    "T.where(T.ones(2) > 0, 1., 'a')",
+    "T.arange(T.ones(2), 'abc')", "T.arange(T.ones(2))", "T.arange(T.ones(2), 5)",
+])
+def test_where_and_arange_argument_combinations(expr):
+    _same(lambda m: eval(expr, {"T": m}), 6)
+
+
+def test_where_and_arange_still_work():
+    for m in (torch, dyngrad):
+        assert m.where(m.ones(2) > 0, 1, 2).tolist() == [1, 1]
+        assert m.where(m.ones(2) > 0, True, False).tolist() == [True, True]
+        assert m.ones(2).where(m.ones(2) > 0, 0.).tolist() == [1.0, 1.0]
+        assert m.arange(m.tensor(1), m.tensor(4)).tolist() == [1, 2, 3]

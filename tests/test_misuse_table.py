@@ -230,8 +230,6 @@ for _n in sorted(n for n in dir(dyngrad.nn.functional) if not n.startswith("_"))
 
 # differences still open, by cause (each is reported; a fix shows up as XPASS)
 KNOWN = {
-    "an argument of the wrong type checked after a dyngrad check PyTorch does later":
-        ["T.where(T.ones(2), 'abc')", "T.arange(T.ones(2), 'abc')"],
     "PyTorch itself fails internally (AttributeError) where dyngrad raises TypeError":
         ["nn.Parameter([1., 2.])"],
     "not implemented in dyngrad": ["T.ones(2, 3).unfold(1, 5, 1)",

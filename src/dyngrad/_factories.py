@@ -428,7 +428,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     given = [start] if end is None else ([start, end] + ([step] if step != 1 else []))
     if end is None:
         start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    vals = [v.item() if isinstance(v, Tensor) and v._data.size == 1 else v for v in (start, end, step)]
     for v in vals:
         if not isinstance(v, (int, float, np.number)):
             if len(given) == 1:

@@ -679,6 +679,9 @@ def where(condition, input=None, other=None):
     cd = condition._data
     if input is None and other is None:
         return tuple(_make(i.astype(np.int64)) for i in np.nonzero(cd if cd.ndim else cd[None]))
+    if input is None or other is None or not (_isT(input, Tensor) or _scalar_ok(input)) or \
+            not (_isT(other, Tensor) or _scalar_ok(other)):
+        raise D.bad_combo("where", tuple(v for v in (condition, input, other) if v is not None))
     if cd.dtype != np.bool_:
         if cd.dtype != np.uint8:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
