@@ -418,6 +418,22 @@ def test_matmul_folded_by_transpose_errors(ab, grads):
     _same_as_torch(f"r = L.matmul({ab.format(*rg)}).shape")
 
 
+_NAN_G = "L.tensor([float('nan'), 1., float('nan')], dtype=L.float64)"
+
+
+@pytest.mark.parametrize("expr", [
+    "L.where(x > 1.5, x, L.zeros(3, dtype=L.float64))", "x.clamp(0, 1.5)", "x.clamp_min(2.5)",
+    "x.clamp(L.zeros(3, dtype=L.float64), L.ones(3, dtype=L.float64) * 1.5)",
+    "x.max(0)[0].expand(3)", "x.amax(0).expand(3)", "L.maximum(x, L.ones(3) * 2)",
+    "L.minimum(x, L.ones(3) * 2)", "L.fmax(x, L.tensor([2., float('nan'), 2.]))", "x ** 0",
+    "x.nan_to_num()"])
+def test_masked_backward_gives_zeros_not_nan(expr):
+    # where PyTorch's backward masks the gradient it writes zeros, so a NaN incoming
+    # gradient does not leak into unchosen elements
+    _same_as_torch("x = L.tensor([1., 2., 3.], dtype=L.float64, requires_grad=True); "
+                   f"y = {expr}; y.backward({_NAN_G}); r = repr(x.grad.tolist())")
+
+
 def record(seed, note):
     """Add (or refresh) ``seed`` in the regression file with PyTorch's results."""
     prog = generate(seed)

@@ -70,8 +70,8 @@ class Atan2Backward0(Node):
         den = a * a + b * b
         zero = X.const(X.data(den) == 0, den)
         den = X.where(zero, 1 + 0 * den, den)
-        ga = sum_to(X.where(zero, 0 * g, g * b / den), ash) if _needs(self, 0) else None
-        gb = sum_to(X.where(zero, 0 * g, -g * a / den), bsh) if _needs(self, 1) else None
+        ga = sum_to(X.where(zero, X.zeros_like(g), g * b / den), ash) if _needs(self, 0) else None
+        gb = sum_to(X.where(zero, X.zeros_like(g), -g * a / den), bsh) if _needs(self, 1) else None
         return ga, gb
 
 
@@ -239,7 +239,7 @@ class XlogyBackward0(Node):
             ad, bd = X.data(a), X.data(b)
             mask = X.const(np.broadcast_to((ad == 0) & (bd <= 0), np.shape(g)), g)
             with np.errstate(divide="ignore", invalid="ignore"):
-                ga = sum_to(X.where(mask, 0 * g, g * X.log(b)), ash)
+                ga = sum_to(X.where(mask, X.zeros_like(g), g * X.log(b)), ash)
         if _needs(self, 1):
             with np.errstate(divide="ignore", invalid="ignore"):
                 gb = sum_to(g * a / b, bsh)
@@ -264,7 +264,7 @@ class XlogyBackward2(Node):
         xd = X.data(self._saved[0].get(self, False))
         if y > 0:
             return g * float(np.log(y)),
-        return X.where(X.const(xd == 0, g), 0 * g, g * (-np.inf if y == 0 else np.nan)),
+        return X.where(X.const(xd == 0, g), X.zeros_like(g), g * (-np.inf if y == 0 else np.nan)),
 
 
 @op()
@@ -296,7 +296,7 @@ class CopysignBackward0(Node):
             a, o = sa.get(self, graph), so.get(self, graph)
             zero = X.const(np.broadcast_to(X.data(a) == 0, np.shape(g)), g)
             with np.errstate(divide="ignore", invalid="ignore"):
-                ga = sum_to(X.where(zero, 0 * g, g * (o / a)), ash)
+                ga = sum_to(X.where(zero, X.zeros_like(g), g * (o / a)), ash)
         if _needs(self, 1):
             gb = sum_to(0 * g, bsh)
         return ga, gb
@@ -310,7 +310,7 @@ class CopysignBackward1(Node):
         a, o = sa.get(self, graph), so.get(self, graph)
         zero = X.const(X.data(a) == 0, g)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return X.where(zero, 0 * g, g * (o / a)),
+            return X.where(zero, X.zeros_like(g), g * (o / a)),
 
 
 @op()
@@ -347,11 +347,12 @@ class _ChoiceBackward(Node):
         sa, sb, ash, bsh = self._saved
         wa, wb = self._weights(X.data(sa.get(self, False)), X.data(sb.get(self, False)))
         dt = X.data(g).dtype
-        ga = gb = None
-        if _needs(self, 0):
-            ga = sum_to(g * X.const(np.broadcast_to(wa, np.shape(g)).astype(dt), g), ash)
-        if _needs(self, 1):
-            gb = sum_to(g * X.const(np.broadcast_to(wb, np.shape(g)).astype(dt), g), bsh)
+
+        def pick(w):  # an input not chosen gets zeros, not 0 * g (NaN for a NaN gradient)
+            w = np.broadcast_to(w, np.shape(g))
+            return X.where(X.const(w != 0, g), g * X.const(w.astype(dt), g), X.zeros_like(g))
+        ga = sum_to(pick(wa), ash) if _needs(self, 0) else None
+        gb = sum_to(pick(wb), bsh) if _needs(self, 1) else None
         return ga, gb
 
 
@@ -481,7 +482,7 @@ class ClampBackward1(Node):
             m &= xd >= lo
         if hi is not None:
             m &= xd <= hi
-        return X.where(X.const(m, g), g, 0 * g),
+        return X.where(X.const(m, g), g, X.zeros_like(g)),
 
 
 class ClampMinBackward0(ClampBackward1):
@@ -502,7 +503,7 @@ class ClampBackward0(Node):
         lo = X.data(slo.get(self, False)) if slo is not None else None
         hi = X.data(shi.get(self, False)) if shi is not None else None
         shape = np.shape(g)
-        z = 0 * g
+        z = X.zeros_like(g)
         gx = glo = ghi = None
         if lo is not None and hi is not None:
             mx = (x >= lo) & (x <= hi)
@@ -659,7 +660,7 @@ class WhereBackward0(Node):
     def _bw(self, g, graph):
         cond, ash, bsh = self._saved
         c = X.const(np.broadcast_to(cond, np.shape(g)), g)
-        z = 0 * g
+        z = X.zeros_like(g)
         ga = sum_to(X.where(c, g, z), ash) if _needs(self, 0) else None
         gb = sum_to(X.where(c, z, g), bsh) if _needs(self, 1) else None
         return ga, gb

@@ -381,7 +381,7 @@ class PowBackward0(Node):
         sa, e = self._saved
         a = sa.get(self, graph)
         if e == 0:
-            return g * 0,
+            return X.zeros_like(g),
         if e == 1:
             return g,
         if e == 2:
@@ -399,10 +399,10 @@ class PowBackward1(Node):
         b = sb.get(self, graph)
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = sum_to(X.where(b == 0, 0 * g, g * b * a ** (b - 1)), ash)
+            ga = sum_to(X.where(b == 0, X.zeros_like(g), g * b * a ** (b - 1)), ash)
         if self.next_functions[1][0] is not None:
             o = so.get(self, graph)
-            gb = sum_to(X.where((a == 0) & (b >= 0), 0 * g, g * o * X.log(a)), bsh)
+            gb = sum_to(X.where((a == 0) & (b >= 0), X.zeros_like(g), g * o * X.log(a)), bsh)
         return ga, gb
 
 
@@ -415,7 +415,7 @@ class PowBackward2(Node):
         o = so.get(self, graph)
         se.get(self, False)  # the exponent is saved (as PyTorch's): its version is checked
         if base == 0:
-            return X.where(o == 0, 0 * g, g * o * math.log(base) if base > 0 else g * 0),
+            return X.where(o == 0, X.zeros_like(g), g * o * math.log(base) if base > 0 else g * 0),
         return g * o * math.log(base),
 
 
@@ -699,7 +699,7 @@ class LogitBackward0(Node):
         r = g / (x * (1 - x))
         if eps is not None:
             xd = X.data(x)
-            r = X.where(X.const((xd < eps) | (xd > 1 - eps), x), 0 * g, r)
+            r = X.where(X.const((xd < eps) | (xd > 1 - eps), x), X.zeros_like(g), r)
         return r,
 
 
@@ -721,7 +721,7 @@ class NanToNumBackward0(Node):
     def _bw(self, g, graph):
         finite, sx = self._saved
         sx.get(self, False)  # the input is saved (as PyTorch's): its version is checked
-        return X.where(X.const(finite, g), g, 0 * g),
+        return X.where(X.const(finite, g), g, X.zeros_like(g)),
 
 
 # --- dtype conversion and copies ------------------------------------------------------

@@ -312,7 +312,7 @@ class MaxBackward0(Node):
         ar = np.arange(shape[dim]).reshape((-1,) + (1,) * (len(shape) - dim - 1))
         mask = ar == idx
         g = X.expand_to(_keep(g, (dim,), keepdim, len(shape)), shape)
-        return X.where(X.const(mask, g), g, 0 * g),
+        return X.where(X.const(mask, g), g, X.zeros_like(g)),
 
 
 class MinBackward0(MaxBackward0):
@@ -546,7 +546,7 @@ def _var_grad(node, g, gmean, graph):
             sd = _keep(so, dims, keepdim, len(shape))
             zero = X.const(X.data(sd) == 0, sd)
             safe = X.where(zero, 1 + 0 * sd, sd)
-            g = X.where(zero, 0 * g, g / safe)
+            g = X.where(zero, X.zeros_like(g), g / safe)
             out = g * dev * _inv_dof(n, correction)
         else:
             out = g * dev * (2.0 * _inv_dof(n, correction))
