@@ -426,7 +426,7 @@ _NAN_G = "L.tensor([float('nan'), 1., float('nan')], dtype=L.float64)"
     "x.clamp(L.zeros(3, dtype=L.float64), L.ones(3, dtype=L.float64) * 1.5)",
     "x.max(0)[0].expand(3)", "x.amax(0).expand(3)", "L.maximum(x, L.ones(3) * 2)",
     "L.minimum(x, L.ones(3) * 2)", "L.fmax(x, L.tensor([2., float('nan'), 2.]))", "x ** 0",
-    "x.nan_to_num()"])
+    "x.nan_to_num()", "(x - 2).relu()"])
 def test_masked_backward_gives_zeros_not_nan(expr):
     # where PyTorch's backward masks the gradient it writes zeros, so a NaN incoming
     # gradient does not leak into unchosen elements

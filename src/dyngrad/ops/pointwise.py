@@ -581,7 +581,7 @@ _unary_op("sigmoid", lambda d: _sigmoid_np(d), lambda g, x, y: g * (y * (1 - y))
 _unary_op("sqrt", np.sqrt, _sqrt_bw, save_out=True)
 _unary_op("abs", np.abs, lambda g, x, y: g * X.sign(x), save_in=True, floating=False)
 _unary_op("relu", lambda d: np.maximum(d, 0) if d.dtype.kind != "b" else d,
-          lambda g, x, y: g * (y > 0), save_out=True, floating=False)
+          lambda g, x, y: X.where(y > 0, g, X.zeros_like(g)), save_out=True, floating=False)
 
 
 def _sigmoid_np(d):
