@@ -239,3 +239,17 @@ def test_where_and_arange_still_work():
         assert m.where(m.ones(2) > 0, True, False).tolist() == [True, True]
         assert m.ones(2).where(m.ones(2) > 0, 0.).tolist() == [1.0, 1.0]
         assert m.arange(m.tensor(1), m.tensor(4)).tolist() == [1, 2, 3]
+
+
+@pytest.mark.parametrize("expr", [
+    "T.device('float32')", "T.device('cuda:x')", "T.device('cuda:01')", "T.device('')",
+    "T.ones(2).to('float32')", "T.ones(2).to(device='float32')", "T.zeros(2, device='float32')",
+])
+def test_invalid_device_strings(expr):
+    _same(lambda m: eval(expr, {"T": m}))
+
+
+def test_device_strings_still_parse():
+    for m in (torch, dyngrad):
+        assert str(m.device("cpu:0")) == "cpu:0" and str(m.device("cuda", 1)) == "cuda:1"
+        assert str(m.ones(2).to("cpu").device) == "cpu"

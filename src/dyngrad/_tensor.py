@@ -7,6 +7,7 @@ modules (see ``ops/__init__.py``), which attach themselves to this class.
 """
 from __future__ import annotations
 
+import re
 import warnings
 import weakref
 
@@ -42,6 +43,10 @@ class Size(tuple):
         return Size(r) if isinstance(k, slice) else r
 
 
+_DEVICE_TYPES = ("cpu", "cuda", "mps", "meta")
+_DEVICE_RE = re.compile(r"([a-zA-Z_]+)(?::([1-9]\d*|0))?")  # PyTorch's device-string grammar
+
+
 class device:
     """A device; only the CPU exists here (``device('cpu')``)."""
 
@@ -51,10 +56,19 @@ class device:
         if isinstance(type, device):
             type, index = type.type, type.index
         t = str(type)
-        if ":" in t:
+        if isinstance(type, str) and t not in _DEVICE_TYPES:
+            if not t:
+                raise RuntimeError("Device string must not be empty")
+            m = _DEVICE_RE.fullmatch(t)
+            if m is None:
+                raise RuntimeError(f"Invalid device string: '{t}'")
+            t = m.group(1)
+            if m.group(2) is not None:
+                index = int(m.group(2))
+        elif ":" in t:
             t, idx = t.split(":", 1)
             index = int(idx)
-        if t not in ("cpu", "cuda", "mps", "meta"):
+        if t not in _DEVICE_TYPES:
             raise RuntimeError(f"Expected one of cpu, cuda, mps, meta device type at start of "
                                f"device string: {type}")
         self.type = t
