@@ -253,3 +253,9 @@ def test_device_strings_still_parse():
     for m in (torch, dyngrad):
         assert str(m.device("cpu:0")) == "cpu:0" and str(m.device("cuda", 1)) == "cuda:1"
         assert str(m.ones(2).to("cpu").device) == "cpu"
+
+
+@pytest.mark.parametrize("expr", ["T.norm(T.ones(2), 'abc')", "T.norm(T.ones(2, 2), 'abc', dim=0)",
+                                  "T.norm(T.ones(2), 'nuc')"])
+def test_norm_unknown_order(expr):
+    _same(lambda m: eval(expr, {"T": m}))

@@ -700,7 +700,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         if p == "nuc":
             from .. import linalg as L
             return L.matrix_norm(input, "nuc", dim if dim is not None else (-2, -1), keepdim)
-        raise RuntimeError(f"norm(): unsupported norm type '{p}'")
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
     return vector_norm(input, 2 if p is None else p, dim, keepdim, dtype=dtype)
 
 
