@@ -434,6 +434,19 @@ def test_masked_backward_gives_zeros_not_nan(expr):
                    f"y = {expr}; y.backward({_NAN_G}); r = repr(x.grad.tolist())")
 
 
+@pytest.mark.parametrize("a", ["L.ones(2, 3, 4, dtype=L.float64{})",
+                               "L.ones(2, 4, 3, dtype=L.float64{}).transpose(1, 2)",
+                               "L.ones(2, 3, 3, dtype=L.float64{})"])
+@pytest.mark.parametrize("b", ["L.ones(4, 2{})", "L.ones(3, 2{})", "L.ones(4{})", "L.ones(3{})",
+                               "L.ones(4, 2, dtype=L.float64{})"])
+@pytest.mark.parametrize("grads", [(False, False), (True, False), (False, True)])
+def test_matmul_batch_by_matrix_errors(a, b, grads):
+    # PyTorch folds a batch into one mm only when it is contiguous (or empty, or the matrix
+    # requires grad); otherwise the errors are bmm's
+    rg = [f", requires_grad={g}" for g in grads]
+    _same_as_torch(f"r = L.matmul({a.format(rg[0])}, {b.format(rg[1])}).shape")
+
+
 def record(seed, note):
     """Add (or refresh) ``seed`` in the regression file with PyTorch's results."""
     prog = generate(seed)

@@ -122,7 +122,7 @@ def _same_dtype(a, b):
                            f"{D.c_name(a.dtype)} != {D.c_name(b.dtype)}")
 
 
-def _matmul_check(a, b, ka, kb, fold_t=False):
+def _matmul_check(a, b, ka, kb, fold_t=False, unfolded=False):
     """matmul's size and dtype errors as PyTorch raises them: from dot, mv (addmv), mm or bmm,
     whichever the operands' dimensions route to (``fold_t``: mm of ``b.mT`` folded by
     ``a.mT``).  True when there is no error: PyTorch's bmm of an empty operand skips its
@@ -142,12 +142,14 @@ def _matmul_check(a, b, ka, kb, fold_t=False):
                            f"[{b.shape[0]}] to have the same number of elements, but got "
                            f"{a.shape[0]} and {b.shape[0]} elements respectively")
     rows = int(np.prod(a.shape[:-1]))
-    if b.ndim == 1:
+    if unfolded:  # a batch by a matrix or vector that PyTorch does not fold: its bmm
+        b = b.reshape(b.shape + (1,)) if b.ndim == 1 else b
+    elif b.ndim == 1:
         if ka != kb:
             raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{ka}), vec ({kb})")
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
                            f"{sn(b.dtype)}, {sn(a.dtype)}, and {sn(b.dtype)}")
-    if b.ndim == 2:
+    elif b.ndim == 2:
         if ka != kb:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{ka} and "
                                f"{kb}x{b.shape[1]})")
@@ -183,7 +185,9 @@ def matmul(input, other, _cls=None):
     # (b.mT @ a.mT).mT, whether or not grad mode is on
     fold_t = input._requires_grad and b.ndim >= 3 and (a.ndim == 2 or (
         a.ndim == 3 and b.ndim == 3 and a.shape[0] == 1 and b.shape[0] != 1))
-    if (ka != kb or a.dtype is not b.dtype) and _matmul_check(a, b, ka, kb, fold_t):
+    if (ka != kb or a.dtype is not b.dtype) and _matmul_check(
+            a, b, ka, kb, fold_t, a.ndim >= 3 and b.ndim <= 2 and not (
+                other._requires_grad or a.size == 0 or a.flags.c_contiguous)):
         a = a.astype(b.dtype)
     try:
         r = np.matmul(a, b)
