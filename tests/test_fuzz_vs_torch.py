@@ -348,10 +348,13 @@ def test_zero_dim_index_errors(code):
 @pytest.mark.parametrize("a, b", [
     (a, b) for a in [(3, 2), (1, 3, 2), (3, 3, 2)]
     for b in [(3, 2, 1), (1, 2, 1), (4, 2, 1), (2, 1, 2, 1)]] + [
-    ((3, 0), (3, 0, 1)), ((3, 0), (2, 0, 1)), ((1, 3, 0), (3, 0, 1))])
+    ((3, 0), (3, 0, 1)), ((3, 0), (2, 0, 1)), ((1, 3, 0), (3, 0, 1)), ((3, 2), (4, 2, 5)),
+    ((1, 2), (4, 2, 5)), ((0, 2), (4, 2, 5)), ((3, 0), (3, 0, 2)), ((1, 3, 2), (4, 2, 5)),
+    ((3, 2), (2, 4, 2, 5))])
 @pytest.mark.parametrize("grads", [(True, False), (False, True), (True, True)])
 def test_matmul_batched_node_names(a, b, grads):
-    # a matrix (or a batch-1 3-d tensor) times a batch is PyTorch's (b.mT @ a.mT).mT
+    # a matrix (or a batch-1 3-d tensor) times a batch is PyTorch's (b.mT @ a.mT).mT, copied
+    # (CloneBackward0) when that transpose is not contiguous
     _same_as_torch(f"r = type(L.matmul(L.ones({a}, requires_grad={grads[0]}), "
                    f"L.ones({b}, requires_grad={grads[1]})).grad_fn).__name__")
 

@@ -116,6 +116,14 @@ class TransposeBackward0Matmul(MatmulBackward):
 
 TransposeBackward0Matmul.__name__ = TransposeBackward0Matmul.__qualname__ = "TransposeBackward0"
 
+
+class CloneBackward0Matmul(TransposeBackward0Matmul):
+    """The same fold when the transposed result is not contiguous: PyTorch copies it."""
+    __slots__ = ()
+
+
+CloneBackward0Matmul.__name__ = CloneBackward0Matmul.__qualname__ = "CloneBackward0"
+
 def _same_dtype(a, b):
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
@@ -205,7 +213,8 @@ def matmul(input, other, _cls=None):
         elif a.ndim == 1 and b.ndim == 2:
             cls = SqueezeBackward4
         elif fold_t:
-            cls = TransposeBackward0Matmul
+            cls = TransposeBackward0Matmul if r.shape[-1] == 1 or r.shape[-2] == 1 or \
+                r.size == 0 else CloneBackward0Matmul
         else:
             cls = UnsafeViewBackward0
         # each operand is kept only if the other's gradient needs it, as PyTorch does; an
@@ -225,7 +234,8 @@ def _matmul_copies(a, b, first, cls):
     copy of the first (``first``) or second operand rather than a view of it."""
     if a.ndim <= 1 and b.ndim <= 2 or b.ndim == 1 and a.ndim <= 2:
         return False
-    if cls is TransposeBackward0Matmul or (a.ndim == 1 and b.ndim >= 3):
+    if isinstance(cls, type) and issubclass(cls, TransposeBackward0Matmul) or (
+            a.ndim == 1 and b.ndim >= 3):
         # folded with transposes: the batched operand's transpose is reshaped (a copy)
         return not first
     if b.ndim <= 2:  # a folded into a matrix: a view when a is contiguous
