@@ -265,7 +265,6 @@ KNOWN = {
     "matmul_batched": _MATMUL_MSG, "matmul_vm": _MATMUL_MSG, "matmul_bcast": _MATMUL_MSG,
     "matmul_2d_3d": _MATMUL_MSG, "F.bilinear": _MATMUL_MSG, "F.prelu": _MATMUL_MSG,
     "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
-    "sort_desc": "PyTorch rejects a positional dim together with stable=",
 }
 
 
@@ -514,4 +513,29 @@ def test_scatter_src_larger_than_index_matches_torch(op, sshape, cg):
         except RuntimeError as e:
             r = str(e)
         outs.append(r)
+    assert outs[1] == outs[0]
+
+
+_SORT_CALLS = {
+    "pos_dim_stable": lambda L, a: L.sort(a, 0, descending=True, stable=True),
+    "pos_dim_desc_stable": lambda L, a: L.sort(a, 0, True, stable=True),
+    "four_positional": lambda L, a: L.sort(a, 0, True, True),
+    "method_pos_dim_stable": lambda L, a: a.sort(0, stable=True),
+    "kw_stable": lambda L, a: L.sort(a, stable=True, dim=0, descending=True),
+    "positional": lambda L, a: L.sort(a, 0, True),
+    "method_kw": lambda L, a: a.sort(dim=0, descending=True),
+}
+
+
+@pytest.mark.parametrize("name", list(_SORT_CALLS))
+def test_sort_signatures_match_torch(name):
+    """stable= only goes with keyword dim/descending (PyTorch's two signatures)."""
+    outs = []
+    for L in (torch, dyngrad):
+        a = L.tensor([[3.0, 1.0, 2.0], [1.0, 1.0, 0.0]])
+        try:
+            v, i = _SORT_CALLS[name](L, a)
+            outs.append((v.tolist(), i.tolist()))
+        except TypeError as e:
+            outs.append(str(e).split(" - got")[0])
     assert outs[1] == outs[0]

@@ -507,7 +507,7 @@ class _Act(Node):
         x = sx.get(self, graph)
         cls = type(self)
         if graph:
-            if cls._no_double:
+            if cls._no_double and not _jvp_busy():
                 return _no_double_backward(g, x, cls, prm),
             return g * _act_deriv(x, cls, prm),
         return g * cls._d1(x, *prm),
@@ -528,6 +528,13 @@ def _act_deriv(x, cls, prm):
     if STATE.enabled and x._requires_grad:
         return record(d, _ActDeriv((edge_of(x),), (Saved(x), cls, prm)))
     return _make(d)
+
+
+def _jvp_busy():
+    """Whether forward-mode AD is differentiating a backward formula to get a JVP (then an
+    op without double backward still gives its forward derivative, as PyTorch's)."""
+    from ..autograd.forward_ad import _BUSY
+    return _BUSY[0]
 
 
 def _no_double_backward(g, x, cls, prm):

@@ -690,8 +690,17 @@ def _values_indices(input, vals, idx, node_cls, k, rt, idx_saved=None):
 
 
 @op()
-def sort(input, dim=-1, descending=False, stable=False):
-    """Values sorted along ``dim`` and their original indices (stable); SortBackward0."""
+def sort(input, *args, stable=None, dim=-1, descending=False):
+    """Values sorted along ``dim`` and their original indices (stable); SortBackward0.
+
+    PyTorch's two signatures: ``sort(input, dim=-1, descending=False)`` and
+    ``sort(input, *, stable, dim=-1, descending=False)`` (``stable`` only with keywords)."""
+    if len(args) > 2 or (args and stable is not None):
+        raise D.bad_combo("sort", (input,) + args, {"stable": stable} if stable is not None
+                          else None)
+    if args:
+        dim = args[0]
+        descending = args[1] if len(args) > 1 else descending
     d = input._data
     k = _dim(dim, d.ndim)
     if d.ndim == 0:
@@ -703,7 +712,7 @@ def sort(input, dim=-1, descending=False, stable=False):
 @op()
 def argsort(input, dim=-1, descending=False, stable=False):
     """The indices that sort ``input`` along ``dim`` (no gradient)."""
-    return sort(input, dim, descending, stable).indices
+    return sort(input, dim=dim, descending=descending, stable=stable).indices
 
 
 @op()
