@@ -450,6 +450,17 @@ def test_matmul_batch_by_matrix_errors(a, b, grads):
     _same_as_torch(f"r = L.matmul({a.format(rg[0])}, {b.format(rg[1])}).shape")
 
 
+@pytest.mark.parametrize("code", [
+    "x = L.tensor(1., requires_grad=True) * 1; v, i = x.max(0, keepdim=True); "
+    "r = (type(v.grad_fn).__name__, v.item(), i.item())",
+    "x = L.tensor(1., requires_grad=True) * 1; r = type(x.min(-1)[0].grad_fn).__name__",
+    "x = L.tensor(2., requires_grad=True); (x.max(0)[0] * 3).backward(); r = x.grad.item()",
+    "x = L.tensor(2.); v, i = x.max(0); r = (v.item(), i.item(), v.grad_fn)",
+])
+def test_max_min_dim_of_zero_dim_tensor(code):
+    _same_as_torch(code)
+
+
 def record(seed, note):
     """Add (or refresh) ``seed`` in the regression file with PyTorch's results."""
     prog = generate(seed)

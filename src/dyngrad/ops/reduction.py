@@ -308,6 +308,8 @@ class MaxBackward0(Node):
 
     def _bw(self, g, graph):
         shape, dim, keepdim, idx = self._saved
+        if not shape:  # a 0-d input: its only element was chosen
+            return g,
         idx = idx if keepdim else np.expand_dims(idx, dim)
         ar = np.arange(shape[dim]).reshape((-1,) + (1,) * (len(shape) - dim - 1))
         mask = ar == idx
@@ -357,8 +359,12 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
         return _make(r)
     (k,) = dims_of(dim, d.ndim, name) or (0,)
     if d.ndim == 0:
-        vals = input.clone() if input._requires_grad else _make(d.copy())
-        return rt(vals, _make(np.zeros((), np.int64)))
+        idx = np.zeros((), np.int64)
+        if STATE.enabled and input._requires_grad:
+            vals = record(d.copy(), cls_dim((edge_of(input),), ((), 0, keepdim, idx)))
+        else:
+            vals = _make(d.copy())
+        return rt(vals, _make(idx))
     if d.size == 0:
         _nonempty(name, d, k)  # max/min name the wrapped dim (amax/amin the given one)
     idx = np_arg(d, axis=k)
