@@ -53,8 +53,8 @@ def _check(seed):
     assert not diffs, "\n".join(diffs) + "\n" + describe(prog)
 
 
-# Short-run seeds that still differ from PyTorch, by root cause (each is being fixed in its
-# own area; an expected failure, not strict, so a fix shows up as XPASS).  Remove a group
+# Short-run seeds that still differ from PyTorch, by root cause (documented in
+# docs/reliability.md; an expected failure, not strict, so a fix shows up as XPASS).  Remove a group
 # when its cause is fixed.
 KNOWN = {
     "in-place on an expanded view: overlap error at the write, not at backward": (11,),
