@@ -436,3 +436,28 @@ def test_expanded_view_after_inplace_change(src, size, mod):
     hh, = torch.autograd.grad((gg * gg).sum(), x)
     out = [a, gg, hh, i, o]
     """)
+
+
+@pytest.mark.parametrize("how", ["fill_", "zero_", "copy_", "setitem"])
+def test_overwritten_region_sends_zeros_not_nan(how):
+    # a NaN gradient reaching a region that an in-place write replaced must not leak into
+    # the old history: PyTorch sends zeros there, not 0 * NaN
+    def prog(L):
+        x = L.tensor([[0.5, -1.0], [2.0, 3.0]], dtype=L.float64, requires_grad=True)
+        y = x * 2
+        v = y[:, :1]
+        w = v[0]
+        if how == "fill_":
+            v.fill_(1.5)
+        elif how == "zero_":
+            v.zero_()
+        elif how == "copy_":
+            v.copy_(L.ones(2, 1, dtype=L.float64))
+        else:
+            y[:, :1] = 4.0
+        w.var(0, correction=1).backward()  # var of one element: NaN gradient
+        return x.grad.tolist()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert prog(dyngrad) == prog(torch)

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import op
 from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
-from ._dual import c_order
+from ._dual import c_order, zeros_like
 from ..autograd.node import Saved
 from .views import apply_chain, overlapping, root_writeable, writeable_alias
 from ..autograd import errors
@@ -345,8 +345,7 @@ class CopyBackwards(Node):
                 gs = gs.reshape(self._saved[2])
             if not isinstance(gs, Tensor) and gs.dtype != src_dtype:
                 gs = gs.astype(src_dtype)
-        z = g * 0
-        return z, gs
+        return zeros_like(g), gs  # zeros, not g * 0: a NaN gradient must not leak
 
 
 def _copy_fn(old, src, node=CopyBackwards, strict=False):
@@ -377,7 +376,7 @@ class FillBackward2(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        return g * 0,
+        return zeros_like(g),  # zeros, not g * 0: a NaN gradient must not leak
 
 
 class FillBackward3(CopyBackwards):
