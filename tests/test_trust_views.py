@@ -461,3 +461,22 @@ def test_overwritten_region_sends_zeros_not_nan(how):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert prog(dyngrad) == prog(torch)
+
+
+@pytest.mark.parametrize("how", ["copy_", "setitem", "setitem0", "fill_", "bool_copy_"])
+def test_copy_into_integer_tensor_records_no_history(how):
+    # an integer (or bool) tensor cannot require grad: copying a tensor that requires grad
+    # into it records nothing, as PyTorch; fill_ with a 0-d tensor is PyTorch's exception
+    def prog(L):
+        x = L.zeros(3, dtype=L.bool if how == "bool_copy_" else L.long)
+        s = L.ones(3, requires_grad=True)
+        if how in ("copy_", "bool_copy_"):
+            x.copy_(s)
+        elif how == "setitem":
+            x[1:] = s[1:]
+        elif how == "setitem0":
+            x[0] = s[0]
+        else:
+            x.fill_(s[0])
+        return x.requires_grad, type(x.grad_fn).__name__, x.tolist()
+    assert prog(dyngrad) == prog(torch)

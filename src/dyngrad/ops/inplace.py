@@ -150,6 +150,9 @@ def apply(self, fn, *args, **kwargs):
         _check_cast(self._data, r._data.dtype, True)
     node = r._grad_fn
     _write(self, r._data)
+    if node is None:  # the op recorded nothing (a copy into an integer tensor)
+        _after_untracked_write(self)
+        return self
     if base is None or self._view_fn is None:
         _set_history(self, node)
         _own_outputs(node, r, self, True)
@@ -360,7 +363,10 @@ def _copy_fn(old, src, node=CopyBackwards, strict=False):
             data = np.broadcast_to(sd, old._data.shape).astype(old._data.dtype, copy=True)
         except ValueError:
             _bad_bcast(old, src._data.shape)
-        if STATE.enabled and (old._requires_grad or src._requires_grad):
+        # copying into an integer or bool tensor records nothing (it cannot require grad);
+        # fill_ with a 0-d tensor records even then, as PyTorch does
+        if STATE.enabled and (old._requires_grad or src._requires_grad) and \
+                (node is FillBackward3 or old._data.dtype.kind in "fc"):
             saved = (sd.shape, sd.dtype) if sd is src._data else (sd.shape, sd.dtype, src._data.shape)
             return record(data, node((edge_of(old), edge_of(src)), saved))
         return _make(data)
