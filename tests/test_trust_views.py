@@ -480,3 +480,17 @@ def test_copy_into_integer_tensor_records_no_history(how):
             x.fill_(s[0])
         return x.requires_grad, type(x.grad_fn).__name__, x.tolist()
     assert prog(dyngrad) == prog(torch)
+
+
+@pytest.mark.parametrize("dtype", ["long", "float64"])
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_setitem_zero_dim_value_fills_or_copies_as_torch(dtype, shape):
+    # a 0-d value fills a region of other shape (fill_, recorded even into integers) and is
+    # copied into a 0-d region (copy_, which records nothing into integers)
+    def prog(L):
+        x = L.zeros(*shape, dtype=getattr(L, dtype))
+        if dtype == "float64":
+            x = x * 1
+        x[0] = L.ones((), dtype=L.float64, requires_grad=True) * 2
+        return x.requires_grad, type(x.grad_fn).__name__, x.tolist()
+    assert prog(dyngrad) == prog(torch)

@@ -292,8 +292,8 @@ def _assign(dst, value):
     from .inplace import _copy_into, fill_
     if isinstance(value, Tensor):
         vd = value._data
-        if vd.ndim == 0 and dst._data.dtype.kind in "fc":
-            return fill_(dst, value)  # (into an integer region: a plain copy, no history)
+        if vd.ndim == 0 and dst._data.ndim > 0:
+            return fill_(dst, value)  # same shapes (a 0-d region) take the copy below
         if vd.shape != dst._data.shape:
             vs = vd.shape
             while vs and vs[0] == 1:
