@@ -285,7 +285,17 @@ def dot(input, other):
 
 
 class AddmmBackward0(Node):
+    """beta * input + alpha * (mat1 @ mat2); BaddbmmBackward0 differs only in its products."""
     __slots__ = ()
+
+    @staticmethod
+    def _g1(g, m2, graph):
+        return g @ m2.T if not graph else X.matmul(g, X.transpose_last(m2))
+
+    @staticmethod
+    def _g2(g, m1, graph):
+        # (g.T @ m1).T: for Linear, mat2 is W.t(), so W's gradient comes out C-ordered
+        return (g.T @ m1).T if not graph else X.matmul(X.transpose_last(m1), g)
 
     def _bw(self, g, graph):
         s1, s2, bshape, beta, alpha = self._saved
@@ -294,14 +304,11 @@ class AddmmBackward0(Node):
         if nf[0][0] is not None:
             gb = sum_to(g if beta == 1 else g * beta, bshape)
         if nf[1][0] is not None:
-            m2 = s2.get(self, graph)
-            g1 = g @ m2.T if not graph else X.matmul(g, X.transpose_last(m2))
+            g1 = self._g1(g, s2.get(self, graph), graph)
             if alpha != 1:
                 g1 = g1 * alpha
         if nf[2][0] is not None:
-            m1 = s1.get(self, graph)
-            # (g.T @ m1).T: for Linear, mat2 is W.t(), so W's gradient comes out C-ordered
-            g2 = (g.T @ m1).T if not graph else X.matmul(X.transpose_last(m1), g)
+            g2 = self._g2(g, s1.get(self, graph), graph)
             if alpha != 1:
                 g2 = g2 * alpha
         return gb, g1, g2
@@ -349,12 +356,16 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     r = a @ b
     if alpha != 1:
         r *= alpha
-    if c.shape != r.shape:
+    try:  # a bias that does not expand to the result fails here; the check names why
+        if beta == 1:
+            r += c
+        elif beta != 0:
+            r += beta * c
+        elif c.shape != r.shape:
+            _expand_check(c.shape, r.shape)
+    except ValueError:
         _expand_check(c.shape, r.shape)
-    if beta == 1:
-        r += c
-    elif beta != 0:
-        r += beta * c
+        raise
     if STATE.enabled and (input._requires_grad or mat1._requires_grad or mat2._requires_grad):
         node = AddmmBackward0((edge_of(input), edge_of(mat1), edge_of(mat2)),
                               (Saved(mat1) if mat2._requires_grad else None,
@@ -364,24 +375,16 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return _make(r)
 
 
-class BaddbmmBackward0(Node):
+class BaddbmmBackward0(AddmmBackward0):
     __slots__ = ()
 
-    def _bw(self, g, graph):
-        s1, s2, bshape, beta, alpha = self._saved
-        gb = g1 = g2 = None
-        nf = self.next_functions
-        if nf[0][0] is not None:
-            gb = sum_to(g if beta == 1 else g * beta, bshape)
-        if nf[1][0] is not None:
-            g1 = X.matmul(g, X.transpose_last(s2.get(self, graph)))
-            if alpha != 1:
-                g1 = g1 * alpha
-        if nf[2][0] is not None:
-            g2 = X.matmul(X.transpose_last(s1.get(self, graph)), g)
-            if alpha != 1:
-                g2 = g2 * alpha
-        return gb, g1, g2
+    @staticmethod
+    def _g1(g, m2, graph):
+        return X.matmul(g, X.transpose_last(m2))
+
+    @staticmethod
+    def _g2(g, m1, graph):
+        return X.matmul(X.transpose_last(m1), g)
 
 
 @op()
