@@ -548,12 +548,12 @@ def _var_grad(node, g, gmean, graph):
         dev = x - m
         g = _keep(g, dims, keepdim, len(shape))
         if node._std:
-            # d std = d var / (2 std), with PyTorch's 0 where the saved std is 0
+            # d std = d var / (2 std), masked to 0 where the saved std is 0 after the division
+            # (PyTorch's order: a second derivative through a zero std is then nan, as there)
             sd = _keep(so, dims, keepdim, len(shape))
             zero = X.const(X.data(sd) == 0, sd)
-            safe = X.where(zero, 1 + 0 * sd, sd)
-            g = X.where(zero, X.zeros_like(g), g / safe)
-            out = g * dev * _inv_dof(n, correction)
+            g = X.where(zero, X.zeros_like(g), g / (sd * 2))
+            out = g * dev * (2.0 * _inv_dof(n, correction))
         else:
             out = g * dev * (2.0 * _inv_dof(n, correction))
         out = X.expand_to(out, shape) if tuple(out.shape) != shape else out
