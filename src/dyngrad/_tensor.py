@@ -187,12 +187,13 @@ class Tensor:
         """Set ``requires_grad`` in place and return self."""
         if requires_grad and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        if self._grad_fn is not None and not requires_grad:
+        interior = self._grad_fn is not None or bool(self._stale_view)
+        if interior and not requires_grad:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
-        if self._grad_fn is None:
+        if not interior:
             self._requires_grad = bool(requires_grad)
             if len(self._version) > 1:
                 _views_follow(self, self._requires_grad)

@@ -842,18 +842,39 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return softmax(-input, dim, dtype=dtype)
 
 
+def _shrink_mask(x, lambd):
+    return ((x < -lambd) | (x > lambd)).astype(x.dtype)
+
+
+_Softshrink = _activation(
+    "SoftshrinkBackward0",
+    lambda x, l: np.where(x > l, x - l, np.where(x < -l, x + l, x * 0)),
+    _shrink_mask, _zeros)
+_Hardshrink = _activation(
+    "HardshrinkBackward0", lambda x, l: np.where((x >= -l) & (x <= l), 0, x),
+    _shrink_mask, _zeros)
+
+
+def _shrink_input(input, kernel):
+    if isinstance(input, Tensor) and input._data.dtype.kind not in "fc":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(input._data.dtype)}'")
+
+
 def softshrink(input, lambd=0.5):
-    """x - lambd if x > lambd, x + lambd if x < -lambd, else 0."""
-    x = input._data
-    m = _make(((x > lambd) | (x < -lambd)).astype(x.dtype))
-    shift = _make(np.where(x > lambd, -lambd, np.where(x < -lambd, lambd, 0.0)).astype(x.dtype))
-    return (input + shift) * m
+    """x - lambd above lambd, x + lambd below -lambd, 0 between; SoftshrinkBackward0."""
+    _shrink_input(input, "softshrink_check")
+    if lambd < 0:
+        kind = D.scalar_type_name(input._data.dtype)
+        raise RuntimeError(f"lambda must be in range [0, 3.40282e+38] for input dtype {kind}, "
+                           f"but found {lambd:g}")
+    return _act(input, _Softshrink, (lambd,), False, "softshrink")
 
 
 def hardshrink(input, lambd=0.5):
-    """x where |x| > lambd, else 0."""
-    x = input._data
-    return input * _make(((x > lambd) | (x < -lambd)).astype(x.dtype))
+    """x where x < -lambd or x > lambd, else 0; HardshrinkBackward0."""
+    _shrink_input(input, "hardshrink_cpu")
+    return _act(input, _Hardshrink, (lambd,), False, "hardshrink")
 
 
 class GluBackward0(Node):

@@ -357,14 +357,15 @@ class _ChoiceBackward(Node):
 
 
 class MaximumBackward0(_ChoiceBackward):
-    """Ties split the gradient evenly."""
+    """Ties split the gradient evenly; an input is masked only where it lost, so where a NaN
+    makes the comparison false both inputs get the whole gradient (PyTorch's formula)."""
     __slots__ = ()
 
     def _weights(self, ad, bd):
         half = 0.5 * (ad == bd)
         if self._sign > 0:
-            return (ad > bd) + half, (bd > ad) + half
-        return (ad < bd) + half, (bd < ad) + half
+            return 1.0 - (ad < bd) - half, 1.0 - (bd < ad) - half
+        return 1.0 - (ad > bd) - half, 1.0 - (bd > ad) - half
 
 
 class MinimumBackward0(MaximumBackward0):

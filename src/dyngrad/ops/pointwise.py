@@ -580,8 +580,32 @@ _unary_op("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), save_out=True)
 _unary_op("sigmoid", lambda d: _sigmoid_np(d), lambda g, x, y: g * (y * (1 - y)), save_out=True)
 _unary_op("sqrt", np.sqrt, _sqrt_bw, save_out=True)
 _unary_op("abs", np.abs, lambda g, x, y: g * X.sign(x), save_in=True, floating=False)
+class ThresholdBackwardBackward0(Node):
+    """Gradient of relu's backward ``threshold_backward(g, y, 0)``: the same mask for ``g`` and
+    zeros for the saved result, which PyTorch records as an input (so a first derivative taken
+    with create_graph requires grad whenever the result does)."""
+    __slots__ = ()
+
+    def _bw(self, gg, graph):
+        y = self._saved[0].get(self, graph)
+        ga = _threshold_bw(gg, y) if self.next_functions[0][0] is not None else None
+        gy = X.zeros_like(gg) if self.next_functions[1][0] is not None else None
+        return ga, gy
+
+
+def _threshold_bw(g, y):
+    """``g`` where ``y > 0``, else 0: relu's backward, differentiable in ``g`` and ``y``."""
+    if not isinstance(g, Tensor) and not isinstance(y, Tensor):
+        return X.where(y > 0, g, X.zeros_like(g))
+    gd, yd = g._data, y._data
+    data = np.where(yd > 0, gd, np.zeros((), gd.dtype))
+    if STATE.enabled and (g._requires_grad or y._requires_grad):
+        return record(data, ThresholdBackwardBackward0((edge_of(g), edge_of(y)), (Saved(y),)))
+    return _make(data)
+
+
 _unary_op("relu", lambda d: np.maximum(d, 0) if d.dtype.kind != "b" else d,
-          lambda g, x, y: X.where(y > 0, g, X.zeros_like(g)), save_out=True, floating=False)
+          lambda g, x, y: _threshold_bw(g, y), save_out=True, floating=False)
 
 
 def _sigmoid_np(d):
