@@ -1,0 +1,93 @@
+"""NAdam (Adam with Nesterov momentum and momentum decay), following PyTorch's update."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from .optimizer import Optimizer, _check_lr
+
+
+class NAdam(Optimizer):
+    """Adam whose step mixes the current gradient and the next momentum (Dozat's NAdam), with
+    optional decoupled (AdamW-style) weight decay.
+
+    >>> import dyngrad as torch
+    >>> w = torch.nn.Parameter(torch.ones(2))
+    >>> opt = torch.optim.NAdam([w], lr=0.1)
+    >>> (w * w).sum().backward(); opt.step(); w.data
+    tensor([0.8944, 0.8944])
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        lr = _check_lr(lr)
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable))
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient."""
+        loss = self._closure(closure)
+        for group in self.param_groups:
+            lr, (b1, b2) = group["lr"], group["betas"]
+            eps, wd, psi = group["eps"], group["weight_decay"], group["momentum_decay"]
+            decoupled = group.get("decoupled_weight_decay", False)
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                d = p._data
+                f = d.dtype.type
+                g = -p._grad._data if group["maximize"] else p._grad._data
+                st = self.state[p]
+                if not st:
+                    st["step"] = Tensor._make(np.asarray(0.0, np.float32))
+                    st["mu_product"] = Tensor._make(np.asarray(1.0, np.float32))
+                    st["exp_avg"] = Tensor._make(np.zeros_like(d))
+                    st["exp_avg_sq"] = Tensor._make(np.zeros_like(d))
+                st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
+                step = float(st["step"]._data)
+                bc2 = 1 - b2 ** step
+                if wd != 0:
+                    if decoupled:
+                        d *= f(1 - lr * wd)
+                    else:
+                        g = g + f(wd) * d
+                mu = b1 * (1.0 - 0.5 * (0.96 ** (step * psi)))
+                mu_next = b1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * psi)))
+                # the running product keeps its tensor's dtype (float32, or the parameter's
+                # dtype after load_state_dict), as PyTorch's in-place product does
+                mp = st["mu_product"]._data
+                st["mu_product"]._data = np.asarray(mp * mp.dtype.type(mu), mp.dtype)
+                mu_prod = float(st["mu_product"]._data)
+                mu_prod_next = mu_prod * mu_next
+                m = st["exp_avg"]._data
+                if 1 - b1 < 0.5:
+                    m += (g - m) * f(1 - b1)
+                else:
+                    m[...] = g - (g - m) * f(b1)
+                v = st["exp_avg_sq"]._data
+                v *= f(b2)
+                v += f(1 - b2) * g * g
+                denom = np.sqrt(v / f(bc2))
+                denom += f(eps)
+                d += f(-lr * (1.0 - mu) / (1.0 - mu_prod)) * (g / denom)
+                d += f((-lr * mu_next) / (1.0 - mu_prod_next)) * (m / denom)
+                p._version[0] += 1
+        for h in self._step_hooks:
+            h(self, (), {})
+        return loss
