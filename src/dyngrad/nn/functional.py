@@ -1239,17 +1239,19 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
                            f"target: {target.shape} ")
-    return _loss_reduce(relu(-target * (input1 - input2) + margin), reduction)
+    return _loss_reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """x where target is 1, max(0, margin - x) where target is -1."""
     reduction = _reduction_enum(reduction, size_average, reduce)
+    from ..ops.elementwise_more import where
+    zeros = _make(np.zeros_like(input._data))
     t = target._data
-    pos = _make((t == 1).astype(input._data.dtype))
-    neg = _make((t == -1).astype(input._data.dtype))
-    return _loss_reduce(input * pos + relu(margin - input) * neg, reduction)
+    out = (where(_make(t != 1), (margin - input).clamp_min(0), zeros)
+           + where(_make(t != -1), input, zeros))
+    return _loss_reduce(out, reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -1262,10 +1264,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     m1 = (input1 * input1).sum(d) + eps
     m2 = (input2 * input2).sum(d) + eps
     cos = prod / (m1 * m2).sqrt()
+    from ..ops.elementwise_more import where
+    zeros = _make(np.zeros_like(cos._data))
     t = target._data
-    pos = _make((t == 1).astype(cos._data.dtype))
-    neg = _make((t == -1).astype(cos._data.dtype))
-    return _loss_reduce((1 - cos) * pos + relu(cos - margin) * neg, reduction)
+    out = (where(_make(t == 1), 1 - cos, zeros)
+           + where(_make(t == -1), (cos - margin).clamp_min(0), zeros))
+    return _loss_reduce(out, reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
@@ -1297,7 +1301,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 # --- similarity and normalisation -------------------------------------------------------
 def _clamp_min(t, m):
     """max(t, m) for a Tensor, differentiable (gradient 1 above m, 0 below)."""
-    return t + relu(m - t)
+    return t.clamp_min(m)
 
 
 def _vnorm(x, p, dim, keepdim):
@@ -1338,8 +1342,9 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
         ds = pairwise_distance(positive, negative, p, eps)
-        dn = dn - relu(dn - ds)
-    return _loss_reduce(relu(dp - dn + margin), reduction)
+        from ..ops.elementwise_more import minimum
+        dn = minimum(dn, ds)
+    return _loss_reduce((margin + dp - dn).clamp_min(0), reduction)
 
 
 # --- layers: bilinear, dropout, one_hot, embedding --------------------------------------

@@ -13,12 +13,11 @@ from . import op
 from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from ._dual import c_order, zeros_like
 from ..autograd.node import Saved
-from .views import apply_chain, overlapping, root_writeable, writeable_alias
+from .views import apply_chain, overlapping, partial_overlap, root_writeable, writeable_alias
 from ..autograd import errors
 from .. import _dtype as D
 
 _make = Tensor._make
-_may_share = np.may_share_memory
 
 
 def _check_cast(dst, src_dtype, to_bool=False):
@@ -41,14 +40,15 @@ def _recording(self, args):
     return False
 
 
-def _write(self, data):
+def _write(self, data, shared_ok=False):
     d = self._data
     if data.dtype != d.dtype:
         _check_cast(d, data.dtype)
     if data.shape != d.shape and not _bcast_into(data.shape, d.shape):
         _bad_bcast(self, data.shape)
     if not d.flags.writeable:
-        d = _writable(self)
+        # an op that may write shared elements (a scalar fill_) writes through a passing alias
+        d = writeable_alias(d) if shared_ok and root_writeable(d) else _writable(self)
     np.copyto(d, data, casting="unsafe")
     self._version[0] += 1
 
@@ -65,24 +65,39 @@ def _writable(t):
     if d.flags.writeable:
         return d
     if overlapping(d) or not root_writeable(d):
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
-                           "refers to a single memory location. Please clone() the tensor before "
-                           "performing the operation.")
+        raise _internal_overlap()
     t._data = d = writeable_alias(d)
     return d
 
 
+def _internal_overlap():
+    return RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                        "refers to a single memory location. Please clone() the tensor before "
+                        "performing the operation.")
+
+
+def _prewrite(self, others, recording, shared_ok=False):
+    """What PyTorch checks before an in-place op computes, in its order: autograd misuse of the
+    tensor written (check_inplace), then memory overlap, of the tensor with itself (unless the
+    op may write shared elements, as a scalar fill_ may) and then with each operand
+    (TensorIterator's compute_mem_overlaps).  Shapes and dtypes come after."""
+    if recording:
+        _guard(self)
+    d = self._data
+    if not shared_ok and not d.flags.writeable and overlapping(d):
+        raise _internal_overlap()
+    if others:
+        _check_overlap(d, others)
+
+
 def _check_overlap(d, args):
-    """PyTorch refuses an in-place op whose input partly overlaps the tensor written to."""
+    """PyTorch refuses an in-place op whose input partly overlaps the tensor written to
+    (assert_no_partial_overlap; an input that is exactly the output is fine)."""
     for a in args:
-        if isinstance(a, Tensor):
-            od = a._data
-            if od is not d and _may_share(d, od) and not (
-                    od.shape == d.shape and od.strides == d.strides
-                    and od.__array_interface__["data"][0] == d.__array_interface__["data"][0]):
-                raise RuntimeError("unsupported operation: some elements of the input tensor and "
-                                   "the written-to tensor refer to a single memory location. "
-                                   "Please clone() the tensor before performing the operation.")
+        if isinstance(a, Tensor) and partial_overlap(d, a._data):
+            raise RuntimeError("unsupported operation: some elements of the input tensor and "
+                               "the written-to tensor refer to a single memory location. "
+                               "Please clone() the tensor before performing the operation.")
 
 
 def _guard(self):
@@ -125,16 +140,17 @@ def view_rebase_error(v, indirect):
 
 def apply(self, fn, *args, **kwargs):
     """Apply the out-of-place op ``fn(self, *args)`` in place on ``self``."""
+    return _apply(self, fn, args, kwargs, False)
+
+
+def _apply(self, fn, args, kwargs, shared_ok):
     recording = _recording(self, args)
-    if recording:
-        _guard(self)
-    if args:
-        _check_overlap(self._data, args)
+    _prewrite(self, args, recording, shared_ok)
     if not recording:
         r = fn(self, *args, **kwargs)._data
         if r.dtype != self._data.dtype:
             _check_cast(self._data, r.dtype, True)
-        _write(self, r)
+        _write(self, r, shared_ok)
         _after_untracked_write(self)
         return self
     base = self._base
@@ -149,7 +165,7 @@ def apply(self, fn, *args, **kwargs):
     if r._data.dtype != self._data.dtype:
         _check_cast(self._data, r._data.dtype, True)
     node = r._grad_fn
-    _write(self, r._data)
+    _write(self, r._data, shared_ok)
     if node is None:  # the op recorded nothing (a copy into an integer tensor)
         _after_untracked_write(self)
         return self
@@ -412,12 +428,10 @@ def fill_(self, value):
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        if not self._data.flags.writeable and not _recording(self, (value,)):
-            return _fill_shared(self, value._data)
         return apply(self, _copy_fn, value, FillBackward3)
     if not self._data.flags.writeable and not _recording(self, ()):
         return _fill_shared(self, value)
-    return apply(self, _copy_fn, value)
+    return _apply(self, _copy_fn, (value,), {}, True)
 
 
 def _fill_shared(self, value):
@@ -450,7 +464,7 @@ def zero_(self):
             return record(data, ZeroBackward0((edge_of(old),), ()))
         return _make(data)
 
-    return apply(self, z)
+    return _apply(self, z, (), {}, True)
 
 
 # --- arithmetic in place ------------------------------------------------------------------
@@ -461,8 +475,8 @@ def _arith(name, fn_name, np_fn):
         if not _recording(self, (other,)) and not args and not kwargs:
             od = other._data if isinstance(other, Tensor) else other
             d = self._data
-            if od.__class__ is np.ndarray:
-                _check_overlap(d, (other,))
+            if not d.flags.writeable or od.__class__ is np.ndarray:
+                _prewrite(self, (other,), False)
             if isinstance(other, Tensor) and od.shape != d.shape:
                 if not _bcast_ok(od.shape, d.shape) or \
                         np.broadcast_shapes(od.shape, d.shape) != d.shape:
@@ -487,6 +501,7 @@ def _arith(name, fn_name, np_fn):
             sh = np.broadcast_shapes(other._data.shape, self._data.shape) \
                 if _bcast_ok(other._data.shape, self._data.shape) else None
             if sh != self._data.shape:
+                _prewrite(self, (other,), True)
                 _bad_bcast(self, other._data.shape, True)
         return apply(self, fn, other, *args, **kwargs)
 
@@ -529,7 +544,9 @@ def _alpha_inplace(self, other, alpha, fn_name):
         d, od = self._data, other._data
         if od.shape != d.shape and (not _bcast_ok(od.shape, d.shape)
                                     or np.broadcast_shapes(od.shape, d.shape) != d.shape):
-            _bad_bcast(self, od.shape, _recording(self, (other,)))
+            recording = _recording(self, (other,))
+            _prewrite(self, (other,), recording)
+            _bad_bcast(self, od.shape, recording)
     if not _recording(self, (other,)):
         od = other._data if isinstance(other, Tensor) else other
         d = self._data

@@ -409,6 +409,44 @@ def overlapping(a):
     return False
 
 
+def non_overlapping_and_dense(a):
+    """PyTorch's is_non_overlapping_and_dense for ndarray ``a``: its elements fill a block of
+    memory exactly once, in some order of its dimensions."""
+    shape, item = a.shape, a.itemsize
+    strides = [st // item if st % item == 0 else None for st in a.strides]
+    if a.ndim == 1:
+        return shape[0] < 2 or strides[0] == 1
+    order = sorted(range(a.ndim), key=lambda i: (shape[i] < 2, 0 if shape[i] < 2 else strides[i]))
+    need = 1
+    for i in order:
+        if shape[i] < 2:
+            return True
+        if strides[i] != need:
+            return False
+        need *= shape[i]
+    return True
+
+
+def partial_overlap(a, b):
+    """PyTorch's get_overlap_status(a, b) == Partial for ndarrays: both dense, in the same
+    memory, covering overlapping but not identical ranges (or the same range with other
+    strides).  Sparse views that interleave are "too hard" there, and allowed."""
+    if a is b or a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):
+        return False
+    if not non_overlapping_and_dense(a) or not non_overlapping_and_dense(b):
+        return False
+    a0, b0 = _lowest_address(a), _lowest_address(b)
+    a1, b1 = a0 + a.size * a.itemsize, b0 + b.size * b.itemsize
+    if a0 == b0 and a1 == b1:
+        return a.strides != b.strides
+    return a0 < b1 and b0 < a1
+
+
+def _lowest_address(a):
+    return a.__array_interface__["data"][0] + sum(st * (n - 1) for n, st in
+                                                  zip(a.shape, a.strides) if st < 0)
+
+
 def root_writeable(a):
     """Whether the memory under ndarray view ``a`` can be written."""
     r, b = a, a.base
