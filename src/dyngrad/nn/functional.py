@@ -1657,7 +1657,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     out = _pool.gather_op(input, idx, unique, x.ndim - 2, _pool.MaxPool2DWithIndicesBackward0,
                           vals)
     if return_indices:
-        return out, _make(idx.astype(np.int64))
+        return _pool.with_indices(out, idx)
     return out
 
 
@@ -1757,7 +1757,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     idx = _pool.adaptive_max_indices(x, oh, ow)
     out = _pool.gather_op(input, idx, False, x.ndim - 2, _pool.AdaptiveMaxPool2DBackward0)
     if return_indices:
-        return out, _make(idx.astype(np.int64))
+        return _pool.with_indices(out, idx)
     return out
 
 

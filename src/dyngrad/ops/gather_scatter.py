@@ -660,10 +660,12 @@ def _argsort(d, axis, descending=False):
 class SortBackward0(Node):
     """Gradient of sort-like ops: each value's gradient goes back to the position it came from."""
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, dim, idx = self._saved
+        shape, dim, sidx, squeezed = self._saved
+        idx = sidx.get(self, False)  # the returned indices, version-checked as PyTorch's
+        if squeezed:
+            idx = np.expand_dims(idx, dim)
         if not shape:
             return g.reshape(()),
         if not graph:
@@ -681,12 +683,15 @@ class KthvalueBackward0(SortBackward0):
     __slots__ = ()
 
 
-def _values_indices(input, vals, idx, node_cls, k, rt, idx_saved=None):
+def _values_indices(input, vals, idx, node_cls, k, rt, squeezed=False):
+    """(values, indices) of a selecting op; its node saves the indices tensor returned, so an
+    in-place change of it fails backward as in PyTorch (``squeezed``: dim ``k`` was dropped)."""
     v = _make(vals)
+    it = _make(idx)
     if STATE.enabled and input._requires_grad:
-        v = record(vals, node_cls((edge_of(input),), (input._data.shape, k,
-                                                      idx if idx_saved is None else idx_saved)))
-    return rt(v, _make(idx))
+        v = record(vals, node_cls((edge_of(input),), (input._data.shape, k, Saved(it),
+                                                      squeezed)))
+    return rt(v, it)
 
 
 @op()
@@ -751,7 +756,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     vals = np.take_along_axis(d, idx, kd)
     if not keepdim:
         return _values_indices(input, vals.squeeze(kd), idx.squeeze(kd), KthvalueBackward0, kd,
-                               kthvalue_rt, idx)
+                               kthvalue_rt, True)
     return _values_indices(input, vals, idx, KthvalueBackward0, kd, kthvalue_rt)
 
 

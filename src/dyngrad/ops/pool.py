@@ -227,6 +227,8 @@ class _Gather(Node):
 
     def _bw(self, g, graph):
         idx, xshape, unique, nl = self._saved[:4]
+        for sv in self._saved[5 if self._needs_saved else 4:]:
+            sv.get(self, False)  # the indices returned to the caller: version-checked
         if self._needs_saved:  # the input is saved, as PyTorch's: its version is checked
             x = self._saved[4].get(self, graph)
         if graph:
@@ -279,6 +281,16 @@ def gather_op(x, idx, unique, nl, node_cls, values=None):
         return record(d, node_cls((edge_of(x),), saved + (Saved(x),) if node_cls._needs_saved
                                   else saved))
     return _make(d)
+
+
+def with_indices(out, idx):
+    """``(out, indices)`` of a max pooling asked for its indices: the node of ``out`` saves the
+    indices tensor returned, so changing it in place fails backward as in PyTorch."""
+    it = _make(idx.astype(np.int64))
+    node = out._grad_fn
+    if node is not None:
+        node._saved = node._saved + (Saved(it),)
+    return out, it
 
 
 def scatter_op(g, idx, xshape, unique, nl, node_cls, dep=None):

@@ -307,7 +307,8 @@ class MaxBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        shape, dim, keepdim, idx = self._saved
+        shape, dim, keepdim, sidx = self._saved
+        idx = sidx.get(self, False)  # the returned indices, version-checked as PyTorch's
         if not shape:  # a 0-d input: its only element was chosen
             return g,
         idx = idx if keepdim else np.expand_dims(idx, dim)
@@ -328,15 +329,37 @@ class AmaxBackward0(Node):
     def _bw(self, g, graph):
         sx, so, dims, keepdim = self._saved
         xd = X.data(sx.get(self, False))
-        val = so.get(self, False)
-        v = val if keepdim else np.expand_dims(val, dims)
-        m = (xd == v) | (np.isnan(xd) & np.isnan(v))
-        w = (m / np.maximum(m.sum(axis=dims, keepdims=True), 1)).astype(xd.dtype)
-        return X.expand_to(_keep(g, dims, keepdim, xd.ndim), xd.shape) * X.const(w, g),
+        return _share_extreme(xd, so.get(self, False), g, dims, keepdim),
+
+
+def _share_extreme(xd, val, g, dims, keepdim):
+    """The gradient ``g`` of an extreme value ``val`` of ``xd`` over ``dims``, split evenly
+    among the elements equal to it (NaN counts as equal to NaN)."""
+    v = val if keepdim else np.expand_dims(val, dims)
+    m = (xd == v) | (np.isnan(xd) & np.isnan(v))
+    w = (m / np.maximum(m.sum(axis=dims, keepdims=True), 1)).astype(xd.dtype)
+    return X.expand_to(_keep(g, dims, keepdim, xd.ndim), xd.shape) * X.const(w, g)
 
 
 class AminBackward0(AmaxBackward0):
     __slots__ = ()
+
+
+class AminmaxBackward0(Node):
+    """Both extremes in one node (it saves the input and both results, as PyTorch's)."""
+    __slots__ = ()
+    _nout = 2
+
+    def _bw(self, g, graph):
+        sx, smin, smax, dims, keepdim = self._saved
+        xd = X.data(sx.get(self, False))
+        vmin, vmax = smin.get(self, False), smax.get(self, False)
+        out = None
+        for gi, val in zip(g, (vmin, vmax)):
+            if gi is not None:
+                part = _share_extreme(xd, val, gi, dims, keepdim)
+                out = part if out is None else out + part
+        return out,
 
 
 def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim, rt):
@@ -359,12 +382,12 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
         return _make(r)
     (k,) = dims_of(dim, d.ndim, name) or (0,)
     if d.ndim == 0:
-        idx = np.zeros((), np.int64)
+        indices = _make(np.zeros((), np.int64))
         if STATE.enabled and input._requires_grad:
-            vals = record(d.copy(), cls_dim((edge_of(input),), ((), 0, keepdim, idx)))
+            vals = record(d.copy(), cls_dim((edge_of(input),), ((), 0, keepdim, Saved(indices))))
         else:
             vals = _make(d.copy())
-        return rt(vals, _make(idx))
+        return rt(vals, indices)
     if d.size == 0:
         _nonempty(name, d, k)  # max/min name the wrapped dim (amax/amin the given one)
     idx = np_arg(d, axis=k)
@@ -378,7 +401,7 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
         v, idx = v.squeeze(k), idx.squeeze(k)
     indices = _make(idx.astype(np.int64, copy=False))
     if STATE.enabled and input._requires_grad:
-        vals = record(v, cls_dim((edge_of(input),), (d.shape, k, keepdim, idx)))
+        vals = record(v, cls_dim((edge_of(input),), (d.shape, k, keepdim, Saved(indices))))
     else:
         vals = _make(v)
     return rt(vals, indices)
@@ -434,8 +457,25 @@ def amin(input, dim=(), keepdim=False):
 @op()
 def aminmax(input, *, dim=None, keepdim=False):
     """(amin, amax) in one call."""
-    d = () if dim is None else dim
-    return RT_AMINMAX(amin(input, d, keepdim), amax(input, d, keepdim))
+    d = input._data
+    dims = dims_of(() if dim is None else dim, d.ndim, "aminmax")
+    if d.size == 0:
+        if dim is None:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
+        if d.shape[dims[0]] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
+    lo = np.asarray(np.amin(d, axis=dims, keepdims=keepdim))
+    hi = np.asarray(np.amax(d, axis=dims, keepdims=keepdim))
+    if STATE.enabled and input._requires_grad:
+        a = record(lo, None)
+        b = record(hi, None)
+        b._output_nr = 1
+        a._grad_fn = b._grad_fn = AminmaxBackward0(
+            (edge_of(input),), (Saved(input), Saved(a, True), Saved(b, True), dims, keepdim))
+        notify(a)
+        return RT_AMINMAX(a, notify(b))
+    return RT_AMINMAX(_make(lo), _make(hi))
 
 
 def _arg(input, dim, keepdim, name, np_fn):
