@@ -1,0 +1,87 @@
+"""Uniform distribution on the half-open interval [low, high)."""
+from __future__ import annotations
+
+import math
+from numbers import Number
+
+from .._tensor import Size
+from . import constraints
+from .distribution import Distribution
+from .utils import broadcast_all
+
+__all__ = ["Uniform"]
+
+
+class Uniform(Distribution):
+    """Uniform distribution on ``[low, high)``."""
+
+    has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
+
+    @property
+    def mean(self):
+        return (self.high + self.low) / 2
+
+    @property
+    def mode(self):
+        return math.nan * self.high
+
+    @property
+    def stddev(self):
+        return (self.high - self.low) / 12 ** 0.5
+
+    @property
+    def variance(self):
+        return (self.high - self.low).pow(2) / 12
+
+    def __init__(self, low, high, validate_args=None):
+        self.low, self.high = broadcast_all(low, high)
+        if isinstance(low, Number) and isinstance(high, Number):
+            batch_shape = Size()
+        else:
+            batch_shape = self.low.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Uniform, _instance)
+        batch_shape = Size(batch_shape)
+        new.low = self.low.expand(batch_shape)
+        new.high = self.high.expand(batch_shape)
+        super(Uniform, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.interval(self.low, self.high)
+
+    def rsample(self, sample_shape=Size()):
+        from .. import rand
+        shape = self._extended_shape(sample_shape)
+        r = rand(tuple(shape), dtype=self.low.dtype)
+        return self.low + r * (self.high - self.low)
+
+    def log_prob(self, value):
+        from .. import log
+        if self._validate_args:
+            self._validate_sample(value)
+        lb = self.low.le(value).to(self.low.dtype)
+        ub = self.high.gt(value).to(self.low.dtype)
+        return log(lb.mul(ub)) - log(self.high - self.low)
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        result = (value - self.low) / (self.high - self.low)
+        return result.clamp(min=0, max=1)
+
+    def icdf(self, value):
+        return value * (self.high - self.low) + self.low
+
+    def entropy(self):
+        from .. import log
+        return log(self.high - self.low)
