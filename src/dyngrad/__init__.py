@@ -94,7 +94,7 @@ def get_num_threads() -> int:
 
 
 def __getattr__(name):
-    if name in ("distributed", "multiprocessing"):  # loaded on first use, as they are rarer
+    if name in ("distributed", "multiprocessing", "distributions"):  # loaded on first use, as they are rarer
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'dyngrad' has no attribute '{name}' (dyngrad implements a subset "

@@ -331,6 +331,8 @@ class AsStridedBackward0(Node):
         if graph:
             from .. import zeros
             z = zeros(shape, dtype=g.dtype)
+            if 0 in tuple(g.shape):  # an empty view: PyTorch returns fresh zeros, no graph
+                return z,
             if apply_chain(z._data, chain).flags.writeable:
                 apply_chain(z, chain).copy_(g)
                 return z,

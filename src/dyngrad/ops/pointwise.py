@@ -304,7 +304,7 @@ class DivBackward0(Node):
         gb = None
         if self.next_functions[1][0] is not None:
             a = _val(sa, self, graph)
-            gb = sum_to(-g * a / (b * b), bsh)
+            gb = sum_to(-g * ((a / b) / b), bsh)  # PyTorch's order: a / b / b, not a / b²
         return ga, gb
 
 

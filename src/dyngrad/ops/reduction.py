@@ -284,7 +284,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
 
 # --- max / min / amax / amin / argmax / argmin -----------------------------------------------------
 class MaxBackward1(Node):
-    """Full reduction: ties share the gradient evenly."""
+    """Full reduction: ties share the gradient evenly; the other elements get exact zeros (an
+    index_put into zeros in PyTorch, so a NaN gradient reaches only the chosen elements)."""
     __slots__ = ()
 
     def _bw(self, g, graph):
@@ -294,8 +295,8 @@ class MaxBackward1(Node):
         m = xd == val
         if np.isnan(val):
             m = np.isnan(xd)
-        w = (m / _bi.max(int(m.sum()), 1)).astype(xd.dtype)
-        return X.expand_to(g, xd.shape) * X.const(w, g),
+        share = X.expand_to(g / _bi.max(int(m.sum()), 1), xd.shape)
+        return X.where(X.const(m, g), share, X.zeros_like(share)),
 
 
 class MinBackward1(MaxBackward1):
@@ -789,17 +790,37 @@ def logsumexp(input, dim, keepdim=False):
 
 
 # --- cumulative ops --------------------------------------------------------------------------------
+_WIDE = {np.dtype(np.float32): np.float64, np.dtype(np.float16): np.float64,
+         np.dtype(np.complex64): np.complex128}
+
+
+def _cum(fn, d, axis, rt):
+    """``fn`` (np.cumsum / np.cumprod) along ``axis`` into dtype ``rt``, accumulated in double
+    precision for float32/float16/complex64 as PyTorch's CPU kernels do, then rounded."""
+    rt = np.dtype(rt)
+    wide = _WIDE.get(rt)
+    if wide is None:
+        return fn(d, axis=axis, dtype=rt)
+    return fn(d, axis=axis, dtype=wide).astype(rt)
+
+
+def _revcumsum(g, dim):
+    """Sums from each position to the end of ``dim`` (PyTorch's reversed_cumsum: flip, cumsum,
+    flip), on arrays or, under create_graph, Tensors."""
+    if not isinstance(g, Tensor):
+        return np.flip(_cum(np.cumsum, np.flip(g, dim), dim, g.dtype), dim)
+    return cumsum(g.flip(dim), dim).flip(dim)
+
+
 class CumsumBackward0(Node):
     __slots__ = ()
     _needs_saved = False
 
     def _bw(self, g, graph):
         dim = self._saved[0]
-        if g.ndim == 0:
+        if X.data(g).size <= 1 or g.shape[dim] == 1:  # PyTorch returns the gradient as it is
             return g,
-        if not graph:
-            return np.flip(np.cumsum(np.flip(g, dim), axis=dim), dim),
-        return X.sum_dims(g, (dim,), True) - X.cumsum(g, dim) + g,
+        return _revcumsum(g, dim),
 
 
 @op()
@@ -808,7 +829,7 @@ def cumsum(input, dim, *, dtype=None):
     d = input._data
     rt = _sum_dtype(d, dtype)
     (k,) = dims_of(dim, d.ndim, "cumsum") or (0,)
-    r = np.cumsum(d, axis=k, dtype=rt) if d.ndim else d.astype(rt)
+    r = _cum(np.cumsum, d, k, rt) if d.ndim else d.astype(rt)
     if STATE.enabled and input._requires_grad:
         return record(r, CumsumBackward0((edge_of(input),), (k,)))
     return _make(r)
@@ -836,15 +857,10 @@ class CumprodBackward0(Node):
         x = sx.get(self, graph)
         o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
         xd = X.data(x)
-        if xd.ndim == 0:
+        if xd.size <= 1:  # PyTorch returns the gradient as it is
             return g,
         if (xd != 0).all():
-            go = g * o
-            if not graph:
-                rev = np.flip(np.cumsum(np.flip(go, dim), axis=dim), dim)
-            else:
-                rev = X.sum_dims(go, (dim,), True) - X.cumsum(go, dim) + go
-            return rev / x,
+            return _revcumsum(g * o, dim) / x,
         if graph:
             return _cumprod_grad_zeros(x, xd, o, g, dim),
         return _cumprod_grad_np(xd, g, dim),
@@ -860,9 +876,7 @@ def _cumprod_grad_zeros(x, xd, o, g, dim):
     zero = xd == 0
     z = np.where(zero.any(axis=dim, keepdims=True), np.argmax(zero, axis=dim, keepdims=True), n)
     before, at = k < z, k == z
-    go = g * o
-    rev = X.sum_dims(go, (dim,), True) - X.cumsum(go, dim) + go
-    first = rev / X.where(X.const(before, x), x, 1 + 0 * x)
+    first = _revcumsum(g * o, dim) / X.where(X.const(before, x), x, 1 + 0 * x)
     c = cumprod(X.where(X.const(at, x), 1 + 0 * x, x), dim)
     second = X.sum_dims(g * c * X.const((k >= z).astype(xd.dtype), x), (dim,), True)
     return X.where(X.const(before, x), first,
@@ -875,7 +889,7 @@ def cumprod(input, dim, *, dtype=None):
     d = input._data
     rt = _sum_dtype(d, dtype)
     (k,) = dims_of(dim, d.ndim, "cumprod") or (0,)
-    r = np.cumprod(d, axis=k, dtype=rt) if d.ndim else d.astype(rt)
+    r = _cum(np.cumprod, d, k, rt) if d.ndim else d.astype(rt)
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = CumprodBackward0((edge_of(input),), (Saved(input), Saved(res, True), k))
