@@ -425,11 +425,22 @@ def test_load_corrupt_header(tmp_path):
 
 
 def test_load_corrupt_structure(tmp_path):
-    # a well-formed container whose structure refers to a tensor that is not there
-    p = _saved(tmp_path)
-    data = p.read_bytes().replace(b'\\"T\\": \\"t0\\"', b'\\"T\\": \\"t9\\"')
+    # a well-formed safetensors container whose structure refers to a tensor that is not there
+    p = tmp_path / "ckpt.safetensors"
+    torch.save(_model().state_dict(), str(p))
+    data = p.read_bytes().replace(b'\\"T\\": \\"0.weight\\"', b'\\"T\\": \\"t9\\"')
+    assert data != p.read_bytes()
     q = tmp_path / "struct.dg"
     q.write_bytes(data)
+    _raises(RuntimeError, lambda: torch.load(str(q)), re.escape(str(q)), r"corrupt")
+    # a well-formed PyTorch zip whose pickle refers to a storage record that is not there
+    import zipfile
+    p = _saved(tmp_path)
+    q = tmp_path / "struct.pt"
+    with zipfile.ZipFile(p) as src, zipfile.ZipFile(q, "w") as dst:
+        for info in src.infolist():
+            if not info.filename.endswith("/data/0"):
+                dst.writestr(info.filename, src.read(info))
     _raises(RuntimeError, lambda: torch.load(str(q)), re.escape(str(q)), r"corrupt")
 
 

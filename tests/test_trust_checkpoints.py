@@ -57,8 +57,10 @@ def _same(a, b):
 
 
 def _blob(obj) -> bytes:
+    """``obj`` in dyngrad's safetensors format (``save`` writes it for .safetensors names;
+    the PyTorch zip format's own crafted-file tests are in test_checkpoint_torch_format.py)."""
     b = io.BytesIO()
-    dg.save(obj, b)
+    S.save_safetensors(obj, b)
     return b.getvalue()
 
 
@@ -302,10 +304,10 @@ def _replaced(tree, path, value):
     return tree
 
 
-_NODE_EDITS = [None, 0, -1, 1.5, True, "s", [], [[]], {}, {"zzz": 1}, {"T": "t0"},
+_NODE_EDITS = [None, 0, -1, 1.5, True, "s", [], [[]], {}, {"zzz": 1}, {"T": "w"},
                {"T": "t99", "param": False, "rg": False}, {"T": 0, "param": False, "rg": False},
-               {"T": "t0", "param": "yes", "rg": False}, {"T": "t0", "param": False, "rg": False},
-               {"T": "t2", "param": True, "rg": True}, {"T": "t0", "param": False, "rg": False,
+               {"T": "w", "param": "yes", "rg": False}, {"T": "w", "param": False, "rg": False},
+               {"T": "i8", "param": True, "rg": True}, {"T": "w", "param": False, "rg": False,
                                                         "as": "complex128"},
                {"f": "1.5"}, {"f": 3}, {"f": "nan"}, {"nd": 1}, {"nd": {"list": []}},
                {"dtype": "float99"}, {"dtype": 3}, {"dtype": "torch.float32"},
@@ -352,13 +354,13 @@ def test_structure_without_checksum_is_still_checked(tmp_path):
     structure = json.loads(_split(blob)[0]["__metadata__"]["structure"])
     out, _ = _load(_with_structure(blob, structure, crc=False), tmp_path)
     assert _same(out, obj)
-    msg = _only_checkpoint_error(_with_structure(blob, {"list": [{"T": "t0", "param": False,
+    msg = _only_checkpoint_error(_with_structure(blob, {"list": [{"T": "w", "param": False,
                                                                   "rg": False}] * 2}, crc=False),
                                  tmp_path)
     assert "twice" in msg
     msg = _only_checkpoint_error(_with_structure(blob, {"list": []}, crc=False), tmp_path)
     assert "never uses" in msg
-    msg = _only_checkpoint_error(_with_structure(blob, {"dict": [["w", {"T": "t0", "param": 1,
+    msg = _only_checkpoint_error(_with_structure(blob, {"dict": [["w", {"T": "w", "param": 1,
                                                                         "rg": False}]],
                                                         "ordered": False}, crc=False), tmp_path)
     assert "obj['w']" in msg
@@ -370,15 +372,15 @@ def test_deep_nesting_and_duplicate_keys(tmp_path):
     deep = "[" * 100_000 + "]" * 100_000
     assert "deep" in _only_checkpoint_error(_join(None, data, text=deep), tmp_path)
     h = dict(header)
-    text = json.dumps(h)[:-1] + ', "t0": ' + json.dumps(header["t0"]) + "}"
+    text = json.dumps(h)[:-1] + ', "w": ' + json.dumps(header["w"]) + "}"
     assert "twice" in _only_checkpoint_error(_join(None, data, text=text), tmp_path)
     for structure in (deep, '{"list": ' * 100_000 + "[]" + "}" * 100_000,
                       '{"list": [' * 5000 + "1" + "]}" * 5000):
         assert "deep" in _only_checkpoint_error(_with_structure(blob, structure), tmp_path)
-    dup = '{"dict": [["w", {"T": "t0", "T": "t0", "param": false, "rg": false}]], ' \
+    dup = '{"dict": [["w", {"T": "w", "T": "w", "param": false, "rg": false}]], ' \
           '"ordered": false}'
     assert "twice" in _only_checkpoint_error(_with_structure(blob, dup), tmp_path)
-    big = '{"list": [' + "9" * 10_000 + ', {"T": "t0", "param": false, "rg": false}]}'
+    big = '{"list": [' + "9" * 10_000 + ', {"T": "w", "param": false, "rg": false}]}'
     _only_checkpoint_error(_with_structure(blob, big), tmp_path)
     nan_header = json.dumps(header).replace('"shape": [2]', '"shape": [NaN]')
     _only_checkpoint_error(_join(None, data, text=nan_header), tmp_path)

@@ -1,10 +1,22 @@
-"""``save`` / ``load``: tensors, state dicts and nested containers in the safetensors format.
+"""``save`` / ``load``: PyTorch's checkpoint format by default, safetensors by extension.
 
-Tensors are stored as safetensors entries; everything else (dict keys and order, lists,
-numbers, strings) as JSON in the file's metadata, with a CRC-32 over the structure and every
-tensor's description and bytes.  Nothing is ever pickled, so loading a file never runs code
-from it.  Loading checks everything before building anything: a file that is not exactly what
-``save`` writes (or a plain safetensors file) raises ``CheckpointError`` naming it.
+``save`` writes what ``torch.save`` writes: a zip archive holding ``archive/data.pkl`` (a
+protocol-2 pickle in which tensors are ``torch._utils._rebuild_tensor_v2`` calls over
+persistent storage ids) and each storage's raw bytes as a stored, 64-byte aligned record, so
+``torch.load(path, weights_only=True)`` reads it.  The pickle is written opcode by opcode
+(``_torch_pickle``); PyTorch is never imported.  A path ending in ``.safetensors`` (or
+``save_safetensors``) writes a safetensors file instead, through the ``safetensors`` library:
+tensors under their names in the saved structure ("0.weight", "model.0.bias"), everything
+else (dict keys and order, lists, numbers, strings) as JSON in the file's metadata, with a
+CRC-32 over the structure and every tensor's description and bytes.
+
+``load`` tells the formats apart by their bytes: PyTorch's zip archive, PyTorch's legacy
+(pre-1.6) pickle format, or safetensors.  Pickles are read weights-only, as
+``torch.load(weights_only=True)`` does, whatever ``weights_only`` says: a restricted unpickler
+resolves only tensor rebuilds, storage types, dtypes, ``torch.Size`` / ``torch.device`` and
+plain containers, never imports or calls anything else, and raises ``WeightsOnlyError`` (a
+``pickle.UnpicklingError``) naming any other global.  Loading checks everything before
+building anything: a truncated, corrupt or foreign file raises ``CheckpointError`` naming it.
 
 Saving is atomic: the data is written and fsynced into a new file in the target's folder,
 which is then renamed over the target, so a failed or killed save leaves an existing file
@@ -17,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import re
 import struct
 import sys
@@ -26,6 +39,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import _dtype as D
+from . import _torch_pickle as TP
 from ._tensor import Tensor
 
 FORMAT = "dyngrad.v1"
@@ -45,6 +59,11 @@ class CheckpointError(RuntimeError):
     """A file that is not a readable dyngrad checkpoint."""
 
 
+class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
+    """A pickle that names a global a weights-only load refuses (PyTorch raises
+    ``pickle.UnpicklingError`` there); nothing from the file was run."""
+
+
 class MissingParentError(RuntimeError, FileNotFoundError):
     """``save`` to a path whose folder does not exist: PyTorch's RuntimeError, and an OSError
     (FileNotFoundError) as the failed open is."""
@@ -59,10 +78,21 @@ class _Bad(Exception):
 
 
 # --- structure <-> JSON -----------------------------------------------------------------
-def _encode(obj, tensors, path):
+def _tensor_name(parts, tensors) -> str:
+    """A tensor's safetensors name: its path in the saved structure ("0.weight",
+    "model.layer.bias"), made unique."""
+    base = ".".join(str(p) for p in parts) or "tensor"
+    name, n = base, 1
+    while name in tensors or name == "__metadata__":
+        name = f"{base}#{n}"
+        n += 1
+    return name
+
+
+def _encode(obj, tensors, path, parts=()):
     from .nn.parameter import Parameter
     if isinstance(obj, Tensor):
-        key = f"t{len(tensors)}"
+        key = _tensor_name(parts, tensors)
         tensors[key] = obj
         node = {"T": key, "param": isinstance(obj, Parameter), "rg": bool(obj._requires_grad)}
         if obj._data.dtype == np.complex128:
@@ -71,9 +101,9 @@ def _encode(obj, tensors, path):
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj if not isinstance(obj, float) or np.isfinite(obj) else {"f": repr(obj)}
     if isinstance(obj, (np.integer, np.floating, np.bool_)):
-        return _encode(obj.item(), tensors, path)
+        return _encode(obj.item(), tensors, path, parts)
     if isinstance(obj, np.ndarray):
-        return {"nd": _encode(Tensor._make(obj), tensors, path)}
+        return {"nd": _encode(Tensor._make(obj), tensors, path, parts)}
     if isinstance(obj, D.dtype):
         return {"dtype": obj.name}
     if isinstance(obj, dict):
@@ -82,13 +112,14 @@ def _encode(obj, tensors, path):
             if not isinstance(k, (str, int, float, bool)) and k is not None:
                 raise TypeError(f"cannot save a dict key of type {type(k).__name__} at {path}: "
                                 f"keys must be str, int, float or bool")
-            items.append([k, _encode(v, tensors, f"{path}[{k!r}]")])
+            items.append([k, _encode(v, tensors, f"{path}[{k!r}]", parts + (k,))])
         return {"dict": items, "ordered": isinstance(obj, OrderedDict)}
     if isinstance(obj, (list, tuple)):
         kind = "list" if isinstance(obj, list) else "tuple"
-        return {kind: [_encode(v, tensors, f"{path}[{i}]") for i, v in enumerate(obj)]}
+        return {kind: [_encode(v, tensors, f"{path}[{i}]", parts + (i,))
+                       for i, v in enumerate(obj)]}
     if isinstance(obj, (set, frozenset)):
-        return {"set": [_encode(v, tensors, path) for v in obj]}
+        return {"set": [_encode(v, tensors, path, parts + (i,)) for i, v in enumerate(obj)]}
     raise TypeError(f"dyngrad.save cannot store an object of type {type(obj).__name__} at {path}: "
                     f"only tensors, numbers, strings, None and dicts/lists/tuples of them are "
                     f"saved (no pickling)")
@@ -212,27 +243,13 @@ def _checksum(structure: str, arrays: dict) -> str:
 
 
 def _to_bytes(arrays: dict, metadata: dict) -> bytes:
-    import json  # imported on first use: keeps `import dyngrad` fast
     try:
         from safetensors.numpy import save as st_save
     except ImportError:
-        st_save = None
-    if st_save is not None:
-        return st_save(arrays, metadata=metadata)
-    # the same format, written directly when the library is not installed
-    header = {"__metadata__": metadata}
-    offset = 0
-    blobs = []
-    for k in sorted(arrays, key=lambda k: (-arrays[k].dtype.alignment, k)):
-        a = _c_order(arrays[k])
-        b = a.tobytes()
-        header[k] = {"dtype": _NP_TO_ST[a.dtype], "shape": list(a.shape),
-                     "data_offsets": [offset, offset + len(b)]}
-        offset += len(b)
-        blobs.append(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+        raise ImportError("saving a .safetensors file needs the safetensors package (pip "
+                          "install safetensors, or dyngrad[io]); any other file name saves "
+                          "in PyTorch's format, which needs nothing") from None
+    return st_save(arrays, metadata=metadata)
 
 
 def _json(text: str, name: str, what: str, constants: bool):
@@ -272,15 +289,6 @@ def _from_bytes(buf, name: str):
         raise CheckpointError(f"{name}: file is too short ({len(buf)} bytes) to be a dyngrad "
                               f"checkpoint; it is truncated or not a checkpoint")
     (n,) = struct.unpack("<Q", buf[:8])
-    # a safetensors header length can start with the bytes of a pickle or zip signature
-    # (0x80 is the low byte of 896, say): only what is not a safetensors file is foreign
-    looks_safetensors = buf[8:9] == b"{"
-    pickle = buf[:1] == b"\x80" and buf[-1:] == b"."   # PROTO ... STOP
-    if not looks_safetensors and (pickle or buf[:4] == b"PK\x03\x04"):
-        kind = "a pickle" if pickle else "a zip archive (PyTorch's torch.save format)"
-        raise CheckpointError(f"{name}: this is {kind}, not a dyngrad (safetensors) checkpoint. "
-                              f"dyngrad never unpickles files, since loading a pickle can run "
-                              f"arbitrary code; convert it with PyTorch and safetensors instead")
     if n > len(buf) - 8 or n < 2:
         raise CheckpointError(f"{name}: header length {n} does not fit in a file of {len(buf)} "
                               f"bytes; the file is truncated, corrupt or not a checkpoint")
@@ -303,6 +311,9 @@ def _from_bytes(buf, name: str):
             raise CheckpointError(f"{name}: entry {k!r} has a malformed description {info!r}; it "
                                   f"needs exactly dtype, shape and data_offsets")
         dt, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        if dt == "BF16":
+            raise CheckpointError(f"{name}: entry {k!r} has the dtype BF16 (bfloat16), and "
+                                  f"dyngrad has no bfloat16 dtype; nothing was loaded")
         if not isinstance(dt, str) or dt not in _ST_DTYPES:
             raise CheckpointError(f"{name}: entry {k!r} has the unsupported dtype {dt!r}")
         if not (isinstance(shape, list) and len(shape) <= _MAX_NDIM
@@ -344,28 +355,74 @@ def _from_bytes(buf, name: str):
     return arrays, meta
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
-    """Load what ``save`` wrote.  Never unpickles: foreign, truncated or corrupt files raise
-    ``CheckpointError`` (a RuntimeError) naming the file."""
+def _read_all(f):
+    """(bytes, name) of a path or binary file object, with PyTorch's errors."""
     if hasattr(f, "read"):
         buf = f.read()
         name = str(getattr(f, "name", "<file object>"))
         if not isinstance(buf, (bytes, bytearray)):
             raise CheckpointError(f"{name}: read() returned {type(buf).__name__}, not bytes; "
                                   f"open the file in binary mode ('rb')")
-    else:
-        if not isinstance(f, (str, bytes, os.PathLike)):  # PyTorch takes it for a file object
-            raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. You can "
-                                 f"only torch.load from a file that is seekable. Please pre-load "
-                                 f"the data into a buffer like io.BytesIO and try to load from it "
-                                 f"instead.")
-        name = os.fspath(f)
-        try:
-            with open(name, "rb") as fh:
-                buf = fh.read()
-        except FileNotFoundError:
-            raise FileNotFoundError(f"[Errno 2] No such file or directory: '{name}'") from None
-        name = os.fsdecode(name)
+        return buf, name
+    if not isinstance(f, (str, bytes, os.PathLike)):  # PyTorch takes it for a file object
+        raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. You can "
+                             f"only torch.load from a file that is seekable. Please pre-load "
+                             f"the data into a buffer like io.BytesIO and try to load from it "
+                             f"instead.")
+    name = os.fspath(f)
+    try:
+        with open(name, "rb") as fh:
+            buf = fh.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"[Errno 2] No such file or directory: '{name}'") from None
+    return buf, os.fsdecode(name)
+
+
+def _kind(buf) -> str:
+    """Which format ``buf`` is in, by its first bytes."""
+    if buf[8:9] == b"{":      # a safetensors header (a zip's bytes 8-9 are its compression)
+        return "safetensors"
+    if buf[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "zip"
+    if buf[:1] == b"\x80" and buf[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "legacy"
+    return "safetensors"      # its checks name what is wrong
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
+    """Load a checkpoint: PyTorch's zip or legacy format (weights-only, whatever
+    ``weights_only`` says: a pickle is never allowed to run code) or safetensors.  Foreign,
+    truncated or corrupt files raise ``CheckpointError`` (a RuntimeError) naming the file; a
+    pickle that names any other global raises ``WeightsOnlyError``."""
+    buf, name = _read_all(f)
+    kind = _kind(buf)
+    if kind == "safetensors":
+        return _load_safetensors(buf, name)
+    try:
+        if kind == "zip":
+            return TP.read_zip(buf, map_location)
+        return TP.read_legacy(buf, map_location)
+    except TP.Unsafe as e:
+        what = "PyTorch zip checkpoint" if kind == "zip" else "pickle (PyTorch's legacy format)"
+        raise WeightsOnlyError(
+            f"{name}: Weights only load failed. {e}. dyngrad reads the pickle in a {what} "
+            f"with a weights-only unpickler: it rebuilds tensors, storages, dtypes, "
+            f"torch.Size, torch.device and containers of numbers and strings, and never "
+            f"imports or calls anything else (with weights_only=False too). Nothing from the "
+            f"file was run. If you trust the file, load it in PyTorch and save its "
+            f"state_dict().") from None
+    except TP.Corrupt as e:
+        what = "PyTorch zip checkpoint" if kind == "zip" else "pickle"
+        raise CheckpointError(f"{name}: cannot load this {what}: {e}") from None
+
+
+def load_safetensors(f):
+    """Load a safetensors file (``save``'s structured files, or any flat one)."""
+    buf, name = _read_all(f)
+    return _load_safetensors(buf, name)
+
+
+def _load_safetensors(buf, name):
     arrays, meta = _from_bytes(buf, name)
     if "structure" not in meta and meta.get("format") != FORMAT:
         # a plain safetensors file: a flat dict of tensors
@@ -535,16 +592,14 @@ def _write_named(tmp: str, blob, mode) -> bool:
     return True
 
 
-def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Save tensors / state dicts / nested containers to ``f`` (a path or a binary file)."""
+def _is_safetensors_name(name) -> bool:
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    return isinstance(name, str) and name.lower().endswith(".safetensors")
+
+
+def _safetensors_blob(obj) -> bytes:
     import json  # imported on first use: keeps `import dyngrad` fast
-    if not hasattr(f, "write"):
-        if not isinstance(f, (str, bytes, os.PathLike)):
-            raise AttributeError("expected 'f' to be string, path, or a file-like object with a "
-                                 "'write' attribute")
-        parent = os.path.dirname(os.fsdecode(f))
-        if parent and not os.path.isdir(parent):
-            raise MissingParentError(f"Parent directory {parent} does not exist.")
     tensors: dict = {}
     structure = json.dumps(_encode(obj, tensors, "obj"))
     arrays = {}
@@ -552,8 +607,42 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         a = _c_order(t._data)
         arrays[k] = a.reshape(a.shape + (1,)).view(np.float64) if a.dtype == np.complex128 else a
     meta = {"format": FORMAT, "structure": structure, "crc32": _checksum(structure, arrays)}
-    blob = _to_bytes(arrays, meta)
+    return _to_bytes(arrays, meta)
+
+
+def _check_target(f):
+    if not hasattr(f, "write"):
+        if not isinstance(f, (str, bytes, os.PathLike)):
+            raise AttributeError("expected 'f' to be string, path, or a file-like object with a "
+                                 "'write' attribute")
+        parent = os.path.dirname(os.fsdecode(f))
+        if parent and not os.path.isdir(parent):
+            raise MissingParentError(f"Parent directory {parent} does not exist.")
+
+
+def _write(blob, f) -> None:
     if hasattr(f, "write"):
         f.write(blob)
-        return
-    _save_file(blob, os.fspath(f))
+    else:
+        _save_file(blob, os.fspath(f))
+
+
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
+    """Save tensors / state dicts / nested containers to ``f`` (a path or a binary file) in
+    PyTorch's zip format (``torch.load`` reads it); a name ending in ``.safetensors`` writes
+    safetensors.  ``_use_new_zipfile_serialization=False`` writes PyTorch's legacy format."""
+    _check_target(f)
+    target = getattr(f, "name", None) if hasattr(f, "write") else os.fspath(f)
+    if _is_safetensors_name(target):
+        blob = _safetensors_blob(obj)
+    elif _use_new_zipfile_serialization:
+        blob = TP.write_zip(obj)
+    else:
+        blob = TP.write_legacy(obj)
+    _write(blob, f)
+
+
+def save_safetensors(obj, f) -> None:
+    """Save to ``f`` in the safetensors format, whatever its name (see ``save``)."""
+    _check_target(f)
+    _write(_safetensors_blob(obj), f)
