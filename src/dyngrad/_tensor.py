@@ -204,7 +204,11 @@ class Tensor:
         """The node that made this tensor (None for leaves)."""
         if self._stale_view:
             raise RuntimeError(self._stale_view)
-        return self._grad_fn
+        fn = self._grad_fn
+        if fn is not None and fn._seq < 0:
+            from .autograd.node import first_use
+            first_use(fn)
+        return fn
 
     @property
     def is_leaf(self) -> bool:
@@ -624,6 +628,13 @@ def _views_follow(base, value):
     for v in live_views(base):
         if v._base is base and v._grad_fn is None:
             v._requires_grad = value
-            if value:
+            if value and v.__dict__.pop("_moved", False) and v._creation is None:
+                # its base changed in place since it was made: PyTorch regenerates its
+                # grad_fn as AsStridedBackward0 on the base
+                from .autograd.node import edge_of, lazy
+                from .ops.inplace import AsStridedBackward0, _set_history
+                _set_history(v, lazy(AsStridedBackward0((edge_of(base),), (v._view_fn,
+                                                                           base._data.shape))))
+            elif value:
                 v._nograd_view = True
 

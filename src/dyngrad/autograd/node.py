@@ -332,10 +332,26 @@ class AccumulateGrad(Node):
         return acc
 
 
+def lazy(node):
+    """Mark ``node`` (a view's history rebuilt after an in-place change) as made at its first
+    use, as PyTorch regenerates a view's grad_fn lazily: its sequence number, which orders
+    backward, is taken then.  Returns the node."""
+    node._seq = -1
+    return node
+
+
+def first_use(node):
+    """Give a lazily made node its sequence number now (see ``lazy``)."""
+    node._seq = next(_seq)
+    return node
+
+
 def edge_of(t):
     """The ``(node, input_nr)`` pair that a gradient for tensor ``t`` flows into."""
     fn = t._grad_fn
     if fn is not None:
+        if fn._seq < 0:
+            first_use(fn)
         return (fn, t._output_nr)
     if t._requires_grad:
         acc = t._acc

@@ -12,7 +12,7 @@ import numpy as np
 from . import op
 from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from ._dual import c_order, zeros_like
-from ..autograd.node import Saved
+from ..autograd.node import Saved, lazy
 from .views import apply_chain, overlapping, partial_overlap, root_writeable, writeable_alias
 from ..autograd import errors
 from .. import _dtype as D
@@ -243,6 +243,9 @@ def _rebase_view(v, vb):
     one (or its base requires grad); a view made under no_grad or by a multi-view op
     becomes unusable instead, with PyTorch's error on its next use."""
     if v._grad_fn is None and not vb._requires_grad:
+        # no history to rebuild now; PyTorch rebuilds it lazily, so if the base starts
+        # requiring grad later this view reads its region of the base's gradient
+        v.__dict__["_moved"] = True
         return
     if v._creation is not None:
         if not v._stale_view:
@@ -257,7 +260,7 @@ def _rebase_view(v, vb):
         # PyTorch rebuilds a view's history lazily, so until then the old node lives on, and
         # outputs saved by an in-place op on the view are still named after it
         v.__dict__["_old_fn"] = old
-    _set_history(v, AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape)))
+    _set_history(v, lazy(AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape))))
 
 
 def _set_history(t, node):

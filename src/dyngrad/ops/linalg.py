@@ -136,6 +136,12 @@ def _matmul_check(a, b, ka, kb, fold_t=False, unfolded=False):
     ``a.mT``).  True when there is no error: PyTorch's bmm of an empty operand skips its
     dtype check and gives the second operand's dtype."""
     sn = D.scalar_type_name
+    if fold_t and a.ndim == 1:  # a vector that requires grad times a batch: mv(b.mT, a)
+        rows = int(np.prod(b.shape[:-2])) * b.shape[-1]
+        if ka != kb:
+            raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{kb}), vec ({ka})")
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{sn(a.dtype)}, {sn(b.dtype)}, and {sn(a.dtype)}")
     if fold_t:
         if ka != kb:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
@@ -194,8 +200,9 @@ def matmul(input, other, _cls=None):
     fold_t = input._requires_grad and b.ndim >= 3 and (a.ndim == 2 or (
         a.ndim == 3 and b.ndim == 3 and a.shape[0] == 1 and b.shape[0] != 1))
     if (ka != kb or a.dtype is not b.dtype) and _matmul_check(
-            a, b, ka, kb, fold_t, a.ndim >= 3 and b.ndim <= 2 and not (
-                other._requires_grad or a.size == 0 or a.flags.c_contiguous)):
+            a, b, ka, kb, fold_t or (input._requires_grad and a.ndim == 1 and b.ndim >= 3),
+            a.ndim >= 3 and b.ndim <= 2 and not (
+                other._requires_grad or a.size == 0 or _folds_without_copy(a))):
         a = a.astype(b.dtype)
     try:
         r = np.matmul(a, b)
@@ -229,6 +236,13 @@ def matmul(input, other, _cls=None):
     return _make(r)
 
 
+def _folds_without_copy(a):
+    """Whether a batch ``a`` views as a matrix without a copy (its leading dims nest exactly),
+    PyTorch's test for folding a batch times a matrix into one mm."""
+    st, sh = a.strides, a.shape
+    return all(st[i] == st[i + 1] * sh[i + 1] for i in range(a.ndim - 2))
+
+
 def _matmul_copies(a, b, first, cls):
     """Whether PyTorch's matmul of arrays ``a @ b`` (at least one of them batched) keeps a
     copy of the first (``first``) or second operand rather than a view of it."""
@@ -239,7 +253,7 @@ def _matmul_copies(a, b, first, cls):
         # folded with transposes: the batched operand's transpose is reshaped (a copy)
         return not first
     if b.ndim <= 2:  # a folded into a matrix: a view when a is contiguous
-        return first and not a.flags.c_contiguous
+        return first and not _folds_without_copy(a)
     if a.ndim <= 2:
         return False
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])

@@ -362,6 +362,9 @@ def chunk(input, chunks, dim=0):
 def tensor_split(input, indices_or_sections, dim=0):
     """Pieces of ``input`` along ``dim`` at the given indices, or as ``n`` near-equal parts."""
     d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
     k = _dim(dim, d.ndim)
     n = d.shape[k]
     if isinstance(indices_or_sections, Tensor):
