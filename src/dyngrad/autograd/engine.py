@@ -544,6 +544,8 @@ def _accumulate(acc, g, graph, obs):
     if hooks:
         for hook in list(hooks):
             g = _hooked(hook, hook(g if graph else _wrap(g)), g, graph)
+    if var._grad_fn is not None:  # an in-place op gave the former leaf a history
+        raise RuntimeError("leaf variable has been moved into the graph interior")
     if not var._requires_grad:  # requires_grad_(False) after the graph was made: PyTorch
         return                  # runs the hooks but keeps no gradient
     if graph:

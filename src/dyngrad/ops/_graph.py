@@ -11,7 +11,7 @@ from ..autograd.node import Node, Saved, edge_of, NO_EDGE
 
 _make = Tensor._make
 
-__all__ = ["Node", "Saved", "edge_of", "NO_EDGE", "STATE", "Tensor", "record",
+__all__ = ["Node", "Saved", "edge_of", "edges_first", "NO_EDGE", "STATE", "Tensor", "record",
            "sum_to", "as_float", "grad_dtype", "RECORD_HOOKS", "notify"]
 
 
@@ -46,6 +46,16 @@ def notify(t):
         for h in RECORD_HOOKS:
             h(t, t._grad_fn)
     return t
+
+
+def edges_first(*inputs):
+    """PyTorch collects an op's input edges before its kernel runs: a view whose history can
+    no longer be rebuilt raises its error ahead of the op's own (shape, dtype) errors.  Called
+    on an op's error path only."""
+    if STATE.enabled:
+        for t in inputs:
+            if isinstance(t, Tensor) and t._stale_view:
+                raise RuntimeError(t._stale_view)
 
 
 def sum_to(g, shape):

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, notify, record, sum_to
+from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, notify, record, sum_to
 from . import _dual as X
 from .pointwise import (_binary, _call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
                         floor, trunc)  # noqa: F401 - floor/trunc re-exported for div
@@ -701,6 +701,7 @@ def where(condition, input=None, other=None):
     try:
         r = np.where(cd, a, b)
     except ValueError:
+        edges_first(input, other)
         raise broadcast_error(cd.shape, a.shape, b.shape) from None
     if STATE.enabled and any(t._requires_grad for t in ts):
         ea = edge_of(input) if _isT(input, Tensor) else NO_EDGE

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
-from ._graph import STATE, Node, Saved, Tensor, edge_of, record, sum_to
+from ._graph import STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
 
 _make = Tensor._make
@@ -199,7 +199,7 @@ def matmul(input, other, _cls=None):
     # (b.mT @ a.mT).mT, whether or not grad mode is on
     fold_t = input._requires_grad and b.ndim >= 3 and (a.ndim == 2 or (
         a.ndim == 3 and b.ndim == 3 and a.shape[0] == 1 and b.shape[0] != 1))
-    if (ka != kb or a.dtype is not b.dtype) and _matmul_check(
+    if (ka != kb or a.dtype is not b.dtype) and edges_first(input, other) is None and _matmul_check(
             a, b, ka, kb, fold_t or (input._requires_grad and a.ndim == 1 and b.ndim >= 3),
             a.ndim >= 3 and b.ndim <= 2 and not (
                 other._requires_grad or a.size == 0 or _folds_without_copy(a))):

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import (RECORD_HOOKS, notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of,
+from ._graph import (RECORD_HOOKS, notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, edges_first,
                      record, sum_to)
 from . import _dual as X
 
@@ -81,6 +81,7 @@ def _binary(a, b, fn, cls, save_a, save_b, extra=()):
         try:
             data = fn(ad, bd)
         except ValueError:
+            edges_first(a, b)
             data = _call2(fn, ad, bd)
         finally:
             quiet_off(tok)
