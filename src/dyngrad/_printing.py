@@ -53,7 +53,7 @@ class _Formatter:
     """Chooses one width and notation for every element, as PyTorch does."""
 
     def __init__(self, arr: np.ndarray):
-        self.floating = arr.dtype.kind in "fc"
+        self.floating = arr.dtype.kind == "f"
         self.int_mode = True
         self.sci_mode = False
         self.max_width = 1
@@ -70,24 +70,18 @@ class _Formatter:
         mn, mx = float(absv.min()), float(absv.max())
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
         p = OPTS.precision
-        if self.int_mode:
-            if mx / mn > 1000.0 or mx > 1.0e8:
-                self.sci_mode = True
-                for v in finite.tolist():
-                    self.max_width = max(self.max_width, len(f"{v:.{p}e}"))
-            else:
-                for v in finite.tolist():
-                    self.max_width = max(self.max_width, len(f"{v:.0f}") + 1)
+        if OPTS.sci_mode is None:
+            self.sci_mode = mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4
         else:
-            if mx / mn > 1000.0 or mx > 1.0e8 or mn < 1.0e-4:
-                self.sci_mode = True
-                for v in finite.tolist():
-                    self.max_width = max(self.max_width, len(f"{v:.{p}e}"))
-            else:
-                for v in finite.tolist():
-                    self.max_width = max(self.max_width, len(f"{v:.{p}f}"))
-        if OPTS.sci_mode is not None:
-            self.sci_mode = OPTS.sci_mode
+            self.sci_mode = bool(OPTS.sci_mode)
+        if self.sci_mode:
+            spec, extra = f".{p}e", 0
+        elif self.int_mode:
+            spec, extra = ".0f", 1       # the '.' appended to integral floats
+        else:
+            spec, extra = f".{p}f", 0
+        for v in finite.tolist():
+            self.max_width = max(self.max_width, len(format(v, spec)) + extra)
 
     def format(self, value) -> str:
         if self.floating:
@@ -105,6 +99,24 @@ class _Formatter:
         return (self.max_width - len(ret)) * " " + ret
 
 
+class _ComplexFormatter:
+    """PyTorch's pair of formatters for complex values: one for the real parts, one for the
+    imaginary parts."""
+
+    def __init__(self, arr: np.ndarray):
+        self.re = _Formatter(np.ascontiguousarray(arr.real))
+        self.im = _Formatter(np.ascontiguousarray(arr.imag))
+        self.max_width = self.re.max_width + self.im.max_width + 1
+
+    def format(self, value) -> str:
+        value = complex(value)
+        real_str = self.re.format(value.real)
+        imag_str = (self.im.format(value.imag) + "j").lstrip()
+        if imag_str[0] in "+-":
+            return real_str + imag_str
+        return real_str + "+" + imag_str
+
+
 def _summarized(a: np.ndarray) -> np.ndarray:
     e = OPTS.edgeitems
     if a.ndim == 0:
@@ -113,6 +125,8 @@ def _summarized(a: np.ndarray) -> np.ndarray:
         if a.shape[0] > 2 * e:
             return np.concatenate([a[:e], a[-e:]])
         return a
+    if not e:
+        return a[(slice(0, 0),) * a.ndim]
     if a.shape[0] > 2 * e:
         parts = [_summarized(x) for x in list(a[:e]) + list(a[-e:])]
     else:
@@ -124,7 +138,9 @@ def _vector(a, indent, summarize, fmt):
     element_length = fmt.max_width + 2
     per_line = max(1, int(math.floor((OPTS.linewidth - indent) / element_length)))
     e = OPTS.edgeitems
-    if summarize and a.shape[0] > 2 * e:
+    if summarize and not e:
+        data = ["..."]
+    elif summarize and a.shape[0] > 2 * e:
         data = [fmt.format(v) for v in a[:e].tolist()] + [" ..."] + \
                [fmt.format(v) for v in a[-e:].tolist()]
     else:
@@ -166,7 +182,8 @@ def array_str(a: np.ndarray, indent: int = 7) -> str:
     if a.dtype == np.float16:
         a = a.astype(np.float32)
     summarize = a.size > OPTS.threshold
-    fmt = _Formatter(_summarized(a) if summarize else a)
+    shown = _summarized(a) if summarize else a
+    fmt = _ComplexFormatter(shown) if a.dtype.kind == "c" else _Formatter(shown)
     return _tensor_str(a, indent, summarize, fmt)
 
 
@@ -183,7 +200,10 @@ def tensor_repr(t) -> str:
             suffixes.append("dtype=" + str(dt))
         body = "[]"
     else:
-        if dt not in (D.DEFAULTS.float, D.complex128, D.int64, D.bool_):
+        if not OPTS.edgeitems:
+            suffixes.append("size=" + str(tuple(a.shape)))
+        default_complex = D.complex128 if D.DEFAULTS.float is D.float64 else D.complex64
+        if dt not in (D.DEFAULTS.float, default_complex, D.int64, D.bool_):
             suffixes.append("dtype=" + str(dt))
         body = array_str(a, indent)
     if t._grad_fn is not None:

@@ -1,0 +1,102 @@
+"""Edges of the public API checked against PyTorch itself: printing, grad modes, devices,
+type promotion, gradient assignment, thread pools, warnings out of ops, the command line."""
+import math
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import dyngrad
+
+torch = pytest.importorskip("torch")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _reset_both():
+    yield
+    for m in (dyngrad, torch):
+        m.set_printoptions(profile="default")
+        m.set_printoptions(sci_mode=None)
+        m.set_default_dtype(m.float32)
+    torch.set_grad_enabled(True)
+
+
+# -- printing ------------------------------------------------------------------------------
+_VALUES = [
+    ("f", [1., 2., 3.]), ("f", [1.5, 2.25, -3.125]), ("f", [1e-5, 1., 1e5]), ("f", [0.1, 1e5]),
+    ("f", [1e10, 1.]), ("f", [123456789., 1.]), ("f", [math.inf, -math.inf, math.nan, 1.]),
+    ("f", [math.inf, 1.5]), ("f", [0., 0.]), ("f", [-0.0001, 3.]), ("f", [[1., 2.], [3., 4.]]),
+    ("f", [[1.123456, -22.5], [333.25, 4e-3]]), ("f", 3.5), ("f", 1e-8), ("f", 100.),
+    ("f", [1e-9, 2e-9]), ("f", [1.25, 1e-3]), ("d", [1.5, 2.]), ("i", [1, -20, 300]),
+    ("i32", [1, 2]), ("b", [True, False]), ("i", 5), ("f", [12345.678, 0.5]), ("f", [5e-5, 1.]),
+    ("f", [-1e-5, -5.]), ("f", [1.0, 1000.0]), ("f", [1.0, 1001.0]),
+    ("f", [[[1., 2.], [3., 4.]], [[5., 6.], [7., 8.]]]), ("c", [1 + 2j, 3.5 - 1j]),
+]
+_OPTS = [{}, {"sci_mode": False}, {"sci_mode": True}, {"precision": 2}, {"precision": 8}]
+
+
+def _typed(kind, v):
+    def make(m):
+        dt = {"f": m.float32, "d": m.float64, "i": m.int64, "i32": m.int32, "b": m.bool,
+              "c": m.complex64}[kind]
+        return m.tensor(v, dtype=dt)
+    return make
+
+
+_PRINT_CASES = [(f"{k}{v}-{o}", _typed(k, v), o) for k, v in _VALUES for o in _OPTS] + [
+    ("arange2000", lambda m: m.arange(2000.), {}),
+    ("arange2000-2d", lambda m: m.arange(2000.).reshape(40, 50), {}),
+    ("threshold-edgeitems", lambda m: m.arange(100.), {"threshold": 10, "edgeitems": 2}),
+    ("linewidth40", lambda m: m.arange(100.), {"linewidth": 40}),
+    ("linewidth30-2d", lambda m: m.arange(25.).reshape(5, 5) / 7, {"linewidth": 30}),
+    ("empty", lambda m: m.empty(0), {}), ("empty-2d", lambda m: m.empty(2, 0), {}),
+    ("empty-int32", lambda m: m.empty(0, dtype=m.int32), {}),
+    ("requires_grad", lambda m: m.ones(3, requires_grad=True), {}),
+    ("grad_fn", lambda m: m.ones(3, requires_grad=True) * 2, {}),
+    ("float64-requires_grad", lambda m: m.ones(3, dtype=m.float64, requires_grad=True), {}),
+    ("wrapped-rows", lambda m: m.arange(30.).reshape(3, 10) * 1.37, {"linewidth": 50}),
+    ("threshold50", lambda m: m.arange(200.) * 1.5, {"threshold": 50}),
+    ("0d-grad_fn", lambda m: m.tensor(1., requires_grad=True) * 2, {}),
+    ("3d-summarised", lambda m: m.arange(1000.).reshape(10, 10, 10), {"threshold": 100}),
+    ("small-fixed-p2", lambda m: m.tensor([1e-5, 1.]), {"sci_mode": False, "precision": 2}),
+    ("huge-int-fixed", lambda m: m.tensor([1e20, 1.]), {"sci_mode": False}),
+    ("huge-fixed", lambda m: m.tensor([1e20, 1.5]), {"sci_mode": False}),
+    ("0d-inf", lambda m: m.tensor(float("inf")), {}), ("nan", lambda m: m.tensor([math.nan] * 2), {}),
+    ("half-int", lambda m: m.tensor([1, 2], dtype=m.float16), {}),
+    ("half", lambda m: m.tensor([1.5, 2.25], dtype=m.float16), {}),
+    ("double-fixed", lambda m: m.tensor([[1.5e-10, 2.], [3., 4.]], dtype=m.float64),
+     {"sci_mode": False}),
+    ("edgeitems0", lambda m: m.arange(20.), {"threshold": 5, "edgeitems": 0}),
+    ("edgeitems0-2d", lambda m: m.arange(20.).reshape(4, 5), {"threshold": 5, "edgeitems": 0}),
+    ("complex128", lambda m: m.tensor([1 + 1j, 2e-6j], dtype=m.complex128), {}),
+    ("complex-2d", lambda m: m.tensor([[1 + 1j, -2.5j], [3, 4]], dtype=m.complex64),
+     {"linewidth": 20}),
+    ("int32-summarised", lambda m: m.arange(3000, dtype=m.int32).reshape(30, 100), {}),
+    ("int16", lambda m: m.arange(10, dtype=m.int16), {}),
+    ("uint8", lambda m: m.arange(10, dtype=m.uint8), {}),
+    ("bool-summarised", lambda m: m.tensor([True] * 2000), {}),
+    ("parameter", lambda m: m.nn.Parameter(m.ones(2)), {}),
+]
+
+
+@pytest.mark.parametrize("make,opts", [c[1:] for c in _PRINT_CASES],
+                         ids=[c[0] for c in _PRINT_CASES])
+def test_str_matches_torch(make, opts):
+    out = []
+    for m in (dyngrad, torch):
+        m.set_printoptions(**opts)
+        out.append(str(make(m)))
+    assert out[0] == out[1]
+
+
+def test_complex_dtype_suffix_follows_default_dtype():
+    out = []
+    for m in (dyngrad, torch):
+        m.set_default_dtype(m.float64)
+        out.append([str(m.tensor([1 + 1j], dtype=m.complex64)),
+                    str(m.tensor([1 + 1j], dtype=m.complex128))])
+    assert out[0] == out[1]
