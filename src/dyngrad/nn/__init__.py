@@ -4,5 +4,6 @@ from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _mods
 from . import functional, init, utils  # noqa: F401
 from . import parallel  # noqa: F401
+from .parallel import DataParallel  # noqa: F401
 
-__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel"] + list(_mods)
+__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel", "DataParallel"] + list(_mods)

@@ -2045,6 +2045,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     return input / (div * alpha + k) ** beta
 
 
+from ._attention_fn import scaled_dot_product_attention, pixel_shuffle, pixel_unshuffle  # noqa: E402,F401,E501
+
+
 # PyTorch's argument errors (a string or None where a tensor goes) for every function above
 from .._argcheck import guard_module as _guard_module  # noqa: E402
 
