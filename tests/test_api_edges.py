@@ -100,3 +100,69 @@ def test_complex_dtype_suffix_follows_default_dtype():
         out.append([str(m.tensor([1 + 1j], dtype=m.complex64)),
                     str(m.tensor([1 + 1j], dtype=m.complex128))])
     assert out[0] == out[1]
+
+
+# -- grad modes ----------------------------------------------------------------------------
+def _grad_mode_trace(m):
+    out = []
+    m.set_grad_enabled(False)                      # as a function: at once
+    out.append(m.is_grad_enabled())
+    m.set_grad_enabled(True)
+    with m.set_grad_enabled(False):                # as a context manager
+        out.append(m.is_grad_enabled())
+    out.append(m.is_grad_enabled())
+
+    @m.set_grad_enabled(False)                     # as a decorator: only inside the function
+    def f():
+        return m.is_grad_enabled()
+    out.append(m.is_grad_enabled())
+    out += [f(), m.is_grad_enabled()]
+
+    @m.no_grad()
+    def gen():
+        yield m.is_grad_enabled()
+        yield m.is_grad_enabled()
+    g = gen()
+    out += [next(g), m.is_grad_enabled(), next(g), m.is_grad_enabled()]
+
+    @m.enable_grad
+    def h():
+        return m.is_grad_enabled()
+    with m.no_grad():
+        out += [h(), m.is_grad_enabled()]
+
+    @m.inference_mode
+    def inf():
+        return m.is_inference_mode_enabled(), m.is_grad_enabled(), m.ones(1).is_inference()
+    out += [inf(), m.is_inference_mode_enabled()]
+    with m.no_grad(), m.inference_mode(False):
+        out.append((m.is_grad_enabled(), m.is_inference_mode_enabled()))
+    out.append(str(m.set_grad_enabled(True)))
+    return out
+
+
+def test_grad_modes_as_function_context_and_decorator():
+    assert _grad_mode_trace(dyngrad) == _grad_mode_trace(torch)
+    assert dyngrad.is_grad_enabled()
+
+
+def _inference_trace(m):
+    x = m.ones(2)
+    with m.inference_mode():
+        y, z = x + 1, x[0]
+        with m.inference_mode(False):
+            w = m.ones(1)
+        v = y[0]
+    out = [x.is_inference(), y.is_inference(), z.is_inference(), w.is_inference(),
+           v.is_inference(), m.zeros(1).is_inference()]
+    for set_it in (lambda: y.requires_grad_(), lambda: setattr(y, "requires_grad", True)):
+        try:
+            set_it()
+            out.append("ok")
+        except RuntimeError as e:
+            out.append(str(e))
+    return out
+
+
+def test_is_inference():
+    assert _inference_trace(dyngrad) == _inference_trace(torch)

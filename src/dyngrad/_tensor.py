@@ -16,7 +16,10 @@ import numpy as np
 from . import _dtype as D
 from .autograd import errors
 from .autograd.engine import run_backward as _run_backward
+from .autograd.grad_mode import STATE as _GRAD_STATE, INFERENCE_BLOCKS as _INFERENCE_BLOCKS
 
+_INFERENCE_REQUIRES_GRAD = ("Setting requires_grad=True on inference tensor outside InferenceMode "
+                            "is not allowed.")
 _ONES: dict = {}  # read-only arrays of ones used as the implicit gradient of a scalar loss
 
 _new = object.__new__
@@ -125,6 +128,7 @@ class Tensor:
     _nograd_view = False   # a view of a tensor requiring grad, made under no_grad
     _creation = None       # how a view was made (ops/views.py: no_grad, multi-output), else None
     _stale_view = False    # PyTorch's error (a str) for such a view after an in-place change
+    _inference = False     # made under inference_mode
     __array_ufunc__ = None  # ndarray (op) Tensor defers to Tensor's reflected operator
     __array_priority__ = 1000
 
@@ -151,6 +155,8 @@ class Tensor:
         self._grad_fn = None
         self._version = [0]
         self._base = None
+        if _INFERENCE_BLOCKS[0] and _GRAD_STATE.inference:
+            self._inference = True
 
     @classmethod
     def _make(cls, data):
@@ -162,6 +168,8 @@ class Tensor:
         t._grad_fn = None
         t._version = [0]
         t._base = None
+        if _INFERENCE_BLOCKS[0] and _GRAD_STATE.inference:
+            t._inference = True
         return t
 
     # -- autograd state --------------------------------------------------------------
@@ -179,6 +187,8 @@ class Tensor:
                 "var_no_grad = var.detach().")
         if value and self._data.dtype.kind not in "fc":
             raise RuntimeError(errors.FLOAT_ONLY)
+        if value and self._inference and not _GRAD_STATE.inference:
+            raise RuntimeError(_INFERENCE_REQUIRES_GRAD)
         self._requires_grad = value
         if len(self._version) > 1:
             _views_follow(self, value)
@@ -187,6 +197,8 @@ class Tensor:
         """Set ``requires_grad`` in place and return self."""
         if requires_grad and self._data.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._inference and not _GRAD_STATE.inference:
+            raise RuntimeError(_INFERENCE_REQUIRES_GRAD)
         interior = self._grad_fn is not None or bool(self._stale_view)
         if interior and not requires_grad:
             raise RuntimeError(
@@ -198,6 +210,13 @@ class Tensor:
             if len(self._version) > 1:
                 _views_follow(self, self._requires_grad)
         return self
+
+    def is_inference(self) -> bool:
+        """True for a tensor made under ``inference_mode`` (a view is one when its base is)."""
+        if not self._inference:
+            return False
+        base = self._base
+        return base is None or base.is_inference()
 
     @property
     def grad_fn(self):

@@ -3,7 +3,10 @@ decorators, like ``torch.no_grad``."""
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
+import warnings
 
 
 class _GradState(threading.local):
@@ -12,6 +15,9 @@ class _GradState(threading.local):
 
 
 STATE = _GradState()
+# how many inference_mode(True) blocks are open in all threads: tensor creation reads this
+# cheap global first and the thread-local flag only when some block is open
+INFERENCE_BLOCKS = [0]
 
 
 def is_grad_enabled() -> bool:
@@ -27,18 +33,56 @@ class _DecoratorContextManager:
     """Base for grad-mode switches that work both as ``with`` blocks and as decorators."""
 
     def __call__(self, fn):
-        if isinstance(fn, type):
-            raise TypeError(f"{type(self).__name__} can decorate functions, not classes")
+        if inspect.isclass(fn):
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in "
+                "future versions. You should only decorate functions or methods. "
+                "To preserve the current behavior of class decoration, you can "
+                "directly decorate the `__init__` method and nothing else.",
+                FutureWarning, stacklevel=2)
+            cls, fn = fn, (lambda *args, **kwargs: cls(*args, **kwargs))
+        factory = self.clone
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(factory, fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            with self.clone():
+            with factory():
                 return fn(*args, **kwargs)
 
         return wrapper
 
     def clone(self):
         return type(self)()
+
+
+def _wrap_generator(factory, fn):
+    """Run each step of a generator under the mode (and restore the caller's between steps),
+    as PyTorch's decorated generators."""
+
+    @functools.wraps(fn)
+    def generator_context(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with factory():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with factory():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with factory():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with factory():
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+
+    return generator_context
 
 
 class no_grad(_DecoratorContextManager):
@@ -74,6 +118,12 @@ class no_grad(_DecoratorContextManager):
 class enable_grad(_DecoratorContextManager):
     """Enable graph recording inside the block, even within ``no_grad``."""
 
+    def __new__(cls, orig_func=None):
+        self = super().__new__(cls)
+        if orig_func is not None:
+            return self(orig_func)
+        return self
+
     def __enter__(self):
         self.prev = STATE.enabled
         STATE.enabled = True
@@ -89,34 +139,54 @@ class set_grad_enabled(_DecoratorContextManager):
 
     def __init__(self, mode: bool):
         self.prev = STATE.enabled
-        self.mode = bool(mode)
-        STATE.enabled = self.mode
+        self.mode = mode
+        STATE.enabled = bool(mode)
+
+    def __call__(self, fn):
+        # used as a decorator: the mode applies inside the function only
+        STATE.enabled = self.prev
+        return super().__call__(fn)
 
     def __enter__(self):
-        pass
+        STATE.enabled = bool(self.mode)
 
     def __exit__(self, *exc):
         STATE.enabled = self.prev
         return False
 
+    def __str__(self):
+        return f"torch.autograd.grad_mode.set_grad_enabled(mode={self.mode})"
+
+    __repr__ = __str__
+
     def clone(self):
-        return set_grad_enabled(self.mode)
+        return type(self)(self.mode)
 
 
 class inference_mode(_DecoratorContextManager):
     """Like ``no_grad``, for pure inference: nothing is recorded inside the block."""
 
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)   # @inference_mode without parentheses
+
     def __init__(self, mode: bool = True):
-        self.mode = bool(mode)
+        self.mode = mode
 
     def __enter__(self):
+        # PyTorch's InferenceMode guard: inference_mode(False) turns grad mode back on
         self.prev = (STATE.enabled, STATE.inference)
-        if self.mode:
-            STATE.enabled = False
-            STATE.inference = True
+        on = bool(self.mode)
+        STATE.enabled = not on
+        STATE.inference = on
+        if on:
+            INFERENCE_BLOCKS[0] += 1
 
     def __exit__(self, *exc):
         STATE.enabled, STATE.inference = self.prev
+        if self.mode:
+            INFERENCE_BLOCKS[0] -= 1
         return False
 
     def clone(self):
