@@ -166,3 +166,34 @@ def _inference_trace(m):
 
 def test_is_inference():
     assert _inference_trace(dyngrad) == _inference_trace(torch)
+
+
+# -- assigning .grad -----------------------------------------------------------------------
+_GRADS = [("float32", (3,)), ("float64", (3,)), ("float64", (2,)), ("int32", (2,)),
+          ("int16", (2,)), ("int8", (2,)), ("uint8", (2,)), ("bool", (2,)), ("float16", (2,)),
+          ("complex64", (2,)), ("complex128", (2,)), ("int64", (2,)), ("float32", (2,)),
+          ("float32", (1, 2))]
+
+
+@pytest.mark.parametrize("dst", ["float32", "float64"])
+@pytest.mark.parametrize("dtype,shape", _GRADS)
+def test_assigning_grad_errors(dst, dtype, shape):
+    out = []
+    for m in (dyngrad, torch):
+        t = m.ones(2, dtype=getattr(m, dst), requires_grad=True)
+        try:
+            t.grad = m.ones(shape, dtype=getattr(m, dtype))
+            out.append("ok")
+        except RuntimeError as e:
+            out.append(str(e))
+    assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("value", [3, [1., 2.], "x"])
+def test_assigning_grad_non_tensor(value):
+    out = []
+    for m in (dyngrad, torch):
+        with pytest.raises(TypeError) as e:
+            m.ones(2, requires_grad=True).grad = value
+        out.append(str(e.value))
+    assert out[0] == out[1]

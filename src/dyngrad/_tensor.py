@@ -20,6 +20,16 @@ from .autograd.grad_mode import STATE as _GRAD_STATE, INFERENCE_BLOCKS as _INFER
 
 _INFERENCE_REQUIRES_GRAD = ("Setting requires_grad=True on inference tensor outside InferenceMode "
                             "is not allowed.")
+# PyTorch's names for a dtype in the grad-assignment error: the C++ type of the gradient and the
+# ScalarType of the tensor
+_C_TYPE = {np.dtype(k): v for k, v in (
+    ("float32", "float"), ("float64", "double"), ("float16", "c10::Half"), ("int64", "long int"),
+    ("int32", "int"), ("int16", "short int"), ("int8", "signed char"), ("uint8", "unsigned char"),
+    ("bool", "bool"), ("complex64", "c10::complex<float>"), ("complex128", "c10::complex<double>"))}
+_SCALAR_TYPE = {np.dtype(k): v for k, v in (
+    ("float32", "Float"), ("float64", "Double"), ("float16", "Half"), ("int64", "Long"),
+    ("int32", "Int"), ("int16", "Short"), ("int8", "Char"), ("uint8", "Byte"), ("bool", "Bool"),
+    ("complex64", "ComplexFloat"), ("complex128", "ComplexDouble"))}
 _ONES: dict = {}  # read-only arrays of ones used as the implicit gradient of a scalar loss
 
 _new = object.__new__
@@ -249,12 +259,19 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")
+            if value._data.dtype != self._data.dtype:   # PyTorch checks the dtype first
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_C_TYPE[value._data.dtype]}' to "
+                    f"a tensor with grad_dtype '{_SCALAR_TYPE[self._data.dtype]}'. The gradient "
+                    f"must match the tensor's grad_dtype (defaults to the tensor's dtype). You can "
+                    f"set the tensor's grad_dtype attribute with a specific dtype, or None to allow "
+                    f"any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and "
+                    f"its gradient may break downstream systems that assume they match.")
             if value._data.shape != self._data.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: grad "
-                                   f"{list(value._data.shape)} vs tensor {list(self._data.shape)}")
-            if value._data.dtype != self._data.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: "
-                                   f"{value.dtype} vs {self.dtype}")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                    f"tensor of size '{list(self._data.shape)}'. Please ensure that the gradient "
+                    f"and the tensor are the same size")
         self._grad = value
 
     @grad.deleter
