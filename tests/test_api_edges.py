@@ -197,3 +197,34 @@ def test_assigning_grad_non_tensor(value):
             m.ones(2, requires_grad=True).grad = value
         out.append(str(e.value))
     assert out[0] == out[1]
+
+
+# -- devices -------------------------------------------------------------------------------
+def _device_trace(m):
+    out = [repr(m.get_default_device())]
+    for dev in ["cuda", "mps", m.device("cpu"), "cpu", "cpu:0", None, "xyz"]:
+        try:
+            m.set_default_device(dev)
+            out.append((repr(m.get_default_device()), str(m.ones(1).device)))
+        except (AssertionError, RuntimeError) as e:
+            out.append((type(e).__name__, str(e).split(" at start")[0]))
+        m.set_default_device(None)
+    with m.device("cpu") as d:
+        out.append((repr(d), str(m.ones(1).device), repr(m.get_default_device())))
+    try:
+        with m.device("cuda"):
+            m.ones(1)
+    except AssertionError as e:
+        out.append(str(e))
+    out.append(repr(m.get_default_device()))
+    return out
+
+
+def test_default_device_and_device_context():
+    assert _device_trace(dyngrad) == _device_trace(torch)
+
+
+def test_meta_default_device_is_refused_clearly():
+    with pytest.raises(NotImplementedError, match="no meta tensors"):
+        dyngrad.set_default_device("meta")
+    assert dyngrad.get_default_device() == dyngrad.device("cpu")

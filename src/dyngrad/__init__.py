@@ -13,7 +13,7 @@ from . import _dtype  # noqa: E402
 from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,
                      complex64, complex128, get_default_dtype, set_default_dtype)
 from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
-from ._tensor import Tensor, Size, device, is_tensor
+from ._tensor import Tensor, Size, device, is_tensor, set_default_device, get_default_device
 from ._printing import set_printoptions, get_printoptions
 from ._random import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state, \
     default_generator

@@ -82,8 +82,9 @@ class device:
             t, idx = t.split(":", 1)
             index = int(idx)
         if t not in _DEVICE_TYPES:
-            raise RuntimeError(f"Expected one of cpu, cuda, mps, meta device type at start of "
-                               f"device string: {type}")
+            raise RuntimeError(f"Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, "
+                               f"hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, hpu, mtia, "
+                               f"privateuseone device type at start of device string: {type}")
         self.type = t
         self.index = index
 
@@ -102,8 +103,43 @@ class device:
     def __hash__(self):
         return hash((self.type, self.index))
 
+    def __enter__(self):
+        prev = _DEFAULT_DEVICE[0]
+        set_default_device(self)
+        _DEVICE_STACK.append(prev)
+        return self
+
+    def __exit__(self, *exc):
+        _DEFAULT_DEVICE[0] = _DEVICE_STACK.pop()
+        return False
+
 
 CPU = device("cpu")
+_DEFAULT_DEVICE = [None]   # what set_default_device chose (None: the CPU)
+_DEVICE_STACK = []         # the defaults that open ``with device(...)`` blocks replaced
+
+
+def set_default_device(dev) -> None:
+    """Set the device factories use by default; only the CPU exists here, so anything but
+    'cpu' (or None) raises PyTorch's error for a CPU-only build."""
+    if dev is None:
+        _DEFAULT_DEVICE[0] = None
+        return
+    d = dev if isinstance(dev, device) else device(dev)
+    if d.type == "cuda":
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    if d.type == "mps":
+        raise RuntimeError("PyTorch is not linked with support for mps devices")
+    if d.type == "meta":
+        raise NotImplementedError("dyngrad has no meta tensors: every tensor holds its values on "
+                                  "the CPU, so 'meta' cannot be the default device")
+    _DEFAULT_DEVICE[0] = d
+
+
+def get_default_device() -> device:
+    """The device factories use by default (the CPU)."""
+    d = _DEFAULT_DEVICE[0]
+    return CPU if d is None else d
 
 
 def _check_device(dev):
