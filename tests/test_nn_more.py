@@ -199,3 +199,199 @@ def test_data_parallel_cpu():
     dp2 = dg.nn.DataParallel(dg.nn.Sequential(dg.nn.Linear(3, 4), dg.nn.ReLU()))
     dp2.load_state_dict(sd)
     _close(dp2(_d(x)), tp(x))
+
+
+# ---------------------------------------------------------------------------- transformer
+def _pair_modules(tcls, dcls, *a, **kw):
+    torch.manual_seed(0)
+    with warnings.catch_warnings(record=True) as tw:
+        warnings.simplefilter("always")
+        tm = tcls(*a, **kw).double()
+    tkw = dict(kw)
+    if callable(kw.get("activation")) and not isinstance(kw["activation"], str):
+        act = kw["activation"]
+        tkw = dict(kw, activation=act)
+        kw = dict(kw, activation=_ACT[act])
+    with warnings.catch_warnings(record=True) as dw:
+        warnings.simplefilter("always")
+        dm = dcls(*a, **kw).double()
+    assert [str(w.message) for w in dw] == [str(w.message) for w in tw]
+    assert list(dm.state_dict()) == list(tm.state_dict())
+    _copy(tm, dm)
+    return tm, dm
+
+
+_ACT = {TF.gelu: DF.gelu, TF.relu: DF.relu}
+
+
+def _run_both(tm, dm, targs, kwargs_fn, train=False, grad=True):
+    tm.train(train)
+    dm.train(train)
+    dargs = [_d(t, t.requires_grad) for t in targs]
+    tkw, dkw = kwargs_fn(torch), kwargs_fn(None)
+    if grad:
+        to, do = tm(*targs, **tkw), dm(*dargs, **dkw)
+    else:
+        with torch.no_grad():
+            to = tm(*targs, **tkw)
+        with dg.no_grad():
+            do = dm(*dargs, **dkw)
+    _close(do, to)
+    if not grad:
+        return
+    w = torch.randn(*to.shape, dtype=torch.float64)
+    (to * w).sum().backward()
+    (do * _d(w)).sum().backward()
+    tp, dp = dict(tm.named_parameters()), dict(dm.named_parameters())
+    assert list(tp) == list(dp)
+    for k in tp:
+        if tp[k].grad is None:
+            assert dp[k].grad is None or not dp[k].grad.detach().numpy().any(), k
+        else:
+            _close(dp[k].grad, tp[k].grad)
+    for t, d in zip(targs, dargs):
+        if t.requires_grad:
+            _close(d.grad, t.grad)
+
+
+def _masks(lt, ls, b):
+    tgt_mask = torch.nn.Transformer.generate_square_subsequent_mask(lt, dtype=torch.float64)
+    kpm = torch.zeros(b, ls, dtype=torch.bool)
+    kpm[0, -2:] = True
+    tkpm = torch.zeros(b, lt, dtype=torch.bool)
+    tkpm[1, -1] = True
+    mem_mask = torch.zeros(lt, ls, dtype=torch.bool)
+    mem_mask[0, 1] = True
+
+    def kw(lib):
+        conv = (lambda t: t) if lib is torch else _d
+        return dict(tgt_mask=conv(tgt_mask), memory_mask=conv(mem_mask),
+                    tgt_key_padding_mask=conv(tkpm), memory_key_padding_mask=conv(kpm))
+    return kw
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu", TF.gelu])
+def test_decoder_layer(norm_first, batch_first, activation):
+    tm, dm = _pair_modules(torch.nn.TransformerDecoderLayer, dg.nn.TransformerDecoderLayer, 8, 2,
+                           16, dropout=0.0, activation=activation, batch_first=batch_first,
+                           norm_first=norm_first)
+    b, lt, ls = 2, 4, 5
+    tgt = torch.randn(*((b, lt, 8) if batch_first else (lt, b, 8)), dtype=torch.float64,
+                      requires_grad=True)
+    mem = torch.randn(*((b, ls, 8) if batch_first else (ls, b, 8)), dtype=torch.float64,
+                      requires_grad=True)
+    _run_both(tm, dm, [tgt, mem], _masks(lt, ls, b), train=False)
+    tm.zero_grad()
+    dm.zero_grad()
+    tgt.grad = mem.grad = None
+    _run_both(tm, dm, [tgt, mem], lambda lib: {}, train=True)  # dropout 0.0 in train mode
+    assert repr(dm) == repr(tm)
+
+
+def test_decoder_and_transformer():
+    tm, dm = _pair_modules(torch.nn.Transformer, dg.nn.Transformer, d_model=8, nhead=2,
+                           num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=16,
+                           dropout=0.0)
+    assert repr(dm) == repr(tm)
+    assert [n for n, _ in dm.named_modules()] == [n for n, _ in tm.named_modules()]
+    src = torch.randn(5, 2, 8, dtype=torch.float64, requires_grad=True)
+    tgt = torch.randn(4, 2, 8, dtype=torch.float64, requires_grad=True)
+    mk = _masks(4, 5, 2)
+
+    def kw(lib):
+        d = mk(lib)
+        d["src_key_padding_mask"] = d["memory_key_padding_mask"]
+        return d
+    _run_both(tm, dm, [src, tgt], kw, train=False)
+    _run_both(tm, dm, [src, tgt], kw, train=False, grad=False)
+    tm.zero_grad()
+    dm.zero_grad()
+    src.grad = tgt.grad = None
+    _run_both(tm, dm, [src, tgt], kw, train=True)
+    m = dg.nn.Transformer.generate_square_subsequent_mask(4)
+    _close(m, torch.nn.Transformer.generate_square_subsequent_mask(4))
+    assert m.dtype == dg.float32
+    for bad in ([torch.randn(5, 3, 8), torch.randn(4, 2, 8)], [torch.randn(5, 2, 6),
+                                                                torch.randn(4, 2, 6)]):
+        te = _err(lambda: tm(*(b.double() for b in bad)))
+        assert te is not None and te == _err(lambda: dm(*(_d(b.double()) for b in bad)))
+    # stand-alone decoder with a final norm, batch_first
+    tl, dl = _pair_modules(torch.nn.TransformerDecoderLayer, dg.nn.TransformerDecoderLayer, 8, 4,
+                           12, dropout=0.0, batch_first=True, norm_first=True)
+    td = torch.nn.TransformerDecoder(tl, 3, norm=torch.nn.LayerNorm(8)).double()
+    dd = dg.nn.TransformerDecoder(dl, 3, norm=dg.nn.LayerNorm(8)).double()
+    assert list(dd.state_dict()) == list(td.state_dict())
+    _copy(td, dd)
+    assert repr(dd) == repr(td)
+    tgt = torch.randn(2, 4, 8, dtype=torch.float64, requires_grad=True)
+    mem = torch.randn(2, 3, 8, dtype=torch.float64, requires_grad=True)
+    _run_both(td, dd, [tgt, mem], lambda lib: dict(
+        tgt_mask=(torch if lib is torch else dg).nn.Transformer.generate_square_subsequent_mask(
+            4, dtype=(torch if lib is torch else dg).float64), tgt_is_causal=True))
+
+
+@pytest.mark.parametrize("batch_first,nhead", [(True, 2), (False, 2), (True, 1)])
+def test_encoder_nested_fast_path(batch_first, nhead):
+    """PyTorch's eval fast path under no_grad zeroes padded positions before the final norm."""
+    tl, dl = _pair_modules(torch.nn.TransformerEncoderLayer, dg.nn.TransformerEncoderLayer, 8,
+                           nhead, 16, dropout=0.0, batch_first=batch_first)
+    with warnings.catch_warnings(record=True) as tw:
+        warnings.simplefilter("always")
+        tm = torch.nn.TransformerEncoder(tl, 2, norm=torch.nn.LayerNorm(8).double())
+    with warnings.catch_warnings(record=True) as dw:
+        warnings.simplefilter("always")
+        dm = dg.nn.TransformerEncoder(dl, 2, norm=dg.nn.LayerNorm(8).double())
+    assert [str(w.message) for w in dw] == [str(w.message) for w in tw]
+    assert [w.filename for w in dw] == [__file__] * len(dw)
+    _copy(tm, dm)
+    assert repr(dm) == repr(tm)
+    assert dm.use_nested_tensor == tm.use_nested_tensor
+    x = torch.randn(*((2, 5, 8) if batch_first else (5, 2, 8)), dtype=torch.float64,
+                    requires_grad=True)
+    kpm = torch.zeros(2, 5, dtype=torch.bool)
+    kpm[0, 3:] = True
+
+    def kw(lib):
+        return dict(src_key_padding_mask=kpm if lib is torch else _d(kpm))
+    _run_both(tm, dm, [x], kw, train=False, grad=False)
+    _run_both(tm, dm, [x], kw, train=False, grad=True)
+
+
+def test_activation_module_and_errors():
+    tm, dm = _pair_modules(torch.nn.TransformerEncoderLayer, dg.nn.TransformerEncoderLayer, 8,
+                           2, 16, dropout=0.0)
+    assert dm.activation_relu_or_gelu == tm.activation_relu_or_gelu == 1
+    t2 = torch.nn.TransformerDecoderLayer(8, 2, activation=torch.nn.GELU())
+    d2 = dg.nn.TransformerDecoderLayer(8, 2, activation=dg.nn.GELU())
+    assert repr(d2) == repr(t2)
+    e3 = dg.nn.TransformerEncoderLayer(8, 2, activation=dg.nn.GELU())
+    assert e3.activation_relu_or_gelu == 2
+    for cls in ("TransformerEncoderLayer", "TransformerDecoderLayer"):
+        te = _err(lambda: getattr(torch.nn, cls)(8, 2, activation="tanh"))
+        assert te is not None and te == _err(lambda: getattr(dg.nn, cls)(8, 2, activation="tanh"))
+
+
+def test_mha_without_weights_uses_sdpa():
+    """need_weights=False goes through scaled_dot_product_attention as PyTorch's: a batch whose
+    keys are all padded gives the output projection's bias, not NaN."""
+    torch.manual_seed(3)
+    tm = torch.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    dm = dg.nn.MultiheadAttention(8, 2, batch_first=True).double()
+    _copy(tm, dm)
+    x = torch.randn(2, 4, 8, dtype=torch.float64, requires_grad=True)
+    kpm = torch.zeros(2, 4, dtype=torch.bool)
+    kpm[1] = True
+    for need in (False, True):
+        xd = _d(x, True)
+        to = tm(x, x, x, key_padding_mask=kpm, need_weights=need)[0]
+        do = dm(xd, xd, xd, key_padding_mask=_d(kpm), need_weights=need)[0]
+        if need:
+            _close(do[0], to[0])
+            continue
+        _close(do, to)
+        to[0].sum().backward()
+        do[0].sum().backward()
+        _close(xd.grad, x.grad)
+        x.grad = None
