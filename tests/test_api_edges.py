@@ -228,3 +228,37 @@ def test_meta_default_device_is_refused_clearly():
     with pytest.raises(NotImplementedError, match="no meta tensors"):
         dyngrad.set_default_device("meta")
     assert dyngrad.get_default_device() == dyngrad.device("cpu")
+
+
+# -- class names ---------------------------------------------------------------------------
+def test_public_classes_print_their_public_module():
+    assert repr(type(torch.tensor(1.))) == "<class 'torch.Tensor'>"
+    assert repr(type(dyngrad.tensor(1.))) == "<class 'dyngrad.Tensor'>"
+    assert repr(type(dyngrad.Size([1]))) == "<class 'dyngrad.Size'>"
+    assert repr(type(dyngrad.device("cpu"))) == "<class 'dyngrad.device'>"
+
+
+def test_pickling_and_checkpoints_after_module_rename(tmp_path):
+    import pickle
+    s, d = dyngrad.Size([2, 3]), dyngrad.device("cpu")
+    assert pickle.loads(pickle.dumps(s)) == s and type(pickle.loads(pickle.dumps(s))) is dyngrad.Size
+    assert pickle.loads(pickle.dumps(d)) == d
+    sd = {"w": dyngrad.arange(6.).reshape(2, 3), "p": dyngrad.nn.Parameter(dyngrad.ones(2))}
+    dyngrad.save(sd, tmp_path / "a.pt")
+    back = dyngrad.load(tmp_path / "a.pt")
+    assert back["w"].tolist() == sd["w"].tolist() and type(back["p"]) is dyngrad.nn.Parameter
+    t = torch.load(tmp_path / "a.pt")                    # PyTorch reads it
+    assert t["w"].tolist() == sd["w"].tolist()
+    torch.save({"w": torch.ones(2)}, tmp_path / "b.pt")
+    assert dyngrad.load(tmp_path / "b.pt")["w"].tolist() == [1., 1.]
+
+
+def test_dyngrad_run_type_names(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("import torch\nprint(torch.__name__, type(torch.tensor(1.)).__name__, "
+                      "repr(type(torch.tensor(1.))))\n")
+    out = subprocess.run([sys.executable, "-m", "dyngrad", "run", str(script)],
+                         capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "src")})
+    # torch resolves to the dyngrad module, which keeps its name: the class is dyngrad.Tensor
+    assert out.stdout.split() == ["dyngrad", "Tensor", "<class", "'dyngrad.Tensor'>"], out.stderr
