@@ -6,6 +6,7 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 
 import dyngrad
@@ -262,3 +263,61 @@ def test_dyngrad_run_type_names(tmp_path):
                          env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "src")})
     # torch resolves to the dyngrad module, which keeps its name: the class is dyngrad.Tensor
     assert out.stdout.split() == ["dyngrad", "Tensor", "<class", "'dyngrad.Tensor'>"], out.stderr
+
+
+# -- type promotion queries ----------------------------------------------------------------
+_DT = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+       "complex64", "complex128"]
+
+
+def test_promote_types_and_can_cast_all_pairs():
+    for a in _DT:
+        for b in _DT:
+            da, db = getattr(dyngrad, a), getattr(dyngrad, b)
+            ta, tb = getattr(torch, a), getattr(torch, b)
+            assert str(dyngrad.promote_types(da, db)) == str(torch.promote_types(ta, tb)), (a, b)
+            assert dyngrad.can_cast(da, db) == torch.can_cast(ta, tb), (a, b)
+
+
+def _operands(m):
+    ops = [1, 2.5, True, 1j]
+    for n in _DT:
+        dt = getattr(m, n)
+        ops += [m.ones(2, dtype=dt), m.ones((), dtype=dt)]
+    return ops
+
+
+@pytest.mark.parametrize("default", ["float32", "float64"])
+def test_result_type_matches_torch(default):
+    dops, tops = _operands(dyngrad), _operands(torch)
+    for m in (dyngrad, torch):
+        m.set_default_dtype(getattr(m, default))
+    for i, (da, ta) in enumerate(zip(dops, tops)):
+        for db, tb in zip(dops, tops):
+            want = str(torch.result_type(ta, tb))
+            if want == "torch.complex32":   # dyngrad has no complex32: float16's complex is 64
+                want = "torch.complex64"
+            assert str(dyngrad.result_type(da, db)) == want, (ta, tb)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.result_type(m.ones(1), "a"), lambda m: m.result_type(m.ones(1), m.float64),
+    lambda m: m.result_type(m.ones(1), None), lambda m: m.result_type(m.ones(1), [1]),
+    lambda m: m.promote_types(m.int32, 1), lambda m: m.promote_types(1, m.int32),
+    lambda m: m.promote_types(m.int32, float), lambda m: m.can_cast(m.int32, "a"),
+    lambda m: m.can_cast(float, m.int32), lambda m: m.is_floating_point(1.),
+    lambda m: m.is_complex([1]), lambda m: m.is_floating_point(input=m.ones(1)),
+    lambda m: m.is_complex(m.ones(1, dtype=m.complex64)),
+    lambda m: m.is_floating_point(m.ones(1, dtype=m.float16)),
+    lambda m: m.result_type(np.float64(1), m.ones(1, dtype=m.int32)),
+    lambda m: m.result_type(m.ones(1, dtype=m.int32), np.int64(1)),
+    lambda m: m.result_type(1, 2.), lambda m: m.result_type(tensor=m.ones(1), other=2),
+])
+def test_promotion_queries_and_their_errors(call):
+    out = []
+    for m in (dyngrad, torch):
+        try:
+            out.append(str(call(m)))
+        except TypeError as e:
+            out.append(f"TypeError: {e}")
+    assert out[0] == out[1]

@@ -15,6 +15,7 @@ from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64
 from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
 from ._tensor import Tensor, Size, device, is_tensor, set_default_device, get_default_device
 from ._printing import set_printoptions, get_printoptions
+from ._promotion import result_type, promote_types, can_cast, is_floating_point, is_complex
 from ._random import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state, \
     default_generator
 from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like,
