@@ -395,3 +395,290 @@ def test_mha_without_weights_uses_sdpa():
         do[0].sum().backward()
         _close(xd.grad, x.grad)
         x.grad = None
+
+
+# ---------------------------------------------------------------------------- parametrize
+TP = torch.nn.utils.parametrize
+DP = dg.nn.utils.parametrize
+TPZ = torch.nn.utils.parametrizations
+DPZ = dg.nn.utils.parametrizations
+
+
+def _symmetric(lib):
+    class Symmetric(lib.nn.Module):
+        def forward(self, X):
+            return X.triu() + X.triu(1).mT
+
+        def right_inverse(self, A):
+            return A.triu()
+    return Symmetric
+
+
+def _linear_pair(i=3, o=3, seed=0, cls="Linear"):
+    torch.manual_seed(seed)
+    tm = getattr(torch.nn, cls)(i, o).double()
+    dm = getattr(dg.nn, cls)(i, o).double()
+    _copy(tm, dm)
+    return tm, dm
+
+
+def _grads_equal(tm, dm, x):
+    tm.zero_grad()
+    dm.zero_grad()
+    to, do = tm(x), dm(_d(x))
+    _close(do, to)
+    w = torch.randn(*to.shape, dtype=torch.float64)
+    (to * w).sum().backward()
+    (do * _d(w)).sum().backward()
+    tp, dp = dict(tm.named_parameters()), dict(dm.named_parameters())
+    assert list(tp) == list(dp)
+    for k in tp:
+        _close(dp[k].grad, tp[k].grad)
+
+
+def test_register_parametrization_basics():
+    tm, dm = _linear_pair()
+    TP.register_parametrization(tm, "weight", _symmetric(torch)())
+    DP.register_parametrization(dm, "weight", _symmetric(dg)())
+    assert type(dm).__name__ == type(tm).__name__ == "ParametrizedLinear"
+    assert isinstance(dm, dg.nn.Linear)
+    assert repr(dm) == repr(tm)
+    assert list(dm.state_dict()) == list(tm.state_dict()) == ["bias",
+                                                            "parametrizations.weight.original"]
+    assert [n for n, _ in dm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    _close(dm.parametrizations.weight.original, tm.parametrizations.weight.original)
+    _close(dm.weight, tm.weight)
+    assert DP.is_parametrized(dm) and DP.is_parametrized(dm, "weight")
+    assert not DP.is_parametrized(dm, "bias")
+    assert DP.type_before_parametrizations(dm) is dg.nn.Linear
+    x = torch.randn(4, 3, dtype=torch.float64)
+    _grads_equal(tm, dm, x)
+    # assigning goes through right_inverse
+    a = torch.randn(3, 3, dtype=torch.float64)
+    with torch.no_grad():
+        tm.weight = a
+    with dg.no_grad():
+        dm.weight = _d(a)
+    _close(dm.parametrizations.weight.original, tm.parametrizations.weight.original)
+    _close(dm.weight, tm.weight)
+    # cached: one evaluation inside the context
+    calls = []
+
+    class Count(dg.nn.Module):
+        def forward(self, X):
+            calls.append(1)
+            return X
+    DP.register_parametrization(dm, "bias", Count())
+    with DP.cached():
+        dm.bias
+        dm.bias
+    assert len(calls) == 1 + 1  # one at registration (the checks), one in the context
+    dm.bias
+    assert len(calls) == 3
+    DP.remove_parametrizations(dm, "bias")
+    # chained parametrizations
+    TP.register_parametrization(tm, "weight", _symmetric(torch)())
+    DP.register_parametrization(dm, "weight", _symmetric(dg)())
+    assert repr(dm) == repr(tm)
+    _close(dm.weight, tm.weight)
+    # remove, keeping the parametrized value or the original
+    t2, d2 = _linear_pair(seed=1)
+    TP.register_parametrization(t2, "weight", _symmetric(torch)())
+    DP.register_parametrization(d2, "weight", _symmetric(dg)())
+    orig = d2.parametrizations.weight.original
+    TP.remove_parametrizations(t2, "weight", leave_parametrized=False)
+    DP.remove_parametrizations(d2, "weight", leave_parametrized=False)
+    assert type(d2) is dg.nn.Linear and d2.weight is orig
+    assert isinstance(d2.weight, dg.nn.Parameter)
+    _close(d2.weight, t2.weight)
+    TP.remove_parametrizations(tm, "weight")
+    DP.remove_parametrizations(dm, "weight")
+    assert type(dm) is dg.nn.Linear and not hasattr(dm, "parametrizations")
+    assert list(dm.state_dict()) == list(tm.state_dict()) == ["bias", "weight"]
+    _close(dm.weight, tm.weight)
+    _grads_equal(tm, dm, x)
+
+
+def test_parametrize_errors_and_unsafe():
+    class Shrink:
+        def __init__(self, lib):
+            class S(lib.nn.Module):
+                def forward(self, X):
+                    return X[:2]
+            self.cls = S
+
+    for unsafe in (False, True):
+        tm, dm = _linear_pair()
+        te = _err(lambda: TP.register_parametrization(tm, "weight", Shrink(torch).cls(),
+                                                      unsafe=unsafe))
+        de = _err(lambda: DP.register_parametrization(dm, "weight", Shrink(dg).cls(),
+                                                      unsafe=unsafe))
+        assert te == de
+        if unsafe:
+            assert te is None and dm.weight.shape == tm.weight.shape == (2, 3)
+        else:
+            assert te[0] == "ValueError"
+    tm, dm = _linear_pair()
+    te = _err(lambda: TP.register_parametrization(tm, "nope", _symmetric(torch)()))
+    de = _err(lambda: DP.register_parametrization(dm, "nope", _symmetric(dg)()))
+    assert te[0] == de[0] == "ValueError" and "with name 'nope'" in de[1]
+    te = _err(lambda: TP.remove_parametrizations(tm, "weight"))
+    de = _err(lambda: DP.remove_parametrizations(dm, "weight"))
+    assert te[0] == de[0] == "ValueError" and de[1].endswith("does not have a parametrization "
+                                                             "on weight")
+    TP.register_parametrization(tm, "weight", _symmetric(torch)())
+    DP.register_parametrization(dm, "weight", _symmetric(dg)())
+    te = _err(lambda: setattr(tm, "weight", torch.nn.Parameter(torch.zeros(3, 3))))
+    de = _err(lambda: setattr(dm, "weight", dg.nn.Parameter(dg.zeros(3, 3))))
+    assert te == de and te[0] == "KeyError"
+
+
+@pytest.mark.parametrize("omap,shape,triv", [
+    (None, (4, 4), True), ("matrix_exp", (5, 3), True), ("cayley", (4, 4), True),
+    ("cayley", (3, 5), True), ("householder", (5, 3), True), (None, (3, 5), True),
+    ("householder", (5, 3), False), ("householder", (4, 4), False)])
+def test_orthogonal(omap, shape, triv):
+    tm, dm = _linear_pair(shape[1], shape[0], seed=2)
+    TPZ.orthogonal(tm, orthogonal_map=omap, use_trivialization=triv)
+    DPZ.orthogonal(dm, orthogonal_map=omap, use_trivialization=triv)
+    assert repr(dm) == repr(tm)
+    assert list(dm.state_dict()) == list(tm.state_dict())
+    if not triv or shape[0] == shape[1]:  # no random completion: the same from the same weight
+        _close(dm.parametrizations.weight.original, tm.parametrizations.weight.original)
+        _close(dm.weight, tm.weight)
+    w = dm.weight.detach().numpy()
+    small = min(shape)
+    gram = w.T @ w if shape[0] >= shape[1] else w @ w.T
+    np.testing.assert_allclose(gram, np.eye(small), atol=1e-10)
+    # a generic point of the parametrization: values and gradients
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        o = tm.parametrizations.weight.original
+        o.copy_(o + 0.3 * torch.randn(*o.shape, generator=g, dtype=torch.float64))
+    _copy(tm, dm)
+    _close(dm.weight, tm.weight)
+    x = torch.randn(6, shape[1], dtype=torch.float64)
+    _grads_equal(tm, dm, x)
+    # assigning an orthogonal matrix
+    if triv or omap == "householder":
+        q = torch.linalg.qr(torch.randn(max(shape), min(shape), dtype=torch.float64))[0]
+        q = q if shape[0] >= shape[1] else q.T
+        with torch.no_grad():
+            tm.weight = q
+        with dg.no_grad():
+            dm.weight = _d(q)
+        if not triv or shape[0] == shape[1]:
+            _close(dm.weight, tm.weight)
+            _close(dm.state_dict()["parametrizations.weight.original"],
+                   tm.state_dict()["parametrizations.weight.original"])
+        _close(dm.weight, q, atol=1e-10)
+
+
+def test_orthogonal_matrix_exp_large_norm_and_errors():
+    tm, dm = _linear_pair(4, 4, seed=3)
+    TPZ.orthogonal(tm, orthogonal_map="matrix_exp")
+    DPZ.orthogonal(dm, orthogonal_map="matrix_exp")
+    with torch.no_grad():
+        tm.parametrizations.weight.original.mul_(0).add_(
+            5 * torch.randn(4, 4, dtype=torch.float64))
+    _copy(tm, dm)
+    _close(dm.weight, tm.weight)
+    _grads_equal(tm, dm, torch.randn(3, 4, dtype=torch.float64))
+    for kw in (dict(orthogonal_map="qr"), dict(name="bias"), dict(name="nope")):
+        tm, dm = _linear_pair(4, 4)
+        te = _err(lambda: TPZ.orthogonal(tm, **kw))
+        de = _err(lambda: DPZ.orthogonal(dm, **kw))
+        assert te[0] == de[0] and te[1].split("'")[0] == de[1].split("'")[0]
+    tm, dm = _linear_pair(4, 4)
+    TPZ.orthogonal(tm, orthogonal_map="cayley", use_trivialization=False)
+    DPZ.orthogonal(dm, orthogonal_map="cayley", use_trivialization=False)
+    te = _err(lambda: setattr(tm, "weight", torch.eye(4, dtype=torch.float64)))
+    de = _err(lambda: setattr(dm, "weight", dg.eye(4, dtype=dg.float64)))
+    assert te == de and te[0] == "NotImplementedError"
+
+
+@pytest.mark.parametrize("dim", [0, 1, None, -1])
+def test_weight_norm(dim):
+    tm, dm = _linear_pair(3, 5, seed=4)
+    TPZ.weight_norm(tm, dim=dim)
+    DPZ.weight_norm(dm, dim=dim)
+    assert repr(dm) == repr(tm)
+    sd_t, sd_d = tm.state_dict(), dm.state_dict()
+    assert list(sd_d) == list(sd_t) == ["bias", "parametrizations.weight.original0",
+                                        "parametrizations.weight.original1"]
+    for k in sd_t:
+        _close(sd_d[k], sd_t[k])
+    _close(dm.weight, tm.weight)
+    with torch.no_grad():
+        tm.parametrizations.weight.original0.mul_(1.7)
+    _copy(tm, dm)
+    _grads_equal(tm, dm, torch.randn(4, 3, dtype=torch.float64))
+    TP.remove_parametrizations(tm, "weight")
+    DP.remove_parametrizations(dm, "weight")
+    _close(dm.weight, tm.weight)
+    assert isinstance(dm.weight, dg.nn.Parameter)
+
+
+def test_weight_norm_conv():
+    torch.manual_seed(0)
+    tm = torch.nn.Conv2d(2, 3, 3).double()
+    dm = dg.nn.Conv2d(2, 3, 3).double()
+    _copy(tm, dm)
+    TPZ.weight_norm(tm)
+    DPZ.weight_norm(dm)
+    _copy(tm, dm)
+    _grads_equal(tm, dm, torch.randn(1, 2, 5, 5, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("cls,shape,dim", [("Linear", (3, 5), None), ("Linear", (6, 2), 1),
+                                           ("Conv2d", (2, 3), None),
+                                           ("ConvTranspose2d", (2, 3), None)])
+def test_spectral_norm(cls, shape, dim):
+    torch.manual_seed(0)
+    args = shape if cls == "Linear" else shape + (3,)
+    tm = getattr(torch.nn, cls)(*args).double()
+    dm = getattr(dg.nn, cls)(*args).double()
+    _copy(tm, dm)
+    TPZ.spectral_norm(tm, dim=dim, n_power_iterations=2)
+    DPZ.spectral_norm(dm, dim=dim, n_power_iterations=2)
+    assert repr(dm) == repr(tm)
+    assert list(dm.state_dict()) == list(tm.state_dict())
+    sd = dm.state_dict()
+    assert sd["parametrizations.weight.0._u"].shape == tm.state_dict()[
+        "parametrizations.weight.0._u"].shape
+    # dyngrad's own power iteration converged to the same top singular value
+    wd = dm.parametrizations.weight.original.detach().numpy()
+    ax = dm.parametrizations.weight[0].dim
+    mat = np.moveaxis(wd, ax, 0).reshape(wd.shape[ax], -1)
+    _copy(tm, dm)
+    x = torch.randn(2, *((shape[0],) if cls == "Linear" else (shape[0], 5, 5)),
+                    dtype=torch.float64)
+    for train in (True, False):
+        tm.train(train)
+        dm.train(train)
+        _grads_equal(tm, dm, x)
+        for k in ("parametrizations.weight.0._u", "parametrizations.weight.0._v"):
+            _close(dm.state_dict()[k], tm.state_dict()[k])
+    tm.eval()
+    dm.eval()
+    sv = np.linalg.svd(mat, compute_uv=False)[0]
+    for _ in range(3):
+        dm.train()
+        dm.weight
+    dm.eval()
+    np.testing.assert_allclose(np.linalg.svd(
+        np.moveaxis(dm.weight.detach().numpy(), ax, 0).reshape(mat.shape[0], -1),
+        compute_uv=False)[0], 1.0, rtol=1e-3)
+    assert sv > 0
+
+
+def test_spectral_norm_uses_dyngrad_rng_and_errors():
+    dg.manual_seed(11)
+    a = DPZ.spectral_norm(dg.nn.Linear(3, 4))
+    dg.manual_seed(11)
+    b = DPZ.spectral_norm(dg.nn.Linear(3, 4))
+    _close(a.parametrizations.weight[0]._u, b.parametrizations.weight[0]._u, atol=0)
+    for kw in (dict(dim=3), dict(n_power_iterations=0), dict(name="nope")):
+        te = _err(lambda: TPZ.spectral_norm(torch.nn.Linear(3, 4), **kw))
+        de = _err(lambda: DPZ.spectral_norm(dg.nn.Linear(3, 4), **kw))
+        assert te[0] == de[0] and te[1].split("'")[0] == de[1].split("'")[0]
