@@ -321,3 +321,59 @@ def test_promotion_queries_and_their_errors(call):
         except TypeError as e:
             out.append(f"TypeError: {e}")
     assert out[0] == out[1]
+
+
+# -- Linear with mixed dtypes --------------------------------------------------------------
+@pytest.mark.parametrize("layer,inp", [("float64", "float32"), ("float32", "float64")])
+def test_linear_dtype_mismatch_error(layer, inp):
+    out = []
+    for m in (dyngrad, torch):
+        m.manual_seed(0)
+        lin = m.nn.Linear(2, 3).to(getattr(m, layer))
+        with pytest.raises(RuntimeError) as e:
+            lin(m.ones(4, 2, dtype=getattr(m, inp)))
+        out.append(str(e.value))
+    assert out[0] == out[1]
+
+
+# -- thread pools --------------------------------------------------------------------------
+def test_set_num_threads_controls_the_blas_pool():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas():
+        return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+    if not blas():
+        pytest.skip("NumPy has no BLAS pool threadpoolctl can see")
+    before = dyngrad.get_num_threads()
+    assert before == max(blas())
+    try:
+        dyngrad.set_num_threads(1)
+        assert blas() == [1] * len(blas()) and dyngrad.get_num_threads() == 1
+        a = dyngrad.randn(64, 64)
+        assert (a @ a).shape == (64, 64)
+    finally:
+        dyngrad.set_num_threads(before)
+    assert dyngrad.get_num_threads() == before and max(blas()) == before
+
+
+def test_thread_count_argument_errors():
+    calls = [("set_num_threads", (0,)), ("set_num_threads", (-1,)), ("set_num_threads", (1.5,)),
+             ("set_num_threads", ("2",)), ("set_num_threads", (1, 2)), ("set_num_threads", ()),
+             ("get_num_threads", (1,)), ("get_num_interop_threads", ("abc",)),
+             ("set_num_interop_threads", (0,))]
+    for name, args in calls:
+        out = []
+        for m in (dyngrad, torch):
+            with pytest.raises((RuntimeError, TypeError)) as e:
+                getattr(m, name)(*args)
+            out.append(f"{type(e.value).__name__}: {e.value}")
+        assert out[0] == out[1], (name, args)
+
+
+def test_interop_threads_set_once():
+    code = ("import {m} as t\nt.set_num_interop_threads(3)\nprint(t.get_num_interop_threads())\n"
+            "try:\n    t.set_num_interop_threads(2)\nexcept RuntimeError as e:\n    print(e)\n")
+    outs = [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "src")}).stdout
+            for m in ("dyngrad", "torch")]
+    assert outs[0] == outs[1] and outs[0].startswith("3\n")

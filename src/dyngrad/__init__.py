@@ -86,12 +86,8 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     return None
 
 
-def set_num_threads(n: int) -> None:
-    return None
-
-
-def get_num_threads() -> int:
-    return 1
+from ._threads import (set_num_threads, get_num_threads, set_num_interop_threads,  # noqa: E402
+                       get_num_interop_threads)
 
 
 def __getattr__(name):
