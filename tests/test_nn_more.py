@@ -682,3 +682,156 @@ def test_spectral_norm_uses_dyngrad_rng_and_errors():
         te = _err(lambda: TPZ.spectral_norm(torch.nn.Linear(3, 4), **kw))
         de = _err(lambda: DPZ.spectral_norm(dg.nn.Linear(3, 4), **kw))
         assert te[0] == de[0] and te[1].split("'")[0] == de[1].split("'")[0]
+
+
+# ---------------------------------------------------------------------------- prune
+TPR = pytest.importorskip("torch.nn.utils.prune")
+DPR = dg.nn.utils.prune
+
+
+def _conv_pair(seed=0):
+    torch.manual_seed(seed)
+    tm = torch.nn.Conv2d(3, 6, 3).double()
+    dm = dg.nn.Conv2d(3, 6, 3).double()
+    _copy(tm, dm)
+    return tm, dm
+
+
+def _same_pruned(tm, dm, name="weight"):
+    assert list(dm.state_dict()) == list(tm.state_dict())
+    assert [n for n, _ in dm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    assert [n for n, _ in dm.named_buffers()] == [n for n, _ in tm.named_buffers()]
+    _close(getattr(dm, name + "_mask"), getattr(tm, name + "_mask"), atol=0)
+    _close(getattr(dm, name), getattr(tm, name))
+    assert not isinstance(getattr(dm, name), dg.nn.Parameter)
+
+
+@pytest.mark.parametrize("how", ["l1_int", "l1_float", "ln2_0", "ln1_1", "lninf_0", "ln3_m1",
+                                 "identity", "custom", "l1_scores", "ln_scores"])
+def test_prune_deterministic_methods(how):
+    tm, dm = _conv_pair()
+    g = torch.Generator().manual_seed(9)
+    scores = torch.rand(6, 3, 3, 3, generator=g, dtype=torch.float64)
+    cmask = (torch.rand(6, 3, 3, 3, generator=g) > 0.5).double()
+    calls = {
+        "l1_int": lambda P, m, c: P.l1_unstructured(m, "weight", amount=20),
+        "l1_float": lambda P, m, c: P.l1_unstructured(m, "weight", amount=0.3),
+        "ln2_0": lambda P, m, c: P.ln_structured(m, "weight", amount=0.5, n=2, dim=0),
+        "ln1_1": lambda P, m, c: P.ln_structured(m, "weight", amount=1, n=1, dim=1),
+        "lninf_0": lambda P, m, c: P.ln_structured(m, "weight", amount=2, n=float("inf"), dim=0),
+        "ln3_m1": lambda P, m, c: P.ln_structured(m, "weight", amount=1, n=3, dim=-1),
+        "identity": lambda P, m, c: P.identity(m, "weight"),
+        "custom": lambda P, m, c: P.custom_from_mask(m, "weight", mask=c(cmask)),
+        "l1_scores": lambda P, m, c: P.l1_unstructured(m, "weight", amount=0.4,
+                                                       importance_scores=c(scores)),
+        "ln_scores": lambda P, m, c: P.ln_structured(m, "weight", amount=2, n=2, dim=0,
+                                                     importance_scores=c(scores)),
+    }[how]
+    r_t = calls(TPR, tm, lambda t: t)
+    r_d = calls(DPR, dm, _d)
+    assert r_d is dm and r_t is tm
+    _same_pruned(tm, dm)
+    assert DPR.is_pruned(dm) and TPR.is_pruned(tm)
+    assert repr(dm) == repr(tm)
+    # the forward pre-hook recomputes weight from weight_orig: gradients flow to weight_orig
+    x = torch.randn(2, 3, 5, 5, dtype=torch.float64)
+    _grads_equal(tm, dm, x)
+    # an optimiser step on weight_orig keeps the pruned entries at zero in the forward
+    with torch.no_grad():
+        tm.weight_orig.add_(1.0)
+    with dg.no_grad():
+        dm.weight_orig.add_(1.0)
+    _close(dm(_d(x)), tm(x))
+    _close(dm.weight, tm.weight)
+    # iterative pruning: a container
+    TPR.l1_unstructured(tm, "weight", amount=5)
+    DPR.l1_unstructured(dm, "weight", amount=5)
+    _same_pruned(tm, dm)
+    assert type(dm._forward_pre_hooks[next(iter(dm._forward_pre_hooks))]).__name__ == \
+        "PruningContainer"
+    TPR.ln_structured(tm, "weight", amount=1, n=2, dim=0)
+    DPR.ln_structured(dm, "weight", amount=1, n=2, dim=0)
+    _same_pruned(tm, dm)
+    TPR.remove(tm, "weight")
+    DPR.remove(dm, "weight")
+    assert not DPR.is_pruned(dm)
+    assert list(dm.state_dict()) == list(tm.state_dict())
+    assert isinstance(dm.weight, dg.nn.Parameter)
+    _close(dm.weight, tm.weight)
+    _grads_equal(tm, dm, x)
+
+
+def test_prune_random_methods():
+    dm = dg.nn.Linear(10, 8)
+    dg.manual_seed(3)
+    DPR.random_unstructured(dm, "weight", amount=0.3)
+    m1 = dm.weight_mask.numpy().copy()
+    assert m1.sum() == 80 - 24
+    assert np.all(dm.weight.detach().numpy()[m1 == 0] == 0)
+    d2 = dg.nn.Linear(10, 8)
+    dg.manual_seed(3)
+    DPR.random_unstructured(d2, "weight", amount=0.3)
+    np.testing.assert_array_equal(d2.weight_mask.numpy(), m1)  # dyngrad's generator
+    d3 = dg.nn.Linear(10, 8)
+    DPR.random_structured(d3, "weight", amount=3, dim=0)
+    rows = d3.weight_mask.numpy().sum(1)
+    assert sorted(rows.tolist()) == [0] * 3 + [10] * 5
+    DPR.random_structured(d3, "weight", amount=0.5, dim=1)
+    m = d3.weight_mask.numpy()
+    assert (m.sum(1) > 0).sum() == 5 and (m.sum(0) > 0).sum() == 5
+    y = d3(dg.randn(2, 10))
+    y.sum().backward()
+    assert np.all(d3.weight_orig.grad.numpy()[m == 0] == 0)
+    DPR.random_unstructured(d3, "bias", amount=2)
+    assert d3.bias_mask.numpy().sum() == 6
+    assert [n for n, _ in d3.named_buffers()] == ["weight_mask", "bias_mask"]
+
+
+def test_global_unstructured():
+    torch.manual_seed(0)
+    tmods = [torch.nn.Linear(4, 5).double(), torch.nn.Conv2d(2, 3, 2).double()]
+    dmods = [dg.nn.Linear(4, 5).double(), dg.nn.Conv2d(2, 3, 2).double()]
+    for t, d in zip(tmods, dmods):
+        _copy(t, d)
+    TPR.l1_unstructured(tmods[0], "bias", amount=2)
+    DPR.l1_unstructured(dmods[0], "bias", amount=2)
+    tparams = [(tmods[0], "weight"), (tmods[0], "bias"), (tmods[1], "weight")]
+    dparams = [(dmods[0], "weight"), (dmods[0], "bias"), (dmods[1], "weight")]
+    TPR.global_unstructured(tparams, pruning_method=TPR.L1Unstructured, amount=0.4)
+    DPR.global_unstructured(dparams, pruning_method=DPR.L1Unstructured, amount=0.4)
+    for (t, n), (d, _) in zip(tparams, dparams):
+        _same_pruned(t, d, n)
+    total = sum(d.__getattr__(n + "_mask").numpy().size for d, n in dparams)
+    kept = sum(d.__getattr__(n + "_mask").numpy().sum() for d, n in dparams)
+    assert total - kept == 2 + round(0.4 * (total - 2))  # 40% of what the bias mask kept
+    dg.manual_seed(0)
+    d = dg.nn.Linear(6, 6)
+    DPR.global_unstructured([(d, "weight")], pruning_method=DPR.RandomUnstructured, amount=10)
+    assert d.weight_mask.numpy().sum() == 26
+
+
+def test_prune_errors():
+    for args in ((1.5,), (-1,), ("a",)):
+        te = _err(lambda: TPR.l1_unstructured(torch.nn.Linear(3, 3), "weight", *args))
+        de = _err(lambda: DPR.l1_unstructured(dg.nn.Linear(3, 3), "weight", *args))
+        assert te == de and te is not None
+    te = _err(lambda: TPR.l1_unstructured(torch.nn.Linear(3, 3), "weight", 10))
+    de = _err(lambda: DPR.l1_unstructured(dg.nn.Linear(3, 3), "weight", 10))
+    assert te == de and te[0] == "ValueError"
+    tm, dm = torch.nn.Linear(3, 3), dg.nn.Linear(3, 3)
+    te = _err(lambda: TPR.ln_structured(tm, "bias", 1, n=2, dim=0))
+    de = _err(lambda: DPR.ln_structured(dm, "bias", 1, n=2, dim=0))
+    assert te == de and te[0] == "ValueError"
+    assert list(dm.state_dict()) == list(tm.state_dict())  # undone after the error
+    te = _err(lambda: TPR.ln_structured(tm, "weight", 1, n=2, dim=2))
+    de = _err(lambda: DPR.ln_structured(dm, "weight", 1, n=2, dim=2))
+    assert te == de and te[0] == "IndexError"
+    te = _err(lambda: TPR.ln_structured(torch.nn.Conv2d(2, 2, 2), "weight", 1, n="fro", dim=0))
+    de = _err(lambda: DPR.ln_structured(dg.nn.Conv2d(2, 2, 2), "weight", 1, n="fro", dim=0))
+    assert te == de and te[0] == "RuntimeError"
+    te = _err(lambda: TPR.remove(tm, "weight"))
+    de = _err(lambda: DPR.remove(dm, "weight"))
+    assert te[0] == de[0] == "ValueError" and te[1].split("module")[0] == de[1].split("module")[0]
+    te = _err(lambda: TPR.global_unstructured([(tm, "weight")], TPR.LnStructured, amount=1, n=1))
+    de = _err(lambda: DPR.global_unstructured([(dm, "weight")], DPR.LnStructured, amount=1, n=1))
+    assert te[0] == de[0] == "TypeError"

@@ -3,4 +3,4 @@
 from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grad_norm  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 from . import rnn  # noqa: F401
-from . import parametrize, parametrizations  # noqa: F401
+from . import parametrize, parametrizations, prune  # noqa: F401
