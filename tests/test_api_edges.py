@@ -377,3 +377,123 @@ def test_interop_threads_set_once():
                            env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "src")}).stdout
             for m in ("dyngrad", "torch")]
     assert outs[0] == outs[1] and outs[0].startswith("3\n")
+
+
+# -- no NumPy warning out of an op ---------------------------------------------------------
+def _edge(m, kind):
+    if kind == "f":
+        return m.tensor([0., -0., 1., -1., 1e-45, 1e38, 3.4e38, -3.4e38, math.inf, -math.inf,
+                         math.nan, 0.5, 2.])
+    if kind == "d":
+        return m.tensor([0., -1., 1e308, -1e308, 5e-324, math.inf, math.nan], dtype=m.float64)
+    return m.tensor([0, 1, -1, 2 ** 62, -2 ** 63])
+
+
+_UNARY = ["log", "log2", "log10", "log1p", "sqrt", "rsqrt", "exp", "exp2", "expm1", "reciprocal",
+          "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "erf",
+          "erfc", "abs", "neg", "sign", "ceil", "floor", "round", "trunc", "frac", "square",
+          "logit", "sgn", "nan_to_num", "relu", "isfinite", "isnan", "prod", "sum", "mean",
+          "std", "var", "norm", "max", "min", "argmax"]
+_OTHER = {
+    "logsumexp": lambda m, x: m.logsumexp(x, 0), "cumsum": lambda m, x: m.cumsum(x, 0),
+    "cumprod": lambda m, x: m.cumprod(x, 0), "xlogy": lambda m, x: m.xlogy(x, x),
+    "pow2": lambda m, x: x ** 2, "pow_half": lambda m, x: x ** 0.5,
+    "pow_neg1": lambda m, x: x ** -1, "mul10": lambda m, x: x * 10, "div0": lambda m, x: x / 0,
+    "rdiv": lambda m, x: 1 / x, "floordiv0": lambda m, x: x // 0, "remainder0": lambda m, x: x % 0,
+    "fmod0": lambda m, x: m.fmod(x, 0), "atan2": lambda m, x: m.atan2(x, x),
+    "hypot": lambda m, x: m.hypot(x, x), "sub": lambda m, x: x - x, "div": lambda m, x: x / x,
+    "add": lambda m, x: x + x, "mul": lambda m, x: x * x, "clamp": lambda m, x: m.clamp(x, -1, 1),
+    "lerp": lambda m, x: m.lerp(x, x * 2, 0.5), "gelu": lambda m, x: m.nn.functional.gelu(x),
+    "silu": lambda m, x: m.nn.functional.silu(x), "softplus": lambda m, x: m.nn.functional.softplus(x),
+    "elu": lambda m, x: m.nn.functional.elu(x), "mish": lambda m, x: m.nn.functional.mish(x),
+    "logsigmoid": lambda m, x: m.nn.functional.logsigmoid(x),
+    "tanhshrink": lambda m, x: m.nn.functional.tanhshrink(x),
+    "hardswish": lambda m, x: m.nn.functional.hardswish(x),
+    "normalize": lambda m, x: m.nn.functional.normalize(x, dim=0),
+    "mse_loss": lambda m, x: m.nn.functional.mse_loss(x, m.zeros_like(x)),
+    "cross_entropy": lambda m, x: m.nn.functional.cross_entropy(x[None], m.tensor([0])),
+    "double_to_float": lambda m, x: x.float(), "to_long": lambda m, x: x.long(),
+}
+_INT_OK = {"abs", "neg", "sign", "sum", "prod", "max", "min", "argmax", "cumsum", "cumprod", "mul10",
+           "rdiv", "sub", "add", "mul", "clamp", "pow2", "square", "div", "isfinite", "isnan",
+           "to_long", "double_to_float"}
+# the ops that still let a NumPy RuntimeWarning out (kind: forward or backward); the fix
+# belongs in the op (dyngrad/ops, nn/functional.py): an XPASS here means one was fixed
+_LEAKS = {("reciprocal", "f"), ("reciprocal", "d"), ("rdiv", "f"), ("rdiv", "d"), ("rdiv", "i"),
+          ("logsumexp", "f"), ("logsumexp", "d"), ("cumsum", "f"), ("cumprod", "f"),
+          ("cumprod", "d"), ("prod", "f"), ("prod", "d"), ("sum", "f"), ("mean", "f"),
+          ("norm", "f"), ("norm", "d"), ("hypot", "f"), ("lerp", "f"), ("lerp", "d"),
+          ("gelu", "f"), ("gelu", "d"), ("silu", "f"), ("mish", "f"), ("hardswish", "f"),
+          ("hardswish", "d"), ("mse_loss", "f"), ("mse_loss", "d"), ("to_long", "f"),
+          ("to_long", "d"), ("double_to_float", "d")}
+
+
+def _op_cases():
+    out = []
+    fns = {n: (lambda n: lambda m, x: getattr(m, n)(x))(n) for n in _UNARY}
+    fns.update(_OTHER)
+    for name, fn in fns.items():
+        for kind in ("f", "d", "i"):
+            if kind == "i" and name not in _INT_OK:
+                continue
+            marks = [pytest.mark.xfail(reason="NumPy warning leaks from the op", strict=False)] \
+                if (name, kind) in _LEAKS else []
+            out.append(pytest.param(fn, kind, id=f"{name}-{kind}", marks=marks))
+    return out
+
+
+def _run_op(m, fn, kind):
+    """The op's result or error, with RuntimeWarnings raised as errors; the backward too."""
+    x = _edge(m, kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        try:
+            fn(m, x)
+        except RuntimeWarning:
+            raise
+        except Exception as e:
+            return type(e).__name__
+        if kind != "i":
+            x = x.detach().clone().requires_grad_()
+            try:
+                r = fn(m, x)
+            except Exception as e:
+                return type(e).__name__
+            if r.requires_grad:
+                try:
+                    r.backward(m.ones_like(r))
+                except RuntimeWarning:
+                    raise
+                except Exception as e:
+                    return "backward " + type(e).__name__
+    return "ok"
+
+
+@pytest.mark.parametrize("fn,kind", _op_cases())
+def test_no_numpy_warning_leaks_from_ops(fn, kind):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = _run_op(torch, fn, kind)          # PyTorch's outcome: a value or an error
+    assert _run_op(dyngrad, fn, kind) == want
+
+
+@pytest.mark.parametrize("expr,leaks", [
+    ("m.log(m.tensor(0.))", False), ("m.tensor(1.) / 0", False), ("m.sqrt(m.tensor(-1.))", False),
+    ("m.exp(m.tensor(1000.))", False), ("m.tensor([1e308], dtype=m.float64) * 10", False),
+    ("m.tensor([1e308])", True), ("m.tensor([1]) // 0", False), ("m.tensor([1]) % 0", False),
+    ("m.div(m.tensor([1]), 0, rounding_mode='floor')", True),
+    ("m.div(m.tensor([1]), 0, rounding_mode='trunc')", True),
+])
+def test_listed_edge_values(expr, leaks):
+    if leaks:
+        pytest.xfail("NumPy warning leaks (the factory's cast; div's integer rounding modes "
+                     "return garbage instead of PyTorch's ZeroDivisionError)")
+    out = []
+    for m in (dyngrad, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            try:
+                out.append(str(eval(expr)))
+            except RuntimeError as e:    # PyTorch: integer division by zero
+                out.append(f"RuntimeError: {e}")
+    assert out[0] == out[1]
