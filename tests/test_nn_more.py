@@ -835,3 +835,167 @@ def test_prune_errors():
     te = _err(lambda: TPR.global_unstructured([(tm, "weight")], TPR.LnStructured, amount=1, n=1))
     de = _err(lambda: DPR.global_unstructured([(dm, "weight")], DPR.LnStructured, amount=1, n=1))
     assert te[0] == de[0] == "TypeError"
+
+
+# ---------------------------------------------------------------------------- checkpoint
+TCP = pytest.importorskip("torch.utils.checkpoint")
+
+
+def _ckpt_setup():
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 4),
+                             torch.nn.GELU(), torch.nn.Linear(4, 3)).double()
+    dm = dg.nn.Sequential(dg.nn.Linear(4, 6), dg.nn.Tanh(), dg.nn.Linear(6, 4), dg.nn.GELU(),
+                          dg.nn.Linear(4, 3)).double()
+    _copy(tm, dm)
+    return tm, dm
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_values_grads_and_recompute(reentrant):
+    from dyngrad.utils.checkpoint import checkpoint
+    tm, dm = _ckpt_setup()
+    calls = []
+
+    def dfn(a, b):
+        calls.append(1)
+        return dm(a) * b.sum()
+
+    def tfn(a, b):
+        return tm(a) * b.sum()
+    x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    s = torch.randn(2, dtype=torch.float64, requires_grad=True)
+    dx, ds = _d(x, True), _d(s, True)
+    to = TCP.checkpoint(tfn, x, s, use_reentrant=reentrant)
+    do = checkpoint(dfn, dx, ds, use_reentrant=reentrant)
+    assert len(calls) == 1
+    assert do.requires_grad and to.requires_grad
+    _close(do, to)
+    w = torch.randn(5, 3, dtype=torch.float64)
+    (to * w).sum().backward()
+    (do * _d(w)).sum().backward()
+    assert len(calls) == 2  # recomputed once in backward
+    _close(dx.grad, x.grad)
+    _close(ds.grad, s.grad)
+    for (n, p), (_, q) in zip(tm.named_parameters(), dm.named_parameters()):
+        _close(q.grad, p.grad)
+    # the same as without checkpointing
+    grads = [p.grad.numpy().copy() for p in dm.parameters()]
+    dm.zero_grad()
+    dx2, ds2 = _d(x, True), _d(s, True)
+    (dfn(dx2, ds2) * _d(w)).sum().backward()
+    _close(dx2.grad, dx.grad)
+    for g, p in zip(grads, dm.parameters()):
+        _close(p.grad, g)
+
+
+def test_checkpoint_forward_is_no_grad_when_reentrant():
+    from dyngrad.utils.checkpoint import checkpoint
+    seen = []
+
+    def fn(a):
+        seen.append(dg.is_grad_enabled())
+        return a.exp()
+    x = dg.randn(3, requires_grad=True)
+    y = checkpoint(fn, x, use_reentrant=True)
+    y.sum().backward()
+    assert seen == [False, True]
+    _close(x.grad, x.exp())
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_preserves_rng(reentrant):
+    from dyngrad.utils.checkpoint import checkpoint
+    drop = dg.nn.Dropout(0.5)
+    lin = dg.nn.Linear(8, 8).double()
+
+    def fn(a):
+        return lin(drop(a)).sin()
+    x = dg.randn(4, 8, dtype=dg.float64, requires_grad=True)
+    dg.manual_seed(5)
+    ref = fn(x)
+    ref.sum().backward()
+    gref, wref = x.grad.numpy().copy(), lin.weight.grad.numpy().copy()
+    x.grad = None
+    lin.zero_grad()
+    dg.manual_seed(5)
+    y = checkpoint(fn, x, use_reentrant=reentrant)
+    after = dg.get_rng_state()
+    _close(y, ref, atol=0)
+    y.sum().backward()
+    _close(x.grad, gref)
+    _close(lin.weight.grad, wref)
+    assert np.array_equal(np.asarray(dg.get_rng_state()), np.asarray(after))  # restored
+    # without preserving, the recomputation draws a new mask: gradients differ
+    x.grad = None
+    lin.zero_grad()
+    dg.manual_seed(5)
+    y = checkpoint(fn, x, use_reentrant=reentrant, preserve_rng_state=False)
+    y.sum().backward()
+    assert not np.allclose(x.grad.numpy(), gref)
+
+
+def test_checkpoint_warnings_and_errors():
+    from dyngrad.utils import checkpoint as DCP
+    lin_t, lin_d = torch.nn.Linear(3, 3), dg.nn.Linear(3, 3)
+    a = torch.randn(2, 3, requires_grad=True)
+    da = _d(a, True)
+
+    def msgs(fn):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            fn()
+        return [(x.category, str(x.message)) for x in w]
+    tw = msgs(lambda: TCP.checkpoint(lin_t, a))
+    dw = msgs(lambda: DCP.checkpoint(lin_d, da))
+    assert tw == dw and len(tw) == 1
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        DCP.checkpoint(lin_d, da)
+    assert w[0].filename == __file__
+    assert msgs(lambda: TCP.checkpoint(lin_t, a.detach(), use_reentrant=True)) == \
+        msgs(lambda: DCP.checkpoint(lin_d, da.detach(), use_reentrant=True))
+    y = DCP.checkpoint(lin_d, da.detach(), use_reentrant=True)
+    assert not y.requires_grad  # parameters get no gradient through the reentrant variant
+    assert DCP.checkpoint(lin_d, da.detach(), use_reentrant=False).requires_grad
+    te = _err(lambda: TCP.checkpoint(lin_t, a, use_reentrant=True, foo=1))
+    assert te == _err(lambda: DCP.checkpoint(lin_d, da, use_reentrant=True, foo=1))
+    te = _err(lambda: TCP.checkpoint(lin_t, a, use_reentrant=True, debug=True))
+    assert te == _err(lambda: DCP.checkpoint(lin_d, da, use_reentrant=True, debug=True))
+    # keyword arguments go to the function without reentrancy
+    out = DCP.checkpoint(lambda x, k=1.0: x * k, da, use_reentrant=False, k=3.0)
+    _close(out, da * 3.0)
+    # autograd.grad: refused by the reentrant variant, fine without
+    y = DCP.checkpoint(lambda x: (x * x).sum(), da, use_reentrant=True)
+    ty = TCP.checkpoint(lambda x: (x * x).sum(), a, use_reentrant=True)
+    te = _err(lambda: torch.autograd.grad(ty, a))
+    assert te == _err(lambda: dg.autograd.grad(y, da)) and te[0] == "RuntimeError"
+    y = DCP.checkpoint(lambda x: (x * x).sum(), da, use_reentrant=False)
+    _close(dg.autograd.grad(y, da)[0], 2 * da)
+    tw = msgs(lambda: TCP.checkpoint_sequential(torch.nn.Sequential(torch.nn.Linear(3, 3)), 1, a))
+    dw = msgs(lambda: DCP.checkpoint_sequential(dg.nn.Sequential(dg.nn.Linear(3, 3)), 1, da))
+    assert tw == dw and len(tw) == 1
+    te = _err(lambda: TCP.checkpoint_sequential([lin_t], 1, a, use_reentrant=True, foo=2))
+    assert te == _err(lambda: DCP.checkpoint_sequential([lin_d], 1, da, use_reentrant=True,
+                                                        foo=2))
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+@pytest.mark.parametrize("segments", [1, 2, 3])
+def test_checkpoint_sequential(reentrant, segments):
+    from dyngrad.utils.checkpoint import checkpoint_sequential
+    tm, dm = _ckpt_setup()
+    calls = []
+    dm[1].register_forward_hook(lambda m, i, o: calls.append(1))
+    x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    dx = _d(x, True)
+    to = TCP.checkpoint_sequential(tm, segments, x, use_reentrant=reentrant)
+    do = checkpoint_sequential(dm, segments, dx, use_reentrant=reentrant)
+    _close(do, to)
+    to.sum().backward()
+    do.sum().backward()
+    _close(dx.grad, x.grad)
+    for p, q in zip(tm.parameters(), dm.parameters()):
+        _close(q.grad, p.grad)
+    # the Tanh at index 1 is in the first segment: checkpointed (run twice) unless one segment
+    assert len(calls) == (1 if segments == 1 else 2)
