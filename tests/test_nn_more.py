@@ -112,6 +112,18 @@ def test_sdpa_errors():
         assert te is not None and te == de
     te = _err(lambda: TF.scaled_dot_product_attention(q.float(), k, v))
     assert te == _err(lambda: DF.scaled_dot_product_attention(dq.float(), dk, dv))
+    q6 = torch.randn(2, 6, 4, 8, dtype=torch.float64)
+    for kh, vh in ((4, 4), (3, 4), (2, 3)):
+        k2 = torch.randn(2, kh, 5, 8, dtype=torch.float64)
+        v2 = torch.randn(2, vh, 5, 8, dtype=torch.float64)
+        te = _err(lambda: TF.scaled_dot_product_attention(q6, k2, v2, enable_gqa=True))
+        assert te == _err(lambda: DF.scaled_dot_product_attention(_d(q6), _d(k2), _d(v2),
+                                                                  enable_gqa=True))
+        if te is None:
+            _sdpa_pair((2, 6, 4, 8), (2, kh, 5, 8), (2, vh, 5, 8), enable_gqa=True)
+    te = _err(lambda: TF.scaled_dot_product_attention(q[0, 0], k[0, 0], v[0, 0], enable_gqa=True))
+    assert te == _err(lambda: DF.scaled_dot_product_attention(dq[0, 0], dk[0, 0], dv[0, 0],
+                                                              enable_gqa=True))
 
 
 def test_sdpa_dropout_uses_dyngrad_generator():

@@ -53,11 +53,20 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     L, S = query.shape[-2], key.shape[-2]
     sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    if enable_gqa and query.dim() >= 3 and key.dim() >= 3:
+    if enable_gqa:
+        for t in (query, key, value):
+            if t.dim() < 3:
+                nd = t.dim()
+                raise IndexError(f"Dimension out of range (expected to be in range of "
+                                 f"[-{nd}, {nd - 1}], but got -3)")
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
-        if hq != hk and hk > 0 and hq % hk == 0:
+        if hk == 0 or hv == 0 or hq % hk or hq % hv:
+            # (PyTorch's message stops there)
+            raise RuntimeError("Number of heads in key and value must divide the number of "
+                               "heads in ")
+        if hq != hk:
             key = key.repeat_interleave(hq // hk, -3)
-        if hq != hv and hv > 0 and hq % hv == 0:
+        if hq != hv:
             value = value.repeat_interleave(hq // hv, -3)
     scores = matmul(query, key.transpose(-2, -1)) * sc
     if is_causal:
