@@ -497,3 +497,86 @@ def test_listed_edge_values(expr, leaks):
             except RuntimeError as e:    # PyTorch: integer division by zero
                 out.append(f"RuntimeError: {e}")
     assert out[0] == out[1]
+
+
+# -- the command line ----------------------------------------------------------------------
+def _cli(*args, env=None, timeout=600):
+    env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "src"), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "dyngrad", *args], capture_output=True,
+                          text=True, env=env, timeout=timeout, cwd=ROOT)
+
+
+def test_cli_version():
+    r = _cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"dyngrad {dyngrad.__version__}"
+
+
+def test_cli_bad_paths_end_in_one_line(tmp_path):
+    afile = tmp_path / "afile"            # a file where a folder is needed: unwritable even as root
+    afile.write_text("x")
+    bad_ckpt = tmp_path / "bad.pt"
+    bad_ckpt.write_text("not a checkpoint")
+    script = tmp_path / "ok.py"
+    script.write_text("import torch\nprint(torch.ones(1))\n")
+    cases = [("run", str(tmp_path / "nope.py")), ("run", str(tmp_path)),
+             ("explore", str(tmp_path / "nope.py")),
+             ("explore", str(script), "-o", str(afile / "x.html")),
+             ("explore", str(script), "-o", str(tmp_path)),
+             ("train", "--resume", str(tmp_path / "nope.pt")),
+             ("train", "--resume", str(bad_ckpt), "--epochs", "1", "--no-progress",
+              "--out", str(tmp_path / "o")),
+             ("train", "--epochs", "1", "--no-progress", "--out", str(afile / "out")),
+             ("demo", "--epochs", "1", "--no-progress", "--out", str(afile / "out")),
+             ("bench", "--quick", "--json", str(afile / "x.json"))]
+    for args in cases:
+        r = _cli(*args)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode != 0 and len(lines) == 1 and "Traceback" not in r.stderr, (args, r.stderr)
+        assert lines[0].startswith(f"dyngrad {args[0]}: error: "), (args, r.stderr)
+
+
+def test_cli_help_shows_defaults():
+    assert "(default: 30)" in _cli("train", "--help").stdout
+    assert "(default: demo-output)" in _cli("demo", "--help").stdout
+    assert "(default: None)" not in _cli("explore", "--help").stdout
+
+
+def test_bench_quick_without_pytorch(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\n\n\nclass _HideTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ModuleNotFoundError(\"No module named 'torch'\", name=name)\n"
+        "        return None\n\n\nsys.meta_path.insert(0, _HideTorch())\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.path.join(ROOT, "src")])}
+    hidden = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, env={
+        **os.environ, **env})
+    assert hidden.returncode != 0
+    import time
+    t0 = time.perf_counter()
+    r = _cli("bench", "--quick", env=env)
+    took = time.perf_counter() - t0
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (r.stdout + r.stderr).count("PyTorch not installed") == 1
+    assert "skipped" not in r.stdout
+    assert took < 120     # a few seconds on an idle machine
+
+
+def test_editable_install_metadata_has_no_setuptools_warning(tmp_path):
+    import shutil
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), tmp_path)
+    shutil.copy(os.path.join(ROOT, "README.md"), tmp_path)
+    (tmp_path / "src" / "dyngrad").mkdir(parents=True)
+    (tmp_path / "src" / "dyngrad" / "__init__.py").write_text("")
+    out = tmp_path / "meta"
+    out.mkdir()
+    r = subprocess.run([sys.executable, "-W", "always", "-c",
+                        "from setuptools import build_meta\n"
+                        f"print(build_meta.prepare_metadata_for_build_editable({str(out)!r}))"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Deprecat" not in r.stderr and "deprecat" not in r.stderr, r.stderr
+    meta = (out / r.stdout.split()[-1] / "METADATA").read_text()
+    assert "License-Expression: MIT" in meta
+    assert "Requires-Dist: graphviz>=0.20\n" in meta and "Requires-Dist: threadpoolctl>=3" in meta
+    assert 'Requires-Dist: graphviz>=0.20; extra == "viz"' in meta    # dyngrad[viz] still works

@@ -14,6 +14,57 @@ class UsageError(Exception):
     """An error the user can fix; printed as one line."""
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows each option's default, except where there is none to show (None,
+    False) or the help text already says it."""
+
+    def _get_help_string(self, action):
+        h = action.help or ""
+        if action.default is None or action.default is False or "default" in h:
+            return h
+        return super()._get_help_string(action)
+
+
+def check_writable(path) -> None:
+    """Raise the one-line UsageError now when the output file ``path`` could not be written
+    later (its folder cannot be made or written, or it is a folder itself)."""
+    import os
+    full = os.path.abspath(path)
+    if os.path.isdir(full):
+        raise UsageError(f"cannot write {path}: it is a directory")
+    parent = os.path.dirname(full)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"cannot write {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"cannot write {path}: permission denied in {parent}")
+
+
+def check_out_dir(path) -> None:
+    """Raise the one-line UsageError now when the output folder ``path`` cannot be made or
+    written."""
+    import os
+    full = os.path.abspath(path)
+    parent = full
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise UsageError(f"cannot write to {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"cannot write to {path}: permission denied in {parent}")
+
+
+def oserror_line(e: OSError) -> str:
+    """One line for a file that cannot be read or written."""
+    return f"{e.filename}: {e.strerror}" if e.filename and e.strerror else str(e).split("\n")[0]
+
+
+def cannot_write(path, e: OSError) -> UsageError:
+    """The one-line error for an output that cannot be written."""
+    return UsageError(f"cannot write {path}: {e.strerror or e}")
+
+
 def _commands():
     from . import commands
     found = {}
@@ -25,14 +76,16 @@ def _commands():
 
 
 def build_parser():
+    from . import __version__
     parser = argparse.ArgumentParser(
-        prog="dyngrad",
+        prog="dyngrad", formatter_class=HelpFormatter,
         description="dyngrad: a define-by-run autograd engine with PyTorch's API that shows its "
                     "graphs.")
+    parser.add_argument("--version", action="version", version=f"dyngrad {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, modname in sorted(_commands().items()):
         mod = importlib.import_module(modname)
-        p = sub.add_parser(name, help=getattr(mod, "HELP", ""),
+        p = sub.add_parser(name, help=getattr(mod, "HELP", ""), formatter_class=HelpFormatter,
                            description=getattr(mod, "DESCRIPTION", getattr(mod, "HELP", "")))
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -33,10 +34,28 @@ def add_arguments(parser):
         parser.add_argument("--only", nargs="*", help=argparse.SUPPRESS)
 
 
+def _torch_installed() -> bool:
+    """Whether ``import torch`` can find PyTorch (without importing it: that takes seconds)."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def run(args) -> int:
+    from ..cli import UsageError, check_writable, oserror_line
     suite = _suite()
     if suite is None or not hasattr(suite, "run"):
-        from ..cli import UsageError
         raise UsageError("the benchmarks/ suite is not here: run it from a source checkout "
                          "of dyngrad (python -m benchmarks)")
-    return suite.run(args)
+    if getattr(args, "json", None):
+        check_writable(args.json)
+    backends = getattr(args, "backends", None)
+    if backends and "torch" in backends.split(",") and not _torch_installed():
+        print("PyTorch not installed: timing dyngrad against the NumPy floor only",
+              file=sys.stderr)
+        args.backends = ",".join(b for b in backends.split(",") if b != "torch")
+    try:
+        return suite.run(args)
+    except OSError as e:
+        raise UsageError(oserror_line(e)) from None

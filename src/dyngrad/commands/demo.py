@@ -49,16 +49,25 @@ def walkthrough(print=print):
 
 
 def run(args) -> int:
-    from ..cli import UsageError
+    from ..cli import UsageError, check_out_dir
+    check_out_dir(args.out)
     walkthrough()
     from ..apps.digits import train
     try:
         _, hist, paths = train("cnn", epochs=args.epochs, out=args.out,
                                progress=not args.no_progress)
-    except (RuntimeError, ValueError, OSError) as e:
+    except OSError as e:
+        from ..cli import oserror_line
+        raise UsageError(oserror_line(e)) from None
+    except (RuntimeError, ValueError) as e:
         raise UsageError(str(e).split("\n")[0]) from None
     from ..apps.misuse import write_page
-    paths["misuse"], _ = write_page(os.path.join(args.out, "misuse.html"))
+    page = os.path.join(args.out, "misuse.html")
+    try:
+        paths["misuse"], _ = write_page(page)
+    except OSError as e:
+        from ..cli import cannot_write
+        raise cannot_write(page, e) from None
     print("outputs:")
     for k, v in paths.items():
         print(f"{k:>12}: {v}")

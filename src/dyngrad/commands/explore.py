@@ -73,8 +73,16 @@ def run(args) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     out = args.output or os.path.splitext(os.path.basename(args.script))[0] + ".html"
+    from ..cli import check_writable
+    check_writable(out)
     rec, code, error = explore(args.script, args.args, args.iterations)
-    rec.save_html(out)
+    try:
+        rec.save_html(out)
+    except OSError as e:
+        from ..cli import cannot_write
+        if error is not None:
+            _print_script_error(error, args.script)
+        raise cannot_write(out, e) from None
     it = rec.iterations
     print(f"wrote {out}: {len(rec.nodes)} nodes, {len(rec.events)} events, "
           f"{len(rec.groups)} module calls; {it} iteration{'s' if it != 1 else ''}"

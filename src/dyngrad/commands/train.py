@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ..cli import UsageError
+from ..cli import UsageError, oserror_line as _os_error
 
 HELP = "train an MLP or CNN on scikit-learn's digits; writes a checkpoint, plot and graphs"
 
@@ -45,12 +45,16 @@ def add_arguments(p):
 def run(args) -> int:
     if args.resume and not os.path.exists(args.resume):
         raise UsageError(f"checkpoint not found: {args.resume}")
+    from ..cli import check_out_dir
+    check_out_dir(args.out)
     if args.nproc > 1:
         return _run_parallel(args)
     from ..apps.digits import train
     try:
         _, _, paths = train(args.model, args.epochs, args.lr, args.batch_size, args.out,
                             args.resume, args.seed, progress=not args.no_progress)
+    except OSError as e:
+        raise UsageError(_os_error(e)) from None
     except (ValueError, RuntimeError) as e:
         raise UsageError(str(e).split("\n")[0]) from None
     for k, v in paths.items():
@@ -81,6 +85,8 @@ def _run_parallel(args) -> int:
     try:
         _, _, paths = train_parallel(args.model, args.epochs, args.lr, args.batch_size,
                                      args.out, args.seed, progress=not args.no_progress)
+    except OSError as e:
+        raise UsageError(_os_error(e)) from None
     except (ValueError, RuntimeError) as e:
         raise UsageError(str(e).split("\n")[0]) from None
     for k, v in paths.items():
