@@ -1,10 +1,10 @@
 """The backward engine: counts, for every node reachable from the roots, how many consumers
-will send it a gradient, then runs nodes from a ready queue (highest sequence number first,
-as PyTorch does), summing incoming gradients in one buffer per node.  Iterative: graphs a
-million nodes deep need no recursion."""
+will send it a gradient, then runs nodes from a ready queue as PyTorch does (a leaf's
+AccumulateGrad as soon as its gradient is complete, then the highest sequence number), summing
+incoming gradients in one buffer per node.  Iterative: graphs a million nodes deep need no
+recursion."""
 from __future__ import annotations
 
-import heapq
 import sys
 
 import numpy as np
@@ -31,26 +31,32 @@ class _Hooks:
 HOOKS = _Hooks()
 
 
-def _collect(root_nodes):
-    """Dependency counts of every node reachable from the roots (iterative DFS)."""
+def _dependencies(root_nodes):
+    """How many edges of nodes reachable from the roots point at each node (PyTorch's
+    compute_dependencies), by an iterative DFS."""
     deps = {}
-    stack = list(root_nodes)
-    seen = set(root_nodes)
-    add = seen.add
-    push = stack.append
     get = deps.get
+    stack = list(root_nodes)
+    pop = stack.pop
+    push = stack.append
     while stack:
-        for fn, _ in stack.pop().next_functions:
-            if fn is None:
-                continue
-            d = get(fn)
-            if d is None:
-                deps[fn] = 1
-                if fn not in seen:
-                    add(fn)
-                    push(fn)
-            else:
-                deps[fn] = d + 1
+        for fn, _ in pop().next_functions:
+            if fn is not None:
+                d = get(fn)
+                if d is None:
+                    deps[fn] = 1
+                    if fn.next_functions:
+                        push(fn)
+                else:
+                    deps[fn] = d + 1
+    return deps
+
+
+def _collect(root_nodes):
+    """Dependency counts and the set of nodes reachable from the roots."""
+    deps = _dependencies(root_nodes)
+    seen = set(deps)
+    seen.update(root_nodes)
     return deps, seen
 
 
@@ -104,70 +110,137 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
         quiet_off(quiet)
 
 
-def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
-    """backward() without ``inputs``: nodes run in decreasing sequence number.
+# --- the ready queue -------------------------------------------------------------------------
+# PyTorch keeps ready nodes in a std::priority_queue ordered by sequence number, with
+# AccumulateGrad above everything (its sequence number is UINT64_MAX): a leaf's gradient is
+# accumulated as soon as it is complete.  Sequence numbers are unique, so for other nodes any
+# heap gives the same order; several AccumulateGrads ready at once tie, and then the order is
+# the one libstdc++'s push_heap/pop_heap give.  These two functions are those algorithms.
+_ACC_KEY = 1 << 62
 
-    Every node is created after the nodes it points to, so a node's sequence number is larger
-    than any of its inputs'.  Popping the largest pending number therefore only reaches a node
-    once all of its reachable producers have run -- the same guarantee as counting
-    dependencies, without the extra pass over the graph.  Leaves' AccumulateGrad nodes run
-    last, once each, with the sum of everything they received.
-    """
+
+def _key(fn):
+    return _ACC_KEY if fn.__class__ is AccumulateGrad else fn._seq
+
+
+def _push(h, key, node):
+    """std::push_heap of ``(key, node)`` onto ``h`` (a max-heap on key)."""
+    i = len(h)
+    h.append(None)
+    while i:
+        p = (i - 1) >> 1
+        up = h[p]
+        if up[0] < key:
+            h[i] = up
+            i = p
+        else:
+            break
+    h[i] = (key, node)
+
+
+def _pop(h):
+    """std::pop_heap then pop_back: the node with the largest key (ties as libstdc++)."""
+    top = h[0][1]
+    last = h.pop()
+    n = len(h)
+    if n:
+        hole = child = 0
+        while child < (n - 1) // 2:
+            child = 2 * (child + 1)
+            if h[child][0] < h[child - 1][0]:
+                child -= 1
+            h[hole] = h[child]
+            hole = child
+        if not n & 1 and child == (n - 2) // 2:
+            child = 2 * (child + 1)
+            h[hole] = h[child - 1]
+            hole = child - 1
+        key = last[0]
+        while hole:
+            p = (hole - 1) >> 1
+            up = h[p]
+            if up[0] < key:
+                h[hole] = up
+                hole = p
+            else:
+                break
+        h[hole] = last
+    return top
+
+
+def _start(roots, grads, edge_of):
+    """Deposit the root gradients and count dependencies (PyTorch's compute_dependencies);
+    returns the buffers, the dependency counts and the ready queue.  Several roots go through
+    a GraphRoot as in PyTorch: each root is ready once no other reachable node feeds it."""
+    edges = []
+    for t in roots:
+        e = edge_of(t)
+        if e[0] is None:
+            raise RuntimeError(errors.NO_GRAD_FN)
+        edges.append(e)
     bufs = {}
     heap = []
-    push = heapq.heappush
-    accs = []
-    for t, g in zip(roots, grads):
-        fn, nr = edge_of(t)
+    if len(edges) == 1:
+        fn, nr = edges[0]
+        _deposit(bufs, fn, nr, grads[0])
+        deps = _dependencies((fn,)) if fn.next_functions else {}
+        heap.append((_key(fn), fn))
+        return bufs, deps, heap
+    firsts = list(dict.fromkeys(fn for fn, _ in edges))
+    deps = _dependencies(firsts)
+    left = {}
+    for fn, _ in edges:
+        left[fn] = left.get(fn, 0) + 1
+    for (fn, nr), g in zip(edges, grads):
+        _deposit(bufs, fn, nr, g)
+        k = left[fn] - 1
+        left[fn] = k
+        if not k and not deps.get(fn):
+            _push(heap, _key(fn), fn)
+    return bufs, deps, heap
+
+
+def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
+    """backward() without ``inputs``: PyTorch's ready-queue order (see above); a failing node
+    leaves every gradient accumulated before it, as in PyTorch."""
+    ACC = AccumulateGrad
+    if len(roots) == 1:
+        fn, nr = edge_of(roots[0])
         if fn is None:
             raise RuntimeError(errors.NO_GRAD_FN)
-        if fn not in bufs:
-            if fn.__class__ is AccumulateGrad:
-                accs.append(fn)
-            else:
-                push(heap, (-fn._seq, fn))
-        _deposit(bufs, fn, nr, g)
+        bufs = {}
+        _deposit(bufs, fn, nr, grads[0])
+        deps = _dependencies((fn,)) if fn.next_functions else {}
+        heap = [(_ACC_KEY if fn.__class__ is ACC else fn._seq, fn)]
+    else:
+        bufs, deps, heap = _start(roots, grads, edge_of)
     obs = HOOKS.observer
-    _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, HOOKS.anomaly)
-    for acc in accs:
-        _accumulate(acc, bufs.pop(acc), create_graph, obs)
-    return None
-
-
-def _flush_ready_leaves(heap, bufs, accs, create_graph, obs, failed):
-    """When a node fails, still accumulate into the leaves whose gradients were complete (no
-    pending node can reach them), as PyTorch has already done by then."""
-    pending = [n for _, n in heap]
-    if failed is not None:
-        pending.append(failed)
-    reach = set()
-    stack = list(pending)
-    while stack:
-        for fn, _ in stack.pop().next_functions:
-            if fn is not None and fn not in reach:
-                reach.add(fn)
-                stack.append(fn)
-    for acc in accs:
-        if acc not in reach and acc in bufs:
-            try:
-                _accumulate(acc, bufs.pop(acc), create_graph, obs)
-            except Exception:  # noqa: BLE001 - the original error is the one to report
-                pass
-
-
-def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly):
-    push = heapq.heappush
-    pop = heapq.heappop
+    anomaly = HOOKS.anomaly
     bufs_pop = bufs.pop
     bufs_get = bufs.get
-    ACC = AccumulateGrad
     plain_release = Node._release
     owned = set()
     simple = obs is None and not anomaly and not create_graph
-    while heap:
-        node = pop(heap)[1]
-        g = bufs_pop(node)
-        try:  # free in CPython 3.11 unless something raises
+    # ``nxt``: the one ready node when the queue is otherwise empty (the usual case on a
+    # chain), kept out of the heap; pushed first as soon as another node gets ready, so the
+    # queue sees the same pushes as PyTorch's
+    nxt = heap.pop()[1]
+    while True:
+        if nxt is not None:
+            node = nxt
+            nxt = None
+        elif heap:
+            node = heap.pop()[1] if len(heap) == 1 else _pop(heap)
+        else:
+            break
+        g = bufs_pop(node, None)
+        if node.__class__ is ACC:
+            if g is not None:
+                _accumulate(node, g, create_graph, obs)
+            continue
+        if g is None:  # every gradient flowing in was None: nothing to compute
+            outs = (None,) * len(node.next_functions)
+        else:
             if node._saved is None:
                 raise errors.freed_graph(node)
             if simple and node._plain and node._nout == 1:
@@ -177,9 +250,6 @@ def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly):
                 outs = node._bw(g, False)
             else:
                 outs = _run_node(node, g, create_graph, obs, anomaly)
-        except BaseException:
-            _flush_ready_leaves(heap, bufs, accs, create_graph, obs, node)
-            raise
         if not retain_graph:
             if node.__class__._release is plain_release:
                 if node._needs_saved:
@@ -189,28 +259,34 @@ def _loop_fast(heap, bufs, accs, retain_graph, create_graph, obs, anomaly):
             if obs is not None:
                 obs.on_free(node)
         for (fn, nr), gi in zip(node.next_functions, outs):
-            if fn is None or gi is None:
+            if fn is None:
                 continue
-            dt = fn._odt
-            if dt is not None and getattr(gi, "dtype", None) is not dt:
-                gi = _to_dtype(gi, dt)
-            if fn._nout == 1:
-                b = bufs_get(fn)
-                if b is None:
-                    bufs[fn] = gi
-                    if fn.__class__ is ACC:
-                        accs.append(fn)
+            if gi is not None:
+                dt = fn._odt
+                if dt is not None and getattr(gi, "dtype", None) is not dt:
+                    gi = _to_dtype(gi, dt)
+                if fn._nout == 1:
+                    b = bufs_get(fn)
+                    if b is None:
+                        bufs[fn] = gi
+                    elif fn in owned and type(b) is _ndarray and not create_graph:
+                        b += gi  # a sum this engine made: nobody else sees it
                     else:
-                        push(heap, (-fn._seq, fn))
-                elif fn in owned and type(b) is _ndarray and not create_graph:
-                    b += gi  # a sum this engine made: nobody else sees it
+                        bufs[fn] = b + gi
+                        owned.add(fn)
                 else:
-                    bufs[fn] = b + gi
-                    owned.add(fn)
+                    _deposit(bufs, fn, nr, gi)
+            d = deps[fn] - 1
+            if d:
+                deps[fn] = d
+            elif nxt is None and not heap:
+                nxt = fn
             else:
-                if fn not in bufs:
-                    push(heap, (-fn._seq, fn))
-                _deposit(bufs, fn, nr, gi)
+                if nxt is not None:
+                    _push(heap, _ACC_KEY if nxt.__class__ is ACC else nxt._seq, nxt)
+                    nxt = None
+                _push(heap, _ACC_KEY if fn.__class__ is ACC else fn._seq, fn)
+    return None
 
 
 def _run_node(node, g, create_graph, obs, anomaly):
@@ -268,18 +344,16 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
 
     obs = HOOKS.observer
     anomaly = HOOKS.anomaly
-    push = heapq.heappush
-    pop = heapq.heappop
     bufs_pop = bufs.pop
     bufs_get = bufs.get
     ACC = AccumulateGrad
     heap = []
     for fn in root_nodes:
         if deps.get(fn, 0) == 0:
-            push(heap, (-fn._seq, fn))
+            _push(heap, _key(fn), fn)
 
     while heap:
-        node = pop(heap)[1]
+        node = _pop(heap)
         g = bufs_pop(node, None)
         run_it = True
         if targets is not None:
@@ -346,7 +420,7 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
                 d = deps[fn] - 1
                 deps[fn] = d
                 if d == 0:
-                    push(heap, (-fn._seq, fn))
+                    _push(heap, _key(fn), fn)
             k += 1
 
     if inputs is not None and not capture:

@@ -10,7 +10,7 @@ from ..._factories import empty, zeros
 from .. import init
 from ..parameter import Parameter
 from ...ops.shape import cat as _cat, stack as _stack
-from ..functional import dropout as _dropout
+from ..functional import dropout as _dropout, linear as _linear
 from .module import Module
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
@@ -404,10 +404,7 @@ class RNNCellBase(Module):
                 if tuple(h.shape) != (n, self.hidden_size):
                     raise RuntimeError(f"hidden has inconsistent shape: got {list(h.shape)} "
                                        f"expected {[n, self.hidden_size]}")
-        xw = input.matmul(self.weight_ih.t())
-        if self.bias_ih is not None:
-            xw = xw + self.bias_ih
-        return xw, hx, batched
+        return input, hx, batched
 
 
 class RNNCell(RNNCellBase):
@@ -421,8 +418,11 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
-        xw, (h,), batched = self._prepare(input, hx, "RNNCell")
-        h = _rnn_step(xw, h, self.weight_hh, self.bias_hh, self.nonlinearity == "relu")
+        x, (h,), batched = self._prepare(input, hx, "RNNCell")
+        # PyTorch's cell: linear_hh(h).add_(linear_ih(x)), then the nonlinearity
+        pre = _linear(h, self.weight_hh, self.bias_hh)
+        pre.add_(_linear(x, self.weight_ih, self.bias_ih))
+        h = pre.relu() if self.nonlinearity == "relu" else pre.tanh()
         return h if batched else h.squeeze(0)
 
 
@@ -433,8 +433,9 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input, hx=None):
-        xw, (h, c), batched = self._prepare(input, hx, "LSTMCell", 2)
-        h, c = _lstm_step(xw, h, c, self.weight_hh, self.bias_hh)
+        x, (h, c), batched = self._prepare(input, hx, "LSTMCell", 2)
+        h, c = _lstm_step(_linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
+                          self.bias_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -445,6 +446,6 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input, hx=None):
-        xw, (h,), batched = self._prepare(input, hx, "GRUCell")
-        h = _gru_step(xw, h, self.weight_hh, self.bias_hh)
+        x, (h,), batched = self._prepare(input, hx, "GRUCell")
+        h = _gru_step(_linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
         return h if batched else h.squeeze(0)
