@@ -1011,3 +1011,62 @@ def test_checkpoint_sequential(reentrant, segments):
         _close(q.grad, p.grad)
     # the Tanh at index 1 is in the first segment: checkpointed (run twice) unless one segment
     assert len(calls) == (1 if segments == 1 else 2)
+
+
+# ---------------------------------------------------------------------------- hook-based norms
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_hook_weight_norm(dim):
+    tm, dm = _linear_pair(3, 5, seed=6)
+    with warnings.catch_warnings(record=True) as tw:
+        warnings.simplefilter("always")
+        torch.nn.utils.weight_norm(tm, dim=dim)
+    with warnings.catch_warnings(record=True) as dw:
+        warnings.simplefilter("always")
+        dg.nn.utils.weight_norm(dm, dim=dim)
+    assert [(w.category, str(w.message)) for w in dw] == \
+        [(w.category, str(w.message)) for w in tw]
+    assert list(dm.state_dict()) == list(tm.state_dict()) == ["bias", "weight_g", "weight_v"]
+    for k, v in tm.state_dict().items():
+        _close(dm.state_dict()[k], v)
+    with torch.no_grad():
+        tm.weight_g.mul_(1.5)
+    _copy(tm, dm)
+    _grads_equal(tm, dm, torch.randn(4, 3, dtype=torch.float64))
+    te = _err(lambda: torch.nn.utils.weight_norm(tm, dim=dim))
+    assert te == _err(lambda: dg.nn.utils.weight_norm(dm, dim=dim))
+    torch.nn.utils.remove_weight_norm(tm)
+    dg.nn.utils.remove_weight_norm(dm)
+    assert list(dm.state_dict()) == list(tm.state_dict())
+    _close(dm.weight, tm.weight)
+    assert isinstance(dm.weight, dg.nn.Parameter)
+    te = _err(lambda: torch.nn.utils.remove_weight_norm(tm))
+    de = _err(lambda: dg.nn.utils.remove_weight_norm(dm))
+    assert te[0] == de[0] == "ValueError" and te[1].split(" in ")[0] == de[1].split(" in ")[0]
+
+
+@pytest.mark.parametrize("cls,args", [("Linear", (3, 5)), ("Conv2d", (2, 3, 3)),
+                                      ("ConvTranspose2d", (2, 3, 3))])
+def test_hook_spectral_norm(cls, args):
+    torch.manual_seed(1)
+    tm = getattr(torch.nn, cls)(*args).double()
+    dm = getattr(dg.nn, cls)(*args).double()
+    _copy(tm, dm)
+    torch.nn.utils.spectral_norm(tm, n_power_iterations=2)
+    dg.nn.utils.spectral_norm(dm, n_power_iterations=2)
+    assert list(dm.state_dict()) == list(tm.state_dict())
+    assert [n for n, _ in dm.named_buffers()] == [n for n, _ in tm.named_buffers()]
+    _copy(tm, dm)
+    x = torch.randn(2, *((args[0],) if cls == "Linear" else (args[0], 5, 5)),
+                    dtype=torch.float64)
+    for train in (True, False, True):
+        tm.train(train)
+        dm.train(train)
+        _grads_equal(tm, dm, x)
+        _close(dm.weight_u, tm.weight_u)
+        _close(dm.weight_v, tm.weight_v)
+    te = _err(lambda: torch.nn.utils.spectral_norm(tm))
+    assert te == _err(lambda: dg.nn.utils.spectral_norm(dm))
+    torch.nn.utils.remove_spectral_norm(tm)
+    dg.nn.utils.remove_spectral_norm(dm)
+    assert list(dm.state_dict()) == list(tm.state_dict())
+    _close(dm.weight, tm.weight)
