@@ -580,3 +580,13 @@ def test_editable_install_metadata_has_no_setuptools_warning(tmp_path):
     assert "License-Expression: MIT" in meta
     assert "Requires-Dist: graphviz>=0.20\n" in meta and "Requires-Dist: threadpoolctl>=3" in meta
     assert 'Requires-Dist: graphviz>=0.20; extra == "viz"' in meta    # dyngrad[viz] still works
+
+
+# -- still open ----------------------------------------------------------------------------
+@pytest.mark.xfail(reason="Tensor._version is the shared version-counter list inside dyngrad "
+                          "(views, saved tensors, the engine); exposing PyTorch's int needs that "
+                          "storage renamed across the autograd and op modules", strict=True)
+def test_version_is_an_int():
+    t = dyngrad.ones(2)
+    t.add_(1)
+    assert t._version == torch.ones(2).add_(1)._version == 1
