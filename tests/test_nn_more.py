@@ -24,7 +24,8 @@ def _close(a, b, atol=1e-6):
 
 
 def _copy(tm, dm):
-    dm.load_state_dict({k: dg.tensor(v.detach().numpy().copy()) for k, v in tm.state_dict().items()})
+    dm.load_state_dict({k: dg.tensor(v.detach().numpy().copy())
+                        for k, v in tm.state_dict().items()})
 
 
 def _err(fn):
