@@ -56,9 +56,7 @@ def _check(seed):
 # Short-run seeds that still differ from PyTorch, by root cause (documented in
 # docs/reliability.md; an expected failure, not strict, so a fix shows up as XPASS).  Remove a group
 # when its cause is fixed.
-KNOWN = {
-    "in-place on an expanded view: overlap error at the write, not at backward": (11,),
-}
+KNOWN: dict = {}
 _KNOWN = {seed: why for why, seeds in KNOWN.items() for seed in seeds}
 
 

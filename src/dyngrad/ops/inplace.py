@@ -304,13 +304,16 @@ class CopySlices(Node):
             if outs[0] is None:
                 region.zero_()
             else:
-                region.copy_(outs[0])
+                region.copy_(outs[0])  # refuses a region whose elements overlap, as PyTorch
             return (res,) + tuple(outs[1:])
         res = np.array(g, dtype=g.dtype, copy=True)
         gv = apply_chain(g, chain)
         outs = node._bw(c_order(gv), graph)
         region = apply_chain(res, chain)
-        if not region.flags.writeable:  # a slice of an expand (in-place ops refuse overlap)
+        if not region.flags.writeable:  # a slice of an expand
+            if outs[0] is not None and overlapping(region):
+                # PyTorch copies the region's gradient in with copy_, which refuses overlap
+                raise _internal_overlap()
             region = writeable_alias(region)
         region[...] = 0 if outs[0] is None else outs[0]
         return (res,) + tuple(outs[1:])
@@ -423,7 +426,8 @@ def _copy_into(self, src, strict=False):
         if isinstance(src, (int, float, bool, np.number)):
             return apply(self, _copy_fn, src)
         src = _make(np.asarray(src))
-    return apply(self, _copy_fn, src, CopyBackwards, strict)
+    # copying a tensor onto itself checks no overlap (PyTorch returns early from the kernel)
+    return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, src is self)
 
 
 @op(function=False)
@@ -547,10 +551,10 @@ def _alpha_inplace(self, other, alpha, fn_name):
     """add_/sub_ with alpha != 1: shapes checked like PyTorch, node as the out-of-place op."""
     if isinstance(other, Tensor):
         d, od = self._data, other._data
+        recording = _recording(self, (other,))
+        _prewrite(self, (other,), recording)
         if od.shape != d.shape and (not _bcast_ok(od.shape, d.shape)
                                     or np.broadcast_shapes(od.shape, d.shape) != d.shape):
-            recording = _recording(self, (other,))
-            _prewrite(self, (other,), recording)
             _bad_bcast(self, od.shape, recording)
     if not _recording(self, (other,)):
         od = other._data if isinstance(other, Tensor) else other
