@@ -157,8 +157,22 @@ def failing(lib):
     return log
 
 
+def two_roots(lib):
+    """Two roots, one reaching the other's node through an in-place op (GraphRoot)."""
+    x = lib.tensor([[1.0, 2.0, 4.0], [3.0, 5.0, 6.0]], requires_grad=True)
+    log = []
+    x.register_post_accumulate_grad_hook(lambda t: log.append("acc x"))
+    s, m = lib.std_mean(x, 1)
+    m.add_(1)
+    _nodes(s, log)
+    _nodes(m, log)
+    lib.autograd.backward([s, m], [lib.ones(2), lib.ones(2)])
+    log.append("grad %s" % [round(v, 4) for v in x.grad.flatten().tolist()])
+    return log
+
+
 SCENARIOS = {f.__name__: f for f in (mlp, cnn_shared, rnn_unrolled, retain_twice, many_leaves,
-                                     failing)}
+                                     failing, two_roots)}
 
 
 def _recorded():

@@ -39,5 +39,16 @@ def test_quickstart_prints_what_it_says():
 def test_docstring_examples(module):
     import importlib
     mod = importlib.import_module(module)
-    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    finder = doctest.DocTestFinder()
+    tests = finder.find(mod)
+    # classes defined here but shown under the package's name (dyngrad.Tensor) too
+    for name, obj in vars(mod).items():
+        if isinstance(obj, type) and obj.__module__ != module and any(
+                getattr(getattr(v, "__code__", None), "co_filename", None) == mod.__file__
+                for v in vars(obj).values()):
+            tests += finder.find(obj, f"{module}.{name}", module=False, globs=dict(vars(mod)))
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for t in tests:
+        runner.run(t)
+    result = runner.summarize(verbose=False)
     assert result.attempted > 0 and result.failed == 0

@@ -39,13 +39,14 @@ def _dependencies(root_nodes):
     stack = list(root_nodes)
     pop = stack.pop
     push = stack.append
+    roots = set(root_nodes) if len(root_nodes) > 1 else ()  # already on the stack
     while stack:
         for fn, _ in pop().next_functions:
             if fn is not None:
                 d = get(fn)
                 if d is None:
                     deps[fn] = 1
-                    if fn.next_functions:
+                    if fn.next_functions and fn not in roots:
                         push(fn)
                 else:
                     deps[fn] = d + 1
