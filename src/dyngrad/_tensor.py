@@ -698,7 +698,8 @@ def _views_follow(base, value):
     view made under no_grad)."""
     from .ops.views import live_views
     for v in live_views(base):
-        if v._base is base and v._grad_fn is None:
+        # (a view whose history can no longer be rebuilt still has it to PyTorch: unchanged)
+        if v._base is base and v._grad_fn is None and not v._stale_view:
             v._requires_grad = value
             if value and v.__dict__.pop("_moved", False) and v._creation is None:
                 # its base changed in place since it was made: PyTorch regenerates its
@@ -706,7 +707,8 @@ def _views_follow(base, value):
                 from .autograd.node import edge_of, lazy
                 from .ops.inplace import AsStridedBackward0, _set_history
                 _set_history(v, lazy(AsStridedBackward0((edge_of(base),), (v._view_fn,
-                                                                           base._data.shape))))
+                                                                           base._data.shape)),
+                                     True))
             elif value:
                 v._nograd_view = True
 

@@ -332,17 +332,30 @@ class AccumulateGrad(Node):
         return acc
 
 
-def lazy(node):
+def lazy(node, had_none=False):
     """Mark ``node`` (a view's history rebuilt after an in-place change) as made at its first
     use, as PyTorch regenerates a view's grad_fn lazily: its sequence number, which orders
-    backward, is taken then.  Returns the node."""
-    node._seq = -1
+    backward, is taken then.  ``had_none``: the view had no history before, and until the new
+    one is first used PyTorch's in-place check still sees none (sequence number -2).  Returns
+    the node."""
+    node._seq = -2 if had_none else -1
     return node
 
 
 def first_use(node):
-    """Give a lazily made node its sequence number now (see ``lazy``)."""
+    """Give a lazily made node its sequence number now (see ``lazy``), and move a retained
+    gradient that still waits on the view's previous node."""
     node._seq = next(_seq)
+    move = node.__dict__.pop("_move_retain", None)
+    if move is not None:
+        ref, old, nr = move
+        t = ref()
+        if old._retain is not None and old._retain.get(nr) is ref:
+            del old._retain[nr]
+        if t is not None and t._grad_fn is node:
+            if node._retain is None:
+                node._retain = {}
+            node._retain[t._output_nr] = ref
     return node
 
 

@@ -345,7 +345,8 @@ class _ChoiceBackward(Node):
 
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
-        wa, wb = self._weights(X.data(sa.get(self, False)), X.data(sb.get(self, False)))
+        bd = X.data(sb.get(self, False))  # PyTorch unpacks saved values by name: other, self
+        wa, wb = self._weights(X.data(sa.get(self, False)), bd)
         dt = X.data(g).dtype
 
         def pick(w):  # an input not chosen gets zeros, not 0 * g (NaN for a NaN gradient)

@@ -109,7 +109,9 @@ def _guard(self):
             raise RuntimeError(view_rebase_error(self, False))
         if self._requires_grad and base._grad_fn is None:
             raise errors.leaf_inplace(True)
-    if self._grad_fn is None and self._requires_grad:
+    fn = self._grad_fn
+    if (fn is None or fn._seq == -2) and self._requires_grad:
+        # a view's history rebuilt but not yet used is still none to PyTorch's check
         raise errors.leaf_inplace(False)
 
 
@@ -260,12 +262,28 @@ def _rebase_view(v, vb):
         # PyTorch rebuilds a view's history lazily, so until then the old node lives on, and
         # outputs saved by an in-place op on the view are still named after it
         v.__dict__["_old_fn"] = old
-    _set_history(v, lazy(AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape))))
+    _set_history(v, lazy(AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape)),
+                         old is None or old._seq == -2), True)
 
 
-def _set_history(t, node):
+def _set_history(t, node, deferred=False):
     """``t``'s history is now ``node``; a retained gradient moves with it (the old node no
-    longer fills ``t.grad``)."""
+    longer fills ``t.grad``) -- for a lazily rebuilt view (``deferred``) only when the new
+    node is first used, as PyTorch moves it when it regenerates the view's grad_fn."""
+    if t._retains_grad and deferred:
+        old = t._grad_fn
+        pending = old.__dict__.pop("_move_retain", None) if old is not None else None
+        if pending is not None:  # rebuilt twice before first use: still waiting on the first
+            node.__dict__["_move_retain"] = pending
+        elif old is not None and old._retain is not None:
+            ref = old._retain.get(t._output_nr)
+            if ref is not None and ref() is t:
+                node.__dict__["_move_retain"] = (ref, old, t._output_nr)
+        t._grad_fn = node
+        t._requires_grad = True
+        if "_output_nr" in t.__dict__:
+            del t.__dict__["_output_nr"]
+        return
     if t._retains_grad:
         old = t._grad_fn
         if old is not None and old._retain is not None:

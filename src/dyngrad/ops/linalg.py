@@ -246,6 +246,8 @@ def _folds_without_copy(a):
 def _matmul_copies(a, b, first, cls):
     """Whether PyTorch's matmul of arrays ``a @ b`` (at least one of them batched) keeps a
     copy of the first (``first``) or second operand rather than a view of it."""
+    if cls is BmmBackward0:  # bmm itself (not matmul's folding) saves its operands as given
+        return False
     if a.ndim <= 1 and b.ndim <= 2 or b.ndim == 1 and a.ndim <= 2:
         return False
     if isinstance(cls, type) and issubclass(cls, TransposeBackward0Matmul) or (

@@ -537,8 +537,9 @@ def _unary(x, fn, cls, save_in, save_out, floating=True):
     if STATE.enabled and x._requires_grad:
         res = _make(r)
         res._requires_grad = True
-        res._grad_fn = cls((edge_of(x),), (Saved(x) if save_in else None,
-                                           Saved(res, True) if save_out else None))
+        res._grad_fn = node = cls((edge_of(x),), (Saved(x) if save_in else None,
+                                                  Saved(res, True) if save_out else None))
+        node._odt = r.dtype  # gradients flowing in are cast to it (validate_outputs)
         return notify(res) if RECORD_HOOKS else res
     return _make(r)
 

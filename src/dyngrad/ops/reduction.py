@@ -335,11 +335,13 @@ class AmaxBackward0(Node):
 
 def _share_extreme(xd, val, g, dims, keepdim):
     """The gradient ``g`` of an extreme value ``val`` of ``xd`` over ``dims``, split evenly
-    among the elements equal to it (NaN counts as equal to NaN)."""
+    among the elements equal to it: PyTorch's (g / mask.sum()) * mask, so a NaN extreme (equal
+    to nothing) gives NaN to its whole slice."""
     v = val if keepdim else np.expand_dims(val, dims)
-    m = (xd == v) | (np.isnan(xd) & np.isnan(v))
-    w = (m / np.maximum(m.sum(axis=dims, keepdims=True), 1)).astype(xd.dtype)
-    return X.expand_to(_keep(g, dims, keepdim, xd.ndim), xd.shape) * X.const(w, g)
+    m = xd == v
+    cnt = m.sum(axis=dims, keepdims=True).astype(xd.dtype)
+    g = _keep(g, dims, keepdim, xd.ndim)
+    return X.expand_to(g / X.const(cnt, g), xd.shape) * X.const(m.astype(xd.dtype), g)
 
 
 class AminBackward0(AmaxBackward0):
@@ -551,6 +553,7 @@ class VarBackward0(Node):
     """Gradient of var/std: 2 (x - mean) / (N - correction), times d std / d var for std."""
     __slots__ = ()
     _std = False
+    _dof0 = False  # a full reduction with N - correction <= 0 (set per node)
 
     def _bw(self, g, graph):
         return _var_grad(self, g, None, graph),
@@ -565,6 +568,7 @@ class VarMeanBackward0(Node):
     __slots__ = ()
     _nout = 2
     _std = False
+    _dof0 = False
 
     def _bw(self, g, graph):
         gv, gm = g
@@ -594,7 +598,14 @@ def _var_grad(node, g, gmean, graph):
             sd = _keep(so, dims, keepdim, len(shape))
             zero = X.const(X.data(sd) == 0, sd)
             g = X.where(zero, X.zeros_like(g), g / (sd * 2))
-            out = g * dev * (2.0 * _inv_dof(n, correction))
+        if node._dof0:
+            # PyTorch: grad * where(x == mean, nan, inf), no dependence on x (a full reduction
+            # with no degrees of freedom)
+            xd = X.data(x)
+            with np.errstate(invalid="ignore"):
+                k = np.where(xd == (xd.mean() if xd.size else 0), np.nan,
+                             np.inf).astype(xd.dtype)
+            out = g * X.const(k, g)
         else:
             out = g * dev * (2.0 * _inv_dof(n, correction))
         out = X.expand_to(out, shape) if tuple(out.shape) != shape else out
@@ -621,6 +632,7 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
     v, m, _ = _var_np(d, dims, c, keepdim)
     r = np.sqrt(v) if std else v
     rec = STATE.enabled and input._requires_grad
+    dof0 = (dim is None or isinstance(dim, bool) or d.ndim == 0) and d.size - c <= 0
     if not with_mean:
         if rec:
             a = record(r, None)
@@ -628,6 +640,8 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
             a._grad_fn = (StdBackward0 if std else VarBackward0)(
                 (edge_of(input),), (Saved(input), dims, c, keepdim) + ((Saved(a, True),) if std
                                                                         else ()))
+            if dof0:
+                a._grad_fn._dof0 = True
             return notify(a)
         return _make(r)
     m = np.asarray(m).astype(d.dtype, copy=False)
@@ -638,6 +652,8 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
         a._grad_fn = b._grad_fn = (StdMeanBackward0 if std else VarMeanBackward0)(
             (edge_of(input),), (Saved(input), dims, c, keepdim) + ((Saved(a, True),) if std
                                                                     else ()))
+        if dof0:
+            a._grad_fn._dof0 = True
         notify(a)
         return a, notify(b)
     return _make(r), _make(m)
