@@ -65,7 +65,14 @@ def guard(fn, name=None):
     def call(*args, **kwargs):
         try:
             r = fn(*args, **kwargs)
-        except (AttributeError, TypeError, ValueError, IndexError, KeyError) as e:
+        except Exception as e:
+            stale = _stale_input(args, kwargs)
+            if stale is not None and not str(e).startswith(stale[:40]):
+                # PyTorch collects the inputs' history before the kernel runs: a view whose
+                # history cannot be rebuilt raises its error ahead of the op's own
+                raise RuntimeError(stale) from None
+            if not isinstance(e, (AttributeError, TypeError, ValueError, IndexError, KeyError)):
+                raise
             t = translate(name, args, kwargs, e)
             if t is None:
                 raise
@@ -75,6 +82,20 @@ def guard(fn, name=None):
         return r
 
     return call
+
+
+def _stale_input(args, kwargs):
+    """The error of a tensor argument whose view history can no longer be rebuilt (recording
+    on), else None."""
+    from ._tensor import Tensor
+    from .autograd.grad_mode import STATE
+    if not STATE.enabled:
+        return None
+    for a in list(args) + list(kwargs.values()):
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, Tensor) and t._stale_view:
+                return t._stale_view
+    return None
 
 
 def guard_module(namespace: dict, module_name: str) -> None:

@@ -428,8 +428,8 @@ class LogaddexpBackward0(Node):
 
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
+        b = sb.get(self, graph)  # PyTorch unpacks saved values by name: other, then self
         a = sa.get(self, graph)
-        b = sb.get(self, graph)
         ga = sum_to(g / (1 + self._e(b - a)), ash) if _needs(self, 0) else None
         gb = sum_to(g / (1 + self._e(a - b)), bsh) if _needs(self, 1) else None
         return ga, gb

@@ -40,6 +40,7 @@ def mm(input, mat2):
     """Matrix product of two 2-D tensors; MmBackward0."""
     a, b = input._data, mat2._data
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype is not b.dtype:
+        edges_first(input, mat2)
         _mm_check(a, b)
     r = a @ b
     if STATE.enabled and (input._requires_grad or mat2._requires_grad):
@@ -200,7 +201,8 @@ def matmul(input, other, _cls=None):
     fold_t = input._requires_grad and b.ndim >= 3 and (a.ndim == 2 or (
         a.ndim == 3 and b.ndim == 3 and a.shape[0] == 1 and b.shape[0] != 1))
     if (ka != kb or a.dtype is not b.dtype) and edges_first(input, other) is None and _matmul_check(
-            a, b, ka, kb, fold_t or (input._requires_grad and a.ndim == 1 and b.ndim >= 3),
+            a, b, ka, kb, fold_t or (a.ndim == 1 and b.ndim >= 3 and (
+                input._requires_grad or b.size == 0 or _folds_without_copy(np.swapaxes(b, -1, -2)))),
             a.ndim >= 3 and b.ndim <= 2 and not (
                 other._requires_grad or a.size == 0 or _folds_without_copy(a))):
         a = a.astype(b.dtype)

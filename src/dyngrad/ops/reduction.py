@@ -873,7 +873,7 @@ class CumprodBackward0(Node):
         x = sx.get(self, graph)
         o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
         xd = X.data(x)
-        if xd.size <= 1:  # PyTorch returns the gradient as it is
+        if xd.size <= 1 or xd.shape[dim] == 1:  # PyTorch returns the gradient as it is
             return g,
         if (xd != 0).all():
             return _revcumsum(g * o, dim) / x,

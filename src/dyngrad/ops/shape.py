@@ -160,11 +160,11 @@ def stack(tensors, dim=0, *, out=None):
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     s0 = tensors[0]._data.shape
+    k = _dim(dim, len(s0) + 1)  # PyTorch wraps the dim against the first tensor first
     for i, t in enumerate(tensors[1:], 1):
         if t._data.shape != s0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at "
                                f"entry 0 and {list(t._data.shape)} at entry {i}")
-    k = _dim(dim, len(s0) + 1)
     rt = _common_dtype(tensors)
     data = np.stack([t._data for t in tensors], axis=k).astype(rt, copy=False)
     casts = None
