@@ -91,7 +91,7 @@ from ._threads import (set_num_threads, get_num_threads, set_num_interop_threads
 
 
 def __getattr__(name):
-    if name in ("distributed", "multiprocessing", "distributions"):  # loaded on first use, as they are rarer
+    if name in ("distributed", "multiprocessing", "distributions", "special"):  # loaded on first use, as they are rarer
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'dyngrad' has no attribute '{name}' (dyngrad implements a subset "

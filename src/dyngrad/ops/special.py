@@ -1,0 +1,566 @@
+"""Special functions (``torch.special`` and the gamma family at top level): lgamma, digamma,
+polygamma, mvlgamma, erfinv, the modified Bessel functions i0/i0e/i1/i1e, erfcx, ndtr, ndtri,
+log_ndtr, entr, sinc, xlog1py, zeta, igamma/igammac, and the non-differentiable Bessel, Airy
+and orthogonal-polynomial functions.
+
+Values come from ``scipy.special`` (imported the first time one of these ops runs, never at
+``import dyngrad``), with PyTorch's own algorithm where PyTorch's values differ (trigamma,
+ndtr, the polynomials) or its edge cases do.  Gradient formulas are PyTorch's
+(derivatives.yaml) and are written once with the ``_dual`` helpers below: on ndarrays in a
+plain backward, on Tensors (dyngrad ops, so differentiable again) under ``create_graph`` --
+which also gives forward-mode tangents."""
+from __future__ import annotations
+
+import math
+from numbers import Number
+
+import numpy as np
+
+from .. import _dtype as D
+from . import op
+from . import _dual as X
+from ._graph import (RECORD_HOOKS, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, notify,
+                     quiet_off, quiet_on, record, sum_to)
+from ._special import sp as _sp, erfcx as _erfcx_np
+from .elementwise_more import _float_pair, _need_tensor
+from .pointwise import _binary, _scalar_ok
+
+_make = Tensor._make
+_isT = isinstance
+_PI = math.pi
+_SQRT_PI_2 = 0.5 * math.sqrt(math.pi)      # erfinv' = sqrt(pi)/2 exp(erfinv(x)^2)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_2PI = math.sqrt(2 * math.pi)
+_M_SQRT1_2 = math.sqrt(0.5)
+
+
+# --- kernels (ndarray in, ndarray out, the input's floating dtype) ---------------------------
+def _kernel(fn):
+    def k(d, *args):
+        with np.errstate(all="ignore"):
+            r = np.asarray(fn(d, *args))
+        return r if r.dtype == d.dtype else r.astype(d.dtype)
+
+    return k
+
+
+def _lgamma_np(d):
+    r = _sp().gammaln(d)
+    return np.where(d == -np.inf, np.inf, r)  # log|Gamma(-inf)| is +inf, as PyTorch's
+
+
+def _trigamma_np(x):
+    """PyTorch's trigamma (calc_trigamma: reflection, six recurrence steps, asymptotic
+    series), whose values differ from SciPy's in the tenth digit."""
+    x = np.asarray(x, dtype=np.float64)
+    neg = x < 0.5
+    s = np.sin(_PI * x)
+    result = np.where(neg, -(_PI * _PI) / (s * s), 0.0)
+    x = np.where(neg, 1 - x, x)
+    for _ in range(6):
+        result = result + 1 / (x * x)
+        x = x + 1
+    ixx = 1 / (x * x)
+    result = result + (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x
+    return np.where(neg, -result, result)
+
+
+def _zeta_np(x, q):
+    r = _sp().zeta(x, q)
+    return np.where(np.isposinf(q), np.nan, r)  # Cephes' loop gives NaN there, as PyTorch's
+
+
+def _polygamma_np(d, n):
+    if n == 0:
+        return _sp().psi(d)
+    if n == 1:
+        return _trigamma_np(d)
+    return ((1.0 if n % 2 else -1.0) * math.exp(math.lgamma(n + 1.0))) * \
+        _zeta_np(np.asarray(n + 1.0, d.dtype), d)
+
+
+def _mvlgamma_args(p, dtype):
+    return np.arange(-p / 2. + 0.5, 0.5, 0.5).astype(dtype)
+
+
+def _mvlgamma_np(d, p):
+    r = _lgamma_np(d[..., None] + _mvlgamma_args(p, d.dtype)).sum(-1)
+    return r + (p * (p - 1.0)) * math.log(_PI) * 0.25
+
+
+def _sinc_np(d):
+    xp = d * _PI
+    return np.where(d == 0, np.ones((), d.dtype), np.sin(xp) / xp)
+
+
+def _angle_np(d):
+    if d.dtype.kind == "c":
+        return np.angle(d)
+    return np.where(np.isnan(d), d, np.where(d < 0, _PI, 0.0)).astype(d.dtype)
+
+
+K = {name: _kernel(fn) for name, fn in {
+    "lgamma": _lgamma_np,
+    "digamma": lambda d: _sp().psi(d),
+    "polygamma": _polygamma_np,
+    "mvlgamma": _mvlgamma_np,
+    "erfinv": lambda d: _sp().erfinv(d),
+    "i0": lambda d: _sp().i0(d),
+    "i0e": lambda d: _sp().i0e(d),
+    "i1": lambda d: _sp().i1(d),
+    "i1e": lambda d: _sp().i1e(d),
+    "erfcx": _erfcx_np,
+    "ndtri": lambda d: _sp().ndtri(d),
+    "log_ndtr": lambda d: _sp().log_ndtr(d),
+    "entr": lambda d: _sp().entr(d),
+    "sinc": _sinc_np,
+    "angle": _angle_np,
+    "xlog1py": lambda a, b: _sp().xlog1py(a, b),
+    "zeta": _zeta_np,
+    "igamma": lambda a, b: _sp().gammainc(a, b),
+    "igammac": lambda a, b: _sp().gammaincc(a, b),
+    "bessel_j0": lambda d: _sp().j0(d),
+    "bessel_j1": lambda d: _sp().j1(d),
+    "bessel_y0": lambda d: _sp().y0(d),
+    "bessel_y1": lambda d: _sp().y1(d),
+    "modified_bessel_i0": lambda d: _sp().i0(d),
+    "modified_bessel_i1": lambda d: _sp().i1(d),
+    "modified_bessel_k0": lambda d: _sp().k0(d),
+    "modified_bessel_k1": lambda d: _sp().k1(d),
+    "scaled_modified_bessel_k0": lambda d: _sp().k0e(d),
+    "scaled_modified_bessel_k1": lambda d: _sp().k1e(d),
+    "spherical_bessel_j0": lambda d: _sp().spherical_jn(0, d),
+    "airy_ai": lambda d: _sp().airy(d)[0],
+}.items()}
+
+
+# --- dual helpers: the ndarray kernel in a plain backward, the dyngrad op under create_graph --
+def _dual(name):
+    k = K[name]
+
+    def f(x):
+        if _isT(x, Tensor):
+            return globals()[name](x)
+        return k(x)
+
+    f.__name__ = name
+    return f
+
+
+lgamma_d, digamma_d, erfinv_d, i0_d, i0e_d, i1_d, i1e_d = map(
+    _dual, ("lgamma", "digamma", "erfinv", "i0", "i0e", "i1", "i1e"))
+
+
+def polygamma_d(n, x):
+    if _isT(x, Tensor):
+        return polygamma(n, x)
+    return K["polygamma"](x, n)
+
+
+def _zeta_d(a, q):
+    """zeta(a, q) with ``a`` a tensor/array or a number."""
+    if _isT(a, Tensor) or _isT(q, Tensor):
+        return special_zeta(a, q)
+    return K["zeta"](np.asarray(a, np.result_type(a, q)), q)
+
+
+def _xlog1py_d(a, b):
+    if _isT(a, Tensor) or _isT(b, Tensor):
+        return special_xlog1py(a, b)
+    return K["xlog1py"](np.asarray(a), b)
+
+
+def _rsqrt(x):
+    return X._t().rsqrt(x) if _isT(x, Tensor) else 1 / np.sqrt(x)
+
+
+def _where(mask, a, b):
+    """``a`` where ``mask`` (an ndarray of bools, broadcast to ``a``), else ``b`` (a number)."""
+    mask = np.broadcast_to(mask, np.shape(a))
+    if _isT(a, Tensor):
+        return X._t().where(X.const(mask, a), a, b)
+    return np.where(mask, a, np.asarray(b, a.dtype))
+
+
+# --- unary ops ----------------------------------------------------------------------------
+def _run(x, kern, cls, save_in, save_out, extra=(), name=None):
+    """Shared forward of the unary ops: integer/bool input becomes the default float; the
+    node saves the input and/or output (and ``extra`` values)."""
+    d = x._data
+    if d.dtype.kind not in "fc":
+        d = d.astype(D.DEFAULTS.float.np)
+    elif d.dtype.kind == "c" and name is not None:
+        raise NotImplementedError(f'"{name}" not implemented for '
+                                  f"'{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}'")
+    tok = quiet_on()
+    try:
+        r = kern(d, *[e for e in extra if not _isT(e, Saved)])
+    finally:
+        quiet_off(tok)
+    if cls is None or not (STATE.enabled and x._requires_grad):
+        return _make(r)
+    res = _make(r)
+    res._requires_grad = True
+    res._grad_fn = node = cls((edge_of(x),), (Saved(x) if save_in else None,
+                                              Saved(res, True) if save_out else None) + extra)
+    node._odt = r.dtype
+    return notify(res) if RECORD_HOOKS else res
+
+
+def _node(node_name, formula):
+    def _bw(self, g, graph):
+        sx, sy = self._saved[:2]
+        x = sx.get(self, graph) if sx is not None else None
+        y = sy.get(self, graph) if sy is not None else None
+        return formula(g, x, y, *self._saved[2:]),
+
+    cls = type(node_name, (Node,), {"__slots__": (), "_bw": _bw, "__module__": __name__})
+    globals()[node_name] = cls
+    return cls
+
+
+def _uop(name, formula, save_in=False, save_out=False, node=None, public=True, kname=None,
+         cname=None):
+    """Define the unary op ``name`` (kernel ``K[name]``) recording ``node``, whose gradient is
+    ``formula(g, x, y)``; ``public`` registers it as ``dyngrad.<name>`` and a Tensor method."""
+    cls = _node(node or "".join(p.capitalize() for p in name.split("_")) + "Backward0", formula)
+    kern = K[kname or name]
+
+    def f(input):
+        return _run(input, kern, cls, save_in, save_out, 
+                    name=f"{kname or name}_cpu" if cname is None else cname or None)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise {name}; records {cls.__name__}."
+    globals()[name] = f
+    if public:
+        op(name)(f)
+    return f
+
+
+def _lgamma_bw(g, x, y):
+    return g * digamma_d(x)
+
+
+def _digamma_bw(g, x, y):
+    return g * polygamma_d(1, x)
+
+
+def _erfinv_bw(g, x, y):
+    return _SQRT_PI_2 * X.exp(erfinv_d(x) ** 2) * g
+
+
+def _i0_bw(g, x, y):
+    return g * i1_d(x)
+
+
+def _i0e_bw(g, x, y):
+    return g * (i1e_d(x) - X.sign(x) * y)
+
+
+def _i1_safe(x):
+    xd = X.data(x)
+    not_tiny = np.abs(xd) > np.finfo(xd.dtype).eps
+    return not_tiny, _where(not_tiny, x, float(np.finfo(xd.dtype).eps))
+
+
+def _i1_bw(g, x, y):
+    not_tiny, safe = _i1_safe(x)
+    gradx = i0_d(safe) - y * (1 / safe)
+    return g * _where(not_tiny, gradx, 0.5)
+
+
+def _i1e_bw(g, x, y):
+    not_tiny, safe = _i1_safe(x)
+    gradx = i0e_d(safe) - y * (X.sign(safe) + 1 / safe)
+    return g * _where(not_tiny, gradx, 0.5)
+
+
+def _erfcx_bw(g, x, y):
+    return (2.0 * x * y - _TWO_OVER_SQRT_PI) * g
+
+
+def _ndtri_bw(g, x, y):
+    return g * _SQRT_2PI * X.exp(y * y / 2)
+
+
+def _log_ndtr_bw(g, x, y):
+    return g / _SQRT_2PI * X.exp(-(y + x * x / 2))
+
+
+def _entr_bw(g, x, y):
+    return g * -(1 + X.log(x))
+
+
+def _sinc_bw(g, x, y):
+    xp = x * _PI
+    sq = x * x * _PI
+    out = g * (xp * X.cos(xp) - X.sin(xp)) / sq
+    return _where(X.data(sq) != 0, out, 0.0)
+
+
+_uop("lgamma", _lgamma_bw, save_in=True, cname="lgamma_vml_cpu")
+_uop("digamma", _digamma_bw, save_in=True, cname="digamma")
+_uop("erfinv", _erfinv_bw, save_in=True, cname="erfinv_vml_cpu")
+_uop("i0", _i0_bw, save_in=True, cname="i0_vml_cpu")
+_uop("sinc", _sinc_bw, save_in=True, cname=False)
+_uop("special_i0e", _i0e_bw, True, True, "SpecialI0EBackward0", False, "i0e")
+_uop("special_i1", _i1_bw, True, True, "SpecialI1Backward0", False, "i1")
+_uop("special_i1e", _i1e_bw, True, True, "SpecialI1EBackward0", False, "i1e")
+_uop("special_erfcx", _erfcx_bw, True, True, "SpecialErfcxBackward0", False, "erfcx")
+_uop("special_ndtri", _ndtri_bw, False, True, "SpecialNdtriBackward0", False, "ndtri")
+_uop("special_log_ndtr", _log_ndtr_bw, True, True, "SpecialLogNdtrBackward0", False, "log_ndtr")
+_uop("special_entr", _entr_bw, True, False, "SpecialEntrBackward0", False, "entr")
+for _n, _f in (("i0e", special_i0e), ("i1", special_i1), ("i1e", special_i1e)):
+    globals()[_n] = _f
+
+
+def special_ndtr(input):
+    """The standard normal CDF, as PyTorch computes it: ``(1 + erf(x / sqrt(2))) * 0.5``."""
+    from .pointwise import erf
+    x = input if input._data.dtype.kind in "fc" else input.to(D.DEFAULTS.float)
+    return (erf(x * _M_SQRT1_2) + 1) * 0.5
+
+
+# --- polygamma / mvlgamma ----------------------------------------------------------------
+class PolygammaBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        x = self._saved[0].get(self, graph)
+        return g * polygamma_d(self._saved[2] + 1, x),
+
+
+@op(method=False)
+def polygamma(n, input):
+    """The n-th derivative of digamma; PolygammaBackward0."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
+                        f"{D.type_name(n)}")
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    return _run(input, K["polygamma"], PolygammaBackward0, True, False, (int(n),),
+                name=("digamma", "trigamma")[n] if n < 2 else "polygamma")
+
+
+@op("_polygamma_method", function=False, method=False, methods=("polygamma",))
+def _polygamma_method(self, n):
+    """``x.polygamma(n)`` is ``polygamma(n, x)``."""
+    return polygamma(n, self)
+
+
+def _polygamma_(self, n):
+    """In-place ``polygamma(n, self)``; returns self."""
+    from .inplace import apply
+    return apply(self, lambda t: polygamma(n, t))
+
+
+op("polygamma_", function=False)(_polygamma_)
+
+
+class MvlgammaBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        x = self._saved[0].get(self, graph)
+        p = self._saved[2]
+        args = _mvlgamma_args(p, X.data(x).dtype)
+        if _isT(x, Tensor):
+            s = digamma(x.unsqueeze(-1) + X.const(args, x)).sum(-1)
+        else:
+            s = K["digamma"](x[..., None] + args).sum(-1)
+        return g * s,
+
+
+@op()
+def mvlgamma(input, p):
+    """The multivariate log-gamma function of dimension ``p``; MvlgammaBackward0."""
+    if p < 1:
+        raise RuntimeError("p has to be greater than or equal to 1")
+    return _run(input, K["mvlgamma"], MvlgammaBackward0, True, False, (int(p),),
+                name="arange_cpu")
+
+
+# --- binary ops: xlog1py, zeta, igamma, igammac --------------------------------------------
+def _needs(node, i):
+    return node.next_functions[i][0] is not None
+
+
+def _not_implemented(what):
+    return RuntimeError(f"the derivative for '{what}' is not implemented.")
+
+
+def _xlog1py_self_grad(g, a, b):
+    """xlog1py(g, other) with 0 where self == 0 and other <= -1."""
+    r = _xlog1py_d(g, b)
+    mask = (X.data(a) == 0) & (X.data(b) <= -1)
+    return _where(~mask, r, 0.0)
+
+
+class SpecialXlog1PyBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        a, b = sa.get(self, graph), sb.get(self, graph)
+        ga = sum_to(_xlog1py_self_grad(g, a, b), ash) if _needs(self, 0) else None
+        gb = sum_to(g * a / (b + 1), bsh) if _needs(self, 1) else None
+        return ga, gb
+
+
+class SpecialXlog1PyBackward1(Node):
+    """Number self, tensor other."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        a, sb = self._saved
+        return g * a / (sb.get(self, graph) + 1),
+
+
+class SpecialXlog1PyBackward2(Node):
+    """Tensor self, number other."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, b = self._saved
+        return _xlog1py_self_grad(g, sa.get(self, graph), b),
+
+
+class SpecialZetaBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        if _needs(self, 0):
+            raise _not_implemented("zeta")
+        a, b = sa.get(self, graph), sb.get(self, graph)
+        return None, sum_to(g * -a * _zeta_d(a + 1., b), bsh)
+
+
+class SpecialZetaBackward1(Node):
+    """Number self, tensor other."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        a, sb = self._saved
+        return g * -a * _zeta_d(a + 1., sb.get(self, graph)),
+
+
+class SpecialZetaBackward2(Node):
+    """Tensor self, number other."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        raise _not_implemented("zeta")
+
+
+def _igamma_other(g, a, b):
+    return g * X.exp((a - 1) * X.log(b) - b - lgamma_d(a))
+
+
+class IgammaBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        if _needs(self, 0):
+            raise _not_implemented("igamma: input")
+        a, b = sa.get(self, graph), sb.get(self, graph)
+        return None, sum_to(_igamma_other(g, a, b), bsh)
+
+
+class IgammacBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sa, sb, ash, bsh = self._saved
+        if _needs(self, 0):
+            raise _not_implemented("igammac: input")
+        a, b = sa.get(self, graph), sb.get(self, graph)
+        return None, sum_to(-_igamma_other(g, a, b), bsh)
+
+
+def _binary_special(name, input, other, kern, cls0, cls1, cls2):
+    """Tensor-tensor, number-tensor and tensor-number forms (int/bool become float)."""
+    if not _isT(input, Tensor):
+        if not _scalar_ok(input) or not _isT(other, Tensor):
+            raise D.bad_combo(name, (input, other), {})
+        b = other if other._data.dtype.kind in "fc" else other.to(D.DEFAULTS.float)
+        a = float(input)
+        data = kern(np.asarray(a, b._data.dtype), b._data)
+        if STATE.enabled and b._requires_grad:
+            return record(data, cls1((edge_of(b),), (a, Saved(b))))
+        return _make(data)
+    if not _isT(other, Tensor) and not _scalar_ok(other):
+        raise D.bad_combo(name, (input, other), {})
+    a, b = _float_pair(input, other)
+    if _isT(b, Tensor):
+        return _binary(a, b, kern, cls0, True, True)
+    data = kern(a._data, np.asarray(b, a._data.dtype))
+    if STATE.enabled and a._requires_grad:
+        return record(data, cls2((edge_of(a),), (Saved(a), b)))
+    return _make(data)
+
+
+def special_xlog1py(input, other):
+    """input * log1p(other), 0 where input is 0 (unless other is NaN);
+    SpecialXlog1PyBackward0/1/2."""
+    return _binary_special("special_xlog1py", input, other, K["xlog1py"],
+                           SpecialXlog1PyBackward0, SpecialXlog1PyBackward1,
+                           SpecialXlog1PyBackward2)
+
+
+def special_zeta(input, other):
+    """The Hurwitz zeta function zeta(input, other); SpecialZetaBackward0/1/2 (its derivative
+    in ``input`` is not implemented, as in PyTorch)."""
+    return _binary_special("special_zeta", input, other, K["zeta"], SpecialZetaBackward0,
+                           SpecialZetaBackward1, SpecialZetaBackward2)
+
+
+def _igamma_op(name, kern, cls):
+    def f(input, other):
+        _need_tensor(name, input, 1, "input")
+        _need_tensor(name, other)
+        a, b = _float_pair(input, other)
+        return _binary(a, b, kern, cls, True, True)
+
+    f.__name__ = f.__qualname__ = name
+    return f
+
+
+igamma = op("igamma")(_igamma_op("igamma", K["igamma"], IgammaBackward0))
+igammac = op("igammac")(_igamma_op("igammac", K["igammac"], IgammacBackward0))
+igamma.__doc__ = "The regularized lower incomplete gamma function; IgammaBackward0."
+igammac.__doc__ = "The regularized upper incomplete gamma function; IgammacBackward0."
+
+
+# --- functions PyTorch does not differentiate (the result never requires grad) -------------
+def _plain(name):
+    kern = K[name]
+
+    def f(input):
+        return _run(input, kern, None, False, False, name=name + "_cpu")
+
+    f.__name__ = f.__qualname__ = "special_" + name
+    f.__doc__ = f"Elementwise {name} (PyTorch records no gradient for it)."
+    globals()["special_" + name] = f
+    return f
+
+
+for _n in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+           "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0",
+           "airy_ai"):
+    _plain(_n)
+
+
+# --- in-place forms that the shared list in ``inplace`` does not hold ----------------------
+def _register_inplace():
+    from .inplace import _unary_inplace
+    from . import OPS
+    for n in ("igamma", "igammac"):
+        if n + "_" not in OPS:
+            _unary_inplace(n + "_", n)
+
+
+_register_inplace()
