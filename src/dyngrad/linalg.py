@@ -78,3 +78,6 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got '{ord}'")
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+from .ops.products import linalg_cross as cross, multi_dot  # noqa: E402,F401

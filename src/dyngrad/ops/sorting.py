@@ -273,7 +273,8 @@ def _cum_extreme(input, dim, name, better, cls, rt):
         ci = np.where(take, i, ci)
         vals[i], idx[i] = cur, ci
     vals, idx = np.moveaxis(vals, 0, k), np.moveaxis(idx, 0, k)
-    return _pair(input, vals, idx, lambda it: cls((edge_of(input),), (Saved(input), k, Saved(it))), rt)
+    return _pair(input, vals, idx,
+                 lambda it: cls((edge_of(input),), (Saved(input), k, Saved(it))), rt)
 
 
 @op()

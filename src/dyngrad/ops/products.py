@@ -1,0 +1,589 @@
+"""Products and friends: addmv, addr, addcmul, addcdiv, trace, dist, cross / linalg.cross,
+kron, tensordot, inner, chain_matmul / linalg.multi_dot, plus the top-level aliases swapaxes,
+swapdims, softmax and log_softmax.  Fused ops record PyTorch's fused node; the composite ones
+are built from dyngrad ops the way PyTorch builds them, so their nodes match."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from . import op
+from ._formula import FormulaNode
+from ._graph import STATE, Saved, Tensor, edge_of, notify, record, sum_to
+from .._tensor import _dim
+from .. import _dtype as D
+from .elementwise_more import _result_dtype
+from .pointwise import broadcast_error
+
+_make = Tensor._make
+
+
+def _pkg():
+    import importlib
+    return importlib.import_module(__name__.split(".")[0])
+
+
+def _needs(*ts):
+    return STATE.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in ts)
+
+
+def _cast(g, like):
+    """A gradient in the dtype of the input it flows into."""
+    if g is None or g.dtype == like.dtype:
+        return g
+    return g.to(like.dtype)
+
+
+def _bcast(*shapes):
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise broadcast_error(*shapes) from None
+
+
+def _scalar_check(dtype, v, name):
+    """PyTorch's checks of a beta/alpha/value scalar against the result dtype."""
+    if isinstance(v, (bool, np.bool_)):
+        return
+    if dtype.kind not in "fc" and isinstance(v, (float, np.floating)):
+        raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating "
+                           f"point number.")
+    if dtype.kind != "c" and isinstance(v, (complex, np.complexfloating)):
+        raise RuntimeError(f"For non-complex input tensors, argument {name} must not be a "
+                           f"complex number.")
+
+
+def _need_tensor(fn, arg, pos, v):
+    if not isinstance(v, Tensor):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                        f"{D.type_name(v)}")
+
+
+# --- addcmul / addcdiv ----------------------------------------------------------------------
+class AddcmulBackward0(FormulaNode):
+    __slots__ = ()
+
+    def formula(self, g, x, t1, t2, value):
+        gi = _cast(sum_to(g, x.shape), x) if self.needs(0) else None
+        g1 = _cast(sum_to(g * t2 * value, t1.shape), t1) if self.needs(1) else None
+        g2 = _cast(sum_to(g * t1 * value, t2.shape), t2) if self.needs(2) else None
+        return gi, g1, g2
+
+
+class AddcdivBackward0(FormulaNode):
+    __slots__ = ()
+
+    def formula(self, g, x, t1, t2, value):
+        gi = _cast(sum_to(g, x.shape), x) if self.needs(0) else None
+        g1 = _cast(sum_to(g * value / t2, t1.shape), t1) if self.needs(1) else None
+        g2 = _cast(sum_to(-g * value * t1 / (t2 * t2), t2.shape), t2) if self.needs(2) else None
+        return gi, g1, g2
+
+
+_CDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future  release "
+             "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+             "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+             ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+             "float inputs. The future addcdiv behavior is just the latter implementation: "
+             "(input + value * tensor1 / tensor2), for all dtypes.")
+
+
+def _addc(name, input, args, value, kwargs):
+    if kwargs:
+        raise D.bad_combo(name, (input,) + args, kwargs)
+    if len(args) == 3:  # the deprecated (input, value, tensor1, tensor2) form
+        value, args = args[0], args[1:]
+    if len(args) != 2:
+        raise D.bad_combo(name, (input,) + args)
+    t1, t2 = args
+    _need_tensor(name, "input", 1, input)
+    _need_tensor(name, "tensor1", 2, t1)
+    _need_tensor(name, "tensor2", 3, t2)
+    if name == "addcdiv" and t1._data.dtype.kind in "biu" and t2._data.dtype.kind in "biu":
+        raise RuntimeError(_CDIV_INT)
+    rt = _result_dtype((input, t1, t2)).np
+    if name == "addcmul" and rt == np.bool_:
+        raise NotImplementedError('"addcmul_cpu_out" not implemented for \'Bool\'')
+    shape = _bcast(input._data.shape, t1._data.shape, t2._data.shape)
+    v = int(value) if rt.kind in "biu" else value
+    a, b, c = (x._data.astype(rt, copy=False) for x in (input, t1, t2))
+    with np.errstate(all="ignore"):
+        r = a + v * (b * c if name == "addcmul" else b / c)
+    r = np.asarray(np.broadcast_to(r, shape)).astype(rt, copy=False)
+    if r.base is not None or not r.flags.writeable:
+        r = r.copy()
+    if rt.kind in "fc" and _needs(input, t1, t2):
+        cls = AddcmulBackward0 if name == "addcmul" else AddcdivBackward0
+        s1 = Saved(t1) if t2._requires_grad else _Shape(t1)
+        s2 = Saved(t2) if t1._requires_grad or (name == "addcdiv" and t2._requires_grad) \
+            else _Shape(t2)
+        return record(r, cls((edge_of(input), edge_of(t1), edge_of(t2)),
+                             (_Shape(input), s1, s2, v)))
+    return _make(r)
+
+
+class _Shape:
+    """A stand-in for an input only its shape and dtype are needed of (not saved)."""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, t):
+        self.shape = tuple(t._data.shape)
+        self.dtype = D.FROM_NP[t._data.dtype]
+
+
+@op()
+def addcmul(input, *args, value=1, **kwargs):
+    """``input + value * tensor1 * tensor2``; AddcmulBackward0."""
+    return _addc("addcmul", input, args, value, kwargs)
+
+
+@op()
+def addcdiv(input, *args, value=1, **kwargs):
+    """``input + value * tensor1 / tensor2`` (integer tensors are refused); AddcdivBackward0."""
+    return _addc("addcdiv", input, args, value, kwargs)
+
+
+def _keep(t, other):
+    """``t`` saved when ``other`` requires grad (its gradient needs ``t``), as PyTorch saves."""
+    return Saved(t) if other._requires_grad else _Shape(t)
+
+
+# --- addmv / addr ---------------------------------------------------------------------------
+class AddmvBackward0(FormulaNode):
+    __slots__ = ()
+
+    def formula(self, g, x, mat, vec, beta, alpha):
+        t = _pkg()
+        gi = sum_to(g if beta == 1 else g * beta, x.shape) if self.needs(0) else None
+        gm = t.outer(g, vec) if self.needs(1) else None
+        gv = t.mv(mat.transpose(0, 1), g) if self.needs(2) else None
+        if alpha != 1:
+            gm = gm * alpha if gm is not None else None
+            gv = gv * alpha if gv is not None else None
+        return gi, gm, gv
+
+
+class AddrBackward0(FormulaNode):
+    __slots__ = ()
+
+    def formula(self, g, x, v1, v2, beta, alpha):
+        t = _pkg()
+        gi = sum_to(g if beta == 1 else g * beta, x.shape) if self.needs(0) else None
+        g1 = t.mv(g, v2) if self.needs(1) else None
+        g2 = t.mv(g.transpose(0, 1), v1) if self.needs(2) else None
+        if alpha != 1:
+            g1 = g1 * alpha if g1 is not None else None
+            g2 = g2 * alpha if g2 is not None else None
+        return gi, g1, g2
+
+
+def _blend(inp, prod, beta, alpha, shape, rt):
+    """beta * input + alpha * prod (input ignored, NaN included, when beta is 0)."""
+    if rt.kind in "biu":
+        beta, alpha = int(beta), int(alpha)
+    with np.errstate(all="ignore"):
+        p = prod if alpha == 1 else prod * alpha
+        if beta == 0:
+            r = np.broadcast_to(p, shape)
+        else:
+            r = (inp if beta == 1 else inp * beta) + p
+    return np.array(np.broadcast_to(r, shape), dtype=rt)
+
+
+@op()
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat @ vec)``; AddmvBackward0."""
+    a, m, v = input._data, mat._data, vec._data
+    if m.ndim != 2 or v.ndim != 1 or a.ndim > 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {a.ndim}, {m.ndim}, {v.ndim}")
+    if m.shape[1] != v.shape[0] or (a.ndim == 1 and a.shape[0] not in (1, m.shape[0])):
+        shp = "" if a.ndim == 0 else str(a.shape[0])
+        raise RuntimeError(f"size mismatch, got input ({shp}), mat ({m.shape[0]}x{m.shape[1]}), "
+                           f"vec ({v.shape[0]})")
+    if not (a.dtype == m.dtype == v.dtype):
+        names = ", ".join(D.scalar_type_name(x.dtype) for x in (a, m, v))
+        names = names.rsplit(", ", 1)
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{names[0]}, and {names[1]}")
+    r = _blend(a, m @ v, beta, alpha, (m.shape[0],), m.dtype)
+    if m.dtype.kind in "fc" and _needs(input, mat, vec):
+        return record(r, AddmvBackward0((edge_of(input), edge_of(mat), edge_of(vec)),
+                                        (_Shape(input), _keep(mat, vec), _keep(vec, mat),
+                                         beta, alpha)))
+    return _make(r)
+
+
+@op()
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """``beta * input + alpha * outer(vec1, vec2)``; AddrBackward0."""
+    a, v1, v2 = input._data, vec1._data, vec2._data
+    for nm, x in (("vec1", v1), ("vec2", v2)):
+        if x.ndim != 1:
+            raise RuntimeError(f"addr: Expected 1-D argument {nm}, but got {x.ndim}-D")
+    shape = (v1.shape[0], v2.shape[0])
+    if a.ndim > 2 or any(x != y and x != 1 for x, y in zip(a.shape[::-1], shape[::-1])):
+        input.expand(*shape)  # PyTorch's expand error
+    rt = _result_dtype((input, vec1, vec2)).np
+    if rt == np.bool_:
+        if not isinstance(beta, (bool, np.bool_, int)) or isinstance(beta, float):
+            raise RuntimeError("For integral input tensors, argument beta must not be a floating "
+                               "point number.")
+        outer = np.logical_and.outer(v1, v2)
+        r = np.array(np.broadcast_to((a & bool(beta)) | (outer & bool(alpha)), shape))
+        return _make(r)
+    _scalar_check(rt, beta, "beta")
+    _scalar_check(rt, alpha, "alpha")
+    r = _blend(a.astype(rt, copy=False), np.multiply.outer(v1, v2).astype(rt, copy=False),
+               beta, alpha, shape, rt)
+    if rt.kind in "fc" and _needs(input, vec1, vec2):
+        return record(r, AddrBackward0((edge_of(input), edge_of(vec1), edge_of(vec2)),
+                                       (_Shape(input), _keep(vec1, vec2), _keep(vec2, vec1),
+                                        beta, alpha)))
+    return _make(r)
+
+
+# --- trace, dist, cross ---------------------------------------------------------------------
+class TraceBackward0(FormulaNode):
+    __slots__ = ()
+
+    def formula(self, g, shape):
+        t = _pkg()
+        return t.eye(shape[0], shape[1], dtype=g.dtype) * g,
+
+
+@op()
+def trace(input):
+    """Sum of the main diagonal of a matrix; TraceBackward0."""
+    d = input._data
+    if d.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {d.ndim}")
+    if d.dtype == np.bool_:
+        raise NotImplementedError('"trace" not implemented for \'Bool\'')
+    r = np.asarray(np.trace(d, dtype=np.int64 if d.dtype.kind in "iu" else d.dtype))
+    if d.dtype.kind in "fc" and _needs(input):
+        return record(r, TraceBackward0((edge_of(input),), (d.shape,)))
+    return _make(r)
+
+
+class DistBackward0(FormulaNode):
+    __slots__ = ()
+
+    def formula(self, g, a, b, res, p):
+        t = _pkg()
+        diff = a - b
+        if p == 0:
+            gd = t.zeros_like(diff)
+        elif p == 1:
+            gd = t.sgn(diff) * g
+        elif p == 2:
+            gd = t.where(res == 0, t.zeros((), dtype=diff.dtype), diff / res) * g
+        elif math.isinf(p):
+            ad = diff.abs()
+            m = (ad == res).to(diff.dtype)
+            gd = t.sgn(diff) * m * (g / m.sum())
+        else:
+            ad = diff.abs()
+            if p < 2:
+                num = t.sgn(diff) * ad.pow(p - 1)
+            else:
+                num = diff * ad.pow(p - 2)
+            gd = t.where(res == 0, t.zeros((), dtype=diff.dtype), num / res.pow(p - 1)) * g
+        ga = sum_to(gd, a.shape) if self.needs(0) else None
+        gb = -sum_to(gd, b.shape) if self.needs(1) else None
+        return ga, gb
+
+
+@op()
+def dist(input, other, p=2):
+    """The p-norm of ``input - other`` (broadcast); DistBackward0."""
+    _need_tensor("dist", "other", 2, other)
+    if isinstance(p, Tensor):
+        p = p.item()
+    if not isinstance(p, (int, float, np.number)) or isinstance(p, bool):
+        raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {D.type_name(p)}")
+    rt = _result_dtype((input, other)).np
+    if rt.kind not in "fc":
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {D.scalar_type_name(rt)} instead.")
+    _bcast(input._data.shape, other._data.shape)
+    # PyTorch casts an operand of another dtype first (ToCopyBackward0)
+    a = input if input._data.dtype == rt else input.to(D.FROM_NP[rt])
+    b = other if other._data.dtype == rt else other.to(D.FROM_NP[rt])
+    diff = np.abs(a._data - b._data).reshape(-1)
+    p = float(p)
+    with np.errstate(all="ignore"):
+        if p == 0:
+            r = np.asarray(np.count_nonzero(diff), dtype=rt)
+        elif p == math.inf:
+            r = diff.max() if diff.size else np.zeros((), rt)
+        elif p == -math.inf:
+            r = diff.min() if diff.size else np.zeros((), rt)
+        else:
+            r = (diff ** p).sum() ** (1.0 / p)
+    r = np.asarray(r, dtype=rt)
+    if _needs(a, b):
+        res = record(r, None)
+        res._grad_fn = DistBackward0((edge_of(a), edge_of(b)),
+                                     (Saved(a), Saved(b), Saved(res, True), p))
+        return notify(res)
+    return _make(r)
+
+
+class LinalgCrossBackward0(FormulaNode):
+    __slots__ = ()
+
+    def formula(self, g, a, b, dim):
+        t = _pkg()
+        ga = sum_to(t.linalg.cross(b, g, dim=dim), a.shape) if self.needs(0) else None
+        gb = sum_to(t.linalg.cross(g, a, dim=dim), b.shape) if self.needs(1) else None
+        return ga, gb
+
+
+def _cross(input, other, dim):
+    a, b = input._data, other._data
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"expected scalar type {D.scalar_type_name(a.dtype)} but found "
+                           f"{D.scalar_type_name(b.dtype)}")
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    shape = _bcast(a.shape, b.shape)
+    k = _dim(dim, len(shape))
+    if a.shape[k] != 3 or b.shape[k] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{a.shape[k]} and {b.shape[k]}")
+    r = np.cross(np.broadcast_to(a, shape), np.broadcast_to(b, shape), axis=k)
+    r = np.ascontiguousarray(r, dtype=a.dtype)
+    if a.dtype.kind in "fc" and _needs(input, other):
+        return record(r, LinalgCrossBackward0((edge_of(input), edge_of(other)),
+                                              (_keep(input, other), _keep(other, input), k)))
+    return _make(r)
+
+
+@op()
+def cross(input, other, dim=None):
+    """Cross product along ``dim`` (by default the first dim of size 3, deprecated)."""
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
+                      "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
+                      "default value of dim will change to agree with that of linalg.cross in a "
+                      "future release.", UserWarning, stacklevel=2)
+        shape = _bcast(input._data.shape, other._data.shape)
+        dims = [i for i, s in enumerate(shape) if s == 3]
+        if not dims:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = dims[0]
+    return _cross(input, other, dim)
+
+
+def linalg_cross(input, other, *, dim=-1):
+    """``torch.linalg.cross``: cross product along ``dim`` (default the last)."""
+    return _cross(input, other, dim)
+
+
+linalg_cross.__name__ = "cross"
+
+
+# --- kron, tensordot, inner, multi_dot ------------------------------------------------------
+def _unsafe_view(t, shape):
+    """PyTorch's _unsafe_view of a fresh contiguous result (UnsafeViewBackward0)."""
+    from .views import UnsafeViewBackward0Reshape
+    r = t._data.reshape(shape)
+    if r.base is not None and not r.flags.writeable:
+        r = r.copy()
+    if _needs(t):
+        return record(r, UnsafeViewBackward0Reshape((edge_of(t),), (t._data.shape,)))
+    return _make(r)
+
+
+@op()
+def kron(input, other):
+    """Kronecker product (the smaller rank padded with leading 1s)."""
+    _need_tensor("kron", "other", 2, other)
+    n = max(input.dim(), other.dim())
+    ash = (1,) * (n - input.dim()) + tuple(input.shape)
+    bsh = (1,) * (n - other.dim()) + tuple(other.shape)
+    # PyTorch reshapes the operands with _unsafe_view: the products save tensors of their own
+    a = _unsafe_view(input, sum(((s, 1) for s in ash), ()))
+    b = _unsafe_view(other, sum(((1, s) for s in bsh), ()))
+    return _unsafe_view(a * b, tuple(x * y for x, y in zip(ash, bsh)))
+
+
+def _td_dims(dims, na, nb):
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, (int, np.integer)):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > na or dims > nb:
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        return list(range(-dims, 0)), list(range(dims))
+    da, db = dims
+    da = [da] if isinstance(da, (int, np.integer)) else list(da)
+    db = [db] if isinstance(db, (int, np.integer)) else list(db)
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    for d in da:
+        _dim(int(d), na)
+    for d in db:
+        _dim(int(d), nb)
+    return [int(d) for d in da], [int(d) for d in db]
+
+
+@op()
+def tensordot(a, b, dims=2, out=None):
+    """Contract ``dims`` of ``a`` with ``dims`` of ``b`` (permute, reshape, mm, view)."""
+    da, db = _td_dims(dims, a.dim(), b.dim())
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    for x, y in zip(da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[x]} in dim {x} and second has size {b.shape[y]} in "
+                               f"dim {y}")
+    da = [x % max(a.dim(), 1) for x in da]
+    db = [y % max(b.dim(), 1) for y in db]
+    fa = [i for i in range(a.dim()) if i not in da]
+    fb = [i for i in range(b.dim()) if i not in db]
+    out_shape = tuple(a.shape[i] for i in fa) + tuple(b.shape[i] for i in fb)
+    k = int(np.prod([a.shape[i] for i in da], dtype=np.int64))
+    pa = a.permute(*(fa + da)) if fa + da != list(range(a.dim())) else a
+    pb = b.permute(*(db + fb)) if db + fb != list(range(b.dim())) else b
+    if not fa and not fb:
+        return _pkg().dot(pa.reshape(-1), pb.reshape(-1)).view(out_shape)
+    m = int(np.prod([a.shape[i] for i in fa], dtype=np.int64))
+    n = int(np.prod([b.shape[i] for i in fb], dtype=np.int64))
+    return _pkg().mm(pa.reshape(m, k), pb.reshape(k, n)).view(out_shape)
+
+
+@op()
+def inner(input, other):
+    """Inner product over the last dim (a product with a 0-d operand)."""
+    _need_tensor("inner", "other", 2, other)
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got "
+                           f"shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def _chain(mats):
+    """Product of a list of matrices in the cheapest order (dynamic programming)."""
+    n = len(mats)
+    if n == 1:
+        return mats[0]
+    if n == 2:
+        return _pkg().mm(mats[0], mats[1])
+    p = [mats[0].shape[0]] + [m.shape[1] for m in mats]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for ln in range(1, n):
+        for i in range(n - ln):
+            j = i + ln
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def build(i, j):
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return _pkg().mm(build(i, k), build(k + 1, j))
+
+    return build(0, n - 1)
+
+
+def multi_dot(tensors, *, out=None):
+    """``torch.linalg.multi_dot``: the product of 2+ matrices (the first and last may be 1-D),
+    multiplied in the cheapest order."""
+    ts = list(tensors)
+    n = len(ts)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    if ts[0].dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got "
+                           f"{ts[0].dim()}D")
+    if ts[-1].dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got "
+                           f"{ts[-1].dim()}D")
+    for i in range(1, n - 1):
+        if ts[i].dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {ts[i].dim()}D")
+    dt = ts[0]._data.dtype
+    for i, t in enumerate(ts[1:], 1):
+        if t._data.dtype != dt:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor "
+                               f"0 is {D.c_name(dt)} and tensor {i} {D.c_name(t._data.dtype)}")
+    first_1d, last_1d = ts[0].dim() == 1, ts[-1].dim() == 1
+    mats = [ts[0].unsqueeze(0) if first_1d else ts[0]] + ts[1:-1] + \
+        [ts[-1].unsqueeze(1) if last_1d else ts[-1]]
+    for i in range(n - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"{list(ts[i].shape)} and {list(ts[i + 1].shape)} cannot be "
+                               f"multiplied")
+    r = _chain(mats)
+    shape = ((mats[0].shape[0],) if not first_1d else ()) + \
+        ((mats[-1].shape[1],) if not last_1d else ())
+    return r.view(shape)
+
+
+@op(method=False)
+def chain_matmul(*matrices, out=None):
+    """The product of 2-D matrices (deprecated in PyTorch for linalg.multi_dot)."""
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+                  "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return multi_dot(matrices)
+
+
+# --- aliases --------------------------------------------------------------------------------
+@op(method=False)
+def swapaxes(input, axis0, axis1):
+    """Alias of ``transpose``."""
+    return input.transpose(axis0, axis1)
+
+
+@op(method=False)
+def swapdims(input, dim0, dim1):
+    """Alias of ``transpose``."""
+    return input.transpose(dim0, dim1)
+
+
+_NO_DIM = object()
+
+
+def _softmax_like(name, input, dim, dtype):
+    from ..nn import functional as F
+    if dim is _NO_DIM:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
+    if dtype is not None:
+        dt = D.to_dtype(dtype)
+        if input._data.dtype != dt.np:
+            input = input.to(dt)
+    return getattr(F, name)(input, dim)
+
+
+@op()
+def softmax(input, dim=_NO_DIM, dtype=None):
+    """Softmax along ``dim`` (after a cast to ``dtype`` when given); SoftmaxBackward0."""
+    return _softmax_like("softmax", input, dim, dtype)
+
+
+@op()
+def log_softmax(input, dim=_NO_DIM, dtype=None):
+    """Log-softmax along ``dim`` (after a cast to ``dtype`` when given); LogSoftmaxBackward0."""
+    return _softmax_like("log_softmax", input, dim, dtype)
