@@ -448,6 +448,11 @@ def _logaddexp(input, other, fn, cls, name):
     _need_tensor(name, other)
     ad, bd, casts = _pair(input, other)
     if ad.dtype.kind not in "fc":
+        if ad.shape != bd.shape:  # PyTorch computes the broadcast shape before the kernel
+            try:
+                np.broadcast_shapes(ad.shape, bd.shape)
+            except ValueError:
+                raise broadcast_error(ad.shape, bd.shape) from None
         raise NotImplementedError(f'"{name}_cpu" not implemented for '
                                   f"'{D.scalar_type_name(ad.dtype)}'")
     data = _call2(fn, ad, bd)

@@ -168,6 +168,8 @@ def _apply(self, fn, args, kwargs, shared_ok):
         _check_cast(self._data, r._data.dtype, True)
     node = r._grad_fn
     _write(self, r._data, shared_ok)
+    if node is not None:
+        node._odt = self._data.dtype  # the result has the tensor's dtype, not the op's
     if node is None:  # the op recorded nothing (a copy into an integer tensor)
         _after_untracked_write(self)
         return self
