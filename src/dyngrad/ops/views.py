@@ -383,8 +383,10 @@ def expand_shape(dshape, dtype, sizes):
             if s == -1:
                 s = dshape[i - lead]
         elif s == -1:
-            raise RuntimeError("The expanded size of the tensor (-1) isn't allowed in a leading, "
-                               "non-existing dimension 0")
+            if not dshape:  # PyTorch's size arithmetic fails first for a 0-d tensor
+                raise RuntimeError("numel: integer multiplication overflow")
+            raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                               f"non-existing dimension {i}")
         shape.append(s)
     return tuple(shape)
 
