@@ -67,7 +67,18 @@ def _trigamma_np(x):
 
 def _zeta_np(x, q):
     r = _sp().zeta(x, q)
-    return np.where(np.isposinf(q), np.nan, r)  # Cephes' loop gives NaN there, as PyTorch's
+    # PyTorch's Cephes loop gives NaN at q = inf (after its x == 1 -> inf check)
+    return np.where(np.isposinf(q) & (x != 1), np.nan, r)
+
+
+def _igamma_np(a, x, upper):
+    """PyTorch's calc_igamma/calc_igammac: its edge cases first (NaN in the other argument
+    passes through some of them), then SciPy's gammainc/gammaincc."""
+    r = (_sp().gammaincc if upper else _sp().gammainc)(a, x)
+    lo, hi = (1.0, 0.0) if upper else (0.0, 1.0)
+    nan = np.nan
+    return np.select([(x < 0) | (a < 0), a == 0, x == 0, np.isinf(a), np.isinf(x)],
+                     [nan, np.where(x > 0, hi, nan), lo, np.where(np.isinf(x), nan, lo), hi], r)
 
 
 def _polygamma_np(d, n):
@@ -117,8 +128,8 @@ K = {name: _kernel(fn) for name, fn in {
     "angle": _angle_np,
     "xlog1py": lambda a, b: _sp().xlog1py(a, b),
     "zeta": _zeta_np,
-    "igamma": lambda a, b: _sp().gammainc(a, b),
-    "igammac": lambda a, b: _sp().gammaincc(a, b),
+    "igamma": lambda a, b: _igamma_np(a, b, False),
+    "igammac": lambda a, b: _igamma_np(a, b, True),
     "bessel_j0": lambda d: _sp().j0(d),
     "bessel_j1": lambda d: _sp().j1(d),
     "bessel_y0": lambda d: _sp().y0(d),
@@ -331,14 +342,18 @@ class PolygammaBackward0(Node):
         return g * polygamma_d(self._saved[2] + 1, x),
 
 
-@op(method=False)
-def polygamma(n, input):
-    """The n-th derivative of digamma; PolygammaBackward0."""
+def _polygamma_check(n):
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
                         f"{D.type_name(n)}")
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
+
+
+@op(method=False)
+def polygamma(n, input):
+    """The n-th derivative of digamma; PolygammaBackward0."""
+    _polygamma_check(n)
     return _run(input, K["polygamma"], PolygammaBackward0, True, False, (int(n),),
                 name=("digamma", "trigamma")[n] if n < 2 else "polygamma")
 
@@ -349,10 +364,17 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
+class PolygammaBackward1(PolygammaBackward0):
+    """The node of the in-place ``polygamma_``."""
+    __slots__ = ()
+
+
 def _polygamma_(self, n):
-    """In-place ``polygamma(n, self)``; returns self."""
+    """In-place ``polygamma(n, self)``; returns self (PolygammaBackward1)."""
     from .inplace import apply
-    return apply(self, lambda t: polygamma(n, t))
+    _polygamma_check(n)
+    return apply(self, lambda t: _run(t, K["polygamma"], PolygammaBackward1, True, False,
+                                      (int(n),)))
 
 
 op("polygamma_", function=False)(_polygamma_)
@@ -387,7 +409,7 @@ def _needs(node, i):
 
 
 def _not_implemented(what):
-    return RuntimeError(f"the derivative for '{what}' is not implemented.")
+    return NotImplementedError(f"the derivative for '{what}' is not implemented.")
 
 
 def _xlog1py_self_grad(g, a, b):

@@ -82,13 +82,27 @@ op("arccosh")(acosh)  # noqa: F821
 op("arctanh")(atanh)  # noqa: F821
 
 
-def _register_inplace():
-    """The in-place forms PyTorch has that the shared list in ``inplace`` does not hold."""
-    from .inplace import _unary_inplace
-    from . import OPS
-    for n in ("asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh"):
-        if n + "_" not in OPS:
-            _unary_inplace(n + "_", n)
+def _inplace_hyperbolic(name, fn):
+    """``asinh_``/``acosh_``/``atanh_``: PyTorch records <Name>Backward1, whose backward raises
+    (it has no derivative for the in-place versions)."""
+    msg = f"the derivative for 'inplace version of {name}' is not implemented."
+
+    def _bw(self, g, graph):
+        raise NotImplementedError(msg)
+
+    cls = type(name.capitalize() + "Backward1", (Node,),
+               {"__slots__": (), "_bw": _bw, "__module__": __name__, "_needs_saved": False})
+    globals()[cls.__name__] = cls
+
+    def f(self):
+        from .inplace import apply
+        return apply(self, lambda t: _unary(t, fn, cls, False, False))
+
+    f.__name__ = f.__qualname__ = name + "_"
+    f.__doc__ = f"In-place {name}; returns self (its derivative is not implemented, as in PyTorch)."
+    return f
 
 
-_register_inplace()
+for _name, _fn in (("asinh", np.arcsinh), ("acosh", np.arccosh), ("atanh", np.arctanh)):
+    _f = _inplace_hyperbolic(_name, _fn)
+    op(_name + "_", function=False, methods=("arc" + _name[1:] + "_",))(_f)
