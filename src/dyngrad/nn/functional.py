@@ -597,7 +597,7 @@ def _zeros(x, *a):
 
 _Hardtanh = _activation(
     "HardtanhBackward0", lambda x, lo, hi: np.clip(x, lo, hi),
-    lambda x, lo, hi: ((x > lo) & (x < hi)).astype(x.dtype), _zeros)
+    lambda x, lo, hi: ~((x <= lo) | (x >= hi)) * np.ones((), x.dtype), _zeros)
 _LeakyRelu = _activation(
     "LeakyReluBackward0", lambda x, s: np.where(x > 0, x, x * s),
     lambda x, s: np.where(x > 0, 1.0, s).astype(x.dtype), _zeros)
@@ -715,7 +715,7 @@ _LogSigmoid = _activation(
     lambda x: -_sig(x) * _sig(-x))
 _Threshold = _activation(
     "ThresholdBackward0", lambda x, th, v: np.where(x > th, x, v),
-    lambda x, th, v: (x > th).astype(x.dtype), _zeros)
+    lambda x, th, v: ~(x <= th) * np.ones((), x.dtype), _zeros)
 
 
 def relu6(input, inplace=False):

@@ -597,10 +597,11 @@ class ThresholdBackwardBackward0(Node):
 
 def _threshold_bw(g, y):
     """``g`` where ``y > 0``, else 0: relu's backward, differentiable in ``g`` and ``y``."""
+    # PyTorch's threshold_backward: y <= 0 ? 0 : g (a NaN result passes the gradient)
     if not isinstance(g, Tensor) and not isinstance(y, Tensor):
-        return X.where(y > 0, g, X.zeros_like(g))
+        return X.where(y <= 0, X.zeros_like(g), g)
     gd, yd = g._data, y._data
-    data = np.where(yd > 0, gd, np.zeros((), gd.dtype))
+    data = np.where(yd <= 0, np.zeros((), gd.dtype), gd)
     if STATE.enabled and (g._requires_grad or y._requires_grad):
         return record(data, ThresholdBackwardBackward0((edge_of(g), edge_of(y)), (Saved(y),)))
     return _make(data)

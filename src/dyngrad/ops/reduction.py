@@ -238,8 +238,13 @@ class ProdBackward0(Node):
         x = sx.get(self, graph)
         o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
         xd = X.data(x)
-        if graph and (xd != 0).all():
-            return X.expand_to(g, xd.shape) * o / x,
+        if xd.ndim == 0:
+            return g,
+        nz = int(np.count_nonzero(xd == 0))
+        if nz == 0:  # PyTorch's grad * (result / input): NaN and inf propagate as there
+            return X.expand_to(g, xd.shape) * (o / x),
+        if nz > 1 and not graph:
+            return X.zeros_like(X.expand_to(g, xd.shape)),
         others = _others_prod(xd.reshape(-1), 0).reshape(xd.shape) if xd.size else xd
         return X.expand_to(g, xd.shape) * X.const(others, g),
 
@@ -255,8 +260,8 @@ class ProdBackward1(Node):
         if xd.ndim == 0:
             return g,
         g = X.expand_to(_keep(g, (dim,), keepdim, xd.ndim), xd.shape)
-        if graph and (xd != 0).all():
-            return g * _keep(o, (dim,), keepdim, xd.ndim) / x,
+        if (xd != 0).all():  # PyTorch's grad * (result / input)
+            return g * (_keep(o, (dim,), keepdim, xd.ndim) / x),
         return g * X.const(_others_prod(xd, dim) if xd.size else xd, g),
 
 
@@ -543,8 +548,17 @@ def _inv_dof(n, correction):
 def _var_np(d, dims, correction, keepdim):
     n = _count(d.shape, dims) if d.ndim else 1
     with np.errstate(divide="ignore", invalid="ignore"):
-        m = d.mean(axis=dims, keepdims=True) if d.size else _empty_mean(d, dims, True)
-        dev = d - m
+        if d.size and dims and d.dtype.kind in "fc":
+            # deviations from each slice's first element: a slice of equal values has exactly
+            # zero variance (as PyTorch's Welford reduction gives), not rounding noise
+            ref = d[tuple(slice(0, 1) if i in dims else slice(None) for i in range(d.ndim))]
+            shifted = d - ref
+            sm = shifted.mean(axis=dims, keepdims=True)
+            m = ref + sm
+            dev = shifted - sm
+        else:
+            m = d.mean(axis=dims, keepdims=True) if d.size else _empty_mean(d, dims, True)
+            dev = d - m
         v = np.asarray((dev * dev).sum(axis=dims, keepdims=keepdim) * _inv_dof(n, correction))
     return v.astype(d.dtype, copy=False), (m if keepdim else m.squeeze(dims) if dims else m), n
 
