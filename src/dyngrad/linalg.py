@@ -81,3 +81,8 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 from .ops.products import linalg_cross as cross, multi_dot  # noqa: E402,F401
+from .ops.linalg_more import (  # noqa: E402,F401
+    linalg_svd as svd, svdvals, matrix_exp, eigh, eigvalsh, cholesky, cholesky_ex, qr)
+
+__all__ += ["cross", "multi_dot", "svd", "svdvals", "matrix_exp", "eigh", "eigvalsh", "cholesky",
+            "cholesky_ex", "qr"]

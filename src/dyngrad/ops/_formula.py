@@ -25,6 +25,9 @@ class FormulaNode(Node):
     gradient (Tensor or None) per input edge."""
 
     __slots__ = ()
+    # positions in the saved tuple that hold this node's own outputs -> their output number
+    # (under create_graph a saved output's gradient flows back into that output of this node)
+    _saved_outputs: dict = {}
 
     def formula(self, g, *saved):  # pragma: no cover - every subclass defines it
         raise NotImplementedError
@@ -32,10 +35,31 @@ class FormulaNode(Node):
     def needs(self, i):
         return self.next_functions[i][0] is not None
 
+    def _unpack_saved(self, graph):
+        out = []
+        for pos, s in enumerate(self._saved):
+            if type(s) is not Saved:
+                out.append(s)
+                continue
+            try:
+                out.append(s.get(self, graph))
+            except RuntimeError as e:
+                nr = self._saved_outputs.get(pos)
+                if nr and s.is_output:  # PyTorch names which output of this node it was
+                    msg = str(e).replace(", which is output 0 of ",
+                                         f", which is output {nr} of ", 1)
+                    raise RuntimeError(msg) from None
+                raise
+        return out
+
     def _bw(self, g, graph):
-        vals = [s.get(self, graph) if type(s) is Saved else s for s in self._saved]
+        vals = self._unpack_saved(graph)
         if graph:
             vals = [const(v) for v in vals]
+            for pos, nr in self._saved_outputs.items():
+                v = vals[pos]
+                if nr and isinstance(v, Tensor) and v._grad_fn is self:
+                    v._output_nr = nr
             gt = tuple(const(x) if x is not None else None for x in g) if self._nout > 1 \
                 else const(g)
             return tuple(self.formula(gt, *vals))

@@ -1,0 +1,430 @@
+"""More linear algebra: svd (torch.svd, linalg.svd, linalg.svdvals), matrix_exp, linalg.eigh,
+linalg.eigvalsh, linalg.cholesky (and cholesky_ex), linalg.qr.  Backward formulas follow
+PyTorch's (FunctionsManual.cpp): they are written with dyngrad ops, so they have second
+derivatives too.  Gradients through singular vectors / eigenvectors assume distinct singular
+values / eigenvalues, as PyTorch's formulas do."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import op
+from ._dual import c_order
+from ._formula import FormulaNode
+from ._graph import STATE, Saved, Tensor, edge_of, notify, record
+from .reduction import return_type
+from .. import _dtype as D
+
+_make = Tensor._make
+
+RT_SVD = return_type("svd", ("U", "S", "V"))
+RT_LSVD = return_type("linalg_svd", ("U", "S", "Vh"))
+RT_EIGH = return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
+RT_QR = return_type("linalg_qr", ("Q", "R"))
+RT_CHOL = return_type("linalg_cholesky_ex", ("L", "info"))
+
+
+def _pkg():
+    import importlib
+    return importlib.import_module(__name__.split(".")[0])
+
+
+def _lin_err():
+    from .linalg import LinAlgError
+    return LinAlgError
+
+
+def _check(A, fn, square=False):
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg_{fn}(): argument 'A' (position 1) must be Tensor, not "
+                        f"{D.type_name(A)}")
+    d = A._data
+    if d.ndim < 2:
+        raise RuntimeError(f"linalg.{fn}: The input tensor A must have at least 2 dimensions.")
+    if d.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.{fn}: Expected a floating point or complex tensor as input. "
+                           f"Got {D.scalar_type_name(d.dtype)}")
+    if square and d.shape[-1] != d.shape[-2]:
+        raise RuntimeError(f"linalg.{fn}: A must be batches of square matrices, but they are "
+                           f"{d.shape[-2]} by {d.shape[-1]} matrices")
+    return d
+
+
+def _outputs(arrays, node_fn, needs):
+    """Tensors for ``arrays``, all outputs of one node made by ``node_fn(outputs)``."""
+    outs = [_make(c_order(a)) for a in arrays]
+    if not needs:
+        return outs
+    for i, o in enumerate(outs):
+        o._requires_grad = True
+        if i:
+            o._output_nr = i
+    node = node_fn(outs)
+    node._odt = None
+    for o in outs:
+        o._grad_fn = node
+        notify(o)
+    return outs
+
+
+# --- SVD -----------------------------------------------------------------------------------
+class LinalgSvdBackward0(FormulaNode):
+    """PyTorch's svd_backward (real case), U / Vh narrowed to the k singular vectors first
+    when full_matrices."""
+    __slots__ = ()
+    _nout = 3
+    _saved_outputs = {0: 0, 1: 1, 2: 2}
+
+    def formula(self, g, U, S, Vh, full):
+        t = _pkg()
+        gU, gS, gVh = g
+        k = S.shape[-1]
+        if full:
+            if gU is not None:
+                gU = gU.narrow(-1, 0, k)
+            if gVh is not None:
+                gVh = gVh.narrow(-2, 0, k)
+            U = U.narrow(-1, 0, k)
+            Vh = Vh.narrow(-2, 0, k)
+        m, n = U.shape[-2], Vh.shape[-1]
+        if gU is None and gVh is None:
+            if gS is None:
+                return None,
+            return (t.matmul(U, gS.unsqueeze(-1) * Vh) if m >= n
+                    else t.matmul(U * gS.unsqueeze(-2), Vh)),
+        S2 = S * S
+        eye = t.eye(k, dtype=S.dtype)
+        E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye  # 1 on the diagonal
+        UhgU = VhgV = None
+        if gU is not None:
+            x = t.matmul(U.mT, gU)
+            UhgU = x - x.mT
+        if gVh is not None:
+            x = t.matmul(Vh, gVh.mT)
+            VhgV = x - x.mT
+        if UhgU is not None and VhgV is not None:
+            gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
+        elif UhgU is not None:
+            gA = UhgU * (S.unsqueeze(-2) / E)
+        else:
+            gA = (S.unsqueeze(-1) / E) * VhgV
+        if gS is not None:
+            gA = gA + t.diag_embed(gS)
+        if m > n and gU is not None:
+            gA = t.matmul(U, gA)
+            gUSinv = gU / S.unsqueeze(-2)
+            gA = gA + gUSinv - t.matmul(U, t.matmul(U.mT, gUSinv))
+            gA = t.matmul(gA, Vh)
+        elif m < n and gVh is not None:
+            gA = t.matmul(gA, Vh)
+            SinvgVh = gVh / S.unsqueeze(-1)
+            gA = gA + SinvgVh - t.matmul(t.matmul(SinvgVh, Vh.mT), Vh)
+            gA = t.matmul(U, gA)
+        else:
+            gA = t.matmul(U, t.matmul(gA, Vh)) if m >= n else t.matmul(t.matmul(U, gA), Vh)
+        return gA,
+
+
+def _svd(A, full_matrices, fn="svd"):
+    d = _check(A, fn)
+    u, s, vh = np.linalg.svd(d, full_matrices=full_matrices)
+    s = s.astype(d.dtype.type(0).real.dtype, copy=False)
+    needs = STATE.enabled and A._requires_grad
+    return _outputs((u, s, vh), lambda o: LinalgSvdBackward0(
+        (edge_of(A),), (Saved(o[0], True), Saved(o[1], True), Saved(o[2], True),
+                        full_matrices)), needs)
+
+
+def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
+    """``torch.linalg.svd``: (U, S, Vh) with ``A = U diag(S) Vh``; LinalgSvdBackward0."""
+    return RT_LSVD(*_svd(A, full_matrices))
+
+
+linalg_svd.__name__ = "svd"
+
+
+def svdvals(A, *, driver=None, out=None):
+    """``torch.linalg.svdvals``: the singular values, descending (output 1 of
+    LinalgSvdBackward0, as in PyTorch)."""
+    if STATE.enabled and isinstance(A, Tensor) and A._requires_grad:
+        return _svd(A, False, "svdvals")[1]
+    d = _check(A, "svdvals")
+    return _make(c_order(np.linalg.svd(d, compute_uv=False)))
+
+
+@op()
+def svd(input, some=True, compute_uv=True):
+    """``torch.svd``: (U, S, V) with ``input = U diag(S) V^T`` (V, not Vh)."""
+    if not compute_uv:
+        d = _check(input, "svd")
+        m, n = d.shape[-2:]
+        s = svdvals(input)
+        z = np.zeros(d.shape[:-2] + (m, m), d.dtype), np.zeros(d.shape[:-2] + (n, n), d.dtype)
+        return RT_SVD(_make(z[0]), s, _make(z[1]))
+    u, s, vh = _svd(input, not some)
+    return RT_SVD(u, s, vh.mT)
+
+
+# --- matrix exponential ----------------------------------------------------------------------
+def _expm(a):
+    try:
+        from scipy.linalg import expm
+    except ImportError:  # pragma: no cover - scipy is optional
+        return _expm_np(a)
+    return np.asarray(expm(a)).astype(a.dtype, copy=False)
+
+
+def _expm_np(a):
+    """Scaling and squaring with a degree-18 Taylor series (no scipy)."""
+    norm = np.abs(a).sum(-2).max() if a.size else 0.0
+    s = max(0, int(np.ceil(np.log2(norm))) + 1) if norm > 0 else 0
+    x = a / (2.0 ** s)
+    eye = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape)
+    r, term = eye.copy(), eye.copy()
+    for k in range(1, 19):
+        term = term @ x / k
+        r = r + term
+    for _ in range(s):
+        r = r @ r
+    return r
+
+
+class LinalgMatrixExpBackward0(FormulaNode):
+    """grad = the top-right block of exp([[A^T, G], [0, A^T]]) (itself differentiable)."""
+    __slots__ = ()
+
+    def formula(self, g, A):
+        t = _pkg()
+        n = A.shape[-1]
+        At = A.mT
+        top = t.cat([At, g], -1)
+        bottom = t.cat([t.zeros_like(At), At], -1)
+        big = t.matrix_exp(t.cat([top, bottom], -2))
+        return big[..., :n, n:],
+
+
+@op()
+def matrix_exp(A):
+    """The matrix exponential of square matrices; LinalgMatrixExpBackward0."""
+    d = _check(A, "matrix_exp", True)
+    r = _expm(d) if d.size else d.copy()
+    if STATE.enabled and A._requires_grad:
+        return record(c_order(r), LinalgMatrixExpBackward0((edge_of(A),), (Saved(A),)))
+    return _make(c_order(r))
+
+
+# --- symmetric eigendecomposition ------------------------------------------------------------
+class LinalgEighBackward0(FormulaNode):
+    """PyTorch's linalg_eig_backward for Hermitian input (distinct eigenvalues)."""
+    __slots__ = ()
+    _nout = 2
+    _saved_outputs = {0: 0, 1: 1}
+
+    def formula(self, g, L, V):
+        t = _pkg()
+        gL, gV = g
+        if gV is None:
+            if gL is None:
+                return None,
+            return t.matmul(V * gL.unsqueeze(-2), V.mT),
+        n = L.shape[-1]
+        x = t.matmul(V.mT, gV)
+        VhgV = 0.5 * (x - x.mT)
+        E = L.unsqueeze(-2) - L.unsqueeze(-1) + t.eye(n, dtype=L.dtype)
+        gA = VhgV / E
+        if gL is not None:
+            gA = gA + t.diag_embed(gL)
+        return t.matmul(V, t.matmul(gA, V.mT)),
+
+
+def _eigh(A, UPLO, fn):
+    d = _check(A, fn, True)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    w, v = np.linalg.eigh(d, UPLO=UPLO)
+    needs = STATE.enabled and A._requires_grad
+    return _outputs((w.astype(d.dtype.type(0).real.dtype, copy=False), v),
+                    lambda o: LinalgEighBackward0((edge_of(A),), (Saved(o[0], True),
+                                                                  Saved(o[1], True))), needs)
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """``torch.linalg.eigh``: (eigenvalues ascending, eigenvectors) of symmetric matrices."""
+    return RT_EIGH(*_eigh(A, UPLO, "eigh"))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """``torch.linalg.eigvalsh``: the eigenvalues (ascending) of symmetric matrices."""
+    if STATE.enabled and isinstance(A, Tensor) and A._requires_grad:
+        return _eigh(A, UPLO, "eigvalsh")[0]
+    d = _check(A, "eigvalsh", True)
+    return _make(c_order(np.linalg.eigvalsh(d, UPLO=UPLO)))
+
+
+# --- Cholesky --------------------------------------------------------------------------------
+class LinalgCholeskyExBackward0(FormulaNode):
+    """PyTorch's cholesky_backward: gA = L^{-H} phi(L^H gL) L^{-1}, symmetrised."""
+    __slots__ = ()
+    _nout = 2
+
+    def formula(self, g, L, upper):
+        t = _pkg()
+        gL = g[0]
+        if gL is None:
+            return None,
+        if upper:
+            L, gL = L.mT, gL.mT
+        gA = t.matmul(L.mT, gL).tril()
+        gA = 0.5 * (gA + gA.tril(-1).mT)
+        Lt = L.mT
+        gA = t.linalg.solve(Lt, gA)                 # L^{-H} gA
+        gA = t.linalg.solve(Lt, gA.mT).mT           # (...) L^{-1}
+        return gA,
+
+
+def _cholesky(A, upper, fn):
+    d = _check(A, fn, True)
+    info = np.zeros(d.shape[:-2], np.int32)
+    flat = d.reshape((-1,) + d.shape[-2:])
+    Ls = np.zeros_like(flat)
+    bad = None
+    for i, a in enumerate(flat):
+        sym = np.tril(a) + np.tril(a, -1).T if not upper else np.triu(a) + np.triu(a, 1).T
+        try:
+            Ls[i] = np.linalg.cholesky(sym)
+        except np.linalg.LinAlgError:
+            # the order of the first leading minor that is not positive-definite
+            k = next(j for j in range(1, a.shape[0] + 1)
+                     if not _pd(sym[:j, :j]))
+            info.reshape(-1)[i] = k
+            if bad is None:
+                bad = (i, k)
+    L = Ls.reshape(d.shape)
+    if upper:
+        L = np.swapaxes(L, -1, -2)
+    needs = STATE.enabled and A._requires_grad
+    outs = _outputs((L, info), lambda o: LinalgCholeskyExBackward0(
+        (edge_of(A),), (Saved(o[0], True), upper)), needs)
+    outs[1]._requires_grad = False
+    outs[1]._grad_fn = None
+    return outs, bad
+
+
+def _pd(a):
+    try:
+        np.linalg.cholesky(a)
+        return True
+    except np.linalg.LinAlgError:
+        return False
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """``torch.linalg.cholesky_ex``: (L, info), info > 0 where A is not positive-definite."""
+    (L, info), bad = _cholesky(A, upper, "cholesky")
+    if check_errors and bad is not None:
+        raise _chol_error(A, bad)
+    return RT_CHOL(L, info)
+
+
+def _chol_error(A, bad):
+    i, k = bad
+    where = f"(Batch element {i}): " if A._data.ndim > 2 else ""
+    return _lin_err()(f"linalg.cholesky: {where}The factorization could not be completed because "
+                      f"the input is not positive-definite (the leading minor of order {k} is "
+                      f"not positive-definite).")
+
+
+def cholesky(A, *, upper=False, out=None):
+    """``torch.linalg.cholesky``: the lower (or upper) Cholesky factor."""
+    (L, _), bad = _cholesky(A, upper, "cholesky")
+    if bad is not None:
+        raise _chol_error(A, bad)
+    return L
+
+
+# --- QR ------------------------------------------------------------------------------------
+class LinalgQrBackward0(FormulaNode):
+    """QR backward (reduced mode): for m >= n, M = R gR^T - gQ^T Q and
+    gA = (gQ + Q copyltu(M)) R^{-T}; a wide A is split as [X | Y] with X square."""
+    __slots__ = ()
+    _nout = 2
+    _saved_outputs = {0: 0, 1: 1}
+
+    def formula(self, g, Q, R, mode):
+        gQ, gR = g
+        if gQ is None and gR is None:
+            return None,
+        return _qr_bw(gQ, gR, Q, R),
+
+
+def _copyltu(M):
+    low = M.tril(-1)
+    return low + low.mT + _pkg().diag_embed(M.diagonal(0, -2, -1))
+
+
+def _qr_bw(gQ, gR, Q, R):
+    t = _pkg()
+    m, n = Q.shape[-2], R.shape[-1]
+    if gQ is None:
+        gQ = t.zeros_like(Q)
+    if gR is None:
+        gR = t.zeros_like(R)
+    if m >= n:
+        M = t.matmul(R, gR.mT) - t.matmul(gQ.mT, Q)
+        b = gQ + t.matmul(Q, _copyltu(M))
+        # b R^{-T}: solve R X^T = b^T
+        return t.linalg.solve(R, b.mT).mT
+    # wide: A = [X | Y], X = Q U (square), Y = Q V
+    U, V = R[..., :, :m], R[..., :, m:]
+    gU, gV = gR[..., :, :m], gR[..., :, m:]
+    Y = t.matmul(Q, V)
+    gX = _qr_bw(gQ + t.matmul(Y, gV.mT), gU, Q, U)
+    gY = t.matmul(Q, gV)
+    return t.cat([gX, gY], -1)
+
+
+def qr(A, mode="reduced", *, out=None):
+    """``torch.linalg.qr``: (Q, R) with ``A = Q R`` (modes 'reduced', 'complete', 'r')."""
+    d = _check(A, "qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    flat = d.reshape((-1,) + d.shape[-2:])
+    qs, rs = zip(*[np.linalg.qr(a, mode="complete" if mode == "complete" else "reduced")
+                   for a in flat]) if flat.shape[0] else ((), ())
+    m, n = d.shape[-2:]
+    k = m if mode == "complete" else min(m, n)
+    q = np.array(qs).reshape(d.shape[:-2] + (m, k)) if qs else np.zeros(d.shape[:-2] + (m, k),
+                                                                         d.dtype)
+    r = np.array(rs).reshape(d.shape[:-2] + (k, n)) if rs else np.zeros(d.shape[:-2] + (k, n),
+                                                                         d.dtype)
+    if mode == "r":
+        q = np.zeros((0,), d.dtype)
+    needs = STATE.enabled and A._requires_grad
+    Q, R = _outputs((q.astype(d.dtype, copy=False), r.astype(d.dtype, copy=False)),
+                    lambda o: LinalgQrBackward1(mode)((edge_of(A),),
+                                                      (Saved(o[0], True), Saved(o[1], True),
+                                                       mode)), needs)
+    return RT_QR(Q, R)
+
+
+def LinalgQrBackward1(mode):
+    """The node class for ``mode``: 'r' and wide 'complete' raise PyTorch's errors at backward."""
+    return LinalgQrBackward0 if mode == "reduced" else _QR_CHECKED
+
+
+class _QrChecked(LinalgQrBackward0):
+    __slots__ = ()
+
+    def formula(self, g, Q, R, mode):
+        if mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                               "when mode='r'. Please use linalg.qr(A, mode='reduced') if you "
+                               "are going to differentiate through linalg.qr.")
+        if Q.shape[-2] > R.shape[-1]:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                               "and nrows > ncols.")
+        return super().formula(g, Q, R, mode)
+
+
+_QrChecked.__name__ = _QrChecked.__qualname__ = "LinalgQrBackward0"
+_QR_CHECKED = _QrChecked
