@@ -208,3 +208,84 @@ if __name__ == "__main__" and sys.argv[1:] == ["record"]:  # pragma: no cover
         json.dump({k: f(torch) for k, f in SCENARIOS.items()}, fh, indent=1)
         fh.write("\n")
     print("recorded", DATA)
+
+
+def _std_push(h, key, item):
+    """libstdc++'s push_heap on a max-heap of (key, item) comparing keys only."""
+    i = len(h)
+    h.append(None)
+    while i:
+        p = (i - 1) >> 1
+        if h[p][0] < key:
+            h[i] = h[p]
+            i = p
+        else:
+            break
+    h[i] = (key, item)
+
+
+def _std_pop(h):
+    """libstdc++'s pop_heap + pop_back (hole to a leaf by the larger child, ties to the right,
+    then the last element pushed back up)."""
+    top, last = h[0][1], h.pop()
+    n = len(h)
+    if n:
+        hole = child = 0
+        while child < (n - 1) // 2:
+            child = 2 * (child + 1)
+            if h[child][0] < h[child - 1][0]:
+                child -= 1
+            h[hole] = h[child]
+            hole = child
+        if not n & 1 and child == (n - 2) // 2:
+            child = 2 * (child + 1)
+            h[hole] = h[child - 1]
+            hole = child - 1
+        while hole:
+            p = (hole - 1) >> 1
+            if h[p][0] < last[0]:
+                h[hole] = h[p]
+                hole = p
+            else:
+                break
+        h[hole] = last
+    return top
+
+
+def test_ready_queue_ties_follow_libstdcxx():
+    """The engine's ready queue pops tied AccumulateGrads in the order PyTorch's
+    std::priority_queue does, over random interleavings of pushes and pops."""
+    import random
+    from dyngrad.autograd.engine import _ACC_KEY, _pop, _push
+    from dyngrad.autograd.node import AccumulateGrad
+
+    leaves = [dyngrad.tensor([1.0], requires_grad=True) for _ in range(60)]
+    accs = [AccumulateGrad.for_leaf(t) for t in leaves]
+
+    class Plain:
+        def __init__(self, seq):
+            self._seq = seq
+
+    for trial in range(300):
+        r = random.Random(trial)
+        ours, ref, got, exp = [], [], [], []
+        seq, ai = 0, 0
+        for _ in range(r.randint(1, 30)):
+            if ours and r.random() < 0.4:
+                got.append(_pop(ours))
+                exp.append(_std_pop(ref))
+                continue
+            for _ in range(r.randint(1, 4)):
+                seq += 1
+                if r.random() < 0.4 and ai < len(accs):
+                    node, key = accs[ai], _ACC_KEY
+                    ai += 1
+                else:
+                    node = Plain(seq)
+                    key = seq
+                _push(ours, key, node)
+                _std_push(ref, key, node)
+        while ours:
+            got.append(_pop(ours))
+            exp.append(_std_pop(ref))
+        assert [id(n) for n in got] == [id(n) for n in exp], trial

@@ -245,7 +245,10 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference and not _GRAD_STATE.inference:
             raise RuntimeError(_INFERENCE_REQUIRES_GRAD)
-        interior = self._grad_fn is not None or bool(self._stale_view)
+        # PyTorch asks the raw grad_fn: a view whose history is stale or rebuilt but unused
+        # counts as interior only if it had a history before
+        fn = self._grad_fn
+        interior = (fn is not None and fn._seq != -2) or "_stale_fn" in self.__dict__
         if interior and not requires_grad:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a "

@@ -149,6 +149,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if len(gos) != len(outs):
         raise RuntimeError(f"grad_outputs must be the same length as outputs: {len(gos)} vs "
                            f"{len(outs)}")
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     for i, t in enumerate(ins):
         if not _rg(t):
             raise RuntimeError("One of the differentiated Tensors does not require grad")

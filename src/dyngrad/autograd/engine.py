@@ -5,6 +5,7 @@ incoming gradients in one buffer per node.  Iterative: graphs a million nodes de
 recursion."""
 from __future__ import annotations
 
+import heapq
 import sys
 
 import numpy as np
@@ -116,8 +117,13 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
 # AccumulateGrad above everything (its sequence number is UINT64_MAX): a leaf's gradient is
 # accumulated as soon as it is complete.  Sequence numbers are unique, so for other nodes any
 # heap gives the same order; several AccumulateGrads ready at once tie, and then the order is
-# the one libstdc++'s push_heap/pop_heap give.  These two functions are those algorithms.
+# the one libstdc++'s push_heap/pop_heap give.  Python's heapq runs the same sift algorithms
+# (checked in tests/test_backward_order.py), so entries are (-key, node) with ties between
+# AccumulateGrads comparing equal (AccumulateGrad.__lt__ is always False).
 _ACC_KEY = 1 << 62
+_NEG_ACC = -_ACC_KEY
+_heappush = heapq.heappush
+_heappop = heapq.heappop
 
 
 def _key(fn):
@@ -125,48 +131,13 @@ def _key(fn):
 
 
 def _push(h, key, node):
-    """std::push_heap of ``(key, node)`` onto ``h`` (a max-heap on key)."""
-    i = len(h)
-    h.append(None)
-    while i:
-        p = (i - 1) >> 1
-        up = h[p]
-        if up[0] < key:
-            h[i] = up
-            i = p
-        else:
-            break
-    h[i] = (key, node)
+    """Push ``node`` with priority ``key`` (larger first)."""
+    _heappush(h, (-key, node))
 
 
 def _pop(h):
-    """std::pop_heap then pop_back: the node with the largest key (ties as libstdc++)."""
-    top = h[0][1]
-    last = h.pop()
-    n = len(h)
-    if n:
-        hole = child = 0
-        while child < (n - 1) // 2:
-            child = 2 * (child + 1)
-            if h[child][0] < h[child - 1][0]:
-                child -= 1
-            h[hole] = h[child]
-            hole = child
-        if not n & 1 and child == (n - 2) // 2:
-            child = 2 * (child + 1)
-            h[hole] = h[child - 1]
-            hole = child - 1
-        key = last[0]
-        while hole:
-            p = (hole - 1) >> 1
-            up = h[p]
-            if up[0] < key:
-                h[hole] = up
-                hole = p
-            else:
-                break
-        h[hole] = last
-    return top
+    """The node with the largest key (ties as libstdc++'s heap)."""
+    return _heappop(h)[1]
 
 
 def _start(roots, grads, edge_of):
@@ -212,7 +183,7 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
         bufs = {}
         _deposit(bufs, fn, nr, grads[0])
         deps = _dependencies((fn,)) if fn.next_functions else {}
-        heap = [(_ACC_KEY if fn.__class__ is ACC else fn._seq, fn)]
+        heap = [(_NEG_ACC if fn.__class__ is ACC else -fn._seq, fn)]
     else:
         bufs, deps, heap = _start(roots, grads, edge_of)
     obs = HOOKS.observer
@@ -225,13 +196,15 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
     # ``nxt``: the one ready node when the queue is otherwise empty (the usual case on a
     # chain), kept out of the heap; pushed first as soon as another node gets ready, so the
     # queue sees the same pushes as PyTorch's
+    push = _heappush
+    pop = _heappop
     nxt = heap.pop()[1]
     while True:
         if nxt is not None:
             node = nxt
             nxt = None
         elif heap:
-            node = heap.pop()[1] if len(heap) == 1 else _pop(heap)
+            node = pop(heap)[1]
         else:
             break
         g = bufs_pop(node, None)
@@ -284,9 +257,9 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
                 nxt = fn
             else:
                 if nxt is not None:
-                    _push(heap, _ACC_KEY if nxt.__class__ is ACC else nxt._seq, nxt)
+                    push(heap, (_NEG_ACC if nxt.__class__ is ACC else -nxt._seq, nxt))
                     nxt = None
-                _push(heap, _ACC_KEY if fn.__class__ is ACC else fn._seq, fn)
+                push(heap, (_NEG_ACC if fn.__class__ is ACC else -fn._seq, fn))
     return None
 
 

@@ -305,6 +305,12 @@ class AccumulateGrad(Node):
     ``variable`` has become None.
     """
 
+    def __lt__(self, other) -> bool:
+        """Never: the backward engine's ready queue orders nodes by priority alone, and every
+        AccumulateGrad has the same one (ties keep the heap's own order, as PyTorch's)."""
+        return False
+
+
     __slots__ = ("_var",)
     _needs_saved = False
 

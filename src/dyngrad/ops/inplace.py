@@ -13,6 +13,7 @@ from . import op
 from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from ._dual import c_order, zeros_like
 from ..autograd.node import Saved, lazy
+from ._graph import edges_first
 from .views import apply_chain, overlapping, partial_overlap, root_writeable, writeable_alias
 from ..autograd import errors
 from .. import _dtype as D
@@ -83,10 +84,11 @@ def _prewrite(self, others, recording, shared_ok=False):
     (TensorIterator's compute_mem_overlaps).  Shapes and dtypes come after."""
     if recording:
         _guard(self)
+        edges_first(*others)
     d = self._data
     if not shared_ok and not d.flags.writeable and overlapping(d):
         raise _internal_overlap()
-    if others:
+    if others and not shared_ok:
         _check_overlap(d, others)
 
 
@@ -446,8 +448,17 @@ def _copy_into(self, src, strict=False):
         if isinstance(src, (int, float, bool, np.number)):
             return apply(self, _copy_fn, src)
         src = _make(np.asarray(src))
-    # copying a tensor onto itself checks no overlap (PyTorch returns early from the kernel)
-    return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, src is self)
+    # copying a tensor onto itself (or onto the same memory, shape and strides) checks no
+    # overlap: PyTorch returns early from the kernel
+    d, sd = self._data, src._data
+    if sd.shape != d.shape and _bcast_into(sd.shape, d.shape):
+        sd = np.broadcast_to(sd, d.shape)  # what PyTorch compares: the expanded source
+    # (strides of size-1 dims do not count: PyTorch's expand gives new size-1 dims the
+    # contiguous stride where NumPy gives 0)
+    same = src is self or (sd.shape == d.shape and sd.dtype == d.dtype and all(
+        a == b for a, b, n in zip(sd.strides, d.strides, d.shape) if n != 1) and
+        sd.__array_interface__["data"][0] == d.__array_interface__["data"][0])
+    return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, same)
 
 
 @op(function=False)

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import STATE, Node, Tensor, edge_of, record
+from ._graph import STATE, Node, Tensor, edge_of, edges_first, record
 from . import _dual as X
 
 _make = Tensor._make
@@ -379,6 +379,7 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
     d = input._data
     if dim is None:
         if d.size == 0:
+            edges_first(input)
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                                f"input.numel() == 0. Specify the reduction dim with the 'dim' "
                                f"argument.")
@@ -397,6 +398,7 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
             vals = _make(d.copy())
         return rt(vals, indices)
     if d.size == 0:
+        edges_first(input)
         _nonempty(name, d, k)  # max/min name the wrapped dim (amax/amin the given one)
     idx = np_arg(d, axis=k)
     if np.issubdtype(d.dtype, np.floating):
@@ -441,6 +443,7 @@ def _amaxmin(input, dim, keepdim, name, np_fn, cls):
     d = input._data
     dims = dims_of(dim, d.ndim, name)
     if d.size == 0:
+        edges_first(input)
         _nonempty(name, d, dim)
     r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
     if STATE.enabled and input._requires_grad:
