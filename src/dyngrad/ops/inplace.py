@@ -451,8 +451,9 @@ def _copy_into(self, src, strict=False):
     # copying a tensor onto itself (or onto the same memory, shape and strides) checks no
     # overlap: PyTorch returns early from the kernel
     d, sd = self._data, src._data
-    if sd.shape != d.shape and _bcast_into(sd.shape, d.shape):
-        sd = np.broadcast_to(sd, d.shape)  # what PyTorch compares: the expanded source
+    if not strict and sd.shape != d.shape and _bcast_into(sd.shape, d.shape):
+        # indexing assignment expands the source first (copy_to), and compares that
+        sd = np.broadcast_to(sd, d.shape)
     # (strides of size-1 dims do not count: PyTorch's expand gives new size-1 dims the
     # contiguous stride where NumPy gives 0)
     same = src is self or (sd.shape == d.shape and sd.dtype == d.dtype and all(

@@ -457,6 +457,9 @@ def movedim(input, source, destination):
         raise RuntimeError(f"movedim: repeated dim in `source` ({list(source)})")
     if len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in `destination` ({list(destination)})")
+    if nd == 0:  # a 0-d tensor: nothing to move, an alias as in PyTorch (AliasBackward0)
+        from .views import alias
+        return alias(input)
     order = [None] * nd
     for s, t in zip(src, dst):
         order[t] = s
