@@ -11,3 +11,6 @@ _CORE = {"pointwise", "reduction", "linalg", "views", "indexing", "inplace", "_g
 for _m in pkgutil.iter_modules(importlib.import_module(_PKG).__path__):
     if _m.name not in _CORE:
         importlib.import_module(_PKG + "." + _m.name)
+
+# every family is loaded: now the in-place forms that the rule in ``inplace`` gives
+importlib.import_module(_PKG + ".inplace").register_inplace_forms()

@@ -672,17 +672,54 @@ for _n in ("clamp", "clip", "clamp_min", "clamp_max"):
     _clamp_inplace(_n + "_", _n)
 
 
-for _n in ("exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "abs", "relu", "neg", "pow",
-           "floor", "ceil", "round", "trunc", "reciprocal", "sign",
-           "masked_fill", "fmod", "remainder", "lerp", "addmm", "index_fill", "scatter",
-           "scatter_add", "index_add", "square", "log1p", "expm1", "rsqrt", "erf", "t",
-           "squeeze", "unsqueeze", "transpose", "nan_to_num", "hardtanh", "leaky_relu", "elu",
-           "atan", "asin", "acos", "tan", "sinh", "cosh", "frac", "exp2", "log2", "log10",
-           "logical_not", "bitwise_not", "copysign", "maximum", "minimum", "where", "atan2",
-           "xlogy", "floor_divide", "hypot", "baddbmm", "addcmul", "addcdiv", "logit", "digamma",
-           "lgamma", "erfc", "erfinv", "float_power", "deg2rad", "rad2deg", "mvlgamma",
-           "sgn", "i0", "sinc", "selu", "celu", "silu", "mish", "gelu", "softplus", "relu6"):
-    _unary_inplace(_n + "_", _n)
+# --- in-place forms, by rule -----------------------------------------------------------------
+# Every op of an elementwise family gets ``Tensor.<name>_`` (and one for each method alias,
+# e.g. ``negative_``), applying the op in place; PyTorch keeps the few in OUT_OF_PLACE_ONLY
+# out of place.  Ops of other families that PyTorch also changes in place (their result has
+# the tensor's shape) are named in INPLACE_ALSO.  Forms registered by hand (add_, clamp_, the
+# in-place views, ...) are kept.  tests/test_ops_more.py checks the outcome against PyTorch's
+# Tensor methods, so the rule and PyTorch cannot drift apart.
+INPLACE_FAMILIES = ("pointwise", "elementwise_more", "unary_more", "special")
+INPLACE_ALSO = ("addmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv", "cumsum", "cumprod",
+                "index_add", "index_copy", "index_fill", "masked_fill", "masked_scatter",
+                "scatter", "scatter_add", "tril", "triu")
+OUT_OF_PLACE_ONLY = frozenset((
+    "allclose", "equal", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf",
+    "isreal", "signbit", "angle", "positive", "clone", "contiguous", "rsub", "fmax", "fmin",
+    "maximum", "minimum", "logaddexp", "logaddexp2"))
+
+
+def inplace_forms(ops):
+    """``{in-place name: op name}`` that the rule gives for the op table ``ops``."""
+    out = {}
+    for name, info in ops.items():
+        if name.startswith("_") or name.endswith("_") or name in OUT_OF_PLACE_ONLY:
+            continue
+        if info["module"] not in INPLACE_FAMILIES and name not in INPLACE_ALSO:
+            continue
+        names = ((name,) if info["method"] else ()) + info["methods"]
+        for n in names:
+            if not n.startswith("_") and n not in OUT_OF_PLACE_ONLY:
+                out.setdefault(n + "_", name)
+    return out
+
+
+def _inplace_form(name, fn):
+    def f(self, *args, **kwargs):
+        return apply(self, fn, *args, **kwargs)
+
+    f.__name__ = name
+    f.__doc__ = f"In-place {name[:-1]}; returns self."
+    return op(name, function=False)(f)
+
+
+def register_inplace_forms():
+    """Register the in-place forms the rule gives (called once every op family is loaded)."""
+    from . import OPS
+    taken = set(OPS).union(*(info["methods"] for info in OPS.values()))
+    for name, base in inplace_forms(OPS).items():
+        if name not in taken:
+            _inplace_form(name, OPS[base]["fn"])
 
 
 class IndexPutBackward0(Node):
