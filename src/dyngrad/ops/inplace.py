@@ -147,9 +147,11 @@ def apply(self, fn, *args, **kwargs):
     return _apply(self, fn, args, kwargs, False)
 
 
-def _apply(self, fn, args, kwargs, shared_ok):
+def _apply(self, fn, args, kwargs, shared_ok, operands=None):
+    """``apply`` with the overlap rules chosen: ``shared_ok`` (the op may write shared
+    elements), ``operands`` (the arguments checked for partial overlap; all by default)."""
     recording = _recording(self, args)
-    _prewrite(self, args, recording, shared_ok)
+    _prewrite(self, args if operands is None else operands, recording, shared_ok)
     if not recording:
         r = fn(self, *args, **kwargs)._data
         if r.dtype != self._data.dtype:
@@ -469,7 +471,8 @@ def fill_(self, value):
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        return apply(self, _copy_fn, value, FillBackward3)
+        # PyTorch fills with the value's number: no overlap check against it
+        return _apply(self, _copy_fn, (value, FillBackward3), {}, False, ())
     if not self._data.flags.writeable and not _recording(self, ()):
         return _fill_shared(self, value)
     return _apply(self, _copy_fn, (value,), {}, True)
