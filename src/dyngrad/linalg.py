@@ -20,8 +20,8 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if dtype is not None:
         A = A.to(dtype)
     if A.dim() < 2:
-        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 "
-                           f"dimensions.")
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
     (d0,), (d1,) = dims_of(dim[0], A.dim()), dims_of(dim[1], A.dim())
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")

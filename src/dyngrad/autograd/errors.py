@@ -135,7 +135,7 @@ def modified_inplace(saved, node) -> RuntimeError:
         mod = _modifier_of(saved.counter)
     if mod is not None and mod is not node and source_of(mod) is not None:
         changed = f"\n  it was modified in place ({type(mod).__name__}) at {_fmt(source_of(mod))}"
-    return RuntimeError(msg + where + f" (it saved this tensor for backward)" + changed
+    return RuntimeError(msg + where + " (it saved this tensor for backward)" + changed
                         + "\n  Fix: use an out-of-place op (x = x * 2, not x *= 2), or clone() "
                           "the tensor before modifying it.")
 

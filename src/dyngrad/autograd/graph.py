@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from . import node as _node
 from .node import Node, SAVED_HOOKS, edge_of
 
 __all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _dim
-from ..ops._graph import notify, STATE, Node, Saved, edge_of, record, sum_to, NO_EDGE, as_float
+from ..ops._graph import notify, STATE, Node, Saved, edge_of, record, sum_to, as_float
 from ..ops import _dual as X
 from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
@@ -771,7 +771,7 @@ def celu(input, alpha=1.0, inplace=False):
 def gelu(input, approximate="none"):
     """x * Phi(x) (exact, or the tanh approximation); GeluBackward0."""
     if approximate not in ("none", "tanh"):
-        raise RuntimeError(f"approximate argument must be either none or tanh.")
+        raise RuntimeError("approximate argument must be either none or tanh.")
     return _act(input, _Gelu, (approximate == "tanh",), False, "gelu")
 
 
@@ -1834,7 +1834,7 @@ def pad(input, pad, mode="constant", value=None):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if not (k + 1 <= input.dim() <= k + 2) or k > 3:
         raise NotImplementedError(
-            f"Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now")
+            "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now")
     mats = []
     for i in range(k):
         ax = -1 - i

@@ -6,7 +6,6 @@ import math
 import numpy as np
 
 from .._random import rng
-from .._tensor import Tensor
 
 
 def _fill(t, values):

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import op
-from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
+from ._graph import STATE, Node, Saved, Tensor, edge_of, record
 
 _make = Tensor._make
 
@@ -205,7 +205,7 @@ def _check(input, weight, bias, groups, transposed, nd):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
                            f"{name}{nd}d, but got input of size: {list(x.shape)}")
     if w.ndim != nd + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if w.ndim < 3 else
+        raise RuntimeError("weight should have at least three dimensions" if w.ndim < 3 else
                            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
                            f"{list(x.shape)}, but got {w.ndim}-dimensional weight of size "
                            f"{list(w.shape)} instead")

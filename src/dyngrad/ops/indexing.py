@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import op
 from ._graph import STATE, Node, Tensor, edge_of, record
 from .views import make_view, alias, expand_shape, UnsqueezeBackward0
 

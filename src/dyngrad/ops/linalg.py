@@ -464,7 +464,7 @@ def _einsum_parse(eq, shapes):
     lhs, rhs = eq.split("->") if "->" in eq else (eq, None)
     ins = lhs.split(",")
     if len(ins) != len(shapes):
-        raise RuntimeError(f"einsum(): more operands were provided than specified in the equation"
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
                            if len(shapes) > len(ins) else
                            "einsum(): fewer operands were provided than specified in the equation")
     used = set(c for c in eq if c.isalpha())

@@ -6,10 +6,8 @@ all separable linear maps: one small matrix per spatial axis, applied with matri
 the backward applies the transposed matrices, so every order of derivative is the same op."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ._graph import STATE, Node, Saved, Tensor, edge_of, record
 

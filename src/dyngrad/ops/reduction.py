@@ -635,10 +635,6 @@ def _var_grad(node, g, gmean, graph):
 def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
     d = input._data
     dims, c = _var_args(name, d, dim, correction, unbiased, keepdim)
-    if d.ndim and dims:
-        n = _count(d.shape, dims)
-    else:
-        n = 1
     # PyTorch's test: input numel divided by output numel (0 when the output is empty)
     out_numel = _count(d.shape, [k for k in range(d.ndim) if k not in dims])
     if (d.size // out_numel if out_numel else 0) - c <= 0:

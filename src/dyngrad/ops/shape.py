@@ -9,9 +9,9 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import RECORD_HOOKS, NO_EDGE, STATE, Node, Tensor, edge_of, notify, record, sum_to
+from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
 from . import _dual as X
-from .views import MULTI_OUTPUT_NODE, make_view, permute, reshape, expand, ViewBackward0
+from .views import MULTI_OUTPUT_NODE, make_view, permute, reshape, expand
 from .._tensor import Size, _dim
 
 _make = Tensor._make
@@ -669,15 +669,15 @@ def broadcast_shapes(*shapes):
                                     f"'{D.type_name(x)}')")
             norm.append(tuple(s))
         elif isinstance(s, str):
-            raise TypeError(f"broadcast_shapes(): a shape must be an int or a sequence of ints, "
-                            f"not str")
+            raise TypeError("broadcast_shapes(): a shape must be an int or a sequence of ints, "
+                            "not str")
         else:
             raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list "
                                f"of ints, got {s}")
     try:
         return Size(np.broadcast_shapes(*norm))
     except ValueError:
-        raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape") from None
+        raise RuntimeError("Shape mismatch: objects cannot be broadcast to a single shape") from None
 
 
 @op(method=False)

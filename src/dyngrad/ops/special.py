@@ -12,14 +12,13 @@ which also gives forward-mode tangents."""
 from __future__ import annotations
 
 import math
-from numbers import Number
 
 import numpy as np
 
 from .. import _dtype as D
 from . import op
 from . import _dual as X
-from ._graph import (RECORD_HOOKS, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, notify,
+from ._graph import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify,
                      quiet_off, quiet_on, record, sum_to)
 from ._special import sp as _sp, erfcx as _erfcx_np
 from .elementwise_more import _float_pair, _need_tensor
@@ -311,13 +310,13 @@ def _sinc_bw(g, x, y):
 
 
 _uop("lgamma", _lgamma_bw, save_in=True, cname="lgamma_vml_cpu")
-_uop("digamma", _digamma_bw, save_in=True, cname="digamma")
+digamma = _uop("digamma", _digamma_bw, save_in=True, cname="digamma")
 _uop("erfinv", _erfinv_bw, save_in=True, cname="erfinv_vml_cpu")
 _uop("i0", _i0_bw, save_in=True, cname="i0_vml_cpu")
 _uop("sinc", _sinc_bw, save_in=True, cname=False)
-_uop("special_i0e", _i0e_bw, True, True, "SpecialI0EBackward0", False, "i0e")
-_uop("special_i1", _i1_bw, True, True, "SpecialI1Backward0", False, "i1")
-_uop("special_i1e", _i1e_bw, True, True, "SpecialI1EBackward0", False, "i1e")
+special_i0e = _uop("special_i0e", _i0e_bw, True, True, "SpecialI0EBackward0", False, "i0e")
+special_i1 = _uop("special_i1", _i1_bw, True, True, "SpecialI1Backward0", False, "i1")
+special_i1e = _uop("special_i1e", _i1e_bw, True, True, "SpecialI1EBackward0", False, "i1e")
 _uop("special_erfcx", _erfcx_bw, True, True, "SpecialErfcxBackward0", False, "erfcx")
 _uop("special_ndtri", _ndtri_bw, False, True, "SpecialNdtriBackward0", False, "ndtri")
 _uop("special_log_ndtr", _log_ndtr_bw, True, True, "SpecialLogNdtrBackward0", False, "log_ndtr")

@@ -1,7 +1,6 @@
 """Flatten parameters into one vector and back."""
 from __future__ import annotations
 
-import numpy as np
 
 from ..._tensor import Tensor
 

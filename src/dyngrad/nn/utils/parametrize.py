@@ -16,7 +16,7 @@ from copy import deepcopy
 
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
-from ..modules.container import Module, ModuleDict, ModuleList
+from ..modules.container import ModuleDict, ModuleList
 from ..parameter import Parameter
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
