@@ -130,7 +130,8 @@ CASES = {
     "addr_expand": (lambda t, a, b, c: t.addr(a, b, c), _f(R.randn(2, 4), R.randn(2),
                                                          R.randn(3))),
     "addr_bool": (lambda t, a, b, c: t.addr(a, b, c),
-                  _f(np.ones((2, 3), bool), np.array([True, False]), np.array([True, False, True]))),
+                  _f(np.ones((2, 3), bool), np.array([True, False]),
+                     np.array([True, False, True]))),
     "addr_int_float_beta": (lambda t, a, b, c: t.addr(a, b, c, beta=2.5),
                             _f(I[:2, :3], I[0, :2], I[1, :3])),
     "addr_mixed": (lambda t, a, b, c: t.addr(a.float(), b, c.float()),
@@ -405,3 +406,24 @@ def test_unary_inplace_forms(name):
     np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-6)
     assert res[1][1] == res[0][1]
     np.testing.assert_allclose(res[1][2], res[0][2], rtol=1e-6)
+
+
+def test_new_ops_exist_where_torch_has_them():
+    """The ops of the new families are functions and methods exactly where PyTorch's are."""
+    fams = ("sorting", "products", "linalg_more", "inplace_views", "inplace_compare")
+    wrong = []
+    for k, info in OPS.items():
+        if info["module"] not in fams:
+            continue
+        if info["function"] and not hasattr(real, k):
+            wrong.append(k)
+        for n in ((k,) if info["method"] else ()) + info["methods"]:
+            if not hasattr(real.Tensor, n):
+                wrong.append("Tensor." + n)
+        if not info["method"] and hasattr(real.Tensor, k) and not hasattr(dg.Tensor, k):
+            wrong.append("missing Tensor." + k)
+    for n in ("svd", "svdvals", "matrix_exp", "eigh", "eigvalsh", "cholesky", "cholesky_ex",
+              "qr", "cross", "multi_dot"):
+        if not hasattr(dg.linalg, n):
+            wrong.append("linalg." + n)
+    assert not wrong, wrong

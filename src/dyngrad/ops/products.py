@@ -431,7 +431,7 @@ def _td_dims(dims, na, nb):
     return [int(d) for d in da], [int(d) for d in db]
 
 
-@op()
+@op(method=False)
 def tensordot(a, b, dims=2, out=None):
     """Contract ``dims`` of ``a`` with ``dims`` of ``b`` (permute, reshape, mm, view)."""
     da, db = _td_dims(dims, a.dim(), b.dim())
