@@ -257,13 +257,12 @@ def probe(row):
 # Rows with known differences left, by root cause (xfail while they differ; a listed row that
 # matches PyTorch fails, so the table only holds live differences).
 _EINSUM = "einsum saves its operands differently (fixed with einsum's operand saving)"
-_MATMUL_MSG = ("PyTorch saves reshaped/transposed views of matmul operands: its message names "
+_MATMUL_MSG = ("PyTorch saves reshaped/transposed views of the operands: its message names "
                "those (another shape, AsStrided); the error itself is raised")
 KNOWN = {
     "einsum_mm": _EINSUM, "einsum_batch": _EINSUM, "einsum_ellipsis": _EINSUM,
     "einsum_outer": _EINSUM, "einsum_three": _EINSUM,
-    "matmul_batched": _MATMUL_MSG, "matmul_vm": _MATMUL_MSG, "matmul_bcast": _MATMUL_MSG,
-    "matmul_2d_3d": _MATMUL_MSG, "F.bilinear": _MATMUL_MSG, "F.prelu": _MATMUL_MSG,
+    "F.bilinear": _MATMUL_MSG, "F.prelu": _MATMUL_MSG,
     "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
 }
 

@@ -46,8 +46,11 @@ def linear(input, weight, bias=None):
         _addmm_check(bias._data.dtype, input._data.reshape(-1, input._data.shape[-1]), wt._data)
     if d == 2 and bias is not None:
         return addmm(bias, input, wt)
-    if d == 1 and bias is not None:
-        return addmm(bias, reshape(input, 1, -1), wt).view(weight._data.shape[0])
+    if bias is not None and d != 2 and input._data.flags.c_contiguous and bias.dim() == 1:
+        # PyTorch's _flatten_nd_linear: addmm on the input viewed as a matrix, viewed back
+        shape = input._data.shape
+        r = addmm(bias, reshape(input, int(np.prod(shape[:-1])), shape[-1]), wt)
+        return r.view(*shape[:-1], r._data.shape[1])
     out = matmul(input, wt)
     return out + bias if bias is not None else out
 

@@ -206,6 +206,9 @@ def matmul(input, other, _cls=None):
             a.ndim >= 3 and b.ndim <= 2 and not (
                 other._requires_grad or a.size == 0 or _folds_without_copy(a))):
         a = a.astype(b.dtype)
+    elif _cls is None and (a.ndim >= 3 or b.ndim >= 3 or (a.ndim == 1 and b.ndim == 2)) and \
+            STATE.enabled and (input._requires_grad or other._requires_grad):
+        return _matmul_graph(input, other)
     try:
         r = np.matmul(a, b)
     except ValueError:
@@ -236,6 +239,71 @@ def matmul(input, other, _cls=None):
             sb = Saved(other.clone() if _matmul_copies(a, b, False, cls) else other)
         return record(r, cls((edge_of(input), edge_of(other)), (sa, sb, a.shape, b.shape)))
     return _make(r)
+
+
+def _should_fold(t1, t2):
+    """PyTorch's should_fold: a batch times a matrix or vector (either way round) runs as one
+    mm/mv on the batch folded into a matrix when that needs no copy, or when the smaller
+    operand requires grad."""
+    a, b = t1._data, t2._data
+    larger = a.ndim >= b.ndim
+    big = a if larger else np.swapaxes(b, -1, -2)
+    small_dim = b.ndim if larger else a.ndim
+    if not (big.ndim >= 3 and small_dim <= 2):
+        return False
+    if (t2 if larger else t1)._requires_grad:
+        return True
+    if a.ndim == 2:
+        return False
+    return big.size == 0 or _folds_without_copy(big)
+
+
+def _matmul_graph(input, other):
+    """matmul recorded as PyTorch's _matmul_impl composes it (unsqueeze/mm/squeeze_, a fold
+    into mm or mv with _unsafe_view, or expand/reshape/bmm/_unsafe_view), so the graph, its
+    saved tensors and their version checks are PyTorch's."""
+    from .views import unsafe_view
+    d1, d2 = input.dim(), other.dim()
+    if d1 == 1 and d2 == 2:
+        return mm(input.unsqueeze(0), other).squeeze_(0)
+    if _should_fold(input, other):
+        transpose = d2 > d1
+        t1 = other.mT if transpose else input
+        t2 = (input.t() if d1 == 2 else input) if transpose else other
+        s1 = tuple(t1.shape)
+        out_shape = list(s1[:-1])
+        folded = int(np.prod(out_shape))
+        t1f = t1.reshape(folded, s1[-1])
+        if t2.dim() == 2:
+            out_shape.append(t2.shape[1])
+            out = unsafe_view(mm(t1f, t2), tuple(out_shape))
+            return out.mT.contiguous() if transpose else out
+        return unsafe_view(mv(t1f, t2), tuple(out_shape))
+    a, b = input._data, other._data
+    if d1 == 3 and d2 == 3 and a.shape[0] != b.shape[0]:
+        # a batch of one that requires grad is squeezed to a matrix (then folded), as PyTorch
+        if a.shape[0] == 1 and input._requires_grad:
+            return matmul(input.squeeze(0), other)
+        if b.shape[0] == 1 and other._requires_grad:
+            return matmul(input, other.squeeze(0))
+    n = a.shape[-2] if d1 > 1 else 1
+    m1 = a.shape[-1]
+    m2 = b.shape[-2] if d2 > 1 else b.shape[0]
+    p = b.shape[-1] if d2 > 1 else 1
+    try:
+        batch = tuple(np.broadcast_shapes(a.shape[:max(d1 - 2, 0)], b.shape[:max(d2 - 2, 0)]))
+    except ValueError:
+        from .pointwise import broadcast_error
+        raise broadcast_error(a.shape[:max(d1 - 2, 0)], b.shape[:max(d2 - 2, 0)]) from None
+    bp = int(np.prod(batch))
+    t1e = input.expand(*batch, n, m1).reshape(bp, n, m1)
+    if d2 == 1:
+        t2e = other.expand(*batch, m2).reshape(bp, m2).unsqueeze(2)
+    else:
+        t2e = other.expand(*batch, m2, p).reshape(bp, m2, p)
+    out_shape = batch + ((n,) if d1 > 1 else ()) + ((p,) if d2 > 1 else ())
+    r = bmm(t1e, t2e)
+    return unsafe_view(r.squeeze(-1) if d2 == 1 else r, out_shape)
 
 
 def _folds_without_copy(a):

@@ -155,15 +155,26 @@ def reshape(input, *shape):
     try:
         v.shape = new
     except AttributeError:
-        r = d.reshape(new)
         if STATE.enabled and input._requires_grad:
-            return record(r, UnsafeViewBackward0Reshape((edge_of(input),), (d.shape,)))
-        return _make(r)
+            # PyTorch: _unsafe_view(clone(contiguous)) -- CloneBackward0 under UnsafeViewBackward0
+            return unsafe_view(input.clone(), new)
+        return _make(d.reshape(new))
     return make_view(input, v, cls, (d.shape,), lambda x, s=new: x.reshape(s))
 
 
 class ReshapeAliasBackward0(ViewBackward0):
     __slots__ = ()
+
+
+def unsafe_view(t, shape):
+    """PyTorch's ``_unsafe_view`` of a fresh result: its data with another shape, recorded as
+    UnsafeViewBackward0 (not a view: nothing else shares the data)."""
+    r = t._data.reshape(shape)
+    if r.base is not None and not r.flags.writeable:
+        r = r.copy()
+    if STATE.enabled and t._requires_grad:
+        return record(r, UnsafeViewBackward0Reshape((edge_of(t),), (t._data.shape,)))
+    return _make(r)
 
 
 UnsafeViewBackward0Reshape.__name__ = "UnsafeViewBackward0"
