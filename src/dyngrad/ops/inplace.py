@@ -453,15 +453,33 @@ def _copy_into(self, src, strict=False):
     # copying a tensor onto itself (or onto the same memory, shape and strides) checks no
     # overlap: PyTorch returns early from the kernel
     d, sd = self._data, src._data
+    st = sd.strides
     if not strict and sd.shape != d.shape and _bcast_into(sd.shape, d.shape):
-        # indexing assignment expands the source first (copy_to), and compares that
-        sd = np.broadcast_to(sd, d.shape)
-    # (strides of size-1 dims do not count: PyTorch's expand gives new size-1 dims the
-    # contiguous stride where NumPy gives 0)
-    same = src is self or (sd.shape == d.shape and sd.dtype == d.dtype and all(
-        a == b for a, b, n in zip(sd.strides, d.strides, d.shape) if n != 1) and
-        sd.__array_interface__["data"][0] == d.__array_interface__["data"][0])
+        # indexing assignment expands the source first (copy_to) and compares that, with the
+        # strides PyTorch's expand gives
+        st = _expanded_strides(sd.shape, st, d.shape)
+    same = src is self or (st == d.strides and sd.dtype == d.dtype and
+                           sd.__array_interface__["data"][0] == d.__array_interface__["data"][0])
     return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, same)
+
+
+def _expanded_strides(shape, strides, target):
+    """The strides (in bytes) PyTorch's expand gives a tensor of ``shape``/``strides`` expanded
+    to ``target``: 0 where a size-1 dim repeats; a new size-1 dim takes the next dim's extent
+    (0 for a 0-d source), where NumPy would give 0."""
+    nd = len(target)
+    lead = nd - len(shape)
+    sizes, out = [0] * (nd + 1), [0] * (nd + 1)
+    for i in range(nd - 1, -1, -1):
+        k = i - lead
+        if k >= 0:
+            size, stride = shape[k], strides[k]
+        else:
+            size, stride = 1, sizes[i + 1] * out[i + 1]
+        if size != target[i]:
+            size, stride = target[i], 0
+        sizes[i], out[i] = size, stride
+    return tuple(out[:nd])
 
 
 @op(function=False)
