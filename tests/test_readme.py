@@ -52,3 +52,33 @@ def test_docstring_examples(module):
         runner.run(t)
     result = runner.summarize(verbose=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_support_table_is_generated_from_the_registry():
+    """The README's support table is what tools/readme_tables.py derives from the op registry
+    and the nn/optim namespaces (regenerate it with ``python tools/readme_tables.py``)."""
+    import re
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        import readme_tables
+    finally:
+        sys.path.pop(0)
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    m = re.search(r"<!-- support-table:start -->\n(.*?)\n<!-- support-table:end -->", text, re.S)
+    assert m, "README has no support table markers"
+    assert m.group(1) == readme_tables.support_table(), \
+        "README support table is stale: run python tools/readme_tables.py"
+
+
+def test_every_name_in_the_support_table_exists():
+    """Each op listed in the table runs as ``dyngrad.<name>`` or ``Tensor.<name>``."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    block = text.split("<!-- support-table:start -->")[1].split("<!-- support-table:end -->")[0]
+    ops_part = block.split("| namespace |")[0]
+    names = re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)✓?`", ops_part)
+    assert len(names) > 100
+    missing = [n for n in names if not (hasattr(dyngrad, n) or hasattr(dyngrad.Tensor, n))]
+    assert not missing, missing
