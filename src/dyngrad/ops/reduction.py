@@ -638,10 +638,9 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
     # PyTorch's test: input numel divided by output numel (0 when the output is empty)
     out_numel = _count(d.shape, [k for k in range(d.ndim) if k not in dims])
     if (d.size // out_numel if out_numel else 0) - c <= 0:
-        import warnings
-        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
-                      f"than the reduction factor (input numel divided by output numel).",
-                      stacklevel=3)
+        from .._warn import warn
+        warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+             f"than the reduction factor (input numel divided by output numel).")
     v, m, _ = _var_np(d, dims, c, keepdim)
     r = np.sqrt(v) if std else v
     rec = STATE.enabled and input._requires_grad
