@@ -255,6 +255,10 @@ class Tensor:
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
         if not interior:
+            base = self._base
+            if not requires_grad and fn is not None and base is not None and \
+                    base._requires_grad:
+                return self  # a view of a base that requires grad still does (PyTorch)
             self._requires_grad = bool(requires_grad)
             if len(self._version) > 1:
                 _views_follow(self, self._requires_grad)

@@ -831,6 +831,9 @@ def index_put_(self, key, values, accumulate=False):
             self._version[0] += 1
             _after_untracked_write(self)
             return self
+        # recorded: the result goes into the shared memory (backward then refuses the
+        # overlapping region, as PyTorch's CopySlices does)
+        return _apply(self, _index_put_fn, (key, values, accumulate), {}, True)
     return apply(self, _index_put_fn, key, values, accumulate)
 
 
