@@ -12,6 +12,7 @@ import numpy as np
 from . import op
 from ._formula import FormulaNode
 from ._graph import STATE, Saved, Tensor, edge_of, notify, record, sum_to
+from .views import unsafe_view as _unsafe_view
 from .._tensor import _dim
 from .. import _dtype as D
 from .elementwise_more import _result_dtype
@@ -386,17 +387,6 @@ linalg_cross.__name__ = "cross"
 
 
 # --- kron, tensordot, inner, multi_dot ------------------------------------------------------
-def _unsafe_view(t, shape):
-    """PyTorch's _unsafe_view of a fresh contiguous result (UnsafeViewBackward0)."""
-    from .views import UnsafeViewBackward0Reshape
-    r = t._data.reshape(shape)
-    if r.base is not None and not r.flags.writeable:
-        r = r.copy()
-    if _needs(t):
-        return record(r, UnsafeViewBackward0Reshape((edge_of(t),), (t._data.shape,)))
-    return _make(r)
-
-
 @op()
 def kron(input, other):
     """Kronecker product (the smaller rank padded with leading 1s)."""
