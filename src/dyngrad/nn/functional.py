@@ -260,7 +260,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
         y = np.empty_like(x if dtype is not None else input._data)
     else:
         e = np.exp(x - x.max(axis=k, keepdims=True))
-        y = e / e.sum(axis=k, keepdims=True)
+        y = np.ascontiguousarray(e / e.sum(axis=k, keepdims=True))  # PyTorch's layout
     if STATE.enabled and input._requires_grad:
         res = record(y, None)
         res._grad_fn = SoftmaxBackward0((edge_of(input),), (Saved(res, True), k))
@@ -282,7 +282,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     else:
         m = x.max(axis=k, keepdims=True)
         s = x - m
-        y = s - np.log(np.exp(s).sum(axis=k, keepdims=True))
+        y = np.ascontiguousarray(s - np.log(np.exp(s).sum(axis=k, keepdims=True)))
     if STATE.enabled and input._requires_grad:
         res = record(y, None)
         res._grad_fn = LogSoftmaxBackward0((edge_of(input),), (Saved(res, True), k))

@@ -857,7 +857,8 @@ def cumsum(input, dim, *, dtype=None):
     d = input._data
     rt = _sum_dtype(d, dtype)
     (k,) = dims_of(dim, d.ndim, "cumsum") or (0,)
-    r = _cum(np.cumsum, d, k, rt) if d.ndim else d.astype(rt)
+    # PyTorch's cumulative ops write a contiguous result whatever the input's layout
+    r = np.ascontiguousarray(_cum(np.cumsum, d, k, rt)) if d.ndim else d.astype(rt)
     if STATE.enabled and input._requires_grad:
         return record(r, CumsumBackward0((edge_of(input),), (k,)))
     return _make(r)
@@ -917,7 +918,7 @@ def cumprod(input, dim, *, dtype=None):
     d = input._data
     rt = _sum_dtype(d, dtype)
     (k,) = dims_of(dim, d.ndim, "cumprod") or (0,)
-    r = _cum(np.cumprod, d, k, rt) if d.ndim else d.astype(rt)
+    r = np.ascontiguousarray(_cum(np.cumprod, d, k, rt)) if d.ndim else d.astype(rt)
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = CumprodBackward0((edge_of(input),), (Saved(input), Saved(res, True), k))

@@ -115,8 +115,8 @@ def _cat(tensors, dim, out, name):
                                    f"number {i} in the list.")
     rt = _common_dtype(tensors)
     parts = [t._data for t in live]
-    data = np.concatenate(parts, axis=k).astype(rt, copy=False) if parts else \
-        np.empty((0,), dtype=rt)
+    data = np.ascontiguousarray(np.concatenate(parts, axis=k).astype(rt, copy=False)) if parts \
+        else np.empty((0,), dtype=rt)
     sizes = tuple(None if (t._data.ndim == 1 and t._data.shape[0] == 0) else t._data.shape[k]
                   for t in tensors)
     casts = None

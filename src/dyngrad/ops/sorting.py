@@ -300,7 +300,8 @@ def logcumsumexp(input, dim):
         r = d.copy()
     else:
         with np.errstate(invalid="ignore", over="ignore"):
-            r = np.logaddexp.accumulate(d, axis=k).astype(d.dtype, copy=False)
+            r = np.ascontiguousarray(
+                np.logaddexp.accumulate(d, axis=k).astype(d.dtype, copy=False))
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = LogcumsumexpBackward0((edge_of(input),), (Saved(input), Saved(res, True), k))

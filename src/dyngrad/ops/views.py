@@ -286,6 +286,8 @@ class TransposeBackward0(Node):
 
     def _bw(self, g, graph):
         a, b = self._saved
+        if a == b:  # nothing was swapped (a 0-d tensor, or a dim with itself)
+            return g,
         return g.swapaxes(a, b) if not isinstance(g, Tensor) else g.transpose(a, b),
 
 
