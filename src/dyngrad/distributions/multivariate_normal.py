@@ -6,7 +6,7 @@ import math
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .utils import (_cholesky, _cholesky_inverse, _solve_triangular, _standard_normal,
+from .utils import (_cholesky, _cholesky_inverse, _Gaussian, _solve_triangular,
                     lazy_property)
 
 __all__ = ["MultivariateNormal"]
@@ -34,7 +34,7 @@ def _precision_to_scale_tril(P):
     return _solve_triangular(L_inv, Id.expand(tuple(L_inv.shape)), upper=False)
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(_Gaussian, Distribution):
     """Normal distribution over vectors with mean ``loc`` and covariance given by exactly one
     of ``covariance_matrix``, ``precision_matrix`` or ``scale_tril`` (lower Cholesky)."""
 
@@ -120,22 +120,12 @@ class MultivariateNormal(Distribution):
         return _cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._full())
 
     @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
-
-    @property
     def variance(self):
         return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(
             tuple(self._batch_shape) + tuple(self._event_shape))
 
     def rsample(self, sample_shape=Size()):
-        shape = self._extended_shape(sample_shape)
-        eps = _standard_normal(shape, dtype=self.loc.dtype)
-        return self.loc + _batch_mv(self._unbroadcasted_scale_tril, eps)
+        return self.loc + _batch_mv(self._unbroadcasted_scale_tril, self._eps(sample_shape))
 
     def log_prob(self, value):
         if self._validate_args:

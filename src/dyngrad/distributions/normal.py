@@ -7,26 +7,18 @@ from numbers import Number
 from .._tensor import Size
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _standard_normal, broadcast_all
+from .utils import _Gaussian, broadcast_all
 
 __all__ = ["Normal"]
 
 
-class Normal(ExponentialFamily):
+class Normal(_Gaussian, ExponentialFamily):
     """Normal distribution with mean ``loc`` and standard deviation ``scale``."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
     _mean_carrier_measure = 0
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def stddev(self):
@@ -60,9 +52,7 @@ class Normal(ExponentialFamily):
             return normal(self.loc.expand(shape), self.scale.expand(shape))
 
     def rsample(self, sample_shape=Size()):
-        shape = self._extended_shape(sample_shape)
-        eps = _standard_normal(shape, dtype=self.loc.dtype)
-        return self.loc + eps * self.scale
+        return self.loc + self._eps(sample_shape) * self.scale
 
     def log_prob(self, value):
         if self._validate_args:

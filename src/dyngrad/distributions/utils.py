@@ -41,6 +41,22 @@ def _standard_normal(shape, dtype):
     return _dg().randn(tuple(shape), dtype=dtype)
 
 
+class _Gaussian:
+    """What Normal and MultivariateNormal share (listed before their base class): ``mean`` and
+    ``mode`` are ``loc``, and ``_eps`` draws the standard-normal noise ``rsample`` transforms."""
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    def _eps(self, sample_shape):
+        return _standard_normal(self._extended_shape(sample_shape), dtype=self.loc.dtype)
+
+
 def _sum_rightmost(value, dim):
     """Sum out the ``dim`` rightmost dimensions."""
     if dim == 0:

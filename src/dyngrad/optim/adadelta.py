@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor
-from .optimizer import Optimizer, _check_lr
+from .optimizer import Optimizer, _check_lr, _weight_decay
 
 
 class Adadelta(Optimizer):
@@ -19,9 +18,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        lr = _check_lr(lr)
+        lr = _check_lr(lr, one_element=True)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         if not 0.0 <= eps:
@@ -37,20 +34,8 @@ class Adadelta(Optimizer):
         loss = self._closure(closure)
         for group in self.param_groups:
             lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                d = p._data
-                f = d.dtype.type
-                g = -p._grad._data if group["maximize"] else p._grad._data
-                st = self.state[p]
-                if not st:
-                    st["step"] = Tensor._make(np.asarray(0.0, np.float32))
-                    st["square_avg"] = Tensor._make(np.zeros_like(d))
-                    st["acc_delta"] = Tensor._make(np.zeros_like(d))
-                st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
-                if wd != 0:
-                    g = g + f(wd) * d
+            for _, d, f, g, st, _ in self._updates(group, ("square_avg", "acc_delta")):
+                g = _weight_decay(d, g, wd)
                 sq = st["square_avg"]._data
                 acc = st["acc_delta"]._data
                 sq *= f(rho)
@@ -62,7 +47,4 @@ class Adadelta(Optimizer):
                 acc *= f(rho)
                 acc += f(1 - rho) * delta * delta
                 d += f(-lr) * delta
-                p._version[0] += 1
-        for h in self._step_hooks:
-            h(self, (), {})
-        return loss
+        return self._stepped(loss)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _check_lr
+from .optimizer import Optimizer, _check_lr, _weight_decay
 
 
 class Adagrad(Optimizer):
@@ -45,22 +45,11 @@ class Adagrad(Optimizer):
         loss = self._closure(closure)
         for group in self.param_groups:
             lr, decay, wd, eps = group["lr"], group["lr_decay"], group["weight_decay"], group["eps"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                d = p._data
-                f = d.dtype.type
-                g = -p._grad._data if group["maximize"] else p._grad._data
-                st = self.state[p]
-                st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
-                step = float(st["step"]._data)
-                if wd != 0:
-                    g = g + f(wd) * d
+            # the state is made in __init__
+            for _, d, f, g, st, step in self._updates(group, init=False):
+                g = _weight_decay(d, g, wd)
                 clr = lr / (1 + (step - 1) * decay)
                 s = st["sum"]._data
                 s += g * g
                 d -= f(clr) * (g / (np.sqrt(s) + f(eps)))
-                p._version[0] += 1
-        for h in self._step_hooks:
-            h(self, (), {})
-        return loss
+        return self._stepped(loss)

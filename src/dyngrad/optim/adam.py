@@ -5,8 +5,7 @@ import math
 
 import numpy as np
 
-from .._tensor import Tensor
-from .optimizer import Optimizer, _check_lr
+from .optimizer import Optimizer, _check_adam_args, _check_lr, _weight_decay
 
 
 class Adam(Optimizer):
@@ -18,14 +17,7 @@ class Adam(Optimizer):
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
         lr = _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_args(eps, betas, weight_decay)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                                       capturable=capturable, differentiable=differentiable,
@@ -42,32 +34,14 @@ class Adam(Optimizer):
             wd = group["weight_decay"]
             ams = group["amsgrad"]
             decoupled = group.get("decoupled_weight_decay", False)
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                d = p._data
-                g = p._grad._data
-                if group["maximize"]:
-                    g = -g
-                st = self.state[p]
-                if not st:
-                    st["step"] = Tensor._make(np.asarray(0.0, np.float32))
-                    st["exp_avg"] = Tensor._make(np.zeros_like(d))
-                    st["exp_avg_sq"] = Tensor._make(np.zeros_like(d))
-                    if ams:
-                        st["max_exp_avg_sq"] = Tensor._make(np.zeros_like(d))
-                st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
-                step = float(st["step"]._data)
-                if wd != 0:
-                    if decoupled:
-                        d *= d.dtype.type(1 - lr * wd)
-                    else:
-                        g = g + d.dtype.type(wd) * d
+            buffers = ("exp_avg", "exp_avg_sq") + ("max_exp_avg_sq",) * bool(ams)
+            for _, d, f, g, st, step in self._updates(group, buffers):
+                g = _weight_decay(d, g, wd, lr, decoupled)
                 m = st["exp_avg"]._data
                 v = st["exp_avg_sq"]._data
-                m += (g - m) * d.dtype.type(1 - b1)
-                v *= d.dtype.type(b2)
-                v += d.dtype.type(1 - b2) * g * g
+                m += (g - m) * f(1 - b1)
+                v *= f(b2)
+                v += f(1 - b2) * g * g
                 bc1 = 1 - b1 ** step
                 bc2 = 1 - b2 ** step
                 step_size = lr / bc1
@@ -75,14 +49,11 @@ class Adam(Optimizer):
                 if ams:
                     mx = st["max_exp_avg_sq"]._data
                     np.maximum(mx, v, out=mx)
-                    denom = np.sqrt(mx) / d.dtype.type(bc2_sqrt) + d.dtype.type(eps)
+                    denom = np.sqrt(mx) / f(bc2_sqrt) + f(eps)
                 else:
-                    denom = np.sqrt(v) / d.dtype.type(bc2_sqrt) + d.dtype.type(eps)
-                d += d.dtype.type(-step_size) * (m / denom)
-                p._version[0] += 1
-        for h in self._step_hooks:
-            h(self, (), {})
-        return loss
+                    denom = np.sqrt(v) / f(bc2_sqrt) + f(eps)
+                d += f(-step_size) * (m / denom)
+        return self._stepped(loss)
 
 
 class AdamW(Adam):

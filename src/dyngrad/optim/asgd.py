@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _check_lr
+from .optimizer import Optimizer, _check_lr, _weight_decay
 
 
 class ASGD(Optimizer):
@@ -36,22 +36,8 @@ class ASGD(Optimizer):
         for group in self.param_groups:
             lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                d = p._data
-                f = d.dtype.type
-                g = -p._grad._data if group["maximize"] else p._grad._data
-                st = self.state[p]
-                if not st:
-                    st["step"] = Tensor._make(np.asarray(0.0, np.float32))
-                    st["eta"] = Tensor._make(np.asarray(lr, np.float32))
-                    st["mu"] = Tensor._make(np.asarray(1.0, np.float32))
-                    st["ax"] = Tensor._make(np.zeros_like(d))
-                st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
-                step = float(st["step"]._data)
-                if wd != 0:
-                    g = g + f(wd) * d
+            for _, d, f, g, st, step in self._updates(group, ("ax",), {"eta": lr, "mu": 1.0}):
+                g = _weight_decay(d, g, wd)
                 eta = float(st["eta"]._data)
                 d *= f(1 - lambd * eta)
                 d += f(-eta) * g
@@ -66,7 +52,4 @@ class ASGD(Optimizer):
                 new_mu = np.float32(1 / max(1, step - t0))
                 st["eta"]._data = np.asarray(new_eta, st["eta"]._data.dtype)
                 st["mu"]._data = np.asarray(new_mu, st["mu"]._data.dtype)
-                p._version[0] += 1
-        for h in self._step_hooks:
-            h(self, (), {})
-        return loss
+        return self._stepped(loss)

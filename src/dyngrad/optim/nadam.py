@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor
-from .optimizer import Optimizer, _check_lr
+from .optimizer import Optimizer, _check_adam_args, _check_lr, _lerp_, _weight_decay
 
 
 class NAdam(Optimizer):
@@ -21,17 +20,8 @@ class NAdam(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        lr = _check_lr(lr)
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        lr = _check_lr(lr, one_element=True)
+        _check_adam_args(eps, betas, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
@@ -47,26 +37,10 @@ class NAdam(Optimizer):
             lr, (b1, b2) = group["lr"], group["betas"]
             eps, wd, psi = group["eps"], group["weight_decay"], group["momentum_decay"]
             decoupled = group.get("decoupled_weight_decay", False)
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                d = p._data
-                f = d.dtype.type
-                g = -p._grad._data if group["maximize"] else p._grad._data
-                st = self.state[p]
-                if not st:
-                    st["step"] = Tensor._make(np.asarray(0.0, np.float32))
-                    st["mu_product"] = Tensor._make(np.asarray(1.0, np.float32))
-                    st["exp_avg"] = Tensor._make(np.zeros_like(d))
-                    st["exp_avg_sq"] = Tensor._make(np.zeros_like(d))
-                st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
-                step = float(st["step"]._data)
+            for _, d, f, g, st, step in self._updates(group, ("exp_avg", "exp_avg_sq"),
+                                                      {"mu_product": 1.0}):
                 bc2 = 1 - b2 ** step
-                if wd != 0:
-                    if decoupled:
-                        d *= f(1 - lr * wd)
-                    else:
-                        g = g + f(wd) * d
+                g = _weight_decay(d, g, wd, lr, decoupled)
                 mu = b1 * (1.0 - 0.5 * (0.96 ** (step * psi)))
                 mu_next = b1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * psi)))
                 # the running product keeps its tensor's dtype (float32, or the parameter's
@@ -76,10 +50,7 @@ class NAdam(Optimizer):
                 mu_prod = float(st["mu_product"]._data)
                 mu_prod_next = mu_prod * mu_next
                 m = st["exp_avg"]._data
-                if 1 - b1 < 0.5:
-                    m += (g - m) * f(1 - b1)
-                else:
-                    m[...] = g - (g - m) * f(b1)
+                _lerp_(m, g, b1, f)
                 v = st["exp_avg_sq"]._data
                 v *= f(b2)
                 v += f(1 - b2) * g * g
@@ -87,7 +58,4 @@ class NAdam(Optimizer):
                 denom += f(eps)
                 d += f(-lr * (1.0 - mu) / (1.0 - mu_prod)) * (g / denom)
                 d += f((-lr * mu_next) / (1.0 - mu_prod_next)) * (m / denom)
-                p._version[0] += 1
-        for h in self._step_hooks:
-            h(self, (), {})
-        return loss
+        return self._stepped(loss)

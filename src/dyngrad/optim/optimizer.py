@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections import defaultdict
 from copy import deepcopy
 
+import numpy as np
+
 from .._tensor import Tensor
 
 
@@ -93,6 +95,42 @@ class Optimizer:
 
     def step(self, closure=None):
         raise NotImplementedError
+
+    def _grads(self, group):
+        """Yield ``(p, d, g)`` for each parameter of ``group`` that has a gradient: its data and
+        its gradient's data (negated under ``maximize``).  The parameter's version is counted up
+        once the caller has updated ``d`` in place."""
+        for p in group["params"]:
+            if p._grad is None:
+                continue
+            g = p._grad._data
+            if group["maximize"]:
+                g = -g
+            yield p, p._data, g
+            p._version[0] += 1
+
+    def _updates(self, group, buffers=(), scalars=None, init=True):
+        """Yield ``(p, d, f, g, st, step)`` for each parameter of ``group`` that has a gradient,
+        as ``_grads`` does, with ``f`` the data's scalar type and ``st`` its state.  On first
+        use (when ``init``) the state gets a float32 0-d ``step``, then the float32 0-d
+        ``scalars`` (name: initial value) and zero ``buffers`` shaped as the parameter, in that
+        order.  ``step`` is counted up first and handed over as a float."""
+        for p, d, g in self._grads(group):
+            st = self.state[p]
+            if init and not st:
+                st["step"] = Tensor._make(np.asarray(0.0, np.float32))
+                for name, value in (scalars or {}).items():
+                    st[name] = Tensor._make(np.asarray(value, np.float32))
+                for name in buffers:
+                    st[name] = Tensor._make(np.zeros_like(d))
+            st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
+            yield p, d, d.dtype.type, g, st, float(st["step"]._data)
+
+    def _stepped(self, loss):
+        """End of ``step``: run the step hooks and hand back the closure's loss."""
+        for h in self._step_hooks:
+            h(self, (), {})
+        return loss
 
     def _closure(self, closure):
         if closure is None:
@@ -185,9 +223,43 @@ class Optimizer:
         self.__dict__.update(state)
 
 
-def _check_lr(lr):
+def _check_lr(lr, one_element=False):
+    if one_element and isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
     if isinstance(lr, Tensor):
         lr = lr.item()
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
     return lr
+
+
+def _check_adam_args(eps, betas, weight_decay):
+    """The Adam family's checks of ``eps``, ``betas`` and ``weight_decay``, in PyTorch's order."""
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _weight_decay(d, g, wd, lr=None, decoupled=False):
+    """PyTorch's weight-decay term: the gradient plus ``wd * d`` or, decoupled, ``d`` scaled by
+    ``1 - lr * wd`` in place.  Returns the gradient to use."""
+    if wd != 0:
+        if decoupled:
+            d *= d.dtype.type(1 - lr * wd)
+        else:
+            g = g + d.dtype.type(wd) * d
+    return g
+
+
+def _lerp_(m, g, beta, f):
+    """``m.lerp_(g, 1 - beta)`` as PyTorch computes it on either side of a weight of 0.5, with
+    the weights as scalars of type ``f`` (the parameter's)."""
+    if 1 - beta < 0.5:
+        m += (g - m) * f(1 - beta)
+    else:
+        m[...] = g - (g - m) * f(beta)

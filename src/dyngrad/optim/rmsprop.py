@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor
-from .optimizer import Optimizer, _check_lr
+from .optimizer import Optimizer, _check_lr, _weight_decay
 
 
 class RMSprop(Optimizer):
@@ -40,23 +39,9 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             wd, mom, centered = group["weight_decay"], group["momentum"], group["centered"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                d = p._data
-                f = d.dtype.type
-                g = -p._grad._data if group["maximize"] else p._grad._data
-                st = self.state[p]
-                if not st:
-                    st["step"] = Tensor._make(np.asarray(0.0, np.float32))
-                    st["square_avg"] = Tensor._make(np.zeros_like(d))
-                    if mom > 0:
-                        st["momentum_buffer"] = Tensor._make(np.zeros_like(d))
-                    if centered:
-                        st["grad_avg"] = Tensor._make(np.zeros_like(d))
-                st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
-                if wd != 0:
-                    g = g + f(wd) * d
+            buffers = ("square_avg",) + ("momentum_buffer",) * (mom > 0) + ("grad_avg",) * centered
+            for _, d, f, g, st, _ in self._updates(group, buffers):
+                g = _weight_decay(d, g, wd)
                 sq = st["square_avg"]._data
                 sq *= f(alpha)
                 sq += f(1 - alpha) * g * g
@@ -74,7 +59,4 @@ class RMSprop(Optimizer):
                     d -= f(lr) * buf
                 else:
                     d -= f(lr) * (g / avg)
-                p._version[0] += 1
-        for h in self._step_hooks:
-            h(self, (), {})
-        return loss
+        return self._stepped(loss)

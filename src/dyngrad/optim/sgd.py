@@ -40,15 +40,7 @@ class SGD(Optimizer):
             damp = group["dampening"]
             wd = group["weight_decay"]
             nesterov = group["nesterov"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                g = p._grad
-                if g is None:
-                    continue
-                d = p._data
-                gd = g._data
-                if maximize:
-                    gd = -gd
+            for p, d, gd in self._grads(group):
                 if wd != 0:
                     gd = gd + wd * d
                 if mom != 0:
@@ -66,7 +58,4 @@ class SGD(Optimizer):
                     d -= gd
                 else:
                     d -= d.dtype.type(lr) * gd if d.dtype.kind == "f" else lr * gd
-                p._version[0] += 1
-        for h in self._step_hooks:
-            h(self, (), {})
-        return loss
+        return self._stepped(loss)

@@ -218,13 +218,17 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` (a fraction or a count) of the entries, chosen at random."""
+class _UnstructuredAmount(BasePruningMethod):
+    """Prunes ``amount`` (a fraction or a count) of the entries, those first in the (stable)
+    order of the keys ``_keys`` gives (only asked for when something is pruned)."""
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
         _validate_pruning_amount_init(amount)
         self.amount = amount
+
+    def _keys(self, t, size):
+        raise NotImplementedError
 
     def compute_mask(self, t, default_mask):
         size = int(np.prod(t.shape))
@@ -232,33 +236,27 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount(k, size)
         mask = np.array(_np(default_mask))
         if k != 0:
-            prob = _rand(size)
-            idx = np.argsort(-prob, kind="stable")[:k]
+            idx = np.argsort(self._keys(t, size), kind="stable")[:k]
             mask.reshape(-1)[idx] = 0
         return _t(mask)
+
+
+class RandomUnstructured(_UnstructuredAmount):
+    """Prunes ``amount`` (a fraction or a count) of the entries, chosen at random."""
+
+    def _keys(self, t, size):
+        return -_rand(size)
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_UnstructuredAmount):
     """Prunes the ``amount`` entries of smallest absolute value."""
-    PRUNING_TYPE = "unstructured"
 
-    def __init__(self, amount):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        size = int(np.prod(t.shape))
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        mask = np.array(_np(default_mask))
-        if k != 0:
-            idx = np.argsort(np.abs(_np(t)).reshape(-1), kind="stable")[:k]
-            mask.reshape(-1)[idx] = 0
-        return _t(mask)
+    def _keys(self, t, size):
+        return np.abs(_np(t)).reshape(-1)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
@@ -273,8 +271,8 @@ def _channel_mask(t, dim, keep):
     return mask
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes ``amount`` of the channels along ``dim``, chosen at random."""
+class _StructuredAmount(BasePruningMethod):
+    """Prunes ``amount`` of the channels along ``dim``; ``_keep`` says which channels stay."""
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, dim=-1):
@@ -282,6 +280,9 @@ class RandomStructured(BasePruningMethod):
         self.amount = amount
         self.dim = dim
 
+    def _keep(self, t, size, k):
+        raise NotImplementedError
+
     def compute_mask(self, t, default_mask):
         _validate_structured_pruning(t)
         _validate_pruning_dim(t, self.dim)
@@ -290,40 +291,36 @@ class RandomStructured(BasePruningMethod):
         _validate_pruning_amount(k, size)
         if k == 0:
             return default_mask
+        mask = _channel_mask(t, self.dim, self._keep(t, size, k))
+        return _t(mask * _np(default_mask).astype(mask.dtype))
+
+
+class RandomStructured(_StructuredAmount):
+    """Prunes ``amount`` of the channels along ``dim``, chosen at random."""
+
+    def _keep(self, t, size, k):
         prob = _rand(size)
         threshold = np.sort(prob)[k - 1]
-        mask = _channel_mask(t, self.dim, prob > threshold)
-        return _t(mask * _np(default_mask).astype(mask.dtype))
+        return prob > threshold
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_StructuredAmount):
     """Prunes the ``amount`` channels along ``dim`` of smallest ``n``-norm."""
-    PRUNING_TYPE = "structured"
 
     def __init__(self, amount, n, dim=-1):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
+        super().__init__(amount, dim)
         self.n = n
-        self.dim = dim
 
-    def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        size = t.shape[self.dim]
-        k = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(k, size)
-        if k == 0:
-            return default_mask
+    def _keep(self, t, size, k):
         norm = _compute_norm(t, self.n, self.dim)
         keep_idx = np.argsort(-norm, kind="stable")[:size - k]
         keep = np.zeros(size, bool)
         keep[keep_idx] = True
-        mask = _channel_mask(t, self.dim, keep)
-        return _t(mask * _np(default_mask).astype(mask.dtype))
+        return keep
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):
