@@ -454,12 +454,18 @@ def _copy_into(self, src, strict=False):
     # overlap: PyTorch returns early from the kernel
     d, sd = self._data, src._data
     st = sd.strides
-    if not strict and sd.shape != d.shape and _bcast_into(sd.shape, d.shape):
+    expanded = not strict and sd.shape != d.shape and _bcast_into(sd.shape, d.shape)
+    if expanded:
         # indexing assignment expands the source first (copy_to) and compares that, with the
         # strides PyTorch's expand gives
         st = _expanded_strides(sd.shape, st, d.shape)
     same = src is self or (st == d.strides and sd.dtype == d.dtype and
                            sd.__array_interface__["data"][0] == d.__array_interface__["data"][0])
+    if expanded and not same:
+        # the overlap test sees the expanded source too (a repeated dim makes it "too hard")
+        if partial_overlap(d, np.lib.stride_tricks.as_strided(sd, d.shape, st)):
+            _check_overlap(d, (src,))
+        return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, False, ())
     return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, same)
 
 
