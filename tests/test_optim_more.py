@@ -62,6 +62,9 @@ CASES = [
     ("ASGD", {}),
     ("ASGD", {"lr": 0.1, "lambd": 0.01, "alpha": 0.5, "t0": 3, "weight_decay": 0.05}),
     ("ASGD", {"lr": 0.05, "t0": 0, "maximize": True}),
+    # the two-sided lerp of the first moment (weights on both sides of 0.5)
+    ("Adam", {"lr": 0.02, "betas": (0.3, 0.9)}),
+    ("AdamW", {"lr": 0.02, "betas": (0.4, 0.99), "weight_decay": 0.1}),
 ]
 
 

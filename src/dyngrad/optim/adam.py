@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .optimizer import Optimizer, _check_adam_args, _check_lr, _weight_decay
+from .optimizer import Optimizer, _check_adam_args, _check_lr, _lerp_, _weight_decay
 
 
 class Adam(Optimizer):
@@ -39,7 +39,7 @@ class Adam(Optimizer):
                 g = _weight_decay(d, g, wd, lr, decoupled)
                 m = st["exp_avg"]._data
                 v = st["exp_avg_sq"]._data
-                m += (g - m) * f(1 - b1)
+                _lerp_(m, g, b1, f)
                 v *= f(b2)
                 v += f(1 - b2) * g * g
                 bc1 = 1 - b1 ** step

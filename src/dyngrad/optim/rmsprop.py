@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _check_lr, _weight_decay
+from .optimizer import Optimizer, _check_lr, _lerp_, _weight_decay
 
 
 class RMSprop(Optimizer):
@@ -47,7 +47,7 @@ class RMSprop(Optimizer):
                 sq += f(1 - alpha) * g * g
                 if centered:
                     ga = st["grad_avg"]._data
-                    ga += f(1 - alpha) * (g - ga)
+                    _lerp_(ga, g, alpha, f)
                     avg = np.sqrt(sq - ga * ga)
                 else:
                     avg = np.sqrt(sq)
