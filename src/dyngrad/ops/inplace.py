@@ -459,10 +459,14 @@ def _copy_into(self, src, strict=False):
         # indexing assignment expands the source first (copy_to) and compares that, with the
         # strides PyTorch's expand gives
         st = _expanded_strides(sd.shape, st, d.shape)
-    same = src is self or (st == d.strides and sd.dtype == d.dtype and
+    same = src is self or ((expanded or sd.shape == d.shape) and st == d.strides and
+                           sd.dtype == d.dtype and
                            sd.__array_interface__["data"][0] == d.__array_interface__["data"][0])
     if expanded and not same:
-        # the overlap test sees the expanded source too (a repeated dim makes it "too hard")
+        # the overlap test sees the expanded source too (a repeated dim makes it "too hard"),
+        # after the autograd checks
+        if _recording(self, (src,)):
+            _guard(self)
         if partial_overlap(d, np.lib.stride_tricks.as_strided(sd, d.shape, st)):
             _check_overlap(d, (src,))
         return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, False, ())

@@ -53,9 +53,9 @@ def mm(input, mat2):
 def _mm_check(a, b):
     """mm's argument errors, with PyTorch's messages (only reached when something is off)."""
     if a.ndim != 2:
-        raise RuntimeError(f"self must be a matrix, got a {a.ndim}-D tensor of shape {list(a.shape)}")
+        raise RuntimeError("self must be a matrix")
     if b.ndim != 2:
-        raise RuntimeError(f"mat2 must be a matrix, got a {b.ndim}-D tensor of shape {list(b.shape)}")
+        raise RuntimeError("mat2 must be a matrix")
     if a.shape[1] != b.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_shape_str(a.shape)} and "
                            f"{_shape_str(b.shape)})")

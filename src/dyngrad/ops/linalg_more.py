@@ -154,6 +154,10 @@ def svdvals(A, *, driver=None, out=None):
 @op()
 def svd(input, some=True, compute_uv=True):
     """``torch.svd``: (U, S, V) with ``input = U diag(S) V^T`` (V, not Vh)."""
+    for name, pos, v in (("some", 2, some), ("compute_uv", 3, compute_uv)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"svd(): argument '{name}' (position {pos}) must be bool, not "
+                            f"{type(v).__name__}")
     if not compute_uv:
         d = _check(input, "svd")
         m, n = d.shape[-2:]

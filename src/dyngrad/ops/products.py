@@ -424,6 +424,9 @@ def _td_dims(dims, na, nb):
 @op(method=False)
 def tensordot(a, b, dims=2, out=None):
     """Contract ``dims`` of ``a`` with ``dims`` of ``b`` (permute, reshape, mm, view)."""
+    for x in (a, b):  # PyTorch's Python tensordot asks each for .dim() first
+        if not isinstance(x, Tensor):
+            raise AttributeError(f"'{type(x).__name__}' object has no attribute 'dim'")
     da, db = _td_dims(dims, a.dim(), b.dim())
     if a._data.dtype != b._data.dtype:
         raise RuntimeError("both inputs should have same dtype")
@@ -532,6 +535,10 @@ def chain_matmul(*matrices, out=None):
         matrices = tuple(matrices[0])
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for i, m in enumerate(matrices):
+        if not isinstance(m, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(m).__name__}")
     for m in matrices:
         if m.dim() != 2:
             raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
