@@ -808,7 +808,7 @@ def logsumexp(input, dim, keepdim=False):
             r = np.log(np.exp(d - m).sum(axis=dims, keepdims=True)) + m
         if not keepdim and dims:
             r = r.squeeze(dims)
-    r = np.asarray(r, dtype=d.dtype)
+    r = X.c_order(np.asarray(r, dtype=d.dtype))  # a contiguous result, as PyTorch's
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = LogsumexpBackward0((edge_of(input),),
