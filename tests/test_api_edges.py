@@ -423,7 +423,7 @@ _LEAKS = {("reciprocal", "f"), ("reciprocal", "d"), ("rdiv", "f"), ("rdiv", "d")
           ("logsumexp", "f"), ("logsumexp", "d"), ("cumsum", "f"), ("cumprod", "f"),
           ("cumprod", "d"), ("prod", "f"), ("prod", "d"), ("sum", "f"), ("mean", "f"),
           ("norm", "f"), ("norm", "d"), ("hypot", "f"), ("lerp", "f"), ("lerp", "d"),
-          ("gelu", "f"), ("gelu", "d"), ("silu", "f"), ("mish", "f"), ("hardswish", "f"),
+          ("gelu", "f"), ("silu", "f"), ("mish", "f"), ("hardswish", "f"),
           ("hardswish", "d"), ("mse_loss", "f"), ("mse_loss", "d"), ("to_long", "f"),
           ("to_long", "d"), ("double_to_float", "d")}
 
