@@ -244,7 +244,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
     dt = D.arg_dtype(dtype, "tensor")
-    arr = _infer(data, dt)
+    with np.errstate(all="ignore"):  # values out of the dtype's range convert silently
+        arr = _infer(data, dt)
     return _finish(np.array(arr, copy=True), requires_grad)
 
 

@@ -22,3 +22,18 @@ except ImportError:  # pragma: no cover - NumPy 1.x: a global error state
 
     def quiet_off(token):
         np.seterr(**token)
+
+
+def quiet(fn):
+    """``fn`` with NumPy's floating-point warnings off while it runs: PyTorch returns inf and
+    nan silently (for ops whose NumPy calls are not already wrapped)."""
+    import functools
+
+    @functools.wraps(fn)
+    def q(*args, **kwargs):
+        tok = quiet_on()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            quiet_off(tok)
+    return q

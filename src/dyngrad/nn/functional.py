@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
+from .._fperr import quiet
 from .._tensor import Tensor, _dim
 from ..ops._graph import notify, STATE, Node, Saved, edge_of, record, sum_to, as_float
 from ..ops import _dual as X
@@ -133,6 +134,7 @@ class MseLossBackward0(Node):
         return gx, gt
 
 
+@quiet
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error; MseLossBackward0."""
     reduction = _reduction_enum(reduction, size_average, reduce)
@@ -560,7 +562,8 @@ def _activation(name, f, d1, d2):
 
 def _act(input, cls, prm, inplace=False, fname=""):
     x = _fl(input, fname)
-    y = cls._f(x, *prm)
+    with np.errstate(all="ignore"):  # inf/nan silently, as PyTorch
+        y = cls._f(x, *prm)
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
     if inplace:

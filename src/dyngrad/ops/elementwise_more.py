@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
+from .._fperr import quiet
 from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, notify, record, sum_to
 from . import _dual as X
 from .pointwise import (_binary, _call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
@@ -98,6 +99,7 @@ class HypotBackward0(Node):
 
 
 @op()
+@quiet
 def hypot(input, other):
     """sqrt(input**2 + other**2) without overflow; HypotBackward0."""
     _need_tensor("hypot", other)
@@ -760,6 +762,7 @@ def _lerp_np(a, b, w):
 
 
 @op()
+@quiet
 def lerp(input, end, weight):
     """input + weight * (end - input); LerpBackward0 (scalar weight) / LerpBackward1."""
     if not _isT(end, Tensor) or not (_isT(weight, Tensor) or isinstance(weight, (int, float,

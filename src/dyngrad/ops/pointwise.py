@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
+from .._fperr import quiet
 from ._graph import (RECORD_HOOKS, notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, edges_first,
                      record, sum_to)
 from . import _dual as X
@@ -332,6 +333,10 @@ op("divide")(div)
 
 
 def _rounded_div(a, b, mode):
+    bd = b._data if _isT(b, Tensor) else np.asarray(b)
+    if mode in ("trunc", "floor") and a._data.dtype.kind in "biu" and bd.dtype.kind in "biu" \
+            and not bd.all():
+        raise RuntimeError("ZeroDivisionError")  # PyTorch's integer kernels refuse x / 0
     q = div(a, b)
     from . import elementwise_more as E
     if mode == "trunc":
@@ -341,13 +346,13 @@ def _rounded_div(a, b, mode):
     else:
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                          f"found '{mode}'")
-    bd = b._data if _isT(b, Tensor) else np.asarray(b)
     if a._data.dtype.kind in "iu" and bd.dtype.kind in "iu":
         return r.to(a.dtype).detach()
     return r
 
 
 @op(method=False, methods=("__rtruediv__",))
+@quiet
 def _rtruediv(self, other):
     if not _scalar_ok(other):
         return NotImplemented
@@ -363,6 +368,7 @@ class ReciprocalBackward0(Node):
 
 
 @op()
+@quiet
 def reciprocal(input):
     """1 / input; ReciprocalBackward0."""
     d = 1.0 / as_float(input._data)
@@ -764,8 +770,10 @@ class ToCopyBackward0(Node):
 
 
 def to_dtype(x, dt):
-    """A copy of ``x`` in dtype ``dt``; differentiable between floating dtypes."""
-    d = x._data.astype(dt.np)
+    """A copy of ``x`` in dtype ``dt``; differentiable between floating dtypes (NaN, inf and
+    overflow convert silently, as in PyTorch)."""
+    with np.errstate(all="ignore"):
+        d = x._data.astype(dt.np)
     if STATE.enabled and x._requires_grad and dt.is_floating_point:
         return record(d, ToCopyBackward0((edge_of(x),), (x._data.dtype,)))
     return _make(d)

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
+from .._fperr import quiet
 from ._graph import STATE, Node, Tensor, edge_of, edges_first, record
 from . import _dual as X
 
@@ -103,6 +104,7 @@ def _sum_dtype(d, dtype):
 
 
 @op(methods=("sum",))
+@quiet
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Sum of all elements, or over ``dim``; SumBackward0 / SumBackward1."""
     d = input._data
@@ -138,6 +140,7 @@ def _empty_mean(d, dims, keepdim):
 
 
 @op()
+@quiet
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Arithmetic mean of all elements, or over ``dim``; MeanBackward0 / MeanBackward1."""
     if axis is not None:
@@ -266,6 +269,7 @@ class ProdBackward1(Node):
 
 
 @op()
+@quiet
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product of all elements, or along one ``dim``; ProdBackward0 / ProdBackward1."""
     d = input._data
@@ -767,6 +771,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 
 @op()
+@quiet
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """``torch.norm``: the vector p-norm over ``dim`` ('fro' = 2); 'nuc' the nuclear norm."""
     if isinstance(p, str):
@@ -792,6 +797,7 @@ class LogsumexpBackward0(Node):
 
 
 @op()
+@quiet
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, computed without overflow; LogsumexpBackward0."""
     d = input._data
@@ -852,6 +858,7 @@ class CumsumBackward0(Node):
 
 
 @op()
+@quiet
 def cumsum(input, dim, *, dtype=None):
     """Running sum along ``dim`` (integers accumulate in int64); CumsumBackward0."""
     d = input._data
@@ -913,6 +920,7 @@ def _cumprod_grad_zeros(x, xd, o, g, dim):
 
 
 @op()
+@quiet
 def cumprod(input, dim, *, dtype=None):
     """Running product along ``dim``; CumprodBackward0."""
     d = input._data
