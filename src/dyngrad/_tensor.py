@@ -260,6 +260,11 @@ class Tensor:
                     base._requires_grad:
                 return self  # a view of a base that requires grad still does (PyTorch)
             self._requires_grad = bool(requires_grad)
+            if base is not None:  # a view's own flag: PyTorch ORs it with its base's
+                if requires_grad:
+                    self.__dict__["_own_rg"] = True
+                else:
+                    self.__dict__.pop("_own_rg", None)
             if len(self._version) > 1:
                 _views_follow(self, self._requires_grad)
         return self
@@ -707,6 +712,8 @@ def _views_follow(base, value):
     for v in live_views(base):
         # (a view whose history can no longer be rebuilt still has it to PyTorch: unchanged)
         if v._base is base and v._grad_fn is None and not v._stale_view:
+            if not value and "_own_rg" in v.__dict__:
+                continue  # the view was asked to require grad itself
             v._requires_grad = value
             if value and v.__dict__.pop("_moved", False) and v._creation is None:
                 # its base changed in place since it was made: PyTorch regenerates its
