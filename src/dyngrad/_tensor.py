@@ -256,8 +256,9 @@ class Tensor:
                 "var_no_grad = var.detach().")
         if not interior:
             base = self._base
-            if not requires_grad and fn is not None and base is not None and \
-                    base._requires_grad:
+            if not requires_grad and base is not None and base._requires_grad and \
+                    self._data.dtype.kind in "fc":
+                self.__dict__.pop("_own_rg", None)
                 return self  # a view of a base that requires grad still does (PyTorch)
             self._requires_grad = bool(requires_grad)
             if base is not None:  # a view's own flag: PyTorch ORs it with its base's
