@@ -362,3 +362,13 @@ def test_docstring_examples(module):
     mod = importlib.import_module(f"dyngrad.optim.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta",
+                                  "Adamax", "NAdam", "RAdam", "ASGD"])
+def test_differentiable_is_refused_not_ignored(name):
+    p = dyngrad.nn.Parameter(dyngrad.ones(2))
+    kw = {"lr": 0.1} if name == "SGD" else {}
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        getattr(dyngrad.optim, name)([p], differentiable=True, **kw)
+    getattr(dyngrad.optim, name)([p], differentiable=False, **kw)  # the default is accepted

@@ -43,6 +43,10 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for g in param_groups:
             self.add_param_group(g)
+        if any(g.get("differentiable") for g in self.param_groups):
+            # the update would have to be recorded for autograd; refused rather than ignored
+            raise NotImplementedError("differentiable=True is not supported by dyngrad's "
+                                      "optimizers: their updates are not recorded for autograd")
 
     def add_param_group(self, param_group: dict) -> None:
         """Add a group of parameters with its own hyper-parameters (defaults fill the rest)."""
