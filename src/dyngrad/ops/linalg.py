@@ -66,10 +66,16 @@ class MatmulBackward(Node):
     """Backward of a general matmul: batch dims broadcast, 1-D operands promoted and squeezed."""
     __slots__ = ()
 
+    _b_first = False  # PyTorch unpacks saved values by name (bmm: mat2 before self)
+
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
-        a = sa.get(self, graph) if sa is not None else None
-        b = sb.get(self, graph) if sb is not None else None
+        if self._b_first:
+            b = sb.get(self, graph) if sb is not None else None
+            a = sa.get(self, graph) if sa is not None else None
+        else:
+            a = sa.get(self, graph) if sa is not None else None
+            b = sb.get(self, graph) if sb is not None else None
         a2 = a if a is None or len(ash) != 1 else a.reshape((1,) + ash)
         b2 = b if b is None or len(bsh) != 1 else b.reshape(bsh + (1,))
         g2 = g
@@ -99,6 +105,7 @@ class MvBackward0(MatmulBackward):
 
 class BmmBackward0(MatmulBackward):
     __slots__ = ()
+    _b_first = True
 
 
 class UnsafeViewBackward0(MatmulBackward):
