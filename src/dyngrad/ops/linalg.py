@@ -201,6 +201,10 @@ def matmul(input, other, _cls=None):
                            f"{a.ndim}D and {b.ndim}D")
     if a.ndim == 2 and b.ndim == 2:
         return mm(input, other)
+    if _cls is None and (a.ndim >= 3 or b.ndim >= 3 or (a.ndim == 1 and b.ndim == 2)) and \
+            STATE.enabled and (input._requires_grad or other._requires_grad):
+        # recorded: PyTorch's composition, whose mm/mv/bmm raise its errors in its order
+        return _matmul_graph(input, other)
     ka = a.shape[-1]
     kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
     # PyTorch computes a matrix (or batch-1 3-d tensor) that requires grad times a batch as
@@ -213,9 +217,6 @@ def matmul(input, other, _cls=None):
             a.ndim >= 3 and b.ndim <= 2 and not (
                 other._requires_grad or a.size == 0 or _folds_without_copy(a))):
         a = a.astype(b.dtype)
-    elif _cls is None and (a.ndim >= 3 or b.ndim >= 3 or (a.ndim == 1 and b.ndim == 2)) and \
-            STATE.enabled and (input._requires_grad or other._requires_grad):
-        return _matmul_graph(input, other)
     try:
         r = np.matmul(a, b)
     except ValueError:
