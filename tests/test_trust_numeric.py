@@ -415,3 +415,20 @@ def test_no_numpy_runtime_warning(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         same(NOISY[name])
+
+
+def test_sign_matches_torch_on_integers_nan_and_bool():
+    """sign/sgn of integer tensors give -1/0/1 (they were returned unchanged), NaN gives 0
+    (PyTorch computes (0 < x) - (x < 0)), bool stays bool; abs's gradient at NaN is 0."""
+    torch = pytest.importorskip("torch")
+    for vals, dt in (([-3, 0, 5], "int64"), ([-2, 7], "int32"), ([3, 0], "uint8"),
+                     ([float("nan"), -1.5, 0.0, -0.0, 2.0], "float64"),
+                     ([float("nan"), -1.5, 2.0], "float32"), ([True, False], "bool")):
+        for fn in ("sign", "sgn"):
+            a = getattr(dyngrad, fn)(dyngrad.tensor(vals, dtype=getattr(dyngrad, dt)))
+            b = getattr(torch, fn)(torch.tensor(vals, dtype=getattr(torch, dt)))
+            assert str(a.dtype) == str(b.dtype)
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    x = dyngrad.tensor([float("nan"), -1.0, 0.0, 2.0], requires_grad=True)
+    x.abs().sum().backward()
+    assert x.grad.tolist() == [0.0, -1.0, 0.0, 1.0]

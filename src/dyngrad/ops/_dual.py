@@ -33,7 +33,13 @@ exp = _pick(np.exp, "exp")
 log = _pick(np.log, "log")
 sin = _pick(np.sin, "sin")
 cos = _pick(np.cos, "cos")
-sign = _pick(np.sign, "sign")
+def _sign_np(d):
+    """PyTorch's sign, (0 < x) - (x < 0): NaN gives 0."""
+    d = np.asarray(d)
+    return (d > 0).astype(d.dtype) - (d < 0).astype(d.dtype)
+
+
+sign = _pick(_sign_np, "sign")
 sqrt = _pick(np.sqrt, "sqrt")
 tanh = _pick(np.tanh, "tanh")
 abs = _pick(np.abs, "abs")

@@ -666,9 +666,16 @@ _unary_op("cosh", np.cosh, lambda g, x, y: g * X.sinh(x), save_in=True)
 _unary_op("erf", _erf_np, lambda g, x, y: g * (_TWO_OVER_SQRT_PI * X.exp(-(x * x))), save_in=True)
 _unary_op("erfc", _erfc_np, lambda g, x, y: g * (-_TWO_OVER_SQRT_PI * X.exp(-(x * x))),
           save_in=True)
-_unary_op("sign", _keep_int(np.sign), _zero_grad, floating=False,
+def _sign_np(d):
+    """PyTorch's sign: (0 < x) - (x < 0) in x's dtype, so NaN gives 0; bool stays bool."""
+    if d.dtype == np.bool_:
+        return d.copy()
+    return (d > 0).astype(d.dtype) - (d < 0).astype(d.dtype)
+
+
+_unary_op("sign", _sign_np, _zero_grad, floating=False,
           doc="Elementwise sign (-1, 0 or 1); zero gradient (SignBackward0).")
-_unary_op("sgn", _keep_int(np.sign), _zero_grad, floating=False, save_in=True, save_out=True,
+_unary_op("sgn", _sign_np, _zero_grad, floating=False, save_in=True, save_out=True,
           doc="Sign for real tensors (z/|z| for complex); zero gradient (SgnBackward0).")
 _unary_op("floor", _keep_int(np.floor), _zero_grad, floating=False)
 _unary_op("ceil", _keep_int(np.ceil), _zero_grad, floating=False)
