@@ -28,6 +28,9 @@ class FormulaNode(Node):
     # positions in the saved tuple that hold this node's own outputs -> their output number
     # (under create_graph a saved output's gradient flows back into that output of this node)
     _saved_outputs: dict = {}
+    # positions in the saved tuple in the order PyTorch unpacks them (by name), when that is
+    # not the tuple's order: the first invalid one is the one reported
+    _unpack_order: tuple = ()
 
     def formula(self, g, *saved):  # pragma: no cover - every subclass defines it
         raise NotImplementedError
@@ -36,6 +39,10 @@ class FormulaNode(Node):
         return self.next_functions[i][0] is not None
 
     def _unpack_saved(self, graph):
+        for pos in self._unpack_order:
+            s = self._saved[pos]
+            if s.tensor_ref is None and s.counter[0] != s.version:
+                s.get(self, graph)  # raises its error
         out = []
         for pos, s in enumerate(self._saved):
             if type(s) is not Saved:

@@ -67,7 +67,7 @@ class Atan2Backward0(Node):
 
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
-        a, b = sa.get(self, graph), sb.get(self, graph)
+        b, a = sb.get(self, graph), sa.get(self, graph)  # PyTorch's name order: other, self
         den = a * a + b * b
         zero = X.const(X.data(den) == 0, den)
         den = X.where(zero, 1 + 0 * den, den)
@@ -92,9 +92,10 @@ class HypotBackward0(Node):
 
     def _bw(self, g, graph):
         sa, sb, ash, bsh, so = self._saved
+        b, a = sb.get(self, graph), sa.get(self, graph)  # PyTorch's order: other, self, result
         o = so.get(self, graph)
-        ga = sum_to(g * sa.get(self, graph) / o, ash) if _needs(self, 0) else None
-        gb = sum_to(g * sb.get(self, graph) / o, bsh) if _needs(self, 1) else None
+        ga = sum_to(g * a / o, ash) if _needs(self, 0) else None
+        gb = sum_to(g * b / o, bsh) if _needs(self, 1) else None
         return ga, gb
 
 
@@ -132,7 +133,8 @@ class FmodBackward1(Node):
         ga = sum_to(g, ash) if _needs(self, 0) else None
         gb = None
         if _needs(self, 1):
-            gb = sum_to(-g * X.trunc(sa.get(self, graph) / sb.get(self, graph)), bsh)
+            b = sb.get(self, graph)  # PyTorch's name order: other, self
+            gb = sum_to(-g * X.trunc(sa.get(self, graph) / b), bsh)
         return ga, gb
 
 
@@ -148,7 +150,8 @@ class RemainderBackward1(Node):
         ga = sum_to(g, ash) if _needs(self, 0) else None
         gb = None
         if _needs(self, 1):
-            gb = sum_to(-g * X.floor(sa.get(self, graph) / sb.get(self, graph)), bsh)
+            b = sb.get(self, graph)  # PyTorch's name order: other, self
+            gb = sum_to(-g * X.floor(sa.get(self, graph) / b), bsh)
         return ga, gb
 
 
@@ -235,7 +238,7 @@ class XlogyBackward0(Node):
 
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
-        a, b = sa.get(self, graph), sb.get(self, graph)
+        b, a = sb.get(self, graph), sa.get(self, graph)  # PyTorch's name order: other, self
         ga = gb = None
         if _needs(self, 0):
             ad, bd = X.data(a), X.data(b)

@@ -294,6 +294,8 @@ def _assign(dst, value):
         if vd.ndim == 0 and dst._data.ndim > 0:
             return fill_(dst, value)  # same shapes (a 0-d region) take the copy below
         if vd.shape != dst._data.shape:
+            if value._stale_view and STATE.enabled:  # PyTorch's view of it asks for its history
+                raise RuntimeError(value._stale_view)
             vs = vd.shape
             while vs and vs[0] == 1:
                 vs = vs[1:]

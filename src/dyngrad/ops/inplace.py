@@ -5,6 +5,8 @@ rewritten -- the tensor's own ``grad_fn`` for a plain tensor, the base's (``Copy
 for a view."""
 from __future__ import annotations
 
+import functools
+import types
 import weakref
 
 import numpy as np
@@ -262,6 +264,7 @@ def _rebase_view(v, vb):
                 v.__dict__["_stale_fn"] = v._grad_fn  # named by a later in-place error
                 v._grad_fn = None  # edge_of() then raises the error
             v._requires_grad = True
+            v.__class__ = _stale_view_class()
         return
     old = v._grad_fn
     if type(old) is AsStridedBackward0:
@@ -270,6 +273,66 @@ def _rebase_view(v, vb):
         v.__dict__["_old_fn"] = old
     _set_history(v, lazy(AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape)),
                          old is None or old._seq == -2), True)
+
+
+_STALE_CLASS = []
+_NOT_OPS = frozenset((
+    "__init__", "__new__", "__repr__", "__str__", "__format__", "__getattribute__",
+    "__getattr__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__", "__getstate__",
+    "__setstate__", "__hash__", "__len__", "__iter__", "__bool__", "__float__", "__int__",
+    "__index__", "__complex__", "__array__", "__dir__", "__sizeof__", "__init_subclass__",
+    "__subclasshook__", "__class_getitem__", "__deepcopy__", "__copy__", "__del__",
+    "__contains__", "__torch_function__",
+    # no derivative: PyTorch never reads their inputs' history
+    "argmax", "argmin", "argsort", "all", "any", "count_nonzero", "numpy", "item", "tolist",
+    "size", "dim", "nonzero", "argwhere", "unique", "unique_consecutive", "bucketize",
+    "searchsorted", "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "eq", "ne",
+    "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__",
+    "__xor__", "__invert__", "__rand__", "__ror__", "__rxor__", "logical_and", "logical_or",
+    "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "signbit", "is_nonzero", "tolist", "data_ptr", "element_size", "nelement", "numel",
+    "stride", "storage_offset", "is_contiguous", "new_tensor", "new_empty", "new_zeros",
+    "new_ones", "new_full",
+    # composites: PyTorch checks their arguments before any op of theirs reads a history
+    "narrow", "__getitem__", "chunk", "flatten", "unflatten", "movedim", "moveaxis",
+    "tensor_split", "take_along_dim", "repeat_interleave", "outer", "cross", "diag", "hsplit",
+    "vsplit", "dsplit", "type", "to"))
+
+
+def _stale_view_class():
+    """A ``Tensor`` subclass (named ``Tensor``) given to views that can no longer rebuild their
+    history.  PyTorch collects an op's input history before the op checks its arguments, so
+    such a view's error comes first; each method here re-raises it in place of the method's
+    own error (an argument-type error, raised earlier by PyTorch's parser, stays)."""
+    if _STALE_CLASS:
+        return _STALE_CLASS[0]
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def method(self, *args, **kwargs):
+            try:
+                return fn(self, *args, **kwargs)
+            except TypeError:
+                raise
+            except Exception as e:
+                stale = self._stale_view
+                if stale and STATE.enabled and not str(e).startswith(stale[:40]):
+                    raise RuntimeError(stale) from None
+                raise
+        return method
+
+    ns = {"__slots__": (), "__module__": Tensor.__module__, "__qualname__": "Tensor"}
+    for name in dir(Tensor):
+        fn = getattr(Tensor, name, None)
+        if name in _NOT_OPS or name.endswith("_") or not isinstance(fn, types.FunctionType):
+            continue  # in-place methods keep their own order of checks
+        if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+            continue
+        ns[name] = wrap(fn)
+    cls = type("Tensor", (Tensor,), ns)
+    _STALE_CLASS.append(cls)
+    return cls
 
 
 def _set_history(t, node, deferred=False):

@@ -402,8 +402,8 @@ class PowBackward1(Node):
 
     def _bw(self, g, graph):
         sa, sb, so, ash, bsh = self._saved
+        b = sb.get(self, graph)  # PyTorch unpacks saved values in name order: exponent, self
         a = sa.get(self, graph)
-        b = sb.get(self, graph)
         ga = gb = None
         if self.next_functions[0][0] is not None:
             ga = sum_to(X.where(b == 0, X.zeros_like(g), g * b * a ** (b - 1)), ash)
@@ -419,8 +419,8 @@ class PowBackward2(Node):
 
     def _bw(self, g, graph):
         base, so, se = self._saved
+        se.get(self, False)  # the exponent is saved (as PyTorch's) and unpacked first
         o = so.get(self, graph)
-        se.get(self, False)  # the exponent is saved (as PyTorch's): its version is checked
         if base == 0:
             return X.where(o == 0, X.zeros_like(g), g * o * math.log(base) if base > 0 else g * 0),
         return g * o * math.log(base),

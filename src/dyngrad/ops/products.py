@@ -270,6 +270,7 @@ def trace(input):
 
 class DistBackward0(FormulaNode):
     __slots__ = ()
+    _unpack_order = (1, 0)  # other, self
 
     def formula(self, g, a, b, res, p):
         t = _pkg()

@@ -366,6 +366,8 @@ def expand(input, *sizes):
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
         sizes = tuple(sizes[0])
     d = input._data
+    if input._stale_view and STATE.enabled:  # its history is asked for before the sizes
+        raise RuntimeError(input._stale_view)
     shape = expand_shape(d.shape, d.dtype, sizes)
     return make_view(input, _broadcast_view(d, shape), ExpandBackward0, (d.shape,),
                      lambda x, s=shape: _broadcast_view(x, s) if not isinstance(x, Tensor) else x.expand(*s))

@@ -1,0 +1,82 @@
+"""The same op-table callable with PyTorch: a row's function rebuilt with its module globals
+(``torch``/``F``/``linalg``, tensor constants, helper functions of the tests) mapped to
+PyTorch's, so one row drives both libraries."""
+from __future__ import annotations
+
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as TF  # noqa: E402
+
+import dyngrad  # noqa: E402
+import dyngrad.nn.functional as DF  # noqa: E402
+
+_MODULES = {id(dyngrad): torch, id(DF): TF, id(dyngrad.linalg): torch.linalg,
+            id(dyngrad.nn): torch.nn}
+_NAMESPACES = [(dyngrad, torch), (DF, TF), (dyngrad.linalg, torch.linalg)]
+
+
+class NoTwin(Exception):
+    """A row callable that has no PyTorch counterpart."""
+
+
+def _names(code):
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _names(c)
+    return names
+
+
+def _twin_value(v, memo):
+    if id(v) in memo:
+        return memo[id(v)]
+    if isinstance(v, types.ModuleType):
+        return _MODULES.get(id(v), v)
+    if isinstance(v, dyngrad.Tensor):
+        r = torch.from_numpy(v.detach().numpy().copy())
+        memo[id(v)] = r
+        return r
+    if isinstance(v, (list, tuple)) and any(isinstance(x, dyngrad.Tensor) for x in v):
+        return type(v)(_twin_value(x, memo) for x in v)
+    if callable(v) and not isinstance(v, type):
+        mod = getattr(v, "__module__", None) or ""
+        if mod.startswith("dyngrad"):
+            for dg, tt in _NAMESPACES:
+                name = getattr(v, "__name__", None)
+                if name and getattr(dg, name, None) is v:
+                    if not hasattr(tt, name):
+                        raise NoTwin(f"{dg.__name__}.{name}")
+                    return getattr(tt, name)
+            raise NoTwin(repr(v))
+        if isinstance(v, types.FunctionType) and mod.startswith("tests"):
+            return _twin_function(v, memo)
+    return v
+
+
+def _twin_function(fn, memo):
+    g = dict(fn.__globals__)
+    new = types.FunctionType(fn.__code__, g, fn.__name__, None, None)
+    memo[id(fn)] = new
+    for name in _names(fn.__code__):
+        if name in fn.__globals__:
+            g[name] = _twin_value(fn.__globals__[name], memo)
+    if fn.__defaults__:
+        new.__defaults__ = tuple(_twin_value(d, memo) for d in fn.__defaults__)
+    if fn.__kwdefaults__:
+        new.__kwdefaults__ = {k: _twin_value(d, memo) for k, d in fn.__kwdefaults__.items()}
+    if fn.__closure__:
+        new = types.FunctionType(fn.__code__, g, fn.__name__, new.__defaults__,
+                                 tuple(types.CellType(_twin_value(c.cell_contents, memo))
+                                       for c in fn.__closure__))
+        memo[id(fn)] = new
+    return new
+
+
+def twin(fn):
+    """``fn`` with PyTorch in place of dyngrad (raises NoTwin when PyTorch lacks a part)."""
+    return _twin_value(fn, {})
+
+
