@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import warnings
 
+import weakref
+
 import numpy as np
 
 from . import _dtype as D
@@ -249,6 +251,29 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     return _finish(np.array(arr, copy=True), requires_grad)
 
 
+# root arrays of memory lent by NumPy (from_numpy / as_tensor), by id, weakly: a tensor on
+# such memory cannot grow its storage (resize_), as PyTorch's are not resizable
+_LENT: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
+
+
+def root_array(a: np.ndarray) -> np.ndarray:
+    """The ndarray that owns the memory ``a`` views."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _lend(a: np.ndarray) -> Tensor:
+    r = root_array(a)
+    _LENT[id(r)] = r
+    return _make(a)
+
+
+def is_lent(root: np.ndarray) -> bool:
+    """Whether ``root`` (see ``root_array``) is memory NumPy lent to a tensor."""
+    return _LENT.get(id(root)) is root
+
+
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """``data`` as a tensor, sharing memory with an ndarray or tensor when dtypes allow."""
     dtype = D.arg_dtype(dtype, "as_tensor")
@@ -257,9 +282,9 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, np.ndarray):
         if dtype is None:
             _np_dtype(data.dtype)
-            return _make(data)
+            return _lend(data)
         if dtype.np == data.dtype:
-            return _make(data)
+            return _lend(data)
         return _make(_infer(data, dtype))
     return tensor(data, dtype=dtype)
 
@@ -269,7 +294,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {D.type_name(ndarray)})")
     _np_dtype(ndarray.dtype)
-    return _make(ndarray)
+    return _lend(ndarray)
 
 
 def _size_item(s, fn, pos, first_of_seq):
