@@ -16,6 +16,7 @@ from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
 from ..ops.linalg import _addmm_check, addmm, matmul
 from ..ops.views import reshape
+from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of
 
 _make = Tensor._make
 _ARANGE: dict = {}
@@ -395,6 +396,23 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     elif x.shape[0] != t.shape[0]:
         raise ValueError(f"Expected input batch_size ({x.shape[0]}) to match target batch_size "
                          f"({t.shape[0]}).")
+    if x.ndim == 3 or x.ndim > 4:
+        # PyTorch's nll_loss_nd: the input viewed as (N, C, 1, -1), the target as (N, 1, -1),
+        # nll_loss2d on those, and an unreduced result viewed back to (N, d1, ...)
+        n, c = x.shape[:2]
+        out_size = (n,) + x.shape[2:]
+        if t.shape[1:] != x.shape[2:]:
+            raise RuntimeError(f"Expected target size {list(out_size)}, got {list(t.shape)}")
+        input = input.contiguous()
+        target = target.contiguous()
+        input = input.view(n, c, 1, -1) if x.size else input.view(n, c, 0, 0)
+        target = target.view(n, 1, -1) if t.size else target.view(n, 0, 0)
+        r = nll_loss(input, target, weight, ignore_index=ignore_index, reduction=reduction)
+        return r.view(out_size) if reduction == "none" else r
+    if weight is not None and weight._requires_grad and STATE.enabled:
+        raise RuntimeError(f"The function '{'nll_loss2d' if x.ndim == 4 else 'nll_loss'}_forward' "
+                           f"is not differentiable with respect to argument 'weight'. This "
+                           f"input cannot have requires_grad True.")
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
     if weight is not None:
         _check_class_weight(weight, C, x.dtype)
@@ -459,25 +477,28 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return loss
     loss = nll_loss(logp, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing > 0:
+        # PyTorch's cross_entropy_loss_label_smoothing: the smoothing term -sum(logp [* w])
+        # zeroed in place where the target is ignored, reduced, and mixed with the nll loss
+        # by products with numbers (MulBackward1)
         C = input._data.shape[dim]
-        valid = _make((target._data != ignore_index).astype(input._data.dtype))
+        ignore = _make(target._data == ignore_index)
         if weight is not None:
             shape = [1] * input._data.ndim
-            shape[dim] = -1
-            smooth = -(logp * weight.reshape(*shape)).sum(dim)
+            shape[dim] = weight._data.shape[0]
+            smooth = -(logp * weight.view(shape)).sum(dim)
         else:
             smooth = -logp.sum(dim)
-        smooth = smooth * valid
+        smooth.masked_fill_(ignore, 0.0)
         if reduction == "mean":
             if weight is not None:
-                w_t = weight._data[np.where(target._data != ignore_index, target._data, 0)]
-                denom = float((w_t * valid._data).sum())
+                keep = _make(~ignore._data)
+                denom = weight.gather(0, target.masked_select(keep).flatten()).sum()
             else:
-                denom = float(valid._data.sum())
+                denom = _make(np.asarray((~ignore._data).sum()))
             smooth = smooth.sum() / denom
         elif reduction == "sum":
             smooth = smooth.sum()
-        loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / C)
+        loss = _mul_scalar(loss, 1 - label_smoothing) + _mul_scalar(smooth, label_smoothing / C)
     return loss
 
 
@@ -967,6 +988,10 @@ def prelu(input, weight):
         wb = ()
     y = np.where(x > 0, x, x * w.reshape(wb)).astype(x.dtype, copy=False)
     if STATE.enabled and (input._requires_grad or weight._requires_grad):
+        # PyTorch's prelu reshapes (views) the weight to broadcast over the input when their
+        # dimensions differ, then runs _prelu_kernel on the view: the node saves the view
+        if w.ndim != len(wb):
+            weight = reshape(weight, wb)
         return record(y, PreluKernelBackward0((edge_of(input), edge_of(weight)),
                                               (Saved(input), Saved(weight), wb)))
     return _make(y)
@@ -1178,11 +1203,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "'batchmean' in the next major release.", UserWarning, stacklevel=2)
     if input._data.dtype.kind not in "fc" or target._data.dtype.kind not in "fc":
         raise RuntimeError("kl_div: Integral inputs not supported.")
+    # PyTorch's composite: exp(t) * (t - x), or xlogy(t, t) - t * x, then reduced
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        zero = _make((target._data == 0).astype(target._data.dtype))
-        loss = target * ((target + zero).log() - input)
+        from ..ops.elementwise_more import xlogy
+        loss = xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() else loss.sum()
     return _loss_reduce(loss, reduction)
@@ -1305,39 +1331,131 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 
 # --- similarity and normalisation -------------------------------------------------------
-def _clamp_min(t, m):
-    """max(t, m) for a Tensor, differentiable (gradient 1 above m, 0 below)."""
-    return t.clamp_min(m)
+# Nodes of PyTorch's Scalar overloads (mul/add with a number), recorded where its C++
+# composites (cross_entropy's label smoothing, pairwise_distance) use them: one edge, nothing
+# saved but the number (so, as PyTorch's, they can be run through again).
+class MulBackward1(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g * self._saved[0],
+
+
+class AddBackward1(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g,
+
+
+def _mul2(a, b):
+    return a * b
+
+
+def _add2(a, b):
+    return a + b
+
+
+def _scalar_op(t, s, fn, cls):
+    """``fn(t, s)`` for a Tensor and a Python number, recorded as PyTorch's Scalar overload."""
+    d = t._data
+    if d.dtype.kind not in "fc":  # an integer tensor and a float number: the default float
+        return fn(t, s)
+    r = fn(d, s)
+    if type(r) is not np.ndarray or r.dtype != d.dtype:
+        r = np.asarray(r, dtype=d.dtype)
+    if STATE.enabled and t._requires_grad:
+        return record(r, cls((edge_of(t),), (s,)))
+    return _make(r)
+
+
+def _mul_scalar(t, s):
+    return _scalar_op(t, s, _mul2, MulBackward1)
+
+
+def _add_scalar(t, s):
+    return _scalar_op(t, s, _add2, AddBackward1)
 
 
 def _vnorm(x, p, dim, keepdim):
-    if p == 2:
-        return (x * x).sum(dim, keepdim=keepdim).sqrt()
-    if p == 1:
-        return x.abs().sum(dim, keepdim=keepdim)
-    if p == math.inf:
-        raise NotImplementedError("the infinity norm needs torch.amax")
-    return (x.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+    return vector_norm(x, p, dim, keepdim)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """input / max(||input||_p along dim, eps)."""
+    """input / max(||input||_p along dim, eps), PyTorch's composition: vector norm, clamp_min,
+    expand_as, div."""
     if not isinstance(input, Tensor):
         raise D.not_tensor("normalize", "input", 1, input)
-    return input / _clamp_min(_vnorm(input, p, dim, True), eps)
+    if out is None:
+        return input / input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    denom = input.norm(p, dim, keepdim=True).clamp_min_(eps).expand_as(input)
+    return _pkg().div(input, denom, out=out)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """Cosine of the angle between x1 and x2 along ``dim`` (each norm clamped at eps)."""
-    n1 = _clamp_min(_vnorm(x1, 2, dim, True), eps)
-    n2 = _clamp_min(_vnorm(x2, 2, dim, True), eps)
+    """Cosine of the angle between x1 and x2 along ``dim``: PyTorch's composition, each input
+    divided by its norm (a clone clamped at eps in place without recording) and summed."""
+    for i, t in enumerate((x1, x2)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cosine_similarity(): argument '{('x1', 'x2')[i]}' (position "
+                            f"{i + 1}) must be Tensor, not {type(t).__name__}")
+    d1, d2 = x1._data.dtype, x2._data.dtype
+    common = d1 if d1 is d2 else D.result_type(D.FROM_NP[d1], x1._data.ndim, D.FROM_NP[d2],
+                                              x2._data.ndim).np
+    if common.kind != "f":
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{D.scalar_type_name(common)}")
+    if d1.kind not in "fc":
+        x1 = x1.to(D.FROM_NP[common])
+    if d2.kind not in "fc":
+        x2 = x2.to(D.FROM_NP[common])
+    s1, s2 = x1._data.shape, x2._data.shape
+    if s1 != s2:  # expand_outplace: both expanded to the broadcast shape
+        try:
+            shape = np.broadcast_shapes(s1, s2)
+        except ValueError:
+            raise RuntimeError(_broadcast_msg(s1, s2)) from None
+        x1, x2 = x1.expand(shape), x2.expand(shape)
+    n1 = _vnorm(x1, 2, dim, True).clone()
+    n2 = _vnorm(x2, 2, dim, True).clone()
+    np.maximum(n1._data, eps, out=n1._data)  # PyTorch clamps these under no_grad, in place
+    np.maximum(n2._data, eps, out=n2._data)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
+def _broadcast_msg(s1, s2):
+    n = max(len(s1), len(s2))
+    a = (1,) * (n - len(s1)) + tuple(s1)
+    b = (1,) * (n - len(s2)) + tuple(s2)
+    for i in range(n - 1, -1, -1):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            return (f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
+                    f"non-singleton dimension {i}")
+    return "shape mismatch"
+
+
+class NormBackward1(LinalgVectorNormBackward0):
+    """norm(self, p, dim, keepdim): PyTorch's norm_backward, as linalg.vector_norm's."""
+    __slots__ = ()
+
+
+def _norm1(x, p, dim, keepdim):
+    """``at::norm(x, p, dim, keepdim)`` as PyTorch's composites call it: NormBackward1."""
+    if not (STATE.enabled and x._requires_grad):
+        return vector_norm(x, p, dim, keepdim)
+    r = vector_norm(x.detach(), p, dim, keepdim)._data
+    res = record(r, None)
+    res._grad_fn = NormBackward1((edge_of(x),), (Saved(x), Saved(res, True), float(p),
+                                                 dims_of(dim, x._data.ndim), keepdim))
+    return notify(res)
+
+
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """||x1 - x2 + eps||_p along the last dimension."""
+    """||x1 - x2 + eps||_p along the last dimension (PyTorch's at::norm of the difference)."""
     d = max(x1.dim(), x2.dim()) - 1
-    return _vnorm(x1 - x2 + eps, p, d, keepdim)
+    return _norm1(_add_scalar(x1 - x2, eps), p, d, keepdim)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
@@ -1354,26 +1472,101 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 
 # --- layers: bilinear, dropout, one_hot, embedding --------------------------------------
+def _size(t, i):
+    """``t.size(i)`` with PyTorch's errors for a dimension ``t`` does not have."""
+    n = t._data.ndim
+    if n == 0:
+        raise IndexError(f"Dimension specified as {i} but tensor has no dimensions")
+    if not -n <= i < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {i})")
+    return t._data.shape[i]
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _trilinear_np(a, b, c, e1, e2, e3, sumdim):
+    """PyTorch's _trilinear on arrays: each operand unsqueezed at its ``expand`` dims, the
+    three multiplied (broadcast) and summed over ``sumdim``."""
+    total = a.ndim + len(e1)
+    subs = ["".join(_LETTERS[i] for i in range(total) if i not in e) for e in (e1, e2, e3)]
+    keep = [i for i in range(total) if i not in sumdim]
+    if any(i in e1 and i in e2 and i in e3 for i in keep):  # a dimension no operand has
+        shape = [0 if (i in e1 and i in e2 and i in e3) else
+                 (c if i not in e3 else b if i not in e2 else a).shape[
+                     subs[2 if i not in e3 else 1 if i not in e2 else 0].index(_LETTERS[i])]
+                 for i in keep]
+        return np.zeros(shape, a.dtype)
+    out = "".join(_LETTERS[i] for i in keep)
+    r = np.einsum(f"{subs[0]},{subs[1]},{subs[2]}->{out}", a, b, c, optimize=True)
+    return np.asarray(r, dtype=a.dtype)
+
+
+class TrilinearBackward0(Node):
+    """_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim): each input's gradient is
+    another _trilinear of the incoming gradient and the two other inputs (PyTorch's
+    _trilinear_backward), recorded as such under create_graph."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        s1, s2, s3, e1, e2, e3, sd = self._saved
+        a = s1.get(self, graph) if s1 is not None else None
+        b = s2.get(self, graph) if s2 is not None else None
+        c = s3.get(self, graph) if s3 is not None else None
+        f = _trilinear if graph else _trilinear_np
+        nf = self.next_functions
+        return (f(g, b, c, sd, e2, e3, e1) if nf[0][0] is not None else None,
+                f(a, g, c, e1, sd, e3, e2) if nf[1][0] is not None else None,
+                f(a, b, g, e1, e2, sd, e3) if nf[2][0] is not None else None)
+
+
+def _trilinear(i1, i2, i3, e1, e2, e3, sumdim):
+    """PyTorch's at::_trilinear (the kernel of bilinear); TrilinearBackward0."""
+    if not i1._data.ndim + len(e1) == i2._data.ndim + len(e2) == i3._data.ndim + len(e3):
+        raise RuntimeError("number of dimensions must match")
+    r = _trilinear_np(i1._data, i2._data, i3._data, e1, e2, e3, sumdim)
+    if STATE.enabled and (i1._requires_grad or i2._requires_grad or i3._requires_grad):
+        m1, m2, m3 = i1._requires_grad, i2._requires_grad, i3._requires_grad
+        # each input is saved only when another input's gradient needs it, as PyTorch's
+        return record(r, TrilinearBackward0(
+            (edge_of(i1), edge_of(i2), edge_of(i3)),
+            (Saved(i1) if m2 or m3 else None, Saved(i2) if m1 or m3 else None,
+             Saved(i3) if m1 or m2 else None, tuple(e1), tuple(e2), tuple(e3), tuple(sumdim))))
+    return _make(r)
+
+
 def bilinear(input1, input2, weight, bias=None):
-    """y_o = x1^T W_o x2 + b_o over the last dimension (leading dimensions are batch)."""
-    lead = tuple(input1.shape[:-1])
-    if tuple(input2.shape[:-1]) != lead:
-        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
-                           f"{list(lead)} and {list(input2.shape[:-1])}")
-    if weight.dim() != 3 or weight.shape[1] != input1.shape[-1] or weight.shape[2] != input2.shape[-1]:
-        raise RuntimeError(f"bilinear(): weight of size {list(weight.shape)} does not match "
-                           f"inputs of sizes {list(input1.shape)} and {list(input2.shape)}")
+    """y_o = x1^T W_o x2 + b_o over the last dimension (leading dimensions are batch):
+    PyTorch's composition, _trilinear of the flattened inputs and the weight, viewed back."""
     ts = (input1, input2, weight) + ((bias,) if bias is not None else ())
     if len({t._data.dtype for t in ts}) > 1:
         got = ", ".join(f"{n}: {D.c_name(t._data.dtype)}"
                         for n, t in zip(("input1", "input2", "weight", "bias"), ts))
         raise RuntimeError(f"All tensors must have the same dtype, got {got}")
-    a = input1.reshape(1, -1, input1.shape[-1])
-    b = input2.reshape(-1, input2.shape[-1])
-    y = (matmul(a, weight) * b).sum(-1).t()          # (B, O)
-    if bias is not None:
-        y = y + bias
-    return y.reshape(*lead, weight.shape[0])
+    nd = input1._data.ndim
+    if nd != input2._data.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {nd} and "
+                           f"{input2._data.ndim}")
+    for i in range(nd - 1):
+        if input1._data.shape[i] != input2._data.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1._data.shape[i]} and {input2._data.shape[i]}")
+    n1, n2 = _size(input1, -1), _size(input2, -1)
+    if n1 != _size(weight, 1):
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {n1} but "
+                           f"expected {weight._data.shape[1]}")
+    if n2 != _size(weight, 2):
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {n2} but "
+                           f"expected {weight._data.shape[2]}")
+    if bias is not None and _size(bias, 0) != weight._data.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias._data.shape[0]} but expected {weight._data.shape[0]}")
+    out_size = input1._data.shape[:-1] + (weight._data.shape[0],)
+    y = _trilinear(reshape(input1, -1, n1), weight, reshape(input2, -1, n2),
+                   (1, 3), (0,), (1, 2), (2, 3))
+    y = reshape(y, out_size)
+    return y + bias if bias is not None else y
 
 
 def _check_p(p):

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import op
-from ._graph import STATE, Node, Saved, Tensor, edge_of, record
+from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
 
 _make = Tensor._make
 
@@ -178,7 +178,10 @@ def _conv_graph(kind, a, b, P, bias=None, node_cls=ConvolutionBackwardBackward0,
         else:
             shapes = ((ad.shape[0], ad.shape[1]) + P.xs,
                       (bd.shape[0], ad.shape[1] // P.G) + P.ks if kind == "C" else data.shape)
-        edges = (edge_of(a), edge_of(b)) + ((edge_of(bias),) if bias is not None else ())
+        if node_cls is ConvolutionBackward0:  # PyTorch's node has a bias edge, None without one
+            edges = (edge_of(a), edge_of(b), edge_of(bias) if bias is not None else NO_EDGE)
+        else:
+            edges = (edge_of(a), edge_of(b))
         keep = cols if (kind == "C" and b._requires_grad) else None
         node = node_cls(edges, (kind, Saved(a), Saved(b), P, keep, shapes, lift))
         return record(data, node)
@@ -251,11 +254,15 @@ def _lift_w(shape, nd):
     return shape[:2] + (1,) + shape[2:] if nd == 1 else shape
 
 
+_WARNED_SAME = [False]
+
+
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
     _check(input, weight, bias, groups, False, nd)
     s = _tup(stride, nd, "stride")
     d = _tup(dilation, nd, "dilation")
     ks = tuple(weight._data.shape[2:])
+    asym = False
     if isinstance(padding, str):
         if padding == "valid":
             pads = [(0, 0)] * nd
@@ -266,12 +273,36 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
             for k, dd in zip(ks, d):
                 tot = dd * (k - 1)
                 pads.append((tot // 2, tot - tot // 2))
+            asym = any(a != b for a, b in pads)
         else:
             raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
         pads = [(p, p) for p in _tup(padding, nd, "padding")]
     if any(v <= 0 for v in s):
         raise RuntimeError("non-positive stride is not supported")
+    # PyTorch's conv<n>d: an unbatched input is unsqueezed and the output squeezed back
+    batched = input._data.ndim == nd + 2
+    if not batched:
+        input = input.unsqueeze(0)
+    if asym:
+        # PyTorch's convolution_same: the extra right padding is a zero-padded copy of the
+        # input (constant_pad_nd), the rest the convolution's own symmetric padding
+        if not _WARNED_SAME[0]:
+            _WARNED_SAME[0] = True
+            from .._warn import warn
+            warn("Using padding='same' with even kernel lengths and odd dilation may require a "
+                 "zero-padded copy of the input be created")
+        from ..nn.functional import pad
+        extra = []
+        for a, b in reversed(pads):
+            extra += [0, b - a]
+        input = pad(input, extra)
+        pads = [(a, a) for a, _ in pads]
+    y = _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd)
+    return y if batched else y.squeeze(0)
+
+
+def _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd):
     x4, w4 = _lift_shape(input._data.shape, nd), _lift_w(weight._data.shape, nd)
     if nd == 1:
         s, d, ks, pads = (1,) + s, (1,) + d, (1,) + ks, [(0, 0)] + pads
@@ -308,6 +339,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
     _check(input, weight, bias, groups, True, nd)
+    if input._data.ndim == nd + 1:  # unbatched: unsqueezed, the output squeezed back
+        return _conv_t(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
+                       dilation, nd).squeeze(0)
     s = _tup(stride, nd, "stride")
     d = _tup(dilation, nd, "dilation")
     p = _tup(padding, nd, "padding")
