@@ -80,6 +80,9 @@ class Node:
     # the flagged ones marks the node not plain, so the engine checks one flag per node.
     _plain = True
     _meta = None
+    # PyTorch's names of this node's saved values -> (position in ``_saved``, kind): how
+    # ``grad_fn._saved_<name>`` / ``_raw_saved_<name>`` read them (see ``_saved_value``)
+    _named_saved: dict = {}
 
     def __init__(self, next_functions=(), saved=()):
         self.next_functions = next_functions
@@ -121,6 +124,60 @@ class Node:
         return self._meta
 
     # -- saved values ----------------------------------------------------------------
+    def __getattr__(self, name):
+        # only reached when normal lookup fails: the saved values by PyTorch's names
+        raw = name.startswith("_raw_saved_")
+        if raw or name.startswith("_saved_"):
+            spec = type(self)._named_saved.get(name[11:] if raw else name[7:])
+            if spec is not None and (not raw or spec[1] == "tensor"):
+                return self._read_saved(spec, raw)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        extra = []
+        for n, (_, kind) in type(self)._named_saved.items():
+            extra.append("_saved_" + n)
+            if kind == "tensor":
+                extra.append("_raw_saved_" + n)
+        return sorted(set(super().__dir__()) | set(extra))
+
+    def _read_saved(self, spec, raw=False):
+        """A saved value as PyTorch shows it.  Kinds: ``tensor`` (unpacked, version checked; an
+        output comes back with this node as its grad_fn), ``array`` (an index or mask kept as
+        an array), ``shape``/``strides`` (the sizes / strides of the saved tensor there), ``dim``/``same`` (as
+        stored; a negative dim reads as PyTorch's unsigned 64-bit value)."""
+        s = self._saved
+        if s is None:
+            raise RuntimeError(errors.FREED)
+        pos, kind = spec
+        v = s[pos]
+        if kind == "tensor":
+            if type(v) is Saved:
+                return SavedTensor(self, v) if raw else v.get(self, True)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                # a Python number saved as PyTorch's wrapped-number tensor (int64 / float64)
+                from .._tensor import Tensor
+                return Tensor._make(np.asarray(v))
+            return v
+        if kind == "array":
+            from .._tensor import Tensor
+            return v if isinstance(v, Tensor) else Tensor._make(np.asarray(v))
+        if kind == "shape" or kind == "strides":
+            d = v.value if type(v) is Saved else v
+            d = getattr(d, "_data", d)
+            if d is None:  # not kept: the tensor was not needed
+                return None
+            if kind == "shape":
+                return tuple(d.shape)
+            return tuple(x // d.itemsize for x in d.strides)
+        if isinstance(v, list):
+            v = tuple(v)
+        if kind == "dim":
+            if isinstance(v, tuple):
+                return tuple(x + (1 << 64) if x < 0 else x for x in v)
+            return v + (1 << 64) if v < 0 else v
+        return v
+
     def _release(self):
         """Free what backward needed; a second backward through this node then raises."""
         if self._saved is not None and self._needs_saved:
@@ -294,6 +351,40 @@ class Saved:
                 return t
             return v
         return v if graph else v._data
+
+
+class SavedTensor:
+    """A node's saved tensor as a handle (PyTorch's ``torch._C._autograd.SavedTensor``): its
+    ``register_hooks(pack_hook, unpack_hook)`` packs the tensor now and unpacks it when the
+    node's backward (or ``_saved_<name>``) reads it."""
+
+    __slots__ = ("_node", "_saved")
+
+    def __init__(self, node, saved):
+        self._node = node
+        self._saved = saved
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("incompatible function arguments. The following argument types are "
+                            "supported:\n    1. (self: torch._C._autograd.SavedTensor, "
+                            "pack_hook: Callable, unpack_hook: Callable) -> None")
+        if self._node._saved is None:
+            raise RuntimeError(errors.FREED)
+        s = self._saved
+        if s.tensor_ref is not None:
+            raise RuntimeError("SavedTensor hooks have already been set")
+        if s.counter[0] != s.version:
+            s.get(self._node, True)  # raises the modified-in-place error
+        t = s.get(self._node, True)
+        SAVED_HOOKS.append((pack_hook, unpack_hook))
+        try:
+            s._pack(t)
+        finally:
+            SAVED_HOOKS.pop()
+
+    def __repr__(self) -> str:
+        return f"<torch._C._autograd.SavedTensor object at {hex(id(self))}>"
 
 
 class AccumulateGrad(Node):

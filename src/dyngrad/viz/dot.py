@@ -66,48 +66,52 @@ def _size_str(size) -> str:
     return "(" + ", ".join("%d" % v for v in size) + ")"
 
 
-# PyTorch's names for the saved inputs of common nodes (``_saved_self``, ``_saved_mat2``, ...)
-_SAVED_NAMES = {"MulBackward0": ("self", "other"), "DivBackward0": ("self", "other"),
-                "MmBackward0": ("self", "mat2"), "BmmBackward0": ("self", "mat2")}
+_SAVED_PREFIX = "_saved_"
 
 
-def _saved_items(fn):
-    """``(name, tensor-like, id)`` of what a node saved for backward (for ``show_saved``)."""
-    from ..autograd.node import Saved
-    saved = getattr(fn, "_saved", None)
-    if not saved or type(fn).__name__ == "AccumulateGrad":
-        return []
-    names = _SAVED_NAMES.get(type(fn).__name__, ())
+def _saved_attrs(fn):
+    """``(name, value)`` of what a node saved, by PyTorch's names (``_saved_self`` -> "self"),
+    as torchviz reads them: every ``_saved_*`` attribute its ``dir()`` lists."""
     out = []
-    for i, v in enumerate(saved):
-        default = names[i] if i < len(names) else f"saved_{i}"
-        if isinstance(v, Saved):
-            val = v.value
-            nm = "result" if v.is_output else default
-        elif hasattr(v, "_data"):
-            val, nm = v, default
-        else:
+    for attr in dir(fn):
+        if not attr.startswith(_SAVED_PREFIX):
             continue
-        out.append((nm, val, id(val)))
+        try:
+            val = getattr(fn, attr)
+        except RuntimeError:  # freed by a backward: nothing to draw
+            continue
+        out.append((attr[len(_SAVED_PREFIX):], val))
+    return out
+
+
+def _saved_items(fn, keep):
+    """``(name, tensor, id)`` of the tensors a node saved (for ``show_saved``); ``keep`` holds
+    each drawn tensor so that no id is reused while the drawing is made."""
+    from .._tensor import Tensor
+    out = []
+    for name, val in _saved_attrs(fn):
+        if isinstance(val, Tensor):
+            keep.append(val)
+            out.append((name, val, id(val)))
+        elif isinstance(val, tuple):
+            for i, t in enumerate(val):
+                if isinstance(t, Tensor):
+                    keep.append(t)
+                    out.append((f"{name}[{i}]", t, id(t)))
     return out
 
 
 def _attrs_of(fn) -> dict:
-    """Non-tensor values a node saved (shown with ``show_attrs``)."""
-    from ..autograd.node import Saved
-    import numpy as np
-    saved = getattr(fn, "_saved", None)
+    """The values a node saved, by name, as torchviz's ``show_attrs`` prints them."""
+    from .._tensor import Tensor
     attrs = {}
-    if not saved or type(fn).__name__ == "AccumulateGrad":
-        return attrs
-    for i, v in enumerate(saved):
-        if v is None or isinstance(v, Saved) or hasattr(v, "_data") or isinstance(v, np.ndarray):
-            if v is not None:
-                attrs[f"saved_{i}"] = "[saved tensor]"
-            continue
-        if callable(v) and not isinstance(v, (int, float, tuple)):
-            continue
-        attrs[f"saved_{i}"] = str(v)
+    for name, val in _saved_attrs(fn):
+        if isinstance(val, Tensor):
+            attrs[name] = "[saved tensor]"
+        elif isinstance(val, tuple) and any(isinstance(t, Tensor) for t in val):
+            attrs[name] = "[saved tensors]"
+        else:
+            attrs[name] = str(val)
     return attrs
 
 
@@ -147,6 +151,7 @@ def make_dot(var, params=None, show_attrs=False, show_saved=False, max_attr_char
                      ranksep="0.1", height="0.2", fontname="monospace")
     dot = _digraph_cls()(node_attr=node_attr, graph_attr=dict(size="12,12"))
     seen = set()
+    keep: list = []  # saved tensors drawn (their ids must stay theirs)
 
     def var_name(v, name=None):
         if not name:
@@ -183,7 +188,7 @@ def make_dot(var, params=None, show_attrs=False, show_saved=False, max_attr_char
                 continue
             seen.add(id(fn))
             if show_saved:
-                for nm, val, vid in _saved_items(fn):
+                for nm, val, vid in _saved_items(fn, keep):
                     seen.add(vid)
                     dot.edge(str(id(fn)), str(vid), dir="none")
                     dot.node(str(vid), var_name(val, nm), fillcolor="orange")

@@ -464,17 +464,18 @@ def record(params=None, title="dyngrad graph explorer", iterations=None) -> Reco
 
 
 def _saved_summary(node) -> list:
-    from .dot import _SAVED_NAMES
     saved = node._saved
     if not saved or type(node) is AccumulateGrad:
         return []
-    names = _SAVED_NAMES.get(type(node).__name__, ())
+    # PyTorch's names (``_saved_self``...) where the node has them
+    names = {pos: n for n, (pos, kind) in type(node)._named_saved.items()
+             if kind in ("tensor", "array")}
     out = []
     for i, v in enumerate(saved):
-        nm = names[i] if i < len(names) else f"saved_{i}"
+        nm = names.get(i, f"saved_{i}")
         if isinstance(v, Saved):
             s = summarize(v.value)
-            s["name"] = "result" if v.is_output else nm
+            s["name"] = nm if i in names else "result" if v.is_output else nm
             out.append(s)
         elif hasattr(v, "_data") or isinstance(v, np.ndarray):
             s = summarize(v)
