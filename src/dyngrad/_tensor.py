@@ -500,6 +500,105 @@ class Tensor:
                     return self.to(k)
         return self.to(D.to_dtype(dtype))
 
+    def type_as(self, other) -> "Tensor":
+        """This tensor cast to ``other``'s dtype (itself when they match)."""
+        if not isinstance(other, Tensor):
+            raise TypeError(f"type_as(): argument 'other' (position 1) must be Tensor, not "
+                            f"{D.type_name(other)}")
+        return self.to(D.FROM_NP[other._data.dtype])
+
+    def is_signed(self) -> bool:
+        """Whether the dtype holds negative values (False for uint8 and bool)."""
+        return self._data.dtype.kind not in "ub"
+
+    def is_same_size(self, other) -> bool:
+        if not isinstance(other, Tensor):
+            raise TypeError(f"is_same_size(): argument 'other' (position 1) must be Tensor, not "
+                            f"{D.type_name(other)}")
+        return self._data.shape == other._data.shape
+
+    @property
+    def is_cpu(self) -> bool:
+        return True
+
+    # -- new tensors like this one (dtype inherited unless given) ------------------------
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
+                   pin_memory=False) -> "Tensor":
+        """A new leaf holding a copy of ``data``, of this tensor's dtype unless ``dtype``."""
+        from . import _factories as F
+        _check_device(device)
+        dt = D.arg_dtype(dtype, "new_tensor") or D.FROM_NP[self._data.dtype]
+        if isinstance(data, Tensor):
+            warnings.warn("To copy construct from a tensor, it is recommended to use "
+                          "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+                          "requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
+                          UserWarning, stacklevel=2)
+            arr = data._data.astype(dt.np, copy=True)
+        else:
+            with np.errstate(all="ignore"):
+                arr = np.array(F._infer(data, dt), copy=True)
+        return F._finish(arr, requires_grad)
+
+    def _new(self, fn, size, dtype, device, requires_grad, make):
+        from . import _factories as F
+        _check_device(device)
+        if not size:
+            raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
+        shape = F._size(size, fn)
+        dt = self._data.dtype if dtype is None else D.arg_dtype(dtype, fn).np
+        return F._finish(make(shape, dt), requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False) -> "Tensor":
+        """Zeros of ``size``, of this tensor's dtype unless ``dtype``."""
+        return self._new("new_zeros", size, dtype, device, requires_grad, np.zeros)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+                 pin_memory=False) -> "Tensor":
+        """Ones of ``size``, of this tensor's dtype unless ``dtype``."""
+        return self._new("new_ones", size, dtype, device, requires_grad, np.ones)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+                  pin_memory=False) -> "Tensor":
+        """An uninitialised tensor of ``size`` (here zero-filled), of this tensor's dtype."""
+        return self._new("new_empty", size, dtype, device, requires_grad, np.zeros)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+                 layout=None, pin_memory=False) -> "Tensor":
+        """``fill_value`` everywhere in ``size``, of this tensor's dtype unless ``dtype``."""
+        from . import _factories as F
+        if not isinstance(size, (tuple, list, Size)):
+            raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not "
+                            f"{D.type_name(size)}")
+        v = F._fill_value(fill_value, "new_full")
+        return self._new("new_full", (size,), dtype, device, requires_grad,
+                         lambda shape, dt: np.full(shape, v, dt))
+
+    def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                          layout=None, pin_memory=False) -> "Tensor":
+        """An uninitialised tensor (here zero-filled) of ``size`` laid out with ``stride``."""
+        from . import _factories as F
+        for name, pos, v in (("size", 1, size), ("stride", 2, stride)):
+            if not isinstance(v, (tuple, list, Size)):
+                raise TypeError(f"new_empty_strided(): argument '{name}' (position {pos}) must be "
+                                f"tuple of ints, not {D.type_name(v)}")
+        shape = F._size((size,), "new_empty_strided")
+        st = tuple(int(s) for s in stride)
+        if len(st) != len(shape):
+            raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match "
+                               f"dimensionality of strides ({len(st)})")
+        if any(s < 0 for s in st):
+            raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
+                               f"got strides: {list(st)}")
+
+        def make(shape, dt):
+            n = 0 if 0 in shape else 1 + sum((k - 1) * s for k, s in zip(shape, st))
+            buf = np.zeros(n, dt)
+            it = buf.itemsize
+            return np.lib.stride_tricks.as_strided(buf, shape, tuple(s * it for s in st))
+
+        return self._new("new_empty_strided", (size,), dtype, device, requires_grad, make)
+
     @property
     def itemsize(self) -> int:
         return self._data.itemsize

@@ -965,3 +965,29 @@ def count_nonzero(input, dim=None):
     dims = dims_of(dim, d.ndim, "count_nonzero")
     return _make(np.asarray(np.count_nonzero(d, axis=dims) if dims or d.ndim == 0 and dim is None
                             else np.count_nonzero(d), dtype=np.int64))
+
+
+@op(function=False)
+def sum_to_size(input, *size):
+    """Sum over the dims that ``size`` broadcasts (PyTorch's sum_to): SumBackward1 (with
+    keepdim), then a view without the leading dims; the tensor itself when nothing is summed."""
+    from .._factories import _size
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
+    shape = _size(size, "sum_to_size")
+    d = input._data
+    cur = d.shape
+    ok = len(shape) <= len(cur) and _bi.all(
+        s == t or s == 1 for s, t in zip(reversed(shape), reversed(cur)))
+    if not ok:
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(cur)}}}.")
+    if not shape:
+        return sum(input)
+    lead = len(cur) - len(shape)
+    dims = list(range(lead)) + [i for i in range(lead, len(cur))
+                                if shape[i - lead] == 1 and cur[i] != 1]
+    r = sum(input, dims, True) if dims else input
+    if lead:
+        from .views import view
+        r = view(r, shape)
+    return r

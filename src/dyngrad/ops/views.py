@@ -504,3 +504,110 @@ class AliasBackward0(Node):
 def alias(input):
     """A view of the whole tensor (used by full-slice indexing)."""
     return make_view(input, input._data.view(), AliasBackward0, (), lambda x: x)
+
+
+# --- hsplit / vsplit / dsplit ---------------------------------------------------------------
+def _dir_split(name, input, indices_or_sections, min_dim, dim):
+    """hsplit/vsplit/dsplit: tensor_split along ``dim``, sections dividing the size exactly."""
+    d = input._data
+    if d.ndim < min_dim:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, "
+                           f"but got a tensor with {d.ndim} dimensions!")
+    if isinstance(indices_or_sections, (bool, float, Tensor)) or not isinstance(
+            indices_or_sections, (int, np.integer, tuple, list)):
+        from .. import _dtype as D
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({D.type_name(indices_or_sections)}), but expected one of:\n"
+                        f" * (int sections)\n * (tuple of ints indices)")
+    if isinstance(indices_or_sections, (int, np.integer)):
+        n = d.shape[dim]
+        s = int(indices_or_sections)
+        if s == 0 or n % s:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {n} is not divisible by the split_size "
+                               f"{s}!")
+    from .shape import tensor_split
+    return tensor_split(input, indices_or_sections, dim)
+
+
+@op()
+def hsplit(input, indices_or_sections):
+    """Split along the columns (dim 1; dim 0 of a 1-D tensor): views, SliceBackward0 each."""
+    return _dir_split("hsplit", input, indices_or_sections, 1, 0 if input._data.ndim == 1 else 1)
+
+
+@op()
+def vsplit(input, indices_or_sections):
+    """Split along the rows (dim 0) of a tensor of at least 2 dims: views."""
+    return _dir_split("vsplit", input, indices_or_sections, 2, 0)
+
+
+@op()
+def dsplit(input, indices_or_sections):
+    """Split along the depth (dim 2) of a tensor of at least 3 dims: views."""
+    return _dir_split("dsplit", input, indices_or_sections, 3, 2)
+
+
+# --- unfold: the sliding-window view ----------------------------------------------------------
+def _windows(x, dim, size, step):
+    """The windows view of ndarray ``x`` (``dim`` already normalised)."""
+    if x.ndim == 0:
+        return x.reshape(1)[:size]
+    n = x.shape[dim]
+    count = (n - size) // step + 1
+    shape = x.shape[:dim] + (count,) + x.shape[dim + 1:] + (size,)
+    st = x.strides
+    strides = st[:dim] + (st[dim] * step,) + st[dim + 1:] + (st[dim],)
+    # overlapping windows share elements: read-only, so a gradient written through them is
+    # added up (np.add.at), as PyTorch's as_strided backward does
+    shared = step < size and count > 1
+    return np.lib.stride_tricks.as_strided(x, shape, strides,
+                                           writeable=x.flags.writeable and not shared)
+
+
+class UnfoldBackward0(Node):
+    """The windows' gradients added back where each element came from."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        shape, dim, size, step = self._saved
+        if not shape:
+            return g.reshape(()),
+        count = (shape[dim] - size) // step + 1
+        if not graph:
+            r = np.zeros(shape, g.dtype)
+            for k in range(size):  # element k of every window
+                idx = (slice(None),) * dim + (slice(k, k + step * (count - 1) + 1, step),)
+                r[idx] += g[..., k]
+            return r,
+        from .. import zeros, from_numpy
+        pos = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+        gm = g.movedim(-1, dim + 1)
+        gm = gm.reshape(shape[:dim] + (count * size,) + shape[dim + 1:])
+        return zeros(shape, dtype=g.dtype).index_add(dim, from_numpy(pos), gm),
+
+
+@op(function=False)
+def unfold(input, dimension, size, step):
+    """All windows of ``size`` elements every ``step`` along ``dimension`` (a view; the window
+    is the new last dim); UnfoldBackward0."""
+    from .shape_more import _int
+    dimension = _int(dimension, "unfold", "dimension", 1)
+    size = _int(size, "unfold", "size", 2)
+    step = _int(step, "unfold", "step", 3)
+    d = input._data
+    k = _dim(dimension, d.ndim)
+    n = d.shape[k] if d.ndim else 1
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {k} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+
+    def fn(x, k=k, size=size, step=step):
+        return x.unfold(k, size, step) if isinstance(x, Tensor) else _windows(x, k, size, step)
+
+    return make_view(input, _windows(d, k, size, step), UnfoldBackward0,
+                     (d.shape, k, size, step), fn)

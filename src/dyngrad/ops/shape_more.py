@@ -1,0 +1,354 @@
+"""More shape ops: ``narrow_copy``, the ``unsafe_`` split family (pieces that share memory
+with the input without being views), ``diagflat``, ``diff`` and ``fill_diagonal_``.  The
+composites record what PyTorch's composition records (diff: SliceBackward0 / SubBackward0 /
+CatBackward0; diagflat: ViewBackward0 under DiagEmbedBackward0)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as D
+from . import op
+from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
+from .._tensor import _dim
+from .shape import SplitBackward0, cat, diag_embed, narrow
+
+_make = Tensor._make
+
+
+def _int(v, fn, arg, pos):
+    """An int argument as PyTorch's parser takes it (a 0-d integer tensor too; not a bool)."""
+    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu":
+        return int(v._data)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not "
+                        f"{D.type_name(v)}")
+    return int(v)
+
+
+def dual(name, impl):
+    """Register ``impl(p, input, ...)`` as ``dyngrad.<name>`` (``p`` = 1: argument positions
+    count the input) and as ``Tensor.<name>`` (``p`` = 0), so type errors name PyTorch's
+    positions for each form."""
+    def function(input, *args, **kwargs):
+        return impl(1, input, *args, **kwargs)
+
+    def method(self, *args, **kwargs):
+        return impl(0, self, *args, **kwargs)
+
+    function.__name__ = function.__qualname__ = method.__name__ = method.__qualname__ = name
+    function.__doc__ = method.__doc__ = impl.__doc__
+    op(name, method=False)(function)
+    op("_" + name + "_method", function=False, method=False, methods=(name,))(method)
+    return function
+
+
+# --- narrow_copy -----------------------------------------------------------------------------
+class NarrowCopyBackward0(Node):
+    """The slice's gradient placed in zeros of the input's shape."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        shape, dim, start, length, given = self._saved
+        if given < 0 and given + length == 0 and length:
+            # PyTorch's backward slices [start, start + length) with the start as given: a
+            # negative start whose slice reaches the end selects nothing there
+            raise RuntimeError(f"The size of tensor a (0) must match the size of tensor b "
+                               f"({length}) at non-singleton dimension {dim}")
+        if not graph:
+            r = np.zeros(shape, g.dtype)
+            r[(slice(None),) * dim + (slice(start, start + length),)] = g
+            return r,
+        from .. import zeros
+        parts = []
+        before = shape[:dim] + (start,) + shape[dim + 1:]
+        after = shape[:dim] + (shape[dim] - start - length,) + shape[dim + 1:]
+        if start:
+            parts.append(zeros(before, dtype=g.dtype))
+        parts.append(g)
+        if after[dim]:
+            parts.append(zeros(after, dtype=g.dtype))
+        return (cat(parts, dim) if len(parts) > 1 else g.clone()),
+
+
+def _narrow_copy(p, input, dim, start, length):
+    """A copy of ``length`` elements from ``start`` along ``dim``; NarrowCopyBackward0."""
+    dim = _int(dim, "narrow_copy", "dim", 1 + p)
+    start = _int(start, "narrow_copy", "start", 2 + p)
+    length = _int(length, "narrow_copy", "length", 3 + p)
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if dim >= d.ndim:  # PyTorch's size lookup asserts before the dim is wrapped
+        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
+                           "but got false.  (Could this error message be improved?  If so, "
+                           "please report an enhancement request to PyTorch.)")
+    k = _dim(dim, d.ndim)
+    n = d.shape[k]
+    given = start
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{start})")
+    if start < 0:
+        start += n
+    if length < 0 or start > n - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    data = d[(slice(None),) * k + (slice(start, start + length),)].copy()
+    if STATE.enabled and input._requires_grad:
+        return record(data, NarrowCopyBackward0((edge_of(input),),
+                                                        (d.shape, k, start, length, given)))
+    return _make(data)
+
+
+narrow_copy = dual("narrow_copy", _narrow_copy)
+
+
+# --- unsafe_split / unsafe_chunk / unsafe_split_with_sizes -----------------------------------
+class UnsafeSplitBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+class UnsafeSplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+def _unsafe_pieces(input, sizes, k, node_cls):
+    """Pieces of ``input`` along ``k`` that share its memory but are not views (no base, own
+    version counters), recorded as one multi-output node."""
+    d = input._data
+    outs, start = [], 0
+    for s in sizes:
+        outs.append(_make(d[(slice(None),) * k + (slice(start, start + s),)]))
+        start += s
+    if STATE.enabled and input._requires_grad:
+        node = node_cls((edge_of(input),), (k, tuple(sizes), d.shape, d.dtype))
+        node.__dict__["_nout"] = len(outs)
+        for i, o in enumerate(outs):
+            o._requires_grad = True
+            o._grad_fn = node
+            if i:
+                o._output_nr = i
+            if RECORD_HOOKS:
+                notify(o)
+    return tuple(outs)
+
+
+def _split_sizes_of(d, split_size, k):
+    n = d.shape[k]
+    ss = int(split_size)
+    if ss < 0 or (ss == 0 and n != 0):
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {n}")
+    if n == 0:
+        return [0]
+    return [ss] * (n // ss) + ([n % ss] if n % ss else [])
+
+
+def _unsafe_split(p, tensor, split_size, dim=0):
+    """split's pieces without view tracking (in-place changes of them are not checked);
+    UnsafeSplitBackward0."""
+    split_size = _int(split_size, "unsafe_split", "split_size", 1 + p)
+    dim = _int(dim, "unsafe_split", "dim", 2 + p)
+    d = tensor._data
+    if d.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    k = _dim(dim, d.ndim)
+    return _unsafe_pieces(tensor, _split_sizes_of(d, split_size, k), k, UnsafeSplitBackward0)
+
+
+def _unsafe_split_with_sizes(p, input, split_sizes, dim=0):
+    """split_with_sizes' pieces without view tracking; UnsafeSplitWithSizesBackward0."""
+    fn = "unsafe_split_with_sizes"
+    if not isinstance(split_sizes, (tuple, list)):
+        raise TypeError(f"{fn}(): argument 'split_sizes' (position {1 + p}) must be tuple of "
+                        f"ints, not {D.type_name(split_sizes)}")
+    for i, s in enumerate(split_sizes):
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)):
+            raise TypeError(f"{fn}(): argument 'split_sizes' failed to unpack the object at pos "
+                            f"{i + 1} with error \"type must be tuple of ints,but got "
+                            f"{D.type_name(s)}\"")
+    dim = _int(dim, fn, "dim", 2 + p)
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    k = _dim(dim, d.ndim)
+    n = d.shape[k]
+    sizes = [int(s) for s in split_sizes]
+    if sum(sizes) != n or any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                           f"tensor's size at dimension {k}), but got split_sizes={sizes}")
+    return _unsafe_pieces(input, sizes, k, UnsafeSplitWithSizesBackward0)
+
+
+def _unsafe_chunk(p, input, chunks, dim=0):
+    """chunk's pieces without view tracking; UnsafeSplitBackward0."""
+    chunks = _int(chunks, "unsafe_chunk", "chunks", 1 + p)
+    dim = _int(dim, "unsafe_chunk", "dim", 2 + p)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    k = _dim(dim, d.ndim)
+    n = d.shape[k]
+    if n == 0:  # PyTorch: ``chunks`` empty pieces (UnsafeSplitWithSizesBackward0)
+        return _unsafe_split_with_sizes(p, input, [0] * chunks, k)
+    return _unsafe_split(p, input, max(-(-n // chunks), 1), k)
+
+
+unsafe_split = dual("unsafe_split", _unsafe_split)
+unsafe_split_with_sizes = dual("unsafe_split_with_sizes", _unsafe_split_with_sizes)
+unsafe_chunk = dual("unsafe_chunk", _unsafe_chunk)
+
+
+# --- diagflat --------------------------------------------------------------------------------
+def _diagflat(p, input, offset=0):
+    """The flattened input as the ``offset`` diagonal of a square matrix:
+    ``input.contiguous().view(-1)`` under DiagEmbedBackward0."""
+    from .views import view
+    offset = _int(offset, "diagflat", "offset", 1 + p)
+    flat = view(input.contiguous(), -1)
+    return diag_embed(flat, offset, 0, 1)
+
+
+diagflat = dual("diagflat", _diagflat)
+
+
+# --- diff ------------------------------------------------------------------------------------
+def _diff_compatible(input, other, dim, name):
+    if other is None:
+        return
+    if not isinstance(other, Tensor):
+        raise TypeError(f"diff(): argument '{name}' must be Tensor, not {D.type_name(other)}")
+    nd = input._data.ndim
+    k = _dim(dim, nd)
+    if other._data.ndim != nd:
+        raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    for i in range(nd):
+        if i != k and other._data.shape[i] != input._data.shape[i]:
+            raise RuntimeError(
+                f"diff expects the shape of tensor to prepend or append to match that of input "
+                f"except along the differencing dimension; input.size({i}) = "
+                f"{input._data.shape[i]}, but got tensor.size({i}) = {other._data.shape[i]}")
+
+
+def _diff_n(x, n, dim):
+    from .pointwise import sub
+    if n == 0:
+        from .. import zeros_like
+        return zeros_like(x).copy_(x)
+    k = _dim(dim, x._data.ndim)
+    size = x._data.shape[k]
+    out_len = size - 1
+    n = min(n, size)
+    boolean = x._data.dtype == np.bool_
+    r = x
+    for _ in range(n):
+        hi, lo = narrow(r, k, 1, out_len), narrow(r, k, 0, out_len)
+        if boolean:
+            from .elementwise_more import logical_xor
+            r = logical_xor(hi, lo)
+        else:
+            r = sub(hi, lo)
+        out_len -= 1
+    return r
+
+
+def _diff(p, input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along ``dim`` (``prepend``/``append`` concatenated first):
+    differences of narrow slices, as PyTorch composes it."""
+    n = _int(n, "diff", "n", 1 + p)
+    dim = _int(dim, "diff", "dim", 2 + p)
+    if input._data.ndim < 1:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    _diff_compatible(input, prepend, dim, "prepend")
+    _diff_compatible(input, append, dim, "append")
+    if (prepend is None and append is None) or n == 0:
+        return _diff_n(input, n, dim)
+    parts = ([prepend] if prepend is not None else []) + [input] + \
+        ([append] if append is not None else [])
+    return _diff_n(cat(parts, dim), n, dim)
+
+
+diff = dual("diff", _diff)
+
+
+# --- fill_diagonal_ --------------------------------------------------------------------------
+def _diag_strided(x, count, offset_rows):
+    """The ``count`` elements of ndarray ``x`` from row ``offset_rows`` on, stepping by the sum
+    of the strides (PyTorch's as_strided of fill_diagonal_)."""
+    start = x[offset_rows:] if offset_rows else x
+    return np.lib.stride_tricks.as_strided(start, (count,), (sum(x.strides),),
+                                           writeable=x.flags.writeable)
+
+
+def _diag_positions(x, count, first, step):
+    """The same elements of a (contiguous) Tensor, as a view: every ``step``-th element of its
+    flattening from ``first``."""
+    return x.reshape(-1)[first:first + step * (count - 1) + 1:step] if count else \
+        x.reshape(-1)[:0]
+
+
+class _DiagRegionBackward(Node):
+    """History of the diagonal view fill_diagonal_ writes through (replaced by the fill)."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        fn, shape = self._saved
+        if not graph:
+            z = np.zeros(shape, g.dtype)
+            fn(z)[...] = g
+            return z,
+        from .. import zeros
+        z = zeros(shape, dtype=g.dtype)
+        fn(z).copy_(g)
+        return z,
+
+
+_DiagRegionBackward.__name__ = _DiagRegionBackward.__qualname__ = "AsStridedBackward0"
+
+
+def _diag_view(self, count, offset_rows):
+    from .views import make_view
+    d = self._data
+    # where the elements lie in a contiguous layout: the first one, and the step between them
+    cstep = sum(int(np.prod(d.shape[i + 1:])) for i in range(d.ndim))
+    cfirst = offset_rows * int(np.prod(d.shape[1:])) if offset_rows else 0
+
+    def fn(x, count=count, offset_rows=offset_rows, cfirst=cfirst, cstep=cstep):
+        if isinstance(x, Tensor):
+            return _diag_positions(x, count, cfirst, cstep)
+        return _diag_strided(x, count, offset_rows)
+
+    return make_view(self, _diag_strided(d, count, offset_rows), _DiagRegionBackward,
+                     (fn, d.shape), fn)
+
+
+@op(function=False)
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Fill the main diagonal (all indices equal) in place; ``wrap`` restarts it every
+    ``width + 1`` rows of a tall matrix.  Written through a diagonal view, as PyTorch: the
+    history becomes CopySlices."""
+    if not isinstance(wrap, (bool, np.bool_)):
+        raise TypeError(f"fill_diagonal_(): argument 'wrap' must be bool, not {D.type_name(wrap)}")
+    if not isinstance(fill_value, (int, float, complex, np.number, np.bool_)) and not (
+            isinstance(fill_value, Tensor) and fill_value._data.ndim == 0):
+        raise TypeError(f"fill_diagonal_(): argument 'fill_value' (position 1) must be Number, "
+                        f"not {D.type_name(fill_value)}")
+    d = self._data
+    nd = d.ndim
+    if nd < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = d.shape[0], d.shape[1]
+    if nd > 2 and any(s != height for s in d.shape[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    size = min(height, width)
+    _diag_view(self, size, 0).fill_(fill_value)
+    if wrap and nd == 2 and height > width + 1:
+        step = width + 1
+        wrap_size = (d.size + step - 1) // step - size
+        _diag_view(self, wrap_size, width + 1).fill_(fill_value)
+    return self
