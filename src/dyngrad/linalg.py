@@ -6,61 +6,89 @@ import math
 import numpy as np
 
 from ._tensor import Tensor
-from .ops import _dual as X
-from .ops._graph import STATE, Node, edge_of, record
+from . import _dtype as D
 from .ops.linalg import LinAlgError, det, inverse as inv, slogdet, solve, matmul, RT_SLOGDET  # noqa: F401
 from .ops.reduction import vector_norm, dims_of
+from .ops.linalg_more import svdvals
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "matmul",
            "LinAlgError"]
 
 
-def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):
-    """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, inf, -inf, 2, -2."""
-    if dtype is not None:
-        A = A.to(dtype)
+def _matrix_norm_checks(A, dim, dtype, low_precision):
+    """PyTorch's checks of linalg.matrix_norm's input, dims (wrapped) and dtype."""
     if A.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
+    dt = A._data.dtype
+    if dt.kind not in "fc":
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {D.scalar_type_name(dt)}")
+    if not low_precision and dt.itemsize < (8 if dt.kind == "c" else 4):
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                           f"{D.scalar_type_name(dt)}")
+    dim = [dim] if isinstance(dim, (int, np.integer)) else list(dim)
+    if len(dim) != 2:
+        shown = dim[0] if len(dim) == 1 else "[" + ", ".join(str(d) for d in dim) + "]"
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {shown}")
     (d0,), (d1,) = dims_of(dim[0], A.dim()), dims_of(dim[1], A.dim())
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
-    if ord == "fro":
-        return vector_norm(A, 2, (d0, d1), keepdim)
-    if ord == "nuc" or ord in (2, -2):
-        n = A.dim()
-        m = A if (d0, d1) == (n - 2, n - 1) else \
-            A.permute(*[i for i in range(n) if i not in (d0, d1)], d0, d1)
-        s = _svdvals(m)
-        r = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
-        if keepdim:
-            r = r.unsqueeze(min(d0, d1)).unsqueeze(max(d0, d1))
-        return r
-    if ord in (1, -1, math.inf, -math.inf):
-        # 1: max column sum (sum over rows d0, then max over d1); inf: max row sum
-        rs, red = (d0, d1) if ord in (1, -1) else (d1, d0)
-        s = A.abs().sum(rs, keepdim=keepdim)
-        red2 = red if keepdim or red < rs else red - 1
-        return s.amax(red2, keepdim=keepdim) if ord > 0 else s.amin(red2, keepdim=keepdim)
-    raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if dtype is not None:
+        want = D.to_dtype(dtype).np
+        if want.kind not in "fc":
+            raise RuntimeError(f"linalg.matrix_norm: dtype should be floating point or complex, "
+                               f"but got {D.scalar_type_name(want)}")
+        if (dt.kind == "c") != (want.kind == "c"):
+            kind = "complex" if dt.kind == "c" else "real"
+            raise RuntimeError(f"linalg.matrix_norm: dtype should be {kind} for {kind} inputs, "
+                               f"but got {D.scalar_type_name(want)}")
+        if np.promote_types(dt, want) != want:
+            raise RuntimeError(f"linalg.matrix_norm: the dtype of the input "
+                               f"({D.scalar_type_name(dt)}) should be convertible without "
+                               f"narrowing to the specified dtype ({D.scalar_type_name(want)})")
+    return d0, d1
 
 
-class LinalgSvdBackward0(Node):
-    """Gradient of the singular values: U diag(g) V^T (distinct singular values)."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        u, vt = self._saved
-        gm = (u * np.asarray(X.data(g))[..., None, :]) @ vt
-        return X.const(gm, g),
-
-
-def _svdvals(m: Tensor) -> Tensor:
-    """Singular values of the last two dims (descending)."""
-    u, s, vt = np.linalg.svd(m._data, full_matrices=False)
-    if STATE.enabled and m._requires_grad:
-        return record(s, LinalgSvdBackward0((edge_of(m),), (u, vt)))
-    return Tensor._make(s)
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):
+    """Matrix norm over the two dims ``dim``: 'fro', 'nuc', 1, -1, inf, -inf, 2, -2, composed
+    as PyTorch composes it: 'fro' one vector 2-norm over both dims; 1 / inf the vector 1-norm
+    over one dim then amax (amin for -1 / -inf) over the other; 'nuc' / 2 / -2 the singular
+    values of the input permuted to put ``dim`` last, then their sum / amax / amin."""
+    if isinstance(ord, str):
+        if ord not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+        d0, d1 = _matrix_norm_checks(A, dim, dtype, ord == "fro")
+        if ord == "fro":
+            return vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
+    else:
+        o = float(ord)
+        if abs(o) not in (1.0, 2.0, math.inf):
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+        d0, d1 = _matrix_norm_checks(A, dim, dtype, abs(o) != 2.0)
+        if abs(o) != 2.0:
+            # inf is the 1-norm of the transpose; the second dim shifts when the first
+            # reduction removes a dim before it
+            r0, r1 = (d1, d0) if math.isinf(o) else (d0, d1)
+            if not keepdim and r0 < r1:
+                r1 -= 1
+            v = vector_norm(A, 1.0, r0, keepdim, dtype=dtype)
+            return v.amax(r1, keepdim) if o > 0 else v.amin(r1, keepdim)
+    # 'nuc', 2, -2: the singular values, the two dims moved to the end
+    A_ = A.to(dtype) if dtype is not None else A
+    n = A_.dim()
+    perm = [i for i in range(n) if i not in (d0, d1)] + [d0, d1]
+    sv = svdvals(A_.permute(*perm))
+    if ord == "nuc":
+        r = sv.sum(-1, keepdim)
+    else:
+        r = sv.amax(-1, keepdim) if ord > 0 else sv.amin(-1, keepdim)
+    if keepdim:
+        rev = [0] * n
+        for k, p in enumerate(perm):
+            rev[p] = k
+        r = r.unsqueeze(-1).permute(*rev)
+    return r
 
 
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
@@ -82,7 +110,7 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
 
 from .ops.products import linalg_cross as cross, multi_dot  # noqa: E402,F401
 from .ops.linalg_more import (  # noqa: E402,F401
-    linalg_svd as svd, svdvals, matrix_exp, eigh, eigvalsh, cholesky, cholesky_ex, qr)
+    linalg_svd as svd, matrix_exp, eigh, eigvalsh, cholesky, cholesky_ex, qr)
 
 __all__ += ["cross", "multi_dot", "svd", "svdvals", "matrix_exp", "eigh", "eigvalsh", "cholesky",
             "cholesky_ex", "qr"]

@@ -66,7 +66,7 @@ ROWS = [
     OpInfo("svdvals", torch.linalg.svdvals, lambda a: np.linalg.svd(a, compute_uv=False),
            [S((3, 2)), S((2, 3)), S((2, 3, 3))], "LinalgSvdBackward0"),
     OpInfo("svd_polar", _polar, _polar_np, [S((3, 3)), S((4, 2)), S((2, 4))], "MmBackward0"),
-    OpInfo("svd_polar_batch", _polar, _polar_np, [S((2, 3, 2))]),
+    OpInfo("svd_polar_batch", _polar, _polar_np, [S((2, 3, 2))], "UnsafeViewBackward0"),
     OpInfo("svd_full", _rebuild_full, lambda a: a, [S((3, 3)), S((3, 2))], "MmBackward0"),
     OpInfo("torch_svd", _torch_svd, _polar_np, [S((3, 2)), S((2, 3))], "MmBackward0"),
     OpInfo("matrix_exp", torch.matrix_exp, _expm, [S((3, 3)), S((2, 2, 2)), S((1, 1))],

@@ -586,71 +586,208 @@ def _einsum_sizes(subs, shapes):
     return sizes
 
 
-class EinsumBackward(Node):
-    """Gradient of each operand: an einsum of the others with the output gradient."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        subs, rhs, free, saved, shapes = self._saved
-        # an operand no other operand's gradient needs is not kept (None)
-        ops = [None if s is None else s.get(self, graph) for s in saved]
-        sizes = _einsum_sizes(subs, shapes)
-        full = [X.expand_to(o, tuple(sizes[c] for c in s))
-                if o is not None and tuple(sizes[c] for c in s) != shp
-                else o for o, s, shp in zip(ops, subs, shapes)]
-        dt = X.data(g).dtype
-        res = []
-        for i, (s, shp) in enumerate(zip(subs, shapes)):
-            if self.next_functions[i][0] is None:
-                res.append(None)
-                continue
-            fresh = iter(free)
-            target, deltas = "", []
-            for c in s:
-                if c in target:
-                    f = next(fresh)
-                    deltas.append((c + f, np.eye(sizes[c], dtype=dt)))
-                    target += f
-                else:
-                    target += c
-            terms = [(sj, full[j]) for j, sj in enumerate(subs) if j != i] + [(rhs, g)] + deltas
-            have = set("".join(t for t, _ in terms))
-            missing = "".join(dict.fromkeys(c for c in target if c not in have))
-            if missing:
-                terms.append((missing, np.ones(tuple(sizes[c] for c in missing), dt)))
-            eq = ",".join(t for t, _ in terms) + "->" + target
-            gi = X.einsum(eq, *[v for _, v in terms])
-            res.append(sum_to(gi, shp) if tuple(gi.shape) != shp else gi)
-        return tuple(res)
+def _einsum_labels(term):
+    """One operand's (or the output's) subscripts: letters, with None for an ellipsis."""
+    out, i = [], 0
+    while i < len(term):
+        if term[i] == ".":
+            out.append(None)
+            i += 3
+        else:
+            out.append(term[i])
+            i += 1
+    return out
 
 
-def _einsum_node_cls(subs, rhs):
-    # PyTorch lowers einsum to other ops; the recorded node is named after the last one
-    letters = set("".join(subs))
-    if len(subs) == 1:
-        return (SumBackward1Einsum if len(rhs) < len(subs[0])
-                else PermuteBackward0Einsum if rhs != subs[0] else AliasBackward0Einsum)
-    contracted = letters - set(rhs)
-    if len(subs) == 2 and not contracted:
-        return MulBackward0Einsum
-    return ViewBackward0Einsum
+_OPT_EINSUM = []
 
 
-def _named(name):
-    cls = type(name, (EinsumBackward,), {"__slots__": (), "__module__": __name__})
-    return cls
+def _opt_einsum():
+    """The opt_einsum package when it is installed (looked up once), else None."""
+    if not _OPT_EINSUM:
+        try:
+            import opt_einsum
+        except ImportError:
+            opt_einsum = None
+        _OPT_EINSUM.append(opt_einsum)
+    return _OPT_EINSUM[0]
 
 
-SumBackward1Einsum = _named("SumBackward1")
-PermuteBackward0Einsum = _named("PermuteBackward0")
-AliasBackward0Einsum = _named("AliasBackward0")
-MulBackward0Einsum = _named("MulBackward0")
-ViewBackward0Einsum = _named("ViewBackward0")
+def _einsum_path(equation, operands):
+    """The contraction order, as PyTorch's torch.einsum picks it: with three or more operands
+    and opt_einsum installed (and ``dyngrad.backends.opt_einsum.enabled``, on by default
+    then), opt_einsum's path with the configured strategy; else None, meaning left to right
+    (PyTorch's default when opt_einsum is not installed, as in this project's environment).
+    Like PyTorch, dyngrad only looks for the package, it never requires it."""
+    if len(operands) <= 2:
+        return None
+    from .. import backends
+    cfg = getattr(backends, "opt_einsum", None)
+    oe = _opt_einsum()
+    enabled = getattr(cfg, "enabled", oe is not None)
+    if oe is None or not enabled:
+        return None
+    strategy = getattr(cfg, "strategy", None) or "auto"
+    path = oe.contract_path(equation, *[o._data for o in operands], optimize=strategy)[0]
+    return [int(i) for pair in path for i in pair]
+
+
+def _sumproduct_pair(left, right, sum_dims):
+    """PyTorch's sumproduct_pair (keepdim): ``(left * right).sum(sum_dims, keepdim=True)`` of
+    two operands aligned to the same dims, as permute -> reshape -> bmm -> view -> permute."""
+    if not sum_dims:
+        return left * right
+    sd = set(sum_dims)
+    lro, lo, ro = [], [], []
+    lro_size = lo_size = ro_size = sum_size = 1
+    for i in range(left.dim()):
+        sl, sr = left.shape[i] != 1, right.shape[i] != 1
+        if i in sd:
+            if sl and sr:
+                sum_size *= left.shape[i]
+            elif sl:
+                left = left.sum(i, True)
+            elif sr:
+                right = right.sum(i, True)
+        elif sl and sr:
+            lro.append(i)
+            lro_size *= left.shape[i]
+        elif sl:
+            lo.append(i)
+            lo_size *= left.shape[i]
+        else:
+            ro.append(i)
+            ro_size *= right.shape[i]
+    if lo and ro and ro[-1] < lo[0]:
+        # the right operand's dims all come first in the output: bmm with the operands
+        # swapped writes the result in order
+        left, right, lo, ro, lo_size, ro_size = right, left, ro, lo, ro_size, lo_size
+    out_size = [left.shape[d] for d in lro] + [left.shape[d] for d in lo] + \
+        [1] * len(sum_dims) + [right.shape[d] for d in ro]
+    lperm = lro + lo + list(sum_dims) + ro
+    rperm = lro + list(sum_dims) + ro + lo
+    operm = [0] * len(lperm)
+    for k, d in enumerate(lperm):
+        operm[d] = k
+    a = left.permute(*lperm).reshape(lro_size, lo_size, sum_size)
+    b = right.permute(*rperm).reshape(lro_size, sum_size, ro_size)
+    return bmm(a, b).view(*out_size).permute(*operm)
+
+
+def _einsum_graph(equation, operands):
+    """einsum recorded as PyTorch composes it (ATen's einsum): each operand's repeated
+    subscripts taken as diagonals, missing dims unsqueezed and all dims permuted into one
+    order (output dims, then contracted ones); operands contracted pairwise with
+    sumproduct_pair (left to right, or opt_einsum's path), dims only one operand still holds
+    summed first; the contracted dims viewed (or, for one operand, summed) away.  Its nodes,
+    saved tensors and version checks are PyTorch's.  The equation is already checked."""
+    eq = equation.replace(" ", "")
+    arrow = eq.find("->")
+    labels = [_einsum_labels(t) for t in (eq if arrow < 0 else eq[:arrow]).split(",")]
+    count = _Counter()
+    ell_num_dim = 0
+    for lab, o in zip(labels, operands):
+        n = sum(1 for c in lab if c is not None)
+        if None in lab:
+            ell_num_dim = max(ell_num_dim, o.dim() - n)
+        count.update(c for c in lab if c is not None)
+    order = sorted(count)  # PyTorch numbers A-Z before a-z, as ASCII does
+    pos = {}
+    if arrow < 0:  # implicit output: the ellipsis, then the subscripts seen once
+        perm_index, ell_index, ell_out = ell_num_dim, 0, True
+        for c in order:
+            if count[c] == 1:
+                pos[c] = perm_index
+                perm_index += 1
+    else:
+        perm_index, ell_index, ell_out = 0, 0, False
+        for c in _einsum_labels(eq[arrow + 2:]):
+            if c is None:
+                ell_index, ell_out = perm_index, True
+                perm_index += ell_num_dim
+            else:
+                pos[c] = perm_index
+                perm_index += 1
+    out_num_dim = perm_index
+    if not ell_out:
+        ell_index = perm_index
+        perm_index += ell_num_dim
+    for c in order:
+        if c not in pos:
+            pos[c] = perm_index
+            perm_index += 1
+    dim_counts = [0] * perm_index
+    ops = []
+    for lab, t in zip(labels, operands):
+        perm = [-1] * perm_index
+        dim = 0
+        for c in lab:
+            if c is None:
+                nd = t.dim() - (len(lab) - 1)
+                for j in range(ell_num_dim - nd, ell_num_dim):
+                    if t.shape[dim] != 1:
+                        dim_counts[ell_index + j] += 1
+                    perm[ell_index + j] = dim
+                    dim += 1
+            elif perm[pos[c]] == -1:
+                if t.shape[dim] != 1:
+                    dim_counts[pos[c]] += 1
+                perm[pos[c]] = dim
+                dim += 1
+            else:  # a repeated subscript: its diagonal, moved to the first one's place
+                prev = perm[pos[c]]
+                t = t.diagonal(0, prev, dim)
+                mv = list(range(t.dim() - 1))
+                mv.insert(prev, t.dim() - 1)
+                t = t.permute(*mv)  # movedim(-1, prev)
+        for k in range(perm_index):
+            if perm[k] == -1:
+                t = t.unsqueeze(dim)
+                perm[k] = dim
+                dim += 1
+        ops.append(t.permute(*perm))
+    path = _einsum_path(equation, operands)
+    step = iter(path or ())
+    while len(ops) > 1:
+        i, j = (0, 1) if path is None else sorted((next(step), next(step)))
+        a, b = ops[i], ops[j]
+        del ops[j], ops[i]
+        sum_dims, a_sum, b_sum = [], [], []
+        for d in range(out_num_dim, perm_index):
+            sa, sb = a.shape[d] != 1, b.shape[d] != 1
+            if sa and sb:
+                dim_counts[d] -= 1
+                if dim_counts[d] == 1:
+                    sum_dims.append(d)
+                    dim_counts[d] = 0
+            elif dim_counts[d] == 1:
+                if sa:
+                    a_sum.append(d)
+                    dim_counts[d] = 0
+                elif sb:
+                    b_sum.append(d)
+                    dim_counts[d] = 0
+        if a_sum:
+            a = a.sum(a_sum, True)
+        if b_sum:
+            b = b.sum(b_sum, True)
+        r = _sumproduct_pair(a, b, sum_dims)
+        if path is None:
+            ops.insert(0, r)
+        else:
+            ops.append(r)
+    r = ops[0]
+    if perm_index > out_num_dim:
+        if len(operands) > 1:
+            return r.view(*r.shape[:out_num_dim])
+        return r.sum(list(range(out_num_dim, perm_index)))
+    return r
 
 
 @op(method=False)
 def einsum(equation, *operands):
-    """Einstein summation (NumPy's einsum); every operand gets a gradient by einsum."""
+    """Einstein summation: NumPy's einsum when nothing is recorded, PyTorch's composition of
+    permutes, bmm and views (``_einsum_graph``) when it is."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:
@@ -671,54 +808,14 @@ def einsum(equation, *operands):
         if len(dts) > 1:
             raise RuntimeError(f"expected scalar type {D.scalar_type_name(datas[0].dtype)} but "
                                f"found {D.scalar_type_name(next(d.dtype for d in datas if d.dtype != datas[0].dtype))}")
+    if STATE.enabled and any(o._requires_grad for o in operands):
+        return _einsum_graph(equation, operands)
     r = np.asarray(np.einsum(",".join(subs) + "->" + rhs,
                              *[np.broadcast_to(d, tuple(sizes[c] for c in s)) if d.ndim else d
                                for d, s in zip(datas, subs)], optimize=len(datas) > 2))
     if r.base is not None or not r.flags.writeable:
         r = r.copy()
-    if STATE.enabled and any(o._requires_grad for o in operands):
-        node = _einsum_node_cls(subs, rhs)(tuple(edge_of(o) for o in operands),
-                                           (subs, rhs, free, _einsum_saved(operands),
-                                            tuple(d.shape for d in datas)))
-        return record(r, node)
     return _make(r)
-
-
-class _Snapshot:
-    """An einsum operand PyTorch does not save (it keeps a pairwise product instead) but whose
-    values another operand's gradient needs: changing it in place is allowed, so a copy of
-    its values at forward time is kept for that case."""
-
-    __slots__ = ("saved", "copy")
-
-    def __init__(self, t):
-        self.saved = Saved(t)
-        self.copy = t._data.copy()
-
-    def get(self, node, graph):
-        s = self.saved
-        if s.counter[0] == s.version:
-            return s.get(node, graph)
-        return Tensor._make(self.copy) if graph else self.copy
-
-
-def _einsum_saved(operands):
-    """What einsum keeps of each operand, as PyTorch's left-to-right pairwise contraction
-    saves it: the first operand when the second needs grad, a later one when any operand
-    before it does; nothing when no other operand needs grad.  An operand kept only by that
-    contraction's intermediate product gets a snapshot (no version check)."""
-    req = [o._requires_grad for o in operands]
-    n = len(operands)
-    out = []
-    for i, o in enumerate(operands):
-        needed = any(req[:i]) or any(req[i + 1:])
-        if not needed:
-            out.append(None)
-        elif (req[1] if i == 0 else any(req[:i])) if n > 1 else False:
-            out.append(Saved(o))
-        else:
-            out.append(_Snapshot(o))
-    return tuple(out)
 
 
 # --- inverse, determinants, solve --------------------------------------------------------------

@@ -49,9 +49,20 @@ def _check(A, fn, square=False):
     return d
 
 
-def _outputs(arrays, node_fn, needs):
-    """Tensors for ``arrays``, all outputs of one node made by ``node_fn(outputs)``."""
-    outs = [_make(c_order(a)) for a in arrays]
+def _col_major(a):
+    """``a`` with each matrix stored column by column (batch dims still C-ordered): the layout
+    of the LAPACK results PyTorch returns (its U and Vh have strides (..., 1, m))."""
+    a = np.asarray(a)
+    if a.ndim < 2:
+        return c_order(a)
+    return np.swapaxes(c_order(np.swapaxes(a, -1, -2)), -1, -2)
+
+
+def _outputs(arrays, node_fn, needs, layout=None):
+    """Tensors for ``arrays``, all outputs of one node made by ``node_fn(outputs)``; an array
+    whose ``layout`` entry is true is stored column-major (``_col_major``)."""
+    layout = layout or (False,) * len(arrays)
+    outs = [_make(_col_major(a) if f else c_order(a)) for a, f in zip(arrays, layout)]
     if not needs:
         return outs
     for i, o in enumerate(outs):
@@ -131,7 +142,7 @@ def _svd(A, full_matrices, fn="svd"):
     needs = STATE.enabled and A._requires_grad
     return _outputs((u, s, vh), lambda o: LinalgSvdBackward0(
         (edge_of(A),), (Saved(o[0], True), Saved(o[1], True), Saved(o[2], True),
-                        full_matrices)), needs)
+                        full_matrices)), needs, (True, False, True))
 
 
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):

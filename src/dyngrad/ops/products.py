@@ -424,31 +424,56 @@ def _td_dims(dims, na, nb):
 
 @op(method=False)
 def tensordot(a, b, dims=2, out=None):
-    """Contract ``dims`` of ``a`` with ``dims`` of ``b`` (permute, reshape, mm, view)."""
+    """Contract ``dims`` of ``a`` with ``dims`` of ``b`` as PyTorch composes it: a contracted
+    dim of size 1 on one side summed away on the other, both operands permuted (contracted
+    dims last / first) and reshaped to matrices for one mm, the product reshaped to the
+    result; a full contraction (nothing else left of either operand) is a dot of the flattened
+    operands when both permutes are contiguous, else a product of the squeezed operands
+    summed."""
     for x in (a, b):  # PyTorch's Python tensordot asks each for .dim() first
         if not isinstance(x, Tensor):
             raise AttributeError(f"'{type(x).__name__}' object has no attribute 'dim'")
     da, db = _td_dims(dims, a.dim(), b.dim())
     if a._data.dtype != b._data.dtype:
         raise RuntimeError("both inputs should have same dtype")
+    t1, t2 = a, b
+    csize = 1
     for x, y in zip(da, db):
-        if a.shape[x] != b.shape[y]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size "
-                               f"{a.shape[x]} in dim {x} and second has size {b.shape[y]} in "
-                               f"dim {y}")
-    da = [x % max(a.dim(), 1) for x in da]
-    db = [y % max(b.dim(), 1) for y in db]
-    fa = [i for i in range(a.dim()) if i not in da]
-    fb = [i for i in range(b.dim()) if i not in db]
-    out_shape = tuple(a.shape[i] for i in fa) + tuple(b.shape[i] for i in fb)
-    k = int(np.prod([a.shape[i] for i in da], dtype=np.int64))
-    pa = a.permute(*(fa + da)) if fa + da != list(range(a.dim())) else a
-    pb = b.permute(*(db + fb)) if db + fb != list(range(b.dim())) else b
-    if not fa and not fb:
-        return _pkg().dot(pa.reshape(-1), pb.reshape(-1)).view(out_shape)
-    m = int(np.prod([a.shape[i] for i in fa], dtype=np.int64))
-    n = int(np.prod([b.shape[i] for i in fb], dtype=np.int64))
-    return _pkg().mm(pa.reshape(m, k), pb.reshape(k, n)).view(out_shape)
+        s1, s2 = a.shape[x], b.shape[y]
+        if s2 == 1:  # a broadcast dim: summed right away
+            t1 = t1.sum(x, True, dtype=D.FROM_NP[t1._data.dtype])
+        elif s1 == 1:
+            t2 = t2.sum(y, True, dtype=D.FROM_NP[t2._data.dtype])
+        elif s1 != s2:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {s1} in "
+                               f"dim {x} and second has size {s2} in dim {y}")
+        else:
+            csize *= s1
+    c1 = _dim_set(da, a.dim())
+    c2 = _dim_set(db, b.dim())
+    f1 = [i for i in range(a.dim()) if i not in c1]
+    f2 = [i for i in range(b.dim()) if i not in c2]
+    rsizes = tuple(t1.shape[i] for i in f1) + tuple(t2.shape[i] for i in f2)
+    size1 = int(np.prod([t1.shape[i] for i in f1], dtype=np.int64))
+    size2 = int(np.prod([t2.shape[i] for i in f2], dtype=np.int64))
+    t1 = t1.permute(*(f1 + da))
+    t2 = t2.permute(*(db + f2))
+    if size1 != 1 or size2 != 1:
+        return _pkg().mm(t1.reshape(size1, csize), t2.reshape(csize, size2)).reshape(rsizes)
+    if t1.is_contiguous() and t2.is_contiguous():
+        return _pkg().dot(t1.flatten(), t2.flatten()).reshape(rsizes)
+    return (t1.squeeze() * t2.squeeze()).sum(dtype=D.FROM_NP[t1._data.dtype]).reshape(rsizes)
+
+
+def _dim_set(dims, n):
+    """ATen's dim_list_to_bitset: the wrapped dims, each at most once."""
+    seen = set()
+    for d in dims:
+        k = _dim(d, max(n, 1))
+        if k in seen:
+            raise RuntimeError(f"dim {k} appears multiple times in the list of dims")
+        seen.add(k)
+    return seen
 
 
 @op()
