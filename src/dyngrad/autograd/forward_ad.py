@@ -416,6 +416,10 @@ def _clone(node, memo=None):
     return c
 
 
+class _Done(Exception):
+    """Leaves the double-vjp path when a declared rule gave the tangents."""
+
+
 def _jvp(node, tangents, outs):
     """Output tangents of ``node`` for input tangents ``tangents`` (double-vjp)."""
     Tensor = _tensor_cls()
@@ -425,6 +429,14 @@ def _jvp(node, tangents, outs):
     _BUSY[0] = True
     STATE.enabled = True
     try:
+        rule = getattr(type(node), "_fw_rule", None)
+        if rule is not None:  # the op's declared forward-mode rule (ops/_spec.py)
+            # the tangent keeps a history only when something it is computed from needs one
+            STATE.enabled = not node.__dict__.get("_dual_only", False) or any(
+                v is not None and v._requires_grad for v in tangents)
+            ws = rule(node, list(tangents))
+            us = [o if o is not None and o._data.dtype.kind in "fc" else None for o in outs]
+            raise _Done
         c = _clone(node)
         us = []
         for o in outs:
@@ -456,6 +468,8 @@ def _jvp(node, tangents, outs):
                                inputs=live, capture=True, allow_unused=True)
             it = iter(got)
             ws = [None if u is None else next(it) for u in us]
+    except _Done:
+        pass
     finally:
         STATE.enabled = prev
         _BUSY[0] = False

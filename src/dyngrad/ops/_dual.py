@@ -127,3 +127,10 @@ def einsum(eq, *ops):
     if not any(isinstance(o, Tensor) for o in ops):
         return np.einsum(eq, *ops)
     return _t().einsum(eq, *(o if isinstance(o, Tensor) else _t().from_numpy(o) for o in ops))
+
+
+def flip(x, dims):
+    """Reverse ``x`` along ``dims``."""
+    if not isinstance(x, Tensor):
+        return np.flip(x, dims)
+    return x.flip(dims)

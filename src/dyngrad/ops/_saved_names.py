@@ -156,7 +156,6 @@ SAVED_NAMES: dict = {
     "LogSoftmaxBackward0": {"result": (0, "tensor"), "dim": (1, "same")},
     "Logaddexp2Backward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "LogaddexpBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
-    "LogcumsumexpBackward0": {"self": (0, "tensor"), "result": (1, "tensor"), "dim": (2, "same")},
     "LogitBackward0": {"self": (0, "tensor"), "eps": (1, "same")},
     "LogsumexpBackward0": {
         "self": (0, "tensor"),
@@ -370,5 +369,5 @@ def apply(node_classes) -> None:
     """Give each node class (by name) its ``_named_saved``."""
     for cls in node_classes:
         spec = SAVED_NAMES.get(cls.__name__)
-        if spec is not None:
+        if spec is not None and "_named_saved" not in cls.__dict__:  # declared ops name theirs
             cls._named_saved = spec

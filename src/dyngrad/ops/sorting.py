@@ -1,5 +1,5 @@
 """Order statistics and NaN-aware reductions: median, nanmedian, mode, cummax, cummin,
-logcumsumexp, nansum, nanmean.  Ops that return (values, indices) save the indices tensor
+nansum, nanmean.  Ops that return (values, indices) save the indices tensor
 they return, as PyTorch's nodes do, so an in-place change of it fails backward."""
 from __future__ import annotations
 
@@ -99,26 +99,6 @@ class CummaxBackward0(_CumExtreme):
 
 class CumminBackward0(_CumExtreme):
     __slots__ = ()
-
-
-class LogcumsumexpBackward0(FormulaNode):
-    """grad_x[j] = sum_{i >= j} g[i] exp(x[j] - out[i]); the exponents are <= 0 where used,
-    so nothing overflows."""
-    __slots__ = ()
-
-    def formula(self, g, x, out, dim):
-        t = _pkg()
-        if x.dim() == 0:
-            return g,
-        n = x.shape[dim]
-        xl = x.movedim(dim, -1).unsqueeze(-2)        # [..., 1, n]  (j)
-        ol = out.movedim(dim, -1).unsqueeze(-1)      # [..., n, 1]  (i)
-        gl = g.movedim(dim, -1).unsqueeze(-1)        # [..., n, 1]
-        keep = t.from_numpy(np.tril(np.ones((n, n), dtype=bool)))  # j <= i
-        e = t.where(keep, xl - ol, t.full((), -np.inf, dtype=x.dtype))
-        w = t.where(keep, t.exp(e), t.zeros((), dtype=x.dtype))
-        r = (gl * w).sum(-2)
-        return r.movedim(-1, dim),
 
 
 class NansumBackward0(FormulaNode):
@@ -287,26 +267,6 @@ def cummax(input, dim):
 def cummin(input, dim):
     """Running minimum along ``dim`` and the index where it was reached; CumminBackward0."""
     return _cum_extreme(input, dim, "cummin", np.less_equal, CumminBackward0, RT_CUMMIN)
-
-
-@op()
-def logcumsumexp(input, dim):
-    """log(cumsum(exp(x))) along ``dim``, computed stably; LogcumsumexpBackward0."""
-    d = input._data
-    k = _dim(dim, d.ndim)
-    if d.dtype.kind not in "fc":
-        raise _not_impl("logcumsumexp_out_cpu", d.dtype)
-    if d.ndim == 0 or d.size == 0:
-        r = d.copy()
-    else:
-        with np.errstate(invalid="ignore", over="ignore"):
-            r = np.ascontiguousarray(
-                np.logaddexp.accumulate(d, axis=k).astype(d.dtype, copy=False))
-    if STATE.enabled and input._requires_grad:
-        res = record(r, None)
-        res._grad_fn = LogcumsumexpBackward0((edge_of(input),), (Saved(input), Saved(res, True), k))
-        return notify(res)
-    return _make(r)
 
 
 @op()

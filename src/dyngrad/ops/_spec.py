@@ -1,0 +1,285 @@
+"""One declaration per op: ``defop`` turns a forward written on NumPy arrays, a backward
+written once, and a few facts into the public function, the Tensor method, the recorded node
+(PyTorch's name, saved values under PyTorch's names), the forward-mode rule, the in-place form,
+the batching rule ``vmap`` uses, and the op's row in the registry (and so in the README's
+support table).
+
+A declaration::
+
+    @defop("logcumsumexp", node="LogcumsumexpBackward0", saved=("self", "dim", "result"),
+           promote="float", batch=batch_along("dim"))
+    def logcumsumexp(self, dim):                  # arrays in, array out
+        ...
+
+    @logcumsumexp.backward
+    def _(ctx, grad):                             # one formula, for arrays and Tensors
+        return (...,)                             # one gradient per tensor input
+
+    @logcumsumexp.jvp                             # optional: derived for elementwise and
+    def _(ctx, tangent): ...                      # linear ops; otherwise forward mode raises
+
+In ``backward``/``jvp``, ``ctx.<name>`` is a saved value (``self``, ``result``, ``dim``...):
+arrays in a plain backward, Tensors under ``create_graph`` (so the formula, written with the
+``_dual`` functions and operators, builds a differentiable graph), version-checked in
+PyTorch's unpack order (names in alphabetical order).  ``ctx.needs(i)`` says whether input
+``i`` wants a gradient.  See docs/engine.md, "Adding an op".
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+from . import OPS, op
+from ._graph import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of
+from .. import _dtype as D
+from .._fperr import quiet_off, quiet_on
+from .._tensor import _dim
+
+_make = Tensor._make
+
+ELEMENTWISE = "elementwise"
+
+
+def batch_along(param: str) -> Callable:
+    """Batching rule of an op that works along the dimension argument ``param``: with a
+    leading batch axis, a non-negative dim moves one to the right."""
+    def rule(spec, arrays, params):
+        p = dict(params)
+        d = p[param]
+        nd = arrays[0].ndim - 1
+        p[param] = (d + nd if d < 0 else d) + 1
+        return spec.forward(*arrays, **p)
+    rule.along = param
+    return rule
+
+
+class Ctx:
+    """What a backward or forward-mode formula reads: the saved values by name."""
+
+    __slots__ = ("_node", "_graph", "_vals")
+
+    def __init__(self, node, graph):
+        self._node = node
+        self._graph = graph
+        self._vals = None
+
+    def __getattr__(self, name):
+        vals = self._vals
+        if vals is None:
+            vals = self._vals = self._unpack()
+        try:
+            return vals[name]
+        except KeyError:
+            raise AttributeError(f"{type(self._node).__name__} saved no '{name}'") from None
+
+    def _unpack(self):
+        node, graph = self._node, self._graph
+        saved = node._saved
+        names = type(node)._spec.saved
+        for pos in type(node)._spec.unpack_order:  # the first invalid one is reported
+            s = saved[pos]
+            if s.tensor_ref is None and s.counter[0] != s.version:
+                s.get(node, graph)
+        out = {}
+        for name, v in zip(names, saved):
+            out[name] = v.get(node, graph) if type(v) is Saved else v
+        return out
+
+    def needs(self, i: int) -> bool:
+        """Whether tensor input ``i`` wants a gradient."""
+        return self._node.next_functions[i][0] is not None
+
+    def op(self, name: str, *args, **kwargs):
+        """Op ``name`` inside a formula: its forward on arrays in a plain backward, the
+        recorded op on Tensors under ``create_graph`` (so derivatives of any order work)."""
+        info = OPS[name]
+        spec = info.get("spec")
+        if spec is not None and not self._graph:
+            return spec.forward(*args, **kwargs)
+        return info["fn"](*args, **kwargs)
+
+
+class OpSpec:
+    """The declaration of one op (see the module docstring)."""
+
+    def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
+                 elementwise, method, function, floating_kernel, dims):
+        self.name = name
+        self.floating_kernel = floating_kernel
+        self.dims = dims
+        self.forward = forward
+        self.inputs = inputs
+        self.saved = saved
+        self.promote = promote
+        self.batch = ELEMENTWISE if elementwise and batch is None else batch
+        self.linear = linear
+        self.elementwise = elementwise
+        self.bw: Callable | None = None
+        self.fw: Callable | None = None
+        positions = {n: i for i, n in enumerate(saved)}
+        self.unpack_order = tuple(positions[n] for n in sorted(saved)
+                                  if n in inputs or n == "result")
+        named = {}
+        for n in saved:
+            kind = "tensor" if (n in inputs or n == "result") else \
+                "dim" if "dim" in n else "same"
+            named[n] = (positions[n], kind)
+        self.node_cls = type(node, (Node,), {
+            "__slots__": (), "__module__": forward.__module__, "_spec": self,
+            "_named_saved": named, "_bw": _node_bw, "_fw_rule": _node_fw,
+            "__doc__": f"Backward of {name} (declared with defop)."})
+        self.fn = self._public(method, function)
+
+    # -- the declaration's decorators ---------------------------------------------------
+    def backward(self, fn: Callable) -> Callable:
+        """The backward formula ``fn(ctx, grad) -> gradients``."""
+        self.bw = fn
+        return fn
+
+    def jvp(self, fn: Callable) -> Callable:
+        """The forward-mode rule ``fn(ctx, *tangents) -> output tangent``."""
+        self.fw = fn
+        return fn
+
+    # -- the public function ---------------------------------------------------------------
+    def _public(self, method, function):
+        spec = self
+        n_in = len(self.inputs)
+        sig = inspect.signature(self.forward)
+        params = list(sig.parameters)[n_in:]
+        name = self.name
+
+        def f(*args, **kwargs):
+            tensors = args[:n_in]
+            for i, t in enumerate(tensors):
+                if not isinstance(t, Tensor):
+                    raise TypeError(f"{name}(): argument '{spec.inputs[i] if i else 'input'}' "
+                                    f"(position {i + 1}) must be Tensor, not "
+                                    f"{D.type_name(t)}")
+            if len(tensors) < n_in:
+                raise TypeError(f"{name}() missing required argument "
+                                f"'{spec.inputs[len(tensors)] if tensors else 'input'}'")
+            try:
+                bound = sig.bind(*(t._data for t in tensors), *args[n_in:], **kwargs)
+            except TypeError:
+                missing = [p for p in params if p not in kwargs and
+                           sig.parameters[p].default is inspect.Parameter.empty][
+                               max(0, len(args) - n_in):]
+                if missing:
+                    raise TypeError(f"{name}() missing {len(missing)} required positional "
+                                    f"arguments: " + ", ".join(f'"{m}"' for m in missing)) \
+                        from None
+                raise
+            bound.apply_defaults()
+            pvals = {p: bound.arguments[p] for p in params}
+            raw = pvals.copy()  # saved as given (PyTorch shows a negative dim as given)
+            for pos, p in enumerate(params):
+                if p in spec.dims:
+                    D.arg_int(pvals[p], name, p, n_in + pos + 1)
+                    pvals[p] = _dim(int(pvals[p]), tensors[0]._data.ndim)
+            arrays = [t._data for t in tensors]
+            if spec.floating_kernel and any(a.dtype.kind not in "fc" for a in arrays):
+                bad = next(a for a in arrays if a.dtype.kind not in "fc")
+                raise NotImplementedError(f'"{spec.floating_kernel}" not implemented for '
+                                          f"'{D.scalar_type_name(bad.dtype)}'")
+            if spec.promote == "float":
+                arrays = [a if a.dtype.kind in "fc" else a.astype(D.DEFAULTS.float.np)
+                          for a in arrays]
+            tok = quiet_on()
+            try:
+                r = spec.forward(*arrays, **pvals)
+            finally:
+                quiet_off(tok)
+            if not (STATE.enabled and any(t._requires_grad for t in tensors)):
+                return _make(r)
+            if spec.bw is None:
+                raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+            res = _make(r)
+            res._requires_grad = True
+            saved = []
+            for n in spec.saved:
+                if n == "result":
+                    saved.append(Saved(res, True))
+                elif n in spec.inputs:
+                    saved.append(Saved(tensors[spec.inputs.index(n)]))
+                else:
+                    saved.append(raw[n])
+            node = spec.node_cls(tuple(edge_of(t) for t in tensors), tuple(saved))
+            node._odt = r.dtype
+            res._grad_fn = node
+            if RECORD_HOOKS:
+                for h in RECORD_HOOKS:
+                    h(res, node)
+            return res
+
+        f.__name__ = f.__qualname__ = name
+        f.__module__ = self.forward.__module__
+        f.__doc__ = (self.forward.__doc__ or "").strip() or f"{name}; records " \
+            f"{self.node_cls.__name__}."
+        f.__signature__ = sig.replace(parameters=[
+            p.replace(name="input") if i == 0 else p for i, p in enumerate(sig.parameters.values())])
+        op(name, method=method, function=function)(f)
+        OPS[name].update(spec=self, nodes=(self.node_cls.__name__,))
+        return f
+
+
+def _node_bw(self, g, graph):
+    spec = type(self)._spec
+    out = spec.bw(Ctx(self, graph), g)
+    return tuple(out)
+
+
+def _node_fw(self, tangents):
+    """Output tangents (one per output) for input ``tangents`` (Tensors or None)."""
+    spec = type(self)._spec
+    ctx = Ctx(self, True)
+    if spec.fw is not None:
+        return [spec.fw(ctx, *tangents)]
+    if spec.linear:
+        # a linear op's derivative is the op itself: apply it to the tangents (none -> 0)
+        ts = [t if t is not None else None for t in tangents]
+        params = {n: getattr(ctx, n) for n in spec.saved if n not in spec.inputs and n != "result"}
+        if any(t is None for t in ts):
+            raise NotImplementedError(f"forward AD of {spec.name} with some inputs untangented")
+        return [OPS[spec.name]["fn"](*ts, **params)]
+    if spec.elementwise and len(spec.inputs) == 1:
+        # elementwise: the Jacobian is diagonal, so the vjp of the tangent is the jvp
+        t = tangents[0]
+        return [None if t is None else spec.bw(ctx, t)[0]]
+    raise NotImplementedError(f"Trying to use forward AD with {spec.name} that does not "
+                              f"support it because it has not been implemented yet.")
+
+
+def defop(name: str, *, node: str, inputs: tuple = ("self",), saved: tuple = (),
+          promote: str | None = None, batch=None, linear: bool = False,
+          elementwise: bool = False, method: bool = True, function: bool = True,
+          floating_kernel: str | None = None, dims: tuple = ()):
+    """Declare op ``name`` from its forward on arrays (see the module docstring).
+
+    ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
+    PyTorch's names (an input name, ``result``, or a parameter).  ``promote="float"``: integer
+    inputs compute in the default float dtype.  ``batch``: the batching rule (``ELEMENTWISE``,
+    ``batch_along(param)``, or a callable ``rule(spec, arrays, params)``); None: no rule.
+    ``linear``/``elementwise`` derive the forward-mode rule.  ``floating_kernel``: the
+    kernel name PyTorch's NotImplementedError names for integer/bool inputs.  ``dims``:
+    parameters that are dimensions (checked as ints, wrapped into range; a saved dim keeps
+    the wrapped value)."""
+    def deco(forward):
+        return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
+                      elementwise, method, function, floating_kernel, tuple(dims))
+    return deco
+
+
+def apply_batched(name: str, arrays, params: dict):
+    """Run op ``name`` on inputs with a leading batch axis through its batching rule (the
+    primitive ``vmap`` uses); raises when the op has none."""
+    spec = OPS[name].get("spec")
+    rule = spec.batch if spec is not None else None
+    if rule is None:
+        raise NotImplementedError(f"{name} has no batching rule")
+    if rule == ELEMENTWISE:
+        return spec.forward(*arrays, **params)
+    return rule(spec, arrays, params)
+
+
+__all__ = ["defop", "batch_along", "apply_batched", "ELEMENTWISE", "Ctx", "OpSpec"]
