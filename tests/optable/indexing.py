@@ -9,6 +9,7 @@ M = np.array([[True, False, True, False], [False, False, True, True], [True, Tru
 MT = torch.from_numpy(M)
 IDX = np.array([[0, 2], [1, 1], [3, 0]])
 IDXT = torch.from_numpy(IDX)
+IDXU = torch.from_numpy(np.array([[0, 2], [1, 3], [3, 0]]))  # no repeats within a row
 
 
 def _gather_ref(a):
@@ -104,7 +105,31 @@ ROWS = [
            "SortBackward0"),
     OpInfo("sort_0d", lambda a: a.sort().values, lambda a: a, [S(())], "SortBackward0"),
     OpInfo("sort_desc", lambda a: torch.sort(a, dim=0, descending=True, stable=True)[0],
-           lambda a: -np.sort(-a, 0), [S((3, 4))], "SortBackward0"),
+           lambda a: -np.sort(-a, 0), [S((3, 4))], "SortBackward1"),
+    OpInfo("sort_desc_positional", lambda a: torch.sort(a, 0, True)[0], lambda a: -np.sort(-a, 0),
+           [S((3, 4))], "SortBackward0"),
+    OpInfo("sort_stable_method", lambda a: a.sort(stable=False).values,
+           lambda a: np.sort(a, -1) if a.ndim else a, [S((3, 4)), S(())], "SortBackward1"),
+    OpInfo("scatter_", lambda a, s: (a * 1).scatter_(1, IDXU, s), None, [S((3, 4), (3, 2))],
+           "ScatterBackward0"),
+    OpInfo("scatter_value_", lambda a: (a * 1).scatter_(1, IDXU, 0.5), None, [S((3, 4))],
+           "ScatterBackward1"),
+    OpInfo("scatter_add_", lambda a, s: (a * 1).scatter_add_(1, IDXT, s),
+           lambda a, s: _scatter_ref(a, s, True), [S((3, 4), (3, 2))], "ScatterAddBackward0"),
+    OpInfo("index_add_", lambda a, s: (a * 1).index_add_(1, I(0, 2, 0), s),
+           lambda a, s: _np_index_add(a.T, [0, 2, 0], s.T).T, [S((2, 3), (2, 3))],
+           "IndexAddBackward0"),
+    OpInfo("index_fill_", lambda a, v: (a * 1).index_fill_(0, I(1), v),
+           lambda a, v: _np_set(a, [1], v), [S((2, 3), ())], "IndexFillBackward1"),
+    OpInfo("index_copy_", lambda a, s: (a * 1).index_copy_(1, I(2, 0), s),
+           lambda a, s: _np_set(a, (slice(None), [2, 0]), s), [S((2, 3), (2, 2))],
+           "IndexCopyBackward0"),
+    OpInfo("masked_fill_tensor_", lambda a, v: (a * 1).masked_fill_(MT, v),
+           lambda a, v: np.where(M, v, a), [S((3, 4), ())], "MaskedFillBackward1"),
+    OpInfo("masked_scatter_", lambda a, s: (a * 1).masked_scatter_(MT, s), None,
+           [S((3, 4), (6,))], "MaskedScatterBackward0"),
+    OpInfo("scatter_view_", lambda a, s: _scatter_view(a, s), None, [S((3, 4), (2, 2))],
+           "CopySlices"),
     OpInfo("topk", lambda a: a.topk(2).values, lambda a: -np.sort(-a, -1)[..., :2], [S((3, 4)), S((5,))],
            "TopkBackward0"),
     OpInfo("topk_smallest", lambda a: torch.topk(a, 2, 0, largest=False)[0], lambda a: np.sort(a, 0)[:2],
@@ -116,6 +141,12 @@ ROWS = [
     OpInfo("argsort", lambda a: a.argsort(1, descending=True), lambda a: np.argsort(-a, 1, kind="stable"),
            [S((3, 4))], grad=False),
 ]
+
+
+def _scatter_view(a, s):
+    b = a * 1
+    b[1:].scatter_(1, IDXU[:2], s)
+    return b
 
 
 def _setitem(a, key, v):

@@ -177,8 +177,17 @@ def _mod_op(input, other, np_fn, cls0, cls1, name):
     if _isT(other, Tensor):
         with np.errstate(divide="ignore", invalid="ignore"):
             return _binary(input, other, np_fn, cls1, True, True)
+    if not _scalar_ok(other):
+        return NotImplemented
+    # a Scalar ``other`` (fmod.Scalar / remainder.Scalar): the node's one edge is self's
+    ad, bv = _scalar_data(input._data, other)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _binary(input, other, np_fn, cls0, False, False)
+        data = np_fn(ad, bv)
+    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+        data = data.astype(ad.dtype)
+    if STATE.enabled and input._requires_grad:
+        return record(data, cls0((edge_of(input),), ()))
+    return _make(data)
 
 
 @op()
@@ -575,8 +584,16 @@ def clamp(input, min=None, max=None):
         raise _clamp_combo("clamp", input, min, max)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if _isT(min, Tensor) or _isT(max, Tensor):
-        return _clamp_tensor(input, min, max, ClampBackward0, both=True)
+    tmin, tmax = _isT(min, Tensor), _isT(max, Tensor)
+    if tmin or tmax:
+        if (tmin or min is None) and (tmax or max is None):
+            return _clamp_tensor(input, min, max, ClampBackward0, both=True)
+        # a tensor and a number: PyTorch's Scalar overload, which takes a tensor only when it
+        # is 0-d and does not require grad (ClampBackward1, one edge)
+        t = min if tmin else max
+        if t._data.ndim or t._requires_grad:
+            raise D.bad_combo("clamp", (input, min, max))
+        min, max = (min.item() if tmin else min), (max.item() if tmax else max)
     return _clamp_scalar(input, min, max, ClampBackward1)
 
 

@@ -8,9 +8,10 @@ from collections import namedtuple
 import numpy as np
 
 from . import op
-from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record, sum_to
+from ._graph import STATE, Node, Saved, Tensor, edge_of, record, sum_to
 from .._tensor import _dim
 from .. import _dtype as D
+from .pointwise import UNSET
 
 _make = Tensor._make
 
@@ -69,8 +70,8 @@ class GatherBackward0(Node):
         if not graph:
             z = np.zeros(shape, dtype=g.dtype)
             np.add.at(z, _along(index, dim), g)
-            return z, None
-        return scatter_add(_zeros(shape, g.dtype, True), dim, _T(index), g), None
+            return z,
+        return scatter_add(_zeros(shape, g.dtype, True), dim, _T(index), g),
 
 
 @op()
@@ -87,7 +88,7 @@ def gather(input, dim, index, *, sparse_grad=False):
         _check_along(d, idx, k, "gather")
         data = d[_along(idx, k)]
     if STATE.enabled and input._requires_grad:
-        return record(data, GatherBackward0((edge_of(input), NO_EDGE), (d.shape, k, idx, Saved(input))))
+        return record(data, GatherBackward0((edge_of(input),), (d.shape, k, idx, Saved(input))))
     return _make(data)
 
 
@@ -143,10 +144,12 @@ class ScatterBackward0(Node):
                 gself[_along(index, dim)] = 0
             else:
                 gself = scatter(g, dim, _T(index), 0.0)
-        if len(self.next_functions) > 2 and self.next_functions[2][0] is not None:
-            gs = g[_along(index, dim)] if not graph else gather(g, dim, _T(index))
-            gsrc = _src_grad(gs, sshape, type(self).__name__)
-        return (gself, None) + ((gsrc,) if len(self.next_functions) > 2 else ())
+        if len(self.next_functions) > 1:
+            if self.next_functions[1][0] is not None:
+                gs = g[_along(index, dim)] if not graph else gather(g, dim, _T(index))
+                gsrc = _src_grad(gs, sshape, type(self).__name__)
+            return gself, gsrc
+        return gself,
 
 
 class ScatterBackward1(ScatterBackward0):
@@ -160,10 +163,10 @@ class ScatterAddBackward0(Node):
     def _bw(self, g, graph):
         dim, index, sshape = self._saved
         gsrc = None
-        if self.next_functions[2][0] is not None:
+        if self.next_functions[1][0] is not None:
             gs = g[_along(index, dim)] if not graph else gather(g, dim, _T(index))
             gsrc = _src_grad(gs, sshape, type(self).__name__)
-        return g, None, gsrc
+        return g, gsrc
 
 
 class ScatterReduceNotImplemented(Node):
@@ -217,14 +220,14 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
         if not (input._requires_grad or src._requires_grad):
             return _make(data)
         if reduce is not None:
-            return record(data, ScatterReduceNotImplemented((edge_of(input), NO_EDGE, edge_of(src)), ()))
-        return record(data, ScatterBackward0((edge_of(input), NO_EDGE, edge_of(src)),
+            return record(data, ScatterReduceNotImplemented((edge_of(input), edge_of(src)), ()))
+        return record(data, ScatterBackward0((edge_of(input), edge_of(src)),
                                              (k, idx, src._data.shape)))
     if not input._requires_grad:
         return _make(data)
     if reduce is not None:
-        return record(data, ScatterReduceNotImplemented((edge_of(input), NO_EDGE), ()))
-    return record(data, ScatterBackward1((edge_of(input), NO_EDGE), (k, idx, ())))
+        return record(data, ScatterReduceNotImplemented((edge_of(input),), ()))
+    return record(data, ScatterBackward1((edge_of(input),), (k, idx, ())))
 
 
 @op()
@@ -232,7 +235,7 @@ def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
     data, idx, k = _scatter_data(input, dim, index, src, "add", "scatter_add")
     if STATE.enabled and (input._requires_grad or src._requires_grad):
-        return record(data, ScatterAddBackward0((edge_of(input), NO_EDGE, edge_of(src)),
+        return record(data, ScatterAddBackward0((edge_of(input), edge_of(src)),
                                                 (k, idx, src._data.shape)))
     return _make(data)
 
@@ -273,8 +276,8 @@ class IndexSelectBackward0(Node):
         if not graph:
             z = np.zeros(shape, dtype=g.dtype)
             np.add.at(z if shape else z.reshape(1), (slice(None),) * dim + (idx,), g)
-            return z, None
-        return index_add(_zeros(shape, g.dtype, True), dim, _T(idx), g), None
+            return z,
+        return index_add(_zeros(shape, g.dtype, True), dim, _T(idx), g),
 
 
 @op()
@@ -288,7 +291,7 @@ def index_select(input, dim, index):
     else:
         data = np.take(d, idx, axis=k)
     if STATE.enabled and input._requires_grad:
-        return record(data, IndexSelectBackward0((edge_of(input), NO_EDGE), (d.shape, k, idx)))
+        return record(data, IndexSelectBackward0((edge_of(input),), (d.shape, k, idx)))
     return _make(data)
 
 
@@ -298,7 +301,7 @@ class IndexAddBackward0(Node):
     def _bw(self, g, graph):
         dim, idx, sshape, alpha, ss = self._saved
         gs = None
-        if self.next_functions[2][0] is not None:
+        if self.next_functions[1][0] is not None:
             ss.get(self, False)  # source is saved for its gradient, as PyTorch's
             if not graph:
                 gs = np.take(g, idx, axis=dim) if g.ndim else g.reshape(1)[idx]
@@ -307,7 +310,7 @@ class IndexAddBackward0(Node):
             if alpha != 1:
                 gs = gs * alpha
             gs = gs.reshape(sshape)
-        return g, None, gs
+        return g, gs
 
 
 def _dim_key(d, k, idx):
@@ -361,7 +364,7 @@ def index_add(input, dim, index, source, *, alpha=1):
         src = src.reshape(exp_shape)  # a 0-d source or self: one element
     np.add.at(tgt, _dim_key(tgt, k, idx), src.astype(d.dtype, copy=False))
     if STATE.enabled and (input._requires_grad or source._requires_grad):
-        return record(out, IndexAddBackward0((edge_of(input), NO_EDGE, edge_of(source)),
+        return record(out, IndexAddBackward0((edge_of(input), edge_of(source)),
                                              (k, idx, sd.shape, alpha,
                                               Saved(source) if source._requires_grad else None)))
     return _make(out)
@@ -379,13 +382,13 @@ class IndexFillBackward0(Node):
         else:
             gs = index_fill(g, dim, _T(idx), 0.0)
         gv = None
-        if len(self.next_functions) > 2 and self.next_functions[2][0] is not None:
+        if len(self.next_functions) > 1 and self.next_functions[1][0] is not None:
             if not graph:
                 gv = (np.take(g, idx, axis=dim) if g.ndim else g.reshape(1)[idx]).sum()
                 gv = np.asarray(gv, dtype=g.dtype)
             else:
                 gv = index_select(g, dim, _T(np.unique(idx))).sum()
-        return (gs, None) + ((gv,) if len(self.next_functions) > 2 else ())
+        return (gs,) + ((gv,) if len(self.next_functions) > 1 else ())
 
 
 class IndexFillBackward1(IndexFillBackward0):
@@ -408,11 +411,11 @@ def index_fill(input, dim, index, value):
                                f"tensor with {value._data.ndim} dimension(s).")
         tgt[_dim_key(tgt, k, idx)] = value._data
         if STATE.enabled and (input._requires_grad or value._requires_grad):
-            return record(out, IndexFillBackward1((edge_of(input), NO_EDGE, edge_of(value)), (k, idx)))
+            return record(out, IndexFillBackward1((edge_of(input), edge_of(value)), (k, idx)))
         return _make(out)
     tgt[_dim_key(tgt, k, idx)] = value
     if STATE.enabled and input._requires_grad:
-        return record(out, IndexFillBackward0((edge_of(input), NO_EDGE), (k, idx)))
+        return record(out, IndexFillBackward0((edge_of(input),), (k, idx)))
     return _make(out)
 
 
@@ -430,13 +433,13 @@ class IndexCopyBackward0(Node):
                 (gself if gself.ndim else gself.reshape(1))[_dim_key(gself, dim, idx)] = 0
             else:
                 gself = index_fill(g, dim, _T(idx), 0.0)
-        if self.next_functions[2][0] is not None:
+        if self.next_functions[1][0] is not None:
             if not graph:
                 gs = np.take(g, idx, axis=dim) if g.ndim else g.reshape(1)[idx]
             else:
                 gs = index_select(g, dim, _T(idx))
             gs = gs.reshape(sshape)
-        return gself, None, gs
+        return gself, gs
 
 
 @op()
@@ -456,7 +459,7 @@ def index_copy(input, dim, index, source):
                            f"{list(sd.shape[:k] + sd.shape[k + 1:])} at dimension 0.")
     tgt[_dim_key(tgt, k, idx)] = sd.reshape(exp_shape)
     if STATE.enabled and (input._requires_grad or source._requires_grad):
-        return record(out, IndexCopyBackward0((edge_of(input), NO_EDGE, edge_of(source)),
+        return record(out, IndexCopyBackward0((edge_of(input), edge_of(source)),
                                               (k, idx, sd.shape,
                                                Saved(source) if source._requires_grad else None)))
     return _make(out)
@@ -536,10 +539,10 @@ class MaskedSelectBackward0(Node):
         if not graph:
             z = np.zeros(bshape, dtype=g.dtype)
             z[mask] = g
-            return sum_to(z, shape), None
+            return sum_to(z, shape),
         from .inplace import _index_put_fn
         z = _index_put_fn(_zeros(bshape, g.dtype, True), (mask,), g)
-        return sum_to(z, shape), None
+        return sum_to(z, shape),
 
 
 @op()
@@ -553,7 +556,7 @@ def masked_select(input, mask):
     mb = np.broadcast_to(md, shape)
     data = np.broadcast_to(d, shape)[mb]
     if STATE.enabled and input._requires_grad:
-        return record(data, MaskedSelectBackward0((edge_of(input), NO_EDGE), (np.ascontiguousarray(mb), d.shape, Saved(input))))
+        return record(data, MaskedSelectBackward0((edge_of(input),), (np.ascontiguousarray(mb), d.shape, Saved(input))))
     return _make(data)
 
 
@@ -568,13 +571,13 @@ class MaskedScatterBackward0(Node):
             sel = g[mask]
             gsrc = np.zeros(int(np.prod(sshape)), dtype=g.dtype)
             gsrc[:n] = sel
-            return gs, None, gsrc.reshape(sshape)
+            return gs, gsrc.reshape(sshape)
         gs = masked_fill(g, _T(mask), 0.0)
         from .. import cat, zeros
         sel = masked_select(g, _T(mask))
         rest = int(np.prod(sshape)) - n
         gsrc = cat([sel, zeros(rest, dtype=g.dtype)]) if rest else sel
-        return gs, None, gsrc.reshape(sshape)
+        return gs, gsrc.reshape(sshape)
 
 
 @op()
@@ -590,7 +593,7 @@ def masked_scatter(input, mask, source):
     out = d.copy()
     out[md] = sd.reshape(-1)[:n]
     if STATE.enabled and (input._requires_grad or source._requires_grad):
-        return record(out, MaskedScatterBackward0((edge_of(input), NO_EDGE, edge_of(source)),
+        return record(out, MaskedScatterBackward0((edge_of(input), edge_of(source)),
                                                   (np.ascontiguousarray(md), n, sd.shape)))
     return _make(out)
 
@@ -605,10 +608,10 @@ class TakeBackward0(Node):
         if not graph:
             z = np.zeros(n, dtype=g.dtype)
             np.add.at(z, idx.reshape(-1), g.reshape(-1))
-            return z.reshape(shape), None
+            return z.reshape(shape),
         from .inplace import _index_put_fn
         z = _index_put_fn(_zeros((n,), g.dtype, True), (idx.reshape(-1),), g.reshape(-1), True)
-        return z.reshape(shape), None
+        return z.reshape(shape),
 
 
 @op()
@@ -626,7 +629,7 @@ def take(input, index):
     idx = np.where(idx < 0, idx + n, idx)
     data = d.reshape(-1)[idx]
     if STATE.enabled and input._requires_grad:
-        return record(data, TakeBackward0((edge_of(input), NO_EDGE), (d.shape, idx, Saved(input))))
+        return record(data, TakeBackward0((edge_of(input),), (d.shape, idx, Saved(input))))
     return _make(data)
 
 
@@ -694,24 +697,30 @@ def _values_indices(input, vals, idx, node_cls, k, rt, squeezed=False):
     return rt(v, it)
 
 
+class SortBackward1(SortBackward0):
+    __slots__ = ()
+
+
 @op()
-def sort(input, *args, stable=None, dim=-1, descending=False):
-    """Values sorted along ``dim`` and their original indices (stable); SortBackward0.
+def sort(input, *args, stable=UNSET, dim=-1, descending=False):
+    """Values sorted along ``dim`` and their original indices (stable); SortBackward0, or
+    SortBackward1 when ``stable`` is given (even as None: PyTorch's ``sort.stable`` overload).
 
     PyTorch's two signatures: ``sort(input, dim=-1, descending=False)`` and
     ``sort(input, *, stable, dim=-1, descending=False)`` (``stable`` only with keywords)."""
-    if len(args) > 2 or (args and stable is not None):
-        raise D.bad_combo("sort", (input,) + args, {"stable": stable} if stable is not None
+    if len(args) > 2 or (args and stable is not UNSET):
+        raise D.bad_combo("sort", (input,) + args, {"stable": stable} if stable is not UNSET
                           else None)
     if args:
         dim = args[0]
         descending = args[1] if len(args) > 1 else descending
+    cls = SortBackward0 if stable is UNSET else SortBackward1
     d = input._data
     k = _dim(dim, d.ndim)
     if d.ndim == 0:
-        return _values_indices(input, d.copy(), np.zeros((), np.int64), SortBackward0, 0, sort_rt)
+        return _values_indices(input, d.copy(), np.zeros((), np.int64), cls, 0, sort_rt)
     idx = _argsort(d, k, descending).astype(np.int64)
-    return _values_indices(input, np.take_along_axis(d, idx, k), idx, SortBackward0, k, sort_rt)
+    return _values_indices(input, np.take_along_axis(d, idx, k), idx, cls, k, sort_rt)
 
 
 @op()

@@ -19,6 +19,22 @@ _make = Tensor._make
 _isT = isinstance
 
 
+class _Unset:
+    """The default of an optional argument whose mere presence selects another PyTorch
+    overload (and so another node): ``div(a, b, rounding_mode=None)`` records DivBackward2,
+    ``div(a, b)`` DivBackward0.  Shown as None."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "None"
+
+    def __bool__(self):
+        return False
+
+
+UNSET = _Unset()
+
+
 def _scalar_ok(v):
     return isinstance(v, (Number, np.number, np.bool_))
 
@@ -167,6 +183,49 @@ def _add_np(alpha):
     return lambda x, y: x + y * alpha
 
 
+class AddBackward1(Node):
+    """add.Scalar (a tensor plus a C++ Scalar, as PyTorch's composites record it): one edge."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g,
+
+
+class MulBackward1(Node):
+    """mul.Scalar (a tensor times a C++ Scalar, as PyTorch's composites record it): one edge."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return g * self._saved[0],
+
+
+def _scalar_op(a, value, fn, cls):
+    ad, v = _scalar_data(a._data, value)
+    tok = quiet_on()
+    try:
+        data = fn(ad, v)
+    finally:
+        quiet_off(tok)
+    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+        data = data.astype(ad.dtype)
+    if STATE.enabled and a._requires_grad:
+        return record(data, cls((edge_of(a),), (v,)))
+    return _make(data)
+
+
+def add_scalar(a, value):
+    """``a + value`` recorded as PyTorch's C++ composites record it (AddBackward1), for the
+    compositions dyngrad reproduces; Python's ``a + value`` records AddBackward0."""
+    return _scalar_op(a, value, np.add, AddBackward1)
+
+
+def mul_scalar(a, value):
+    """``a * value`` recorded as PyTorch's C++ composites record it (MulBackward1)."""
+    return _scalar_op(a, value, np.multiply, MulBackward1)
+
+
 @op(methods=("__add__", "__radd__"))
 def add(input, other, *, alpha=1, out=None):
     """input + alpha * other, broadcasting; AddBackward0."""
@@ -311,10 +370,11 @@ class DivBackward0(Node):
 
 
 @op(methods=("__truediv__", "true_divide"))
-def div(input, other, *, rounding_mode=None, out=None):
-    """Elementwise true division (integers give floats); DivBackward0."""
-    if rounding_mode is not None:
-        return _rounded_div(input, other, rounding_mode)
+def div(input, other, *, rounding_mode=UNSET, out=None):
+    """Elementwise true division (integers give floats); DivBackward0.  With ``rounding_mode``
+    given (None, 'trunc' or 'floor': PyTorch's div.Tensor_mode) DivBackward2."""
+    if rounding_mode is not UNSET:
+        return _out(_div_mode(input, other, rounding_mode), out)
     if _isT(other, Tensor):
         a, b = input, other
         if a._data.dtype.kind in "biu" and b._data.dtype.kind in "biu":
@@ -328,27 +388,98 @@ def div(input, other, *, rounding_mode=None, out=None):
     return _out(_binary(a, ov, np.true_divide, DivBackward0, False, False), out)
 
 
+def _true_div(input, other, cls, extra=()):
+    """True division recording ``cls`` (DivBackward2 for rounding_mode=None)."""
+    if _isT(other, Tensor):
+        a, b = input, other
+        if a._data.dtype.kind in "biu" and b._data.dtype.kind in "biu":
+            a, b = a.to(D.DEFAULTS.float), b.to(D.DEFAULTS.float)
+        return _binary(a, b, np.true_divide, cls, b._requires_grad, True, extra)
+    if not _scalar_ok(other):
+        return NotImplemented
+    a = input if input._data.dtype.kind in "fc" else input.to(D.DEFAULTS.float)
+    ov = float(other) if not isinstance(other, complex) else other
+    return _binary(a, ov, np.true_divide, cls, False, False, extra)
+
+
 divide = div
 op("divide")(div)
 
 
-def _rounded_div(a, b, mode):
-    bd = b._data if _isT(b, Tensor) else np.asarray(b)
-    if mode in ("trunc", "floor") and a._data.dtype.kind in "biu" and bd.dtype.kind in "biu" \
-            and not bd.all():
-        raise RuntimeError("ZeroDivisionError")  # PyTorch's integer kernels refuse x / 0
-    q = div(a, b)
-    from . import elementwise_more as E
-    if mode == "trunc":
-        r = E.trunc(q)
-    elif mode == "floor":
-        r = E.floor(q)
+class DivBackward2(DivBackward0):
+    """div with a rounding mode: true division's gradient for mode None, zeros for 'trunc'
+    and 'floor' (the saved operands are still unpacked, version-checked, as PyTorch's)."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        if self._saved[4] is None:
+            return DivBackward0._bw(self, g, graph)
+        sa, sb, ash, bsh = self._saved[:4]
+        _val(sb, self, graph)
+        if sa is not None:
+            _val(sa, self, graph)
+        ga = _zeros(ash, g, graph) if self.next_functions[0][0] is not None else None
+        gb = _zeros(bsh, g, graph) if self.next_functions[1][0] is not None else None
+        return ga, gb
+
+
+def _zeros(shape, like, graph):
+    if graph:
+        return _make(np.zeros(shape, like._data.dtype))
+    return np.zeros(shape, like.dtype)
+
+
+def _div_mode(a, b, mode):
+    """div(a, b, rounding_mode=mode): one DivBackward2 node (PyTorch's div.Tensor_mode)."""
+    if mode is None:
+        return _true_div(a, b, DivBackward2, (None,))
+    if mode not in ("trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{mode}'")
+    tb = _isT(b, Tensor)
+    bd = b._data if tb else np.asarray(b)
+    if a._data.dtype.kind in "biu" and bd.dtype.kind in "biu":
+        return _int_div_mode(a, b, tb, mode)
+    prev = STATE.enabled
+    STATE.enabled = False
+    try:
+        q = div(a, b)
+        if q is NotImplemented:
+            return q
+        from . import elementwise_more as E
+        r = (E.trunc if mode == "trunc" else E.floor)(q)
+    finally:
+        STATE.enabled = prev
+    if not (STATE.enabled and (a._requires_grad or (tb and b._requires_grad))):
+        return r
+    ad = a._data
+    node = DivBackward2((edge_of(a), edge_of(b) if tb else NO_EDGE),
+                        (Saved(a) if tb and b._requires_grad else None,
+                         Saved(b) if tb else b, ad.shape, bd.shape if tb else (), mode))
+    rt = r._data.dtype
+    if tb and (ad.dtype != rt or bd.dtype != rt):
+        node._casts = (ad.dtype if ad.dtype != rt else None, bd.dtype if bd.dtype != rt else None)
+    return record(r._data, node)
+
+
+def _int_div_mode(a, b, tb, mode):
+    """Integer division rounded by ``mode``, exactly, in the promoted integer dtype (integer
+    tensors never require grad: nothing is recorded)."""
+    ad = a._data
+    if tb:
+        ad, bd, _ = _pair(a, b)
     else:
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
-                         f"found '{mode}'")
-    if a._data.dtype.kind in "iu" and bd.dtype.kind in "iu":
-        return r.to(a.dtype).detach()
-    return r
+        bd = b
+        if ad.dtype == np.bool_ and type(b) is not bool:
+            ad = ad.astype(np.int64)
+    if ad.dtype == np.bool_:
+        raise NotImplementedError(f'"div_{mode}_cpu" not implemented for \'Bool\'')
+    if not np.all(bd):
+        raise RuntimeError("ZeroDivisionError")  # PyTorch's integer kernels refuse x / 0
+    q = _call2(np.floor_divide, ad, bd)
+    if mode == "trunc":
+        q = q + ((np.remainder(ad, bd) != 0) & ((ad < 0) != (bd < 0)))
+    return _make(np.asarray(q).astype(ad.dtype, copy=False))
 
 
 @op(method=False, methods=("__rtruediv__",))
@@ -696,18 +827,25 @@ RoundBackward1 = _round1_cls
 
 
 @op()
-def round(input, *, decimals=0):
-    """Round half to even (to ``decimals`` places); zero gradient (RoundBackward0/1)."""
-    if decimals == 0:
+def round(input, *, decimals=UNSET):
+    """Round half to even (to ``decimals`` places); zero gradient: RoundBackward0, or
+    RoundBackward1 when ``decimals`` is given (even 0: PyTorch's round.decimals overload)."""
+    if decimals is UNSET:
         return _round0(input)
     d = input._data
     if d.dtype.kind in "biu":
-        raise NotImplementedError(f'"round_cpu" not implemented for '
+        kernel = "round_vml_cpu" if decimals == 0 else "round_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}'")
     r = np.round(d, decimals)
     if STATE.enabled and input._requires_grad:
         return record(r, RoundBackward1((edge_of(input),), ()))
     return _make(r)
+
+
+def special_round(input, *, decimals=0):
+    """``torch.special.round``: round with ``decimals`` always passed (RoundBackward1)."""
+    return round(input, decimals=decimals)
 
 
 @op()

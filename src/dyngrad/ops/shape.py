@@ -626,17 +626,63 @@ def tile(input, *dims):
 
 @op()
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
-    """Each element repeated ``repeats`` times (along ``dim``, or of the flattened tensor)."""
+    """Each element repeated ``repeats`` times (along ``dim``, or of the flattened tensor).
+
+    PyTorch's compositions, and so its graph: an int ``repeats`` unsqueezes, expands, clones
+    and flattens (UnsqueezeBackward0, ExpandBackward0, CloneBackward0, ViewBackward0); a tensor
+    ``repeats`` selects with the repeated indices (IndexSelectBackward0)."""
     if repeats is None:  # torch.repeat_interleave(counts): indices repeated by counts
         c = input._data
         return _make(np.repeat(np.arange(c.shape[0]), c))
+    if isinstance(repeats, Tensor):
+        return _repeat_interleave_tensor(input, repeats, dim, output_size)
+    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)):
+        raise D.bad_combo("repeat_interleave", (input, repeats),
+                          {"dim": dim, "output_size": output_size})
+    repeats = int(repeats)
+    x = input if dim is not None else input.flatten()
+    k = _dim(dim if dim is not None else 0, input._data.ndim)
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    u = x.unsqueeze(k + 1)
+    shape = list(u._data.shape)
+    shape[k + 1] = repeats
+    if output_size is not None and output_size != shape[k] * repeats:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
+                           f"{shape[k] * repeats} but got {output_size}")
+    return u.expand(*shape).clone(memory_format="torch.contiguous_format").flatten(k, k + 1)
+
+
+def _repeat_interleave_tensor(input, repeats, dim, output_size):
     from .gather_scatter import index_select
-    x = input if dim is not None else input.reshape(-1)
-    k = _dim(dim, input._data.ndim) if dim is not None else 0
+    x = input if dim is not None else input.flatten()
+    k = 0
+    if dim is not None:
+        if x._data.ndim == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        k = _dim(dim, x._data.ndim)
     n = x._data.shape[k]
-    reps = repeats._data if isinstance(repeats, Tensor) else np.asarray(repeats)
-    idx = np.repeat(np.arange(n), np.broadcast_to(reps, (n,)) if reps.ndim == 0 or reps.size == 1 else reps)
-    return index_select(x, k, _make(idx.astype(np.int64)))
+    r = repeats._data
+    if r.ndim == 0 or (r.ndim == 1 and r.shape[0] == 1):
+        r = np.broadcast_to(r.reshape(1), (n,))
+    elif r.ndim == 1:
+        if r.shape[0] != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {r.shape[0]} and input.size({k}) = {n}")
+    else:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    if r.dtype not in (np.int32, np.int64):
+        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
+                                  f"'{D.TYPE_NAMES[D.FROM_NP[r.dtype]].replace('Tensor', '')}'")
+    if r.size:
+        if output_size is None and (r < 0).any():
+            raise RuntimeError("repeats can not be negative")
+        if output_size is not None and output_size != int(r.sum()):
+            raise RuntimeError("allocated size does not match required size")
+        if (r < 0).any():
+            raise RuntimeError("repeats can not be negative")
+    idx = np.repeat(np.arange(n, dtype=np.int64), r)
+    return index_select(x, k, _make(idx))
 
 
 @op()

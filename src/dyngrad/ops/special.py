@@ -327,9 +327,10 @@ for _n, _f in (("i0e", special_i0e), ("i1", special_i1), ("i1e", special_i1e)):
 
 def special_ndtr(input):
     """The standard normal CDF, as PyTorch computes it: ``(1 + erf(x / sqrt(2))) * 0.5``."""
-    from .pointwise import erf
-    x = input if input._data.dtype.kind in "fc" else input.to(D.DEFAULTS.float)
-    return (erf(x * _M_SQRT1_2) + 1) * 0.5
+    from .pointwise import add_scalar, erf, mul_scalar
+    # PyTorch's composition: (1 + erf(x * M_SQRT1_2)) * 0.5 with C++ Scalars (MulBackward1,
+    # AddBackward1, ErfBackward0, MulBackward1)
+    return mul_scalar(add_scalar(erf(mul_scalar(input, _M_SQRT1_2)), 1), 0.5)
 
 
 # --- polygamma / mvlgamma ----------------------------------------------------------------
