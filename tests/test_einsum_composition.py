@@ -184,3 +184,43 @@ def test_svd_factors_have_pytorch_strides(shape, full):
                    strict=False)
 def test_einsum_after_a_partial_sum_of_a_permuted_operand():
     _same(lambda L, a, b: L.einsum("...ij,...jk->ij", a, b), [(2, 2, 3), (2, 3, 4)])
+
+
+EINSUM_BAD = [("ii->i", [(2, 3)]), ("ij->ii", [(2, 3)]), ("i1->i", [(2, 3)]), ("i..j->", [(2, 3)]),
+              ("...i,...i->", [(2, 3), (3, 3)]), ("ij,jk->ik", [(2, 3), (4, 2)]),
+              ("ij->k", [(2, 3)]), ("ijk->", [(2, 3)]), ("i...jk->", [(2, 3)]),
+              ("i,i->i", [(2,), (3,)]), ("ii,i->", [(3, 3), (2,)]), ("i->i->i", [(2,)]),
+              ("i,j,k", [(2,), (3,)]), ("i", [(2,), (3,)]), ("i....->", [(2,)]),
+              ("...i...->", [(2,)]), ("i->...i...", [(2,)]), ("i->.i", [(2,)])]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUM_BAD, ids=[e for e, _ in EINSUM_BAD])
+@pytest.mark.parametrize("grad", [False, True])
+def test_einsum_errors_as_pytorch(eq, shapes, grad):
+    got = []
+    for L in (dyngrad, torch):
+        with pytest.raises(Exception) as e:
+            L.einsum(eq, *[L.ones(s, dtype=L.float64, requires_grad=grad) for s in shapes])
+        got.append((type(e.value), str(e.value)))
+    assert got[0][0].__name__ == got[1][0].__name__ and got[0][1] == got[1][1]
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_einsum_mixed_dtypes_as_pytorch(grad):
+    """PyTorch's bmm refuses operands of two dtypes (left one named first, after the operand
+    swap), its mul promotes them."""
+    for eq, dts in [("ij,jk->ik", ("float32", "float64")), ("i,j->ij", ("float32", "float64")),
+                    ("jk,ij->ik", ("float64", "float32")), ("ij,jk->ik", ("int64", "int64")),
+                    ("i,i->", ("float32", "int64"))]:
+        res = []
+        for L in (dyngrad, torch):
+            shp = [(2, 3), (3, 4)] if eq.startswith("ij,") else [(3, 4), (2, 3)] \
+                if eq.startswith("jk") else [(3,), (3,)]
+            ops = [L.ones(s, dtype=getattr(L, d), requires_grad=grad and d.startswith("f"))
+                   for s, d in zip(shp, dts)]
+            try:
+                r = L.einsum(eq, *ops)
+                res.append((str(r.dtype), float(r.sum())))
+            except RuntimeError as e:
+                res.append(str(e))
+        assert res[0] == res[1], (eq, res)

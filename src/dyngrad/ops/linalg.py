@@ -534,69 +534,154 @@ def outer(input, vec2):
 op("ger", method=False)(outer)
 
 
-def _einsum_parse(eq, shapes):
-    """Explicit subscripts per operand and for the output (ellipsis expanded to letters)."""
-    eq = eq.replace(" ", "")
-    lhs, rhs = eq.split("->") if "->" in eq else (eq, None)
-    ins = lhs.split(",")
-    if len(ins) != len(shapes):
-        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
-                           if len(shapes) > len(ins) else
-                           "einsum(): fewer operands were provided than specified in the equation")
-    used = set(c for c in eq if c.isalpha())
-    free = [c for c in _string.ascii_letters if c not in used]
-    nd = 0
-    for s, shp in zip(ins, shapes):
-        if "..." in s:
-            nd = nd if nd > len(shp) - (len(s) - 3) else len(shp) - (len(s) - 3)
-    ell = "".join(free[:nd])
-    out = []
-    for i, (s, shp) in enumerate(zip(ins, shapes)):
-        if "..." in s:
-            k = len(shp) - (len(s) - 3)
-            s = s.replace("...", ell[nd - k:])
-        if len(s) != len(shp):
-            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does "
-                               f"not match the number of dimensions ({len(shp)}) for operand {i}"
-                               f"{'' if '...' in ins[i] else ' and no ellipsis was given'}")
-        out.append(s)
-    if rhs is None:
-        cnt = _Counter("".join(x.replace("...", "") for x in ins))
-        rhs = ell + "".join(sorted(c for c in cnt if cnt[c] == 1))
-    else:
-        rhs = rhs.replace("...", ell)
-        have = set("".join(out))
-        for c in rhs:
-            if c not in have:
-                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
-                                   f"equation for any input operand")
-    return out, rhs, free[nd:]
+class _EinsumPlan:
+    """An einsum equation checked and laid out as ATen's einsum does: each operand's subscripts
+    (None for an ellipsis), where each subscript (and the ellipsis' dims) goes in the common
+    dim order -- the output's dims first (``out_num_dim`` of them), then the contracted ones
+    -- and how many operands hold each of those dims with a size other than 1."""
+
+    __slots__ = ("labels", "ell_num_dim", "ell_index", "pos", "out_num_dim", "perm_index",
+                 "dim_counts", "sizes")
 
 
-def _einsum_sizes(subs, shapes):
-    sizes = {}
-    for i, (s, shp) in enumerate(zip(subs, shapes)):
-        for c, n in zip(s, shp):
-            m = sizes.get(c)
-            if m is None or m == 1:
-                sizes[c] = n
-            elif n != 1 and n != m:
-                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} which "
-                                   f"does not broadcast with previously seen size {m}")
-    return sizes
-
-
-def _einsum_labels(term):
-    """One operand's (or the output's) subscripts: letters, with None for an ellipsis."""
-    out, i = [], 0
-    while i < len(term):
-        if term[i] == ".":
-            out.append(None)
-            i += 3
+def _einsum_plan(equation, operands):
+    """Parse and check ``equation`` against the operands with PyTorch's errors, in its order."""
+    n = len(operands)
+    arrow = equation.find("->")
+    lhs = equation if arrow < 0 else equation[:arrow]
+    labels = [[] for _ in range(n)]
+    cur, ell_seen, i = 0, False, 0
+    while i < len(lhs):
+        c = lhs[i]
+        if c == " ":
+            pass
+        elif c == ".":
+            if ell_seen:
+                raise RuntimeError(f"einsum(): found '.' for operand {cur} for which an ellipsis "
+                                   f"was already found")
+            if not (i + 2 < len(lhs) and lhs[i + 1] == "." and lhs[i + 2] == "."):
+                raise RuntimeError(f"einsum(): found '.' for operand {cur} that is not part of "
+                                   f"any ellipsis")
+            i += 2
+            labels[cur].append(None)
+            ell_seen = True
+        elif c == ",":
+            cur += 1
+            if cur >= n:
+                raise RuntimeError("einsum(): fewer operands were provided than specified in the "
+                                   "equation")
+            ell_seen = False
+        elif c.isascii() and c.isalpha():
+            labels[cur].append(c)
         else:
-            out.append(term[i])
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation "
+                               f"string, subscripts must be in [a-zA-Z]")
+        i += 1
+    if cur != n - 1:
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    count = _Counter()
+    ell_num_dim = 0
+    for k, (lab, o) in enumerate(zip(labels, operands)):
+        nl = sum(1 for c in lab if c is not None)
+        has_ell = None in lab
+        nd = o.dim()
+        if has_ell:
+            ell_num_dim = max(ell_num_dim, nd - nl)
+        count.update(c for c in lab if c is not None)
+        if (nl > nd) if has_ell else (nl != nd):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({nl}) "
+                               f"{'is more than' if has_ell else 'does not match'} the number "
+                               f"of dimensions ({nd}) for operand {k}"
+                               f"{'' if has_ell else ' and no ellipsis was given'}")
+    order = sorted(count)  # PyTorch numbers A-Z before a-z, as ASCII does
+    pos = {}
+    if arrow < 0:  # implicit output: the ellipsis, then the subscripts seen once
+        perm_index, ell_index, ell_out = ell_num_dim, 0, True
+        for c in order:
+            if count[c] == 1:
+                pos[c] = perm_index
+                perm_index += 1
+    else:
+        perm_index, ell_index, ell_out = 0, 0, False
+        rhs = equation[arrow + 2:]
+        i = 0
+        while i < len(rhs):
+            c = rhs[i]
+            if c == " ":
+                pass
+            elif c == ".":
+                if ell_out:
+                    raise RuntimeError("einsum(): found '.' for output but an ellipsis (...) was "
+                                       "already found")
+                if not (i + 2 < len(rhs) and rhs[i + 1] == "." and rhs[i + 2] == "."):
+                    raise RuntimeError("einsum(): found '.' for output that is not part of any "
+                                       "ellipsis (...)")
+                i += 2
+                ell_index, ell_out = perm_index, True
+                perm_index += ell_num_dim
+            elif c.isascii() and c.isalpha():
+                if not count[c] or c in pos:
+                    raise RuntimeError(f"einsum(): output subscript {c}"
+                                       f"{' appears more than once in the output' if c in pos else ' does not appear in the equation for any input operand'}")
+                pos[c] = perm_index
+                perm_index += 1
+            else:
+                raise RuntimeError(f"einsum(): invalid subscript given at index {len(lhs) + 2 + i} "
+                                   f"in the equation string, subscripts must be in [a-zA-Z]")
             i += 1
-    return out
+    out_num_dim = perm_index
+    if not ell_out:
+        ell_index = perm_index
+        perm_index += ell_num_dim
+    for c in order:
+        if c not in pos:
+            pos[c] = perm_index
+            perm_index += 1
+    # sizes: every dim of size other than 1 must agree (broadcast), repeated subscripts of one
+    # operand exactly
+    sizes = [1] * perm_index
+    dim_counts = [0] * perm_index
+    for k, (lab, o) in enumerate(zip(labels, operands)):
+        shape = o.shape
+        at = {}
+        dim = 0
+        for c in lab:
+            if c is None:
+                nd = len(shape) - (len(lab) - 1)
+                for j in range(ell_num_dim - nd, ell_num_dim):
+                    s = shape[dim]
+                    if s != 1:
+                        if sizes[ell_index + j] not in (1, s):
+                            raise RuntimeError(
+                                f"einsum(): dimension {dim} covered by ellipsis in operand {k}has "
+                                f"size {s} which does not broadcast with previously seen "
+                                f"ellipsis with size {sizes[ell_index + j]} for the respective "
+                                f"dimension")
+                        sizes[ell_index + j] = s
+                        dim_counts[ell_index + j] += 1
+                    dim += 1
+            elif c not in at:
+                s = shape[dim]
+                if s != 1:
+                    if sizes[pos[c]] not in (1, s):
+                        raise RuntimeError(f"einsum(): subscript {c} has size {s} for operand {k} "
+                                           f"which does not broadcast with previously seen size "
+                                           f"{sizes[pos[c]]}")
+                    sizes[pos[c]] = s
+                    dim_counts[pos[c]] += 1
+                at[c] = dim
+                dim += 1
+            else:
+                s, first = shape[dim], shape[at[c]]
+                if s != first:
+                    raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but "
+                                       f"the sizes don't match, {s} != {first}")
+                shape = shape[:dim] + shape[dim + 1:]  # the diagonal keeps the first one's place
+    p = _EinsumPlan()
+    p.labels, p.ell_num_dim, p.ell_index, p.pos = labels, ell_num_dim, ell_index, pos
+    p.out_num_dim, p.perm_index, p.dim_counts, p.sizes = out_num_dim, perm_index, dim_counts, \
+        sizes
+    return p
 
 
 _OPT_EINSUM = []
@@ -674,64 +759,27 @@ def _sumproduct_pair(left, right, sum_dims):
     return bmm(a, b).view(*out_size).permute(*operm)
 
 
-def _einsum_graph(equation, operands):
-    """einsum recorded as PyTorch composes it (ATen's einsum): each operand's repeated
-    subscripts taken as diagonals, missing dims unsqueezed and all dims permuted into one
-    order (output dims, then contracted ones); operands contracted pairwise with
-    sumproduct_pair (left to right, or opt_einsum's path), dims only one operand still holds
-    summed first; the contracted dims viewed (or, for one operand, summed) away.  Its nodes,
-    saved tensors and version checks are PyTorch's.  The equation is already checked."""
-    eq = equation.replace(" ", "")
-    arrow = eq.find("->")
-    labels = [_einsum_labels(t) for t in (eq if arrow < 0 else eq[:arrow]).split(",")]
-    count = _Counter()
-    ell_num_dim = 0
-    for lab, o in zip(labels, operands):
-        n = sum(1 for c in lab if c is not None)
-        if None in lab:
-            ell_num_dim = max(ell_num_dim, o.dim() - n)
-        count.update(c for c in lab if c is not None)
-    order = sorted(count)  # PyTorch numbers A-Z before a-z, as ASCII does
-    pos = {}
-    if arrow < 0:  # implicit output: the ellipsis, then the subscripts seen once
-        perm_index, ell_index, ell_out = ell_num_dim, 0, True
-        for c in order:
-            if count[c] == 1:
-                pos[c] = perm_index
-                perm_index += 1
-    else:
-        perm_index, ell_index, ell_out = 0, 0, False
-        for c in _einsum_labels(eq[arrow + 2:]):
-            if c is None:
-                ell_index, ell_out = perm_index, True
-                perm_index += ell_num_dim
-            else:
-                pos[c] = perm_index
-                perm_index += 1
-    out_num_dim = perm_index
-    if not ell_out:
-        ell_index = perm_index
-        perm_index += ell_num_dim
-    for c in order:
-        if c not in pos:
-            pos[c] = perm_index
-            perm_index += 1
-    dim_counts = [0] * perm_index
+def _einsum_graph(equation, operands, plan):
+    """einsum as PyTorch composes it (ATen's einsum): each operand's repeated subscripts taken
+    as diagonals, missing dims unsqueezed and all dims permuted into the plan's order;
+    operands contracted pairwise with sumproduct_pair (left to right, or opt_einsum's path),
+    dims only one operand still holds summed first; the contracted dims viewed (or, for one
+    operand, summed) away.  Recorded, its nodes, saved tensors and version checks are
+    PyTorch's."""
+    pos, perm_index, out_num_dim = plan.pos, plan.perm_index, plan.out_num_dim
+    ell_num_dim, ell_index = plan.ell_num_dim, plan.ell_index
+    dim_counts = list(plan.dim_counts)
     ops = []
-    for lab, t in zip(labels, operands):
+    for lab, t in zip(plan.labels, operands):
         perm = [-1] * perm_index
         dim = 0
         for c in lab:
             if c is None:
                 nd = t.dim() - (len(lab) - 1)
                 for j in range(ell_num_dim - nd, ell_num_dim):
-                    if t.shape[dim] != 1:
-                        dim_counts[ell_index + j] += 1
                     perm[ell_index + j] = dim
                     dim += 1
             elif perm[pos[c]] == -1:
-                if t.shape[dim] != 1:
-                    dim_counts[pos[c]] += 1
                 perm[pos[c]] = dim
                 dim += 1
             else:  # a repeated subscript: its diagonal, moved to the first one's place
@@ -784,10 +832,40 @@ def _einsum_graph(equation, operands):
     return r
 
 
+def _einsum_numpy(plan, operands):
+    """The result by one NumPy einsum (nothing recorded, all operands of one dtype): each
+    operand broadcast to the plan's sizes, a letter for every dim of the plan."""
+    used = set(plan.pos)
+    free = iter(c for c in _string.ascii_letters if c not in used)
+    letter = {k: c for c, k in plan.pos.items()}
+    for j in range(plan.ell_num_dim):
+        letter[plan.ell_index + j] = next(free)
+    size = {c: plan.sizes[k] for k, c in letter.items()}
+    subs, arrs = [], []
+    for lab, o in zip(plan.labels, operands):
+        s = []
+        for c in lab:
+            if c is None:
+                nd = o.dim() - (len(lab) - 1)
+                s += [letter[plan.ell_index + j] for j in range(plan.ell_num_dim - nd,
+                                                                plan.ell_num_dim)]
+            else:
+                s.append(c)
+        full = tuple(size[c] for c in s)
+        d = o._data
+        subs.append("".join(s))
+        arrs.append(np.broadcast_to(d, full) if d.ndim and d.shape != full else d)
+    eq = ",".join(subs) + "->" + "".join(letter[k] for k in range(plan.out_num_dim))
+    r = np.asarray(np.einsum(eq, *arrs, optimize=len(arrs) > 2))
+    if r.base is not None or not r.flags.writeable:
+        r = r.copy()
+    return _make(r)
+
+
 @op(method=False)
 def einsum(equation, *operands):
-    """Einstein summation: NumPy's einsum when nothing is recorded, PyTorch's composition of
-    permutes, bmm and views (``_einsum_graph``) when it is."""
+    """Einstein summation: PyTorch's composition of permutes, bmm and views when recording
+    (``_einsum_graph``), one NumPy einsum otherwise."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:
@@ -800,22 +878,12 @@ def einsum(equation, *operands):
         if not isinstance(o, Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
                             f"{D.type_name(o)}")
-    datas = [o._data for o in operands]
-    subs, rhs, free = _einsum_parse(equation, [d.shape for d in datas])
-    sizes = _einsum_sizes(subs, [d.shape for d in datas])
-    if len(datas) > 1:
-        dts = {d.dtype for d in datas}
-        if len(dts) > 1:
-            raise RuntimeError(f"expected scalar type {D.scalar_type_name(datas[0].dtype)} but "
-                               f"found {D.scalar_type_name(next(d.dtype for d in datas if d.dtype != datas[0].dtype))}")
-    if STATE.enabled and any(o._requires_grad for o in operands):
-        return _einsum_graph(equation, operands)
-    r = np.asarray(np.einsum(",".join(subs) + "->" + rhs,
-                             *[np.broadcast_to(d, tuple(sizes[c] for c in s)) if d.ndim else d
-                               for d, s in zip(datas, subs)], optimize=len(datas) > 2))
-    if r.base is not None or not r.flags.writeable:
-        r = r.copy()
-    return _make(r)
+    plan = _einsum_plan(equation, operands)
+    if (STATE.enabled and any(o._requires_grad for o in operands)) or \
+            len({o._data.dtype for o in operands}) > 1:
+        # operands of several dtypes: PyTorch's bmm refuses them, its mul promotes them
+        return _einsum_graph(equation, operands, plan)
+    return _einsum_numpy(plan, operands)
 
 
 # --- inverse, determinants, solve --------------------------------------------------------------
