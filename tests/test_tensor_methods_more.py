@@ -314,3 +314,236 @@ def test_fill_diagonal_graph_and_gradient():
         b.sum().backward()
         res.append((names, a.grad.tolist(), b.tolist()))
     assert res[0] == res[1]
+
+
+# --- random sampling in place -----------------------------------------------------------------
+SAMPLER_DTYPES = ("float32", "float64", "float16", "int64", "int32", "int8", "uint8", "bool",
+                  "complex64")
+SAMPLER_CALLS = [
+    ("uniform_", ()), ("uniform_", (2.0, 1.0)), ("uniform_", (1.0, 1.0)),
+    ("uniform_", (0.0, float("inf"))), ("uniform_", (-3e38, 3e38)), ("uniform_", (0.0, 1e5)),
+    ("uniform_", (float("nan"), 1.0)), ("uniform_", ("a",)),
+    ("normal_", ()), ("normal_", (0.0, -1.0)), ("normal_", (2.0, 0.0)),
+    ("normal_", (0.0, float("nan"))),
+    ("bernoulli_", ()), ("bernoulli_", (0.3,)), ("bernoulli_", (2,)),
+    ("bernoulli_", (float("nan"),)), ("bernoulli_", ("T", [0.0, 1.0, 1.0])),
+    ("bernoulli_", ("T", [0.0, 2.0, 1.0])), ("bernoulli_", ("Ti", [0, 1, 1])),
+    ("bernoulli_", ("T", [[0.0, 1.0, 1.0]])), ("bernoulli_", ("T", [1.0])),
+    ("bernoulli", ()), ("bernoulli", (0.5,)), ("bernoulli", (1.5,)),
+    ("exponential_", ()), ("exponential_", (0,)), ("exponential_", (float("nan"),)),
+    ("exponential_", (2.5,)),
+    ("geometric_", (0.5,)), ("geometric_", (0,)), ("geometric_", (1,)), ("geometric_", ()),
+    ("log_normal_", ()), ("log_normal_", (1, 0)), ("log_normal_", (0.0, 0.5)),
+    ("cauchy_", ()), ("cauchy_", (0, 0)), ("cauchy_", (1.0, 2.0)),
+    ("random_", ()), ("random_", (5,)), ("random_", (0,)), ("random_", (3, 5)),
+    ("random_", (5, 3)), ("random_", (3, None)), ("random_", (-1, 5)), ("random_", (0, 300)),
+    ("random_", (0, 2 ** 30)), ("random_", (-2 ** 40, 2 ** 40)), ("random_", (0.5, 3)),
+    ("random_", (3.0,)), ("random_", (-2 ** 63,)), ("random_", (-2 ** 63, None)),
+    ("random_", (2 ** 60, None)), ("random_", (0, 2 ** 62)),
+]
+
+
+def _sample(L, dt, n, name, args):
+    x = L.zeros(n, dtype=getattr(L, dt))
+    a = list(args)
+    if args and args[0] in ("T", "Ti"):
+        a = [L.tensor(args[1], dtype=L.float32 if args[0] == "T" else L.int64)]
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            r = getattr(x, name)(*a)
+    except Exception as e:  # noqa: BLE001
+        return type(e).__name__, str(e).split("\n")[0]
+    finite = bool(np.isfinite(r.numpy()).all()) if n and r.dtype.is_floating_point else None
+    return (str(r.dtype).split(".")[-1], tuple(r.shape), r is x, ver(x),
+            tuple(str(m.message)[:60] for m in w), finite)
+
+
+@pytest.mark.parametrize("dt", SAMPLER_DTYPES)
+def test_sampler_arguments_dtypes_and_errors_match_torch(dt):
+    diffs = []
+    for n in (3, 0):
+        for name, args in SAMPLER_CALLS:
+            a, b = _sample(dyngrad, dt, n, name, args), _sample(torch, dt, n, name, args)
+            if a != b:
+                diffs.append(f"{name}{args} n={n}: dyngrad {a} torch {b}")
+    assert not diffs, "\n".join(diffs)
+
+
+N = 200_000
+
+
+def _draw(call, dtype=None):
+    dyngrad.manual_seed(0)
+    return call(dyngrad.empty(N, dtype=dtype or dyngrad.float64)).numpy()
+
+
+def test_uniform_range_and_moments():
+    a = _draw(lambda t: t.uniform_(-2, 3))
+    assert a.min() >= -2 and a.max() < 3
+    assert abs(a.mean() - 0.5) < 0.02 and abs(a.var() - 25 / 12) < 0.03
+    f = _draw(lambda t: t.uniform_(), dyngrad.float32)
+    assert f.dtype == np.float32 and 0 <= f.min() and f.max() < 1
+
+
+def test_normal_log_normal_cauchy_exponential_moments():
+    a = _draw(lambda t: t.normal_(1.5, 2.0))
+    assert abs(a.mean() - 1.5) < 0.02 and abs(a.std() - 2.0) < 0.02
+    ln = np.log(_draw(lambda t: t.log_normal_(0.5, 0.25)))
+    assert abs(ln.mean() - 0.5) < 0.005 and abs(ln.std() - 0.25) < 0.005
+    c = _draw(lambda t: t.cauchy_(1.0, 2.0))
+    q1, q2, q3 = np.percentile(c, [25, 50, 75])
+    assert abs(q2 - 1.0) < 0.05 and abs((q3 - q1) / 2 - 2.0) < 0.06
+    e = _draw(lambda t: t.exponential_(4.0))
+    assert e.min() >= 0 and abs(e.mean() - 0.25) < 0.005 and abs(e.std() - 0.25) < 0.005
+    z = _draw(lambda t: t.normal_(0.0, 2.0), dyngrad.complex128)
+    assert abs(z.real.std() - np.sqrt(2)) < 0.02 and abs(z.imag.std() - np.sqrt(2)) < 0.02
+
+
+def test_discrete_samplers_ranges_and_moments():
+    b = _draw(lambda t: t.bernoulli_(0.3))
+    assert set(np.unique(b)) <= {0.0, 1.0} and abs(b.mean() - 0.3) < 0.01
+    p = dyngrad.tensor([0.0, 0.25, 1.0], dtype=dyngrad.float64)
+    dyngrad.manual_seed(0)
+    bt = dyngrad.empty(N // 4, 3).bernoulli_(p).numpy()
+    assert (bt[:, 0] == 0).all() and (bt[:, 2] == 1).all() and abs(bt[:, 1].mean() - 0.25) < 0.01
+    g = _draw(lambda t: t.geometric_(0.25), dyngrad.int64)
+    assert g.min() >= 1 and abs(g.mean() - 4.0) < 0.06
+    r = _draw(lambda t: t.random_(3, 9), dyngrad.int64)
+    assert set(np.unique(r)) == set(range(3, 9))
+    r = _draw(lambda t: t.random_(4), dyngrad.int16)
+    assert set(np.unique(r)) == {0, 1, 2, 3}
+    r = _draw(lambda t: t.random_(), dyngrad.uint8)
+    assert r.min() == 0 and r.max() == 255
+    r = _draw(lambda t: t.random_(), dyngrad.float16)
+    assert r.min() >= 0 and r.max() <= 2048 and (r == np.round(r)).all()
+    r = _draw(lambda t: t.random_(), dyngrad.bool)
+    assert abs(r.mean() - 0.5) < 0.01
+    r = _draw(lambda t: t.random_(250, None), dyngrad.uint8)
+    assert set(np.unique(r)) == set(range(250, 256))
+    m = dyngrad.tensor([0.0, 1.0, 3.0])
+    dyngrad.manual_seed(0)
+    s = m.multinomial(N, replacement=True).numpy()
+    assert set(np.unique(s)) == {1, 2} and abs((s == 2).mean() - 0.75) < 0.01
+    dyngrad.manual_seed(0)
+    bo = dyngrad.full((N,), 0.8, dtype=dyngrad.float64).bernoulli().numpy()
+    assert abs(bo.mean() - 0.8) < 0.01
+
+
+SEEDED = {
+    "uniform_": lambda t, g: t.uniform_(-1, 1, generator=g),
+    "normal_": lambda t, g: t.normal_(generator=g),
+    "bernoulli_": lambda t, g: t.bernoulli_(0.5, generator=g),
+    "bernoulli_tensor": lambda t, g: t.bernoulli_(dyngrad.full((50,), 0.5), generator=g),
+    "exponential_": lambda t, g: t.exponential_(generator=g),
+    "geometric_": lambda t, g: t.geometric_(0.3, generator=g),
+    "log_normal_": lambda t, g: t.log_normal_(generator=g),
+    "cauchy_": lambda t, g: t.cauchy_(generator=g),
+    "random_": lambda t, g: t.random_(generator=g),
+    "random_to": lambda t, g: t.random_(100, generator=g),
+    "random_from_to": lambda t, g: t.random_(-5, 5, generator=g),
+    "bernoulli": lambda t, g: t.uniform_(generator=g).bernoulli(generator=g),
+    "bernoulli_p": lambda t, g: t.bernoulli(0.5, generator=g),
+    "multinomial": lambda t, g: (t.uniform_(generator=g) + 0.1).multinomial(20, generator=g),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEEDED))
+def test_samplers_are_deterministic_under_a_seed(name):
+    f = SEEDED[name]
+
+    def run(seed, gen=False):
+        if gen:
+            g = dyngrad.Generator().manual_seed(seed)
+        else:
+            dyngrad.manual_seed(seed)
+            g = None
+        return f(dyngrad.zeros(50), g).tolist()
+
+    assert run(7) == run(7) and run(7) != run(8)
+    assert run(7, True) == run(7, True) and run(7, True) != run(8, True)
+
+
+SAMPLER_GRAPH = {
+    "uniform_": lambda L, y, p: y.uniform_(),
+    "normal_": lambda L, y, p: y.normal_(),
+    "bernoulli_float": lambda L, y, p: y.bernoulli_(0.3),
+    "bernoulli_tensor": lambda L, y, p: y.bernoulli_(p),
+    "bernoulli_tensor_nograd_p": lambda L, y, p: y.bernoulli_(L.full((4,), 0.5)),
+    "bernoulli": lambda L, y, p: y.sigmoid().bernoulli(),
+    "torch_bernoulli": lambda L, y, p: L.bernoulli(y.sigmoid()),
+    "exponential_": lambda L, y, p: y.exponential_(),
+    "geometric_": lambda L, y, p: y.geometric_(0.5),
+    "log_normal_": lambda L, y, p: y.log_normal_(),
+    "cauchy_": lambda L, y, p: y.cauchy_(),
+    "random_": lambda L, y, p: y.random_(),
+    "random_to": lambda L, y, p: y.random_(5),
+    "random_from_to": lambda L, y, p: y.random_(2, 5),
+    "random_from": lambda L, y, p: y.random_(2, None),
+    "view": lambda L, y, p: (y[:2].uniform_(), y)[1],
+}
+
+
+def _walk(t):
+    def w(fn, d):
+        if fn is None:
+            return None
+        name = fn.name().replace("torch::autograd::", "")
+        return name if d == 0 else (name, [w(f, d - 1) for f, _ in fn.next_functions])
+    return w(t.grad_fn, 3)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLER_GRAPH))
+def test_sampler_graphs_and_zero_gradients_match_torch(name):
+    res = []
+    for L in LIBS:
+        x = L.ones(3, 4, requires_grad=True)
+        p = L.full((3, 4), 0.5, requires_grad=True)
+        y = x * 1
+        r = SAMPLER_GRAPH[name](L, y, p)
+        graph = _walk(r)
+        r.sum().backward()
+        res.append((graph, [None if t.grad is None else t.grad.tolist() for t in (x, p)],
+                    ver(y), r.shape == y.shape or None))
+    assert res[0] == res[1]
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLER_GRAPH))
+def test_samplers_refuse_a_leaf_requiring_grad_and_work_under_no_grad(name):
+    if name in ("bernoulli", "torch_bernoulli"):
+        pytest.skip("not in place")
+    msgs = []
+    for L in LIBS:
+        x = L.ones(3, 4, requires_grad=True)
+        with pytest.raises(RuntimeError) as e:
+            SAMPLER_GRAPH[name](L, x, L.full((3, 4), 0.5))
+        msgs.append(str(e.value).split("\n")[0])
+        with L.no_grad():
+            SAMPLER_GRAPH[name](L, x, L.full((3, 4), 0.5))
+        assert ver(x) == 1 and x.is_leaf and x.requires_grad
+    assert msgs[0] == msgs[1]
+
+
+def test_bernoulli_with_p_has_no_derivative():
+    msgs = []
+    for L in LIBS:
+        x = L.ones(3, requires_grad=True)
+        r = (x * 0.5).bernoulli(0.3)
+        assert r.grad_fn.name() == "torch::autograd::NotImplemented"
+        with pytest.raises(RuntimeError) as e:
+            r.sum().backward()
+        msgs.append(str(e.value).split("\n")[0])
+    assert msgs[0] == msgs[1] == "derivative for aten::bernoulli is not implemented"
+
+
+def test_nn_init_style_use_on_parameters():
+    """nn.init fills parameters under no_grad with these methods."""
+    lin = dyngrad.nn.Linear(4, 3)
+    dyngrad.manual_seed(1)
+    with dyngrad.no_grad():
+        lin.weight.uniform_(-0.1, 0.1)
+        lin.bias.normal_(0.0, 0.01)
+    assert lin.weight.is_leaf and lin.weight.requires_grad
+    assert (lin.weight.abs() < 0.1).all()
+    lin(dyngrad.ones(2, 4)).sum().backward()
+    assert lin.weight.grad.shape == (3, 4)

@@ -595,12 +595,9 @@ def _num(v):
 
 
 def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
-    if p is not None and not 0 <= p <= 1:
-        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(p)}")
-    if p is None and input._data.size and not ((input._data >= 0) & (input._data <= 1)).all():
-        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-    probs = input._data if p is None else np.full(input._data.shape, p)
-    return _make((rng(generator).random(input._data.shape) < probs).astype(input._data.dtype))
+    """1 with probability ``input`` (or ``p``) at each element, else 0 (see ``ops.sampling``)."""
+    from .ops.sampling import _bernoulli
+    return _bernoulli(input, p, generator=generator, out=out)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:

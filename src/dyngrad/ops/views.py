@@ -507,18 +507,22 @@ def alias(input):
 
 
 # --- hsplit / vsplit / dsplit ---------------------------------------------------------------
-def _dir_split(name, input, indices_or_sections, min_dim, dim):
-    """hsplit/vsplit/dsplit: tensor_split along ``dim``, sections dividing the size exactly."""
+def _dir_split(name, input, indices_or_sections, min_dim, method):
+    """hsplit/vsplit/dsplit: tensor_split along their dim, sections dividing the size exactly
+    (``method``: called as ``Tensor.<name>``, whose type error leaves out the input)."""
+    if isinstance(indices_or_sections, (bool, float, Tensor)) or not isinstance(
+            indices_or_sections, (int, np.integer, tuple, list)):
+        from .. import _dtype as D
+        got = D.type_name(indices_or_sections)
+        t = "" if method else "Tensor input, "
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({'' if method else 'Tensor, '}{got}), but expected one of:\n"
+                        f" * ({t}int sections)\n * ({t}tuple of ints indices)")
     d = input._data
     if d.ndim < min_dim:
         raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, "
                            f"but got a tensor with {d.ndim} dimensions!")
-    if isinstance(indices_or_sections, (bool, float, Tensor)) or not isinstance(
-            indices_or_sections, (int, np.integer, tuple, list)):
-        from .. import _dtype as D
-        raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                        f"({D.type_name(indices_or_sections)}), but expected one of:\n"
-                        f" * (int sections)\n * (tuple of ints indices)")
+    dim = {"hsplit": 0 if d.ndim == 1 else 1, "vsplit": 0, "dsplit": 2}[name]
     if isinstance(indices_or_sections, (int, np.integer)):
         n = d.shape[dim]
         s = int(indices_or_sections)
@@ -530,22 +534,26 @@ def _dir_split(name, input, indices_or_sections, min_dim, dim):
     return tensor_split(input, indices_or_sections, dim)
 
 
-@op()
-def hsplit(input, indices_or_sections):
-    """Split along the columns (dim 1; dim 0 of a 1-D tensor): views, SliceBackward0 each."""
-    return _dir_split("hsplit", input, indices_or_sections, 1, 0 if input._data.ndim == 1 else 1)
+def _register_dir_split(name, min_dim, doc):
+    def function(input, indices_or_sections):
+        return _dir_split(name, input, indices_or_sections, min_dim, False)
+
+    def method(self, indices_or_sections):
+        return _dir_split(name, self, indices_or_sections, min_dim, True)
+
+    function.__name__ = function.__qualname__ = method.__name__ = method.__qualname__ = name
+    function.__doc__ = method.__doc__ = doc
+    op(name, method=False)(function)
+    op("_" + name + "_method", function=False, method=False, methods=(name,))(method)
+    return function
 
 
-@op()
-def vsplit(input, indices_or_sections):
-    """Split along the rows (dim 0) of a tensor of at least 2 dims: views."""
-    return _dir_split("vsplit", input, indices_or_sections, 2, 0)
-
-
-@op()
-def dsplit(input, indices_or_sections):
-    """Split along the depth (dim 2) of a tensor of at least 3 dims: views."""
-    return _dir_split("dsplit", input, indices_or_sections, 3, 2)
+hsplit = _register_dir_split("hsplit", 1, "Split along the columns (dim 1; dim 0 of a 1-D "
+                                          "tensor): views, SliceBackward0 each.")
+vsplit = _register_dir_split("vsplit", 2, "Split along the rows (dim 0) of a tensor of at least "
+                                          "2 dims: views.")
+dsplit = _register_dir_split("dsplit", 3, "Split along the depth (dim 2) of a tensor of at least "
+                                          "3 dims: views.")
 
 
 # --- unfold: the sliding-window view ----------------------------------------------------------

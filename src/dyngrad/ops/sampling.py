@@ -1,0 +1,458 @@
+"""Random sampling in place (``uniform_``, ``normal_``, ``bernoulli_``, ``exponential_``,
+``geometric_``, ``log_normal_``, ``cauchy_``, ``random_``) and the ``bernoulli`` and
+``multinomial`` methods.
+
+The numbers come from dyngrad's generator (``dyngrad.manual_seed`` or a ``Generator``
+argument make them reproducible; they are not PyTorch's stream).  Arguments, dtypes and their
+errors are checked in PyTorch's order.  Like every in-place op they bump the version counter,
+refuse a leaf that requires grad while recording, and on a tensor with history record PyTorch's
+node (UniformBackward0, NormalBackward0, ...) whose gradient is zero."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtype as D
+from .._random import rng
+from . import op
+from ._dual import zeros_like
+from ._graph import STATE, Node, Tensor, edge_of, record
+
+_make = Tensor._make
+_NUMBER = (int, float, np.integer, np.floating)
+
+
+# --- nodes: the gradient of a sample is zero ---------------------------------------------------
+class _ZeroGrad(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return zeros_like(g),
+
+
+def _zero_node(name):
+    cls = type(name, (_ZeroGrad,), {"__slots__": (), "__module__": __name__})
+    globals()[name] = cls
+    return cls
+
+
+UniformBackward0 = _zero_node("UniformBackward0")
+NormalBackward0 = _zero_node("NormalBackward0")
+BernoulliBackward0 = _zero_node("BernoulliBackward0")
+BernoulliBackward2 = _zero_node("BernoulliBackward2")
+ExponentialBackward0 = _zero_node("ExponentialBackward0")
+GeometricBackward0 = _zero_node("GeometricBackward0")
+LogNormalBackward0 = _zero_node("LogNormalBackward0")
+CauchyBackward0 = _zero_node("CauchyBackward0")
+RandomBackward0 = _zero_node("RandomBackward0")  # random_(from, to)
+RandomBackward1 = _zero_node("RandomBackward1")  # random_(to)
+RandomBackward2 = _zero_node("RandomBackward2")  # random_()
+
+
+class BernoulliBackward1(Node):
+    """bernoulli_ with a tensor of probabilities: zero for the tensor and for ``p``."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        shape, dtype = self._saved
+        if graph:
+            from .. import zeros
+            return zeros_like(g), zeros(shape, dtype=D.FROM_NP[dtype])
+        return zeros_like(g), np.zeros(shape, dtype)
+
+
+# --- helpers -----------------------------------------------------------------------------------
+def _num(v):
+    """A number as PyTorch prints it in messages (C++'s default stream format: 2, 0.5, 3e+38)."""
+    return f"{float(v):g}"
+
+
+def _float_arg(fn, name, pos, v):
+    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "biuf":
+        return float(v._data)
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, _NUMBER):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be float, not "
+                        f"{D.type_name(v)}")
+    return float(v)
+
+
+def _not_impl(kernel, dt):
+    return NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(dt)}\'')
+
+
+def _inplace(self, node_cls, draw, p=None):
+    """Fill ``self`` with ``draw(shape, dtype)`` in place (recorded as ``node_cls``)."""
+    from .inplace import apply
+
+    def fn(old, *ps):
+        d = old._data
+        data = np.asarray(draw(d.shape, d.dtype)).astype(d.dtype, copy=False)
+        if STATE.enabled and (old._requires_grad or any(t._requires_grad for t in ps)):
+            edges = (edge_of(old),) + tuple(edge_of(t) for t in ps)
+            saved = (ps[0]._data.shape, ps[0]._data.dtype) if ps else ()
+            return record(data, node_cls(edges, saved))
+        return _make(data)
+
+    return apply(self, fn) if p is None else apply(self, fn, p)
+
+
+def _real_draw(dt, make):
+    """``make(shape)`` for real dtypes; complex dtypes get independent real and imaginary
+    parts (PyTorch samples the view as real)."""
+    def draw(shape, dtype):
+        if dtype.kind == "c":
+            return make(shape) + 1j * make(shape)
+        return make(shape)
+    return draw
+
+
+def _nothing(shape, dtype):
+    """The draw of an empty tensor (PyTorch returns before its kernel, after counting the
+    in-place change)."""
+    return np.zeros(shape, dtype)
+
+
+def _gen(generator):
+    return rng(generator)
+
+
+# --- uniform_ / normal_ --------------------------------------------------------------------------
+def _finfo(dt):
+    return np.finfo(np.float32 if dt.kind == "c" and dt.itemsize == 8 else
+                    np.float64 if dt.kind == "c" else dt)
+
+
+@op(function=False)
+def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
+    """Uniform numbers in [from, to), in place."""
+    if "from" in kw:
+        from_ = kw.pop("from")
+    if kw:
+        raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kw))}'")
+    lo = _float_arg("uniform_", "from", 1, from_)
+    hi = _float_arg("uniform_", "to", 2, to)
+    dt = self._data.dtype
+    if dt.kind == "c" and not self._data.size:
+        return _inplace(self, UniformBackward0, _nothing)
+    if dt.kind not in "fc":
+        raise _not_impl("check_uniform_bounds", dt)
+    fi = _finfo(dt)
+    name = D.c_name(dt if dt.kind == "f" else fi.dtype)
+    if not float(fi.min) <= lo <= float(fi.max):
+        raise RuntimeError(f"from is out of bounds for {name}")
+    if not float(fi.min) <= hi <= float(fi.max):
+        raise RuntimeError(f"to is out of bounds for {name}")
+    if lo > hi:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={_num(lo)} > to={_num(hi)}")
+    if hi - lo > float(fi.max):
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<"
+                           f"{D.scalar_type_name(fi.dtype)}>::max(), but found to={_num(hi)} "
+                           f"and from={_num(lo)} which result in to-from to exceed the limit")
+    g = _gen(generator)
+    return _inplace(self, UniformBackward0,
+                    _real_draw(dt, lambda s: g.random(s) * (hi - lo) + lo))
+
+
+@op(function=False)
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Normal numbers of ``mean`` and ``std``, in place (complex: std/sqrt(2) per part)."""
+    m = _float_arg("normal_", "mean", 1, mean)
+    s = _float_arg("normal_", "std", 2, std)
+    if not s >= 0.0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(s)}")
+    dt = self._data.dtype
+    if dt.kind not in "fc" and self._data.size:
+        raise _not_impl("normal_kernel_cpu", dt)
+    g = _gen(generator)
+    if dt.kind == "c":
+        s = s / math.sqrt(2.0)
+    return _inplace(self, NormalBackward0, _real_draw(dt, lambda sh: g.standard_normal(sh) * s + m))
+
+
+# --- bernoulli_ / bernoulli ----------------------------------------------------------------------
+def _check_p_tensor(p):
+    pd = p._data
+    if pd.dtype.kind != "f":
+        raise _not_impl("bernoulli_tensor_cpu_p_", pd.dtype)
+    if not ((pd >= 0) & (pd <= 1)).all():
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
+                           "this error message be improved?  If so, please report an "
+                           "enhancement request to PyTorch.)")
+
+
+@op(function=False)
+def bernoulli_(self, p=0.5, *, generator=None):
+    """1 with probability ``p`` (a number, or a tensor broadcast to this one), else 0, in
+    place; BernoulliBackward2 (number) / BernoulliBackward1 (tensor)."""
+    g = _gen(generator)
+    d = self._data
+    if isinstance(p, Tensor):
+        if not d.size:
+            return _inplace(self, BernoulliBackward1, _nothing, p)
+        if d.dtype.kind == "c":
+            raise _not_impl("bernoulli_tensor_cpu_self_", d.dtype)
+        _check_p_tensor(p)
+        from .views import expand_shape
+        expand_shape(p._data.shape, p._data.dtype, d.shape)  # PyTorch's expand error
+        probs = p._data
+        return _inplace(self, BernoulliBackward1, lambda s, dt: g.random(s) < probs, p)
+    pv = _float_arg("bernoulli_", "p", 1, p)
+    if not 0.0 <= pv <= 1.0:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pv)}")
+    if d.dtype.kind == "c" and d.size:
+        raise _not_impl("bernoulli_scalar_cpu_", d.dtype)
+    return _inplace(self, BernoulliBackward2, lambda s, dt: g.random(s) < pv)
+
+
+def _bernoulli(input, p=None, *, generator=None, out=None):
+    """1 with probability ``input`` (or ``p``) at each element, else 0: a new tensor of the
+    input's dtype; BernoulliBackward0 (no ``p``; its gradient is zero), PyTorch's
+    not-implemented node with ``p``."""
+    if not isinstance(input, Tensor):
+        raise D.not_tensor("bernoulli", "input", 1, input)
+    d = input._data
+    g = _gen(generator)
+    if p is None:
+        if d.size:  # PyTorch: empty_like(input).bernoulli_(input)
+            if d.dtype.kind == "c":
+                raise _not_impl("bernoulli_tensor_cpu_self_", d.dtype)
+            _check_p_tensor(input)
+        data = (g.random(d.shape) < d).astype(d.dtype)
+        if STATE.enabled and input._requires_grad:
+            r = record(data, BernoulliBackward0((edge_of(input),), ()))
+        else:
+            r = _make(data)
+    else:
+        pv = _float_arg("bernoulli", "p", 2, p)
+        if not 0.0 <= pv <= 1.0:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pv)}")
+        if d.dtype.kind == "c" and d.size:
+            raise _not_impl("bernoulli_scalar_cpu_", d.dtype)
+        data = (g.random(d.shape) < pv).astype(d.dtype)
+        from .elementwise_more import _no_derivative
+        r = _no_derivative(data, "bernoulli", (input,))
+    if out is not None:
+        out.copy_(r)
+        return out
+    return r
+
+
+op("bernoulli", function=False)(_bernoulli)
+
+
+# --- exponential_ / geometric_ / log_normal_ / cauchy_ --------------------------------------------
+@op(function=False)
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Exponential numbers of rate ``lambd``, in place."""
+    lam = _float_arg("exponential_", "lambd", 1, lambd)
+    if not lam > 0.0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lam)}")
+    dt = self._data.dtype
+    if dt.kind != "f" and self._data.size:
+        raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified "
+                           f"{D.scalar_type_name(dt)}")
+    g = _gen(generator)
+    return _inplace(self, ExponentialBackward0, lambda s, d: g.exponential(1.0 / lam, s))
+
+
+@op(function=False)
+def geometric_(self, p=None, *, generator=None):
+    """The number of Bernoulli(``p``) trials up to the first success (1, 2, ...), in place."""
+    if p is None:
+        raise TypeError('geometric_() missing 1 required positional arguments: "p"')
+    pv = _float_arg("geometric_", "p", 1, p)
+    if not 0.0 < pv < 1.0:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(pv)}")
+    dt = self._data.dtype
+    if dt.kind not in "fiu" and self._data.size:
+        raise _not_impl("geometric_cpu", dt)
+    g = _gen(generator)
+    return _inplace(self, GeometricBackward0, lambda s, d: g.geometric(pv, s))
+
+
+@op(function=False)
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """exp of normal numbers of ``mean`` and ``std``, in place."""
+    m = _float_arg("log_normal_", "mean", 1, mean)
+    s = _float_arg("log_normal_", "std", 2, std)
+    if not s > 0.0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(s)}")
+    dt = self._data.dtype
+    if dt.kind != "f" and self._data.size:
+        raise _not_impl("log_normal_cpu", dt)
+    g = _gen(generator)
+    return _inplace(self, LogNormalBackward0,
+                    lambda sh, d: np.exp(g.standard_normal(sh) * s + m))
+
+
+@op(function=False)
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Cauchy numbers of ``median`` and scale ``sigma``, in place."""
+    m = _float_arg("cauchy_", "median", 1, median)
+    s = _float_arg("cauchy_", "sigma", 2, sigma)
+    if not s > 0.0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(s)}")
+    dt = self._data.dtype
+    if dt.kind != "f":
+        raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified {D.c_name(dt)}")
+    g = _gen(generator)
+    return _inplace(self, CauchyBackward0, lambda sh, d: g.standard_cauchy(sh) * s + m)
+
+
+# --- random_ -------------------------------------------------------------------------------------
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _int_arg(v, what):
+    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu":
+        return int(v._data)
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(what)
+    return int(v)
+
+
+def _digits(dt):
+    return {np.dtype(np.float16): 11, np.dtype(np.float32): 24, np.dtype(np.float64): 53}[dt]
+
+
+def _as_float(v, dt):
+    """``int(dt(v))`` computed as C++'s static_cast<int64_t>(static_cast<scalar_t>(v))."""
+    with np.errstate(over="ignore"):
+        r = float(np.asarray(v, np.float64).astype(dt))
+    if not -2.0 ** 63 <= r < 2.0 ** 63:
+        return _I64_MIN  # out of int64's range: x86 gives the lowest value
+    return int(r)
+
+
+def _update_from(v, dt):
+    p1 = _as_float(v + 1, dt)
+    if p1 < v:
+        n = abs(v + 1).bit_length() - 1
+        v = p1 + (1 << (n - _digits(dt) + 1))
+    return v
+
+
+def _update_to(v, dt):
+    m1 = _as_float(v - 1, dt)
+    if m1 >= v:
+        n = abs(v - 1).bit_length() - 1
+        v = m1 - (1 << (n - _digits(dt) + 1))
+    return v
+
+
+def _check_range(lo, hi_inc, dt):
+    if dt.kind == "f":
+        fi = np.finfo(dt)
+        for v, name in ((lo, "from"), (hi_inc, "to - 1")):
+            if not float(fi.min) <= v <= float(fi.max):
+                raise RuntimeError(f"{name} is out of bounds for {D.c_name(dt)}")
+        digits = _digits(dt)
+        import warnings
+        for v, name in ((lo, "from"), (hi_inc, "to - 1")):
+            if v < -(1 << digits) or v > (1 << digits):
+                warnings.warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                              f"precision limitations {D.c_name(dt)} can support discrete "
+                              f"uniform distribution only within this range. This warning will "
+                              f"become an error in version 1.7 release, please fix the code in "
+                              f"advance", UserWarning, stacklevel=4)
+        return
+    if dt.kind not in "biu":
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and "
+                           "boolean types")
+    info = (0, 1) if dt.kind == "b" else (int(np.iinfo(dt).min), int(np.iinfo(dt).max))
+    for v, name in ((lo, "from"), (hi_inc, "to - 1")):
+        if not info[0] <= v <= info[1]:
+            raise RuntimeError(f"{name} is out of bounds for {D.c_name(dt)}")
+
+
+def _integers(g, lo, hi_inc):
+    def draw(shape, dt):
+        return g.integers(lo, hi_inc, size=shape, dtype=np.int64, endpoint=True)
+    return draw
+
+
+def _dtype_max(dt):
+    if dt.kind == "f":
+        return 1 << _digits(dt)
+    if dt.kind == "b":
+        return 1
+    return int(np.iinfo(dt).max)
+
+
+@op(function=False)
+def random_(self, *args, generator=None, **kwargs):
+    """Random integers in place: ``random_()`` over [0, the dtype's largest exact integer],
+    ``random_(to)`` over [0, to), ``random_(from, to)`` over [from, to) (``to=None``: up to
+    the dtype's largest)."""
+    names = ("from", "to")
+    given = dict(zip(names[2 - len(args):] if len(args) == 1 else names, args))
+    for k in kwargs:
+        if k not in names or k in given:
+            raise TypeError(f"random_() got an unexpected keyword argument '{k}'")
+    given.update(kwargs)
+    if len(args) > 2 or (len(args) == 1 and "to" in kwargs):
+        raise TypeError("random_() received an invalid combination of arguments")
+    bad = D.bad_combo("random_", list(args), kwargs)
+    d = self._data
+    dt = d.dtype
+    g = _gen(generator)
+    if not given:
+        if dt.kind not in "biuf":
+            if not d.size:
+                return _inplace(self, RandomBackward2, _nothing)
+            raise _not_impl("random_kernel_cpu", dt)
+        return _inplace(self, RandomBackward2, _integers(g, 0, _dtype_max(dt)))
+    lo = _int_arg(given.get("from", 0), bad.args[0])
+    to = given.get("to")
+    if to is not None:
+        to = _int_arg(to, bad.args[0])
+        if not lo < to:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} "
+                               f">= to={to}")
+        if dt.kind == "f":
+            lo, to = _update_from(lo, dt), _update_to(to, dt)
+            if not lo < to:
+                raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than 'to' "
+                                   f"casted to dtype, but got from={lo} >= to={to}")
+        _check_range(lo, to - 1, dt)
+        node = RandomBackward1 if "from" not in given else RandomBackward0
+        return _inplace(self, node, _integers(g, lo, to - 1))
+    if lo == _I64_MIN:
+        if not d.size:
+            return _inplace(self, RandomBackward0, _nothing)
+        if dt.kind in "bc" or dt == np.float16:
+            raise _not_impl("random_full_64_bits_range_kernel_cpu", dt)
+        if dt not in (np.int64, np.float32, np.float64):
+            raise RuntimeError("random_full_64_bits_range_kernel_cpu handles only int64, double, "
+                               "float and bfloat16")
+        return _inplace(self, RandomBackward0, _integers(g, _I64_MIN, _I64_MAX))
+    if dt.kind == "f":
+        hi = min(1 << _digits(dt), _I64_MAX)
+        lo = _update_from(lo, dt)
+        if not lo < hi:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or equal "
+                               f"to 'to_inc' casted to dtype, but got from={lo} > to_inc={hi}")
+    elif dt.kind in "biu":
+        hi = _dtype_max(dt)
+    else:
+        raise RuntimeError("random_from_to_impl handles only integral, floating-point and "
+                           "boolean types")
+    _check_range(lo, hi, dt)
+    return _inplace(self, RandomBackward0, _integers(g, lo, hi))
+
+
+# --- multinomial (the method of dyngrad.multinomial) ---------------------------------------------
+def _multinomial(self, num_samples, replacement=False, *, generator=None):
+    """``num_samples`` category indices per row, drawn with the row as (unnormalised)
+    probabilities."""
+    from .._factories import multinomial
+    return multinomial(self, num_samples, replacement, generator=generator)
+
+
+op("multinomial", function=False)(_multinomial)
