@@ -798,6 +798,9 @@ def lerp(input, end, weight):
                                   f"'{D.scalar_type_name(ad.dtype)}'")
     if _isT(weight, Tensor):
         wd = weight._data
+        wcast = None
+        if wd.dtype != ad.dtype and wd.ndim == 0:  # a 0-d weight of another dtype is cast
+            wcast, wd = wd.dtype, wd.astype(ad.dtype)
         if wd.dtype != ad.dtype:
             raise RuntimeError(f"expected dtype {D.c_name(ad.dtype)} for `weight` but got dtype "
                                f"{D.c_name(wd.dtype)}")
@@ -806,9 +809,12 @@ def lerp(input, end, weight):
         except ValueError:
             raise broadcast_error(ad.shape, bd.shape, wd.shape) from None
         if STATE.enabled and (input._requires_grad or end._requires_grad or weight._requires_grad):
-            return record(r, LerpBackward1((edge_of(input), edge_of(end), edge_of(weight)),
-                                           (Saved(input), Saved(end), Saved(weight), ad.shape,
-                                            bd.shape, wd.shape)))
+            node = LerpBackward1((edge_of(input), edge_of(end), edge_of(weight)),
+                                 (Saved(input), Saved(end), Saved(weight), ad.shape, bd.shape,
+                                  wd.shape))
+            if wcast is not None:
+                node._casts = (None, None, wcast)
+            return record(r, node)
         return _make(r)
     w = float(weight)
     r = np.asarray(_call2(lambda x, y: _lerp_np(x, y, w), ad, bd))

@@ -174,7 +174,7 @@ class ScatterReduceNotImplemented(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        raise RuntimeError("the derivative for 'scatter' with the reduce argument is not implemented.")
+        raise RuntimeError("derivative for aten::scatter is not implemented")
 
 
 ScatterReduceNotImplemented.__name__ = ScatterReduceNotImplemented.__qualname__ = "NotImplemented"

@@ -566,7 +566,11 @@ def pow(input, exponent):
         ad, bd, casts = _pair(input, exponent)
         if ad.dtype.kind in "iu" and bd.dtype.kind in "iu" and (bd < 0).any():
             raise RuntimeError("Integers to negative integer powers are not allowed.")
-        data = _call2(np.power, ad, bd)
+        tok = quiet_on()  # a negative base to a fractional power is nan, silently
+        try:
+            data = _call2(np.power, ad, bd)
+        finally:
+            quiet_off(tok)
         if STATE.enabled and (input._requires_grad or exponent._requires_grad):
             res = record(data, None)
             node = PowBackward1((edge_of(input), edge_of(exponent)),
