@@ -808,6 +808,9 @@ def run(lib, program):
                 fn = t.grad_fn
                 d.update(rg=bool(t.requires_grad), leaf=bool(t.is_leaf),
                          grad_fn=None if fn is None else type(fn).__name__)
+                if fn is not None:  # the node's edges: names of the next nodes, input numbers
+                    d["next"] = [[None if n is None else type(n).__name__, nr]
+                                 for n, nr in fn.next_functions]
             except Exception as e:  # noqa: BLE001 - PyTorch refuses some views' metadata lazily
                 d.update(rg=None, leaf=None, grad_fn="error:" + _error(e))
             g = t.grad
@@ -924,6 +927,9 @@ def compare(got, exp, rtol=1e-7, atol=1e-9):
                 gk, ek = _lead(gk), _lead(ek)
             if gk != ek:
                 diffs.append(f"v{i}: {name} {g[key]} vs {e[key]}")
+        if "next" in e and "next" in g and _lead(g.get("grad_fn")) == _lead(e.get("grad_fn")) \
+                and [list(x) for x in g["next"]] != [list(x) for x in e["next"]]:
+            diffs.append(f"v{i}: next_functions {g['next']} vs {e['next']}")
         if (g["grad"] is None) != (e["grad"] is None):
             diffs.append(f"v{i}: .grad is None: {g['grad'] is None} vs {e['grad'] is None}")
         elif e["grad"] is not None:

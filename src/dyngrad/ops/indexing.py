@@ -300,8 +300,11 @@ def _assign(dst, value):
             while vs and vs[0] == 1:
                 vs = vs[1:]
             expand_shape(vs, vd.dtype, dst._data.shape)
-            if vs != vd.shape:
-                value = value.view(vs)  # PyTorch copies from this view (same memory)
+            # PyTorch copies from a view of the value (ViewBackward0 even when no size-1 dim
+            # went), expanded to the region when the sizes still differ (ExpandBackward0)
+            value = value.view(vs)
+            if vs != dst._data.shape:
+                value = value.expand(dst._data.shape)
     elif isinstance(value, (int, float, np.integer, np.floating)):  # bool is an int
         return fill_(dst, Tensor._make(np.asarray(value, dtype=dst._data.dtype)))
     return _copy_into(dst, value)

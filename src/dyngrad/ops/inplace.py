@@ -16,7 +16,8 @@ from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, 
 from ._dual import c_order, zeros_like
 from ..autograd.node import Saved, lazy
 from ._graph import edges_first
-from .views import apply_chain, overlapping, partial_overlap, root_writeable, writeable_alias
+from .views import (apply_chain, expanded_strides, overlapping, partial_overlap, root_writeable,
+                    writeable_alias)
 from ..autograd import errors
 from .. import _dtype as D
 
@@ -521,7 +522,7 @@ def _copy_into(self, src, strict=False):
     if expanded:
         # indexing assignment expands the source first (copy_to) and compares that, with the
         # strides PyTorch's expand gives
-        st = _expanded_strides(sd.shape, st, d.shape)
+        st = expanded_strides(sd.shape, st, d.shape)
     same = src is self or ((expanded or sd.shape == d.shape) and st == d.strides and
                            sd.dtype == d.dtype and
                            sd.__array_interface__["data"][0] == d.__array_interface__["data"][0])
@@ -534,25 +535,6 @@ def _copy_into(self, src, strict=False):
             _check_overlap(d, (src,))
         return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, False, ())
     return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, same)
-
-
-def _expanded_strides(shape, strides, target):
-    """The strides (in bytes) PyTorch's expand gives a tensor of ``shape``/``strides`` expanded
-    to ``target``: 0 where a size-1 dim repeats; a new size-1 dim takes the next dim's extent
-    (0 for a 0-d source), where NumPy would give 0."""
-    nd = len(target)
-    lead = nd - len(shape)
-    sizes, out = [0] * (nd + 1), [0] * (nd + 1)
-    for i in range(nd - 1, -1, -1):
-        k = i - lead
-        if k >= 0:
-            size, stride = shape[k], strides[k]
-        else:
-            size, stride = 1, sizes[i + 1] * out[i + 1]
-        if size != target[i]:
-            size, stride = target[i], 0
-        sizes[i], out[i] = size, stride
-    return tuple(out[:nd])
 
 
 @op(function=False)

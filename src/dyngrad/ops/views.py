@@ -407,12 +407,36 @@ def expand_shape(dshape, dtype, sizes):
 
 
 def _broadcast_view(x, shape):
-    """``np.broadcast_to``, writeable (when ``x`` is) if no two elements share memory: PyTorch
+    """``x`` expanded to ``shape`` with the strides PyTorch's expand gives (see
+    ``expanded_strides``), writeable (when ``x`` is) if no two elements share memory: PyTorch
     allows in-place ops on an expand that repeats nothing (sizes 0 or 1 along new strides)."""
-    v = np.broadcast_to(x, shape)
+    shape = tuple(shape)
+    v = np.lib.stride_tricks.as_strided(x, shape, expanded_strides(x.shape, x.strides, shape),
+                                        writeable=False)
     if x.flags.writeable and not overlapping(v):
         v = writeable_alias(v)
     return v
+
+
+def expanded_strides(shape, strides, target):
+    """The strides (in bytes) PyTorch's expand gives a tensor of ``shape``/``strides`` expanded
+    to ``target``: 0 where a size-1 dim repeats; a new size-1 dim takes the next dim's extent
+    (0 for a 0-d source), where NumPy would give 0."""
+    nd = len(target)
+    lead = nd - len(shape)
+    sizes, out = [0] * (nd + 1), [0] * (nd + 1)
+    for i in range(nd - 1, -1, -1):
+        k = i - lead
+        if k >= 0:
+            size, stride = shape[k], strides[k]
+        else:
+            size, stride = 1, sizes[i + 1] * out[i + 1]
+        if size != target[i]:
+            size, stride = target[i], 0
+        sizes[i], out[i] = size, stride
+    return tuple(out[:nd])
+
+
 
 
 def overlapping(a):
@@ -485,6 +509,7 @@ def writeable_alias(a):
     (whose memory is writeable)."""
     iface = dict(a.__array_interface__)
     iface["data"] = (iface["data"][0], False)
+    iface["strides"] = a.strides  # the interface says None for any C-contiguous layout
     return np.asarray(_Interface(iface, a))
 
 
