@@ -114,6 +114,16 @@ def _cast_error(result, out):
                         f"output type {D.scalar_type_name(out)}")
 
 
+def _not_differentiable(fn, **args):
+    """PyTorch's error for an argument its op has no derivative for that requires grad."""
+    if STATE.enabled:
+        for name, t in args.items():
+            if t is not None and t._requires_grad:
+                raise RuntimeError(f"The function '{fn}' is not differentiable with respect to "
+                                   f"argument '{name}'. This input cannot have requires_grad "
+                                   f"True.")
+
+
 def _same_dtype_loss(found, expected):
     if found != expected:
         raise RuntimeError(f"Found dtype {D.scalar_type_name(found)} but expected "
@@ -183,6 +193,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if input._data.shape != target._data.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    _not_differentiable("binary_cross_entropy", weight=weight)
     _same_dtype_loss(target._data.dtype, input._data.dtype)
     if input._data.dtype.kind not in "fc":
         raise NotImplementedError(f'"binary_cross_entropy" not implemented for '
@@ -253,14 +264,15 @@ def _dim_arg(input, dim, name):
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``, computed stably; SoftmaxBackward0."""
     k = _dim_arg(input, dim, "softmax")
-    if dtype is None:
-        _need_float_kernel(input, k, "softmax")
-    x = as_float(input._data if dtype is None else input._data.astype(D.to_dtype(dtype).np))
+    if dtype is not None:  # PyTorch converts first (ToCopyBackward0 when the dtype changes)
+        input = input.to(D.to_dtype(dtype))
+    _need_float_kernel(input, k, "softmax")
+    x = input._data
     if x.ndim == 0:  # 1, or NaN for a NaN or infinite input (exp(inf - inf)), as PyTorch
         with np.errstate(invalid="ignore"):
             y = np.exp(x - x)
     elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
-        y = np.empty_like(x if dtype is not None else input._data)
+        y = np.empty_like(x)
     else:
         e = np.exp(x - x.max(axis=k, keepdims=True))
         y = np.ascontiguousarray(e / e.sum(axis=k, keepdims=True))  # PyTorch's layout
@@ -274,14 +286,15 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - logsumexp(x) along ``dim``; LogSoftmaxBackward0."""
     k = _dim_arg(input, dim, "log_softmax")
-    if dtype is None:
-        _need_float_kernel(input, k, "log_softmax")
-    x = as_float(input._data if dtype is None else input._data.astype(D.to_dtype(dtype).np))
+    if dtype is not None:  # PyTorch converts first (ToCopyBackward0 when the dtype changes)
+        input = input.to(D.to_dtype(dtype))
+    _need_float_kernel(input, k, "log_softmax")
+    x = input._data
     if x.ndim == 0:  # 0, or NaN for a NaN or infinite input, as PyTorch
         with np.errstate(invalid="ignore"):
             y = x - x
     elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
-        y = np.empty_like(x if dtype is not None else input._data)
+        y = np.empty_like(x)
     else:
         m = x.max(axis=k, keepdims=True)
         s = x - m
@@ -385,10 +398,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _reduction_enum(reduction, size_average, reduce)
     x = input._data
     t = target._data
-    if t.dtype.kind not in "iu":
+    if t.dtype != np.int64 and t.dtype != np.uint8:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                           f"{D.scalar_type_name(target._data.dtype)} (nll_loss targets are "
-                           f"class indices)")
+                           f"{D.scalar_type_name(target._data.dtype)}")
     if x.ndim == 1:
         if t.ndim != 0:
             raise ValueError(f"Expected input batch_size (1) to match target batch_size "
@@ -409,10 +421,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         target = target.view(n, 1, -1) if t.size else target.view(n, 0, 0)
         r = nll_loss(input, target, weight, ignore_index=ignore_index, reduction=reduction)
         return r.view(out_size) if reduction == "none" else r
-    if weight is not None and weight._requires_grad and STATE.enabled:
-        raise RuntimeError(f"The function '{'nll_loss2d' if x.ndim == 4 else 'nll_loss'}_forward' "
-                           f"is not differentiable with respect to argument 'weight'. This "
-                           f"input cannot have requires_grad True.")
+    _not_differentiable(f"{'nll_loss2d' if x.ndim == 4 else 'nll_loss'}_forward", weight=weight)
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
     if weight is not None:
         _check_class_weight(weight, C, x.dtype)
@@ -450,31 +459,17 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduction="mean", label_smoothing=0.0):
     """log_softmax + nll_loss over dimension 1 (class indices or class probabilities)."""
     reduction = _reduction_enum(reduction, size_average, reduce)
-    if label_smoothing > 1.0:  # PyTorch accepts a negative value
-        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     dim = 0 if input._data.ndim == 1 else 1
+    if input._data.shape == target._data.shape:  # class probabilities
+        if target._data.dtype.kind != "f":
+            raise RuntimeError(f"Expected floating point type for target with class "
+                               f"probabilities, got {D.scalar_type_name(target._data.dtype)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing, dim)
+    if label_smoothing > 1.0:  # PyTorch accepts a negative value (no smoothing)
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     logp = log_softmax(input, dim)
-    if target._data.dtype.kind == "f":
-        if target._data.shape != input._data.shape:
-            raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                               f"{D.scalar_type_name(target._data.dtype)} (cross_entropy: class-index "
-                               f"targets are integers; probability targets must have the input's "
-                               f"shape {list(input.shape)}, got {list(target.shape)})")
-        t = target
-        if label_smoothing > 0:
-            C = input._data.shape[dim]
-            t = t * (1 - label_smoothing) + label_smoothing / C
-        contrib = logp * t
-        if weight is not None:
-            shape = [1] * input._data.ndim
-            shape[dim] = -1
-            contrib = contrib * weight.reshape(*shape)
-        loss = -contrib.sum(dim)
-        if reduction == "mean":
-            return loss.sum() / (input._data.shape[0] if input._data.ndim > 1 else 1)
-        if reduction == "sum":
-            return loss.sum()
-        return loss
     loss = nll_loss(logp, target, weight=weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing > 0:
         # PyTorch's cross_entropy_loss_label_smoothing: the smoothing term -sum(logp [* w])
@@ -502,6 +497,36 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return loss
 
 
+def _cross_entropy_probs(input, target, weight, reduction, label_smoothing, dim):
+    """PyTorch's cross_entropy_loss_prob_target: -(log_softmax(x) * t [* w]) summed, negated
+    and reduced (the mean divides by the number of samples, a number: DivBackward1)."""
+    C = input._data.shape[dim]
+    if weight is not None and (weight._data.ndim != 1 or weight._data.size != C):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {C} "
+                           f"classes or no classes but got weight tensor of shape: "
+                           f"{list(weight._data.shape)}")
+    logp = log_softmax(input, dim)
+    if label_smoothing > 0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                               f"{label_smoothing}")
+        target = _add_scalar(_mul_scalar(target, 1 - label_smoothing), label_smoothing / C)
+    prod = logp * target
+    if weight is not None:
+        if input._data.ndim > 1:
+            shape = [1] * input._data.ndim
+            shape[dim] = C
+            weight = weight.view(shape)
+        prod = prod * weight
+    if reduction == "mean":
+        if input._data.size == 0:
+            return -prod.sum().fill_(math.nan)
+        return _div_scalar(-prod.sum(), input._data.size // C)
+    if reduction == "sum":
+        return -prod.sum()
+    return -prod.sum(dim)
+
+
 # --- helpers --------------------------------------------------------------------------
 def _pkg():
     import importlib
@@ -520,6 +545,27 @@ def _fl(input, name):
     return as_float(input._data)
 
 
+# PyTorch's kernels of these have no integer (or bool) version: their name in its error
+_FLOAT_KERNELS = {"elu": "elu_cpu", "selu": "elu_cpu", "celu": "elu_cpu",
+                  "gelu": "GeluKernelImpl", "silu": "silu_cpu", "mish": "mish_cpu",
+                  "softplus": "softplus_cpu", "hardsigmoid": "hardsigmoid_cpu",
+                  "hardswish": "hardswish_cpu", "logsigmoid": "log_sigmoid_cpu",
+                  "leaky_relu": "leaky_relu_cpu", "rrelu": "leaky_relu_cpu",
+                  "rrelu_train": "rrelu_with_noise_out_cpu", "glu": "glu_cpu",
+                  "prelu": "prelu_cpu"}
+_ANY_KERNELS = frozenset(("hardtanh", "relu6", "threshold"))  # integers too, in their dtype
+
+
+def _kernel_data(input, name):
+    """The input's data for activation ``name``: integers kept where PyTorch's kernel takes
+    them, refused with its error where it has no such kernel."""
+    x = _fl(input, name) if name not in _ANY_KERNELS else input._data
+    if x is not input._data and name in _FLOAT_KERNELS:
+        raise NotImplementedError(f'"{_FLOAT_KERNELS[name]}" not implemented for '
+                                  f"'{D.scalar_type_name(input._data.dtype)}'")
+    return x
+
+
 # --- pointwise activations ------------------------------------------------------------
 class _Act(Node):
     """Backward of y = f(x): g * f'(x).  Under create_graph f'(x) is recorded as an op whose
@@ -527,6 +573,7 @@ class _Act(Node):
     __slots__ = ()
     _f = _d1 = _d2 = None
     _no_double = None  # PyTorch's op name when it has no double backward (hardsigmoid)
+    _inplace = None  # the node of the in-place form when it is another (saving the result)
 
     def _bw(self, g, graph):
         sx, prm = self._saved
@@ -582,31 +629,63 @@ def _activation(name, f, d1, d2):
 
 
 def _act(input, cls, prm, inplace=False, fname=""):
-    x = _fl(input, fname)
+    x = _kernel_data(input, fname)
+    if inplace:
+        return _inplace_result(input, cls, prm, fname)
     with np.errstate(all="ignore"):  # inf/nan silently, as PyTorch
         y = cls._f(x, *prm)
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
-    if inplace:
-        return _inplace_result(input, y, cls, prm)
     if STATE.enabled and input._requires_grad:
         return record(y, cls((edge_of(input),), (Saved(input), prm)))
     return _make(y)
 
 
-def _inplace_result(input, y, cls, prm):
-    """Write ``y`` into ``input`` (the in-place form), recording the op on a copy of history."""
+def _inplace_result(input, cls, prm, fname):
+    """The in-place form: the op recorded on a snapshot of ``input`` and its result written
+    back (ops/inplace.apply), with PyTorch's in-place node: the same node saving a copy of the
+    original input, or (``cls._inplace``) a node of its own computing from the result."""
+    from ..ops.inplace import apply
+    icls = cls._inplace
+    if icls is None:
+        return apply(input, _act, cls, prm, False, fname)
+    return apply(input, _act_on_result, icls, prm)
+
+
+def _act_on_result(input, cls, prm):
+    """y = f(x) recorded with a node that saves y and differentiates through it."""
+    x = input._data
+    with np.errstate(all="ignore"):
+        y = cls._f(x, *prm)
+    if y.dtype != x.dtype:
+        y = y.astype(x.dtype)
     if STATE.enabled and input._requires_grad:
-        if input._grad_fn is None and input._base is None:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                               "operation.")
-        src = input.clone()
-        out = _act(src, cls, prm)
-        input.copy_(out)
-        return input
-    input._data[...] = y
-    input._version[0] += 1
-    return input
+        res = record(y, None)
+        res._grad_fn = cls((edge_of(input),), (Saved(res, True), prm))
+        return notify(res)
+    return _make(y)
+
+
+class _ActOnResult(_Act):
+    """Backward of an in-place activation that saves its result: g * f'(x) written in terms
+    of y = f(x) (``_d1``/``_d2`` take y); PyTorch refuses a negative slope there."""
+    __slots__ = ()
+    _slope_error = None
+
+    def _bw(self, g, graph):
+        if self._slope_error is not None and self._saved is not None and \
+                self._saved[1][0] < 0:
+            self._saved[0].get(self, False)  # the saved result is unpacked (checked) first
+            raise RuntimeError(self._slope_error)
+        return _Act._bw(self, g, graph)
+
+
+def _activation_on_result(name, f, d1, d2, slope_error):
+    cls = type(name, (_ActOnResult,), {"__slots__": (), "__module__": __name__,
+                                       "_f": staticmethod(f), "_d1": staticmethod(d1),
+                                       "_d2": staticmethod(d2), "_slope_error": slope_error})
+    globals()[name] = cls
+    return cls
 
 
 def _sig(x):
@@ -645,6 +724,33 @@ def _elu_d2(x, alpha, scale, iscale):
 
 _Elu = _activation("EluBackward0", _elu_f, _elu_d1, _elu_d2)
 _Celu = _activation("CeluBackward0", _elu_f, _elu_d1, _elu_d2)
+
+
+# the in-place forms save the result y: PyTorch's elu_backward(is_result) is
+# g * input_scale * (y + alpha * scale) where y <= 0, g * scale elsewhere; its own derivative
+# g * input_scale where y < 0
+def _elu_d1_y(y, alpha, scale, iscale):
+    return np.where(y <= 0, iscale * (y + alpha * scale), scale).astype(y.dtype, copy=False)
+
+
+def _elu_d2_y(y, alpha, scale, iscale):
+    return np.where(y < 0, iscale, 0.0).astype(y.dtype, copy=False)
+
+
+_ELU_SLOPE = ("In-place elu backward calculation is triggered with a negative slope which is not "
+              "supported. This is caused by calling in-place forward function with a negative "
+              "slope, please call out-of-place version instead.")
+_Elu._inplace = _activation_on_result("EluBackward1", _elu_f, _elu_d1_y, _elu_d2_y, _ELU_SLOPE)
+_Celu._inplace = _activation_on_result("CeluBackward1", _elu_f, _elu_d1_y, _elu_d2_y,
+                                       _ELU_SLOPE)
+_LeakyRelu._inplace = _activation_on_result(
+    "LeakyReluBackward1", _LeakyRelu._f, lambda y, s: np.where(y > 0, 1.0, s).astype(y.dtype),
+    _zeros,
+    "In-place leakyReLu backward calculation is triggered with a negative slope which is not "
+    "supported. This is caused by calling in-place forward function with a negative slope, "
+    "please call out-of-place version instead. File an issue at "
+    "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
+    "backward calculation with negative slope")
 
 
 def _erf(x):
@@ -743,6 +849,8 @@ _LogSigmoid = _activation(
 _Threshold = _activation(
     "ThresholdBackward0", lambda x, th, v: np.where(x > th, x, v),
     lambda x, th, v: ~(x <= th) * np.ones((), x.dtype), _zeros)
+# threshold_ saves a copy of the original input, as the out-of-place op: another name only
+_Threshold1 = _activation("ThresholdBackward1", _Threshold._f, _Threshold._d1, _zeros)
 
 
 def relu6(input, inplace=False):
@@ -834,11 +942,12 @@ def logsigmoid(input):
 
 def threshold(input, threshold, value, inplace=False):
     """x if x > threshold else value; ThresholdBackward0."""
-    return _act(input, _Threshold, (threshold, value), inplace, "threshold")
+    return _act(input, _Threshold1 if inplace else _Threshold, (threshold, value),
+                inplace, "threshold")
 
 
 def threshold_(input, threshold, value):
-    return _act(input, _Threshold, (threshold, value), True, "threshold")
+    return _act(input, _Threshold1, (threshold, value), True, "threshold")
 
 
 def relu(input, inplace=False):
@@ -948,6 +1057,7 @@ def glu(input, dim=-1):
     if x.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{x.shape[d]}")
+    x = _kernel_data(input, "glu")
     n = x.shape[d] // 2
     a = x[(slice(None),) * d + (slice(0, n),)]
     b = x[(slice(None),) * d + (slice(n, None),)]
@@ -977,12 +1087,23 @@ class PreluKernelBackward0(Node):
 
 def prelu(input, weight):
     """x if x > 0 else weight * x, weight per channel (dim 1) or shared; PreluKernelBackward0."""
-    x = _fl(input, "prelu")
+    _fl(input, "prelu")
+    x = input._data
     w = weight._data
-    if w.size != 1 and (x.ndim < 2 or x.shape[1] != w.size):
-        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
-                           f"parameter numbers = {w.size} and channel size = "
-                           f"{x.shape[1] if x.ndim >= 2 else 1}.")
+    if x.dtype != w.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{D.scalar_type_name(x.dtype)} and {D.scalar_type_name(w.dtype)}")
+    if w.size != 1:
+        if x.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        if x.ndim < 2 or x.shape[1] != w.size:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {w.size} and channel size = "
+                               f"{x.shape[1] if x.ndim >= 2 else 1}.")
+    if w.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {w.ndim}")
+    x = _kernel_data(input, "prelu")
     wb = (1,) * x.ndim if w.size == 1 else (1, w.size) + (1,) * (x.ndim - 2)
     if x.ndim == 0:
         wb = ()
@@ -997,14 +1118,36 @@ def prelu(input, weight):
     return _make(y)
 
 
+def _rrelu_f(x, a):
+    return np.where(x > 0, x, x * a)
+
+
+def _rrelu_d1(x, a):
+    return np.where(x > 0, 1.0, a).astype(x.dtype, copy=False)
+
+
+# y = x where x > 0, x * a elsewhere: a the slope (lower + upper) / 2 in eval mode, or the noise
+# drawn per element in training (PyTorch's rrelu_with_noise; the noise is 1 where x > 0)
+_Rrelu = _activation("RreluWithNoiseBackward0", _rrelu_f, _rrelu_d1, _zeros)
+_Rrelu._inplace = _activation_on_result("RreluWithNoiseBackward1", _rrelu_f, _rrelu_d1, _zeros,
+                                        None)
+
+
 def rrelu(input, lower=1. / 8, upper=1. / 3, training=False, inplace=False):
-    """Randomised leaky ReLU; in eval mode the slope is (lower + upper) / 2."""
-    if not training:
-        return leaky_relu(input, (lower + upper) / 2, inplace)
-    from .._random import rng
-    a = rng().uniform(lower, upper, size=input._data.shape).astype(input._data.dtype)
-    slope = _make(np.where(input._data >= 0, 1, a).astype(input._data.dtype))
-    return input * slope
+    """Randomised leaky ReLU: slopes drawn in [lower, upper] for x <= 0 in training, the slope
+    (lower + upper) / 2 in eval mode; RreluWithNoiseBackward0 (1 in place)."""
+    x = _kernel_data(input, "rrelu_train" if training else "rrelu")
+    if training:
+        from .._random import rng
+        a = rng().uniform(lower, upper, size=x.shape).astype(x.dtype)
+        a = np.where(x > 0, 1, a).astype(x.dtype)
+    else:
+        a = (lower + upper) / 2
+    return _act(input, _Rrelu, (a,), inplace, "rrelu")
+
+
+def rrelu_(input, lower=1. / 8, upper=1. / 3, training=False):
+    return rrelu(input, lower, upper, training, True)
 
 
 # --- losses ---------------------------------------------------------------------------
@@ -1161,6 +1304,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if input._data.shape != target._data.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
+    _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     x, t = input._data, target._data
     if x.dtype.kind not in "fc":
         raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for '
@@ -1265,66 +1409,93 @@ class SoftMarginLossBackward0(Node):
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
-    """max(0, -target * (input1 - input2) + margin)."""
+    """max(0, -target * (input1 - input2) + margin): PyTorch's composite (AddBackward1 for the
+    margin, clamp_min_ in place)."""
     reduction = _reduction_enum(reduction, size_average, reduce)
     if not (input1.dim() == input2.dim() == target.dim()):
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
                            f"target: {target.shape} ")
-    return _loss_reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    out = _add_scalar(-target * (input1 - input2), margin)
+    return _loss_reduce(out.clamp_min_(0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
-    """x where target is 1, max(0, margin - x) where target is -1."""
+    """x where target is 1, max(0, margin - x) where target is -1 (PyTorch's composite)."""
     reduction = _reduction_enum(reduction, size_average, reduce)
     from ..ops.elementwise_more import where
     zeros = _make(np.zeros_like(input._data))
-    t = target._data
-    out = (where(_make(t != 1), (margin - input).clamp_min(0), zeros)
-           + where(_make(t != -1), input, zeros))
+    clamp = _rsub_scalar(margin, input).clamp_min_(0)
+    out = where(target != 1, clamp, zeros) + where(target != -1, input, zeros)
     return _loss_reduce(out, reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
-    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where target is -1."""
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where target is -1
+    (PyTorch's composite)."""
     reduction = _reduction_enum(reduction, size_average, reduce)
+    td = target.dim()
+    if td not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if td == 1 and not (input1.dim() == 2 and input2.dim() == 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    if td == 0 and not (input1.dim() == 1 and input2.dim() == 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
     eps = 1e-12
-    d = input1.dim() - 1
-    prod = (input1 * input2).sum(d)
-    m1 = (input1 * input1).sum(d) + eps
-    m2 = (input2 * input2).sum(d) + eps
-    cos = prod / (m1 * m2).sqrt()
+    prod = (input1 * input2).sum(td)
+    m1 = _add_scalar((input1 * input1).sum(td), eps)
+    m2 = _add_scalar((input2 * input2).sum(td), eps)
+    cos = prod / (m1 * m2).sqrt_()
     from ..ops.elementwise_more import where
     zeros = _make(np.zeros_like(cos._data))
-    t = target._data
-    out = (where(_make(t == 1), 1 - cos, zeros)
-           + where(_make(t == -1), (cos - margin).clamp_min(0), zeros))
+    pos = _rsub_scalar(1, cos)
+    neg = _sub_scalar(cos, margin).clamp_min_(0)
+    out = where(target == 1, pos, zeros) + where(target == -1, neg, zeros)
     return _loss_reduce(out, reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
-    """Negative log likelihood of a Poisson target (log_input: input is the log-rate)."""
+    """Negative log likelihood of a Poisson target (log_input: input is the log-rate), with
+    PyTorch's composite (Stirling's term masked where target <= 1)."""
     reduction = _reduction_enum(reduction, size_average, reduce)
     if log_input:
         loss = input.exp() - target * input
     else:
-        loss = input - target * (input + eps).log()
+        loss = input - target * _add_scalar(input, eps).log()
     if full:
-        t = target._data
-        st = np.where(t > 1, t * np.log(np.where(t > 1, t, 1)) - t
-                      + 0.5 * np.log(2 * np.pi * np.where(t > 1, t, 1)), 0)
-        loss = loss + _make(st.astype(loss._data.dtype))
+        with np.errstate(all="ignore"):
+            st = (target * target.log() - target
+                  + _mul_scalar(_mul_scalar(target, 2 * math.pi).log(), 0.5))
+        loss = loss + st.masked_fill(target <= 1, 0)
     return _loss_reduce(loss, reduction)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    """0.5 (log var + (input - target)^2 / var), var clamped below at eps."""
-    vd = var._data
-    var_c = var + _make(np.where(vd < eps, eps - vd, 0).astype(vd.dtype))
-    loss = 0.5 * (var_c.log() + (input - target) ** 2 / var_c)
+    """0.5 (log var + (input - target)^2 / var): PyTorch's composition, var a clone clamped
+    at eps without recording (so its gradient passes where it was clamped)."""
+    from .. import _factories
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * _factories.ones_like(input)
+    elif bool((var._data < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    vs, xs = tuple(var._data.shape), tuple(input._data.shape)
+    if vs != xs:
+        if xs[:-1] == vs:
+            var = var.unsqueeze(-1)
+        elif not (len(xs) == len(vs) and sum(b for a, b in zip(xs, vs) if a != b) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    np.maximum(var._data, eps, out=var._data)  # PyTorch clamps the clone under no_grad
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _loss_reduce(loss, reduction)
@@ -1348,6 +1519,55 @@ class AddBackward1(Node):
 
     def _bw(self, g, graph):
         return g,
+
+
+class SubBackward1(AddBackward1):
+    __slots__ = ()
+
+
+class DivBackward1(MulBackward1):
+    """div(Tensor, Scalar): the gradient divided by the number."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        return g / self._saved[0],
+
+
+class SubBackward0(Node):
+    """number - tensor inside PyTorch's C++ composites (a tensor filled with the number, the
+    tensor subtracted in place): the number's edge is None."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return None, -g
+
+
+def _sub2(a, b):
+    return a - b
+
+
+def _div2(a, b):
+    return a / b
+
+
+def _sub_scalar(t, s):
+    return _scalar_op(t, s, _sub2, SubBackward1)
+
+
+def _div_scalar(t, s):
+    return _scalar_op(t, s, _div2, DivBackward1)
+
+
+def _rsub_scalar(s, t):
+    """``s - t`` as PyTorch's C++ ``Scalar - Tensor`` records it."""
+    d = t._data
+    if d.dtype.kind not in "fc":
+        return s - t
+    r = np.asarray(s - d, dtype=d.dtype)
+    if STATE.enabled and t._requires_grad:
+        return record(r, SubBackward0(((None, 0), edge_of(t)), ()))
+    return _make(r)
 
 
 def _mul2(a, b):
@@ -1460,15 +1680,22 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
-    """max(d(a, p) - d(a, n) + margin, 0)."""
+    """max(d(a, p) - d(a, n) + margin, 0), PyTorch's composite."""
     reduction = _reduction_enum(reduction, size_average, reduce)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a, b, c = anchor.dim(), positive.dim(), negative.dim()
+    if not a == b == c:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {a}D, positive {b}D, and "
+                           f"negative {c}D inputs")
     dp = pairwise_distance(anchor, positive, p, eps)
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
         ds = pairwise_distance(positive, negative, p, eps)
         from ..ops.elementwise_more import minimum
         dn = minimum(dn, ds)
-    return _loss_reduce((margin + dp - dn).clamp_min(0), reduction)
+    return _loss_reduce((_add_scalar(dp, margin) - dn).clamp_min(0), reduction)
 
 
 # --- layers: bilinear, dropout, one_hot, embedding --------------------------------------
@@ -1935,6 +2162,8 @@ def adaptive_avg_pool2d(input, output_size):
                            f"{list(input.shape)}")
     H, W = input._data.shape[-2:]
     oh, ow = _out_size(output_size, (H, W), 2)
+    if oh == 1 and ow == 1:  # PyTorch: the mean over the spatial dims (MeanBackward1)
+        return input.mean((-1, -2), keepdim=True)
     mats = [(-2, _pool.adaptive_avg_matrix(H, oh)), (-1, _pool.adaptive_avg_matrix(W, ow))]
     return _pool.axis_linear(input, mats, _pool.AdaptiveAvgPool2DBackward0)
 
@@ -1968,11 +2197,114 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return r.squeeze(-2)
 
 
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, nd):
+    """PyTorch's lp_pool{1,2,3}d: (sign(a) * relu(|a|) * window size) ** (1 / p), a the
+    average pooling of x ** p; the max pooling of |x| for an infinite p."""
+    maxp = (max_pool1d, max_pool2d, max_pool3d)[nd - 1]
+    avgp = (avg_pool1d, avg_pool2d, avg_pool3d)[nd - 1]
+    k = _pair(kernel_size, nd)
+    if isinstance(norm_type, (int, float)):
+        if norm_type == math.inf:
+            return maxp(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        if norm_type == -math.inf:
+            return -maxp(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if stride is not None:
+        out = avgp(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avgp(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(int(np.prod(k))).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over window of x^p)^(1/p) over (N, C, L)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """(sum over window of x^p)^(1/p)."""
-    k = _pair(kernel_size, 2)
-    out = avg_pool2d(input ** norm_type, k, stride, 0, ceil_mode)
-    return (out * (k[0] * k[1])) ** (1.0 / norm_type)
+    """(sum over window of x^p)^(1/p) over (N, C, H, W)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """(sum over window of x^p)^(1/p) over (N, C, D, H, W)."""
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+# --- 3-d pooling ------------------------------------------------------------------------
+def _check_3d(input):
+    if input._data.ndim not in (4, 5) or input._data.size == 0:
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Window maxima over (N, C, D, H, W); MaxPool3DWithIndicesBackward0."""
+    _check_3d(input)
+    k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, "max_pool3d", nd=3,
+                            ceil_mode=ceil_mode)
+    x = input._data
+    idx, unique, vals = _pool.max_pool_nd_indices(x, k, s, p, d, ceil_mode)
+    out = _pool.gather_op(input, idx, unique, x.ndim - 3, _pool.MaxPool3DWithIndicesBackward0,
+                          vals)
+    if return_indices:
+        return _pool.with_indices(out, idx)
+    return out
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Window means over (N, C, D, H, W); AvgPool3DBackward0."""
+    _check_3d(input)
+    k = _pair(kernel_size, 3)
+    sizes = input._data.shape[-3:]
+    if any(n + 2 * pp < kk for n, kk, pp in zip(sizes, k, _pair(padding, 3, "padding"))):
+        raise RuntimeError(f"input image (T: {sizes[0]} H: {sizes[1]} W: {sizes[2]}) smaller "
+                           f"than kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
+    k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, "avg_pool3d", nd=3,
+                            ceil_mode=ceil_mode)
+    mats = []
+    for i, (n, kk, ss, pp) in enumerate(zip(sizes, k, s, p)):
+        o = _pool.pool_out(n, kk, ss, pp, 1, ceil_mode)
+        M = _pool.avg_matrix(n, kk, ss, pp, ceil_mode, True, o)
+        if divisor_override or not count_include_pad:
+            c = _pool.window_counts(n, kk, ss, pp, ceil_mode, count_include_pad, o)
+            M = (M > 0).astype(np.float64) / (1.0 if divisor_override else c[:, None])
+        mats.append((i - 3, M))
+    if divisor_override:
+        mats[0] = (-3, mats[0][1] / divisor_override)
+    return _pool.axis_linear(input, mats, _pool.AvgPool3DBackward0)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Average over adaptive windows to a fixed (od, oh, ow); AdaptiveAvgPool3DBackward0."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got "
+                           f"{list(input.shape)}")
+    sizes = input._data.shape[-3:]
+    outs = _out_size(output_size, sizes, 3)
+    if outs == (1, 1, 1):  # PyTorch: the mean over the spatial dims (MeanBackward1)
+        return input.mean((-1, -2, -3), keepdim=True)
+    mats = [(i - 3, _pool.adaptive_avg_matrix(n, o)) for i, (n, o) in enumerate(zip(sizes, outs))]
+    return _pool.axis_linear(input, mats, _pool.AdaptiveAvgPool3DBackward0)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Maximum over adaptive windows to a fixed (od, oh, ow); AdaptiveMaxPool3DBackward0."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
+                           f"{list(input.shape)}")
+    x = input._data
+    outs = _out_size(output_size, x.shape[-3:], 3)
+    idx = _pool.adaptive_max_indices_nd(x, outs)
+    out = _pool.gather_op(input, idx, False, x.ndim - 3, _pool.AdaptiveMaxPool3DBackward0)
+    if return_indices:
+        return _pool.with_indices(out, idx)
+    return out
 
 
 # --- padding --------------------------------------------------------------------------
@@ -2178,13 +2510,29 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight."""
-    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    dims = tuple(range(-len(ns), 0))
+    """x * rsqrt(mean(x^2) + eps) over the trailing dims, times weight: PyTorch's composite
+    (computed in float32 for half types; eps their epsilon by default)."""
+    if isinstance(normalized_shape, int):
+        raise TypeError(f"rms_norm(): argument 'normalized_shape' (position 2) must be tuple of "
+                        f"ints, not {type(normalized_shape).__name__}")
+    ns = tuple(normalized_shape)
+    x = input._data
+    k = len(ns)
+    if k > x.ndim or tuple(x.shape[x.ndim - k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*{', '.join(map(str, ns))}], but got input of size{input.shape}")
+    if weight is not None and tuple(weight._data.shape) != ns:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
+                           f"weight of shape {list(weight.shape)} and normalized_shape = "
+                           f"{list(ns)}")
+    dims = tuple(range(x.ndim - 1, x.ndim - 1 - k, -1))
+    op = D.float32 if x.dtype == np.float16 else D.FROM_NP[x.dtype]
     if eps is None:
-        eps = float(np.finfo(input._data.dtype).eps)
-    y = input * ((input * input).mean(dims, keepdim=True) + eps) ** -0.5
-    return y * weight if weight is not None else y
+        eps = float(np.finfo(op.np).eps)
+    up = input.to(op)
+    r = _add_scalar(up.pow(2).mean(dims, keepdim=True), eps).rsqrt()
+    y = up.mul(r).type_as(input)
+    return y.mul(weight) if weight is not None else y
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
@@ -2206,42 +2554,54 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-05):
-    """Normalise each (sample, channel) over its spatial positions."""
-    x = input._data
-    C = x.shape[1]
+    """Normalise each (sample, channel) over its spatial positions: PyTorch's composite, a
+    batch norm of the input viewed as (1, N * C, ...) with the affine parameters (and running
+    statistics) repeated per sample, viewed back."""
+    shape = tuple(input._data.shape)
     if use_input_stats:
-        if running_mean is not None or running_var is not None:
-            axes = tuple(range(2, x.ndim))
-            m = x.mean(axis=axes)
-            v = x.var(axis=axes)
-            n = int(np.prod(x.shape[2:]))
-            if running_mean is not None:
-                running_mean._data[...] = (1 - momentum) * running_mean._data + \
-                    momentum * m.mean(0)
-                running_mean._version[0] += 1
-            if running_var is not None:
-                running_var._data[...] = (1 - momentum) * running_var._data + \
-                    momentum * (v * n / max(n - 1, 1)).mean(0)
-                running_var._version[0] += 1
-        return group_norm(input, C, weight, bias, eps)
-    return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+        if int(np.prod(shape[2:])) == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input "
+                             f"size {input.shape}")
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    b, c = shape[0], shape[1]
+
+    def rep(t):
+        return t.repeat(b) if t is not None else None
+
+    rm, rv = rep(running_mean), rep(running_var)
+    x = input.contiguous().view((1, b * c) + shape[2:])
+    out = batch_norm(x, rm, rv, rep(weight), rep(bias), use_input_stats, momentum, eps)
+    for t, r in ((running_mean, rm), (running_var, rv)):
+        if t is not None:  # the running statistics: the per-sample ones averaged
+            t._data[...] = r._data.reshape(b, c).mean(0)
+            t._version[0] += 1
+    return out.view(shape)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
-    """x / (k + alpha / size * sum of x^2 over ``size`` neighbouring channels) ** beta."""
-    sq = (input * input).unsqueeze(1)
-    d = input.dim()
-    if d == 3:
-        div = pad(sq, (0, 0, size // 2, (size - 1) // 2))
+    """x / (k + alpha / size * sum of x^2 over ``size`` neighbouring channels) ** beta, as
+    PyTorch composes it (an average pooling of the padded squares)."""
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input "
+                         f"(got {dim} dimensions)")
+    if input._data.size == 0:
+        return input
+    div = input.mul(input)
+    if dim == 3:
+        div = div.unsqueeze(1)
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
         div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
     else:
-        s = tuple(input.shape)
-        sq = sq.reshape(s[0], 1, s[1], s[2], -1)
-        div = pad(sq, (0, 0, 0, 0, size // 2, (size - 1) // 2))
-        n5 = div.shape
-        div = avg_pool2d(div.reshape(n5[0], n5[2], -1).unsqueeze(1), (size, 1), stride=1)
-        div = div.reshape(*s)
-    return input / (div * alpha + k) ** beta
+        sizes = tuple(input.shape)
+        div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
+        div = div.view(sizes)
+    div = div.mul(alpha).add(k).pow(beta)
+    return input / div
 
 
 from ._attention_fn import scaled_dot_product_attention, pixel_shuffle, pixel_unshuffle  # noqa: E402,F401,E501

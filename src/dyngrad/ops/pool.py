@@ -18,11 +18,27 @@ _make = Tensor._make
 def _apply_axis(y, M, axis):
     nd = y.ndim
     axis %= nd
-    if axis == nd - 1:
-        return y @ M.T
-    if axis == nd - 2:
-        return np.matmul(M, y)
-    return np.moveaxis(np.tensordot(M, y, axes=([1], [axis])), 0, axis)
+    with np.errstate(invalid="ignore"):
+        if axis == nd - 1:
+            r = y @ M.T
+        elif axis == nd - 2:
+            r = np.matmul(M, y)
+        else:
+            r = np.moveaxis(np.tensordot(M, y, axes=([1], [axis])), 0, axis)
+    if r.dtype.kind in "fc" and np.isnan(r).any():
+        # an inf or nan times a zero weight is nan: only the weights that are there count,
+        # as PyTorch's window loops
+        return _sparse_axis(y, M, axis)
+    return r
+
+
+def _sparse_axis(y, M, axis):
+    rows, cols = np.nonzero(M)
+    ym = np.moveaxis(y, axis, 0)
+    contrib = ym[cols] * M[rows, cols].reshape((-1,) + (1,) * (ym.ndim - 1))
+    out = np.zeros((M.shape[0],) + ym.shape[1:], contrib.dtype)
+    np.add.at(out, rows, contrib)
+    return np.moveaxis(out, 0, axis)
 
 
 def _apply_mats(d, mats, transpose=False):
@@ -104,6 +120,7 @@ AvgPool2DBackward0 = _node_pair("AvgPool2DBackward0", True)
 AvgPool3DBackward0 = _node_pair("AvgPool3DBackward0", True)
 AdaptiveAvgPool2DBackward0 = _node_pair("AdaptiveAvgPool2DBackward0", True)
 AdaptiveAvgPool1DBackward0 = _node_pair("AdaptiveAvgPool1DBackward0", True)
+AdaptiveAvgPool3DBackward0 = _node_pair("AdaptiveAvgPool3DBackward0", True)
 UpsampleNearest1DBackward0 = _node_pair("UpsampleNearest1DBackward0")
 UpsampleNearest2DBackward0 = _node_pair("UpsampleNearest2DBackward0")
 UpsampleNearest3DBackward0 = _node_pair("UpsampleNearest3DBackward0")
@@ -309,6 +326,8 @@ def _gather_pair(name):
 
 MaxPool2DWithIndicesBackward0 = _gather_pair("MaxPool2DWithIndicesBackward0")
 AdaptiveMaxPool2DBackward0 = _gather_pair("AdaptiveMaxPool2DBackward0")
+MaxPool3DWithIndicesBackward0 = _gather_pair("MaxPool3DWithIndicesBackward0")
+AdaptiveMaxPool3DBackward0 = _gather_pair("AdaptiveMaxPool3DBackward0")
 
 
 def max_pool2d_indices(x, k, s, p, d, ceil_mode):
@@ -376,3 +395,85 @@ def adaptive_max_indices(x, oh, ow):
     cols = np.take_along_axis(np.broadcast_to(wi[None, :, None, :], (oh, ow, kh, kw)).reshape(oh, ow, -1),
                               a.reshape(-1, oh, ow).transpose(1, 2, 0), -1).transpose(2, 0, 1)
     return (rows * W + cols).reshape(a.shape)
+
+
+def _flat_strides(shape):
+    st = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        st[i] = st[i + 1] * shape[i + 1]
+    return st
+
+
+def max_pool_nd_indices(x, k, s, p, d, ceil_mode):
+    """``max_pool2d_indices`` over the last ``len(k)`` dims of ``x`` (any number of them):
+    flat spatial indices of the window maxima, whether they are unique, and the maxima."""
+    import itertools
+    nd = len(k)
+    lead, S = x.shape[:-nd], x.shape[-nd:]
+    outs = [pool_out(n, kk, ss, pp, dd, ceil_mode) for n, kk, ss, pp, dd in zip(S, k, s, p, d)]
+    Sp = [max(n + 2 * pp, (o - 1) * ss + dd * (kk - 1) + 1)
+          for n, kk, ss, pp, dd, o in zip(S, k, s, p, d, outs)]
+    if any(pp for pp in p) or list(Sp) != list(S):
+        fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        xp = np.full(lead + tuple(Sp), fill, x.dtype)
+        xp[(Ellipsis,) + tuple(slice(pp, pp + n) for pp, n in zip(p, S))] = x
+    else:
+        xp = x
+    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
+    K = int(np.prod(k))
+    at = np.int8 if K < 128 else np.int32
+    arg = np.zeros(lead + tuple(outs), at)
+    best = None
+    for kpos, off in enumerate(itertools.product(*[range(kk) for kk in k])):
+        v = xp[(Ellipsis,) + tuple(slice(o_ * dd, o_ * dd + ss * (o - 1) + 1, ss)
+                                   for o_, dd, ss, o in zip(off, d, s, outs))]
+        if best is None:
+            best = v.copy()
+            continue
+        take = v > best
+        if nan:
+            take |= np.isnan(v) & ~np.isnan(best)
+        np.maximum(best, v, out=best)
+        dk = np.subtract(at(kpos), arg, dtype=at)
+        dk *= take
+        arg += dk
+    st = _flat_strides(S)
+    base = 0
+    offs = 0
+    for i in range(nd):
+        shp = [1] * nd
+        shp[i] = -1
+        base = base + ((np.arange(outs[i]) * s[i] - p[i]) * st[i]).reshape(shp)
+        kshp = [1] * nd
+        kshp[i] = -1
+        offs = offs + (np.arange(k[i]) * (d[i] * st[i])).reshape(kshp)
+    idx = np.asarray(offs).ravel()[arg] + base
+    unique = all(ss >= dd * (kk - 1) + 1 for kk, ss, dd in zip(k, s, d))
+    return idx, unique, best
+
+
+def adaptive_max_indices_nd(x, outs):
+    """Flat spatial indices of the maxima of adaptive max pooling over the last
+    ``len(outs)`` dims."""
+    nd = len(outs)
+    S = x.shape[-nd:]
+    arrays, ks = [], []
+    for i, (n, o) in enumerate(zip(S, outs)):
+        st, en = adaptive_ranges(n, o)
+        kk = int((en - st).max())
+        hi = np.minimum(st[:, None] + np.arange(kk), en[:, None] - 1)  # repeats: max unchanged
+        shp = [1] * (2 * nd)
+        shp[i], shp[nd + i] = o, kk
+        arrays.append(hi.reshape(shp))
+        ks.append(kk)
+    win = x[(Ellipsis,) + tuple(arrays)]          # (..., o1..on, k1..kn)
+    K = int(np.prod(ks))
+    win = win.reshape(win.shape[:x.ndim] + (K,))
+    if x.dtype.kind == "f" and np.isnan(win).any():
+        a = np.where(np.isnan(win), np.inf, win).argmax(-1)
+    else:
+        a = win.argmax(-1)
+    fs = _flat_strides(S)
+    flat = sum(arr * f for arr, f in zip(arrays, fs))
+    flat = np.broadcast_to(flat, tuple(outs) + tuple(ks)).reshape(tuple(outs) + (K,))
+    return np.take_along_axis(np.broadcast_to(flat, a.shape + (K,)), a[..., None], -1)[..., 0]
