@@ -815,14 +815,12 @@ def _views_follow(base, value):
             if not value and "_own_rg" in v.__dict__:
                 continue  # the view was asked to require grad itself
             v._requires_grad = value
-            if value and v.__dict__.pop("_moved", False) and v._creation is None:
+            if value and v.__dict__.pop("_moved", False):
                 # its base changed in place since it was made: PyTorch regenerates its
-                # grad_fn as AsStridedBackward0 on the base
-                from .autograd.node import edge_of, lazy
-                from .ops.inplace import AsStridedBackward0, _set_history
-                _set_history(v, lazy(AsStridedBackward0((edge_of(base),), (v._view_fn,
-                                                                           base._data.shape)),
-                                     True))
+                # grad_fn as AsStridedBackward0 on the base (or, for an output of a
+                # multi-output view op, makes it unusable with its error)
+                from .ops.inplace import _rebase_view
+                _rebase_view(v, base)
             elif value:
                 v._nograd_view = True
 
