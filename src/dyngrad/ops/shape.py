@@ -912,5 +912,6 @@ _inplace_tri("triu")
 
 @op()
 def ravel(input):
-    """The elements as a 1-D tensor (a view when possible)."""
-    return reshape(input, -1)
+    """The elements as a 1-D tensor (a view when possible): PyTorch's
+    ``contiguous().view(-1)`` (CloneBackward0 first when the input is not contiguous)."""
+    return input.contiguous().view(-1)
