@@ -123,5 +123,7 @@ ROWS = [
     OpInfo("reshape_as", lambda a, b: a.reshape_as(b), lambda a, b: a.reshape(b.shape), [S((6,), (3, 2))],
            "ViewBackward0"),
     OpInfo("ravel", lambda a: a.ravel(), np.ravel, [S((2, 3))], "ViewBackward0"),
+    OpInfo("ravel_nc", lambda a: torch.ravel(a.t()), lambda a: a.T.ravel(), [S((2, 3)), S(())],
+           "ViewBackward0"),
     OpInfo("atleast_2d", lambda a: torch.atleast_2d(a), np.atleast_2d, [S((3,))], "UnsqueezeBackward0"),
 ]
