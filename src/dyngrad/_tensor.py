@@ -336,6 +336,8 @@ class Tensor:
         if not self._requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._stale_view:
+            if "_stale_fn" not in self.__dict__:
+                return  # it never had a history: a leaf to PyTorch's check, nothing to keep
             raise RuntimeError(self._stale_view)
         fn = self._grad_fn
         if fn is None or self._retains_grad:
