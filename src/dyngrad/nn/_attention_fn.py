@@ -10,6 +10,8 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from .._argcheck import guard as _guard
+from ..ops._graph import STATE, Node, Saved, edge_of, notify, record
+from ..ops.elementwise_more import NotImplemented_
 
 
 def _const(arr):
@@ -25,8 +27,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     ``dropout_p`` drops attention weights with dyngrad's generator, whatever the mode.
     ``enable_gqa`` repeats each key/value head for its group of query heads.
     """
-    from . import functional as F
-    from ..ops.linalg import matmul
     for n, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, Tensor):
             raise TypeError(f"scaled_dot_product_attention(): argument '{n}' must be Tensor, "
@@ -51,8 +51,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                "set when is_causal=True")
     if dropout_p > 1:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
-    L, S = query.shape[-2], key.shape[-2]
-    sc = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa:
         for t in (query, key, value):
             if t.dim() < 3:
@@ -64,28 +62,240 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             # (PyTorch's message stops there)
             raise RuntimeError("Number of heads in key and value must divide the number of "
                                "heads in ")
+    out_shape = query._data.shape[:-1] + value._data.shape[-1:]
+    if value._data.size == 0 or 0 in out_shape:
+        # PyTorch's empty case: zeros, kept connected to q, k and v by a product with 0
+        from . import functional as F
+        z = _const(np.zeros(out_shape, qd))
+        return z + F._mul_scalar(query.sum() + key.sum() + value.sum(), 0.0)
+    if _use_flash(query, key, value, attn_mask, dropout_p, enable_gqa):
+        return _flash_attention(query, key, value, attn_mask, is_causal, scale)
+    return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                           enable_gqa)
+
+
+def _default_scale(query):
+    e = query.shape[-1]
+    return 1.0 / math.sqrt(e) if e else math.inf
+
+
+def _float_mask(mask, dtype):
+    """PyTorch's convert_boolean_attn_mask: True (attend) -> 0, False -> -inf; a float mask
+    as it is."""
+    if mask is not None and mask._data.dtype == np.bool_:
+        return _const(np.where(mask._data, 0.0, -np.inf).astype(dtype))
+    return mask
+
+
+# --- PyTorch's math path --------------------------------------------------------------------
+class SafeSoftmaxBackward0(Node):
+    """_safe_softmax: softmax with rows that are all -inf giving zeros; the backward is
+    softmax's (from the saved result)."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sy, dim = self._saved
+        y = sy.get(self, graph)
+        gy = g * y
+        return (gy - y * gy.sum(dim, keepdim=True)) if graph else \
+            (gy - y * gy.sum(axis=dim, keepdims=True)),
+
+
+def _safe_softmax(x, dim):
+    d = x._data
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = d.max(axis=dim, keepdims=True) if d.size else d
+        e = np.exp(d - m) if d.size else d
+        y = e / e.sum(axis=dim, keepdims=True) if d.size else d.copy()
+    if d.size:
+        full = np.all(d == -np.inf, axis=dim, keepdims=True)
+        if full.any():
+            y = np.where(full, 0, y)
+    y = np.ascontiguousarray(y, dtype=d.dtype)
+    if STATE.enabled and x._requires_grad:
+        res = record(y, None)
+        res._grad_fn = SafeSoftmaxBackward0((edge_of(x),), (Saved(res, True), dim))
+        return notify(res)
+    return Tensor._make(y)
+
+
+def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """PyTorch's _scaled_dot_product_attention_math: q and k^T each scaled by sqrt(scale)
+    (numbers: MulBackward1), their product, the mask added in place, _safe_softmax, dropout,
+    the product with v (computed in float32 for float16 inputs)."""
+    from . import functional as F
+    from ..ops.linalg import matmul
+    origin = query._data.dtype
+    if origin == np.float16:
+        query, key, value = (t.to(D.float32) for t in (query, key, value))
+    dt = query._data.dtype
+    mask = _float_mask(attn_mask, dt)
+    neg = scale is not None and scale < 0
+    sc = abs(scale) if neg else (scale if scale is not None else _default_scale(query))
+    f = math.sqrt(sc)
+    q = F._mul_scalar(query, (0.0 - f) if neg else f)
+    if is_causal:
+        L, S = q.shape[-2], key.shape[-2]
+        mask = _const(np.where(np.tril(np.ones((L, S), bool)), 0.0, -np.inf).astype(dt))
+    if enable_gqa:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq != hk:
             key = key.repeat_interleave(hq // hk, -3)
         if hq != hv:
             value = value.repeat_interleave(hq // hv, -3)
-    scores = matmul(query, key.transpose(-2, -1)) * sc
+    attn = matmul(q, F._mul_scalar(key.transpose(-2, -1), f))
+    if mask is not None:
+        attn.add_(mask)
+    attn = _safe_softmax(attn, attn._data.ndim - 1)
+    if dropout_p > 0.0:
+        attn = F.dropout(attn, dropout_p, True)
+    out = matmul(attn, value)
+    return out.to(D.FROM_NP[origin]) if origin != dt else out
+
+
+# --- PyTorch's CPU flash attention ----------------------------------------------------------
+def _use_flash(q, k, v, mask, dropout_p, enable_gqa):
+    """Whether PyTorch's CPU kernel choice is its flash attention (sdp_utils_cpp): 4-d
+    float inputs of one batch size, equal head sizes, heads equal (or grouped under
+    enable_gqa), no dropout, non-empty sequences, unit last strides, and a mask (not requiring
+    grad) of 2 or 4 dims broadcasting over (L, S)."""
+    qd, kd, vd = q._data, k._data, v._data
+    if qd.ndim != 4 or kd.ndim != 4 or vd.ndim != 4 or dropout_p != 0.0:
+        return False
+    if qd.dtype not in (np.float32, np.float64, np.float16):
+        return False
+    if not (qd.shape[0] == kd.shape[0] == vd.shape[0]):
+        return False
+    hq, hk, hv = qd.shape[1], kd.shape[1], vd.shape[1]
+    if enable_gqa:
+        if hk != hv or hk == 0 or hq % hk:
+            return False
+    elif not hq == hk == hv:
+        return False
+    if not qd.shape[3] == kd.shape[3] == vd.shape[3] or qd.shape[3] == 0:
+        return False
+    if qd.shape[2] == 0 or kd.shape[2] == 0:
+        return False
+    if any(t.strides[3] != t.itemsize for t in (qd, kd, vd)):
+        return False
+    if mask is not None:
+        md = mask._data
+        if mask._requires_grad and STATE.enabled:
+            return False
+        if md.ndim < 2 or md.shape[-2] not in (qd.shape[2], 1) or \
+                md.shape[-1] not in (kd.shape[2], 1):
+            return False
+        if md.ndim == 4:
+            return md.shape[0] in (1, qd.shape[0]) and md.shape[1] in (1, hq)
+        return md.ndim == 2
+    return True
+
+
+def _flash_np(q, k, v, mask, is_causal, scale):
+    """Attention on arrays, with the log-sum-exp of each row (0 for a fully masked row, whose
+    output is zeros)."""
+    odt = q.dtype
+    if odt == np.float16:  # accumulated in float32, as PyTorch's kernel
+        q, k, v = (a.astype(np.float32) for a in (q, k, v))
+    rep = q.shape[1] // k.shape[1]
+    if rep > 1:
+        k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * q.dtype.type(scale)
+    if mask is not None:
+        s = s + mask
     if is_causal:
-        causal = np.where(np.tril(np.ones((L, S), bool)), 0.0, -np.inf).astype(qd)
-        scores = scores + _const(causal)
-    if attn_mask is not None:
-        if attn_mask._data.dtype == np.bool_:
-            scores = scores + _const(np.where(attn_mask._data, 0.0, -np.inf).astype(qd))
-        else:
-            scores = scores + attn_mask
-    full = np.all(np.isneginf(scores._data), -1, keepdims=True) if scores.shape[-1] else None
-    if full is not None and full.any():
-        ft = _const(full)
-        weights = F.softmax(scores.masked_fill(ft, 0.0), dim=-1).masked_fill(ft, 0.0)
-    else:
-        weights = F.softmax(scores, dim=-1)
-    if dropout_p > 0:
-        weights = F.dropout(weights, dropout_p, True)
-    return matmul(weights, value)
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        m = s.max(axis=-1, keepdims=True)
+        full = m == -np.inf
+        m = np.where(full, 0, m)
+        e = np.exp(s - m)
+        tot = e.sum(axis=-1, keepdims=True)
+        lse = np.where(full, 0, np.log(tot) + m)
+        p = np.where(full, 0, e / np.where(full, 1, tot))
+    p = p.astype(q.dtype, copy=False)
+    out = np.ascontiguousarray(np.matmul(p, v), dtype=odt)
+    return out, lse[..., 0].astype(q.dtype), p, k, v
+
+
+class _FlashBackwardNotImplemented(NotImplemented_):
+    __slots__ = ()
+    _nout = 3
+
+
+def _flash_no_forward_ad(node, tangents):
+    raise NotImplementedError(
+        "Trying to use forward AD with _scaled_dot_product_flash_attention_for_cpu that does "
+        "not support it because it has not been implemented yet.\nPlease file an issue to "
+        "PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml "
+        "so that we can prioritize its implementation or submit a PR adding the implementation "
+        "to derivatives.yaml")
+
+
+class ScaledDotProductFlashAttentionForCpuBackward0(Node):
+    """PyTorch's CPU flash attention: one node for q, k and v (saving them, the output and
+    the log-sum-exp); its backward has no derivative of its own (NotImplemented under
+    create_graph) and it has no forward-mode rule."""
+    __slots__ = ()
+    _fw_rule = staticmethod(_flash_no_forward_ad)
+
+    def _bw(self, g, graph):
+        sq, sk, sv, so, lse, sm, is_causal, scale = self._saved
+        q, k, v = (t.get(self, False) for t in (sq, sk, sv))
+        out = so.get(self, False)
+        mask = sm.get(self, False) if isinstance(sm, Saved) else sm
+        gd = g._data if graph else g
+        odt = q.dtype
+        rep = q.shape[1] // k.shape[1]
+        _, _, p, kx, vx = _flash_np(q, k, v, mask, is_causal, scale)
+        if odt == np.float16:
+            q, gd, out = (a.astype(np.float32) for a in (q, gd, out))
+        dv = np.matmul(np.swapaxes(p, -1, -2), gd)
+        dp = np.matmul(gd, np.swapaxes(vx, -1, -2))
+        ds = p * (dp - (gd * out).sum(axis=-1, keepdims=True))
+        sc = q.dtype.type(scale)
+        dq = np.matmul(ds, kx) * sc
+        dk = np.matmul(np.swapaxes(ds, -1, -2), q) * sc
+        if rep > 1:
+            B, H, S = k.shape[0], k.shape[1], k.shape[2]
+            dk = dk.reshape(B, H, rep, S, -1).sum(axis=2)
+            dv = dv.reshape(B, H, rep, S, -1).sum(axis=2)
+        grads = [np.ascontiguousarray(a, dtype=odt) for a in (dq, dk, dv)]
+        if not graph:
+            return tuple(grads)
+        # PyTorch has no derivative for this backward: its results come from one
+        # NotImplemented node (over the incoming gradient, q, k, v and the output)
+        ins = [g, sq.get(self, True), sk.get(self, True), sv.get(self, True), so.get(self, True)]
+        edges = tuple(edge_of(t) for t in ins if t._requires_grad)
+        if not (STATE.enabled and edges):
+            return tuple(Tensor._make(a) for a in grads)
+        node = _FlashBackwardNotImplemented(
+            edges, ("_scaled_dot_product_flash_attention_for_cpu_backward",))
+        res = []
+        for i, a in enumerate(grads):
+            t = record(a, node)
+            if i:
+                t._output_nr = i
+            res.append(t)
+        node._odt = None
+        return tuple(res)
+
+
+def _flash_attention(query, key, value, attn_mask, is_causal, scale):
+    """PyTorch's _scaled_dot_product_flash_attention_for_cpu: one node of q, k and v."""
+    dt = query._data.dtype
+    sc = _default_scale(query) if scale is None else scale
+    mask = _float_mask(attn_mask, dt)
+    md = None if mask is None else mask._data
+    out, lse, _, _, _ = _flash_np(query._data, key._data, value._data, md, is_causal, sc)
+    if STATE.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
+        res = record(out, None)
+        sm = Saved(mask) if mask is attn_mask and mask is not None else md
+        res._grad_fn = ScaledDotProductFlashAttentionForCpuBackward0(
+            (edge_of(query), edge_of(key), edge_of(value)),
+            (Saved(query), Saved(key), Saved(value), Saved(res, True), lse, sm, is_causal, sc))
+        return notify(res)
+    return Tensor._make(out)
 
 
 def _factor(fn, arg, v):
@@ -106,37 +316,72 @@ def _check_input(fn, input):
                            f"with {input.dim()} dimension(s)")
 
 
+def _shuffle_np(x, r):
+    *lead, c, h, w = x.shape
+    n = len(lead)
+    oc = c // (r * r)
+    y = x.reshape(*lead, oc, r, r, h, w)
+    y = y.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return np.ascontiguousarray(y).reshape(*lead, oc, h * r, w * r)
+
+
+def _unshuffle_np(x, r):
+    *lead, c, h, w = x.shape
+    n = len(lead)
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    y = y.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return np.ascontiguousarray(y).reshape(*lead, c * r * r, h // r, w // r)
+
+
+class PixelShuffleBackward0(Node):
+    """pixel_shuffle: its backward is pixel_unshuffle of the gradient (and vice versa)."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        r = self._saved[0]
+        return (pixel_unshuffle(g, r) if graph else _unshuffle_np(g, r)),
+
+
+class PixelUnshuffleBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        r = self._saved[0]
+        return (pixel_shuffle(g, r) if graph else _shuffle_np(g, r)),
+
+
+def _record_shuffle(input, y, cls, r):
+    if STATE.enabled and input._requires_grad:
+        return record(y, cls((edge_of(input),), (r,)))
+    return Tensor._make(y)
+
+
 def pixel_shuffle(input, upscale_factor):
-    """(*, C r^2, H, W) -> (*, C, H r, W r)."""
+    """(*, C r^2, H, W) -> (*, C, H r, W r); PixelShuffleBackward0."""
     _check_input("pixel_shuffle", input)
     r = _factor("pixel_shuffle", "upscale_factor", upscale_factor)
-    *lead, c, h, w = input.shape
+    c = input._data.shape[-3]
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
                            f"divisible by the square of upscale_factor, but input.size(-3)={c} "
                            f"is not divisible by {r * r}")
-    n = len(lead)
-    oc = c // (r * r)
-    x = input.reshape(*lead, oc, r, r, h, w)
-    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, oc, h * r, w * r)
+    return _record_shuffle(input, _shuffle_np(input._data, r), PixelShuffleBackward0, r)
 
 
 def pixel_unshuffle(input, downscale_factor):
-    """(*, C, H r, W r) -> (*, C r^2, H, W)."""
+    """(*, C, H r, W r) -> (*, C r^2, H, W); PixelUnshuffleBackward0."""
     _check_input("pixel_unshuffle", input)
     r = _factor("pixel_unshuffle", "downscale_factor", downscale_factor)
-    *lead, c, h, w = input.shape
+    h, w = input._data.shape[-2:]
     if h % r:
         raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, "
                            f"but input.size(-2)={h} is not divisible by {r}")
     if w % r:
         raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, "
                            f"but input.size(-1)={w} is not divisible by {r}")
-    n = len(lead)
-    x = input.reshape(*lead, c, h // r, r, w // r, r)
-    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return _record_shuffle(input, _unshuffle_np(input._data, r), PixelUnshuffleBackward0, r)
 
 
 scaled_dot_product_attention = _guard(scaled_dot_product_attention)

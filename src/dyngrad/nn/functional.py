@@ -2009,20 +2009,198 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     return _make(d)
 
 
+class EmbeddingBagBackward0(Node):
+    """Bags of embedding rows reduced by sum, mean or max; edges (weight, per_sample_weights).
+    Under create_graph the weight's gradient is an EmbeddingBagBackwardBackward0 (that PyTorch
+    cannot differentiate), the per-sample weights' a NotImplemented."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sw, sp, idx, bag, bag_size, maxi, mode, freq, valid = self._saved
+        w = sw.get(self, False) if sw is not None else None
+        p = sp.get(self, False) if sp is not None else None
+        gd = g._data if graph else g
+        nf = self.next_functions
+        gw = gp = None
+        if nf[0][0] is not None:
+            gw = _bag_weight_grad(gd, idx, bag, bag_size, maxi, mode, freq, valid, p,
+                                  self._saved_weight_shape())
+            if graph:
+                ins = [g] + ([sp.get(self, True)] if sp is not None else [])
+                edges = (edge_of(g), edge_of(ins[1]) if sp is not None else (None, 0))
+                if STATE.enabled and any(t._requires_grad for t in ins):
+                    gw = record(gw, EmbeddingBagBackwardBackward0(edges, ()))
+                else:
+                    gw = _make(gw)
+        if len(nf) > 1 and nf[1][0] is not None:
+            gp = np.zeros(idx.shape, gd.dtype)
+            gp[valid] = (gd[bag[valid]] * w[idx[valid]]).sum(-1)
+            if graph:
+                from ..ops.elementwise_more import _no_derivative
+                gp = _no_derivative(gp, "_embedding_bag_per_sample_weights_backward",
+                                    [g, sw.get(self, True)])
+        return gw, gp
+
+    def _saved_weight_shape(self):
+        return tuple(self._saved[0].value._data.shape)
+
+
+class EmbeddingBagBackwardBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        raise NotImplementedError("the derivative for '_embedding_bag_backward' is not "
+                                  "implemented.")
+
+
+def _bag_weight_grad(g, idx, bag, bag_size, maxi, mode, freq, valid, psw, wshape):
+    gw = np.zeros(wshape, g.dtype)
+    if mode == "max":
+        nz = maxi >= 0
+        cols = np.broadcast_to(np.arange(wshape[1]), maxi.shape)
+        np.add.at(gw, (maxi[nz], cols[nz]), g[nz])
+        return gw
+    iv, bv = idx[valid], bag[valid]
+    rows = g[bv]
+    if mode == "mean":
+        rows = rows / bag_size[bv][:, None].astype(g.dtype)
+    if psw is not None:
+        rows = rows * psw[valid][:, None]
+    if freq is not None:
+        rows = rows * freq[iv][:, None].astype(g.dtype)
+    np.add.at(gw, iv, rows)
+    return gw
+
+
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
-    """Sums / means of bags of embeddings (2-d input: one bag per row)."""
-    if input.dim() != 2:
-        raise NotImplementedError("embedding_bag supports 2-d input (one bag per row)")
-    e = embedding(input, weight, padding_idx, max_norm, norm_type)
-    if per_sample_weights is not None:
-        e = e * per_sample_weights.unsqueeze(-1)
-    if mode == "sum":
-        return e.sum(1)
-    if mode == "mean":
-        return e.mean(1)
-    raise NotImplementedError("embedding_bag mode 'max'")
+    """Sums, means or maxima of bags of embedding rows (2-d input: one bag per row; 1-d input:
+    bags starting at ``offsets``), as PyTorch's; EmbeddingBagBackward0."""
+    if weight._data.dtype == np.int64 and input._data.dtype.kind == "f":
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "
+                             f"is a mini-batch of fixed length sequences. However, found offsets "
+                             f"of type {type(offsets)}")
+        offs = np.arange(0, input._data.size, input._data.shape[1]) if input._data.shape[1] \
+            else np.zeros(input._data.shape[0], np.int64)
+        include_last_offset = False
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        offs = offsets._data.astype(np.int64)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _embedding_renorm(weight, input._data, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    return _embedding_bag(weight, input, offs, scale_grad_by_freq, mode, per_sample_weights,
+                          include_last_offset, padding_idx)
+
+
+def _embedding_renorm(weight, idx, max_norm, norm_type):
+    """PyTorch's embedding_renorm_ under no_grad: rows used whose norm exceeds max_norm are
+    scaled down to it in place."""
+    w = weight._data
+    rows = np.unique(idx.reshape(-1))
+    norms = np.linalg.norm(w[rows], ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        w[rows[big]] *= (max_norm / (norms[big] + 1e-7))[:, None].astype(w.dtype)
+        weight._version[0] += 1
+
+
+def _embedding_bag(weight, input, offs, scale_grad_by_freq, mode, psw, include_last, padding_idx):
+    w = weight._data
+    idx = input._data.astype(np.int64).reshape(-1)
+    n, num = idx.size, w.shape[0]
+    if offs.size and offs[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                           f"has to start from position 0. However, got {int(offs[0])}")
+    if offs.size and offs[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {int(offs[-1])}")
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{num} "
+                               f"through {num - 1}, but got {padding_idx}")
+        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
+    bad = (idx < 0) | (idx >= num)
+    if bad.any():
+        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found "
+                           f"idx to be {int(idx[bad][0])}")
+    nb = offs.size - 1 if include_last else offs.size
+    ends = np.append(offs[1:], n) if not include_last else offs[1:]
+    bag = np.full(n, -1, np.int64)
+    for b in range(nb):
+        bag[offs[b]:ends[b]] = b
+    valid = bag >= 0
+    if padding_idx is not None:
+        valid &= idx != padding_idx
+    D_ = w.shape[1]
+    bag_size = np.bincount(bag[valid], minlength=nb)[:nb]
+    maxi = None
+    out = np.zeros((nb, D_), w.dtype)
+    if mode == "max":
+        maxi = np.full((nb, D_), -1, np.int64)
+        for b in range(nb):
+            sel = idx[(bag == b) & valid]
+            if sel.size:
+                rows = w[sel]
+                a = rows.argmax(0)
+                out[b] = rows[a, np.arange(D_)]
+                maxi[b] = sel[a]
+    else:
+        rows = w[idx[valid]]
+        if psw is not None:
+            rows = rows * psw._data.reshape(-1)[valid][:, None]
+        np.add.at(out, bag[valid], rows)
+        if mode == "mean":
+            out = out / np.maximum(bag_size, 1)[:, None].astype(w.dtype)
+    out = out.astype(w.dtype, copy=False)
+    needs = weight._requires_grad or (psw is not None and psw._requires_grad)
+    if STATE.enabled and needs:
+        freq = None
+        if scale_grad_by_freq:
+            # PyTorch's dense backward scales the i-th distinct index (in sorted order) by
+            # 1 / count of the i-th sorted index (not its own count, when indices repeat)
+            srt = np.sort(idx)
+            u = np.unique(srt)
+            freq = np.ones(num)
+            freq[u] = 1.0 / np.bincount(idx, minlength=num)[srt[:u.size]]
+        edges = (edge_of(weight), edge_of(psw) if psw is not None else (None, 0))
+        return record(out, EmbeddingBagBackward0(edges, (
+            Saved(weight), Saved(psw) if psw is not None else None, idx, bag, bag_size, maxi,
+            mode, freq, valid)))
+    return _make(out)
 
 
 # --- convolution ----------------------------------------------------------------------
@@ -2365,7 +2543,13 @@ def pad(input, pad, mode="constant", value=None):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if not (k + 1 <= input.dim() <= k + 2) or k > 3:
         raise NotImplementedError(
-            "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now")
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            f"Supported combinations for non-constant padding:\n"
+            f"  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            f"  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            f"  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if mode == "circular":
+        return _pad_circular(input, pad)
     mats = []
     for i in range(k):
         ax = -1 - i
@@ -2376,6 +2560,43 @@ def pad(input, pad, mode="constant", value=None):
     else:
         cls = getattr(_pool, f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{k}DBackward0")
     return _pool.axis_linear(input, mats, cls)
+
+
+def _pad_circular(input, pad):
+    """PyTorch's _pad_circular: the input (sliced where a padding is negative) copied into
+    the middle of a new tensor, then each padded side copied from the opposite end of that
+    tensor, dimension by dimension (CopySlices of slices)."""
+    k = len(pad) // 2
+    shape = list(input._data.shape)
+    lead = len(shape) - k
+    out_shape = list(shape)
+    for i in range(k):
+        pl, pr = pad[2 * (k - i - 1)], pad[2 * (k - i - 1) + 1]
+        n = shape[lead + i]
+        out_shape[lead + i] = n + pl + pr
+        if pl > n or pr > n:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        if out_shape[lead + i] < 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    out = _make(np.empty(out_shape, input._data.dtype))
+    out_slice, in_slice = out, input
+    for i in range(k):
+        dim = len(shape) - 1 - i
+        pl, pr = pad[2 * i], pad[2 * i + 1]
+        a, b = max(pl, 0), out_shape[dim] - max(pr, 0)
+        out_slice = out_slice.narrow(dim, a, b - a)
+        a, b = max(-pl, 0), shape[dim] - max(-pr, 0)
+        in_slice = in_slice.narrow(dim, a, b - a)
+    out_slice.copy_(in_slice)
+    for i in range(k):
+        dim = len(shape) - 1 - i
+        pl, pr = pad[2 * i], pad[2 * i + 1]
+        n = out_shape[dim]
+        if pl > 0:
+            out.narrow(dim, 0, pl).copy_(out.narrow(dim, n - pl - max(pr, 0), pl))
+        if pr > 0:
+            out.narrow(dim, n - pr, pr).copy_(out.narrow(dim, max(pl, 0), pr))
+    return out
 
 
 # --- interpolation --------------------------------------------------------------------

@@ -104,6 +104,23 @@ RReLU = _simple("RReLU", "rrelu", "Leaky ReLU with a random slope in training.",
                 lower=1. / 8, upper=1. / 3, inplace=False)
 
 
+def _rrelu_forward(self, input):
+    return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+
+RReLU.forward = _rrelu_forward  # random slopes in training mode, as PyTorch's
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of 3-d or 4-d input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
+                             f"instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
 class PReLU(Module):
     """x if x > 0 else a * x, with a learnable slope (one, or one per channel)."""
 

@@ -78,11 +78,7 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1, input2):
-        o, i, j = self.weight.shape
-        lead = tuple(input1.shape[:-1])
-        t = input1.matmul(self.weight.permute(1, 0, 2).reshape(i, o * j)).reshape(lead + (o, j))
-        y = (t * input2.unsqueeze(-2)).sum(-1)
-        return y + self.bias if self.bias is not None else y
+        return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
