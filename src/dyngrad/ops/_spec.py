@@ -149,7 +149,12 @@ class OpSpec:
         params = list(sig.parameters)[n_in:]
         name = self.name
 
-        def f(*args, **kwargs):
+        if n_in == 1 and not params:
+            f = self._unary_public()
+        else:
+            f = None
+
+        def general(*args, **kwargs):
             tensors = args[:n_in]
             for i, t in enumerate(tensors):
                 if not isinstance(t, Tensor):
@@ -212,6 +217,7 @@ class OpSpec:
                     h(res, node)
             return res
 
+        f = f or general
         f.__name__ = f.__qualname__ = name
         f.__module__ = self.forward.__module__
         f.__doc__ = (self.forward.__doc__ or "").strip() or f"{name}; records " \
@@ -221,6 +227,65 @@ class OpSpec:
         op(name, method=method, function=function)(f)
         OPS[name].update(spec=self, nodes=(self.node_cls.__name__,))
         return f
+
+
+def _unary_public(self):
+    """The public function of a one-tensor op with no other argument: the hot path of
+    elementwise ops, as lean as a hand-written one."""
+    spec = self
+    name = self.name
+    forward = self.forward
+    floating = self.promote == "float"
+    fl = D.DEFAULTS
+    cls = self.node_cls
+    where = tuple(("out" if n == "result" else "in") for n in self.saved)
+    if where == ("out",):
+        def pack(x, res):
+            return (Saved(res, True),)
+    elif where == ("in",):
+        def pack(x, res):
+            return (Saved(x),)
+    elif not where:
+        def pack(x, res):
+            return ()
+    else:
+        def pack(x, res):
+            return tuple(Saved(res, True) if w == "out" else Saved(x) for w in where)
+    kernel = self.floating_kernel
+
+    def f(input):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{D.type_name(input)}")
+        d = input._data
+        if d.dtype.kind not in "fc":
+            if floating:
+                d = d.astype(fl.float.np)
+            elif kernel:
+                raise NotImplementedError(f'"{kernel}" not implemented for '
+                                          f"'{D.scalar_type_name(d.dtype)}'")
+        tok = quiet_on()
+        try:
+            r = forward(d)
+        finally:
+            quiet_off(tok)
+        if STATE.enabled and input._requires_grad:
+            if spec.bw is None:
+                raise RuntimeError(f"the derivative for '{name}' is not implemented.")
+            res = _make(r)
+            res._requires_grad = True
+            res._grad_fn = node = cls((edge_of(input),), pack(input, res))
+            node._odt = r.dtype
+            if RECORD_HOOKS:
+                for h in RECORD_HOOKS:
+                    h(res, node)
+            return res
+        return _make(r)
+
+    return f
+
+
+OpSpec._unary_public = _unary_public
 
 
 def _node_bw(self, g, graph):
@@ -270,6 +335,42 @@ def defop(name: str, *, node: str, inputs: tuple = ("self",), saved: tuple = (),
     return deco
 
 
+def unary(name: str, np_fn: Callable, formula: Callable, *, module: str,
+          saved: tuple = ("self",), promote: str | None = "float", node: str | None = None,
+          doc: str = "") -> OpSpec:
+    """Declare an elementwise op of one tensor: ``np_fn`` on arrays forward;
+    ``formula(grad, x, y)`` its gradient from the saved input ``x`` and/or result ``y`` (None
+    when not saved), written once for arrays and Tensors.  Forward mode and batching follow
+    (elementwise)."""
+    node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+
+    def forward(self):
+        return np_fn(self)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__module__ = module
+    forward.__doc__ = doc or f"Elementwise {name}; records {node}."
+    spec = defop(name, node=node, saved=saved, promote=promote, elementwise=True)(forward)
+    ix = saved.index("self") if "self" in saved else None
+    iy = saved.index("result") if "result" in saved else None
+
+    def bw(ctx, grad):
+        return (formula(grad, ctx.self if ix is not None else None,
+                        ctx.result if iy is not None else None),)
+
+    spec.backward(bw)
+
+    def fast_bw(self, g, graph):
+        # the node's backward without a Ctx: result is unpacked before self (PyTorch's order)
+        sv = self._saved
+        y = sv[iy].get(self, graph) if iy is not None else None
+        x = sv[ix].get(self, graph) if ix is not None else None
+        return formula(g, x, y),
+
+    spec.node_cls._bw = fast_bw
+    return spec
+
+
 def apply_batched(name: str, arrays, params: dict):
     """Run op ``name`` on inputs with a leading batch axis through its batching rule (the
     primitive ``vmap`` uses); raises when the op has none."""
@@ -282,4 +383,4 @@ def apply_batched(name: str, arrays, params: dict):
     return rule(spec, arrays, params)
 
 
-__all__ = ["defop", "batch_along", "apply_batched", "ELEMENTWISE", "Ctx", "OpSpec"]
+__all__ = ["defop", "unary", "batch_along", "apply_batched", "ELEMENTWISE", "Ctx", "OpSpec"]

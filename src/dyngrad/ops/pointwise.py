@@ -14,6 +14,7 @@ from .._fperr import quiet
 from ._graph import (RECORD_HOOKS, notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, edges_first,
                      record, sum_to)
 from . import _dual as X
+from ._spec import unary
 
 _make = Tensor._make
 _isT = isinstance
@@ -687,28 +688,15 @@ def _unary(x, fn, cls, save_in, save_out, floating=True):
 
 def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc="",
               node=None):
-    """Define a unary op ``name`` with node ``<Name>Backward0`` (or ``node``) from a gradient
-    formula ``formula(g, x, y)`` (x the input, y the output; either may be None if not saved)."""
-    node_name = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
-
-    def _bw(self, g, graph):
-        sx, sy = self._saved
-        x = sx.get(self, graph) if sx is not None else None
-        y = sy.get(self, graph) if sy is not None else None
-        return formula(g, x, y),
-
-    cls = type(node_name, (Node,), {"__slots__": (), "_bw": _bw, "__module__": __name__})
-
-    def f(input):
-        return _unary(input, fn, cls, save_in, save_out, floating)
-
-    f.__name__ = name
-    f.__qualname__ = name
-    f.__doc__ = doc or f"Elementwise {name}; records {node_name}."
-    globals()[node_name] = cls
-    globals()[name] = f
-    op(name)(f)
-    return f
+    """Declare (ops/_spec.py ``unary``) the elementwise op ``name`` with node
+    ``<Name>Backward0`` (or ``node``) from a gradient formula ``formula(g, x, y)`` (x the input,
+    y the output; either None if not saved)."""
+    saved = (("self",) if save_in else ()) + (("result",) if save_out else ())
+    spec = unary(name, fn, formula, module=__name__, saved=saved,
+                 promote="float" if floating else None, node=node, doc=doc)
+    globals()[spec.node_cls.__name__] = spec.node_cls
+    globals()[name] = spec.fn
+    return spec.fn
 
 
 def _sqrt_bw(g, x, y):
