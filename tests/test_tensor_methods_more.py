@@ -30,7 +30,8 @@ def outcome(lib, fn):
             r = fn(lib)
     except Exception as e:  # noqa: BLE001
         return ("error", type(e).__name__, str(e).split("\n")[0])
-    ws = [str(x.message) for x in w]
+    # (PyTorch's C++ warnings end with where they were raised inside PyTorch)
+    ws = [str(x.message).split(" (Triggered internally at")[0] for x in w]
 
     def one(x):
         if isinstance(x, lib.Tensor):
@@ -547,3 +548,349 @@ def test_nn_init_style_use_on_parameters():
     assert (lin.weight.abs() < 0.1).all()
     lin(dyngrad.ones(2, 4)).sum().backward()
     assert lin.weight.grad.shape == (3, 4)
+
+
+# --- binary math: heaviside, gcd, lcm, shifts, ldexp, frexp, nextafter ------------------------
+def _close(a, b):
+    """Outcomes equal, floats to a few ulps."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (np.isnan(a) and np.isnan(b)) or abs(a - b) <= 1e-6 * max(1, abs(b))
+    return a == b
+
+
+def close(fn):
+    a, b = outcome(dyngrad, fn), outcome(torch, fn)
+    assert _close(a, b), f"\ndyngrad {a}\ntorch   {b}"
+
+
+FI = lambda L: L.tensor([-1.5, 0.0, 2.0, -0.0, float("nan")])  # noqa: E731
+II = lambda L: L.tensor([-4, 0, 6, 7])  # noqa: E731
+BINARY_CASES = {
+    "heaviside": lambda L: FI(L).heaviside(L.tensor([0.5])),
+    "heaviside_int": lambda L: II(L).heaviside(L.tensor([9])),
+    "heaviside_bool": lambda L: L.tensor([True, False]).heaviside(L.tensor([True, True])),
+    "heaviside_dtypes": lambda L: FI(L).heaviside(L.tensor([1])),
+    "heaviside_0d_dtype": lambda L: FI(L).heaviside(L.tensor(0.5, dtype=L.float64)),
+    "heaviside_complex": lambda L: L.tensor([1j]).heaviside(L.tensor([1j])),
+    "heaviside_scalar": lambda L: FI(L).heaviside(0.5),
+    "torch_heaviside_scalar": lambda L: L.heaviside(FI(L), 0.5),
+    "heaviside_": lambda L: FI(L).heaviside_(L.tensor([3.0])),
+    "heaviside_bcast": lambda L: FI(L).heaviside(L.ones(2, 1)),
+    "gcd": lambda L: II(L).gcd(L.tensor([6, 5, -4, 0])),
+    "gcd_promote": lambda L: II(L).gcd(L.tensor([6, 5, -4, 0], dtype=L.int8)),
+    "gcd_0d": lambda L: L.gcd(II(L), L.tensor(4, dtype=L.int8)),
+    "gcd_float": lambda L: FI(L).gcd(FI(L)),
+    "gcd_bool": lambda L: L.tensor([True]).gcd(L.tensor([True])),
+    "gcd_scalar": lambda L: II(L).gcd(3),
+    "torch_gcd_scalar": lambda L: L.gcd(II(L), 3),
+    "gcd_": lambda L: (lambda t: (t.gcd_(L.tensor([6, 5, -4, 0])) is t, t.tolist()))(II(L)),
+    "torch_gcd_": lambda L: (lambda t: (L.gcd_(t, L.tensor([2])), ver(t))[1])(II(L)),
+    "gcd_int8_cast": lambda L: L.tensor([4], dtype=L.int8).gcd_(L.tensor([6])),
+    "gcd_bad_shape": lambda L: II(L).gcd(L.tensor([1, 2])),
+    "lcm": lambda L: II(L).lcm(L.tensor([6, 5, -4, 0])),
+    "lcm_uint8_wraps": lambda L: L.tensor([200], dtype=L.uint8).lcm(L.tensor([3], dtype=L.uint8)),
+    "lcm_": lambda L: II(L).lcm_(L.tensor([3])),
+    "lcm_float": lambda L: L.lcm(FI(L), FI(L)),
+    "lshift": lambda L: II(L).bitwise_left_shift(L.tensor([1, 2, 3, 62])),
+    "lshift_op": lambda L: II(L) << 2,
+    "lshift_rop": lambda L: 2 << II(L).abs(),
+    "rshift_rop": lambda L: 256 >> II(L).abs(),
+    "torch_lshift_scalar_first": lambda L: L.bitwise_left_shift(3, II(L).abs()),
+    "torch_shift_two_scalars": lambda L: L.bitwise_left_shift(3, 4),
+    "lshift_big_neg": lambda L: (II(L) << 70, II(L) << -1, II(L) << 63, II(L) << 64),
+    "rshift_big_neg": lambda L: (II(L) >> 70, II(L) >> -1, II(L) >> 63, II(L) >> 2 ** 40),
+    "shift_uint8": lambda L: [(L.tensor([200, 3], dtype=L.uint8) >> k).tolist() for k in
+                              (7, 8, 9, 200)] + [(L.tensor([200, 3], dtype=L.uint8) << k).tolist()
+                                                 for k in (1, 7, 8, 200)],
+    "shift_uint8_tensor": lambda L: (L.tensor([200, 3], dtype=L.uint8) >> L.tensor(
+        [200, 250], dtype=L.uint8), L.tensor([200, 3], dtype=L.uint8) << L.tensor(
+        [200, 1], dtype=L.uint8)),
+    "shift_int8": lambda L: [(L.tensor([-100, 100], dtype=L.int8) >> k).tolist() for k in
+                             (1, 7, 8, -3)] + [(L.tensor([-100, 100], dtype=L.int8) << k).tolist()
+                                               for k in (1, 7, 8, -1)],
+    "shift_int16_int8": lambda L: L.tensor([5], dtype=L.int16) << L.tensor([1], dtype=L.int8),
+    "shift_int8_0d": lambda L: L.tensor([5], dtype=L.int8) << L.tensor(1),
+    "shift_bool_scalar": lambda L: (L.tensor([True]) << 1, L.tensor([1]) << True),
+    "shift_bool": lambda L: L.tensor([True]) << L.tensor([True]),
+    "shift_float": lambda L: FI(L) << 1,
+    "shift_float_scalar": lambda L: II(L) << 1.5,
+    "shift_float_rop": lambda L: 1.5 << II(L),
+    "ilshift": lambda L: (lambda t: (t.__ilshift__(1) is t, t.tolist(), ver(t)))(II(L)),
+    "irshift_tensor": lambda L: (lambda t: (t.__irshift__(L.tensor([1])), t)[1])(II(L)),
+    "ilshift_int8_float": lambda L: (lambda t: t.__ilshift__(L.tensor([1.0])))(
+        L.tensor([1, 2], dtype=L.int8)),
+    "lshift_": lambda L: II(L).bitwise_left_shift_(2),
+    "rshift_": lambda L: II(L).bitwise_right_shift_(L.tensor([1, 2, 0, 1])),
+    "ldexp": lambda L: FI(L).ldexp(L.tensor([1, 2, 3, 4, 5])),
+    "ldexp_int": lambda L: II(L).ldexp(L.tensor([1, 2, 3, 4])),
+    "ldexp_float_exp": lambda L: L.ldexp(L.tensor([1.0, 3.0]), L.tensor([1.5, -2.0])),
+    "ldexp_f64_exp": lambda L: FI(L).ldexp(L.tensor([1.0], dtype=L.float64)),
+    "ldexp_half": lambda L: L.tensor([3.0], dtype=L.float16).ldexp(L.tensor([20])),
+    "ldexp_complex": lambda L: L.tensor([1j, 2]).ldexp(L.tensor([1])),
+    "ldexp_scalar": lambda L: FI(L).ldexp(2),
+    "torch_ldexp_scalar": lambda L: L.ldexp(FI(L), 2),
+    "ldexp_": lambda L: FI(L).ldexp_(L.tensor([1])),
+    "ldexp_int_self": lambda L: II(L).ldexp_(L.tensor([1])),
+    "torch_ldexp_": lambda L: (lambda t: (L.ldexp_(t, L.tensor([2])) is t, t.tolist()))(FI(L)),
+    "frexp": lambda L: tuple(FI(L).frexp()),
+    "frexp_names": lambda L: (lambda r: (type(r).__name__, r.mantissa.tolist(),
+                                         r.exponent.dtype is L.int32))(L.frexp(FI(L))),
+    "frexp_special": lambda L: tuple(L.tensor([float("inf"), -float("inf"), 1e-40, 1e30,
+                                                 0.75]).frexp()),
+    "frexp_dtypes": lambda L: [tuple(FI(L).to(d).frexp()) for d in (L.float16, L.float64)],
+    "frexp_int": lambda L: II(L).frexp(),
+    "nextafter": lambda L: FI(L).nextafter(L.tensor([1.0])),
+    "nextafter_f64": lambda L: FI(L).nextafter(L.tensor([1.0], dtype=L.float64)),
+    "nextafter_half": lambda L: FI(L).half().nextafter(L.tensor([10.0], dtype=L.float16)),
+    "nextafter_int": lambda L: II(L).nextafter(II(L)),
+    "nextafter_scalar": lambda L: FI(L).nextafter(1.0),
+    "nextafter_": lambda L: FI(L).nextafter_(L.tensor([-5.0])),
+    "nextafter_grad": lambda L: (lambda x, y: (x.nextafter(y).sum().backward(), x.grad,
+                                               y.grad)[1:])(
+        L.tensor([1.0, 1.0], requires_grad=True), L.tensor([1.0, 2.0], requires_grad=True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY_CASES))
+def test_binary_math_matches_torch(name):
+    close(BINARY_CASES[name])
+
+
+def test_heaviside_has_no_derivative():
+    res = []
+    for L in LIBS:
+        x = L.tensor([1.0, -1.0], requires_grad=True)
+        y = x * 1
+        r = y.heaviside(L.tensor([0.5, 0.5], requires_grad=True))
+        y2 = x * 1
+        y2.heaviside_(L.tensor([0.5]))
+        with pytest.raises(RuntimeError) as e:
+            r.sum().backward()
+        res.append((r.grad_fn.name(), len(r.grad_fn.next_functions), y2.grad_fn.name(),
+                    str(e.value).split("\n")[0]))
+    assert res[0] == res[1]
+
+
+# --- statistics --------------------------------------------------------------------------------
+HF = lambda L: L.tensor([1.0, 2, 1, 4, 2.5, -3, 7, float("nan"), 0.5])  # noqa: E731
+HISTC_CASES = {
+    "default": lambda L: HF(L)[:7].histc(),
+    "bins": lambda L: HF(L)[:7].histc(4),
+    "range": lambda L: HF(L).histc(5, 0, 3),
+    "edges": lambda L: L.tensor([0.0, 1.0, 2.0, 3.0, 3.0000001]).histc(3, 0, 3),
+    "equal": lambda L: L.ones(3).histc(4),
+    "empty": lambda L: L.zeros(0).histc(4),
+    "empty_range": lambda L: L.zeros(0).histc(2, 1, 1),
+    "bad_range": lambda L: HF(L).histc(4, 3, 1),
+    "bins_0": lambda L: HF(L).histc(0),
+    "bins_neg_bad_range": lambda L: HF(L).histc(-1, 3, 1),
+    "nan_data": lambda L: HF(L).histc(2),
+    "inf_data": lambda L: L.tensor([1.0, float("inf")]).histc(2),
+    "inf_range": lambda L: HF(L).histc(2, 0, float("inf")),
+    "nan_range": lambda L: L.zeros(2, dtype=L.float64).histc(2, 0, float("nan")),
+    "int": lambda L: L.tensor([1, 2]).histc(2),
+    "int_bad_range": lambda L: L.tensor([1, 2]).histc(2, 3, 1),
+    "half": lambda L: L.tensor([1.0, 2, 2.5], dtype=L.float16).histc(3),
+    "double_2d": lambda L: HF(L)[:6].double().reshape(2, 3).histc(3),
+    "float_bins": lambda L: HF(L).histc(2.5),
+    "torch_kw": lambda L: L.histc(HF(L), bins=3, min=1, max=2),
+    "requires_grad": lambda L: L.tensor([1.0, 2.0], requires_grad=True).histc(2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HISTC_CASES))
+def test_histc_matches_torch(name):
+    close(HISTC_CASES[name])
+
+
+def test_histc_random_values_match_torch():
+    rs = np.random.RandomState(3)
+    for dt in ("float32", "float64", "float16"):
+        for bins, lo, hi in ((7, 0, 0), (10, -1, 1), (3, -0.3, 0.9), (50, 0, 0)):
+            data = rs.randn(500).astype(dt)
+            a = dyngrad.from_numpy(data.copy()).histc(bins, lo, hi).numpy()
+            b = torch.from_numpy(data.copy()).histc(bins, lo, hi).numpy()
+            np.testing.assert_array_equal(a, b)
+
+
+BI = lambda L: L.tensor([1, 2, 1, 4])  # noqa: E731
+BINCOUNT_CASES = {
+    "plain": lambda L: BI(L).bincount(),
+    "weights_f32": lambda L: BI(L).bincount(L.tensor([0.5, 1, 2, 3])),
+    "weights_f64": lambda L: BI(L).bincount(L.tensor([0.5, 1, 2, 3], dtype=L.float64)),
+    "weights_int": lambda L: BI(L).bincount(L.tensor([1, 1, 2, 3])),
+    "weights_half": lambda L: BI(L).bincount(L.tensor([1, 1, 2, 3], dtype=L.float16)),
+    "minlength": lambda L: L.bincount(BI(L), minlength=7),
+    "minlength_small": lambda L: BI(L).bincount(minlength=2),
+    "negative": lambda L: L.tensor([-1, 2]).bincount(),
+    "float": lambda L: L.tensor([1.0]).bincount(),
+    "bool": lambda L: L.tensor([True]).bincount(),
+    "two_dims": lambda L: BI(L).reshape(2, 2).bincount(),
+    "empty": lambda L: L.zeros(0, dtype=L.int64).bincount(),
+    "empty_weights": lambda L: L.zeros(0, dtype=L.int64).bincount(L.zeros(0), minlength=3),
+    "weights_shape": lambda L: BI(L).bincount(L.ones(3)),
+    "weights_2d": lambda L: L.tensor([1, 2]).bincount(L.ones(1, 2)),
+    "minlength_neg": lambda L: BI(L).bincount(minlength=-1),
+    "uint8": lambda L: L.tensor([1, 2], dtype=L.uint8).bincount(),
+    "int8": lambda L: L.tensor([3, 0], dtype=L.int8).bincount(),
+    "weights_grad": lambda L: BI(L).bincount(L.ones(4, requires_grad=True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINCOUNT_CASES))
+def test_bincount_matches_torch(name):
+    close(BINCOUNT_CASES[name])
+
+
+def test_bincount_weights_have_no_derivative():
+    msgs = []
+    for L in LIBS:
+        w = L.ones(4, requires_grad=True)
+        r = BI(L).bincount(w)
+        assert len(r.grad_fn.next_functions) == 1
+        with pytest.raises(RuntimeError) as e:
+            r.sum().backward()
+        msgs.append(str(e.value).split("\n")[0])
+    assert msgs[0] == msgs[1]
+
+
+QF = lambda L: L.tensor([[1.0, 2, 1, 4], [2.5, 0, 3, 1]])  # noqa: E731
+QUANTILE_CASES = {
+    "int_input": lambda L: L.tensor([1, 2]).quantile(0.3),
+    "half_input": lambda L: QF(L).half().quantile(0.5),
+    "q_float64": lambda L: QF(L).quantile(L.tensor([0.3, 0.5], dtype=L.float64)),
+    "q_int": lambda L: QF(L).quantile(L.tensor([0, 1])),
+    "q_2d": lambda L: QF(L).quantile(L.tensor([[0.3, 0.5]])),
+    "q_out_of_range": lambda L: QF(L).quantile(1.5),
+    "q_negative": lambda L: L.quantile(QF(L), -0.5),
+    "q_tensor_out_of_range": lambda L: QF(L).quantile(L.tensor([1.5])),
+    "q_list": lambda L: QF(L).quantile([0.5]),
+    "empty": lambda L: L.zeros(0).quantile(0.5),
+    "empty_dim": lambda L: L.zeros(2, 0).quantile(0.5, dim=0),
+    "bad_dim": lambda L: QF(L).quantile(0.5, dim=2),
+    "bad_interpolation": lambda L: QF(L).quantile(0.4, interpolation="foo"),
+    "order_q_then_interp": lambda L: QF(L).quantile(2.0, interpolation="foo"),
+    "order_interp_then_dtype": lambda L: L.tensor([1, 2]).quantile(0.5, interpolation="foo"),
+    "nan": lambda L: L.tensor([1.0, float("nan"), 3.0]).quantile(0.5),
+    "nanquantile_nan": lambda L: L.tensor([1.0, float("nan"), 3.0]).nanquantile(0.5),
+    "nanquantile_all_nan": lambda L: L.tensor([float("nan"), float("nan")]).nanquantile(0.5),
+    "nanquantile_rows": lambda L: L.tensor([[1.0, float("nan"), 3.0], [float("nan")] * 3])
+    .nanquantile(L.tensor([0.2, 0.9]), dim=1, keepdim=True),
+    "0d": lambda L: L.tensor(3.0).quantile(0.5),
+    "0d_dim": lambda L: (L.tensor(3.0).quantile(0.5, dim=0),
+                         L.tensor(3.0).quantile(0.5, dim=0, keepdim=True),
+                         L.tensor(3.0).quantile(0.5, dim=-1, keepdim=True)),
+    "0d_q": lambda L: QF(L).quantile(L.tensor(0.5)),
+    "keepdim_no_dim": lambda L: QF(L).quantile(0.5, keepdim=True),
+    "nearest_half_even": lambda L: L.tensor([0.0, 1, 2, 3, 4]).quantile(
+        L.tensor([0.125, 0.375, 0.625]), interpolation="nearest"),
+    "out": lambda L: (lambda o: (L.quantile(QF(L), 0.5, dim=1, out=o), o)[1])(L.zeros(2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUANTILE_CASES))
+def test_quantile_matches_torch(name):
+    close(QUANTILE_CASES[name])
+
+
+@pytest.mark.parametrize("mode", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile_random_values_match_torch(mode):
+    rs = np.random.RandomState(5)
+    for dt in ("float32", "float64"):
+        for shape, dim, keep in (((7,), None, False), ((4, 9), 1, False), ((4, 9), 0, True),
+                                 ((3, 4, 5), 1, False), ((3, 4, 5), None, True)):
+            data = rs.randn(*shape).astype(dt)
+            data[data > 1.5] = np.nan
+            q = rs.uniform(0, 1, 4).astype(dt)
+            for fn in ("quantile", "nanquantile"):
+                a = getattr(dyngrad.from_numpy(data.copy()), fn)(
+                    dyngrad.from_numpy(q), dim, keep, interpolation=mode).numpy()
+                b = getattr(torch.from_numpy(data.copy()), fn)(
+                    torch.from_numpy(q), dim, keep, interpolation=mode).numpy()
+                np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+CF = lambda L: L.tensor([[1.0, 2, 1, 4], [2.5, 0, 3, 1]])  # noqa: E731
+COV_CASES = {
+    "cov": lambda L: CF(L).cov(),
+    "cov_1d": lambda L: L.tensor([1, 2, 1, 4]).cov(),
+    "cov_int": lambda L: L.tensor([[1, 2], [3, 7]]).cov(),
+    "cov_correction": lambda L: L.cov(CF(L), correction=0),
+    "cov_fweights": lambda L: CF(L).cov(fweights=L.tensor([1, 2, 1, 1])),
+    "cov_aweights": lambda L: CF(L).cov(aweights=L.tensor([1.0, 2, 1, 1])),
+    "cov_both": lambda L: CF(L).cov(correction=2, fweights=L.tensor([1, 2, 1, 1]),
+                                    aweights=L.tensor([1.0, 2, 1, 0.5])),
+    "cov_fweights_float": lambda L: CF(L).cov(fweights=L.tensor([1.0, 2, 1, 1])),
+    "cov_fweights_neg": lambda L: CF(L).cov(fweights=L.tensor([-1, 2, 1, 1])),
+    "cov_aweights_neg": lambda L: CF(L).cov(aweights=L.tensor([-1.0, 2, 1, 1])),
+    "cov_aweights_int": lambda L: CF(L).cov(aweights=L.tensor([1, 2, 1, 1])),
+    "cov_fweights_len": lambda L: CF(L).cov(fweights=L.tensor([1, 2])),
+    "cov_fweights_2d": lambda L: CF(L).cov(fweights=L.tensor([[1, 2, 1, 1]])),
+    "cov_weights_zero": lambda L: CF(L).cov(fweights=L.zeros(4, dtype=L.int64)),
+    "cov_3d": lambda L: L.zeros(2, 2, 2).cov(),
+    "cov_bool": lambda L: L.tensor([[True, False]]).cov(),
+    "cov_single_observation": lambda L: L.tensor([[1.0], [2.0]]).cov(),
+    "cov_single_observation_weighted": lambda L: L.tensor([[1.0], [2.0]]).cov(
+        fweights=L.tensor([2])),
+    "cov_single_aweighted_int": lambda L: L.tensor([[1], [2]]).cov(aweights=L.tensor([2.0])),
+    "cov_empty": lambda L: L.zeros(2, 0).cov(),
+    "corrcoef": lambda L: CF(L).corrcoef(),
+    "corrcoef_1d": lambda L: L.tensor([1.0, 2, 1, 4]).corrcoef(),
+    "corrcoef_int": lambda L: L.tensor([[1, 2], [3, 7]]).corrcoef(),
+    "corrcoef_constant_row": lambda L: L.tensor([[1.0, 1, 1], [1, 2, 3]]).corrcoef(),
+    "corrcoef_3d": lambda L: L.zeros(2, 2, 2).corrcoef(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COV_CASES))
+def test_cov_corrcoef_match_torch(name):
+    close(COV_CASES[name])
+
+
+# --- renorm, matrix_power, pinverse --------------------------------------------------------------
+RX = lambda L: L.tensor([[1.0, 2, 3], [0.1, 0.2, 0.1]])  # noqa: E731
+MATRIX_CASES = {
+    "renorm": lambda L: RX(L).renorm(2, 0, 1),
+    "renorm_inf": lambda L: RX(L).renorm(float("inf"), 0, 1),
+    "renorm_p_small": lambda L: L.renorm(RX(L), 0.5, 1, 1),
+    "renorm_p0": lambda L: RX(L).renorm(0, 0, 1),
+    "renorm_maxnorm_neg": lambda L: RX(L).renorm(2, 0, -1),
+    "renorm_1d": lambda L: RX(L)[0].renorm(2, 0, 1),
+    "renorm_dim": lambda L: RX(L).renorm(2, 2, 1),
+    "renorm_int": lambda L: L.tensor([[1, 2]]).renorm(2, 0, 1),
+    "renorm_half": lambda L: RX(L).half().renorm(2, 0, 1),
+    "renorm_empty": lambda L: L.zeros(2, 0).renorm(2, 0, 1),
+    "renorm_complex_p": lambda L: RX(L).renorm(2j, 0, 1),
+    "renorm_": lambda L: (lambda t: (t.renorm_(2, 1, 0.5) is t, t.tolist(), ver(t)))(RX(L)),
+    "renorm_leaf": lambda L: RX(L).requires_grad_().renorm_(2, 0, 1),
+    "matrix_power": lambda L: L.tensor([[1.0, 2], [3, 4]]).matrix_power(5),
+    "matrix_power_neg": lambda L: L.tensor([[1.0, 2], [3, 4]], dtype=L.float64).matrix_power(-3),
+    "matrix_power_0": lambda L: L.tensor([[1, 2], [3, 4]]).matrix_power(0),
+    "matrix_power_int": lambda L: L.tensor([[1, 2], [3, 4]]).matrix_power(3),
+    "matrix_power_int_neg": lambda L: L.tensor([[1, 2], [3, 4]]).matrix_power(-1),
+    "matrix_power_float_n": lambda L: L.eye(2).matrix_power(2.0),
+    "matrix_power_1d": lambda L: L.ones(4).matrix_power(2),
+    "matrix_power_not_square": lambda L: L.ones(3, 4).matrix_power(2),
+    "matrix_power_empty": lambda L: (L.zeros(0, 0).matrix_power(2), L.zeros(2, 0, 0)
+                                     .matrix_power(-1)),
+    "matrix_power_batch_0": lambda L: L.ones(2, 3, 3).matrix_power(0),
+    "matrix_power_graph": lambda L: L.ones(2, 2, requires_grad=True).matrix_power(1),
+    "pinverse": lambda L: L.tensor([[1.0, 2, 3], [3, 4, 5]], dtype=L.float64).pinverse(),
+    "pinverse_rank_deficient": lambda L: L.tensor([[1.0, 2], [2, 4]], dtype=L.float64)
+    .pinverse(),
+    "pinverse_rcond": lambda L: L.pinverse(L.tensor([[1.0, 0], [0, 1e-4]],
+                                                    dtype=L.float64), 1e-3),
+    "pinverse_1d": lambda L: L.ones(4).pinverse(),
+    "pinverse_int": lambda L: L.tensor([[1, 2], [3, 4]]).pinverse(),
+    "pinverse_half": lambda L: L.ones(2, 2, dtype=L.float16).pinverse(),
+    "pinverse_empty": lambda L: L.zeros(0, 3).pinverse(),
+    "pinverse_zeros": lambda L: L.zeros(3, 3).pinverse(),
+    "pinverse_bad_rcond": lambda L: L.ones(2, 2).pinverse("a"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATRIX_CASES))
+def test_renorm_matrix_power_pinverse_match_torch(name):
+    close(MATRIX_CASES[name])

@@ -80,3 +80,102 @@ ROWS = [
     OpInfo("conj_physical_", lambda a: (a * 1).conj_physical_(), lambda a: a, [S((3,))],
            "ConjPhysicalBackward1"),
 ]
+
+
+def _quantile_ref(a, q, axis=None, keepdims=False, method="linear"):
+    return np.quantile(a, q, axis=axis, keepdims=keepdims, method=method)
+
+
+def _cov_ref(a, **kw):
+    return np.cov(a, **kw)
+
+
+def _renorm_ref(a, p, dim, maxnorm):
+    dims = tuple(i for i in range(a.ndim) if i != dim % a.ndim)
+    n = (np.abs(a) ** p).sum(dims, keepdims=True) ** (1 / p)
+    return a * np.where(n > maxnorm, maxnorm / (n + 1e-7), 1.0)
+
+
+POS = dict(domain=(0.3, 2.0))
+
+ROWS += [
+    OpInfo("ldexp", lambda a, b: a.ldexp(b), lambda a, b: a * 2.0 ** b, [S((3, 4), (4,))],
+           "LdexpBackward0"),
+    OpInfo("ldexp_int_exponent", lambda a, e: torch.ldexp(a, e), lambda a, e: a * 2.0 ** e,
+           [S((3, 4), (3, 4), int_args=(1,), int_high=4)], "LdexpBackward0"),
+    OpInfo("ldexp_", lambda a, b: (a * 1).ldexp_(b), lambda a, b: a * 2.0 ** b,
+           [S((3,), (3,))], "LdexpBackward0"),
+    OpInfo("frexp_mantissa", lambda a: a.frexp()[0], lambda a: np.frexp(a)[0],
+           [S((3, 4)), S(())], "FrexpBackward0"),
+    OpInfo("nextafter", lambda a, b: torch.nextafter(a, b), np.nextafter, [S((3, 4), (4,))],
+           "NextafterBackward0"),
+    OpInfo("nextafter_", lambda a, b: (a * 1).nextafter_(b), np.nextafter, [S((3,), (3,))],
+           "NextafterBackward0"),
+    OpInfo("quantile", lambda a: a.quantile(0.3), lambda a: _quantile_ref(a, 0.3),
+           [S((3, 4)), S((5,)), S(())], "SqueezeBackward4"),
+    OpInfo("quantile_dim", lambda a: torch.quantile(a, 0.6, dim=1),
+           lambda a: _quantile_ref(a, 0.6, 1), [S((3, 4))], "SqueezeBackward4"),
+    OpInfo("quantile_dim0_keepdim", lambda a: a.quantile(0.25, 0, True),
+           lambda a: _quantile_ref(a, 0.25, 0, True), [S((3, 4)), S((2, 3, 2))],
+           "SqueezeBackward4"),
+    OpInfo("quantile_q_requires_grad", lambda a, q: a.quantile(q, dim=1),
+           lambda a, q: _quantile_ref(a, q, 1), [S((2, 5), (3,), domain=(0.05, 0.95))],
+           "SqueezeBackward4"),
+    OpInfo("quantile_lower", lambda a: a.quantile(0.4, interpolation="lower"),
+           lambda a: _quantile_ref(a, 0.4, method="lower"), [S((3, 4))], "SqueezeBackward4"),
+    OpInfo("quantile_higher_dim", lambda a: a.quantile(0.4, 0, interpolation="higher"),
+           lambda a: _quantile_ref(a, 0.4, 0, method="higher"), [S((3, 4))],
+           "SqueezeBackward4"),
+    OpInfo("quantile_midpoint", lambda a: a.quantile(0.5, 1, interpolation="midpoint"),
+           lambda a: _quantile_ref(a, 0.5, 1, method="midpoint"), [S((3, 4))],
+           "SqueezeBackward4"),
+    OpInfo("quantile_nearest", lambda a: a.quantile(0.7, interpolation="nearest"),
+           lambda a: _quantile_ref(a, 0.7, method="nearest"), [S((3, 4))], "SqueezeBackward4"),
+    OpInfo("nanquantile", lambda a: a.nanquantile(0.3, dim=1),
+           lambda a: np.nanquantile(a, 0.3, axis=1), [S((3, 4))], "SqueezeBackward4"),
+    OpInfo("nanquantile_q_requires_grad", lambda a, q: torch.nanquantile(a, q, 0),
+           lambda a, q: np.nanquantile(a, q, axis=0), [S((4, 3), (2,), domain=(0.05, 0.95))],
+           "SqueezeBackward4"),
+    OpInfo("cov", lambda a: a.cov(), _cov_ref, [S((3, 5)), S((4,))], "SqueezeBackward0"),
+    OpInfo("cov_correction", lambda a: torch.cov(a, correction=0), lambda a: _cov_ref(a, ddof=0),
+           [S((2, 4))], "SqueezeBackward0"),
+    OpInfo("cov_fweights", lambda a, f: a.cov(fweights=f),
+           lambda a, f: _cov_ref(a, fweights=f), [S((2, 4), (4,), int_args=(1,), int_high=3)],
+           "SqueezeBackward0", float32_ok=False),
+    OpInfo("cov_aweights", lambda a, w: a.cov(aweights=w), lambda a, w: _cov_ref(a, aweights=w),
+           [S((3, 4), (4,), **POS)], "SqueezeBackward0"),
+    OpInfo("cov_both_weights", lambda a, f, w: a.cov(correction=2, fweights=f, aweights=w),
+           lambda a, f, w: _cov_ref(a, ddof=2, fweights=f, aweights=w),
+           [S((2, 5), (5,), (5,), int_args=(1,), int_high=3, **POS)], "SqueezeBackward0",
+           float32_ok=False),
+    OpInfo("corrcoef", lambda a: torch.corrcoef(a), np.corrcoef, [S((3, 5))], "ClampBackward1"),
+    OpInfo("corrcoef_1d", lambda a: a.corrcoef(), np.corrcoef, [S((4,))], "DivBackward0"),
+    OpInfo("renorm", lambda a: a.renorm(2, 0, 2.0), lambda a: _renorm_ref(a, 2, 0, 2.0),
+           [S((3, 4)), S((4, 2, 3))], "RenormBackward0"),
+    OpInfo("renorm_p", lambda a: torch.renorm(a, 1.5, 1, 1.0), lambda a: _renorm_ref(a, 1.5, 1, 1.0),
+           [S((3, 4))], "RenormBackward0"),
+    OpInfo("renorm_p1_inf", lambda a: a.renorm(1, -1, 1.5) + a.renorm(float("inf"), 0, 1.0),
+           lambda a: _renorm_ref(a, 1, -1, 1.5) + np.where(
+               np.abs(a).max(1, keepdims=True) > 1.0,
+               a / (np.abs(a).max(1, keepdims=True) + 1e-7), a),
+           [S((3, 4))], "AddBackward0"),
+    OpInfo("renorm_", lambda a: (a * 1).renorm_(3, 1, 0.5), lambda a: _renorm_ref(a, 3, 1, 0.5),
+           [S((2, 3))], "RenormBackward0"),
+    OpInfo("matrix_power", lambda a: a.matrix_power(3), lambda a: np.linalg.matrix_power(a, 3),
+           [S((3, 3))], "MmBackward0"),
+    OpInfo("matrix_power_batch", lambda a: a.matrix_power(5),
+           lambda a: np.linalg.matrix_power(a, 5), [S((2, 2, 2), domain=(-1.0, 1.0))],
+           "UnsafeViewBackward0"),
+    OpInfo("matrix_power_6", lambda a: torch.matrix_power(a, 6),
+           lambda a: np.linalg.matrix_power(a, 6), [S((2, 2), domain=(-1.0, 1.0))],
+           "MmBackward0"),
+    OpInfo("matrix_power_0_1", lambda a: a.matrix_power(0) + a.matrix_power(1),
+           lambda a: np.eye(3) + a, [S((3, 3))], "AddBackward0"),
+    OpInfo("matrix_power_neg", lambda a: (a + 3 * torch.eye(3, dtype=a.dtype)).matrix_power(-2),
+           lambda a: np.linalg.matrix_power(a + 3 * np.eye(3), -2), [S((3, 3))], "MmBackward0"),
+    OpInfo("pinverse", lambda a: a.pinverse(), np.linalg.pinv, [S((3, 4)), S((4, 3)),
+                                                                S((2, 3, 3))],
+           "LinalgPinvBackward0", atol=1e-4),
+    OpInfo("pinverse_rcond", lambda a: torch.pinverse(a, 1e-3), lambda a: np.linalg.pinv(a, 1e-3),
+           [S((2, 3))], "LinalgPinvBackward0", atol=1e-4),
+]

@@ -991,3 +991,94 @@ def sum_to_size(input, *size):
         from .views import view
         r = view(r, shape)
     return r
+
+
+# --- renorm ----------------------------------------------------------------------------------------
+from ._formula import FormulaNode  # noqa: E402
+def _norm_backward(g, x, p, norm):
+    """PyTorch's norm_backward with keepdim: the gradient of ``norm`` (the ``p``-norm of ``x``
+    over the dims ``norm`` keeps as size 1) times ``g``, written with dyngrad ops."""
+    if p == 1.0:
+        return x.sgn() * g
+    if p == 2.0:
+        return g * (x / norm).masked_fill_(norm == 0, 0)
+    if _math.isinf(p):
+        ax = x.abs()
+        mask = ax.eq(norm).logical_or(ax.isnan())
+        dims = [i for i in range(x.dim()) if norm.shape[i] == 1 and x.shape[i] != 1]
+        return x.sgn() * ((g / mask.sum(dims, True)) * mask)
+    if p < 1.0:
+        scaled = x.sgn() * x.abs().pow_(p - 1).masked_fill_(x == 0, 0)
+        return scaled * g * norm.pow(1 - p)
+    scaled = x.sgn() * x.abs().pow_(p - 1) if p < 2.0 else x * x.abs().pow_(p - 2)
+    scale = g / norm.pow(p - 1)
+    scale.masked_fill_(norm == 0, 0)
+    return scaled * scale
+
+
+class RenormBackward0(FormulaNode):
+    """PyTorch's renorm_backward: where the slice's norm exceeded maxnorm, the gradient of
+    x * maxnorm / (norm + 1e-7); elsewhere the gradient passes."""
+    __slots__ = ()
+
+    def formula(self, g, x, p, dim, maxnorm):
+        from .. import where
+        dims = [i for i in range(x.dim()) if i != dim]
+        acc = x.float() if x.dtype == D.float16 else x
+        norm = vector_norm(acc, p, dims, True)
+        go = (acc * g).sum(dims, True)
+        nb = _norm_backward(go, acc, p, norm)
+        inv = (norm + 1e-7).reciprocal()
+        factor = inv * maxnorm
+        return where(norm > maxnorm, factor * g - (maxnorm * inv * inv * nb).to(x.dtype), g),
+
+
+def _real_scalar(v, what):
+    if isinstance(v, complex):
+        raise RuntimeError(f"renorm: {what} must be real-valued")
+    if isinstance(v, Tensor):
+        v = v.item()
+    return float(v)
+
+
+@op()
+@quiet
+def renorm(input, p, dim, maxnorm):
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to norm
+    ``maxnorm`` (times 1 / (1 + 1e-7 / norm)); RenormBackward0."""
+    pv = _real_scalar(p, "p")
+    if not pv > 0.0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    mx = _real_scalar(maxnorm, "maxnorm")
+    if not mx >= 0.0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {mx:g}")
+    d = input._data
+    if d.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {d.ndim} dimensions")
+    k = _dim_of(dim, d.ndim)
+    dims = [i for i in range(d.ndim) if i != k]
+    half = d.dtype == np.float16
+    prev = STATE.enabled
+    STATE.enabled = False
+    try:  # the norm, in float32 for float16 input (PyTorch's accumulate type)
+        norm = vector_norm(_make(d.astype(np.float32) if half else d), pv, dims, True)._data
+    finally:
+        STATE.enabled = prev
+    nt = norm.dtype.type
+    factor = np.where(norm > nt(mx), nt(mx) / (norm + nt(1e-7)), nt(1)).astype(d.dtype)
+    data = d * factor
+    if STATE.enabled and input._requires_grad:
+        return record(data, RenormBackward0((edge_of(input),), (Saved(input), pv, k, mx)))
+    return _make(data)
+
+
+def _dim_of(dim, ndim):
+    from .._tensor import _dim
+    return _dim(dim, ndim)
+
+
+@op(function=False)
+def renorm_(self, p, dim, maxnorm):
+    """renorm in place (returns self)."""
+    from .inplace import apply
+    return apply(self, renorm, p, dim, maxnorm)

@@ -1,0 +1,351 @@
+"""Statistics: histc, bincount, quantile/nanquantile, cov and corrcoef.
+
+quantile, cov and corrcoef are PyTorch's compositions (sort, gather and an in-place lerp_;
+sum, mm and divisions), written with dyngrad's ops step by step, so they record the graphs
+PyTorch records and differentiate (twice) through them.  histc and bincount count; bincount
+with weights that require grad records PyTorch's not-implemented node."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from . import op
+from ._graph import Tensor
+from .._tensor import _dim
+
+_make = Tensor._make
+
+
+def _pkg():
+    import importlib
+    return importlib.import_module(__name__.split(".")[0])
+
+
+def _not_impl(kernel, dt):
+    return NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(dt)}\'')
+
+
+def _num(v):
+    """A double as PyTorch's messages print it (C++'s default stream format)."""
+    return f"{float(v):g}"
+
+
+def _num_reduced(v):
+    """A value of PyTorch's min/max reduction in a message: its NaN prints as -nan."""
+    return "-nan" if np.isnan(v) else _num(v)
+
+
+def _need_tensor(fn, v, arg, pos):
+    if not isinstance(v, Tensor):
+        raise D.not_tensor(fn, arg, pos, v)
+
+
+def _int(v, fn, arg, pos):
+    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu":
+        return int(v._data)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not "
+                        f"{D.type_name(v)}")
+    return int(v)
+
+
+def _number(v, fn, arg, pos):
+    if isinstance(v, Tensor) and v._data.ndim == 0:
+        return v.item()
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.number)):
+        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Number, not "
+                        f"{D.type_name(v)}")
+    return float(v)
+
+
+# --- histc -------------------------------------------------------------------------------------
+def _histc(p, input, bins=100, min=0, max=0):
+    """Counts of the elements in ``bins`` equal-width bins over [min, max] (the data's range
+    when min == max); elements outside, and NaN, are not counted."""
+    _need_tensor("histc", input, "input", 1)
+    bins = _int(bins, "histc", "bins", 1 + p)
+    lo = _number(min, "histc", "min", 2 + p)
+    hi = _number(max, "histc", "max", 3 + p)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    d = input._data
+    shown = _num
+    if lo == hi and d.size:
+        lo, hi = float(np.min(d)), float(np.max(d))
+        shown = _num_reduced
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{shown(lo)}, {shown(hi)}] is not finite")
+    if not lo < hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    if d.dtype.kind != "f":
+        raise _not_impl("histogram_cpu", d.dtype)
+    dt = d.dtype.type
+    left, right = dt(lo), dt(hi)  # the outer bin edges, in the input's dtype
+    x = d.reshape(-1)
+    with np.errstate(all="ignore"):
+        keep = (x >= left) & (x <= right)
+        xs = x[keep]
+        # PyTorch's linear binning, in the input's dtype: (x - left) * bins / (right - left)
+        pos = ((xs - left) * dt(bins) / (right - left)).astype(np.int64)
+    pos[pos == bins] = bins - 1
+    hist = np.bincount(pos, minlength=bins)[:bins].astype(d.dtype)
+    return _make(hist)
+
+
+# --- bincount ----------------------------------------------------------------------------------
+def _bincount(p, input, weights=None, minlength=0):
+    """Occurrences of each value 0..max of a 1-D non-negative integer tensor (summed weights
+    with ``weights``; at least ``minlength`` bins)."""
+    _need_tensor("bincount", input, "input", 1)
+    if weights is not None:
+        _need_tensor("bincount", weights, "weights", 1 + p)
+    minlength = _int(minlength, "bincount", "minlength", 2 + p)
+    d = input._data
+    if d.dtype.kind not in "iu":
+        raise _not_impl("bincount_cpu", d.dtype)
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if d.ndim == 1 and d.size == 0:
+        return _make(np.zeros(minlength, np.int64))
+    if d.ndim != 1 or d.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights._data.ndim != 1 or
+                                weights._data.shape[0] != d.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    n = max(int(d.max()) + 1, minlength)
+    if weights is None:
+        return _make(np.bincount(d, minlength=n).astype(np.int64))
+    wd = weights._data
+    wt = np.float32 if wd.dtype == np.float32 else np.float64
+    out = np.zeros(n, wt)
+    np.add.at(out, d, wd.astype(wt))
+    from .elementwise_more import _no_derivative
+    return _no_derivative(out, "bincount", (weights,))
+
+
+# --- quantile / nanquantile ----------------------------------------------------------------------
+_MODES = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, p, input, q, dim=None, keepdim=False, *, interpolation="linear",
+              ignore_nan=False, out=None):
+    t = _pkg()
+    _need_tensor(name, input, "input", 1)
+    if not isinstance(q, Tensor):
+        if isinstance(q, bool) or not isinstance(q, (int, float, np.number)):
+            raise D.bad_combo(name, [q])
+        qv = float(q)
+        if not 0 <= qv <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {_num(qv)}")
+        q = t.tensor(qv, dtype=D.FROM_NP[input._data.dtype])
+    if interpolation not in _MODES:
+        raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if dim is not None:
+        dim = _int(dim, name, "dim", 2 + p)
+    d = input._data
+    if d.size == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if q._data.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if d.dtype not in (np.float32, np.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if q._data.dtype != d.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    wrapped = _dim(0 if dim is None else dim, d.ndim)
+
+    # the output's shape: q's size, then the reduced shape
+    if dim is not None and d.ndim > 0:
+        out_shape = list(d.shape)
+        if keepdim:
+            out_shape[wrapped] = 1
+        else:
+            del out_shape[wrapped]
+    elif keepdim:
+        out_shape = [1] * d.ndim
+    else:
+        out_shape = []
+    if q._data.ndim > 0:
+        out_shape.insert(0, q._data.size)
+    qd = q._data
+    if not ((qd >= 0) & (qd <= 1)).all():
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+
+    # sort along the reduced dim, moved last
+    if dim is None:
+        srt = input.flatten().sort()[0]
+    elif wrapped == d.ndim - 1:
+        srt = input.sort()[0]
+    else:
+        srt = input.unsqueeze(-1).transpose(wrapped, -1).sort()[0]
+    if q._data.ndim == 0:
+        out_shape.insert(0, 1)
+    in_shape = out_shape[1:] + [srt.shape[-1]]
+    srt = srt.view(in_shape)
+
+    # q in [0, 1] to ranks in [0, n - 1]
+    if ignore_nan:
+        ranks = q * (srt.isnan().logical_not_().sum(-1, True) - 1)
+        ranks.masked_fill_(ranks < 0, 0)
+    else:
+        from .pointwise import mul_scalar
+        last = srt.shape[-1] - 1
+        tl = t.broadcast_tensors(mul_scalar(q, last), srt.isnan().any(-1, True))
+        ranks = t.masked_fill(tl[0], tl[1], last)
+    if interpolation == "lower":
+        ranks.floor_()
+    elif interpolation == "higher":
+        ranks.ceil_()
+    elif interpolation == "nearest":
+        ranks.round_()
+    below = ranks.to(t.int64)
+    values = srt.gather(-1, below)
+    if interpolation in ("linear", "midpoint"):
+        weights = t.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
+        above = ranks.ceil_().to(t.int64)
+        values.lerp_(srt.gather(-1, above), weights)
+    if q._data.ndim == 0:
+        values.squeeze_(-1)
+    else:
+        values.unsqueeze_(0).transpose_(0, -1).squeeze_(-1)
+    if out is not None:
+        out.copy_(values)
+        return out
+    return values
+
+
+def _register_quantile(name, ignore_nan):
+    def function(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+        return _quantile(name, 1, input, q, dim, keepdim, interpolation=interpolation,
+                         ignore_nan=ignore_nan, out=out)
+
+    def method(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        return _quantile(name, 0, self, q, dim, keepdim, interpolation=interpolation,
+                         ignore_nan=ignore_nan)
+
+    doc = (f"The ``q``-th quantiles{' ignoring NaN' if ignore_nan else ''} (over ``dim``, or "
+           f"all elements): PyTorch's sort, gather and lerp_ composition.")
+    function.__name__ = function.__qualname__ = method.__name__ = method.__qualname__ = name
+    function.__doc__ = method.__doc__ = doc
+    op(name, method=False)(function)
+    op("_" + name + "_method", function=False, method=False, methods=(name,))(method)
+    return function
+
+
+quantile = _register_quantile("quantile", False)
+nanquantile = _register_quantile("nanquantile", True)
+
+
+# --- cov / corrcoef --------------------------------------------------------------------------------
+def _real_only(name, input):
+    if input._data.dtype.kind == "c":
+        raise NotImplementedError(f"dyngrad's {name}() supports real tensors only (PyTorch's "
+                                  f"complex path is not implemented here)")
+
+
+def _cov(p, input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the rows (variables) over the columns (observations), with
+    optional frequency and observation weights; PyTorch's composition."""
+    t = _pkg()
+    _need_tensor("cov", input, "input", 1)
+    correction = _int(correction, "cov", "correction", 2 + p)
+    d = input._data
+    if d.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {d.ndim} dimensions")
+    if d.dtype == np.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    _real_only("cov", input)
+    x = input.view(1, -1) if d.ndim < 2 else input
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        _need_tensor("cov", fweights, "fweights", 3 + p)
+        fw = fweights._data
+        if fw.ndim > 1:
+            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but "
+                               f"got fweights with {fw.ndim} dimensions")
+        if fw.dtype.kind not in "iu":
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights "
+                               f"with {D.scalar_type_name(fw.dtype)} dtype")
+        if fw.size != n:
+            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are "
+                               f"observations in the input but got {fw.size} != {n}")
+        if n and fw.min() < 0:
+            raise RuntimeError("cov(): fweights cannot be negative")
+        w = fweights
+    if aweights is not None:
+        _need_tensor("cov", aweights, "aweights", 4 + p)
+        aw = aweights._data
+        if aw.ndim > 1:
+            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but "
+                               f"got aweights with {aw.ndim} dimensions")
+        if aw.dtype.kind != "f":
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got "
+                               f"aweights with {D.scalar_type_name(aw.dtype)} dtype")
+        if aw.size != n:
+            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are "
+                               f"observations in the input but got {aw.size} != {n}")
+        if n and aw.min() < 0:
+            raise RuntimeError("cov(): aweights cannot be negative")
+        w = w * aweights if w is not None else aweights
+    w_sum = w.sum() if w is not None else t.tensor(n, dtype=t.int64)
+    if w is not None and not bool(w_sum._data != 0):
+        raise RuntimeError("cov(): weights sum to zero, can't be normalized")
+    avg = (x * w if w is not None else x).sum(1) / w_sum
+    if w is None:
+        norm = t.tensor(n - correction, dtype=t.int64)
+    elif correction == 0:
+        norm = w_sum
+    elif aweights is None:
+        norm = w_sum - correction
+    elif fweights is None and n == 1 and correction == 1:
+        norm = t.tensor(0, dtype=t.int64)
+    else:
+        from .pointwise import mul_scalar
+        norm = w_sum - mul_scalar((w * aweights).sum(), correction) / w_sum
+    if bool(norm._data <= 0):
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=3)
+        norm.zero_()
+    if n == 1 and (fweights is not None) != (aweights is not None):
+        x.zero_()  # PyTorch zeroes the (view of the) input in this corner case
+        if x._data.dtype.kind in "biu":
+            x = x.to(t.float32)
+    else:
+        x = x - avg.unsqueeze(1)
+    c = t.mm(x, (x * w if w is not None else x).t().conj())
+    return t.div(c, norm).squeeze()
+
+
+def _corrcoef(p, input):
+    """The Pearson correlation coefficients of the rows (cov normalised by the standard
+    deviations, clipped to [-1, 1])."""
+    t = _pkg()
+    _need_tensor("corrcoef", input, "input", 1)
+    if input._data.ndim > 2:
+        raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got "
+                           f"an input with {input._data.ndim} dimensions")
+    _real_only("corrcoef", input)
+    c = _cov(p, input)
+    if c._data.ndim == 0:
+        return c / c
+    sd = t.sqrt(c.diagonal())
+    c = c / sd.view(-1, 1)
+    c = c / sd.view(1, -1)
+    return c.clip(-1, 1)
+
+
+def _dual(name, impl):
+    from .shape_more import dual
+    return dual(name, impl)
+
+
+histc = _dual("histc", _histc)
+bincount = _dual("bincount", _bincount)
+cov = _dual("cov", _cov)
+corrcoef = _dual("corrcoef", _corrcoef)
