@@ -194,10 +194,6 @@ _EINSUM = "einsum saves its operands differently (fixed with einsum's operand sa
 _MATMUL_MSG = ("PyTorch saves reshaped/transposed views of the operands: its message names "
                "those (another shape, AsStrided); the error itself is raised")
 KNOWN = {
-    "einsum_mm": _EINSUM, "einsum_batch": _EINSUM, "einsum_ellipsis": _EINSUM,
-    "einsum_outer": _EINSUM, "einsum_three": _EINSUM,
-    "F.bilinear": _MATMUL_MSG, "F.prelu": _MATMUL_MSG,
-    "F.pairwise_distance": "PyTorch's pairwise_distance saves a NormBackward1 result (Norm1)",
 }
 
 

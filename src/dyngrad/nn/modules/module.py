@@ -331,15 +331,21 @@ class Module:
         return self
 
     def _apply_tensors(self, fn):
+        from ...autograd.grad_mode import no_grad
         for m in self.modules():
             for k, p in m._parameters.items():
                 if p is None:
                     continue
-                new = fn(p)
+                with no_grad():  # a conversion, not an op of the parameter's history
+                    new = fn(p)
                 if new is not p:
                     p._data = new._data
+                    acc = p._acc
+                    if acc is not None:  # gradients now arrive in the new dtype
+                        acc._odt = p._data.dtype
                     if p._grad is not None:
-                        p._grad._data = fn(p._grad)._data
+                        with no_grad():
+                            p._grad._data = fn(p._grad)._data
             for k, b in m._buffers.items():
                 if b is not None:
                     m._buffers[k] = fn(b)

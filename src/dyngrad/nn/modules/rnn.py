@@ -87,6 +87,33 @@ def _gru_step(x, h, w_hh, b_hh):
     return (1 - z) * n + z * h
 
 
+# --- PyTorch's CPU recurrence (aten/src/ATen/native/RNN.cpp), op for op -----------------
+def _simple_cell(x, h, w_hh, b_hh, relu):
+    """SimpleCell with the input's linear precomputed: act(linear_hh(h).add_(x))."""
+    pre = _linear(h, w_hh, b_hh).add_(x)
+    return pre.relu() if relu else pre.tanh()
+
+
+def _lstm_cell(x, h, c, w_hh, b_hh, w_hr):
+    gates = _linear(h, w_hh, b_hh).add_(x)
+    i, f, g, o = gates.unsafe_chunk(4, 1)
+    i, f, g, o = i.sigmoid_(), f.sigmoid_(), g.tanh_(), o.sigmoid_()
+    cy = (f * c).add_(i * g)
+    hy = o * cy.tanh()
+    if w_hr is not None:
+        hy = hy.matmul(w_hr.t())
+    return hy, cy
+
+
+def _gru_cell(x, h, w_hh, b_hh):
+    ir, iz, in_ = x.unsafe_chunk(3, 1)
+    hr, hz, hn = _linear(h, w_hh, b_hh).unsafe_chunk(3, 1)
+    reset = hr.add_(ir).sigmoid_()
+    inp = hz.add_(iz).sigmoid_()
+    new = in_.add(hn.mul_(reset)).tanh_()
+    return (h - new).mul_(inp).add_(new)
+
+
 class RNNBase(Module):
     """Shared machinery of RNN/LSTM/GRU: parameters per layer and direction, shape checks,
     the time loop, dropout between layers."""
@@ -202,6 +229,8 @@ class RNNBase(Module):
         return self._forward_padded(input, hx, None)
 
     def _forward_padded(self, input, hx, masks):
+        if masks is None:
+            return self._forward_aten(input, hx)
         self._check_input(input)
         batched = input.dim() == 3
         if not batched:
@@ -283,6 +312,95 @@ class RNNBase(Module):
             c_n = c_n.squeeze(1) if lstm else None
         elif self.batch_first:
             output = output.transpose(0, 1)
+        return (output, (h_n, c_n)) if lstm else (output, h_n)
+
+    def _forward_aten(self, input, hx):
+        """PyTorch's module forward and its CPU kernel (_VF.rnn_tanh / rnn_relu / gru / lstm):
+        per layer and direction the input's linear map over the whole sequence, unbound into
+        steps, one cell per step (with PyTorch's in-place ops), the outputs stacked (and the
+        directions concatenated), dropout between layers in training."""
+        self._check_input(input)
+        lstm = self.mode == "LSTM"
+        batched = input.dim() == 3
+        bdim = 0 if self.batch_first else 1
+        dirs = 2 if self.bidirectional else 1
+        real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if not batched:
+            input = input.unsqueeze(bdim)
+        n = input.shape[bdim]
+        if hx is None:
+            h0 = zeros((self.num_layers * dirs, n, real_h), dtype=input.dtype)
+            c0 = zeros((self.num_layers * dirs, n, self.hidden_size), dtype=input.dtype) \
+                if lstm else None
+        else:
+            if lstm:
+                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
+                h0, c0 = hx
+            else:
+                h0, c0 = hx, None
+            if not batched:
+                if h0.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got "
+                                       f"{h0.dim()}-D tensor")
+                h0 = h0.unsqueeze(1)
+                c0 = c0.unsqueeze(1) if c0 is not None else None
+            elif h0.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
+                                   f"{h0.dim()}-D tensor")
+            self._check_hidden(h0, (self.num_layers * dirs, n, real_h),
+                               "Expected hidden[0] size {}, got {}" if lstm else
+                               "Expected hidden size {}, got {}")
+            if c0 is not None:
+                self._check_hidden(c0, (self.num_layers * dirs, n, self.hidden_size),
+                                   "Expected hidden[1] size {}, got {}")
+        x = input.transpose(0, 1) if self.batch_first else input
+        hs = h0.unbind(0)
+        cs = c0.unbind(0) if lstm else None
+        layer_in = x
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
+                steps = list(_linear(layer_in, w_ih, b_ih).unbind(0))
+                if not steps:
+                    raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+                if d == 1:
+                    steps.reverse()
+                h = hs[layer * dirs + d]
+                c = cs[layer * dirs + d] if lstm else None
+                seq = []
+                for xt in steps:
+                    if lstm:
+                        h, c = _lstm_cell(xt, h, c, w_hh, b_hh, w_hr)
+                    elif self.mode == "GRU":
+                        h = _gru_cell(xt, h, w_hh, b_hh)
+                    else:
+                        h = _simple_cell(xt, h, w_hh, b_hh, self.mode == "RNN_RELU")
+                    seq.append(h)
+                if d == 1:
+                    seq.reverse()
+                outs.append(_stack(seq, 0))
+                h_n.append(h)
+                if lstm:
+                    c_n.append(c)
+            layer_in = outs[0] if dirs == 1 else _cat(outs, outs[0].dim() - 1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_in = _dropout(layer_in, self.dropout, True)
+        output = layer_in
+        if lstm:
+            h_n, c_n = _stack(h_n, 0), _stack(c_n, 0)
+            if self.batch_first:
+                output = output.transpose(0, 1)
+        else:
+            h_n = _stack(h_n, 0)
+            if self.batch_first:
+                output.transpose_(0, 1)
+        if not batched:
+            output = output.squeeze(bdim)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if lstm else None
         return (output, (h_n, c_n)) if lstm else (output, h_n)
 
     def flatten_parameters(self) -> None:
@@ -434,8 +552,8 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h, c), batched = self._prepare(input, hx, "LSTMCell", 2)
-        h, c = _lstm_step(_linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
-                          self.bias_hh)
+        h, c = _lstm_cell(_linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
+                          self.bias_hh, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -447,5 +565,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         x, (h,), batched = self._prepare(input, hx, "GRUCell")
-        h = _gru_step(_linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        h = _gru_cell(_linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
         return h if batched else h.squeeze(0)
