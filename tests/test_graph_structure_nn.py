@@ -627,7 +627,6 @@ _MISSING = "not in dyngrad yet"
 _MHA = ("PyTorch's multi_head_attention_forward: packed in-projection chunks by select (SelectBackward0), split for separate weights, baddbmm with a mask, contiguous().view before out_proj")
 _TEL = ("Linear of a contiguous 3-D input: PyTorch flattens with a view (ViewBackward0), dyngrad through matmul (UnsafeViewBackward0); attention as MultiheadAttention")
 KNOWN: dict = {
-    "Conv3d": _MISSING,
     "MultiheadAttention": _MHA,
     "MultiheadAttention_avg_off": _MHA,
     "MultiheadAttention_batch_first": _MHA,
@@ -644,11 +643,6 @@ KNOWN: dict = {
     "TransformerEncoderLayer_norm_first_gelu_bf_train": _TEL,
     "TransformerEncoderLayer_train": _TEL,
     "TransformerEncoder_2": _TEL,
-    "conv3d": _MISSING,
-    "conv3d_nobias": _MISSING,
-    "conv3d_unbatched": _MISSING,
-    "conv_transpose3d": _MISSING,
-    "conv_transpose3d_nobias": _MISSING,
     "fold": _MISSING,
     "gumbel_softmax_hard": _MISSING,
     "interpolate_bicubic": _MISSING,

@@ -2205,6 +2205,7 @@ def _embedding_bag(weight, input, offs, scale_grad_by_freq, mode, psw, include_l
 
 # --- convolution ----------------------------------------------------------------------
 from ..ops.conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: E402,F401
+from ..ops.conv import conv3d, conv_transpose3d  # noqa: E402,F401
 from ..ops import pool as _pool  # noqa: E402
 from ..ops import norm as _norm  # noqa: E402
 

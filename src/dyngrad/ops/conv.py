@@ -1,4 +1,4 @@
-"""Convolution (1-d and 2-d, grouped, strided, dilated, padded) and transposed convolution.
+"""Convolution (1-d, 2-d and 3-d, grouped, strided, dilated, padded) and transposed convolution.
 
 Forward is im2col over a strided window view plus one matrix product per group; the input
 gradient is col2im, adding into a padded buffer with one loop over kernel positions.  The
@@ -6,9 +6,12 @@ three bilinear maps (conv, its input-adjoint, its weight-adjoint) are each recor
 differentiable op, so gradients of any order stay in closed form."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .. import _dtype as D
 from . import op
 from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
 
@@ -16,8 +19,8 @@ _make = Tensor._make
 
 
 class _P:
-    """Geometry of one 2-d convolution: stride, padding (top, bottom, left, right), dilation,
-    groups, and the spatial sizes of input, kernel and output."""
+    """Geometry of one 2-d or 3-d convolution: stride, padding (before, after per spatial
+    axis, flattened), dilation, groups, and the spatial sizes of input, kernel and output."""
 
     __slots__ = ("s", "p", "d", "G", "xs", "ks", "os")
 
@@ -26,69 +29,68 @@ class _P:
 
 
 def _windows(xp, P):
-    """(N, C, kh, kw, oh, ow) strided view of the padded input."""
-    N, C = xp.shape[:2]
-    sN, sC, sH, sW = xp.strides
-    (kh, kw), (oh, ow), (sh, sw), (dh, dw) = P.ks, P.os, P.s, P.d
-    return as_strided(xp, (N, C, kh, kw, oh, ow), (sN, sC, sH * dh, sW * dw, sH * sh, sW * sw),
-                      writeable=False)
+    """(N, C, *kernel, *out) strided view of the padded input."""
+    st = xp.strides
+    return as_strided(xp, xp.shape[:2] + P.ks + P.os,
+                      st[:2] + tuple(a * d for a, d in zip(st[2:], P.d))
+                      + tuple(a * s for a, s in zip(st[2:], P.s)), writeable=False)
 
 
 def _pad(x, P):
-    pt, pb, pl, pr = P.p
-    if not (pt or pb or pl or pr):
+    if not any(P.p):
         return x
-    N, C, H, W = x.shape
-    xp = np.zeros((N, C, H + pt + pb, W + pl + pr), x.dtype)
-    xp[:, :, pt:pt + H, pl:pl + W] = x
+    xp = np.zeros(x.shape[:2] + tuple(n + a + b for n, a, b in zip(x.shape[2:], P.p[0::2],
+                                                                    P.p[1::2])), x.dtype)
+    xp[(slice(None),) * 2 + tuple(slice(a, a + n) for n, a in zip(x.shape[2:], P.p[0::2]))] = x
     return xp
 
 
 def _im2col(x, P):
-    """Columns (G, C/G*kh*kw, N*oh*ow): every receptive field as one column."""
+    """Columns (G, C/G*prod(kernel), N*prod(out)): every receptive field as one column."""
     N, C = x.shape[:2]
-    win = _windows(_pad(x, P), P).transpose(1, 2, 3, 0, 4, 5)
-    return win.reshape(P.G, (C // P.G) * P.ks[0] * P.ks[1], N * P.os[0] * P.os[1])
+    nd = len(P.ks)
+    win = _windows(_pad(x, P), P).transpose((1,) + tuple(range(2, 2 + nd)) + (0,)
+                                            + tuple(range(2 + nd, 2 + 2 * nd)))
+    return win.reshape(P.G, (C // P.G) * int(np.prod(P.ks)), N * int(np.prod(P.os)))
 
 
 def _g_cols(g, G):
-    """Output-shaped (N, O, oh, ow) to (G, O/G, N*oh*ow)."""
+    """Output-shaped (N, O, *out) to (G, O/G, N*prod(out))."""
     N, O = g.shape[:2]
-    return g.transpose(1, 0, 2, 3).reshape(G, O // G, -1)
+    return g.swapaxes(0, 1).reshape(G, O // G, -1)
 
 
 def _fwd(x, w, P, cols=None):
-    """conv(x, w) on arrays: (N, C, H, W) * (O, C/G, kh, kw) -> (N, O, oh, ow)."""
+    """conv(x, w) on arrays: (N, C, *in) * (O, C/G, *kernel) -> (N, O, *out)."""
     N = x.shape[0]
     O = w.shape[0]
     if cols is None:
         cols = _im2col(x, P)
     y = np.matmul(w.reshape(P.G, O // P.G, -1), cols)
-    return np.ascontiguousarray(y.reshape(O, N, P.os[0], P.os[1]).transpose(1, 0, 2, 3))
+    return np.ascontiguousarray(y.reshape((O, N) + P.os).swapaxes(0, 1))
 
 
 def _adj_x(g, w, P, N):
-    """Input-adjoint of conv (transposed convolution): (N, O, oh, ow) -> (N, C, H, W)."""
-    O, Cg, kh, kw = w.shape
+    """Input-adjoint of conv (transposed convolution): (N, O, *out) -> (N, C, *in)."""
+    O, Cg = w.shape[:2]
+    ks = w.shape[2:]
     C = Cg * P.G
     dcols = np.matmul(w.reshape(P.G, O // P.G, -1).transpose(0, 2, 1), _g_cols(g, P.G))
-    dcols = dcols.reshape(C, kh, kw, N, P.os[0], P.os[1])
-    pt, pb, pl, pr = P.p
-    H, W = P.xs
-    Hp, Wp = H + pt + pb, W + pl + pr
-    (sh, sw), (dh, dw), (oh, ow) = P.s, P.d, P.os
+    dcols = dcols.reshape((C,) + ks + (N,) + P.os)
+    padded = tuple(n + a + b for n, a, b in zip(P.xs, P.p[0::2], P.p[1::2]))
     dt = np.result_type(g.dtype, w.dtype)
-    if kh == 1 and kw == 1 and sh == 1 and sw == 1 and (oh, ow) == (Hp, Wp):
-        buf = dcols[:, 0, 0].transpose(1, 0, 2, 3).astype(dt, copy=False)
+    if all(k == 1 for k in ks) and all(s == 1 for s in P.s) and P.os == padded:
+        buf = dcols[(slice(None),) + (0,) * len(ks)].swapaxes(0, 1).astype(dt, copy=False)
     else:
-        buf = np.zeros((N, C, Hp, Wp), dt)
-        bt = buf.transpose(1, 0, 2, 3)
-        for i in range(kh):
-            for j in range(kw):
-                bt[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
-                   j * dw:j * dw + sw * (ow - 1) + 1:sw] += dcols[:, i, j]
-    if pt or pb or pl or pr:
-        buf = buf[:, :, pt:pt + H, pl:pl + W]
+        buf = np.zeros((N, C) + padded, dt)
+        bt = buf.swapaxes(0, 1)
+        for pos in itertools.product(*(range(k) for k in ks)):
+            bt[(slice(None),) * 2 + tuple(
+                slice(i * d, i * d + s * (o - 1) + 1, s)
+                for i, d, s, o in zip(pos, P.d, P.s, P.os))] += dcols[(slice(None),) + pos]
+    if any(P.p):
+        buf = buf[(slice(None),) * 2 + tuple(slice(a, a + n)
+                                             for n, a in zip(P.xs, P.p[0::2]))]
     return np.ascontiguousarray(buf)
 
 
@@ -142,7 +144,8 @@ class ConvolutionBackward0(Node):
                 gb = _conv_graph("C", a, g, P) if graph else _fwd(a, g, P)
         gbias = None
         if len(self.next_functions) > 2 and self.next_functions[2][0] is not None:
-            gbias = g.sum((0, 2, 3)) if graph else g.sum(axis=(0, 2, 3))
+            axes = (0,) + tuple(range(2, len(P.ks) + 2))
+            gbias = g.sum(axes) if graph else g.sum(axis=axes)
         if lift is not None:
             ga = ga.reshape(sa.value.shape if not sa.is_output else sa.value.shape) \
                 if ga is not None else None
@@ -166,7 +169,7 @@ def _conv_graph(kind, a, b, P, bias=None, node_cls=ConvolutionBackwardBackward0,
         cols = _im2col(ad, P)
     data = _apply_np(kind, ad, bd, P, cols)
     if bias is not None:
-        data += bias._data.reshape(1, -1, 1, 1)
+        data += bias._data.reshape((1, -1) + (1,) * len(P.ks))
     if lift is not None:
         y4 = data.shape
         data = data.reshape(lift[2])
@@ -201,15 +204,23 @@ def _tup(v, n, name):
     return (int(v),) * n
 
 
-def _check(input, weight, bias, groups, transposed, nd):
+def _check(input, weight, bias, groups, transposed, nd, params=()):
     x, w = input._data, weight._data
     name = "conv_transpose" if transposed else "conv"
     if x.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
                            f"{name}{nd}d, but got input of size: {list(x.shape)}")
     if w.ndim != nd + 2:
-        raise RuntimeError("weight should have at least three dimensions" if w.ndim < 3 else
-                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
+        if w.ndim < 3:
+            raise RuntimeError("weight should have at least three dimensions")
+        # PyTorch expands each size argument to the weight's spatial dims first
+        for pname, v in params:
+            v = list(v) if isinstance(v, (tuple, list)) else [v] * nd
+            if len(v) != 1 and len(v) != w.ndim - 2:
+                raise RuntimeError(f"expected {pname} to be a single integer value or a list "
+                                   f"of {w.ndim - 2} values to match the convolution "
+                                   f"dimensions, but got {pname}={v}")
+        raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
                            f"{list(x.shape)}, but got {w.ndim}-dimensional weight of size "
                            f"{list(w.shape)} instead")
     if groups < 1:
@@ -218,7 +229,7 @@ def _check(input, weight, bias, groups, transposed, nd):
     if not transposed:
         if w.shape[0] % groups:
             raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
-                               f"{groups} at dimension 0, but got weight of size {list(w.shape)} "
+                               f"{groups} at dimension 0, but got weight of size [{list(w.shape)}] "
                                f"instead")
         if C != w.shape[1] * groups:
             raise RuntimeError(f"Given groups={groups}, weight of size {list(w.shape)}, expected "
@@ -232,13 +243,19 @@ def _check(input, weight, bias, groups, transposed, nd):
                                f"{C} channels instead")
         O = w.shape[1] * groups
     if bias is not None and tuple(bias._data.shape) != (O,):
-        raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be "
+        raise RuntimeError(f"Given {'transposed=1, ' if transposed else ''}weight of size {list(w.shape)}, expected bias to be "
                            f"1-dimensional with {O} elements, but got bias of size "
                            f"{list(bias._data.shape)} instead")
     if x.dtype != w.dtype:
+        if nd == 3 or x.dtype.kind != "f":  # the 3-d CPU kernel's check
+            ex, fd = (x, w) if nd == 3 else (w, x)
+            raise RuntimeError(f"expected scalar type {D.scalar_type_name(ex.dtype)} but found "
+                               f"{D.scalar_type_name(fd.dtype)}")
         raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
-                           f"be the same" if x.dtype.kind == "f" else
-                           f"expected scalar type {weight.dtype} but found {input.dtype}")
+                           f"be the same")
+    if bias is not None and bias._data.dtype != x.dtype:
+        raise RuntimeError(f"Input type ({D.c_name(x.dtype)}) and bias type "
+                           f"({D.c_name(bias._data.dtype)}) should be the same")
 
 
 def _lift_shape(shape, nd):
@@ -258,7 +275,9 @@ _WARNED_SAME = [False]
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
-    _check(input, weight, bias, groups, False, nd)
+    _check(input, weight, bias, groups, False, nd,
+           (("stride", stride), ("padding", 0 if isinstance(padding, str) else padding),
+            ("output_padding", 0), ("dilation", dilation)))
     s = _tup(stride, nd, "stride")
     d = _tup(dilation, nd, "dilation")
     ks = tuple(weight._data.shape[2:])
@@ -316,7 +335,7 @@ def _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd):
                                f" Kernel size: ({' x '.join(str(dd * (k - 1) + 1) for k, dd in zip(ks[-nd:], d[-nd:]))})."
                                f" Kernel size can't be greater than actual input size")
         os_.append(o)
-    P = _P(s, (pads[0][0], pads[0][1], pads[1][0], pads[1][1]), d, groups, xs, ks, tuple(os_))
+    P = _P(s, tuple(v for ab in pads for v in ab), d, groups, xs, ks, tuple(os_))
     O = weight._data.shape[0]
     lift = None
     if x4 != input._data.shape or w4 != weight._data.shape:
@@ -332,13 +351,21 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @op(method=False)
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d cross-correlation over (N, C, D, H, W) input; ConvolutionBackward0."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+@op(method=False)
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d cross-correlation over (N, C, L) input; ConvolutionBackward0."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
 def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
-    _check(input, weight, bias, groups, True, nd)
+    _check(input, weight, bias, groups, True, nd,
+           (("stride", stride), ("padding", padding), ("output_padding", output_padding),
+            ("dilation", dilation)))
     if input._data.ndim == nd + 1:  # unbatched: unsqueezed, the output squeezed back
         return _conv_t(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
                        dilation, nd).squeeze(0)
@@ -348,6 +375,13 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
     op_ = _tup(output_padding, nd, "output_padding")
     for a, ss, dd in zip(op_, s, d):
         if a >= ss and a >= dd:
+            if nd == 3:  # the 3-d CPU kernel's wording
+                ax = ("depth", "height", "width")
+                raise RuntimeError(
+                    "output padding must be smaller than either stride or dilation, but got " +
+                    " ".join(f"{k}_{a}: {v}" for k, vs in (("output_padding", op_),
+                                                           ("stride", s), ("dilation", d))
+                             for a, v in zip(ax, vs)))
             raise RuntimeError("output padding must be smaller than either stride or dilation, "
                                f"but got output_padding={list(op_)}, stride={list(s)}, "
                                f"dilation={list(d)}")
@@ -362,7 +396,7 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, ins[-nd:]))}). "
                            f"Calculated output size per channel: "
                            f"({' x '.join(map(str, outs[-nd:]))}). Output size is too small")
-    P = _P(s, (p[0], p[0], p[1], p[1]), d, groups, outs, ks, ins)
+    P = _P(s, tuple(v for pp in p for v in (pp, pp)), d, groups, outs, ks, ins)
     O = weight._data.shape[1] * groups
     lift = None
     if x4 != input._data.shape or w4 != weight._data.shape:
@@ -382,3 +416,10 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                      dilation=1):
     """1-d transposed convolution; ConvolutionBackward0."""
     return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+@op(method=False)
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """3-d transposed convolution; ConvolutionBackward0."""
+    return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
