@@ -111,8 +111,7 @@ def test_recorded_graph_matches_pytorch(row):
     for s in row.samples:
         try:
             exp = _graphs(torch, tw, s)
-        except Exception as e:  # noqa: BLE001 - PyTorch refuses the sample: nothing to compare
-            diffs.append(f"{s!r}: torch raised {type(e).__name__}") if False else None
+        except Exception:  # noqa: BLE001 - PyTorch refuses the sample: nothing to compare
             continue
         got = _graphs(dyngrad, row.fn, s)
         if len(got) != len(exp):
