@@ -194,7 +194,7 @@ HAND = [
     ("iter(DataLoader([{'a': 1}, [1, 2]], batch_size=2))", None),
     ("TensorDataset(T.ones(2), T.ones(3))", None), ("TensorDataset(T.ones(2))[5]", None),
     # save / load
-    ("T.save(T.ones(2), 5)", None), ("T.load(io.BytesIO(b'not a checkpoint'))", None),
+    ("T.save(T.ones(2), 5)", None), ("T.load(io.BytesIO(b'not a checkpoint'))", "not a checkpoint"),
     ("T.load('/nonexistent/dir/x.pt')", None), ("T.save(T.ones(2), '/nonexistent/dir/x.pt')", None),
     ("T.load(None)", None),
 ]
@@ -228,13 +228,10 @@ for _n in sorted(n for n in dir(dyngrad.nn.functional) if not n.startswith("_"))
     if inspect.isfunction(_v) and hasattr(torch.nn.functional, _n):
         DERIVED += [(f"F.{_n}('abc')", "str"), (f"F.{_n}(None)", "NoneType")]
 
-# differences still open, by cause (each is reported; a fix shows up as XPASS)
+# differences still open, by cause (xfail while they differ; a listed case that matches fails)
 KNOWN = {
     "PyTorch itself fails internally (AttributeError) where dyngrad raises TypeError":
         ["nn.Parameter([1., 2.])"],
-    "not implemented in dyngrad": ["T.ones(2, 3).unfold(1, 5, 1)"],
-    "a different message or exception type for the same problem":
-        ["T.load(io.BytesIO(b'not a checkpoint'))"],
 }
 _KNOWN = {e: cause for cause, es in KNOWN.items() for e in es}
 
@@ -248,17 +245,24 @@ def _case_id(c):
 @pytest.mark.parametrize("case", CASES, ids=_case_id)
 def test_misuse_matches_torch(case):
     expr, hint = case
-    if expr in _KNOWN:
-        pytest.xfail(_KNOWN[expr])
     t, d = _run(expr, torch), _run(expr, dyngrad)
+    problem = _difference(expr, hint, t, d)
+    if expr in _KNOWN:
+        if problem:
+            pytest.xfail(_KNOWN[expr])
+        pytest.fail(f"{expr} now matches PyTorch: remove it from KNOWN")
+    assert not problem, problem
+
+
+def _difference(expr, hint, t, d):
+    """What differs between PyTorch's outcome ``t`` and dyngrad's ``d`` (None: nothing)."""
     if isinstance(t, tuple):
-        assert isinstance(d, tuple), f"torch accepts {expr}; dyngrad raised {d!r}"
-        return
-    assert not isinstance(d, tuple), f"torch raised {t!r}; dyngrad accepted {expr}"
-    assert _same_kind(t, d), \
-        f"{expr}\ntorch: {type(t).__name__}: {t}\ndyngrad: {type(d).__name__}: {d}"
-    assert _names_problem(t, d, hint), \
-        f"{expr}\ntorch: {type(t).__name__}: {t}\ndyngrad: {type(d).__name__}: {d}"
+        return None if isinstance(d, tuple) else f"torch accepts {expr}; dyngrad raised {d!r}"
+    if isinstance(d, tuple):
+        return f"torch raised {t!r}; dyngrad accepted {expr}"
+    if not (_same_kind(t, d) and _names_problem(t, d, hint)):
+        return f"{expr}\ntorch: {type(t).__name__}: {t}\ndyngrad: {type(d).__name__}: {d}"
+    return None
 
 
 def _origin(e):

@@ -55,11 +55,12 @@ def _c_order(a: np.ndarray) -> np.ndarray:
     return a if a.flags.c_contiguous else a.copy(order="C")
 
 
-class CheckpointError(RuntimeError):
-    """A file that is not a readable dyngrad checkpoint."""
+class CheckpointError(RuntimeError, pickle.UnpicklingError):
+    """A file that is not a readable checkpoint: an UnpicklingError, as PyTorch raises for
+    one, and a RuntimeError."""
 
 
-class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
+class WeightsOnlyError(CheckpointError):
     """A pickle that names a global a weights-only load refuses (PyTorch raises
     ``pickle.UnpicklingError`` there); nothing from the file was run."""
 
