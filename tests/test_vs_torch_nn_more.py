@@ -168,3 +168,175 @@ CONV3D_MODULES = [
 @pytest.mark.parametrize("name,make,call", CONV3D_MODULES, ids=[c[0] for c in CONV3D_MODULES])
 def test_conv3d_modules(name, make, call):
     _modules(make, (2, 2, 4, 3, 4), call=call)
+
+
+# --- margin losses ---------------------------------------------------------------------
+_MM_T = [1, 0, 3, 2, 3]
+_ML_T = [[3, 0, -1, 1], [1, 2, 3, -1], [0, 0, -1, 2], [-1, 1, 2, 3], [2, 1, 0, 3]]
+REDS = ("none", "mean", "sum")
+
+
+@pytest.mark.parametrize("red", REDS)
+@pytest.mark.parametrize("p,margin,weighted", [(1, 1.0, False), (2, 0.5, False), (1, 1.5, True),
+                                               (2, 2.0, True)])
+def test_multi_margin_loss(red, p, margin, weighted):
+    if weighted:
+        fn = lambda L, F, x, t, w: F.multi_margin_loss(  # noqa: E731
+            x, t, p=p, margin=margin, weight=w.detach().abs() + 0.1, reduction=red)
+        shapes, ints = [(5, 4), (5,), (4,)], {1: _MM_T}
+    else:
+        fn = lambda L, F, x, t: F.multi_margin_loss(x, t, p=p, margin=margin,  # noqa: E731
+                                                    reduction=red)
+        shapes, ints = [(5, 4), (5,)], {1: _MM_T}
+    _compare(fn, shapes, ints=ints, name="MultiMarginLossBackward0")
+
+
+@pytest.mark.parametrize("red", REDS)
+def test_multi_margin_loss_1d_0d(red):
+    _compare(lambda L, F, x, t: F.multi_margin_loss(x, t, reduction=red), [(4,), ()],
+             ints={1: 2}, name=True)
+    _compare(lambda L, F, x, t: F.multi_margin_loss(x, t, p=2, reduction=red), [(4,), (1,)],
+             ints={1: [3]}, name=True)
+    _compare(lambda L, F, x, t: F.multi_margin_loss(x, t, reduction=red), [(), ()],
+             ints={1: 0}, name=True)
+
+
+@pytest.mark.parametrize("red", REDS)
+def test_multilabel_margin_loss(red):
+    _compare(lambda L, F, x, t: F.multilabel_margin_loss(x, t, reduction=red), [(5, 4), (5, 4)],
+             ints={1: _ML_T}, name="MultilabelMarginLossBackward0")
+    _compare(lambda L, F, x, t: F.multilabel_margin_loss(x, t, reduction=red), [(4,), (4,)],
+             ints={1: [2, 0, -1, 3]}, name=True)
+    _compare(lambda L, F, x, t: F.multilabel_margin_loss(x, t, reduction=red), [(), ()],
+             ints={1: 0}, name=True)
+
+
+def test_multilabel_margin_loss_saved_is_target():
+    x = np.random.RandomState(0).randn(5, 4)
+    yt = TF.multilabel_margin_loss(torch.tensor(x, requires_grad=True), torch.tensor(_ML_T))
+    yd = DF.multilabel_margin_loss(dyngrad.tensor(x, requires_grad=True), dyngrad.tensor(_ML_T))
+    np.testing.assert_array_equal(yd.grad_fn._saved_is_target.numpy(),
+                                  yt.grad_fn._saved_is_target.numpy())
+
+
+@pytest.mark.parametrize("red", REDS)
+def test_multilabel_soft_margin_loss(red):
+    _compare(lambda L, F, x, t: F.multilabel_soft_margin_loss(x, t.sigmoid(), reduction=red),
+             [(5, 4), (5, 4)], name=True, gradgrad=True)
+    _compare(lambda L, F, x, t, w: F.multilabel_soft_margin_loss(x, (t > 0).double(), w,
+                                                                 reduction=red),
+             [(5, 4), (5, 4), (4,)], name=True, gradgrad=True)
+    _compare(lambda L, F, x, t: F.multilabel_soft_margin_loss(x, t, reduction=red),
+             [(4,), (4,)], name=True)
+
+
+@pytest.mark.parametrize("which", ["multi", "multilabel"])
+def test_margin_losses_no_double_backward(which):
+    res = {}
+    for lib, F in ((torch, TF), (dyngrad, DF)):
+        x = lib.tensor(np.random.RandomState(0).randn(5, 4), requires_grad=True)
+        if which == "multi":
+            y = F.multi_margin_loss(x, lib.tensor(_MM_T))
+        else:
+            y = F.multilabel_margin_loss(x, lib.tensor(_ML_T))
+        g, = lib.autograd.grad(y, x, create_graph=True)
+        with pytest.raises(RuntimeError) as e:
+            g.sum().backward()
+        res[lib] = (type(g.grad_fn).__name__, str(e.value))
+    assert res[dyngrad] == res[torch]
+
+
+def test_margin_losses_float32():
+    _f32(lambda L, F, x, t: F.multi_margin_loss(x, t, p=2), [(5, 4)], ints=[_MM_T])
+    _f32(lambda L, F, x, t: F.multilabel_margin_loss(x, t, reduction="sum"), [(5, 4)],
+         ints=[_ML_T])
+    _f32(lambda L, F, x, t: F.multilabel_soft_margin_loss(x, t.sigmoid()), [(5, 4), (5, 4)])
+
+
+I64 = np.array([1, 0, 3])
+ML64 = np.array([[3, 0, -1, 1], [1, 2, 3, -1], [0, 0, -1, 2]])
+MARGIN_ERRORS = [
+    (lambda L, F, x, t: F.multi_margin_loss(x, t, p=3), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t, weight=L.ones(1, 4, dtype=x.dtype)),
+     [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t, weight=L.ones(3, dtype=x.dtype)),
+     [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t, weight=L.ones(4)), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t, reduction="bad"), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t[:2]), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t[None]), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x[0], t), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t + 1), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t - 1), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x[None], t), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x[:, :0], t), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t.int()), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t.float()), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x.int(), t), [(3, 4), I64]),
+    (lambda L, F, x, t: F.multi_margin_loss(x, t, weight=L.ones(4, dtype=x.dtype,
+                                                                 requires_grad=True)),
+     [(3, 4), I64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x, t, reduction="x"), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x, t[:2]), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x, t[0]), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x[0], t), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x[0], t[0, :2]), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x, t + 1), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x, t - 1), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x[None], t), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x[:, :0], t[:, :0]), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x, t.int()), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x.int(), t.int()), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_margin_loss(x, t.float()), [(3, 4), ML64]),
+    (lambda L, F, x, t: F.multilabel_soft_margin_loss(x, t, reduction="x"), [(3, 4), (3, 4)]),
+    (lambda L, F, x, t: F.multilabel_soft_margin_loss(x, t), [(), ()]),
+]
+
+
+@pytest.mark.parametrize("k", range(len(MARGIN_ERRORS)))
+def test_margin_loss_errors(k):
+    fn, args = MARGIN_ERRORS[k]
+    _same_error(fn, *[np.ones(a) if isinstance(a, tuple) else a for a in args])
+
+
+def test_margin_loss_modules():
+    rs = np.random.RandomState(0)
+    x = rs.randn(5, 4)
+    w = np.abs(rs.randn(4)) + 0.1
+    tgt = rs.rand(5, 4)
+    for make, t in [
+        (lambda nn, L: nn.MultiMarginLoss(p=2, margin=0.7, weight=L.tensor(w)), _MM_T),
+        (lambda nn, L: nn.MultiMarginLoss(reduction="sum"), _MM_T),
+        (lambda nn, L: nn.MultiLabelMarginLoss(reduction="none"), _ML_T),
+        (lambda nn, L: nn.MultiLabelSoftMarginLoss(weight=L.tensor(w)), tgt),
+        (lambda nn, L: nn.MultiLabelSoftMarginLoss(reduction="none"), tgt),
+    ]:
+        outs = []
+        for lib in (torch, dyngrad):
+            m = make(lib.nn, lib)
+            xt = lib.tensor(x, requires_grad=True)
+            y = m(xt, lib.tensor(t))
+            y.sum().backward()
+            outs.append((y.detach().numpy(), xt.grad.numpy(), repr(m),
+                         sorted(k for k, _ in m.named_buffers())))
+        np.testing.assert_allclose(outs[1][0], outs[0][0], atol=1e-12)
+        np.testing.assert_allclose(outs[1][1], outs[0][1], atol=1e-12)
+        assert outs[1][2:] == outs[0][2:]
+    for lib in (torch, dyngrad):
+        with pytest.raises(ValueError, match="only p == 1 and p == 2 supported"):
+            lib.nn.MultiMarginLoss(p=3)
+        with pytest.raises(ValueError, match="expected weight to be None or 1D tensor, got 2D"):
+            lib.nn.MultiMarginLoss(weight=lib.ones(2, 2))
+
+
+def test_multi_margin_loss_saved():
+    x = np.random.RandomState(0).randn(5, 4)
+    w = np.abs(x[0]) + 0.1
+    res = []
+    for lib, F in ((torch, TF), (dyngrad, DF)):
+        y = F.multi_margin_loss(lib.tensor(x, requires_grad=True), lib.tensor(_MM_T), p=2,
+                                margin=0.5, weight=lib.tensor(w), reduction="sum")
+        n = y.grad_fn
+        res.append((n._saved_p, n._saved_margin, n._saved_reduction,
+                    n._saved_weight.numpy().tolist(), n._saved_target.numpy().tolist()))
+    assert res[1] == res[0]
