@@ -644,7 +644,6 @@ KNOWN: dict = {
     "TransformerEncoderLayer_train": _TEL,
     "TransformerEncoder_2": _TEL,
     "fold": _MISSING,
-    "gumbel_softmax_hard": _MISSING,
     "interpolate_bicubic": _MISSING,
     "pdist": _MISSING,
     "unfold": _MISSING,

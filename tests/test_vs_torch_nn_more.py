@@ -340,3 +340,69 @@ def test_multi_margin_loss_saved():
         res.append((n._saved_p, n._saved_margin, n._saved_reduction,
                     n._saved_weight.numpy().tolist(), n._saved_target.numpy().tolist()))
     assert res[1] == res[0]
+
+
+# --- gumbel_softmax --------------------------------------------------------------------
+def _gumbel_both(shape, tau, hard, dim, seed=0):
+    """dyngrad's sample (its own generator), and PyTorch's softmax composition run on the
+    same noise (recovered from dyngrad's soft sample: log y * tau - logits, which differs
+    from the noise by a constant along ``dim``, leaving softmax and its gradient unchanged)."""
+    x = np.random.RandomState(seed).randn(*shape)
+    go = np.random.RandomState(seed + 1).randn(*shape)
+    dyngrad.manual_seed(seed)
+    xd = dyngrad.tensor(x, requires_grad=True)
+    yd = DF.gumbel_softmax(xd, tau=tau, hard=hard, dim=dim)
+    gd, = dyngrad.autograd.grad(yd, xd, dyngrad.tensor(go))
+    dyngrad.manual_seed(seed)
+    soft = DF.gumbel_softmax(dyngrad.tensor(x), tau=tau, dim=dim).numpy()
+    noise = np.log(soft) * tau - x
+    xt = torch.tensor(x, requires_grad=True)
+    yt = ((xt + torch.tensor(noise)) / tau).softmax(dim)
+    if hard:
+        yt = torch.zeros_like(xt).scatter_(dim, yt.max(dim, keepdim=True)[1], 1.0) - \
+            yt.detach() + yt
+    gt, = torch.autograd.grad(yt, xt, torch.tensor(go))
+    return (yd, gd), (yt, gt)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("tau,dim", [(1, -1), (0.5, 0), (2.0, 1)])
+def test_gumbel_softmax(hard, tau, dim):
+    (yd, gd), (yt, gt) = _gumbel_both((3, 4, 5), tau, hard, dim)
+    np.testing.assert_allclose(yd.detach().numpy(), yt.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(gd.numpy(), gt.numpy(), atol=1e-10)
+    assert yd.grad_fn.name() == yt.grad_fn.name()
+    np.testing.assert_allclose(yd.detach().numpy().sum(dim), 1.0)
+    if hard:
+        assert set(np.unique(yd.detach().numpy())) <= {0.0, 1.0}
+
+
+def test_gumbel_softmax_graph_and_rng():
+    for hard in (False, True):
+        names = []
+        for lib, F in ((torch, TF), (dyngrad, DF)):
+            x = lib.randn(2, 3, dtype=lib.float64, requires_grad=True)
+            y = F.gumbel_softmax(x, tau=0.7, hard=hard)
+            n, seq = y.grad_fn, []
+            while n is not None:
+                seq.append((n.name(), [f[0] is None for f in n.next_functions]))
+                n = next((f[0] for f in n.next_functions if f[0] is not None), None)
+            names.append(seq)
+        assert names[1] == names[0]
+    dyngrad.manual_seed(3)
+    a = DF.gumbel_softmax(dyngrad.zeros(4, 6))
+    dyngrad.manual_seed(3)
+    b = DF.gumbel_softmax(dyngrad.zeros(4, 6))
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert not np.allclose(a.numpy(), DF.gumbel_softmax(dyngrad.zeros(4, 6)).numpy())
+
+
+def test_gumbel_softmax_float32_and_eps_warning():
+    x = dyngrad.randn(3, 4)
+    y = DF.gumbel_softmax(x, hard=True)
+    assert y.dtype == dyngrad.float32
+    np.testing.assert_allclose(y.numpy().sum(-1), 1.0)
+    for lib, F in ((torch, TF), (dyngrad, DF)):
+        with pytest.warns(UserWarning, match="`eps` parameter is deprecated and has no effect."):
+            F.gumbel_softmax(lib.zeros(2, 3), eps=1e-5)
+    _same_error(lambda L, F, x: F.gumbel_softmax(x, dim=2), np.ones((2, 3)))
