@@ -645,6 +645,7 @@ KNOWN: dict = {
     "TransformerEncoder_2": _TEL,
     "fold": _MISSING,
     "interpolate_bicubic": _MISSING,
+    "pdist": _MISSING,
     "unfold": _MISSING,
 }
 

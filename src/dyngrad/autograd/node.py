@@ -83,6 +83,17 @@ class Node:
     # PyTorch's names of this node's saved values -> (position in ``_saved``, kind): how
     # ``grad_fn._saved_<name>`` / ``_raw_saved_<name>`` read them (see ``_saved_value``)
     _named_saved: dict = {}
+    # the table of those names once ops/_saved_names.py has applied it: a node class defined
+    # later (nn.functional's, ...) takes its entry when it is created
+    _names_table = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        table = Node._names_table
+        if table is not None and "_named_saved" not in cls.__dict__:
+            spec = table.get(cls.__name__)
+            if spec is not None:
+                cls._named_saved = spec
 
     def __init__(self, next_functions=(), saved=()):
         self.next_functions = next_functions
@@ -145,11 +156,14 @@ class Node:
         """A saved value as PyTorch shows it.  Kinds: ``tensor`` (unpacked, version checked; an
         output comes back with this node as its grad_fn), ``array`` (an index or mask kept as
         an array), ``shape``/``strides`` (the sizes / strides of the saved tensor there), ``dim``/``same`` (as
-        stored; a negative dim reads as PyTorch's unsigned 64-bit value)."""
+        stored; a negative dim reads as PyTorch's unsigned 64-bit value), ``fixed`` (the dim in
+        place of the position: one the op always passes, as a fused composite's)."""
+        pos, kind = spec
+        if kind == "fixed":
+            return pos + (1 << 64) if pos < 0 else pos
         s = self._saved
         if s is None:
             raise RuntimeError(errors.FREED)
-        pos, kind = spec
         v = s[pos]
         if kind == "tensor":
             if type(v) is Saved:
@@ -173,6 +187,8 @@ class Node:
         if isinstance(v, list):
             v = tuple(v)
         if kind == "dim":
+            if v is None:
+                return None
             if isinstance(v, tuple):
                 return tuple(x + (1 << 64) if x < 0 else x for x in v)
             return v + (1 << 64) if v < 0 else v

@@ -94,7 +94,7 @@ class SafeSoftmaxBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sy, dim = self._saved
+        sy, dim = self._saved[:2]
         y = sy.get(self, graph)
         gy = g * y
         return (gy - y * gy.sum(dim, keepdim=True)) if graph else \
@@ -103,6 +103,7 @@ class SafeSoftmaxBackward0(Node):
 
 def _safe_softmax(x, dim):
     d = x._data
+    raw, dim = dim, dim % d.ndim  # the node shows the caller's dim
     with np.errstate(invalid="ignore", over="ignore"):
         m = d.max(axis=dim, keepdims=True) if d.size else d
         e = np.exp(d - m) if d.size else d
@@ -114,7 +115,7 @@ def _safe_softmax(x, dim):
     y = np.ascontiguousarray(y, dtype=d.dtype)
     if STATE.enabled and x._requires_grad:
         res = record(y, None)
-        res._grad_fn = SafeSoftmaxBackward0((edge_of(x),), (Saved(res, True), dim))
+        res._grad_fn = SafeSoftmaxBackward0((edge_of(x),), (Saved(res, True), dim, raw))
         return notify(res)
     return Tensor._make(y)
 
@@ -146,7 +147,7 @@ def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, e
     attn = matmul(q, F._mul_scalar(key.transpose(-2, -1), f))
     if mask is not None:
         attn.add_(mask)
-    attn = _safe_softmax(attn, attn._data.ndim - 1)
+    attn = _safe_softmax(attn, -1)
     if dropout_p > 0.0:
         attn = F.dropout(attn, dropout_p, True)
     out = matmul(attn, value)

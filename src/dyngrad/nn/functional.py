@@ -16,7 +16,7 @@ from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
 from ..ops.linalg import _addmm_check, addmm, matmul
 from ..ops.views import reshape
-from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of
+from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of, raw_dim, raw_dims
 
 _make = Tensor._make
 _ARANGE: dict = {}
@@ -235,7 +235,7 @@ class SoftmaxBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sy, dim = self._saved
+        sy, dim, _ = self._saved
         y = sy.get(self, graph)
         gy = g * y
         return gy - y * gy.sum(dim, keepdim=True) if graph else \
@@ -246,7 +246,7 @@ class LogSoftmaxBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sy, dim = self._saved
+        sy, dim, _ = self._saved
         y = sy.get(self, graph)
         if graph:
             return g - y.exp() * g.sum(dim, keepdim=True),
@@ -278,7 +278,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
         y = np.ascontiguousarray(e / e.sum(axis=k, keepdims=True))  # PyTorch's layout
     if STATE.enabled and input._requires_grad:
         res = record(y, None)
-        res._grad_fn = SoftmaxBackward0((edge_of(input),), (Saved(res, True), k))
+        res._grad_fn = SoftmaxBackward0((edge_of(input),),
+                                        (Saved(res, True), k, k if dim is None else raw_dim(dim)))
         return notify(res)
     return _make(y)
 
@@ -301,7 +302,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
         y = np.ascontiguousarray(s - np.log(np.exp(s).sum(axis=k, keepdims=True)))
     if STATE.enabled and input._requires_grad:
         res = record(y, None)
-        res._grad_fn = LogSoftmaxBackward0((edge_of(input),), (Saved(res, True), k))
+        res._grad_fn = LogSoftmaxBackward0((edge_of(input),),
+                                           (Saved(res, True), k, k if dim is None else raw_dim(dim)))
         return notify(res)
     return _make(y)
 
@@ -1017,7 +1019,7 @@ class GluBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sx, dim = self._saved
+        sx, dim, _ = self._saved
         x = sx.get(self, graph)
         n = x.shape[dim] // 2
         a = _narrow(x, dim, 0, n)
@@ -1063,7 +1065,7 @@ def glu(input, dim=-1):
     b = x[(slice(None),) * d + (slice(n, None),)]
     y = (a * _sig(b)).astype(x.dtype, copy=False)
     if STATE.enabled and input._requires_grad:
-        return record(y, GluBackward0((edge_of(input),), (Saved(input), d)))
+        return record(y, GluBackward0((edge_of(input),), (Saved(input), d, raw_dim(dim))))
     return _make(y)
 
 
@@ -1668,7 +1670,8 @@ def _norm1(x, p, dim, keepdim):
     r = vector_norm(x.detach(), p, dim, keepdim)._data
     res = record(r, None)
     res._grad_fn = NormBackward1((edge_of(x),), (Saved(x), Saved(res, True), float(p),
-                                                 dims_of(dim, x._data.ndim), keepdim))
+                                                 dims_of(dim, x._data.ndim), keepdim,
+                                                 raw_dims(dim)))
     return notify(res)
 
 
@@ -2830,7 +2833,6 @@ from ._attention_fn import scaled_dot_product_attention, pixel_shuffle, pixel_un
 from ._losses_more import (multi_margin_loss, multilabel_margin_loss,  # noqa: E402,F401
                            multilabel_soft_margin_loss)
 from ._gumbel import gumbel_softmax  # noqa: E402,F401
-from ._pdist import pdist  # noqa: E402,F401
 
 
 # PyTorch's argument errors (a string or None where a tensor goes) for every function above

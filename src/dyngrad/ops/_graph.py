@@ -12,7 +12,7 @@ from ..autograd.node import Node, Saved, edge_of, NO_EDGE
 _make = Tensor._make
 
 __all__ = ["Node", "Saved", "edge_of", "edges_first", "NO_EDGE", "STATE", "Tensor", "record",
-           "sum_to", "as_float", "grad_dtype", "RECORD_HOOKS", "notify"]
+           "sum_to", "as_float", "grad_dtype", "RECORD_HOOKS", "notify", "raw_dim", "raw_dims"]
 
 
 from .._fperr import quiet_on, quiet_off  # noqa: E402,F401  (re-exported for the ops)
@@ -21,6 +21,27 @@ from .._fperr import quiet_on, quiet_off  # noqa: E402,F401  (re-exported for th
 # Observers of graph construction: callables ``hook(tensor, node)`` run after every recorded
 # op (the graph explorer, forward-mode AD).  Empty in normal use, so recording costs one check.
 RECORD_HOOKS: list = []
+
+
+def _int_dim(d):
+    return int(d._data) if isinstance(d, Tensor) else int(d)
+
+
+def raw_dims(dim):
+    """A dims argument as the caller gave it, as PyTorch's nodes save it: None, or a tuple of
+    ints in the caller's order (an int becomes a 1-tuple; 0-d integer tensors count as ints)."""
+    if type(dim) is int:
+        return (dim,)
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        return tuple(d if type(d) is int else _int_dim(d) for d in dim)
+    return (_int_dim(dim),)
+
+
+def raw_dim(dim):
+    """A single dim argument as the caller gave it (an int; None stays None)."""
+    return dim if type(dim) is int or dim is None else _int_dim(dim)
 
 
 def record(data, node):

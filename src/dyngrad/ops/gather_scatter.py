@@ -12,6 +12,7 @@ from ._graph import STATE, Node, Saved, Tensor, edge_of, record, sum_to
 from .._tensor import _dim
 from .. import _dtype as D
 from .pointwise import UNSET
+from .reduction import raw_dim
 
 _make = Tensor._make
 
@@ -65,7 +66,7 @@ class GatherBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        shape, dim, index, sx = self._saved
+        shape, dim, index, sx, _ = self._saved
         sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
         if not graph:
             z = np.zeros(shape, dtype=g.dtype)
@@ -88,7 +89,8 @@ def gather(input, dim, index, *, sparse_grad=False):
         _check_along(d, idx, k, "gather")
         data = d[_along(idx, k)]
     if STATE.enabled and input._requires_grad:
-        return record(data, GatherBackward0((edge_of(input),), (d.shape, k, idx, Saved(input))))
+        return record(data, GatherBackward0((edge_of(input),), (d.shape, k, idx, Saved(input),
+                                                                raw_dim(dim))))
     return _make(data)
 
 
@@ -136,7 +138,7 @@ class ScatterBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, index, sshape = self._saved
+        dim, index, sshape, _ = self._saved
         gself = gsrc = None
         if self.next_functions[0][0] is not None:
             if not graph:
@@ -161,7 +163,7 @@ class ScatterAddBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, index, sshape = self._saved
+        dim, index, sshape, _ = self._saved
         gsrc = None
         if self.next_functions[1][0] is not None:
             gs = g[_along(index, dim)] if not graph else gather(g, dim, _T(index))
@@ -204,7 +206,7 @@ def _scatter_data(input, dim, index, src, reduce, name):
         if reduce not in _REDUCE:
             raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
         _REDUCE[reduce].at(out, key, vals)
-    return out, idx, k
+    return out, idx, k, raw_dim(dim)
 
 
 @op()
@@ -213,7 +215,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     ScatterBackward0 (tensor src) or ScatterBackward1 (scalar)."""
     if src is None:
         src = value
-    data, idx, k = _scatter_data(input, dim, index, src, reduce, "scatter")
+    data, idx, k, raw = _scatter_data(input, dim, index, src, reduce, "scatter")
     if not STATE.enabled:
         return _make(data)
     if isinstance(src, Tensor):
@@ -222,21 +224,21 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
         if reduce is not None:
             return record(data, ScatterReduceNotImplemented((edge_of(input), edge_of(src)), ()))
         return record(data, ScatterBackward0((edge_of(input), edge_of(src)),
-                                             (k, idx, src._data.shape)))
+                                             (k, idx, src._data.shape, raw)))
     if not input._requires_grad:
         return _make(data)
     if reduce is not None:
         return record(data, ScatterReduceNotImplemented((edge_of(input),), ()))
-    return record(data, ScatterBackward1((edge_of(input),), (k, idx, ())))
+    return record(data, ScatterBackward1((edge_of(input),), (k, idx, (), raw)))
 
 
 @op()
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
-    data, idx, k = _scatter_data(input, dim, index, src, "add", "scatter_add")
+    data, idx, k, raw = _scatter_data(input, dim, index, src, "add", "scatter_add")
     if STATE.enabled and (input._requires_grad or src._requires_grad):
         return record(data, ScatterAddBackward0((edge_of(input), edge_of(src)),
-                                                (k, idx, src._data.shape)))
+                                                (k, idx, src._data.shape, raw)))
     return _make(data)
 
 
@@ -272,7 +274,7 @@ class IndexSelectBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, dim, idx = self._saved
+        shape, dim, idx = self._saved[:3]
         if not graph:
             z = np.zeros(shape, dtype=g.dtype)
             np.add.at(z if shape else z.reshape(1), (slice(None),) * dim + (idx,), g)
@@ -291,7 +293,8 @@ def index_select(input, dim, index):
     else:
         data = np.take(d, idx, axis=k)
     if STATE.enabled and input._requires_grad:
-        return record(data, IndexSelectBackward0((edge_of(input),), (d.shape, k, idx)))
+        return record(data, IndexSelectBackward0((edge_of(input),), (d.shape, k, idx,
+                                                                     raw_dim(dim))))
     return _make(data)
 
 
@@ -299,7 +302,7 @@ class IndexAddBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        dim, idx, sshape, alpha, ss = self._saved
+        dim, idx, sshape, alpha, ss = self._saved[:5]
         gs = None
         if self.next_functions[1][0] is not None:
             ss.get(self, False)  # source is saved for its gradient, as PyTorch's
@@ -366,7 +369,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     if STATE.enabled and (input._requires_grad or source._requires_grad):
         return record(out, IndexAddBackward0((edge_of(input), edge_of(source)),
                                              (k, idx, sd.shape, alpha,
-                                              Saved(source) if source._requires_grad else None)))
+                                              Saved(source) if source._requires_grad else None,
+                                              raw_dim(dim), sd.ndim)))
     return _make(out)
 
 
@@ -375,7 +379,7 @@ class IndexFillBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, idx = self._saved
+        dim, idx = self._saved[:2]
         if not graph:
             gs = g.copy()
             (gs if gs.ndim else gs.reshape(1))[_dim_key(gs, dim, idx)] = 0
@@ -411,11 +415,12 @@ def index_fill(input, dim, index, value):
                                f"tensor with {value._data.ndim} dimension(s).")
         tgt[_dim_key(tgt, k, idx)] = value._data
         if STATE.enabled and (input._requires_grad or value._requires_grad):
-            return record(out, IndexFillBackward1((edge_of(input), edge_of(value)), (k, idx)))
+            return record(out, IndexFillBackward1((edge_of(input), edge_of(value)),
+                                                       (k, idx, raw_dim(dim))))
         return _make(out)
     tgt[_dim_key(tgt, k, idx)] = value
     if STATE.enabled and input._requires_grad:
-        return record(out, IndexFillBackward0((edge_of(input),), (k, idx)))
+        return record(out, IndexFillBackward0((edge_of(input),), (k, idx, raw_dim(dim))))
     return _make(out)
 
 
@@ -423,7 +428,7 @@ class IndexCopyBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        dim, idx, sshape, ss = self._saved
+        dim, idx, sshape, ss = self._saved[:4]
         if ss is not None:
             ss.get(self, False)  # source is saved for its gradient, as PyTorch's
         gself = gs = None
@@ -461,7 +466,8 @@ def index_copy(input, dim, index, source):
     if STATE.enabled and (input._requires_grad or source._requires_grad):
         return record(out, IndexCopyBackward0((edge_of(input), edge_of(source)),
                                               (k, idx, sd.shape,
-                                               Saved(source) if source._requires_grad else None)))
+                                               Saved(source) if source._requires_grad else None,
+                                               raw_dim(dim), sd.ndim)))
     return _make(out)
 
 
@@ -665,7 +671,7 @@ class SortBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        shape, dim, sidx, squeezed = self._saved
+        shape, dim, sidx, squeezed = self._saved[:4]
         idx = sidx.get(self, False)  # the returned indices, version-checked as PyTorch's
         if squeezed:
             idx = np.expand_dims(idx, dim)
@@ -686,14 +692,15 @@ class KthvalueBackward0(SortBackward0):
     __slots__ = ()
 
 
-def _values_indices(input, vals, idx, node_cls, k, rt, squeezed=False):
+def _values_indices(input, vals, idx, node_cls, k, rt, raw, squeezed=False, keepdim=False):
     """(values, indices) of a selecting op; its node saves the indices tensor returned, so an
-    in-place change of it fails backward as in PyTorch (``squeezed``: dim ``k`` was dropped)."""
+    in-place change of it fails backward as in PyTorch (``squeezed``: dim ``k`` was dropped;
+    ``raw``: the dim as the caller gave it, which the node shows)."""
     v = _make(vals)
     it = _make(idx)
     if STATE.enabled and input._requires_grad:
         v = record(vals, node_cls((edge_of(input),), (input._data.shape, k, Saved(it),
-                                                      squeezed)))
+                                                      squeezed, raw_dim(raw), keepdim)))
     return rt(v, it)
 
 
@@ -718,9 +725,9 @@ def sort(input, *args, stable=UNSET, dim=-1, descending=False):
     d = input._data
     k = _dim(dim, d.ndim)
     if d.ndim == 0:
-        return _values_indices(input, d.copy(), np.zeros((), np.int64), cls, 0, sort_rt)
+        return _values_indices(input, d.copy(), np.zeros((), np.int64), cls, 0, sort_rt, dim)
     idx = _argsort(d, k, descending).astype(np.int64)
-    return _values_indices(input, np.take_along_axis(d, idx, k), idx, cls, k, sort_rt)
+    return _values_indices(input, np.take_along_axis(d, idx, k), idx, cls, k, sort_rt, dim)
 
 
 @op()
@@ -744,10 +751,12 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     if d.ndim == 0:
-        return _values_indices(input, d.copy(), np.zeros((), np.int64), TopkBackward0, 0, topk_rt)
+        return _values_indices(input, d.copy(), np.zeros((), np.int64), TopkBackward0, 0, topk_rt,
+                               dim)
     idx = _argsort(d, kd, largest).astype(np.int64)
     idx = np.take(idx, np.arange(k), axis=kd)
-    return _values_indices(input, np.take_along_axis(d, idx, kd), idx, TopkBackward0, kd, topk_rt)
+    return _values_indices(input, np.take_along_axis(d, idx, kd), idx, TopkBackward0, kd, topk_rt,
+                           dim)
 
 
 @op()
@@ -760,13 +769,13 @@ def kthvalue(input, k, dim=-1, keepdim=False):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {kd}")
     if d.ndim == 0:
         return _values_indices(input, d.copy(), np.zeros((), np.int64), KthvalueBackward0, 0,
-                               kthvalue_rt)
+                               kthvalue_rt, dim, keepdim=keepdim)
     idx = np.take(_argsort(d, kd), [k - 1], axis=kd).astype(np.int64)
     vals = np.take_along_axis(d, idx, kd)
     if not keepdim:
         return _values_indices(input, vals.squeeze(kd), idx.squeeze(kd), KthvalueBackward0, kd,
-                               kthvalue_rt, True)
-    return _values_indices(input, vals, idx, KthvalueBackward0, kd, kthvalue_rt)
+                               kthvalue_rt, dim, True, False)
+    return _values_indices(input, vals, idx, KthvalueBackward0, kd, kthvalue_rt, dim, False, True)
 
 
 # --- index-producing ops (no gradient) ---------------------------------------------------------

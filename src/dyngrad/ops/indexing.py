@@ -9,6 +9,7 @@ from ._graph import STATE, Node, Tensor, edge_of, record
 from .views import make_view, alias, expand_shape, UnsqueezeBackward0
 
 _make = Tensor._make
+_INT64_MAX = (1 << 63) - 1
 
 
 def _is_basic(k):
@@ -47,7 +48,7 @@ class SelectBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, dim, idx = self._saved
+        shape, dim, idx = self._saved[:3]
         key = (slice(None),) * dim + (idx, Ellipsis)
         return _scatter(shape, key, g, graph),
 
@@ -200,7 +201,7 @@ def _basic(self, keys):
         cd = cur._data
         if k is None:
             v = np.expand_dims(cd, dim)
-            cur = make_view(cur, v, UnsqueezeBackward0, (cd.shape,),
+            cur = make_view(cur, v, UnsqueezeBackward0, (cd.shape, dim),
                             lambda x, k=dim: np.expand_dims(x, k) if not isinstance(x, Tensor) else x.unsqueeze(k))
             dim += 1
         elif isinstance(k, slice):
@@ -214,7 +215,7 @@ def _basic(self, keys):
                 raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
             i = i + size if i < 0 else i
             key_d = (slice(None),) * dim + (i, Ellipsis)
-            cur = make_view(cur, cd[key_d], SelectBackward0, (cd.shape, dim, i),
+            cur = make_view(cur, cd[key_d], SelectBackward0, (cd.shape, dim, i, dim, int(k)),
                             lambda x, kk=key_d: x[kk])
     return alias(self) if cur is self else cur
 
@@ -226,7 +227,11 @@ def _slice(cur, dim, k):
     start, stop, step = k.indices(cd.shape[dim])
     sl = slice(start, max(stop, start), step)
     key_d = (slice(None),) * dim + (sl,)
-    return make_view(cur, cd[key_d], SliceBackward0, (cd.shape, dim, sl), lambda x, kk=key_d: x[kk])
+    # PyTorch's node shows the slice as written (an open end is INT64_MAX)
+    raw = (dim, 0 if k.start is None else int(k.start),
+           _INT64_MAX if k.stop is None else int(k.stop), 1 if k.step is None else int(k.step))
+    return make_view(cur, cd[key_d], SliceBackward0, (cd.shape, dim, sl) + raw,
+                     lambda x, kk=key_d: x[kk])
 
 
 def getitem(self, key):

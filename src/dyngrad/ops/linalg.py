@@ -113,13 +113,16 @@ class UnsafeViewBackward0(MatmulBackward):
 
 
 class SqueezeBackward4(MatmulBackward):
+    """matmul of a vector by a matrix: PyTorch's unsqueeze(0), mm, squeeze_(0)."""
     __slots__ = ()
+    _named_saved = {"dim": (0, "fixed")}
 
 
 class TransposeBackward0Matmul(MatmulBackward):
     """matmul of a matrix (or a batch-1 3-d tensor) by a batch, computed by PyTorch as
     ``(b.mT @ a.mT).mT``: its last op is a transpose."""
     __slots__ = ()
+    _named_saved = {"dim0": (-2, "fixed"), "dim1": (-1, "fixed")}
 
 
 TransposeBackward0Matmul.__name__ = TransposeBackward0Matmul.__qualname__ = "TransposeBackward0"
@@ -128,6 +131,7 @@ TransposeBackward0Matmul.__name__ = TransposeBackward0Matmul.__qualname__ = "Tra
 class CloneBackward0Matmul(TransposeBackward0Matmul):
     """The same fold when the transposed result is not contiguous: PyTorch copies it."""
     __slots__ = ()
+    _named_saved: dict = {}
 
 
 CloneBackward0Matmul.__name__ = CloneBackward0Matmul.__qualname__ = "CloneBackward0"

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import op
 from ._formula import FormulaNode
-from ._graph import STATE, Saved, Tensor, edge_of, notify, record, sum_to
+from ._graph import STATE, Saved, Tensor, edge_of, notify, raw_dim, record, sum_to
 from .views import unsafe_view as _unsafe_view
 from .._tensor import _dim
 from .. import _dtype as D
@@ -359,7 +359,8 @@ def _cross(input, other, dim):
     r = np.ascontiguousarray(r, dtype=a.dtype)
     if a.dtype.kind in "fc" and _needs(input, other):
         return record(r, LinalgCrossBackward0((edge_of(input), edge_of(other)),
-                                              (_keep(input, other), _keep(other, input), k)))
+                                              (_keep(input, other), _keep(other, input),
+                                               raw_dim(dim))))
     return _make(r)
 
 
@@ -539,7 +540,7 @@ def multi_dot(tensors, *, out=None):
                                f"0 is {D.c_name(dt)} and tensor {i} {D.c_name(t._data.dtype)}")
     first_1d, last_1d = ts[0].dim() == 1, ts[-1].dim() == 1
     mats = [ts[0].unsqueeze(0) if first_1d else ts[0]] + ts[1:-1] + \
-        [ts[-1].unsqueeze(1) if last_1d else ts[-1]]
+        [ts[-1].unsqueeze(-1) if last_1d else ts[-1]]
     for i in range(n - 1):
         if mats[i].shape[1] != mats[i + 1].shape[0]:
             raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "

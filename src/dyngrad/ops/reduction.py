@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtype as D
 from . import op
 from .._fperr import quiet
-from ._graph import STATE, Node, Tensor, edge_of, edges_first, record
+from ._graph import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
 from . import _dual as X
 
 _make = Tensor._make
@@ -71,7 +71,7 @@ class SumBackward1(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, dims, keep = self._saved
+        shape, dims, keep, _ = self._saved
         if not keep and dims:
             g = X.unsqueeze_dims(g, dims, len(shape))
         return X.expand_to(g, shape),
@@ -91,7 +91,7 @@ class MeanBackward1(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, dims, keep, n = self._saved
+        shape, dims, keep, n, _ = self._saved
         if not keep and dims:
             g = X.unsqueeze_dims(g, dims, len(shape))
         return X.expand_to(g / n, shape),
@@ -127,7 +127,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     dims = dims_of(dim, d.ndim, "sum")
     r = np.asarray(d.sum(axis=dims, keepdims=keepdim, dtype=rt))
     if STATE.enabled and input._requires_grad:
-        return record(r, SumBackward1((edge_of(input),), (d.shape, dims, keepdim)))
+        return record(r, SumBackward1((edge_of(input),), (d.shape, dims, keepdim,
+                                                          raw_dims(dim))))
     return _make(r)
 
 
@@ -166,7 +167,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
         n = 1
         for k in dims:
             n *= d.shape[k]
-        return record(r, MeanBackward1((edge_of(input),), (d.shape, dims, keepdim, n)))
+        return record(r, MeanBackward1((edge_of(input),), (d.shape, dims, keepdim, n,
+                                                           raw_dims(dim))))
     return _make(r)
 
 
@@ -256,7 +258,7 @@ class ProdBackward1(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sx, so, dim, keepdim = self._saved
+        sx, so, dim, keepdim, _ = self._saved
         x = sx.get(self, graph)
         o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
         xd = X.data(x)
@@ -286,7 +288,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = ProdBackward1((edge_of(input),), (Saved(input), Saved(res, True), k,
-                                                         keepdim or d.ndim == 0))
+                                                         keepdim, raw_dim(dim)))
         return notify(res)
     return _make(r)
 
@@ -317,7 +319,7 @@ class MaxBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        shape, dim, keepdim, sidx = self._saved
+        shape, dim, keepdim, sidx, _ = self._saved
         idx = sidx.get(self, False)  # the returned indices, version-checked as PyTorch's
         if not shape:  # a 0-d input: its only element was chosen
             return g,
@@ -337,7 +339,7 @@ class AmaxBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sx, so, dims, keepdim = self._saved
+        sx, so, dims, keepdim, _ = self._saved
         xd = X.data(sx.get(self, False))
         return _share_extreme(xd, so.get(self, False), g, dims, keepdim),
 
@@ -363,7 +365,7 @@ class AminmaxBackward0(Node):
     _nout = 2
 
     def _bw(self, g, graph):
-        sx, smin, smax, dims, keepdim = self._saved
+        sx, smin, smax, dims, keepdim, _ = self._saved
         xd = X.data(sx.get(self, False))
         vmin, vmax = smin.get(self, False), smax.get(self, False)
         out = None
@@ -397,7 +399,8 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
     if d.ndim == 0:
         indices = _make(np.zeros((), np.int64))
         if STATE.enabled and input._requires_grad:
-            vals = record(d.copy(), cls_dim((edge_of(input),), ((), 0, keepdim, Saved(indices))))
+            vals = record(d.copy(), cls_dim((edge_of(input),), ((), 0, keepdim, Saved(indices),
+                                                                raw_dim(dim))))
         else:
             vals = _make(d.copy())
         return rt(vals, indices)
@@ -415,7 +418,8 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
         v, idx = v.squeeze(k), idx.squeeze(k)
     indices = _make(idx.astype(np.int64, copy=False))
     if STATE.enabled and input._requires_grad:
-        vals = record(v, cls_dim((edge_of(input),), (d.shape, k, keepdim, Saved(indices))))
+        vals = record(v, cls_dim((edge_of(input),), (d.shape, k, keepdim, Saved(indices),
+                                                     raw_dim(dim))))
     else:
         vals = _make(v)
     return rt(vals, indices)
@@ -452,7 +456,8 @@ def _amaxmin(input, dim, keepdim, name, np_fn, cls):
     r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
-        res._grad_fn = cls((edge_of(input),), (Saved(input), Saved(res, True), dims, keepdim))
+        res._grad_fn = cls((edge_of(input),), (Saved(input), Saved(res, True), dims, keepdim,
+                                               raw_dims(dim)))
         return notify(res)
     return _make(r)
 
@@ -487,7 +492,8 @@ def aminmax(input, *, dim=None, keepdim=False):
         b = record(hi, None)
         b._output_nr = 1
         a._grad_fn = b._grad_fn = AminmaxBackward0(
-            (edge_of(input),), (Saved(input), Saved(a, True), Saved(b, True), dims, keepdim))
+            (edge_of(input),), (Saved(input), Saved(a, True), Saved(b, True), dims, keepdim,
+                                raw_dim(dim)))
         notify(a)
         return RT_AMINMAX(a, notify(b))
     return RT_AMINMAX(_make(lo), _make(hi))
@@ -605,7 +611,7 @@ def _var_grad(node, g, gmean, graph):
     sx, dims, correction, keepdim = node._saved[:4]
     x = sx.get(node, graph)
     # std's saved result is unpacked (version-checked) even when only the mean's gradient flows
-    so = node._saved[4].get(node, graph) if node._std else None
+    so = node._saved[5].get(node, graph) if node._std else None
     shape = tuple(X.data(x).shape)
     n = _count(shape, dims) if shape else 1
     out = None
@@ -646,6 +652,7 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
         warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
              f"than the reduction factor (input numel divided by output numel).")
     v, m, _ = _var_np(d, dims, c, keepdim)
+    raw = None if isinstance(dim, bool) else raw_dims(dim)
     r = np.sqrt(v) if std else v
     rec = STATE.enabled and input._requires_grad
     dof0 = (dim is None or isinstance(dim, bool) or d.ndim == 0) and d.size - c <= 0
@@ -654,7 +661,7 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
             a = record(r, None)
             # std's backward reads its result (so changing it in place is an error); var's not
             a._grad_fn = (StdBackward0 if std else VarBackward0)(
-                (edge_of(input),), (Saved(input), dims, c, keepdim) + ((Saved(a, True),) if std
+                (edge_of(input),), (Saved(input), dims, c, keepdim, raw) + ((Saved(a, True),) if std
                                                                         else ()))
             if dof0:
                 a._grad_fn._dof0 = True
@@ -666,7 +673,7 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
         b = record(m, None)
         b._output_nr = 1
         a._grad_fn = b._grad_fn = (StdMeanBackward0 if std else VarMeanBackward0)(
-            (edge_of(input),), (Saved(input), dims, c, keepdim) + ((Saved(a, True),) if std
+            (edge_of(input),), (Saved(input), dims, c, keepdim, raw) + ((Saved(a, True),) if std
                                                                     else ()))
         if dof0:
             a._grad_fn._dof0 = True
@@ -704,7 +711,7 @@ class LinalgVectorNormBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sx, so, p, dims, keepdim = self._saved
+        sx, so, p, dims, keepdim = self._saved[:5]
         x = sx.get(self, graph)
         xd = X.data(x)
         shape = xd.shape
@@ -765,7 +772,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         res = record(r, None)
         src = x if dtype is None else x.to(D.to_dtype(dtype))
         res._grad_fn = LinalgVectorNormBackward0(
-            (edge_of(src),), (Saved(src), Saved(res, True), p, dims, keepdim))
+            (edge_of(src),), (Saved(src), Saved(res, True), p, dims, keepdim, raw_dims(dim)))
         return notify(res)
     return _make(r)
 
@@ -789,7 +796,7 @@ class LogsumexpBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sx, so, dims, keepdim = self._saved
+        sx, so, dims, keepdim, _ = self._saved
         x = sx.get(self, graph)
         nd = len(X.data(x).shape)
         o = _keep(so.get(self, graph), dims, keepdim, nd)
@@ -818,7 +825,8 @@ def logsumexp(input, dim, keepdim=False):
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = LogsumexpBackward0((edge_of(input),),
-                                          (Saved(input), Saved(res, True), dims, keepdim))
+                                          (Saved(input), Saved(res, True), dims, keepdim,
+                                           raw_dims(dim)))
         return notify(res)
     return _make(r)
 
@@ -867,7 +875,7 @@ def cumsum(input, dim, *, dtype=None):
     # PyTorch's cumulative ops write a contiguous result whatever the input's layout
     r = np.ascontiguousarray(_cum(np.cumsum, d, k, rt)) if d.ndim else d.astype(rt)
     if STATE.enabled and input._requires_grad:
-        return record(r, CumsumBackward0((edge_of(input),), (k,)))
+        return record(r, CumsumBackward0((edge_of(input),), (k, raw_dim(dim))))
     return _make(r)
 
 
@@ -889,7 +897,7 @@ class CumprodBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        sx, so, dim = self._saved
+        sx, so, dim, _ = self._saved
         x = sx.get(self, graph)
         o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
         xd = X.data(x)
@@ -929,7 +937,8 @@ def cumprod(input, dim, *, dtype=None):
     r = np.ascontiguousarray(_cum(np.cumprod, d, k, rt)) if d.ndim else d.astype(rt)
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
-        res._grad_fn = CumprodBackward0((edge_of(input),), (Saved(input), Saved(res, True), k))
+        res._grad_fn = CumprodBackward0((edge_of(input),), (Saved(input), Saved(res, True), k,
+                                                            raw_dim(dim)))
         return notify(res)
     return _make(r)
 
@@ -1023,6 +1032,7 @@ class RenormBackward0(FormulaNode):
 
     def formula(self, g, x, p, dim, maxnorm):
         from .. import where
+        dim = dim % x.dim()  # saved as the caller gave it
         dims = [i for i in range(x.dim()) if i != dim]
         acc = x.float() if x.dtype == D.float16 else x
         norm = vector_norm(acc, p, dims, True)
@@ -1068,7 +1078,8 @@ def renorm(input, p, dim, maxnorm):
     factor = np.where(norm > nt(mx), nt(mx) / (norm + nt(1e-7)), nt(1)).astype(d.dtype)
     data = d * factor
     if STATE.enabled and input._requires_grad:
-        return record(data, RenormBackward0((edge_of(input),), (Saved(input), pv, k, mx)))
+        return record(data, RenormBackward0((edge_of(input),), (Saved(input), pv, raw_dim(dim),
+                                                                mx)))
     return _make(data)
 
 

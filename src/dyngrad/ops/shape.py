@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
+from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, raw_dim, record
 from . import _dual as X
 from .views import MULTI_OUTPUT_NODE, make_view, permute, reshape, expand
 from .._tensor import Size, _dim
@@ -37,7 +37,7 @@ class CatBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, sizes = self._saved
+        dim, sizes, _ = self._saved
         outs, start = [], 0
         for s in sizes:
             if s is None:  # a skipped empty 1-D input: PyTorch's gradient is zeros(0)
@@ -122,7 +122,7 @@ def _cat(tensors, dim, out, name):
     casts = None
     if any(t._data.dtype != rt for t in tensors):
         casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
-    r = _record_multi(data, CatBackward0, tensors, (k, sizes), casts)
+    r = _record_multi(data, CatBackward0, tensors, (k, sizes, dim), casts)
     if out is not None:
         out._data = r._data
         out._version[0] += 1
@@ -148,7 +148,7 @@ class StackBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, n = self._saved
+        dim, n, _ = self._saved
         return tuple(g[(slice(None),) * dim + (i,)] for i in range(n))
 
 
@@ -170,7 +170,7 @@ def stack(tensors, dim=0, *, out=None):
     casts = None
     if any(t._data.dtype != rt for t in tensors):
         casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
-    r = _record_multi(data, StackBackward0, tensors, (k, len(tensors)), casts)
+    r = _record_multi(data, StackBackward0, tensors, (k, len(tensors), dim), casts)
     if out is not None:
         out._data = r._data
         out._version[0] += 1
@@ -270,7 +270,7 @@ class SplitBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, sizes, shape, dtype = self._saved
+        dim, sizes, shape, dtype = self._saved[:4]
         if self._nout == 1:  # one piece: the engine passes its gradient alone
             g = (g,)
         parts = []
@@ -293,7 +293,7 @@ class UnbindBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, shape, dtype = self._saved
+        dim, shape, dtype = self._saved[:3]
         if self._nout == 1:  # one piece: the engine passes its gradient alone
             g = (g,)
         sub = shape[:dim] + shape[dim + 1:]
@@ -303,7 +303,7 @@ class UnbindBackward0(Node):
         return stack(parts, dim),
 
 
-def _split_sizes(input, sizes, dim, node_cls):
+def _split_sizes(input, sizes, dim, node_cls, raw):
     d = input._data
     k = _dim(dim, d.ndim)
     datas, fns, start = [], [], 0
@@ -312,7 +312,8 @@ def _split_sizes(input, sizes, dim, node_cls):
         datas.append(d[key])
         fns.append(lambda x, key=key: x[key])
         start += s
-    return tuple(_make_views(input, datas, node_cls, (k, tuple(sizes), d.shape, d.dtype), fns))
+    return tuple(_make_views(input, datas, node_cls, (k, tuple(sizes), d.shape, d.dtype,
+                                                      raw_dim(raw)), fns))
 
 
 @op()
@@ -329,7 +330,7 @@ def split(tensor, split_size_or_sections, dim=0):
         if sum(sizes) != n or any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
                                f"tensor's size at dimension {k}), but got split_sizes={sizes}")
-        return _split_sizes(tensor, sizes, k, SplitWithSizesBackward0)
+        return _split_sizes(tensor, sizes, k, SplitWithSizesBackward0, dim)
     ss = int(split_size_or_sections)
     if ss < 0 or (ss == 0 and n != 0):
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
@@ -338,7 +339,7 @@ def split(tensor, split_size_or_sections, dim=0):
         sizes = [0]
     else:
         sizes = [ss] * (n // ss) + ([n % ss] if n % ss else [])
-    return _split_sizes(tensor, sizes, k, SplitBackward0)
+    return _split_sizes(tensor, sizes, k, SplitBackward0, dim)
 
 
 op("split_with_sizes", function=False)(lambda self, split_sizes, dim=0: split(self, list(split_sizes), dim))
@@ -394,7 +395,8 @@ def unbind(input, dim=0):
         key = (slice(None),) * k + (i, Ellipsis)  # Ellipsis: a 0-d view, not a scalar copy
         datas.append(d[key])
         fns.append(lambda x, key=key: x[key])
-    return tuple(_make_views(input, datas, UnbindBackward0, (k, d.shape, d.dtype), fns))
+    return tuple(_make_views(input, datas, UnbindBackward0, (k, d.shape, d.dtype, raw_dim(dim)),
+                             fns))
 
 
 # --- narrow / select --------------------------------------------------------------------------
@@ -420,7 +422,8 @@ def narrow(input, dim, start, length):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     sl = slice(start, start + length, 1)
     key = (slice(None),) * k + (sl,)
-    return make_view(input, d[key], SliceBackward0, (d.shape, k, sl), lambda x, key=key: x[key])
+    return make_view(input, d[key], SliceBackward0, (d.shape, k, sl, raw_dim(dim), start,
+                                                     start + length, 1), lambda x, key=key: x[key])
 
 
 @op()
@@ -438,7 +441,8 @@ def select(input, dim, index):
                          f"dimension {k}")
     i = i + n if i < 0 else i
     key = (slice(None),) * k + (i, Ellipsis)
-    return make_view(input, d[key], SelectBackward0, (d.shape, k, i), lambda x, key=key: x[key])
+    return make_view(input, d[key], SelectBackward0, (d.shape, k, i, raw_dim(dim), int(index)),
+                     lambda x, key=key: x[key])
 
 
 # --- reordering -------------------------------------------------------------------------------
@@ -485,13 +489,14 @@ class FlipBackward0(Node):
 def flip(input, *dims):
     """A copy with the order of elements along ``dims`` reversed; FlipBackward0."""
     d = input._data
-    dims = tuple(_dim(k, d.ndim) for k in _ints(dims))
+    raw = _ints(dims)
+    dims = tuple(_dim(k, d.ndim) for k in raw)
     if len(set(dims)) != len(dims):
         dup = next(k for k in dims if dims.count(k) > 1)
         raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
     data = np.flip(d, dims).copy() if d.ndim else d.copy()
     if STATE.enabled and input._requires_grad:
-        return record(data, FlipBackward0((edge_of(input),), (dims,)))
+        return record(data, FlipBackward0((edge_of(input),), (dims, raw)))
     return _make(data)
 
 
@@ -516,7 +521,7 @@ class RollBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        shifts, dims = self._saved
+        shifts, dims, _ = self._saved
         neg = tuple(-s for s in shifts)
         return (_np_roll(g, neg, dims) if not graph else roll(g, neg, dims if dims else None)),
 
@@ -535,16 +540,17 @@ def roll(input, shifts, dims=None):
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
-        dims = ()
+        dims = raw = ()
     else:
         dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
         if len(shifts) != len(dims):
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
                                f"{len(dims)}")
+        raw = tuple(int(k) for k in dims)
         dims = tuple(_dim(k, d.ndim) for k in dims)
     data = _np_roll(d, shifts, dims).copy()
     if STATE.enabled and input._requires_grad:
-        return record(data, RollBackward0((edge_of(input),), (shifts, dims)))
+        return record(data, RollBackward0((edge_of(input),), (shifts, dims, raw)))
     return _make(data)
 
 
@@ -553,7 +559,7 @@ class Rot90Backward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        k, dims = self._saved
+        k, dims, _ = self._saved
         return (np.rot90(g, -k, dims).copy() if not graph else rot90(g, -k, dims)),
 
 
@@ -567,13 +573,14 @@ def rot90(input, k=1, dims=(0, 1)):
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if d.ndim < 2:
         raise RuntimeError(f"expected total dims >= 2, but got total dims = {d.ndim}")
+    raw = tuple(int(x) for x in dims)
     dims = tuple(_dim(x, d.ndim) for x in dims)
     if dims[0] == dims[1]:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and "
                            f"dim1 = {dims[1]}")
     data = np.rot90(d, k, dims).copy()
     if STATE.enabled and input._requires_grad:
-        return record(data, Rot90Backward0((edge_of(input),), (k, dims)))
+        return record(data, Rot90Backward0((edge_of(input),), (k, dims, raw)))
     return _make(data)
 
 
@@ -772,7 +779,7 @@ class DiagonalBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, offset, d1, d2 = self._saved
+        shape, offset, d1, d2 = self._saved[:4]
         if not graph:
             z = np.zeros(shape, dtype=g.dtype)
             _np_diag_view(z, offset, d1, d2)[...] = g
@@ -804,7 +811,8 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if a == b:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     v = _np_diag_view(d, offset, a, b)
-    return make_view(input, v, DiagonalBackward0, (d.shape, offset, a, b),
+    return make_view(input, v, DiagonalBackward0,
+                     (d.shape, offset, a, b, raw_dim(dim1), raw_dim(dim2)),
                      lambda x, o=offset, a=a, b=b: _np_diag_view(x, o, a, b)
                      if not isinstance(x, Tensor) else diagonal(x, o, a, b))
 
@@ -822,7 +830,7 @@ class DiagEmbedBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        offset, d1, d2 = self._saved
+        offset, d1, d2 = self._saved[:3]
         if not graph:
             return _np_diag_view(g, offset, d1, d2).copy(),
         return diagonal(g, offset, d1, d2).clone(),
@@ -840,7 +848,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     z = np.zeros(shape, dtype=d.dtype)
     _np_diag_view(z, offset, a, b)[...] = d
     if STATE.enabled and input._requires_grad:
-        return record(z, DiagEmbedBackward0((edge_of(input),), (offset, a, b)))
+        return record(z, DiagEmbedBackward0((edge_of(input),),
+                                            (offset, a, b, raw_dim(dim1), raw_dim(dim2))))
     return _make(z)
 
 
@@ -849,12 +858,13 @@ def diag(input, diagonal=0):
     """A 1-D tensor as a diagonal matrix, or a copy of a matrix's diagonal."""
     d = input._data
     if d.ndim == 1:
-        return diag_embed(input, diagonal, 0, 1)
+        return diag_embed(input, diagonal, -2, -1)  # PyTorch's dims (the node shows them)
     if d.ndim != 2:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {d.ndim}D")
     data = _np_diag_view(d, diagonal, 0, 1).copy()
     if STATE.enabled and input._requires_grad:
-        return record(data, DiagonalBackward0Copy((edge_of(input),), (d.shape, diagonal, 0, 1)))
+        return record(data, DiagonalBackward0Copy((edge_of(input),),
+                                                  (d.shape, diagonal, 0, 1, 0, 1)))
     return _make(data)
 
 

@@ -49,7 +49,7 @@ class NarrowCopyBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, dim, start, length, given = self._saved
+        shape, dim, start, length, given, _ = self._saved
         if given < 0 and given + length == 0 and length:
             # PyTorch's backward slices [start, start + length) with the start as given: a
             # negative start whose slice reaches the end selects nothing there
@@ -96,7 +96,8 @@ def _narrow_copy(p, input, dim, start, length):
     data = d[(slice(None),) * k + (slice(start, start + length),)].copy()
     if STATE.enabled and input._requires_grad:
         return record(data, NarrowCopyBackward0((edge_of(input),),
-                                                        (d.shape, k, start, length, given)))
+                                                        (d.shape, k, start, length, given,
+                                                         dim)))
     return _make(data)
 
 
@@ -112,7 +113,7 @@ class UnsafeSplitWithSizesBackward0(SplitBackward0):
     __slots__ = ()
 
 
-def _unsafe_pieces(input, sizes, k, node_cls):
+def _unsafe_pieces(input, sizes, k, node_cls, raw):
     """Pieces of ``input`` along ``k`` that share its memory but are not views (no base, own
     version counters), recorded as one multi-output node."""
     d = input._data
@@ -121,7 +122,7 @@ def _unsafe_pieces(input, sizes, k, node_cls):
         outs.append(_make(d[(slice(None),) * k + (slice(start, start + s),)]))
         start += s
     if STATE.enabled and input._requires_grad:
-        node = node_cls((edge_of(input),), (k, tuple(sizes), d.shape, d.dtype))
+        node = node_cls((edge_of(input),), (k, tuple(sizes), d.shape, d.dtype, raw))
         node.__dict__["_nout"] = len(outs)
         for i, o in enumerate(outs):
             o._requires_grad = True
@@ -153,7 +154,8 @@ def _unsafe_split(p, tensor, split_size, dim=0):
     if d.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     k = _dim(dim, d.ndim)
-    return _unsafe_pieces(tensor, _split_sizes_of(d, split_size, k), k, UnsafeSplitBackward0)
+    return _unsafe_pieces(tensor, _split_sizes_of(d, split_size, k), k, UnsafeSplitBackward0,
+                          dim)
 
 
 def _unsafe_split_with_sizes(p, input, split_sizes, dim=0):
@@ -177,7 +179,7 @@ def _unsafe_split_with_sizes(p, input, split_sizes, dim=0):
     if sum(sizes) != n or any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
                            f"tensor's size at dimension {k}), but got split_sizes={sizes}")
-    return _unsafe_pieces(input, sizes, k, UnsafeSplitWithSizesBackward0)
+    return _unsafe_pieces(input, sizes, k, UnsafeSplitWithSizesBackward0, dim)
 
 
 def _unsafe_chunk(p, input, chunks, dim=0):
@@ -192,8 +194,8 @@ def _unsafe_chunk(p, input, chunks, dim=0):
     k = _dim(dim, d.ndim)
     n = d.shape[k]
     if n == 0:  # PyTorch: ``chunks`` empty pieces (UnsafeSplitWithSizesBackward0)
-        return _unsafe_split_with_sizes(p, input, [0] * chunks, k)
-    return _unsafe_split(p, input, max(-(-n // chunks), 1), k)
+        return _unsafe_split_with_sizes(p, input, [0] * chunks, dim)
+    return _unsafe_split(p, input, max(-(-n // chunks), 1), dim)
 
 
 unsafe_split = dual("unsafe_split", _unsafe_split)
@@ -208,7 +210,7 @@ def _diagflat(p, input, offset=0):
     from .views import view
     offset = _int(offset, "diagflat", "offset", 1 + p)
     flat = view(input.contiguous(), -1)
-    return diag_embed(flat, offset, 0, 1)
+    return diag_embed(flat, offset, -2, -1)  # PyTorch's dims (the node shows them)
 
 
 diagflat = dual("diagflat", _diagflat)
@@ -244,7 +246,7 @@ def _diff_n(x, n, dim):
     boolean = x._data.dtype == np.bool_
     r = x
     for _ in range(n):
-        hi, lo = narrow(r, k, 1, out_len), narrow(r, k, 0, out_len)
+        hi, lo = narrow(r, dim, 1, out_len), narrow(r, dim, 0, out_len)
         if boolean:
             from .elementwise_more import logical_xor
             r = logical_xor(hi, lo)

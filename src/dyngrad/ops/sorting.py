@@ -11,7 +11,7 @@ from ._dual import c_order
 from ._graph import STATE, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
-from .reduction import return_type, dims_of, _nonempty
+from .reduction import return_type, dims_of, _nonempty, raw_dim, raw_dims
 
 _make = Tensor._make
 
@@ -63,6 +63,7 @@ class _ValueSelecting(FormulaNode):
         t = _pkg()
         if not shape:
             return g.reshape(()),
+        dim = dim % len(shape)  # saved as the caller gave it
         if not keepdim:
             g = g.unsqueeze(dim)
             idx = idx.unsqueeze(dim)
@@ -104,7 +105,7 @@ class CumminBackward0(_CumExtreme):
 class NansumBackward0(FormulaNode):
     __slots__ = ()
 
-    def formula(self, g, x, dims, keepdim):
+    def formula(self, g, x, dims, keepdim, _dim):
         t = _pkg()
         xd = x._data
         if not keepdim and dims:
@@ -159,7 +160,8 @@ def _median_dim(input, dim, keepdim, name, ignore_nan, cls, rt):
         raise _not_impl("median_cpu", d.dtype)
     if d.ndim == 0:
         return _pair(input, d.copy(), np.zeros((), np.int64),
-                     lambda it: cls((edge_of(input),), ((), 0, keepdim, Saved(it))), rt)
+                     lambda it: cls((edge_of(input),), ((), raw_dim(dim), keepdim, Saved(it))),
+                     rt)
     if d.shape[k] == 0:
         _nonempty("median", d, dim)
     a = np.moveaxis(d, k, -1)
@@ -180,7 +182,8 @@ def _median_dim(input, dim, keepdim, name, ignore_nan, cls, rt):
     if not keepdim:
         vals, idx = vals.squeeze(k), idx.squeeze(k)
     return _pair(input, vals, idx,
-                 lambda it: cls((edge_of(input),), (d.shape, k, keepdim, Saved(it))), rt)
+                 lambda it: cls((edge_of(input),), (d.shape, raw_dim(dim), keepdim, Saved(it))),
+                 rt)
 
 
 @op()
@@ -207,7 +210,8 @@ def mode(input, dim=-1, keepdim=False):
     k = _dim(dim, d.ndim)
     if d.ndim == 0:
         return _pair(input, d.copy(), np.zeros((), np.int64),
-                     lambda it: ModeBackward0((edge_of(input),), ((), 0, keepdim, Saved(it))),
+                     lambda it: ModeBackward0((edge_of(input),),
+                                              ((), raw_dim(dim), keepdim, Saved(it))),
                      RT_MODE)
     if d.shape[k] == 0:
         raise IndexError(f"mode(): Expected reduction dim {k} to have non-zero size.")
@@ -227,7 +231,8 @@ def mode(input, dim=-1, keepdim=False):
     if keepdim:
         vals, idx = np.expand_dims(vals, k), np.expand_dims(idx, k)
     return _pair(input, vals, idx,
-                 lambda it: ModeBackward0((edge_of(input),), (d.shape, k, keepdim, Saved(it))),
+                 lambda it: ModeBackward0((edge_of(input),),
+                                          (d.shape, raw_dim(dim), keepdim, Saved(it))),
                  RT_MODE)
 
 
@@ -236,7 +241,8 @@ def _cum_extreme(input, dim, name, better, cls, rt):
     k = _dim(dim, d.ndim)
     if d.ndim == 0 or d.size == 0:
         return _pair(input, d.copy(), np.zeros(d.shape, np.int64),
-                     lambda it: cls((edge_of(input),), (Saved(input), k, Saved(it))), rt)
+                     lambda it: cls((edge_of(input),), (Saved(input), raw_dim(dim), Saved(it))),
+                     rt)
     a = np.moveaxis(d, k, 0)
     vals = np.empty_like(a)
     idx = np.empty(a.shape, np.int64)
@@ -254,7 +260,8 @@ def _cum_extreme(input, dim, name, better, cls, rt):
         vals[i], idx[i] = cur, ci
     vals, idx = np.moveaxis(vals, 0, k), np.moveaxis(idx, 0, k)
     return _pair(input, vals, idx,
-                 lambda it: cls((edge_of(input),), (Saved(input), k, Saved(it))), rt)
+                 lambda it: cls((edge_of(input),), (Saved(input), raw_dim(dim), Saved(it))),
+                     rt)
 
 
 @op()
@@ -284,7 +291,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
         full = dim is None or (type(dim) in (tuple, list) and not dim)
         return record(r, NansumBackward0((edge_of(input),),
                                          (Saved(input), () if full and not keepdim else dims,
-                                          keepdim)))
+                                          keepdim, raw_dims(dim))))
     return _make(r)
 
 

@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 
 from . import op
-from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
+from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, raw_dim, raw_dims, record
 from .._tensor import Size, _dim
 
 _make = Tensor._make
@@ -231,7 +231,7 @@ def unsqueeze(input, dim):
     d = input._data
     k = _dim(dim, d.ndim + 1)
     v = np.expand_dims(d, k)
-    return make_view(input, v, UnsqueezeBackward0, (d.shape,), lambda x, k=k: x.unsqueeze(k)
+    return make_view(input, v, UnsqueezeBackward0, (d.shape, raw_dim(dim)), lambda x, k=k: x.unsqueeze(k)
                      if isinstance(x, Tensor) else np.expand_dims(x, k))
 
 
@@ -260,7 +260,9 @@ def squeeze(input, dim=None):
         axes = tuple(a for a in axes if d.ndim and d.shape[a] == 1)
         cls = SqueezeBackward1 if not isinstance(dim, (tuple, list)) else SqueezeBackward2
     new = tuple(s for i, s in enumerate(d.shape) if i not in axes)
-    return make_view(input, d.reshape(new), cls, (d.shape,), lambda x, s=new: x.reshape(s))
+    saved = (d.shape,) if dim is None else \
+        (d.shape, raw_dims(dim) if cls is SqueezeBackward2 else raw_dim(dim))
+    return make_view(input, d.reshape(new), cls, saved, lambda x, s=new: x.reshape(s))
 
 
 class TBackward0(Node):
@@ -285,7 +287,7 @@ class TransposeBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        a, b = self._saved
+        a, b, _, _ = self._saved
         if a == b:  # nothing was swapped (a 0-d tensor, or a dim with itself)
             return g,
         return g.swapaxes(a, b) if not isinstance(g, Tensor) else g.transpose(a, b),
@@ -297,8 +299,10 @@ def transpose(input, dim0, dim1):
     d = input._data
     a, b = _dim(dim0, d.ndim), _dim(dim1, d.ndim)
     if d.ndim == 0:
-        return make_view(input, d.view(), TransposeBackward0, (0, 0), lambda x: x)
-    return make_view(input, d.swapaxes(a, b), TransposeBackward0, (a, b),
+        return make_view(input, d.view(), TransposeBackward0, (0, 0, raw_dim(dim0), raw_dim(dim1)),
+                         lambda x: x)
+    return make_view(input, d.swapaxes(a, b), TransposeBackward0,
+                     (a, b, raw_dim(dim0), raw_dim(dim1)),
                      lambda x, a=a, b=b: x.swapaxes(a, b))
 
 
@@ -327,7 +331,7 @@ def permute(input, *dims):
     perm = tuple(_dim(k, d.ndim) for k in dims)
     if len(set(perm)) != len(perm):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return make_view(input, d.transpose(perm), PermuteBackward0, (perm,),
+    return make_view(input, d.transpose(perm), PermuteBackward0, (perm, raw_dims(dims)),
                      lambda x, p=perm: x.transpose(p) if not isinstance(x, Tensor) else x.permute(*p))
 
 
@@ -604,7 +608,7 @@ class UnfoldBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, dim, size, step = self._saved
+        shape, dim, size, step = self._saved[:4]
         if not shape:
             return g.reshape(()),
         count = (shape[dim] - size) // step + 1
@@ -643,4 +647,4 @@ def unfold(input, dimension, size, step):
         return x.unfold(k, size, step) if isinstance(x, Tensor) else _windows(x, k, size, step)
 
     return make_view(input, _windows(d, k, size, step), UnfoldBackward0,
-                     (d.shape, k, size, step), fn)
+                     (d.shape, k, size, step, dimension), fn)
