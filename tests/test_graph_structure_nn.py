@@ -645,7 +645,6 @@ KNOWN: dict = {
     "TransformerEncoder_2": _TEL,
     "fold": _MISSING,
     "interpolate_bicubic": _MISSING,
-    "pdist": _MISSING,
     "unfold": _MISSING,
 }
 

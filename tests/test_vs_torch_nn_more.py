@@ -406,3 +406,60 @@ def test_gumbel_softmax_float32_and_eps_warning():
         with pytest.warns(UserWarning, match="`eps` parameter is deprecated and has no effect."):
             F.gumbel_softmax(lib.zeros(2, 3), eps=1e-5)
     _same_error(lambda L, F, x: F.gumbel_softmax(x, dim=2), np.ones((2, 3)))
+
+
+# --- pdist -----------------------------------------------------------------------------
+PS = [0, 0.5, 1, 1.5, 2, 3, float("inf")]
+
+
+@pytest.mark.parametrize("p", PS)
+def test_pdist(p):
+    _compare(lambda L, F, x: F.pdist(x, p), [(5, 3)], name="PdistBackward0")
+    _compare(lambda L, F, x: F.pdist(x.t(), p), [(3, 4)], name="PdistBackward0")
+
+
+@pytest.mark.parametrize("p", PS)
+def test_pdist_repeated_rows_and_ties(p):
+    """Equal rows (distance 0) and equal coordinates: PyTorch's zero-gradient cases."""
+    arr = np.array([[1., 2., 0.], [1., 2., 0.], [0., 1., 2.], [1., 3., 0.], [2., 2., 2.]])
+    res = []
+    for lib, F in ((torch, TF), (dyngrad, DF)):
+        x = lib.tensor(arr, requires_grad=True)
+        y = F.pdist(x, p)
+        y.backward(lib.arange(1.0, 11.0, dtype=lib.float64))
+        res.append((y.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(res[1][0], res[0][0], atol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], atol=1e-12)
+
+
+def test_pdist_saved_graph_and_double_backward():
+    out = []
+    for lib, F in ((torch, TF), (dyngrad, DF)):
+        x = lib.tensor(np.random.RandomState(0).randn(4, 3), requires_grad=True)
+        y = F.pdist(x, 3)
+        n = y.grad_fn
+        saved = (n._saved_p, n._saved_result.detach().numpy().round(12).tolist(),
+                 n._saved_self.detach().numpy().tolist())
+        g, = lib.autograd.grad(y.sum(), x, create_graph=True)
+        gnode = (g.grad_fn.name(), [None if f[0] is None else f[0].name()
+                                    for f in g.grad_fn.next_functions])
+        with pytest.raises(NotImplementedError) as e:
+            g.sum().backward()
+        out.append((saved, gnode, str(e.value)))
+    assert out[1] == out[0]
+
+
+def test_pdist_float32_empty_and_errors():
+    _f32(lambda L, F, x: F.pdist(x), [(6, 4)])
+    _f32(lambda L, F, x: F.pdist(x, 1), [(6, 4)])
+    _compare(lambda L, F, x: F.pdist(x), [(1, 3)])
+    _compare(lambda L, F, x: F.pdist(x), [(0, 3)], grad=False)
+    _compare(lambda L, F, x: F.pdist(x, float("inf")), [(3, 0)])
+    for fn, arr, dt in [
+        (lambda L, F, x: F.pdist(x), np.ones(3), "float64"),
+        (lambda L, F, x: F.pdist(x), np.ones((2, 3, 4)), "float64"),
+        (lambda L, F, x: F.pdist(x, -1), np.ones((3, 4)), "float64"),
+        (lambda L, F, x: F.pdist(x), np.ones((3, 4), dtype=np.int64), "int64"),
+        (lambda L, F, x: F.pdist(x), np.ones((3, 4)), "float16"),
+    ]:
+        _same_error(fn, arr, dtype=dt)

@@ -2833,6 +2833,7 @@ from ._attention_fn import scaled_dot_product_attention, pixel_shuffle, pixel_un
 from ._losses_more import (multi_margin_loss, multilabel_margin_loss,  # noqa: E402,F401
                            multilabel_soft_margin_loss)
 from ._gumbel import gumbel_softmax  # noqa: E402,F401
+from ._pdist import pdist  # noqa: E402,F401
 
 
 # PyTorch's argument errors (a string or None where a tensor goes) for every function above
