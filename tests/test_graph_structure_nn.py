@@ -624,25 +624,7 @@ def _differences(got, exp):
 # Cases whose graph differs from PyTorch's, with the reason (expected failures while they do;
 # a listed case that matches fails, so the list holds only live differences).
 _MISSING = "not in dyngrad yet"
-_MHA = ("PyTorch's multi_head_attention_forward: packed in-projection chunks by select (SelectBackward0), split for separate weights, baddbmm with a mask, contiguous().view before out_proj")
-_TEL = ("Linear of a contiguous 3-D input: PyTorch flattens with a view (ViewBackward0), dyngrad through matmul (UnsafeViewBackward0); attention as MultiheadAttention")
 KNOWN: dict = {
-    "MultiheadAttention": _MHA,
-    "MultiheadAttention_avg_off": _MHA,
-    "MultiheadAttention_batch_first": _MHA,
-    "MultiheadAttention_dropout_train": _MHA,
-    "MultiheadAttention_kdim_bias_kv": _MHA,
-    "MultiheadAttention_masks": _MHA,
-    "MultiheadAttention_no_weights": _MHA,
-    "MultiheadAttention_nobias": _MHA,
-    "MultiheadAttention_unbatched": _MHA,
-    "TransformerDecoderLayer": _TEL,
-    "TransformerEncoderLayer_causal": _TEL,
-    "TransformerEncoderLayer_eval": _TEL,
-    "TransformerEncoderLayer_norm_first_gelu_bf_eval": _TEL,
-    "TransformerEncoderLayer_norm_first_gelu_bf_train": _TEL,
-    "TransformerEncoderLayer_train": _TEL,
-    "TransformerEncoder_2": _TEL,
     "fold": _MISSING,
     "interpolate_bicubic": _MISSING,
     "unfold": _MISSING,

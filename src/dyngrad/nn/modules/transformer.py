@@ -4,7 +4,6 @@ initialisation, masks and (post- or pre-norm) residual structure."""
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 
 import numpy as np
@@ -14,23 +13,12 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ...ops.shape import cat
 from .dropout import Dropout
 from .normalization import LayerNorm
 from .container import ModuleList
 from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
-
-
-def _float_mask(mask, dtype, name):
-    """A boolean mask (True = not allowed) as -inf/0; float masks are used as given."""
-    if mask is None:
-        return None
-    if mask._data.dtype == np.bool_:
-        return Tensor._make(np.where(mask._data, -np.inf, 0.0).astype(dtype))
-    if mask._data.dtype.kind != "f":
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask
+from .._attention_fn import _canonical_mask, _none_or_dtype, multi_head_attention_forward
 
 
 class MultiheadAttention(Module):
@@ -98,111 +86,58 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def _project(self, query, key, value):
-        e = self.embed_dim
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else (b[0:e], b[e:2 * e], b[2 * e:])
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            wq, wk, wv = w[0:e], w[e:2 * e], w[2 * e:]
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+    def _fast_path(self, query, key, value, attn_mask, key_padding_mask):
+        """Whether PyTorch runs this call through its native kernel (evaluation mode, no
+        gradient, batch-first self-attention with bool masks...): it gives the same values,
+        but takes no ``is_causal`` hint."""
+        from ...autograd.grad_mode import is_grad_enabled
+        if (attn_mask is not None and attn_mask.is_floating_point()) or \
+                (key_padding_mask is not None and key_padding_mask.is_floating_point()):
+            return False
+        w, b = self.in_proj_weight, self.in_proj_bias
+        if query.dim() != 3 or query is not key or key is not value or w is None or \
+                b is None or query.dtype != b.dtype or query.dtype != w.dtype or \
+                self.training or self.num_heads % 2 or not self.batch_first or \
+                self.bias_k is not None or self.bias_v is not None or self.add_zero_attn:
+            return False
+        args = (query, w, b, self.out_proj.weight, self.out_proj.bias)
+        return not (is_grad_enabled() and any(a is not None and a.requires_grad for a in args))
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        """-> (attn_output, attn_weights or None); shapes follow ``batch_first``."""
-        if is_causal and attn_mask is None:
-            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
-                               "Transformer module method `generate_square_subsequent_mask` to "
-                               "create this mask.")
-        batched = query.dim() == 3
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        tgt_len, bsz, e = query.shape
-        if e != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but got "
-                                 f"{e}")
-        if key.shape[:2] != value.shape[:2]:
-            raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
-        heads, hd = self.num_heads, self.head_dim
-        dt = query._data.dtype
-        amask = _float_mask(attn_mask, dt, "attn_mask")
-        kpm = _float_mask(key_padding_mask, dt, "key_padding_mask")
-        if amask is not None:
-            if amask.dim() == 2:
-                if tuple(amask.shape) != (tgt_len, key.shape[0]):
-                    raise RuntimeError(f"The shape of the 2D attn_mask is {amask.shape}, but "
-                                       f"should be {(tgt_len, key.shape[0])}.")
-                amask = amask.unsqueeze(0)
-            elif amask.dim() == 3:
-                if tuple(amask.shape) != (bsz * heads, tgt_len, key.shape[0]):
-                    raise RuntimeError(f"The shape of the 3D attn_mask is {amask.shape}, but "
-                                       f"should be {(bsz * heads, tgt_len, key.shape[0])}.")
+        """-> (attn_output, attn_weights or None); shapes follow ``batch_first``. PyTorch's
+        slow path: masks made float, batch-first inputs transposed (keeping which of them are
+        the same tensor), then F.multi_head_attention_forward."""
+        is_batched = query.dim() == 3
+        if self._fast_path(query, key, value, attn_mask, key_padding_mask):
+            is_causal = False  # PyTorch's native kernel there ignores the hint
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                           _none_or_dtype(attn_mask), "attn_mask", query.dtype)
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
+        if self.batch_first and is_batched:
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = (x.transpose(1, 0) for x in (query, key))
+                    value = key
             else:
-                raise RuntimeError(f"attn_mask's dimension {amask.dim()} is not supported")
-        q, k, v = self._project(query, key, value)
-        if self.bias_k is not None:
-            k = cat([k, self.bias_k.expand(1, bsz, e)], 0)
-            v = cat([v, self.bias_v.expand(1, bsz, e)], 0)
-            amask = _pad_last(amask)
-            kpm = _pad_last(kpm)
-        q = q.reshape(tgt_len, bsz * heads, hd).transpose(0, 1)
-        k = k.reshape(k.shape[0], bsz * heads, hd).transpose(0, 1)
-        v = v.reshape(v.shape[0], bsz * heads, hd).transpose(0, 1)
-        if self.add_zero_attn:
-            z = Tensor._make(np.zeros((bsz * heads, 1, hd), dt))
-            k = cat([k, z], 1)
-            v = cat([v, z], 1)
-            amask = _pad_last(amask)
-            kpm = _pad_last(kpm)
-        src_len = k.shape[1]
-        if kpm is not None:
-            if tuple(kpm.shape) != (bsz, src_len):
-                raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but "
-                                     f"got {tuple(kpm.shape)}")
-            kpm = kpm.reshape(bsz, 1, 1, src_len).expand(bsz, heads, 1, src_len) \
-                .reshape(bsz * heads, 1, src_len)
-            amask = kpm if amask is None else amask + kpm
-        p = self.dropout if self.training else 0.0
-        if not need_weights:
-            # PyTorch's path without weights: scaled_dot_product_attention (rows with every
-            # key masked give zeros there, not NaN)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=amask, dropout_p=p)
-        else:
-            scores = (q * math.sqrt(1.0 / hd)).bmm(k.transpose(1, 2))
-            if amask is not None:
-                scores = scores + amask
-            weights = F.softmax(scores, dim=-1)
-            if p > 0:
-                weights = F.dropout(weights, p, True)
-            out = weights.bmm(v)
-        out = out.transpose(0, 1).reshape(tgt_len * bsz, e)
-        out = F.linear(out, self.out_proj.weight, self.out_proj.bias).reshape(tgt_len, bsz, e)
-        if not batched:
-            out = out.squeeze(1)
-        elif self.batch_first:
-            out = out.transpose(0, 1)
-        if not need_weights:
-            return out, None
-        weights = weights.reshape(bsz, heads, tgt_len, src_len)
-        if average_attn_weights:
-            weights = weights.mean(1)
-        if not batched:
-            weights = weights.squeeze(0)
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        separate = not self._qkv_same_embed_dim
+        out, weights = multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=separate,
+            q_proj_weight=self.q_proj_weight if separate else None,
+            k_proj_weight=self.k_proj_weight if separate else None,
+            v_proj_weight=self.v_proj_weight if separate else None,
+            average_attn_weights=average_attn_weights, is_causal=is_causal)
+        if self.batch_first and is_batched:
+            return out.transpose(1, 0), weights
         return out, weights
-
-
-def _pad_last(mask):
-    """Append a zero (allowed) column to a float mask's last dimension."""
-    if mask is None:
-        return None
-    z = Tensor._make(np.zeros(tuple(mask.shape[:-1]) + (1,), mask._data.dtype))
-    return cat([mask, z], -1)
 
 
 def _get_activation_fn(activation):
@@ -275,7 +210,29 @@ class TransformerEncoderLayer(Module):
             self.activation_relu_or_gelu = 0
         self.activation = activation
 
+    def _fast_path(self, src):
+        """Whether PyTorch runs this call through its fused native layer (evaluation mode, no
+        gradient, batch-first, even heads, no hooks...): the same values, no ``is_causal``."""
+        from ...autograd.grad_mode import is_grad_enabled
+        sa = self.self_attn
+        if src.dim() != 3 or self.training or not sa.batch_first or sa.in_proj_bias is None \
+                or not sa._qkv_same_embed_dim or not self.activation_relu_or_gelu \
+                or self.norm1.eps != self.norm2.eps or sa.num_heads % 2:
+            return False
+        if any(m._forward_hooks or m._forward_pre_hooks for m in self.modules()):
+            return False
+        args = (src, sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias,
+                self.norm1.weight, self.norm1.bias, self.norm2.weight, self.norm2.bias,
+                self.linear1.weight, self.linear1.bias, self.linear2.weight, self.linear2.bias)
+        return not (is_grad_enabled() and any(a is not None and a.requires_grad for a in args))
+
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        """Self-attention and feed-forward blocks with residuals; masks made float first."""
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               _none_or_dtype(src_mask), "src_mask", src.dtype)
+        src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
+        if is_causal and self._fast_path(src):
+            is_causal = False
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -287,7 +244,7 @@ class TransformerEncoderLayer(Module):
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal and attn_mask is not None)[0]
+                           need_weights=False, is_causal=is_causal)[0]
         return self.dropout1(x)
 
     def _ff_block(self, x):
@@ -342,9 +299,7 @@ class TransformerEncoder(Module):
         if not getattr(self, "use_nested_tensor", False) or first.training or src.dim() != 3 \
                 or kpm is None or mask is not None:
             return False
-        if kpm._data.dtype != np.bool_:
-            return False
-        if getattr(self, "mask_check", True) and not _left_aligned(~kpm._data):
+        if getattr(self, "mask_check", True) and not _left_aligned(kpm._data == 0):
             return False
         sa = first.self_attn
         args = (src, sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias,
@@ -354,6 +309,10 @@ class TransformerEncoder(Module):
         return not (is_grad_enabled() and any(a is not None and a.requires_grad for a in args))
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        """The layers in turn (masks made float first), then the norm."""
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               _none_or_dtype(mask), "mask", src.dtype)
+        mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         out = src
         nested = self._nested_path(src, mask, src_key_padding_mask)
         seq_len = _get_seq_len(src, self.layers[0].self_attn.batch_first)
@@ -362,8 +321,9 @@ class TransformerEncoder(Module):
             out = mod(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                       is_causal=is_causal)
         if nested:
-            keep = (~src_key_padding_mask._data).astype(out._data.dtype)[..., None]
-            out = out * Tensor._make(keep)
+            # to_padded_tensor(0.0): padded positions +0 (nothing here records a graph)
+            keep = (src_key_padding_mask._data == 0)[..., None]
+            out = Tensor._make(np.where(keep, out._data, out._data.dtype.type(0)))
         if self.norm is not None:
             out = self.norm(out)
         return out
