@@ -14,7 +14,7 @@ from ..ops._graph import notify, STATE, Node, Saved, edge_of, record, sum_to, as
 from ..ops import _dual as X
 from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
-from ..ops.linalg import _addmm_check, addmm, matmul
+from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
 from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of, raw_dim, raw_dims
 
@@ -35,26 +35,30 @@ def _arange(n):
 
 # --- linear ---------------------------------------------------------------------------
 def linear(input, weight, bias=None):
-    """y = input @ weight.T + bias; AddmmBackward0 for a batch of vectors."""
+    """y = input @ weight.T + bias, PyTorch's composition: addmm for a 2-d input; addmm on
+    the input viewed as a matrix, viewed back (_flatten_nd_linear) for a contiguous input and
+    a contiguous bias of one non-unit dim; else matmul with the bias added in place."""
     if input._data.shape[-1:] != weight._data.shape[-1:] and weight.dim() == 2:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
                            f"({'x'.join(map(str, (int(np.prod(input._data.shape[:-1])) if input.dim() > 1 else 1, input._data.shape[-1])))} and "
                            f"{weight._data.shape[1]}x{weight._data.shape[0]})")
-    wt = weight.t()
-    d = input._data.ndim
-    if bias is not None and d > 2 and not (input._data.dtype is weight._data.dtype
-                                           is bias._data.dtype):
-        # PyTorch runs addmm on the flattened input: its dtype errors
-        _addmm_check(bias._data.dtype, input._data.reshape(-1, input._data.shape[-1]), wt._data)
-    if d == 2 and bias is not None:
-        return addmm(bias, input, wt)
-    if bias is not None and d != 2 and input._data.flags.c_contiguous and bias.dim() == 1:
-        # PyTorch's _flatten_nd_linear: addmm on the input viewed as a matrix, viewed back
-        shape = input._data.shape
-        r = addmm(bias, reshape(input, int(np.prod(shape[:-1])), shape[-1]), wt)
+    if bias is None:
+        return matmul(input, weight.t())
+    x = input._data
+    if x.ndim == 2:
+        return addmm(bias, input, weight.t())
+    b = bias._data
+    if (b.ndim == 1 or b.ndim - b.shape.count(1) == 1) and b.flags.c_contiguous \
+            and x.flags.c_contiguous:
+        # _flatten_nd_linear
+        shape = x.shape
+        r = addmm(bias, reshape(input, int(np.prod(shape[:-1])), shape[-1]), weight.t())
         return r.view(*shape[:-1], r._data.shape[1])
-    out = matmul(input, wt)
-    return out + bias if bias is not None else out
+    out = matmul(input, weight.t())
+    from ..autograd import forward_ad as fwad
+    if fwad._LEVEL and fwad._tangent(bias) is not None:
+        return out + bias  # out of place for a bias with a tangent, as PyTorch
+    return out.add_(bias)
 
 
 # --- reductions of losses -------------------------------------------------------------
