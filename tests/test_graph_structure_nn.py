@@ -496,6 +496,26 @@ mcase("TransformerEncoder_2", lambda nn: nn.TransformerEncoder(nn.TransformerEnc
     8, 2, dim_feedforward=16, dropout=0.0), 2, enable_nested_tensor=False), [T(3, 2, 8)])
 mcase("TransformerDecoderLayer", lambda nn: nn.TransformerDecoderLayer(
     8, 2, dim_feedforward=16, dropout=0.0), [T(3, 2, 8), T(4, 2, 8)])
+mcase("MultiheadAttention_unbatched_kpm", lambda nn: nn.MultiheadAttention(8, 2),
+      [T(3, 8), T(4, 8)], call=lambda m, q, k: m(q, k, k, key_padding_mask=_lib(m).tensor(
+          [False, True, False, False])))
+mcase("MultiheadAttention_causal_no_weights", lambda nn: nn.MultiheadAttention(8, 2),
+      [T(3, 2, 8)], call=lambda m, x: m(x, x, x, attn_mask=_causal(m, 3), is_causal=True,
+                                        need_weights=False))
+mcase("MultiheadAttention_bf_kv", lambda nn: nn.MultiheadAttention(8, 2, batch_first=True),
+      [T(2, 3, 8), T(2, 4, 8)], call=lambda m, q, k: m(q, k, k))
+mcase("TransformerEncoderLayer_kpm", lambda nn: nn.TransformerEncoderLayer(
+    8, 2, dim_feedforward=16, dropout=0.0), [T(3, 2, 8)],
+      call=lambda m, x: m(x, src_key_padding_mask=_lib(m).tensor([[False, False, True],
+                                                                  [False, False, False]])))
+mcase("TransformerDecoder_causal_norm_first", lambda nn: nn.TransformerDecoder(
+    nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, norm_first=True), 2,
+    norm=nn.LayerNorm(8)), [T(4, 2, 8), T(3, 2, 8)],
+      call=lambda m, tgt, mem: m(tgt, mem, tgt_mask=_causal(m, 4)))
+mcase("Transformer_bf_kpm", lambda nn: nn.Transformer(
+    8, 2, 1, 1, 16, dropout=0.0, batch_first=True), [T(2, 3, 8), T(2, 4, 8)],
+      call=lambda m, src, tgt: m(src, tgt, src_key_padding_mask=_lib(m).tensor(
+          [[False, False, True], [False, False, False]])))
 mcase("Linear", lambda nn: nn.Linear(4, 3), [T(2, 4)])
 mcase("Linear_nobias", lambda nn: nn.Linear(4, 3, bias=False), [T(2, 5, 4)])
 mcase("Bilinear", lambda nn: nn.Bilinear(3, 4, 2), [T(5, 3), T(5, 4)])
@@ -626,7 +646,6 @@ def _differences(got, exp):
 _MISSING = "not in dyngrad yet"
 KNOWN: dict = {
     "fold": _MISSING,
-    "interpolate_bicubic": _MISSING,
     "unfold": _MISSING,
 }
 
