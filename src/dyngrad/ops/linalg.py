@@ -945,6 +945,8 @@ def inverse(input):
         raise LinAlgError(f"linalg.inv: The diagonal element {_singular_pivot(a)} is zero, the "
                           f"inversion could not be completed because the input matrix is "
                           f"singular.") from None
+    # each matrix stored column by column, as LAPACK's result PyTorch returns (strides (1, n))
+    r = np.swapaxes(np.ascontiguousarray(np.swapaxes(r, -1, -2)), -1, -2)
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = LinalgInvExBackward0((edge_of(input),), (Saved(res, True),))

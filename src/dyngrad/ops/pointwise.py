@@ -50,6 +50,9 @@ def _pair(a, b):
     return (ad if ad.dtype == rt else ad.astype(rt)), (bd if bd.dtype == rt else bd.astype(rt)), casts
 
 
+_I64 = 1 << 63
+
+
 def _scalar_data(ad, value):
     """Tensor data and a Python scalar: the result dtype never widens within a category."""
     if type(value) is float and ad.dtype.kind not in "fc":
@@ -385,7 +388,9 @@ def div(input, other, *, rounding_mode=UNSET, out=None):
     if not _scalar_ok(other):
         return NotImplemented
     a = input if input._data.dtype.kind in "fc" else input.to(D.DEFAULTS.float)
-    ov = float(other) if not isinstance(other, complex) else other
+    # a Python int is kept (PyTorch saves it as a wrapped int64 number); others as float
+    ov = other if type(other) is int and -_I64 <= other < _I64 else \
+        float(other) if not isinstance(other, complex) else other
     return _out(_binary(a, ov, np.true_divide, DivBackward0, False, False), out)
 
 
