@@ -63,6 +63,8 @@ def support_table() -> str:
                        "forward_ad", "graph", "detect_anomaly", "set_detect_anomaly")
            if hasattr(auto, n)]
     lines.append(f"| `autograd` | {', '.join(f'`{n}`' for n in api)} |")
+    import dyngrad.func as func
+    lines.append(f"| `func` | {', '.join(f'`{n}`' for n in func.__all__)} |")
     lines.append("")
     lines.append(f"{len([k for k in OPS if not k.startswith('_')])} registered tensor ops, "
                  f"{len(checked)} op-table rows.")

@@ -91,9 +91,12 @@ from ._threads import (set_num_threads, get_num_threads, set_num_interop_threads
 
 
 def __getattr__(name):
-    if name in ("distributed", "multiprocessing", "distributions", "special"):  # loaded on first use, as they are rarer
+    if name in ("distributed", "multiprocessing", "distributions", "special", "func"):  # loaded on first use, as they are rarer
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        from .func import vmap
+        return vmap
     raise AttributeError(f"module 'dyngrad' has no attribute '{name}' (dyngrad implements a subset "
                          f"of PyTorch; '{name}' is not part of it yet)")
 

@@ -1,0 +1,508 @@
+"""Batched tensors: how ``vmap`` runs each op once on the whole batch.
+
+A ``BatchedTensor`` is a logical tensor (what the vmapped function sees) backed by one
+physical dyngrad Tensor whose leading dimensions are the batch dimensions of the active vmap
+levels it varies over (in level order).  Every op on it runs once on the physical tensor,
+through a batching rule that moves the op's dimension arguments past the batch dimensions
+and lines the batch dimensions of several inputs up; the physical op is an ordinary recorded
+dyngrad op, so autograd (and forward-mode AD) see one graph for the whole batch.  Ops with no
+rule run in a loop over the batch, with a one-time warning naming the op, as functorch's
+fallback does.
+
+While a vmap is active, the public functions (``dyngrad.*``, ``nn.functional``, ``linalg``,
+``special``) and the Tensor methods are wrapped so that a call with a batched argument goes to
+its rule; outside vmap nothing is wrapped and ops cost what they always cost.
+"""
+from __future__ import annotations
+
+import types
+import warnings
+
+from .._tensor import Tensor
+from ._pytree import tree_flatten, tree_unflatten
+
+_new = object.__new__
+
+# active vmap levels, innermost last: [level id, batch size, randomness]
+LEVELS: list = []
+_SIZES: dict = {}
+_COUNTER = [0]
+
+
+class BatchedTensor(Tensor):
+    """A tensor inside ``vmap``: its physical tensor has one leading dimension per batched
+    level (``_levels``, in order), the rest is the logical tensor the function sees."""
+
+    __slots__ = ("_phys", "_levels")
+
+
+def wrap(phys, levels):
+    """``phys`` as a logical tensor batched over ``levels`` (the plain tensor when none)."""
+    if not levels:
+        return phys
+    b = _new(BatchedTensor)
+    b._phys = phys
+    b._levels = levels
+    return b
+
+
+def unwrap(x):
+    """``(physical tensor, levels)`` of a tensor."""
+    if type(x) is BatchedTensor:
+        return x._phys, x._levels
+    return x, ()
+
+
+def is_batched(x) -> bool:
+    return type(x) is BatchedTensor
+
+
+def level_size(level) -> int:
+    return _SIZES[level]
+
+
+def _lshape(x):
+    p, lv = unwrap(x)
+    return tuple(p.shape)[len(lv):]
+
+
+def align(x, levels, lrank=None):
+    """The physical tensor of ``x`` with one leading dim per level of ``levels`` (size 1 where
+    ``x`` is not batched) and, when ``lrank`` is given and ``x`` is batched, its logical shape
+    padded with leading 1s to that rank (so broadcasting lines logical dims up)."""
+    phys, cur = unwrap(x)
+    if not isinstance(phys, Tensor):
+        return phys
+    if not cur and (lrank is None or True) and not levels:
+        return phys
+    if not cur:
+        # an unbatched tensor broadcasts from the right: only a batched op needs its dims
+        if lrank is None:
+            for _ in levels:
+                phys = phys.unsqueeze(0)
+            return phys
+        return phys
+    if cur != levels:
+        cur = list(cur)
+        for i, lv in enumerate(levels):
+            if i >= len(cur) or cur[i] != lv:
+                phys = phys.unsqueeze(i)
+                cur.insert(i, lv)
+    if lrank is not None:
+        nb = len(levels)
+        for _ in range(lrank - (phys.ndim - nb)):
+            phys = phys.unsqueeze(nb)
+    return phys
+
+
+def expand_batch(phys, levels):
+    """``phys`` (aligned to ``levels``) with its batch dims expanded to the levels' sizes."""
+    nb = len(levels)
+    sizes = tuple(_SIZES[lv] for lv in levels)
+    if tuple(phys.shape[:nb]) == sizes:
+        return phys
+    return phys.expand(*sizes, *phys.shape[nb:])
+
+
+def materialize(x, levels):
+    """``x`` as a physical tensor batched (expanded) over all of ``levels``."""
+    return expand_batch(align(x, levels), levels)
+
+
+def _union(*xs):
+    s = set()
+    for x in xs:
+        if type(x) is BatchedTensor:
+            s.update(x._levels)
+    return tuple(sorted(s))
+
+
+def _leaves(args, kwargs):
+    out = []
+    for a in args:
+        if type(a) in (list, tuple):
+            out.extend(a)
+        else:
+            out.append(a)
+    for a in kwargs.values():
+        if type(a) in (list, tuple):
+            out.extend(a)
+        else:
+            out.append(a)
+    return out
+
+
+def has_batched(args, kwargs) -> bool:
+    for a in args:
+        t = type(a)
+        if t is BatchedTensor:
+            return True
+        if (t is list or t is tuple) and any(type(b) is BatchedTensor for b in a):
+            return True
+    for a in kwargs.values():
+        t = type(a)
+        if t is BatchedTensor:
+            return True
+        if (t is list or t is tuple) and any(type(b) is BatchedTensor for b in a):
+            return True
+    return False
+
+
+def wrap_out(r, levels):
+    """Wrap every tensor of an op's result as batched over ``levels``."""
+    if isinstance(r, Tensor):
+        return wrap(r, levels)
+    if isinstance(r, (tuple, list)):
+        vals = [wrap_out(v, levels) for v in r]
+        if type(r) in (tuple, list):
+            return type(r)(vals)
+        return type(r)(*vals)
+    return r
+
+
+# --- errors ----------------------------------------------------------------------------
+ITEM_MSG = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
+            "calling .item() on a Tensor, please try to rewrite what you're doing with other "
+            "operations. If error is occurring somewhere inside PyTorch internals, please file a "
+            "bug report.")
+CONTROL_MSG = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent "
+               "control flow. We don't support that yet, please file an issue at "
+               "https://github.com/pytorch/pytorch/issues .")
+RANDOM_MSG = ("vmap: called random operation while in randomness error mode. Please either use "
+              "the 'same' or 'different' randomness flags on vmap or perform the randomness "
+              "operation out of vmap")
+INPLACE_MSG = ("vmap: {op}(self, *extra_args) is not possible because there exists a Tensor "
+               "`other` in extra_args that has more elements than `self`. This happened due to "
+               "`other` being vmapped over but `self` not being vmapped over in a vmap. Please "
+               "try to use out-of-place operators instead of {op}. If said operator is being "
+               "called inside the PyTorch framework, please file a bug report instead.")
+
+
+def _control(*a, **k):
+    raise RuntimeError(CONTROL_MSG)
+
+
+# --- dispatch ---------------------------------------------------------------------------
+RULES: dict = {}
+_WARNED: set = set()
+
+
+def dispatch(name, orig, args, kwargs):
+    """Run op ``name`` (``orig``: the unwrapped callable) on arguments some of which are
+    batched: through its batching rule, else in a loop over the batch."""
+    rule = RULES.get(name)
+    if rule is None and name.startswith("F."):
+        rule = RULES.get(name[2:])
+    if rule is not None:
+        r = rule(orig, args, kwargs)
+        if r is not NotImplemented:
+            return r
+    return fallback(name, orig, args, kwargs)
+
+
+def call(name, orig, args, kwargs):
+    """``orig(*args, **kwargs)``, dispatched when an argument is batched."""
+    if has_batched(args, kwargs):
+        return dispatch(name, orig, args, kwargs)
+    return orig(*args, **kwargs)
+
+
+def fallback(name, orig, args, kwargs):
+    """An op without a batching rule: run it once per sample of the innermost level and
+    stack the results (warning once per op, as functorch does)."""
+    if name not in _WARNED:
+        _WARNED.add(name)
+        op = name[2:] if name.startswith("F.") else name
+        op = op.strip("_") if op.startswith("__") else op
+        warnings.warn(f"There is a performance drop because we have not yet implemented the "
+                      f"batching rule for aten::{op}. Please file us an issue on GitHub so "
+                      f"that we can prioritize its implementation.", UserWarning, stacklevel=4)
+    top = max(_union(*_leaves(args, kwargs)))
+    size = _SIZES.get(top)
+    if size is None:
+        raise RuntimeError("vmap: a batched tensor was used outside the vmap that made it")
+    (flat, spec) = tree_flatten((list(args), dict(kwargs)))
+    outs = []
+    for i in range(size):
+        fi = [_select(x, top, i) for x in flat]
+        a, k = tree_unflatten(fi, spec)
+        outs.append(call(name, orig, tuple(a), k))
+    inplace = name.endswith("_") and not name.startswith("__") or name.startswith("__i") and \
+        name not in ("__index__", "__int__", "__invert__", "__iter__")
+    if inplace and args and type(args[0]) is BatchedTensor:
+        return args[0]
+    return stack_results(outs, top)
+
+
+def _select(x, level, i):
+    if type(x) is BatchedTensor and level in x._levels:
+        pos = x._levels.index(level)
+        lv = x._levels[:pos] + x._levels[pos + 1:]
+        return wrap(x._phys.select(pos, i), lv)
+    return x
+
+
+def stack_results(outs, level):
+    """Per-sample results of a loop over ``level`` stacked into one batched result."""
+    flats = []
+    spec = None
+    for o in outs:
+        f, spec = tree_flatten(o)
+        flats.append(f)
+    res = []
+    for j in range(len(flats[0]) if flats else 0):
+        items = [f[j] for f in flats]
+        if not isinstance(items[0], Tensor):
+            if any(it != items[0] for it in items):
+                raise RuntimeError(CONTROL_MSG)
+            res.append(items[0])
+            continue
+        levels = _union(*items)
+        phys = [expand_batch(align(it, levels), levels) for it in items]
+        from .. import stack
+        st = _ORIG.get(("", "stack"), stack)
+        res.append(wrap(st(phys, len(levels)), levels + (level,)))
+    return tree_unflatten(res, spec)
+
+
+# --- wrapping the public functions while a vmap is active -------------------------------
+_ORIG: dict = {}
+_TARGETS: list = []
+_DEPTH = [0]
+
+_SKIP_FUNCS = {
+    "is_grad_enabled", "set_grad_enabled", "no_grad", "enable_grad", "inference_mode",
+    "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
+    "set_default_dtype", "get_default_dtype", "set_printoptions", "get_printoptions",
+    "set_default_device", "get_default_device", "set_num_threads", "get_num_threads",
+    "is_inference_mode_enabled", "compile", "save", "load", "typename",
+    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+}
+_SKIP_METHODS = {
+    "__init__", "__new__", "__getattribute__", "__getattr__", "__setattr__", "__delattr__",
+    "__del__", "__hash__", "__repr__", "__str__", "__reduce_ex__", "__reduce__", "__dir__",
+    "__sizeof__", "__init_subclass__", "__subclasshook__", "__class_getitem__", "__format__",
+    "_make", "_new", "__copy__", "__deepcopy__", "__getstate__", "__setstate__",
+}
+RANDOM = {"rand", "randn", "randint", "normal", "rand_like", "randn_like", "randint_like",
+          "bernoulli", "multinomial", "randperm", "poisson", "F.dropout", "F.dropout1d",
+          "F.dropout2d", "F.dropout3d", "F.alpha_dropout", "F.feature_alpha_dropout",
+          "F.rrelu", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_",
+          "log_normal_", "cauchy_", "random_", "dropout"}
+
+
+def _targets():
+    if _TARGETS:
+        return _TARGETS
+    import dyngrad
+    from .. import linalg, special
+    from ..nn import functional as F
+    for mod, prefix in ((dyngrad, ""), (F, "F."), (linalg, "linalg."), (special, "special.")):
+        for k, v in list(vars(mod).items()):
+            if k.startswith("_") or k in _SKIP_FUNCS or isinstance(v, type):
+                continue
+            if not isinstance(v, (types.FunctionType, types.BuiltinFunctionType)):
+                continue
+            m = getattr(v, "__module__", "") or ""
+            if not m.startswith("dyngrad") or m.startswith("dyngrad.func") or \
+                    m.startswith("dyngrad.autograd"):
+                continue
+            _TARGETS.append((mod, k, v, prefix + k))
+            _ORIG[(prefix, k)] = v
+    for k, v in list(vars(Tensor).items()):
+        if k in _SKIP_METHODS or not isinstance(v, types.FunctionType):
+            continue
+        if k.startswith("_") and not k.startswith("__"):
+            continue
+        _TARGETS.append((Tensor, k, v, k))
+    return _TARGETS
+
+
+def _wrapper(orig, name):
+    is_random = name in RANDOM or (name.startswith("F.") and name in RANDOM)
+
+    def w(*args, **kwargs):
+        if is_random and LEVELS:
+            from ._rules import random_op
+            return random_op(name, orig, args, kwargs)
+        if has_batched(args, kwargs):
+            return dispatch(name, orig, args, kwargs)
+        return orig(*args, **kwargs)
+
+    w.__name__ = getattr(orig, "__name__", name)
+    w.__qualname__ = getattr(orig, "__qualname__", name)
+    w.__doc__ = getattr(orig, "__doc__", None)
+    w.__wrapped__ = orig
+    return w
+
+
+_WRAPPERS: dict = {}
+
+
+def install():
+    """Wrap the public functions and Tensor methods (first vmap level entered)."""
+    _DEPTH[0] += 1
+    if _DEPTH[0] > 1:
+        return
+    for owner, k, v, name in _targets():
+        w = _WRAPPERS.get((id(owner), k))
+        if w is None or w.__wrapped__ is not v:
+            w = _WRAPPERS[(id(owner), k)] = _wrapper(v, name)
+        setattr(owner, k, w)
+
+
+def uninstall():
+    """Restore them (last vmap level left)."""
+    _DEPTH[0] -= 1
+    if _DEPTH[0]:
+        return
+    for owner, k, v, name in _TARGETS:
+        setattr(owner, k, v)
+
+
+def orig_fn(name):
+    """The unwrapped public function ``name`` (``F.x``, ``linalg.x`` or a dyngrad one)."""
+    prefix, _, k = name.rpartition(".")
+    return _ORIG[(prefix + "." if prefix else "", k)]
+
+
+# --- BatchedTensor's own methods --------------------------------------------------------
+def _method(name):
+    orig = Tensor.__dict__[name]
+
+    def m(self, *args, **kwargs):
+        if name in RANDOM and LEVELS:
+            from ._rules import random_op
+            return random_op(name, orig, (self,) + args, kwargs)
+        return dispatch(name, orig, (self,) + args, kwargs)
+
+    m.__name__ = name
+    return m
+
+
+def _build_methods():
+    for k, v in list(vars(Tensor).items()):
+        if k in _SKIP_METHODS or k in vars(BatchedTensor) or not isinstance(v, types.FunctionType):
+            continue
+        if k.startswith("_") and not k.startswith("__"):
+            continue
+        setattr(BatchedTensor, k, _method(k))
+
+
+def _prop(fn):
+    return property(fn)
+
+
+def _size(self, dim=None):
+    s = _lshape(self)
+    from .._tensor import Size
+    if dim is None:
+        return Size(s)
+    from .._tensor import _dim
+    return s[_dim(dim, len(s))]
+
+
+def _repr(self, *a, **k):
+    p, lv = self._phys, self._levels
+    inner = wrap(p, lv[:-1])
+    body = repr(inner) if type(inner) is BatchedTensor else Tensor.__repr__(inner)
+    return f"BatchedTensor(lvl={lv[-1]}, bdim={len(lv) - 1}, value=\n    " + \
+        body.replace("\n", "\n    ") + "\n)"
+
+
+def _item(self):
+    raise RuntimeError(ITEM_MSG)
+
+
+def _iter(self):
+    s = _lshape(self)
+    if not s:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(self.unbind(0))
+
+
+def _len(self):
+    s = _lshape(self)
+    if not s:
+        raise TypeError("len() of a 0-d tensor")
+    return s[0]
+
+
+def _requires_grad_(self, requires_grad=True):
+    self._phys.requires_grad_(requires_grad)
+    return self
+
+
+def _no_storage(self, *a, **k):
+    raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+
+def _set_rg(self, v):
+    self._phys.requires_grad = v
+
+
+def _backward(self, *a, **k):
+    raise RuntimeError("backward() called inside a functorch transform. This is not supported, "
+                       "please use functorch.grad or functorch.vjp instead or call backward() "
+                       "outside of functorch transforms.")
+
+
+_SPECIAL = {
+    "shape": _prop(lambda self: _size(self)),
+    "ndim": _prop(lambda self: len(_lshape(self))),
+    "dtype": _prop(lambda self: self._phys.dtype),
+    "device": _prop(lambda self: self._phys.device),
+    "requires_grad": property(lambda self: self._phys.requires_grad, _set_rg),
+    "grad_fn": _prop(lambda self: self._phys.grad_fn),
+    "is_leaf": _prop(lambda self: self._phys.is_leaf),
+    "grad": _prop(lambda self: None),
+    "retains_grad": _prop(lambda self: False),
+    "data": _prop(lambda self: wrap(self._phys.data, self._levels)),
+    "itemsize": _prop(lambda self: self._phys.itemsize),
+    "nbytes": _prop(lambda self: self._phys.itemsize * _numel(self)),
+    "is_cpu": _prop(lambda self: True),
+    "T": _prop(lambda self: self.permute(*range(self.ndim - 1, -1, -1))),
+    "mT": _prop(lambda self: self.transpose(-2, -1)),
+    "H": _prop(lambda self: self.permute(*range(self.ndim - 1, -1, -1)).conj()),
+    "mH": _prop(lambda self: self.transpose(-2, -1).conj()),
+    "size": _size,
+    "dim": lambda self: len(_lshape(self)),
+    "ndimension": lambda self: len(_lshape(self)),
+    "numel": lambda self: _numel(self),
+    "nelement": lambda self: _numel(self),
+    "element_size": lambda self: self._phys.element_size(),
+    "is_floating_point": lambda self: self._phys.is_floating_point(),
+    "is_complex": lambda self: self._phys.is_complex(),
+    "is_contiguous": lambda self, *a, **k: True,
+    "__repr__": _repr,
+    "__str__": _repr,
+    "__hash__": lambda self: id(self),
+    "__format__": lambda self, spec: object.__format__(self, spec),
+    "item": _item,
+    "tolist": _item,
+    "numpy": _item,
+    "__bool__": _control,
+    "__int__": _control,
+    "__float__": _control,
+    "__complex__": _control,
+    "__index__": _control,
+    "__iter__": _iter,
+    "__len__": _len,
+    "data_ptr": _no_storage,
+    "untyped_storage": _no_storage,
+    "requires_grad_": _requires_grad_,
+    "backward": _backward,
+    "__array__": _control,
+}
+
+
+def _numel(self):
+    n = 1
+    for s in _lshape(self):
+        n *= s
+    return n
+
+
+for _k, _v in _SPECIAL.items():
+    setattr(BatchedTensor, _k, _v)
+_build_methods()

@@ -1,0 +1,876 @@
+"""Batching rules: each runs an op once on the physical tensors of its batched arguments.
+
+A rule gets the unwrapped op (``orig``) and the call's arguments, and returns the batched
+result, or ``NotImplemented`` for a case it does not handle (the op then loops).  Ops
+declared with ``ops/_spec.py`` bring their own rule (``ELEMENTWISE`` or ``batch_along``)."""
+from __future__ import annotations
+
+from .._tensor import Tensor, _dim
+from ..ops import OPS
+from ..ops._spec import ELEMENTWISE
+from ._batched import (BatchedTensor, INPLACE_MSG, LEVELS, RANDOM_MSG, RULES, _union,
+                       align, call, dispatch, expand_batch, orig_fn, unwrap, wrap, wrap_out)
+
+_BT = BatchedTensor
+
+
+def _is_t(x):
+    return isinstance(x, Tensor)
+
+
+def _lrank(x):
+    p, lv = unwrap(x)
+    return p.ndim - len(lv)
+
+
+def _arg(args, kwargs, pos, name, default=None):
+    if len(args) > pos:
+        return args[pos]
+    return kwargs.get(name, default)
+
+
+def _set(args, kwargs, pos, name, value):
+    if len(args) > pos:
+        args = list(args)
+        args[pos] = value
+        return tuple(args), kwargs
+    kwargs = dict(kwargs)
+    kwargs[name] = value
+    return args, kwargs
+
+
+def _inplace_name(name):
+    return (name.endswith("_") and not name.startswith("__")) or (
+        name.startswith("__i") and name not in ("__index__", "__int__", "__invert__",
+                                                 "__iter__"))
+
+
+# --- elementwise, with broadcasting ------------------------------------------------------
+def elementwise(name):
+    inplace = _inplace_name(name)
+
+    def rule(orig, args, kwargs):
+        flat = [a for a in args if _is_t(a)] + [v for v in kwargs.values() if _is_t(v)]
+        if any(type(a) in (list, tuple) and any(type(b) is _BT for b in a) for a in args):
+            return NotImplemented
+        levels = _union(*flat)
+        lrank = max(_lrank(t) for t in flat)
+        if inplace:
+            self = args[0]
+            if type(self) is not _BT or self._levels != levels:
+                if type(self) is not _BT or not set(self._levels) >= set(levels):
+                    op = "inplace arithmetic" if name.startswith("__i") else name
+                    raise RuntimeError(INPLACE_MSG.format(op=op))
+
+        def conv(a):
+            return align(a, levels, lrank) if type(a) is _BT else a
+        a2 = tuple(conv(a) for a in args)
+        k2 = {k: conv(v) for k, v in kwargs.items()}
+        r = orig(*a2, **k2)
+        if inplace:
+            return args[0]
+        return wrap_out(r, levels)
+    return rule
+
+
+# --- ops along dimensions ---------------------------------------------------------------
+def _norm_dims(d, lr, extra=0):
+    n = lr + extra
+    if isinstance(d, (tuple, list)):
+        return type(d)(_dim(int(x), n) for x in d)
+    return _dim(int(d), n)
+
+
+def _shift(d, nb):
+    if isinstance(d, (tuple, list)):
+        return type(d)(x + nb for x in d)
+    return d + nb
+
+
+def along(pos, name="dim", *, extra=0, full=None, multi=False):
+    """Rule of an op whose dimension argument is at ``pos``/``name``; ``full``: what a
+    missing dim means ("flat": the op on the flattened logical tensor, "all": every logical
+    dim); ``extra``: the op's output has that many more dims (unsqueeze)."""
+    def rule(orig, args, kwargs):
+        x = args[0]
+        d = _arg(args, kwargs, pos, name)
+        if isinstance(d, Tensor) or (type(x) is not _BT and pos == 1):
+            return elementwise("max")(orig, args, kwargs)   # max(x, other) and friends
+        if type(x) is not _BT:
+            return NotImplemented
+        others = [a for a in list(args[1:]) + list(kwargs.values()) if type(a) is _BT]
+        if others:
+            return NotImplemented
+        phys, levels = x._phys, x._levels
+        nb = len(levels)
+        lr = phys.ndim - nb
+        if d is None or (multi and isinstance(d, (tuple, list)) and len(d) == 0
+                         and full == "all"):
+            if full is None:
+                return NotImplemented
+            if full == "flat":
+                p2 = phys.reshape(*phys.shape[:nb], -1)
+                a2, k2 = _set((p2,) + tuple(args[1:]), kwargs, pos, name, nb)
+                r = orig(*a2, **k2)
+                if isinstance(r, tuple) and not isinstance(r, Tensor):
+                    r = r[0]
+                return wrap_out(r, levels)
+            if lr == 0:
+                return _scalar(orig, phys, levels, args, kwargs, pos, name, nb)
+            d = tuple(range(lr))
+        if lr == 0 and extra == 0:
+            _norm_dims(d, 0)
+            return _scalar(orig, phys, levels, args, kwargs, pos, name, nb)
+        d = _norm_dims(d, lr, extra)
+        a2, k2 = _set((phys,) + tuple(args[1:]), kwargs, pos, name, _shift(d, nb))
+        return wrap_out(orig(*a2, **k2), levels)
+    return rule
+
+
+def _scalar(orig, phys, levels, args, kwargs, pos, name, nb):
+    # a logical 0-d tensor: give it a dim of size 1, run along it, drop it again
+    p1 = phys.unsqueeze(nb)
+    a2, k2 = _set((p1,) + tuple(args[1:]), kwargs, pos, name, nb)
+    r = orig(*a2, **k2)
+
+    def fix(t):
+        if isinstance(t, Tensor) and t.ndim == nb + 1:
+            return t.squeeze(nb)
+        return t
+    if isinstance(r, Tensor):
+        return wrap(fix(r), levels)
+    if isinstance(r, tuple):
+        vals = [wrap_out(fix(v), levels) for v in r]
+        return type(r)(vals) if type(r) is tuple else type(r)(*vals)
+    return r
+
+
+def _two_dims(orig, args, kwargs):
+    # transpose / swapaxes / swapdims / movedim / moveaxis (two dim arguments)
+    x = args[0]
+    if type(x) is not _BT or len(args) < 3 and not kwargs:
+        return NotImplemented
+    phys, levels = x._phys, x._levels
+    nb = len(levels)
+    lr = phys.ndim - nb
+    vals = list(args[1:]) + list(kwargs.values())
+    if len(vals) != 2:
+        return NotImplemented
+    if lr == 0:
+        for v in vals:
+            _norm_dims(v, 0)
+        return wrap(phys, levels)
+    a, b = (_shift(_norm_dims(v, lr), nb) for v in vals)
+    return wrap(orig(phys, a, b), levels)
+
+
+def _sizes(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def _view_like(orig, args, kwargs):
+    # view / reshape: prepend the batch sizes (reshape: a view needs no contiguity here)
+    x = args[0]
+    if type(x) is not _BT or kwargs and set(kwargs) - {"shape", "size"}:
+        return NotImplemented
+    if len(args) == 2 and not isinstance(args[1], (tuple, list, int)) and not \
+            hasattr(args[1], "__index__"):
+        return NotImplemented   # view(dtype)
+    shape = _sizes(args[1:]) if len(args) > 1 else tuple(next(iter(kwargs.values())))
+    phys, levels = x._phys, x._levels
+    nb = len(levels)
+    lsh = tuple(phys.shape[nb:])
+    n = 1
+    for s in lsh:
+        n *= s
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) == 1:
+        known = 1
+        for s in shape:
+            if s != -1:
+                known *= s
+        if known and n % known == 0:
+            shape = tuple(n // known if s == -1 else s for s in shape)
+    m = 1
+    for s in shape:
+        m *= s
+    if m != n or any(s < 0 for s in shape):
+        # the error PyTorch gives for the logical shape
+        from .. import empty
+        empty(lsh).reshape(shape)
+        return NotImplemented
+    return wrap(phys.reshape(*phys.shape[:nb], *shape), levels)
+
+
+def _view_as(orig, args, kwargs):
+    other = args[1] if len(args) > 1 else next(iter(kwargs.values()))
+    return args[0].reshape(tuple(other.shape))
+
+
+def _expand(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    shape = _sizes(args[1:]) if len(args) > 1 else tuple(kwargs.get("size", ()))
+    phys, levels = x._phys, x._levels
+    nb = len(levels)
+    lr = phys.ndim - nb
+    if len(shape) < lr:
+        return NotImplemented
+    pad = len(shape) - lr
+    p = phys
+    for _ in range(pad):
+        p = p.unsqueeze(nb)
+    full = tuple(phys.shape[:nb]) + tuple(-1 if s == -1 else int(s) for s in shape)
+    return wrap(p.expand(*full), levels)
+
+
+def _expand_as(orig, args, kwargs):
+    return args[0].expand(*args[1].shape)
+
+
+def _permute(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    dims = _sizes(args[1:]) if len(args) > 1 else tuple(kwargs.get("dims", ()))
+    phys, levels = x._phys, x._levels
+    nb = len(levels)
+    lr = phys.ndim - nb
+    if len(dims) != lr:
+        return NotImplemented
+    dims = [_dim(int(d), lr) + nb for d in dims]
+    return wrap(phys.permute(*range(nb), *dims), levels)
+
+
+def _t(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    lr = _lrank(x)
+    if lr < 2:
+        return x if lr else wrap(x._phys, x._levels)
+    if lr > 2:
+        return NotImplemented
+    return x.transpose(0, 1)
+
+
+def _flatten(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    phys, levels = x._phys, x._levels
+    nb = len(levels)
+    lr = phys.ndim - nb
+    s = _arg(args, kwargs, 1, "start_dim", 0)
+    e = _arg(args, kwargs, 2, "end_dim", -1)
+    if lr == 0:
+        return wrap(phys.unsqueeze(nb), levels)
+    s, e = _dim(s, lr) + nb, _dim(e, lr) + nb
+    return wrap(phys.flatten(s, e), levels)
+
+
+def _squeeze(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    phys, levels = x._phys, x._levels
+    nb = len(levels)
+    lr = phys.ndim - nb
+    d = _arg(args, kwargs, 1, "dim")
+    if d is None:
+        dims = tuple(i + nb for i in range(lr) if phys.shape[i + nb] == 1)
+    elif lr == 0:
+        _norm_dims(d, 0)
+        return wrap(phys, levels)
+    else:
+        dims = _shift(_norm_dims(d, lr), nb)
+        if not isinstance(dims, tuple):
+            dims = (dims,)
+    out = phys
+    for d in sorted(dims, reverse=True):
+        if out.shape[d] == 1:
+            out = out.squeeze(d)
+    return wrap(out, levels)
+
+
+def _getitem(orig, args, kwargs):
+    x, idx = args[0], args[1]
+    if type(x) is not _BT:
+        return NotImplemented
+    phys, levels = x._phys, x._levels
+    nb = len(levels)
+    items = idx if isinstance(idx, tuple) else (idx,)
+    ntens = 0
+    for it in items:
+        if type(it) is _BT:
+            return NotImplemented
+        if isinstance(it, Tensor) or isinstance(it, list):
+            if isinstance(it, Tensor) and it.dtype.is_floating_point:
+                return NotImplemented
+            ntens += 1
+    if ntens > 1:
+        pos = [i for i, it in enumerate(items) if isinstance(it, (Tensor, list))]
+        if pos[-1] - pos[0] != len(pos) - 1:
+            return NotImplemented
+    if any(isinstance(it, Tensor) and it.dtype.name == "bool" for it in items if it is not None):
+        return NotImplemented
+    return wrap(phys[(slice(None),) * nb + items], levels)
+
+
+def _setitem(orig, args, kwargs):
+    x, idx, value = args
+    if type(x) is not _BT or type(idx) is _BT or (isinstance(idx, tuple) and any(
+            type(i) is _BT for i in idx)):
+        return NotImplemented
+    phys, levels = x._phys, x._levels
+    vl = _union(value) if type(value) is _BT else ()
+    if not set(vl) <= set(levels):
+        raise RuntimeError(INPLACE_MSG.format(op="index_put_"))
+    nb = len(levels)
+    items = idx if isinstance(idx, tuple) else (idx,)
+    if any(isinstance(it, (Tensor, list)) for it in items):
+        return NotImplemented
+    sub = phys[(slice(None),) * nb + items]
+    v = value
+    if type(value) is _BT:
+        v = align(value, levels, sub.ndim - nb)
+    elif isinstance(value, Tensor):
+        v = value
+    phys[(slice(None),) * nb + items] = v
+    return None
+
+
+# --- products ---------------------------------------------------------------------------
+def _matmul(orig, args, kwargs):
+    a, b = args[0], args[1]
+    if kwargs or not (_is_t(a) and _is_t(b)):
+        return NotImplemented
+    ra, rb = _lrank(a), _lrank(b)
+    if ra == 0 or rb == 0:
+        return NotImplemented
+    levels = _union(a, b)
+    if ra == 1 and rb == 1:
+        return (a * b).sum(-1)
+    sq = None
+    if ra == 1:
+        a = a.unsqueeze(0)
+        sq = -2
+    if rb == 1:
+        b = b.unsqueeze(-1)
+        sq = -1
+    r = max(_lrank(a), _lrank(b))
+    pa = align(a, levels, r) if type(a) is _BT else a
+    pb = align(b, levels, r) if type(b) is _BT else b
+    mm = orig_fn("matmul")
+    out = wrap(mm(pa, pb), levels)
+    return out.squeeze(sq) if sq is not None else out
+
+
+def _rmatmul(orig, args, kwargs):
+    return _matmul(orig, (args[1], args[0]), kwargs)
+
+
+def _checked_mm(name, ra_need, rb_need):
+    def rule(orig, args, kwargs):
+        a, b = args[0], args[1] if len(args) > 1 else next(iter(kwargs.values()))
+        ra, rb = _lrank(a), _lrank(b)
+        if ra != ra_need or rb != rb_need:
+            # PyTorch's own error for the logical shapes
+            from .. import empty
+            orig(empty(tuple(a.shape)), empty(tuple(b.shape)))
+            return NotImplemented
+        return _matmul(orig, (a, b), {})
+    return rule
+
+
+def _linear(orig, args, kwargs):
+    x = args[0]
+    w = _arg(args, kwargs, 1, "weight")
+    b = _arg(args, kwargs, 2, "bias")
+    if type(w) is not _BT and type(b) is not _BT and type(x) is _BT:
+        levels = x._levels
+        return wrap(orig(x._phys, w, b), levels)
+    out = x.matmul(w.transpose(-1, -2) if _lrank(w) == 2 else w)
+    return out + b if b is not None else out
+
+
+def _cat(orig, args, kwargs):
+    seq = args[0] if args else kwargs.get("tensors")
+    d = _arg(args, kwargs, 1, "dim", 0)
+    if not isinstance(seq, (list, tuple)) or not seq:
+        return NotImplemented
+    levels = _union(*seq)
+    ranks = [_lrank(t) for t in seq]
+    nb = len(levels)
+    lr = max(ranks)
+    phys = []
+    for t, r in zip(seq, ranks):
+        if r == 1 and tuple(t.shape) == (0,) and lr > 1:
+            continue  # PyTorch skips legacy empty tensors in cat
+        phys.append(expand_batch(align(t, levels) if type(t) is _BT else
+                                 _lift(t, levels), levels))
+    dd = _dim(int(d), lr) + nb
+    return wrap(orig(phys, dd), levels)
+
+
+def _lift(t, levels):
+    p = t
+    for _ in levels:
+        p = p.unsqueeze(0)
+    return p
+
+
+def _stack(orig, args, kwargs):
+    seq = args[0] if args else kwargs.get("tensors")
+    d = _arg(args, kwargs, 1, "dim", 0)
+    if not isinstance(seq, (list, tuple)) or not seq:
+        return NotImplemented
+    levels = _union(*seq)
+    nb = len(levels)
+    lr = _lrank(seq[0])
+    phys = [expand_batch(align(t, levels) if type(t) is _BT else _lift(t, levels), levels)
+            for t in seq]
+    dd = _dim(int(d), lr + 1) + nb
+    return wrap(orig(phys, dd), levels)
+
+
+def _split_like(orig, args, kwargs):
+    # split/chunk/unbind/tensor_split along dim (kw or position 2; unbind position 1)
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    return NotImplemented
+
+
+def _where(orig, args, kwargs):
+    if len(args) + len(kwargs) < 3:
+        return NotImplemented
+    return elementwise("where")(orig, args, kwargs)
+
+
+def _gather(orig, args, kwargs):
+    x = args[0]
+    d = _arg(args, kwargs, 1, "dim")
+    idx = _arg(args, kwargs, 2, "index")
+    if len(args) + len(kwargs) > 3 or d is None:
+        return NotImplemented
+    levels = _union(x, idx)
+    lr = _lrank(x)
+    if lr == 0 or _lrank(idx) != lr:
+        return NotImplemented
+    nb = len(levels)
+    px = expand_batch(align(x, levels) if type(x) is _BT else _lift(x, levels), levels)
+    pi = align(idx, levels) if type(idx) is _BT else _lift(idx, levels)
+    pi = pi.expand(*px.shape[:nb], *pi.shape[nb:])
+    return wrap(orig(px, _dim(int(d), lr) + nb, pi), levels)
+
+
+def _index_select(orig, args, kwargs):
+    x = args[0]
+    d = _arg(args, kwargs, 1, "dim")
+    idx = _arg(args, kwargs, 2, "index")
+    if type(idx) is _BT or type(x) is not _BT:
+        return NotImplemented
+    lr = _lrank(x)
+    if lr == 0:
+        return NotImplemented
+    return wrap(orig(x._phys, _dim(int(d), lr) + len(x._levels), idx), x._levels)
+
+
+def _select(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    d = _arg(args, kwargs, 1, "dim")
+    i = _arg(args, kwargs, 2, "index")
+    if type(i) is _BT:
+        return NotImplemented
+    lr = _lrank(x)
+    return wrap(orig(x._phys, _dim(int(d), lr) + len(x._levels), i), x._levels)
+
+
+def _narrow(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT or len(args) != 4:
+        return NotImplemented
+    lr = _lrank(x)
+    return wrap(orig(x._phys, _dim(int(args[1]), lr) + len(x._levels), args[2], args[3]),
+                x._levels)
+
+
+def _split(name):
+    def rule(orig, args, kwargs):
+        x = args[0]
+        if type(x) is not _BT:
+            return NotImplemented
+        pos = 1 if name == "unbind" else 2
+        d = _arg(args, kwargs, pos, "dim", 0)
+        lr = _lrank(x)
+        if lr == 0:
+            return NotImplemented
+        a2, k2 = _set((x._phys,) + tuple(args[1:]), kwargs, pos, "dim",
+                      _dim(int(d), lr) + len(x._levels))
+        return wrap_out(orig(*a2, **k2), x._levels)
+    return rule
+
+
+# --- losses written with the ops above ---------------------------------------------------
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _loss_args(args, kwargs, extra=()):
+    names = ("input", "target") + tuple(extra)
+    vals = {}
+    for i, a in enumerate(args):
+        if i >= len(names):
+            return None
+        vals[names[i]] = a
+    vals.update(kwargs)
+    return vals
+
+
+def _mse(orig, args, kwargs):
+    v = _loss_args(args, kwargs, ("size_average", "reduce", "reduction", "weight"))
+    if v is None or v.get("size_average") is not None or v.get("reduce") is not None or \
+            v.get("weight") is not None:
+        return NotImplemented
+    x, t = v["input"], v["target"]
+    if tuple(x.shape) != tuple(t.shape):
+        return NotImplemented
+    return _reduce((x - t) ** 2, v.get("reduction", "mean"))
+
+
+def _l1(orig, args, kwargs):
+    v = _loss_args(args, kwargs, ("size_average", "reduce", "reduction"))
+    if v is None or v.get("size_average") is not None or v.get("reduce") is not None:
+        return NotImplemented
+    x, t = v["input"], v["target"]
+    if tuple(x.shape) != tuple(t.shape):
+        return NotImplemented
+    return _reduce((x - t).abs(), v.get("reduction", "mean"))
+
+
+def _nll(orig, args, kwargs):
+    v = _loss_args(args, kwargs, ("weight", "size_average", "ignore_index", "reduce",
+                                  "reduction"))
+    if v is None or v.get("size_average") is not None or v.get("reduce") is not None:
+        return NotImplemented
+    return _nll_core(v["input"], v["target"], v.get("weight"), v.get("ignore_index", -100),
+                     v.get("reduction", "mean"))
+
+
+def _nll_core(logp, target, weight, ignore_index, reduction):
+    if target.dtype.is_floating_point or logp.ndim not in (1, 2) or target.ndim != logp.ndim - 1:
+        return NotImplemented
+    from .. import where
+    valid = target != ignore_index
+    safe = where(valid, target, 0)
+    if logp.ndim == 1:
+        picked = -logp.gather(0, safe.unsqueeze(0)).squeeze(0)
+    else:
+        picked = -logp.gather(1, safe.unsqueeze(1)).squeeze(1)
+    w = valid.to(logp.dtype)
+    if weight is not None:
+        w = w * weight[safe] if type(safe) is not _BT else w * _take(weight, safe)
+    loss = picked * w
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _take(weight, idx):
+    # weight[idx] with a batched index: a gather on the weight broadcast over the batch
+    flat = idx.reshape(-1)
+    return weight.unsqueeze(0).expand(flat.shape[0], -1).gather(
+        1, flat.unsqueeze(1)).reshape(tuple(idx.shape))
+
+
+def _cross_entropy(orig, args, kwargs):
+    v = _loss_args(args, kwargs, ("weight", "size_average", "ignore_index", "reduce",
+                                  "reduction", "label_smoothing"))
+    if v is None or v.get("size_average") is not None or v.get("reduce") is not None or \
+            v.get("label_smoothing", 0.0):
+        return NotImplemented
+    x, t = v["input"], v["target"]
+    if x.ndim not in (1, 2):
+        return NotImplemented
+    logp = x.log_softmax(0 if x.ndim == 1 else 1)
+    if t.dtype.is_floating_point:
+        if v.get("weight") is not None or tuple(t.shape) != tuple(x.shape):
+            return NotImplemented
+        loss = -(t * logp).sum(0 if x.ndim == 1 else 1)
+        red = v.get("reduction", "mean")
+        if red == "mean" and x.ndim == 2:
+            return loss.sum() / x.shape[0]
+        return _reduce(loss, red)
+    return _nll_core(logp, t, v.get("weight"), v.get("ignore_index", -100),
+                     v.get("reduction", "mean"))
+
+
+def _bce_logits(orig, args, kwargs):
+    v = _loss_args(args, kwargs, ("weight", "size_average", "reduce", "reduction",
+                                  "pos_weight"))
+    if v is None or v.get("size_average") is not None or v.get("reduce") is not None or \
+            v.get("pos_weight") is not None:
+        return NotImplemented
+    x, t = v["input"], v["target"]
+    if tuple(x.shape) != tuple(t.shape):
+        return NotImplemented
+    loss = (1 - t) * x + (-x).clamp(min=0) + ((-x.abs()).exp()).log1p()
+    if v.get("weight") is not None:
+        loss = loss * v["weight"]
+    return _reduce(loss, v.get("reduction", "mean"))
+
+
+def _bce(orig, args, kwargs):
+    v = _loss_args(args, kwargs, ("weight", "size_average", "reduce", "reduction"))
+    if v is None or v.get("size_average") is not None or v.get("reduce") is not None:
+        return NotImplemented
+    x, t = v["input"], v["target"]
+    if tuple(x.shape) != tuple(t.shape):
+        return NotImplemented
+    loss = -(t * x.log().clamp(min=-100) + (1 - t) * (1 - x).log().clamp(min=-100))
+    if v.get("weight") is not None:
+        loss = loss * v["weight"]
+    return _reduce(loss, v.get("reduction", "mean"))
+
+
+def _softmax_like(name):
+    base = along(1, "dim")
+
+    def rule(orig, args, kwargs):
+        d = _arg(args, kwargs, 1, "dim")
+        if d is None:
+            lr = _lrank(args[0])
+            d = 0 if lr in (0, 1, 3) else 1
+            args, kwargs = _set(args, kwargs, 1, "dim", d)
+        return base(orig, args, kwargs)
+    return rule
+
+
+def _like(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT or any(type(a) is _BT for a in list(args[1:]) + list(kwargs.values())):
+        return NotImplemented
+    return wrap_out(orig(x._phys, *args[1:], **kwargs), x._levels)
+
+
+def _new_factory(orig, args, kwargs):
+    # x.new_zeros(size) and friends: an unbatched tensor of the given size
+    return orig(args[0]._phys, *args[1:], **kwargs)
+
+
+def _meta(fn):
+    def rule(orig, args, kwargs):
+        return fn(*args, **kwargs)
+    return rule
+
+
+def _repeat(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    reps = _sizes(args[1:]) if len(args) > 1 else tuple(kwargs.get("repeats", ()))
+    phys, levels = x._phys, x._levels
+    nb = len(levels)
+    lr = phys.ndim - nb
+    if len(reps) < lr:
+        return NotImplemented
+    p = phys
+    for _ in range(len(reps) - lr):
+        p = p.unsqueeze(nb)
+    return wrap(p.repeat(*([1] * nb), *reps), levels)
+
+
+def _dropout(orig, args, kwargs, randomness):
+    x = args[0]
+    if randomness == "different" or type(x) is not _BT:
+        return wrap_out(orig(*((unwrap(x)[0],) + tuple(args[1:])), **kwargs), unwrap(x)[1])
+    # same: one mask for every sample
+    from .. import ones
+    m = orig(ones(tuple(x.shape), dtype=x.dtype), *args[1:], **kwargs)
+    return x * m
+
+
+def random_op(name, orig, args, kwargs):
+    """A random op inside vmap: PyTorch's error in 'error' mode; one draw per sample
+    ('different') or one shared draw ('same')."""
+    level, size, randomness = LEVELS[-1]
+    if randomness == "error":
+        raise RuntimeError(RANDOM_MSG)
+    batched = any(type(a) is _BT for a in list(args) + list(kwargs.values()))
+    if name.startswith("F.") and name != "F.rrelu":
+        return _dropout(orig, args, kwargs, randomness)
+    if batched and name.endswith("_") and randomness == "different":
+        x = args[0]
+        orig(x._phys, *args[1:], **kwargs)
+        return x
+    if batched and name.endswith("_like") and randomness == "different":
+        x = args[0]
+        p = orig(materialize_bt(x), *args[1:], **kwargs)
+        return wrap(p, x._levels)
+    if randomness == "same":
+        if batched:
+            if name.endswith("_like"):
+                x = args[0]
+                return orig(x._phys[(0,) * len(x._levels)], *args[1:], **kwargs)
+            return dispatch(name, orig, args, kwargs)
+        return orig(*args, **kwargs)
+    # different, no batched input: draw a batch of samples
+    if name in ("rand", "randn"):
+        shape = _sizes(args) if args else tuple(kwargs.pop("size", ()))
+        kwargs = {k: v for k, v in kwargs.items() if k != "size"}
+        return wrap(orig(size, *shape, **kwargs), (level,))
+    if name == "normal" and len(args) >= 3 and not batched:
+        return wrap(orig(args[0], args[1], (size,) + tuple(args[2]), *args[3:], **kwargs),
+                    (level,))
+    if batched:
+        return dispatch(name, orig, args, kwargs)
+    return _loop_random(name, orig, args, kwargs, level, size)
+
+
+def materialize_bt(x):
+    return expand_batch(x._phys, x._levels).clone()
+
+
+def _loop_random(name, orig, args, kwargs, level, size):
+    from ._batched import stack_results
+    return stack_results([orig(*args, **kwargs) for _ in range(size)], level)
+
+
+# --- the table ----------------------------------------------------------------------------
+_ELEMENTWISE_NAMES = """
+add sub mul div true_divide divide multiply subtract rsub pow float_power maximum minimum fmax
+fmin atan2 arctan2 hypot copysign remainder fmod floor_divide xlogy logaddexp logaddexp2 lerp
+addcmul addcdiv eq ne lt le gt ge logical_and logical_or logical_xor logical_not bitwise_and
+bitwise_or bitwise_xor bitwise_not clamp clip clamp_min clamp_max nan_to_num heaviside
+nextafter ldexp isclose isnan isinf isfinite isposinf isneginf signbit sgn square positive
+negative neg abs absolute relu sigmoid tanh exp log sqrt rsqrt sin cos tan sinh cosh asin acos
+atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh exp2 expm1 log1p log2
+log10 reciprocal sign floor ceil round trunc frac fix erf erfc erfinv lgamma digamma i0 sinc
+logit deg2rad rad2deg angle conj conj_physical resolve_conj resolve_neg polygamma mvlgamma
+igamma igammac gcd lcm bitwise_left_shift bitwise_right_shift
+clone detach contiguous float double half int long bool short byte char to type_as cpu cuda
+zeros_like ones_like empty_like full_like masked_fill
+__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __div__ __rdiv__
+__pow__ __rpow__ __floordiv__ __rfloordiv__ __mod__ __rmod__ __neg__ __abs__ __pos__
+__invert__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __lshift__ __rlshift__
+__rshift__ __rrshift__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__
+__iadd__ __isub__ __imul__ __itruediv__ __idiv__ __ipow__ __ifloordiv__ __imod__ __iand__
+__ior__ __ixor__ _rtruediv _rpow _rfloordiv _rmod
+F.relu F.relu6 F.elu F.selu F.celu F.gelu F.silu F.mish F.softplus F.softsign F.leaky_relu
+F.hardtanh F.hardsigmoid F.hardswish F.logsigmoid F.tanhshrink F.softshrink F.hardshrink
+F.threshold F.sigmoid F.tanh
+special.expit special.erf special.erfc special.erfinv special.expm1 special.exp2
+special.log1p special.sinc special.logit special.xlogy special.i0 special.ndtr
+special.ndtri special.log_ndtr special.entr special.gammaln special.digamma special.psi
+"""
+for _n in _ELEMENTWISE_NAMES.split():
+    RULES[_n] = elementwise(_n)
+    if not _n.startswith("_") and not _n.startswith("F.") and "." not in _n:
+        RULES[_n + "_"] = elementwise(_n + "_")
+RULES["where"] = _where
+RULES["_where_method"] = _where
+
+for _n in ("sum", "mean", "nansum", "nanmean", "amax", "amin", "logsumexp", "std", "var",
+           "count_nonzero", "std_mean", "var_mean"):
+    RULES[_n] = along(1, "dim", full="all", multi=True)
+RULES["logsumexp"] = along(1, "dim")
+for _n in ("prod", "argmax", "argmin", "all", "any", "max", "min", "median", "nanmedian"):
+    RULES[_n] = along(1, "dim", full="flat")
+RULES["norm"] = along(2, "dim", full="flat")
+RULES["linalg.vector_norm"] = along(2, "dim", full="flat", multi=True)
+RULES["F.vector_norm"] = RULES["linalg.vector_norm"]
+for _n in ("softmax", "log_softmax", "F.softmax", "F.log_softmax", "F.softmin"):
+    RULES[_n] = _softmax_like(_n)
+for _n in ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort", "msort",
+           "kthvalue", "mode"):
+    RULES[_n] = along(1 if _n not in ("kthvalue",) else 2, "dim")
+RULES["topk"] = along(2, "dim")
+RULES["unsqueeze"] = along(1, "dim", extra=1)
+RULES["unflatten"] = along(1, "dim")
+RULES["flip"] = along(1, "dims", multi=True)
+RULES["F.normalize"] = along(2, "dim")
+RULES["F.glu"] = along(1, "dim")
+for _n in ("transpose", "swapaxes", "swapdims", "movedim", "moveaxis"):
+    RULES[_n] = _two_dims
+for _n in ("view", "reshape"):
+    RULES[_n] = _view_like
+RULES["F.reshape"] = _view_like
+RULES["view_as"] = RULES["reshape_as"] = _view_as
+RULES["expand"] = RULES["broadcast_to"] = _expand
+RULES["expand_as"] = _expand_as
+RULES["permute"] = _permute
+RULES["t"] = _t
+RULES["flatten"] = _flatten
+RULES["ravel"] = lambda orig, args, kwargs: args[0].reshape(-1) if not kwargs and \
+    len(args) == 1 else NotImplemented
+RULES["squeeze"] = _squeeze
+RULES["__getitem__"] = _getitem
+RULES["__setitem__"] = _setitem
+RULES["matmul"] = RULES["__matmul__"] = RULES["F.matmul"] = _matmul
+RULES["__rmatmul__"] = _rmatmul
+RULES["mm"] = _checked_mm("mm", 2, 2)
+RULES["bmm"] = _checked_mm("bmm", 3, 3)
+RULES["mv"] = _checked_mm("mv", 2, 1)
+RULES["dot"] = _checked_mm("dot", 1, 1)
+RULES["F.linear"] = _linear
+RULES["cat"] = RULES["concat"] = RULES["concatenate"] = _cat
+RULES["stack"] = _stack
+RULES["gather"] = _gather
+RULES["index_select"] = _index_select
+RULES["select"] = _select
+RULES["narrow"] = _narrow
+for _n in ("split", "chunk", "unbind", "tensor_split", "split_with_sizes"):
+    RULES[_n] = _split(_n)
+RULES["repeat"] = _repeat
+RULES["F.mse_loss"] = _mse
+RULES["F.l1_loss"] = _l1
+RULES["F.nll_loss"] = _nll
+RULES["F.cross_entropy"] = _cross_entropy
+RULES["F.binary_cross_entropy_with_logits"] = _bce_logits
+RULES["F.binary_cross_entropy"] = _bce
+for _n in ("new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
+    RULES[_n] = _new_factory
+RULES["is_tensor"] = _meta(lambda x: True)
+RULES["is_floating_point"] = _meta(lambda x: x.dtype.is_floating_point)
+RULES["is_complex"] = _meta(lambda x: x.dtype.is_complex)
+RULES["numel"] = _meta(lambda x: x.numel())
+
+
+def _spec_rule(name, spec):
+    """The rule of an op declared with ops/_spec.py, from its stored batching rule."""
+    b = spec.batch
+    if b == ELEMENTWISE:
+        return elementwise(name)
+    along_param = getattr(b, "along", None)
+    if along_param is not None:
+        import inspect
+        params = list(inspect.signature(spec.forward).parameters)
+        pos = params.index(along_param)
+        return along(pos, along_param)
+    return None
+
+
+for _name, _info in OPS.items():
+    _spec = _info.get("spec")
+    if _spec is not None and _spec.batch is not None and _name not in RULES:
+        _r = _spec_rule(_name, _spec)
+        if _r is not None:
+            RULES[_name] = _r
+
+__all__ = ["RULES", "random_op", "call"]
