@@ -463,3 +463,70 @@ def test_pdist_float32_empty_and_errors():
         (lambda L, F, x: F.pdist(x), np.ones((3, 4)), "float16"),
     ]:
         _same_error(fn, arr, dtype=dt)
+
+
+# --- bicubic and antialiased interpolation ----------------------------------------------
+INTERP = [
+    ((1, 2, 3, 3), dict(size=(5, 4))),
+    ((2, 1, 4, 5), dict(scale_factor=1.7)),
+    ((1, 1, 6, 7), dict(size=(3, 2))),
+    ((1, 1, 9, 8), dict(size=1)),
+    ((1, 1, 3, 3), dict(scale_factor=1.2)),
+    ((1, 1, 5, 4), dict(scale_factor=(0.6, 2.5))),
+    ((1, 1, 5, 4), dict(scale_factor=(0.6, 2.5), recompute_scale_factor=True)),
+    ((1, 2, 7, 9), dict(scale_factor=(0.3, 0.45))),
+]
+
+
+@pytest.mark.parametrize("k", range(len(INTERP)))
+@pytest.mark.parametrize("mode,aa", [("bicubic", False), ("bicubic", True), ("bilinear", True)])
+@pytest.mark.parametrize("ac", [False, True])
+def test_interpolate_bicubic_antialias(k, mode, aa, ac):
+    shape, kw = INTERP[k]
+    _compare(lambda L, F, x: F.interpolate(x, mode=mode, align_corners=ac, antialias=aa, **kw),
+             [shape], name=True, gradgrad=True, atol=1e-10)
+
+
+def test_interpolate_bicubic_float32_and_module():
+    _f32(lambda L, F, x: F.interpolate(x, scale_factor=2.5, mode="bicubic"), [(2, 3, 4, 5)])
+    _f32(lambda L, F, x: F.interpolate(x, size=(3, 2), mode="bicubic", antialias=True,
+                                       align_corners=True), [(2, 3, 7, 5)])
+    _modules(lambda nn: nn.Upsample(scale_factor=1.5, mode="bicubic"), (2, 3, 4, 5))
+    _modules(lambda nn: nn.Upsample(size=(7, 3), mode="bicubic", align_corners=True),
+             (2, 3, 4, 5))
+
+
+INTERP_ERRORS = [
+    (lambda L, F, x: F.interpolate(x[0], size=4, mode="bicubic"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x[None], size=4, mode="bicubic"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, size=(4,), mode="bicubic"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, size=0, mode="bicubic"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x[:, :, :0], size=2, mode="bicubic"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, mode="bicubic"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, size=2, scale_factor=2, mode="bicubic"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, scale_factor=(2,), mode="bicubic"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, size=2, mode="bicubic", recompute_scale_factor=True),
+     (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x.int(), size=4, mode="bicubic"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, size=2, mode="nearest", antialias=True), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x[0], size=2, mode="bilinear", antialias=True), (1, 2, 3, 3)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(INTERP_ERRORS)))
+def test_interpolate_bicubic_errors(k):
+    fn, shape = INTERP_ERRORS[k]
+    _same_error(fn, np.ones(shape))
+
+
+@pytest.mark.parametrize("kw", [dict(size=(5, 4), mode="bicubic"),
+                                dict(scale_factor=1.5, mode="bicubic", align_corners=True),
+                                dict(scale_factor=(0.5, 0.7), mode="bilinear", antialias=True)])
+def test_interpolate_bicubic_saved(kw):
+    res = []
+    for lib, F in ((torch, TF), (dyngrad, DF)):
+        x = lib.tensor(np.ones((1, 2, 3, 3)), requires_grad=True)
+        n = F.interpolate(x, **kw).grad_fn
+        res.append((n.name(), n._saved_align_corners, tuple(n._saved_output_size),
+                    n._saved_scales_h, n._saved_scales_w, tuple(n._saved_self_sym_sizes)))
+    assert res[1] == res[0]

@@ -2838,6 +2838,7 @@ from ._losses_more import (multi_margin_loss, multilabel_margin_loss,  # noqa: E
                            multilabel_soft_margin_loss)
 from ._gumbel import gumbel_softmax  # noqa: E402,F401
 from ._pdist import pdist  # noqa: E402,F401
+from ._bicubic import interpolate  # noqa: E402,F401,F811
 
 
 # PyTorch's argument errors (a string or None where a tensor goes) for every function above
