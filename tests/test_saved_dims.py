@@ -9,6 +9,8 @@ both with the same value.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -68,6 +70,27 @@ CASES = {
     "nansum_keepdim": lambda L, x: x.nansum((2, 0), keepdim=True),
     "nanmean": lambda L, x: x.nanmean(-1),
     "count": lambda L, x: x.softmax(dim=-1).sum(-1, keepdim=True),
+    # dims given as (), None, a 0-d tensor, or over a 0-d input
+    "sum_empty_tuple": lambda L, x: x.sum(()),
+    "sum_tensor_dim": lambda L, x: x.sum((L.tensor(-1), 0)),
+    "sum_0d": lambda L, x: x[0, 0, 0].sum(-1),
+    "mean_empty_tuple": lambda L, x: x.mean(()),
+    "amax_all": lambda L, x: x.amax(),
+    "amin_empty_list": lambda L, x: x.amin([]),
+    "max_0d": lambda L, x: x[0, 0, 0].max(-1)[0],
+    "prod_0d": lambda L, x: x[0, 0, 0].prod(0),
+    "std_all": lambda L, x: x.std(),
+    "var_unbiased": lambda L, x: x.var(True),
+    "var_empty_tuple": lambda L, x: x.var(()),
+    "std_mean_all": lambda L, x: L.std_mean(x)[0],
+    "norm_all": lambda L, x: x.norm(),
+    "norm_empty_tuple": lambda L, x: x.norm(dim=()),
+    "aminmax_all": lambda L, x: L.aminmax(x)[0],
+    "nansum_all": lambda L, x: x.nansum(),
+    "cumsum_0d": lambda L, x: L.cumsum(x[0, 0, 0], -1),
+    "softmax_tensor_dim": lambda L, x: x.softmax(L.tensor(-1)),
+    "softmax_implicit": lambda L, x: _F(L).softmax(x[0, 0], None),
+    "special_log_softmax": lambda L, x: L.special.log_softmax(x, -2),
     # cumulative
     "cumsum": lambda L, x: x.cumsum(-1),
     "cumsum_pos": lambda L, x: x.cumsum(1),
@@ -100,6 +123,7 @@ CASES = {
     "quantile_pos": lambda L, x: L.quantile(x, L.tensor([0.2, 0.7], dtype=L.float64), dim=1,
                                             keepdim=True),
     "nanquantile": lambda L, x: L.nanquantile(x, 0.5, dim=0),
+    "take_along_dim_argsort": lambda L, x: L.take_along_dim(x, x.argsort(0), 0),
     "argsort_gather": lambda L, x: x.take_along_dim(x.argsort(-1), -1),
     # gather / scatter / index
     "gather": lambda L, x: x.gather(-1, _i(L, IDX)),
@@ -120,6 +144,9 @@ CASES = {
     "swapdims": lambda L, x: x.swapdims(-2, -1),
     "t": lambda L, x: x[0].t(),
     "mT": lambda L, x: x.mT,
+    "mH": lambda L, x: x.mH,
+    "T": lambda L, x: x[0].T,
+    "swapaxes": lambda L, x: x.swapaxes(0, -1),
     "transpose_": lambda L, x: (x * 1).transpose_(-1, 0),
     "swapaxes_": lambda L, x: (x * 1).swapaxes_(0, 2),
     "squeeze": lambda L, x: x[:, :1].squeeze(-2),
@@ -129,9 +156,15 @@ CASES = {
     "unsqueeze": lambda L, x: x.unsqueeze(-1),
     "unsqueeze_pos": lambda L, x: x.unsqueeze(1),
     "unsqueeze_": lambda L, x: (x * 1).unsqueeze_(-2),
+    "index_none": lambda L, x: x[None],
+    "index_none_middle": lambda L, x: x[..., None, :],
+    "unflatten_squeeze": lambda L, x: x.unflatten(-1, (1, 5)).squeeze(-2),
     "select": lambda L, x: x.select(-1, 1),
     "select_index": lambda L, x: x[..., 1],
+    "select_negative": lambda L, x: x.select(0, -1),
     "narrow": lambda L, x: x.narrow(-1, 1, 2),
+    "narrow_negative_start": lambda L, x: x.narrow(-1, -3, 2),
+    "slice_negative": lambda L, x: x[:, -3:],
     "slice": lambda L, x: x[:, 1:3],
     "slice_step": lambda L, x: x[..., ::2],
     "narrow_copy": lambda L, x: x.narrow_copy(-1, 1, 2),
@@ -140,9 +173,16 @@ CASES = {
     "stack": lambda L, x: L.stack([x, x], -1),
     "stack_pos": lambda L, x: L.stack([x, x], 1),
     "hstack": lambda L, x: L.hstack([x, x]),
+    "vstack": lambda L, x: L.vstack([x, x]),
+    "dstack": lambda L, x: L.dstack([x, x]),
+    "column_stack": lambda L, x: L.column_stack([x[0], x[1]]),
     "split": lambda L, x: x.split(2, -1)[0],
     "split_sizes": lambda L, x: x.split([2, 3], -1)[1],
     "chunk": lambda L, x: x.chunk(2, -1)[0],
+    "chunk_pos": lambda L, x: L.chunk(x, 3, 1)[1],
+    "hsplit": lambda L, x: x.hsplit(2)[0],
+    "dsplit": lambda L, x: x.dsplit([1, 3])[1],
+    "unsafe_chunk": lambda L, x: x.unsafe_chunk(2, -1)[0],
     "tensor_split": lambda L, x: x.tensor_split(2, -1)[0],
     "unsafe_split": lambda L, x: x.unsafe_split(2, -1)[0],
     "unsafe_split_sizes": lambda L, x: x.unsafe_split_with_sizes([1, 4], -1)[0],
@@ -157,15 +197,23 @@ CASES = {
     "diagonal": lambda L, x: x.diagonal(0, -1, -2),
     "diagonal_pos": lambda L, x: x.diagonal(1, 2, 0),
     "diag_embed": lambda L, x: L.diag_embed(x, 0, -1, -2),
+    "diag": lambda L, x: L.diag(x[0, 0]),
+    "diagflat": lambda L, x: L.diagflat(x[0, 0], -1),
     "movedim": lambda L, x: x.movedim(-1, 0),
+    "movedim_tuple": lambda L, x: x.movedim((-1, 0), (0, -1)),
     "permute": lambda L, x: x.permute(-1, 0, 1),
     "permute_pos": lambda L, x: x.permute(2, 0, 1),
     "unfold": lambda L, x: x.unfold(-1, 2, 1),
     "unfold_pos": lambda L, x: x.unfold(1, 2, 2),
     "repeat_interleave": lambda L, x: x.repeat_interleave(2, -1),
     "diff": lambda L, x: x.diff(dim=-1),
+    "diff_prepend": lambda L, x: x.diff(dim=-2, prepend=x[:, :1]),
     # composites and nn.functional
     "cross": lambda L, x: L.linalg.cross(x, x.flip(0), dim=-3),
+    "cross_pos": lambda L, x: L.cross(x, x.flip(0), dim=0),
+    "matmul_vector_matrix": lambda L, x: L.matmul(x[0, :, 0], x[0]),
+    "matmul_folded": lambda L, x: L.matmul(x[0, :1], x.transpose(1, 2)),
+    "multi_dot": lambda L, x: L.linalg.multi_dot([x[0], x[1].t(), x[2, :, 0]]),
     "glu": lambda L, x: _F(L).glu(x[..., :4], -1),
     "renorm": lambda L, x: x.renorm(2, -1, 1.0),
     "normalize": lambda L, x: _F(L).normalize(x, dim=-1),
@@ -206,7 +254,9 @@ def differences(case):
     outs = []
     for L in (torch, dyngrad):
         x = L.tensor(A, requires_grad=True)
-        outs.append(_outputs(L, CASES[case](L, x)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # softmax's implicit dim
+            outs.append(_outputs(L, CASES[case](L, x)))
     tos, dos = outs
     diffs = []
     if len(tos) != len(dos):
@@ -256,7 +306,9 @@ def test_cases_show_dims():
     """Every case's PyTorch graph saves some dim (a case that shows none checks nothing)."""
     empty = []
     for case, f in CASES.items():
-        out = _outputs(torch, f(torch, torch.tensor(A, requires_grad=True)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = _outputs(torch, f(torch, torch.tensor(A, requires_grad=True)))
         stack, found, seen = [o.grad_fn for o in out], False, set()
         while stack and not found:
             fn = stack.pop()
