@@ -530,3 +530,84 @@ def test_interpolate_bicubic_saved(kw):
         res.append((n.name(), n._saved_align_corners, tuple(n._saved_output_size),
                     n._saved_scales_h, n._saved_scales_w, tuple(n._saved_self_sym_sizes)))
     assert res[1] == res[0]
+
+
+# --- unfold / fold ---------------------------------------------------------------------
+UNFOLD = [
+    ((2, 3, 5, 6), dict(kernel_size=(2, 3), padding=1, stride=(2, 1))),
+    ((1, 2, 6, 6), dict(kernel_size=3, dilation=2)),
+    ((2, 2, 4, 5), dict(kernel_size=1)),
+    ((3, 5, 4), dict(kernel_size=(2, 2), stride=2, padding=(0, 1))),
+    ((1, 1, 7, 5), dict(kernel_size=(3, 1), dilation=(1, 2), stride=(3, 2), padding=(2, 1))),
+]
+
+
+@pytest.mark.parametrize("k", range(len(UNFOLD)))
+def test_unfold_fold(k):
+    shape, kw = UNFOLD[k]
+    _compare(lambda L, F, x: F.unfold(x, **kw), [shape], name="Im2ColBackward0", gradgrad=True)
+    cols = TF.unfold(torch.zeros(shape), **kw).shape
+    _compare(lambda L, F, c: F.fold(c, shape[-2:], **kw), [tuple(cols)],
+             name="Col2ImBackward0", gradgrad=True)
+
+
+def test_unfold_fold_graph_saved_float32_empty():
+    res = []
+    for lib, F in ((torch, TF), (dyngrad, DF)):
+        x = lib.tensor(np.random.RandomState(0).randn(2, 3, 5, 6), requires_grad=True)
+        y = F.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+        z = F.fold(y, (5, 6), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+        a, b = y.grad_fn, z.grad_fn
+        g, = lib.autograd.grad(z, x, lib.ones_like(z, requires_grad=True), create_graph=True)
+        res.append((a._saved_kernel_size, a._saved_dilation, a._saved_padding, a._saved_stride,
+                    a._saved_self_sym_argsize_minus_1, a._saved_self_sym_argsize_minus_2,
+                    b._saved_kernel_size, b._saved_dilation, b._saved_padding,
+                    b._saved_stride, g.grad_fn.name(),
+                    g.grad_fn.next_functions[0][0].name()))
+    assert res[1] == res[0]
+    _f32(lambda L, F, x: F.unfold(x, 2, padding=1), [(2, 3, 4, 5)])
+    _f32(lambda L, F, c: F.fold(c, (4, 5), 2, padding=1), [(2, 12, 30)])
+    _compare(lambda L, F, x: F.unfold(x, 2), [(0, 2, 3, 3)])
+    _compare(lambda L, F, c: F.fold(c, (3, 3), 2), [(0, 8, 4)])
+    _modules(lambda nn: nn.Unfold((2, 3), dilation=1, padding=1, stride=(1, 2)), (2, 3, 4, 5),
+             call=None)
+    _modules(lambda nn: nn.Sequential(nn.Unfold(2, padding=1), nn.Fold((4, 5), 2, padding=1)),
+             (2, 3, 4, 5))
+
+
+FOLD_ERRORS = [
+    (lambda L, F, x: F.unfold(x[0, 0], 2), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x[None], 2), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x, 7), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x, 0), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x, 2, stride=0), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x, 2, dilation=0), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x, 2, padding=-1), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x, 0, padding=-1, stride=0), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x, (2, 2, 2)), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x.int(), 2), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x[:, :0], 2), (2, 3, 5, 6)),
+    (lambda L, F, x: F.unfold(x[0, :0], 2), (2, 3, 5, 6)),
+    (lambda L, F, c: F.fold(c, (4, 5), 2), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c[:, :11], (4, 5), 2, padding=1, stride=(2, 1)), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c[0, 0], (4, 5), 2), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c[None], (4, 5), 2), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c, (4, 5), 0), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c, (4, 5), 2, stride=0), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c, (4, 5), 2, dilation=0), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c, (4, 5), 2, padding=-1), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c, (4, 5), 2, padding=-1, dilation=0, stride=0), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c.int(), (4, 5), 2, padding=1, stride=(2, 1)), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c[:, :0], (4, 5), 2), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c[:, :, :0], (4, 5), 2), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c, (1, 1), 2), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c, (0, 5), 2), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c, (4, 5, 3), 2), (2, 12, 18)),
+    (lambda L, F, c: F.fold(c, (4, 5), (2, 2, 1)), (2, 12, 18)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(FOLD_ERRORS)))
+def test_unfold_fold_errors(k):
+    fn, shape = FOLD_ERRORS[k]
+    _same_error(fn, np.ones(shape))

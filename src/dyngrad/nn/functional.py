@@ -2839,6 +2839,7 @@ from ._losses_more import (multi_margin_loss, multilabel_margin_loss,  # noqa: E
 from ._gumbel import gumbel_softmax  # noqa: E402,F401
 from ._pdist import pdist  # noqa: E402,F401
 from ._bicubic import interpolate  # noqa: E402,F401,F811
+from ._fold import fold, unfold  # noqa: E402,F401
 
 
 # PyTorch's argument errors (a string or None where a tensor goes) for every function above

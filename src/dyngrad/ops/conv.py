@@ -77,8 +77,14 @@ def _adj_x(g, w, P, N):
     C = Cg * P.G
     dcols = np.matmul(w.reshape(P.G, O // P.G, -1).transpose(0, 2, 1), _g_cols(g, P.G))
     dcols = dcols.reshape((C,) + ks + (N,) + P.os)
+    return _col2im(dcols, P, np.result_type(g.dtype, w.dtype))
+
+
+def _col2im(dcols, P, dt):
+    """Columns (C, *kernel, N, *out) summed back into their receptive fields: (N, C, *in)."""
+    ks = dcols.shape[1:1 + len(P.ks)]
+    C, N = dcols.shape[0], dcols.shape[1 + len(ks)]
     padded = tuple(n + a + b for n, a, b in zip(P.xs, P.p[0::2], P.p[1::2]))
-    dt = np.result_type(g.dtype, w.dtype)
     if all(k == 1 for k in ks) and all(s == 1 for s in P.s) and P.os == padded:
         buf = dcols[(slice(None),) + (0,) * len(ks)].swapaxes(0, 1).astype(dt, copy=False)
     else:

@@ -1,0 +1,43 @@
+"""Sliding-block layers: ``Unfold`` (im2col) and ``Fold`` (col2im)."""
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+
+class Fold(Module):
+    """Sums sliding-block columns back into an image of ``output_size``."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size = output_size
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+    def extra_repr(self) -> str:
+        return ("output_size={output_size}, kernel_size={kernel_size}, dilation={dilation}, "
+                "padding={padding}, stride={stride}".format(**self.__dict__))
+
+
+class Unfold(Module):
+    """Extracts sliding local blocks of an image as columns."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.dilation = dilation
+        self.padding = padding
+        self.stride = stride
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return ("kernel_size={kernel_size}, dilation={dilation}, padding={padding}, "
+                "stride={stride}".format(**self.__dict__))
