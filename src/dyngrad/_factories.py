@@ -1,8 +1,8 @@
 """Tensor factories: ``tensor``, ``zeros``, ``ones``, ``full``, ``arange``, random tensors, ..."""
 from __future__ import annotations
 
+import functools
 import warnings
-
 import weakref
 
 import numpy as np
@@ -21,6 +21,51 @@ def _finish(data, requires_grad, factory=True):
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
     return t
+
+
+def _out_variant(name):
+    """Factory ``name`` with PyTorch's ``out=``: the values are written into ``out`` (resized to
+    their shape when it differs), whose dtype is the result's unless ``dtype`` says otherwise."""
+    def deco(f):
+        @functools.wraps(f)
+        def g(*args, out=None, **kwargs):
+            if out is None:
+                return f(*args, **kwargs)
+            if not isinstance(out, Tensor):
+                raise TypeError(f"{name}(): argument 'out' must be Tensor, not "
+                                f"{D.type_name(out)}")
+            from .autograd.grad_mode import STATE
+            if out._requires_grad and STATE.enabled:
+                raise RuntimeError(f"aten::{name}(): functions with out=... arguments don't "
+                                   f"support automatic differentiation, but one of the "
+                                   f"arguments requires grad.")
+            dtype = kwargs.get("dtype")
+            od = out._data.dtype
+            if dtype is not None and D.arg_dtype(dtype, name).np != od:
+                raise RuntimeError(f"dtype {D.scalar_type_name(D.arg_dtype(dtype, name).np)} "
+                                   f"does not match dtype of out parameter "
+                                   f"({D.scalar_type_name(od)})")
+            kwargs["dtype"] = D.FROM_NP[od]
+            requires_grad = kwargs.pop("requires_grad", False)
+            r = f(*args, **kwargs)._data
+            version = out._version[0]
+            if out._data.shape != r.shape:
+                out.resize_(r.shape)
+            out._data[...] = r
+            out._version[0] = version + 1  # one write, resized or not
+            if requires_grad:
+                out.requires_grad_()
+            return out
+        return g
+    return deco
+
+
+def _no_size(name, size):
+    """PyTorch's error for a size-taking factory called without a size."""
+    if not size:
+        if name in ("zeros", "ones", "empty"):
+            raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+        raise D.bad_combo(name, (), None)
 
 
 _SUPPORTED = ("float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
@@ -316,6 +361,7 @@ def _size_item(s, fn, pos, first_of_seq):
 def _size(size, fn="zeros"):
     """The shape given to a factory as ``f(2, 3)`` or ``f((2, 3))``, checked as PyTorch checks
     it (``fn`` names the factory in the errors)."""
+    _no_size(fn, size)
     if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
         seq = size[0]
         out = tuple(_size_item(s, fn, i, i == 0) for i, s in enumerate(seq))
@@ -347,19 +393,22 @@ def _checked_dtype(dtype, fn, args, kwargs, default=None):
     raise D.bad_combo(fn, args, dict(kwargs, dtype=dtype))
 
 
-def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+@_out_variant("zeros")
+def zeros(*size, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of zeros."""
     _check_device(device)
     return _finish(np.zeros(_size(size, "zeros"), _dt(dtype, "zeros")), requires_grad)
 
 
-def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+@_out_variant("ones")
+def ones(*size, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """A tensor of ones."""
     _check_device(device)
     return _finish(np.ones(_size(size, "ones"), _dt(dtype, "ones")), requires_grad)
 
 
-def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+@_out_variant("empty")
+def empty(*size, dtype=None, layout=None, device=None, requires_grad=False,
           memory_format=None, pin_memory=False) -> Tensor:
     """An uninitialised tensor (here: zero-filled, so results stay reproducible)."""
     _check_device(device)
@@ -378,7 +427,8 @@ def _fill_value(fill_value, fn):
     return fill_value
 
 
-def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
+@_out_variant("full")
+def full(size, fill_value, *, dtype=None, layout=None, device=None,
          requires_grad=False) -> Tensor:
     """A tensor filled with ``fill_value`` (dtype inferred from it when not given)."""
     _check_device(device)
@@ -447,7 +497,8 @@ def randint_like(input, low=0, high=None, *, dtype=None, **kw) -> Tensor:
     return randint(low, high, input._data.shape, dtype=dtype or input.dtype)
 
 
-def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+@_out_variant("arange")
+def arange(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
            requires_grad=False) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) in steps of ``step``."""
     _check_device(device)
@@ -478,7 +529,8 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     return _finish(data, requires_grad)
 
 
-def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
+@_out_variant("linspace")
+def linspace(start, end, steps, *, dtype=None, layout=None, device=None,
              requires_grad=False) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     dt = _checked_dtype(dtype, "linspace", [start, end, steps], {})
@@ -489,7 +541,11 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _finish(np.linspace(start, end, steps).astype(dt), requires_grad)
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, requires_grad=False, **kw) -> Tensor:
+@_out_variant("logspace")
+def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None,
+             requires_grad=False) -> Tensor:
+    """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in exponent."""
+    _check_device(device)
     dt = _checked_dtype(dtype, "logspace", [start, end, steps], {})
     if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
         raise D.bad_combo("logspace", [start, end, steps], {})
@@ -498,7 +554,8 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, requires_grad=False, *
     return _finish(np.logspace(start, end, steps, base=base).astype(dt), requires_grad)
 
 
-def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+@_out_variant("eye")
+def eye(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """The identity matrix (n x m)."""
     dt = _checked_dtype(dtype, "eye", [n] + ([m] if m is not None else []), {})
     for name, v in (("n", n), ("m", m)):
@@ -512,7 +569,8 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     return _finish(np.eye(n, m, dtype=dt), requires_grad)
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+@_out_variant("rand")
+def rand(*size, generator=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False) -> Tensor:
     """Uniform random numbers in [0, 1)."""
     _check_device(device)
@@ -527,7 +585,8 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     return _finish(data, requires_grad)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+@_out_variant("randn")
+def randn(*size, generator=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False) -> Tensor:
     """Standard normal random numbers."""
     _check_device(device)
@@ -542,7 +601,8 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     return _finish(data, requires_grad)
 
 
-def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None, layout=None,
+@_out_variant("randint")
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, layout=None,
             device=None, requires_grad=False) -> Tensor:
     """Random integers in [low, high)."""
     if size is None:
@@ -564,6 +624,7 @@ def randint(low=0, high=None, size=None, *, generator=None, out=None, dtype=None
     return _finish(data.astype(dt), requires_grad)
 
 
+@_out_variant("randperm")
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A random permutation of 0..n-1."""
     dt = _checked_dtype(dtype, "randperm", [n], {}, D.int64)
@@ -574,7 +635,8 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     return _finish(rng(generator).permutation(n).astype(dt), requires_grad)
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, **kw) -> Tensor:
+@_out_variant("normal")
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, **kw) -> Tensor:
     if not isinstance(mean, (Tensor, int, float, np.number)):
         raise D.not_tensor("normal", "mean", 1, mean)
     m = mean._data if isinstance(mean, Tensor) else mean
