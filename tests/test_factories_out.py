@@ -69,3 +69,16 @@ def test_out_under_no_grad_accepts_a_leaf_requiring_grad():
         with L.no_grad():
             L.ones(2, out=leaf)
         assert leaf.detach().tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("name", ["rand_like", "randn_like", "randint_like"])
+def test_like_factories_use_the_generator(name):
+    x = dyngrad.zeros(4)
+    extra = (10,) if name == "randint_like" else ()
+    draws = []
+    for _ in range(2):
+        g = dyngrad.Generator().manual_seed(7)
+        draws.append(getattr(dyngrad, name)(x, *extra, generator=g).tolist())
+    assert draws[0] == draws[1]
+    with pytest.raises(TypeError):
+        getattr(dyngrad, name)(x, *extra, not_an_argument=1)

@@ -479,22 +479,34 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
                    requires_grad)
 
 
-def rand_like(input, *, dtype=None, generator=None, requires_grad=False, **kw) -> Tensor:
+def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
+              requires_grad=False, memory_format=None) -> Tensor:
+    """Uniform random numbers in [0, 1) with ``input``'s shape (and dtype unless given)."""
     _like(input, dtype, "rand_like")
-    return rand(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    _check_device(device)
+    return rand(input._data.shape, generator=generator, dtype=dtype or input.dtype,
+                requires_grad=requires_grad)
 
 
-def randn_like(input, *, dtype=None, generator=None, requires_grad=False, **kw) -> Tensor:
+def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
+               requires_grad=False, memory_format=None) -> Tensor:
+    """Standard normal random numbers with ``input``'s shape (and dtype unless given)."""
     _like(input, dtype, "randn_like")
-    return randn(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    _check_device(device)
+    return randn(input._data.shape, generator=generator, dtype=dtype or input.dtype,
+                 requires_grad=requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, **kw) -> Tensor:
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None,
+                 device=None, requires_grad=False, memory_format=None) -> Tensor:
+    """Random integers in [low, high) with ``input``'s shape (and dtype unless given)."""
     if not isinstance(input, Tensor):
         raise D.bad_combo("randint_like", (input,) + ((low,) if low else ()), {"dtype": dtype})
+    _check_device(device)
     if high is None:
         low, high = 0, low
-    return randint(low, high, input._data.shape, dtype=dtype or input.dtype)
+    return randint(low, high, input._data.shape, generator=generator,
+                   dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 @_out_variant("arange")
