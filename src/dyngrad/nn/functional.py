@@ -16,6 +16,7 @@ from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
 from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
+from ..ops.shape import broadcast_tensors
 from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of, raw_dim, raw_dims
 
 _make = Tensor._make
@@ -70,6 +71,30 @@ def _reduction_enum(reduction, size_average=None, reduce=None):
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
+
+
+def _legacy_reduction(reduction, size_average, reduce):
+    """``reduction`` after PyTorch's deprecated ``size_average``/``reduce`` arguments."""
+    if size_average is not None or reduce is not None:
+        return _reduction_enum(reduction, size_average, reduce)
+    return reduction
+
+
+def _weighted_loss(loss, weight, input, reduction, mean_over_weights=True):
+    """PyTorch's composition for a regression loss given per-element ``weight``: the
+    unreduced ``loss`` times the weights, then summed, or averaged (over the sum of the
+    weights for mse/l1, over the elements for huber, as PyTorch does)."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    weighted = loss * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return weighted.sum()
+    if reduction == "mean":
+        return weighted.sum() / weight.sum() if mean_over_weights else weighted.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     f"'sum'.")
 
 
 def _reduce(loss, reduction):
@@ -151,7 +176,12 @@ class MseLossBackward0(Node):
 
 @quiet
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean squared error; MseLossBackward0."""
+    """Mean squared error; MseLossBackward0 (with ``weight``: PyTorch's weighted composition)."""
+    if weight is not None:
+        _check_target_size(input, target, "mse_loss")
+        x, t = broadcast_tensors(input, target)
+        return _weighted_loss((x - t).pow(2), weight, input,
+                              _legacy_reduction(reduction, size_average, reduce))
     reduction = _reduction_enum(reduction, size_average, reduce)
     _check_target_size(input, target, "mse_loss")
     dt = _loss_dtype(input, target, "mse_cpu")
@@ -1166,7 +1196,12 @@ def _loss_reduce(loss, reduction):
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean absolute error."""
+    """Mean absolute error (with ``weight``: PyTorch's weighted composition)."""
+    if weight is not None:
+        _check_target_size(input, target, "l1_loss")
+        x, t = broadcast_tensors(input, target)
+        return _weighted_loss((x - t).abs(), weight, input,
+                              _legacy_reduction(reduction, size_average, reduce))
     reduction = _reduction_enum(reduction, size_average, reduce)
     _check_target_size(input, target, "l1_loss")
     return _loss_reduce((input - target).abs(), reduction)
@@ -1253,7 +1288,14 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """0.5 d^2 where |d| <= delta, else delta (|d| - delta / 2); HuberLossBackward0."""
+    """0.5 d^2 where |d| <= delta, else delta (|d| - delta / 2); HuberLossBackward0 (with
+    ``weight``: PyTorch's weighted composition)."""
+    if weight is not None:
+        _check_target_size(input, target, "huber_loss")
+        x, t = broadcast_tensors(input, target)
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        return _weighted_loss(huber_loss(x, t, "none", delta), weight, input, reduction, False)
     reduction = _reduction_enum(reduction)
     _check_target_size(input, target, "huber_loss")
     if delta <= 0:
