@@ -796,12 +796,25 @@ def argwhere(input):
     return nonzero(input)
 
 
+def _unique_dim(x, dim):
+    """``dim`` of a unique along a dim, normalised, with PyTorch's errors."""
+    if x.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    k = _dim(dim, x.ndim)
+    if any(s == 0 for i, s in enumerate(x.shape) if i != k):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                           "unique cannot be applied")
+    return k
+
+
 @op()
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values (sorted), optionally with inverse indices and counts (no gradient)."""
     D.arg_bools("_unique2", sorted=sorted, return_inverse=return_inverse,
                 return_counts=return_counts)
     d = input._data
+    if dim is not None:
+        dim = _unique_dim(d, dim)
     r = np.unique(d if dim is not None else d.reshape(-1), return_inverse=True, return_counts=True,
                   axis=dim)
     vals, inv, counts = r
@@ -816,19 +829,31 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 @op()
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
-    """Collapse runs of equal consecutive values (of the flattened tensor)."""
+    """Collapse runs of equal consecutive values (of the flattened tensor, or of the slices
+    along ``dim``)."""
     D.arg_bools("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
-    d = input._data.reshape(-1)
-    if d.size == 0:
+    if dim is None:
+        d = input._data.reshape(-1)
+        k = 0
+    else:
+        k = _unique_dim(input._data, dim)
+        d = np.moveaxis(input._data, k, 0)
+    n = d.shape[0] if d.ndim else 1
+    if n == 0:
         keep = np.zeros(0, bool)
     else:
-        keep = np.concatenate([[True], d[1:] != d[:-1]])
-    out = [_make(d[keep])]
+        changed = d[1:] != d[:-1]
+        if changed.ndim > 1:
+            changed = changed.reshape(n - 1, -1).any(axis=1)
+        keep = np.concatenate([[True], changed])
+    vals = d[keep] if dim is None else np.moveaxis(d[keep], 0, k)
+    out = [_make(np.ascontiguousarray(vals))]
     if return_inverse:
-        out.append(_make((np.cumsum(keep) - 1).reshape(input._data.shape).astype(np.int64)))
+        inv = (np.cumsum(keep) - 1).astype(np.int64)
+        out.append(_make(inv.reshape(input._data.shape) if dim is None else inv))
     if return_counts:
         starts = np.flatnonzero(keep)
-        out.append(_make(np.diff(np.append(starts, d.size)).astype(np.int64)))
+        out.append(_make(np.diff(np.append(starts, n)).astype(np.int64)))
     return out[0] if len(out) == 1 else tuple(out)
 
 
