@@ -611,3 +611,44 @@ FOLD_ERRORS = [
 def test_unfold_fold_errors(k):
     fn, shape = FOLD_ERRORS[k]
     _same_error(fn, np.ones(shape))
+
+
+# --- forward-mode AD ---------------------------------------------------------------------
+FWAD = [
+    ("conv3d", lambda L, F, x, w: F.conv3d(x, w, padding=1), [(1, 2, 3, 4, 3), (2, 2, 2, 2, 2)]),
+    ("conv_transpose3d", lambda L, F, x, w: F.conv_transpose3d(x, w, stride=2),
+     [(1, 2, 2, 2, 2), (2, 3, 2, 2, 2)]),
+    ("unfold", lambda L, F, x: F.unfold(x, 2, padding=1), [(2, 3, 4, 4)]),
+    ("fold", lambda L, F, x: F.fold(x, (3, 3), 2), [(2, 8, 4)]),
+    ("bicubic", lambda L, F, x: F.interpolate(x, size=(5, 4), mode="bicubic"), [(1, 2, 3, 3)]),
+    ("bicubic_aa", lambda L, F, x: F.interpolate(x, size=(2, 2), mode="bicubic", antialias=True),
+     [(1, 2, 5, 5)]),
+    ("multilabel_soft_margin_loss",
+     lambda L, F, x: F.multilabel_soft_margin_loss(x, x.detach().sigmoid()), [(3, 4)]),
+    ("pdist", lambda L, F, x: F.pdist(x), [(4, 3)]),
+    ("multi_margin_loss", lambda L, F, x: F.multi_margin_loss(x, L.tensor([0, 1, 2])), [(3, 4)]),
+    ("multilabel_margin_loss", lambda L, F, x: F.multilabel_margin_loss(
+        x, L.tensor([[0, 1, -1, 2], [1, -1, 0, 0], [3, 2, 1, 0]])), [(3, 4)]),
+]
+
+
+@pytest.mark.parametrize("name,fn,shapes", FWAD, ids=[c[0] for c in FWAD])
+def test_forward_ad(name, fn, shapes):
+    """Tangents against PyTorch's, or its error for the ops without a forward-mode rule."""
+    rs = np.random.RandomState(0)
+    prim = [rs.randn(*s) for s in shapes]
+    tan = [rs.randn(*s) for s in shapes]
+    out = []
+    for lib in (torch, dyngrad):
+        fw = lib.autograd.forward_ad
+        try:
+            with fw.dual_level():
+                d = [fw.make_dual(lib.tensor(p), lib.tensor(t)) for p, t in zip(prim, tan)]
+                y = fn(lib, lib.nn.functional, *d)
+                out.append(fw.unpack_dual(y).tangent.numpy())
+        except NotImplementedError as e:
+            out.append(str(e))
+    if isinstance(out[0], str):
+        assert out[1] == out[0]
+    else:
+        np.testing.assert_allclose(out[1], out[0], atol=1e-12)

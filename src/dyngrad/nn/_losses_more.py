@@ -57,6 +57,18 @@ def _frame_grad(g, reduction, nframe):
     return np.broadcast_to(g / nframe if reduction == 1 else g, (nframe, 1))
 
 
+def no_forward_ad(op):
+    """A forward-mode rule raising PyTorch's error for an op without one."""
+    def rule(node, tangents):
+        raise NotImplementedError(
+            f"Trying to use forward AD with {op} that does not support it because it has not "
+            f"been implemented yet.\nPlease file an issue to PyTorch at "
+            f"https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that "
+            f"we can prioritize its implementation or submit a PR adding the implementation to "
+            f"derivatives.yaml")
+    return staticmethod(rule)
+
+
 class _NoDoubleBackward(Node):
     """Backward of a loss kernel whose gradient PyTorch does not differentiate again: under
     create_graph the gradient is recorded as a NotImplemented node."""
@@ -100,6 +112,7 @@ class MultiMarginLossBackward0(_NoDoubleBackward):
     and subtracts it from the target class."""
     __slots__ = ()
     _kernel = "multi_margin_loss_backward"
+    _fw_rule = no_forward_ad("multi_margin_loss")
     _named_saved = {"self": (0, "tensor"), "target": (1, "tensor"), "p": (2, "same"),
                     "margin": (3, "same"), "weight": (4, "tensor"), "reduction": (5, "same")}
 
@@ -176,6 +189,7 @@ class MultilabelMarginLossBackward0(_NoDoubleBackward):
     the upstream gradient to x[d] and subtracts it from x[j]."""
     __slots__ = ()
     _kernel = "multilabel_margin_loss_backward"
+    _fw_rule = no_forward_ad("multilabel_margin_loss_forward")
     _named_saved = {"self": (0, "tensor"), "target": (1, "tensor"), "is_target": (2, "tensor"),
                     "reduction": (3, "same")}
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..ops._graph import STATE, Node, Saved, edge_of, notify, record
+from ._losses_more import no_forward_ad
 
 _make = Tensor._make
 
@@ -71,6 +72,7 @@ class PdistBackward0(Node):
     """Backward of pdist."""
     __slots__ = ()
     _named_saved = {"self": (0, "tensor"), "p": (1, "same"), "result": (2, "tensor")}
+    _fw_rule = no_forward_ad("_pdist_forward")
 
     def _bw(self, g, graph):
         sx, p, sr = self._saved
