@@ -57,6 +57,11 @@ def translate(name: str, args, kwargs, e: BaseException):
     return None
 
 
+# Called with (name, fn, args, kwargs) when a guarded call fails; returns NotImplemented when
+# the failure is not its business (dyngrad.func registers the dispatch of batched tensors).
+ON_ERROR: list = []
+
+
 def guard(fn, name=None):
     """``fn`` with PyTorch's argument errors in place of internal ones (see the module)."""
     name = name or fn.__name__
@@ -66,6 +71,10 @@ def guard(fn, name=None):
         try:
             r = fn(*args, **kwargs)
         except Exception as e:
+            if ON_ERROR:  # vmap's batched tensors reach ops taken before vmap started
+                r = ON_ERROR[0](name, fn, args, kwargs)
+                if r is not NotImplemented:
+                    return r
             stale = _stale_input(args, kwargs)
             if stale is not None and not str(e).startswith(stale[:40]):
                 # PyTorch collects the inputs' history before the kernel runs: a view whose

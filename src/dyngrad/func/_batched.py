@@ -185,6 +185,7 @@ def _control(*a, **k):
 # --- dispatch ---------------------------------------------------------------------------
 RULES: dict = {}
 _WARNED: set = set()
+LOOPED: dict = {}   # how many times each op ran through the loop fallback
 
 
 def dispatch(name, orig, args, kwargs):
@@ -210,6 +211,7 @@ def call(name, orig, args, kwargs):
 def fallback(name, orig, args, kwargs):
     """An op without a batching rule: run it once per sample of the innermost level and
     stack the results (warning once per op, as functorch does)."""
+    LOOPED[name] = LOOPED.get(name, 0) + 1
     if name not in _WARNED:
         _WARNED.add(name)
         op = name[2:] if name.startswith("F.") else name
@@ -307,15 +309,57 @@ def _targets():
             if not m.startswith("dyngrad") or m.startswith("dyngrad.func") or \
                     m.startswith("dyngrad.autograd"):
                 continue
-            _TARGETS.append((mod, k, v, prefix + k))
             _ORIG[(prefix, k)] = v
+            entry = (mod, k, v, prefix + k)
+            _ALL.append(entry)
+            # guarded functions reach dispatch through the guard's error hook (they fail on
+            # a batched argument before doing anything); only the others, and the random
+            # ops (which must see vmap's randomness mode), are wrapped while vmap runs
+            if not _is_guarded(v) or prefix + k in RANDOM or k in RANDOM:
+                _TARGETS.append(entry)
     for k, v in list(vars(Tensor).items()):
         if k in _SKIP_METHODS or not isinstance(v, types.FunctionType):
             continue
         if k.startswith("_") and not k.startswith("__"):
             continue
-        _TARGETS.append((Tensor, k, v, k))
+        entry = (Tensor, k, v, k)
+        _ALL.append(entry)
+        # a batched tensor's own methods dispatch by themselves, and a plain tensor's
+        # operators defer to the batched operand's reflected ones: only the methods a plain
+        # tensor is commonly called with a batched argument are wrapped
+        if k in _PLAIN_METHODS or k in RANDOM:
+            _TARGETS.append(entry)
+    for owner, k, v, name in _ALL:
+        w = _WRAPPERS[(id(owner), k)] = _wrapper(v, name)
+        _BY_ID.setdefault(id(v), w)
     return _TARGETS
+
+
+_ALL: list = []
+_PLAIN_METHODS = set("""
+matmul mm mv bmm dot add sub mul div true_divide pow expand_as view_as reshape_as type_as
+where masked_fill maximum minimum copy_ add_ sub_ mul_ div_ index_select gather lerp addcmul
+addcdiv eq ne lt le gt ge logical_and logical_or atan2 __setitem__ __getitem__ fmod remainder
+clamp clip outer cross kron
+""".split())
+
+
+def _is_guarded(fn) -> bool:
+    code = getattr(fn, "__code__", None)
+    return code is not None and code.co_name == "call" and \
+        fn.__code__.co_filename.endswith("_argcheck.py")
+
+
+_BY_ID: dict = {}
+
+
+def dispatching(func):
+    """The batch-aware form of a public function or Tensor method that was taken before vmap
+    wrapped them (``vmap(torch.dot)``, ``grad(torch.sin)``); other callables as they are."""
+    if isinstance(func, (types.FunctionType, types.BuiltinFunctionType)):
+        _targets()
+        return _BY_ID.get(id(func), func)
+    return func
 
 
 def _wrapper(orig, name):
@@ -345,10 +389,10 @@ def install():
     if _DEPTH[0] > 1:
         return
     for owner, k, v, name in _targets():
-        w = _WRAPPERS.get((id(owner), k))
-        if w is None or w.__wrapped__ is not v:
-            w = _WRAPPERS[(id(owner), k)] = _wrapper(v, name)
-        setattr(owner, k, w)
+        if owner is Tensor:
+            setattr(owner, k, _WRAPPERS[(id(owner), k)])
+        else:
+            owner.__dict__[k] = _WRAPPERS[(id(owner), k)]
 
 
 def uninstall():
@@ -357,7 +401,10 @@ def uninstall():
     if _DEPTH[0]:
         return
     for owner, k, v, name in _TARGETS:
-        setattr(owner, k, v)
+        if owner is Tensor:
+            setattr(owner, k, v)
+        else:
+            owner.__dict__[k] = v
 
 
 def orig_fn(name):
@@ -412,6 +459,10 @@ def _repr(self, *a, **k):
 
 def _item(self):
     raise RuntimeError(ITEM_MSG)
+
+
+def _not_index(self):
+    raise TypeError("only integer tensors of a single element can be converted to an index")
 
 
 def _iter(self):
@@ -479,13 +530,13 @@ _SPECIAL = {
     "__hash__": lambda self: id(self),
     "__format__": lambda self, spec: object.__format__(self, spec),
     "item": _item,
-    "tolist": _item,
-    "numpy": _item,
+    "tolist": _no_storage,
+    "numpy": _no_storage,
     "__bool__": _control,
-    "__int__": _control,
-    "__float__": _control,
-    "__complex__": _control,
-    "__index__": _control,
+    "__int__": _item,
+    "__float__": _item,
+    "__complex__": _item,
+    "__index__": _not_index,
     "__iter__": _iter,
     "__len__": _len,
     "data_ptr": _no_storage,
@@ -503,6 +554,31 @@ def _numel(self):
     return n
 
 
+def _rmatmul(self, other):
+    # Tensor has no __rmatmul__: ``plain @ batched`` must still reach the batched operand
+    return dispatch("matmul", Tensor.__matmul__, (other, self), {})
+
+
 for _k, _v in _SPECIAL.items():
     setattr(BatchedTensor, _k, _v)
+BatchedTensor.__rmatmul__ = _rmatmul
 _build_methods()
+
+
+def _on_error(name, fn, args, kwargs):
+    """A guarded op taken before vmap started failed on batched arguments: dispatch it."""
+    if not LEVELS or not has_batched(args, kwargs):
+        return NotImplemented
+    mod = getattr(fn, "__module__", "") or ""
+    if mod.endswith("nn.functional"):
+        name = "F." + name
+    return dispatch(name, fn, args, kwargs)
+
+
+def _register():
+    from .._argcheck import ON_ERROR
+    if _on_error not in ON_ERROR:
+        ON_ERROR.append(_on_error)
+
+
+_register()

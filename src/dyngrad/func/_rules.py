@@ -87,7 +87,7 @@ def _shift(d, nb):
     return d + nb
 
 
-def along(pos, name="dim", *, extra=0, full=None, multi=False):
+def along(pos, name="dim", *, extra=0, full=None, multi=False, default=None):
     """Rule of an op whose dimension argument is at ``pos``/``name``; ``full``: what a
     missing dim means ("flat": the op on the flattened logical tensor, "all": every logical
     dim); ``extra``: the op's output has that many more dims (unsqueeze)."""
@@ -104,6 +104,9 @@ def along(pos, name="dim", *, extra=0, full=None, multi=False):
         phys, levels = x._phys, x._levels
         nb = len(levels)
         lr = phys.ndim - nb
+        if d is None and default is not None:
+            d = default
+            args, kwargs = _set(args, kwargs, pos, name, d)
         if d is None or (multi and isinstance(d, (tuple, list)) and len(d) == 0
                          and full == "all"):
             if full is None:
@@ -752,6 +755,248 @@ def _loop_random(name, orig, args, kwargs, level, size):
     return stack_results([orig(*args, **kwargs) for _ in range(size)], level)
 
 
+def _inplace_view(name):
+    """squeeze_/unsqueeze_/t_/transpose_: the op on the physical tensor, in place."""
+    def rule(orig, args, kwargs):
+        x = args[0]
+        if type(x) is not _BT:
+            return NotImplemented
+        phys, levels = x._phys, x._levels
+        nb = len(levels)
+        lr = phys.ndim - nb
+        if name == "t_":
+            if lr > 2:
+                return NotImplemented
+            if lr == 2:
+                phys.transpose_(nb, nb + 1)
+            return x
+        if name == "transpose_":
+            a, b = (list(args[1:]) + list(kwargs.values()))[:2]
+            if lr:
+                phys.transpose_(_dim(int(a), lr) + nb, _dim(int(b), lr) + nb)
+            return x
+        if name == "unsqueeze_":
+            d = _arg(args, kwargs, 1, "dim")
+            phys.unsqueeze_(_dim(int(d), lr + 1) + nb)
+            return x
+        d = _arg(args, kwargs, 1, "dim")
+        if d is None:
+            dims = [i + nb for i in range(lr) if phys.shape[i + nb] == 1]
+        elif lr == 0:
+            return x
+        else:
+            dims = _shift(_norm_dims(d, lr), nb)
+            dims = list(dims) if isinstance(dims, (tuple, list)) else [dims]
+        for dd in sorted(dims, reverse=True):
+            if phys.shape[dd] == 1:
+                phys.squeeze_(dd)
+        return x
+    return rule
+
+
+def _masked_fill(name):
+    def rule(orig, args, kwargs):
+        x = args[0]
+        mask = _arg(args, kwargs, 1, "mask")
+        value = _arg(args, kwargs, 2, "value")
+        if type(value) is not _BT:
+            return elementwise(name)(orig, args, kwargs)
+        if value.dim() != 0:
+            return NotImplemented
+        from .. import where
+        r = where(mask, value.to(x.dtype), x)
+        if name.endswith("_"):
+            x.copy_(r)
+            return x
+        return r
+    return rule
+
+
+def _batched_matrices(min_rank):
+    """Ops that already batch over leading dims (det, inv, qr, tril...): every tensor input
+    gets the batch dims of all (expanded), then one call."""
+    def rule(orig, args, kwargs):
+        tens = [a for a in list(args) + list(kwargs.values()) if _is_t(a)]
+        if any(type(a) in (list, tuple) for a in args) or any(_lrank(t) < min_rank
+                                                              for t in tens):
+            return NotImplemented
+        levels = _union(*tens)
+        if len(tens) == 1:
+            conv = {id(tens[0]): tens[0]._phys}
+        else:
+            rank = max(_lrank(t) for t in tens)
+            conv = {id(t): expand_batch(align(t, levels, rank) if type(t) is _BT
+                                        else _lift_pad(t, levels, rank), levels) for t in tens}
+        a2 = tuple(conv.get(id(a), a) if _is_t(a) else a for a in args)
+        k2 = {k: conv.get(id(v), v) if _is_t(v) else v for k, v in kwargs.items()}
+        return wrap_out(orig(*a2, **k2), levels)
+    return rule
+
+
+def _lift_pad(t, levels, rank):
+    p = t
+    for _ in range(rank - t.ndim):
+        p = p.unsqueeze(0)
+    return _lift(p, levels)
+
+
+def _diagonal(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    off = _arg(args, kwargs, 1, "offset", 0)
+    d1 = _arg(args, kwargs, 2, "dim1", 0)
+    d2 = _arg(args, kwargs, 3, "dim2", 1)
+    lr = _lrank(x)
+    nb = len(x._levels)
+    return wrap(orig(x._phys, off, _dim(d1, lr) + nb, _dim(d2, lr) + nb), x._levels)
+
+
+def _trace(orig, args, kwargs):
+    x = args[0]
+    if _lrank(x) != 2 or kwargs or len(args) != 1:
+        return NotImplemented
+    return x.diagonal(0, 0, 1).sum(-1)
+
+
+def _outer(orig, args, kwargs):
+    a, b = args[0], args[1] if len(args) > 1 else next(iter(kwargs.values()))
+    if _lrank(a) != 1 or _lrank(b) != 1:
+        return NotImplemented
+    return a.unsqueeze(1) * b.unsqueeze(0)
+
+
+def _addmm_like(mat):
+    def rule(orig, args, kwargs):
+        if set(kwargs) - {"beta", "alpha"} or len(args) != 3:
+            return NotImplemented
+        beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+        b, x, y = args
+        prod = x.unsqueeze(1) * y.unsqueeze(0) if mat == "addr" else x.matmul(y)
+        if alpha != 1:
+            prod = prod * alpha
+        if beta == 0:
+            return prod
+        return prod + (b if beta == 1 else b * beta)
+    return rule
+
+
+def _tile(orig, args, kwargs):
+    x = args[0]
+    reps = _sizes(args[1:]) if len(args) > 1 else tuple(kwargs.get("dims", ()))
+    lr = _lrank(x)
+    reps = (1,) * (lr - len(reps)) + tuple(reps)
+    return x.repeat(*reps)
+
+
+def _broadcast_tensors(orig, args, kwargs):
+    seq = args if not (len(args) == 1 and isinstance(args[0], (list, tuple))) else args[0]
+    import numpy as np
+    shape = np.broadcast_shapes(*[tuple(t.shape) for t in seq])
+    return tuple(t.expand(*shape) for t in seq)
+
+
+def _stack_like(name):
+    def rule(orig, args, kwargs):
+        seq = args[0] if args else kwargs.get("tensors")
+        from .. import cat
+        if name == "vstack":
+            return cat([t if t.dim() >= 2 else t.reshape(1, -1) for t in seq], 0)
+        if name == "hstack":
+            return cat(list(seq), 0 if seq[0].dim() == 1 else 1)
+        return NotImplemented
+    return rule
+
+
+def _leading(spatial, names=("input",)):
+    """Ops on (N, C, *spatial) or (C, *spatial) input with unbatched other arguments
+    (pooling, padding, unbatched-weight convolution): fold the batch dims into N."""
+    def rule(orig, args, kwargs):
+        x = args[0]
+        if type(x) is not _BT or any(type(a) is _BT for a in list(args[1:]) +
+                                     list(kwargs.values())):
+            return NotImplemented
+        phys, levels = x._phys, x._levels
+        nb = len(levels)
+        lr = phys.ndim - nb
+        if lr == spatial + 1:
+            p = phys.reshape(-1, *phys.shape[nb:]) if nb != 1 else phys
+            r = orig(p, *args[1:], **kwargs)
+            lead = tuple(phys.shape[:nb])
+        elif lr == spatial + 2:
+            p = phys.reshape(-1, *phys.shape[nb + 1:])
+            r = orig(p, *args[1:], **kwargs)
+            lead = tuple(phys.shape[:nb + 1])
+        else:
+            return NotImplemented
+
+        def back(t):
+            if isinstance(t, Tensor):
+                return wrap(t.reshape(*lead, *t.shape[1:]), levels)
+            return t
+        if isinstance(r, tuple):
+            return tuple(back(t) for t in r)
+        return back(r)
+    return rule
+
+
+def _conv(spatial):
+    fold = _leading(spatial)
+
+    def rule(orig, args, kwargs):
+        names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+        v = dict(zip(names, args))
+        v.update(kwargs)
+        x, w, b = v["input"], v["weight"], v.get("bias")
+        if type(w) is not _BT and type(b) is not _BT:
+            return fold(orig, args, kwargs)
+        # a batched weight: the batch becomes groups of one convolution (functorch's trick)
+        levels = _union(x, w, b)
+        nb = len(levels)
+        g = v.get("groups", 1)
+        unb = x.dim() == spatial + 1
+        px = expand_batch(align(x, levels) if type(x) is _BT else _lift(x, levels), levels)
+        if unb:
+            px = px.unsqueeze(nb)
+        size = 1
+        for lv in levels:
+            size *= _SIZE(lv)
+        px = px.reshape(size, *px.shape[nb:])            # (B, N, C, *s)
+        n = px.shape[1]
+        px = px.movedim(0, 1).reshape(n, -1, *px.shape[3:])  # (N, B*C, *s)
+        pw = expand_batch(align(w, levels) if type(w) is _BT else _lift(w, levels), levels)
+        pw = pw.reshape(-1, *pw.shape[nb + 1:])            # (B*O, C/g, *k)
+        pb = None
+        if b is not None:
+            pb = expand_batch(align(b, levels) if type(b) is _BT else _lift(b, levels), levels)
+            pb = pb.reshape(-1)
+        out = orig(px, pw, pb, v.get("stride", 1), v.get("padding", 0), v.get("dilation", 1),
+                   g * size)                               # (N, B*O, *s')
+        out = out.reshape(n, size, -1, *out.shape[2:]).movedim(1, 0)
+        out = out.reshape(*[_SIZE(lv) for lv in levels], *out.shape[1:])
+        if unb:
+            out = out.squeeze(nb)
+        return wrap(out, levels)
+    return rule
+
+
+def _SIZE(level):
+    from ._batched import _SIZES
+    return _SIZES[level]
+
+
+def _unbatched_params(start):
+    """Ops batched over their input whose other tensor arguments (weights) act on trailing
+    dims (layer_norm, embedding's indices): one call on the physical input."""
+    def rule(orig, args, kwargs):
+        x = args[0]
+        if type(x) is not _BT or any(type(a) is _BT for a in list(args[1:]) +
+                                     list(kwargs.values())):
+            return NotImplemented
+        return wrap_out(orig(x._phys, *args[1:], **kwargs), x._levels)
+    return rule
+
+
 # --- the table ----------------------------------------------------------------------------
 _ELEMENTWISE_NAMES = """
 add sub mul div true_divide divide multiply subtract rsub pow float_power maximum minimum fmax
@@ -778,12 +1023,23 @@ F.threshold F.sigmoid F.tanh
 special.expit special.erf special.erfc special.erfinv special.expm1 special.exp2
 special.log1p special.sinc special.logit special.xlogy special.i0 special.ndtr
 special.ndtri special.log_ndtr special.entr special.gammaln special.digamma special.psi
+special.xlog1py special.zeta special.erfcx special.i0e special.i1 special.i1e special.bessel_j0
+special.bessel_j1 special.bessel_y0 special.bessel_y1 special.modified_bessel_i0
+special.modified_bessel_i1 special.modified_bessel_k0 special.modified_bessel_k1
+special.scaled_modified_bessel_k0 special.scaled_modified_bessel_k1
+special.spherical_bessel_j0 special.airy_ai special.multigammaln special.polygamma
+special.sinc special.round
 """
 for _n in _ELEMENTWISE_NAMES.split():
     RULES[_n] = elementwise(_n)
     if not _n.startswith("_") and not _n.startswith("F.") and "." not in _n:
         RULES[_n + "_"] = elementwise(_n + "_")
 RULES["where"] = _where
+for _n in ("squeeze_", "unsqueeze_", "t_", "transpose_"):
+    RULES[_n] = _inplace_view(_n)
+RULES["masked_fill"] = _masked_fill("masked_fill")
+RULES["masked_fill_"] = _masked_fill("masked_fill_")
+RULES["copy_"] = elementwise("copy_")
 RULES["_where_method"] = _where
 
 for _n in ("sum", "mean", "nansum", "nanmean", "amax", "amin", "logsumexp", "std", "var",
@@ -800,7 +1056,40 @@ for _n in ("softmax", "log_softmax", "F.softmax", "F.log_softmax", "F.softmin"):
 for _n in ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort", "msort",
            "kthvalue", "mode"):
     RULES[_n] = along(1 if _n not in ("kthvalue",) else 2, "dim")
-RULES["topk"] = along(2, "dim")
+RULES["topk"] = along(2, "dim", default=-1)
+for _n in ("sort", "argsort"):
+    RULES[_n] = along(1, "dim", default=-1)
+RULES["roll"] = along(2, "dims", multi=True)
+for _n in ("det", "logdet", "slogdet", "inverse", "matrix_exp", "linalg.det", "linalg.inv",
+           "linalg.slogdet", "linalg.cholesky", "linalg.qr", "linalg.svd", "svd",
+           "linalg.svdvals", "linalg.eigh", "linalg.eigvalsh", "pinverse", "linalg.pinv",
+           "linalg.matrix_exp", "tril", "triu", "matrix_power", "linalg.matrix_power",
+           "linalg.solve"):
+    RULES[_n] = _batched_matrices(2)
+RULES["linalg.matrix_norm"] = _batched_matrices(2)
+RULES["diagonal"] = _diagonal
+RULES["trace"] = _trace
+RULES["outer"] = RULES["ger"] = _outer
+RULES["addmm"] = _addmm_like("addmm")
+RULES["addmv"] = _addmm_like("addmv")
+RULES["addr"] = _addmm_like("addr")
+RULES["tile"] = _tile
+RULES["broadcast_tensors"] = _broadcast_tensors
+RULES["special.softmax"] = RULES["special.log_softmax"] = _softmax_like("special")
+RULES["vstack"] = RULES["row_stack"] = _stack_like("vstack")
+RULES["hstack"] = _stack_like("hstack")
+for _n, _k in (("F.max_pool1d", 1), ("F.max_pool2d", 2), ("F.max_pool3d", 3),
+               ("F.avg_pool1d", 1), ("F.avg_pool2d", 2), ("F.avg_pool3d", 3),
+               ("F.adaptive_avg_pool1d", 1), ("F.adaptive_avg_pool2d", 2),
+               ("F.adaptive_max_pool1d", 1), ("F.adaptive_max_pool2d", 2),
+               ("F.max_pool2d_with_indices", 2), ("F.lp_pool2d", 2), ("F.lp_pool1d", 1)):
+    RULES[_n] = _leading(_k)
+for _n, _k in (("F.conv1d", 1), ("F.conv2d", 2), ("conv1d", 1), ("conv2d", 2)):
+    RULES[_n] = _conv(_k)
+RULES["F.layer_norm"] = _unbatched_params(1)
+RULES["F.embedding"] = _unbatched_params(1)
+RULES["F.one_hot"] = lambda orig, args, kwargs: _unbatched_params(1)(orig, args, kwargs) \
+    if _arg(args, kwargs, 1, "num_classes", -1) != -1 else NotImplemented
 RULES["unsqueeze"] = along(1, "dim", extra=1)
 RULES["unflatten"] = along(1, "dim")
 RULES["flip"] = along(1, "dims", multi=True)

@@ -182,6 +182,8 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
                    has_aux: bool = False) -> Callable:
     """``func`` returning ``(gradient w.r.t. argnums, value)`` (with ``aux`` when has_aux):
     one reverse pass, as torch.func.grad_and_value."""
+    func = B.dispatching(func)
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         with enable_grad():
@@ -240,6 +242,7 @@ def _check_outputs(flat, api):
 
 
 def _vjp_with_argnums(func, *primals, argnums=None, has_aux=False):
+    func = B.dispatching(func)
     created = _vmap_levels()
     with enable_grad():
         args, leaves, own, pspec = _prepare(primals, argnums)
@@ -312,6 +315,7 @@ def _check_tensors(flat, api, argname):
 
 
 def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux=False):
+    func = B.dispatching(func)
     if not isinstance(primals, tuple):
         raise RuntimeError(f"{_JVP}: Expected primals to be a tuple. E.g. it should be valid to "
                            f"call f(*primals).")

@@ -193,6 +193,7 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     """``func`` of one sample, applied to every sample of the batch dimension ``in_dims`` of
     its inputs, with each op run once on the whole batch (PyTorch's torch.func.vmap)."""
     _check_randomness(randomness)
+    func = B.dispatching(func)
     if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
                          f"{chunk_size})")

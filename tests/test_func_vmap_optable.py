@@ -1,0 +1,107 @@
+"""Every op-table row under dyngrad.func.vmap: the batched result equals a Python loop over
+the samples, and so do the gradients of the batched result (backward through vmap against
+backward through the loop).  Ops with a batching rule must run without the loop fallback."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dyngrad
+from dyngrad.func import _batched
+from tests.optable import all_rows
+
+ROWS = [r for r in all_rows()]
+NB = 3
+
+
+def _leaves(x):
+    if isinstance(x, (tuple, list)):
+        out = []
+        for e in x:
+            out.extend(_leaves(e))
+        return out
+    return [x] if isinstance(x, dyngrad.Tensor) else []
+
+
+def _run(row, s):
+    batch = [s.make(dyngrad, seed=k, requires_grad=False) for k in range(NB)]
+    stacked = [dyngrad.stack([b[i] for b in batch]) for i in range(len(batch[0]))]
+
+    # as vmap(torch.linalg.svdvals) would: a public function taken before vmap started
+    op = _batched.dispatching(row.fn)
+
+    def fn(*a):
+        return op(*a, *s.extra, **s.kwargs)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            loop = [fn(*b) for b in batch]
+    except Exception:
+        return None   # the sample is not valid per sample (shape-changing or error rows)
+    return fn, batch, stacked, loop
+
+
+def _cases():
+    for row in ROWS:
+        for j, s in enumerate(row.samples[:3]):
+            yield pytest.param(row, s, id=f"{row.name}-{j}")
+
+
+def _flat_loop(loop):
+    per = [_leaves(o) for o in loop]
+    return [dyngrad.stack([p[i] for p in per]) for i in range(len(per[0]))] if per[0] else []
+
+
+@pytest.mark.parametrize("row,s", list(_cases()))
+def test_vmap_of_op_table_row_equals_loop(row, s):
+    r = _run(row, s)
+    if r is None:
+        pytest.skip("sample not valid per sample")
+    fn, batch, stacked, loop = r
+    exp = _flat_loop(loop)
+    if not exp:
+        pytest.skip("no tensor output")
+    _batched.LOOPED.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            got = _leaves(dyngrad.func.vmap(fn)(*stacked))
+        except RuntimeError as e:
+            if "random" in str(e) or "data-dependent" in str(e) or ".item()" in str(e) or \
+                    "data pointer" in str(e):
+                pytest.skip(f"not vmappable in PyTorch either: {e}")
+            raise
+    looped = dict(_batched.LOOPED)
+    assert len(got) == len(exp)
+    for g, e in zip(got, exp):
+        assert tuple(g.shape) == tuple(e.shape)
+        assert g.dtype == e.dtype
+        np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=1e-10,
+                                   atol=1e-12, equal_nan=True)
+    # gradients through vmap against gradients through the loop
+    if not row.grad or not any(t.dtype.is_floating_point for t in stacked):
+        return
+    xs = [t.detach().requires_grad_(t.dtype.is_floating_point) for t in stacked]
+    diff = [x for x in xs if x.requires_grad]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outs_v = [o for o in _leaves(dyngrad.func.vmap(fn)(*xs)) if o.dtype.is_floating_point]
+        outs_l = [o for o in _flat_loop([fn(*[x[k] for x in xs]) for k in range(NB)])
+                  if o.dtype.is_floating_point]
+    if not outs_v or not any(o.requires_grad for o in outs_l):
+        return
+    rs = np.random.RandomState(5)
+    ws = [dyngrad.tensor(rs.uniform(-1, 1, tuple(o.shape))) for o in outs_l]
+    lv = sum((o * w).sum() for o, w in zip(outs_v, ws) if o.requires_grad)
+    ll = sum((o * w).sum() for o, w in zip(outs_l, ws) if o.requires_grad)
+    gv = dyngrad.autograd.grad(lv, diff, allow_unused=True, materialize_grads=True)
+    gl = dyngrad.autograd.grad(ll, diff, allow_unused=True, materialize_grads=True)
+    for a, b in zip(gv, gl):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-9, atol=1e-11, equal_nan=True)
+    if not looped:
+        _BATCHED.add(row.name)
+
+
+_BATCHED: set = set()
