@@ -20,9 +20,10 @@ from ._random import Generator, manual_seed, seed, initial_seed, get_rng_state, 
     default_generator
 from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like,
                          ones_like, empty_like, full_like, rand_like, randn_like, randint_like,
-                         arange, linspace, logspace, eye, rand, randn, randint, randperm, normal,
+                         arange, linspace, logspace, eye, rand, randn, randint, randperm,
                          bernoulli, multinomial, FloatTensor, DoubleTensor, HalfTensor,
                          LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor)
+from .ops.sampling import normal
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
                                  is_grad_enabled, is_inference_mode_enabled)
 from . import autograd

@@ -647,21 +647,6 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     return _finish(rng(generator).permutation(n).astype(dt), requires_grad)
 
 
-@_out_variant("normal")
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, **kw) -> Tensor:
-    if not isinstance(mean, (Tensor, int, float, np.number)):
-        raise D.not_tensor("normal", "mean", 1, mean)
-    m = mean._data if isinstance(mean, Tensor) else mean
-    s = std._data if isinstance(std, Tensor) else std
-    if np.any(np.asarray(s) < 0):
-        if isinstance(std, Tensor):
-            raise RuntimeError("normal expects all elements of std >= 0.0")
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(s)}")
-    shape = _size((size,), "normal") if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
-    dt = (mean.dtype if isinstance(mean, Tensor) else D.DEFAULTS.float).np
-    return _make((rng(generator).standard_normal(shape) * s + m).astype(dt))
-
-
 def _num(v):
     """A number as PyTorch prints it in messages (-1, not -1.0)."""
     v = float(v)

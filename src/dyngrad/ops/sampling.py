@@ -49,6 +49,18 @@ CauchyBackward0 = _zero_node("CauchyBackward0")
 RandomBackward0 = _zero_node("RandomBackward0")  # random_(from, to)
 RandomBackward1 = _zero_node("RandomBackward1")  # random_(to)
 RandomBackward2 = _zero_node("RandomBackward2")  # random_()
+NormalBackward1 = _zero_node("NormalBackward1")  # normal(Tensor mean, float std)
+NormalBackward2 = _zero_node("NormalBackward2")  # normal(float mean, Tensor std)
+
+
+class NormalBackward3(Node):
+    """normal(Tensor mean, Tensor std): zero for both (their own shapes)."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        return tuple(zeros_like(g).sum_to_size(s) if graph else np.zeros(s, g.dtype)
+                     for s in self._saved)
 
 
 class BernoulliBackward1(Node):
@@ -456,3 +468,68 @@ def _multinomial(self, num_samples, replacement=False, *, generator=None):
 
 
 op("multinomial", function=False)(_multinomial)
+
+
+# --- normal ------------------------------------------------------------------------------------
+def _normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None, device=None,
+            pin_memory=False, requires_grad=False):
+    """Normal numbers of ``mean`` and ``std`` (tensors broadcast together, or numbers with a
+    ``size``); PyTorch's overloads, dtypes, errors and zero-gradient nodes."""
+    tm, ts = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not tm and (isinstance(mean, (bool, np.bool_)) or not isinstance(mean, _NUMBER)):
+        raise D.not_tensor("normal", "mean", 1, mean)
+    if not tm and not ts:
+        if size is None:
+            raise D.bad_combo("normal", (mean, std), None)
+        m = _float_arg("normal", "mean", 1, mean)
+        s = _float_arg("normal", "std", 2, std)
+        if not s >= 0.0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(s)}")
+        from .._factories import _dt, _finish, _size
+        dt = np.dtype(_dt(dtype, "normal"))
+        if dt.kind not in "fc":
+            raise _not_impl("normal_kernel_cpu", dt)
+        g = _gen(generator)
+        shape = _size((size,), "normal")
+        data = _real_draw(dt, lambda sh: g.standard_normal(sh) * s + m)(shape, dt)
+        return _finish(np.asarray(data).astype(dt, copy=False), requires_grad)
+    if size is not None or requires_grad or (
+            dtype is not None and D.arg_dtype(dtype, "normal").np != (
+                mean if tm else std)._data.dtype):
+        raise D.bad_combo("normal", (mean, std) + ((size,) if size is not None else ()),
+                          {"dtype": dtype} if dtype is not None else None)
+    if tm and ts:
+        if (std._data < 0).any():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        dt, cls = mean._data.dtype, NormalBackward3
+        shape = np.broadcast_shapes(mean._data.shape, std._data.shape)
+        m, s = mean._data, std._data
+    elif tm:
+        s = _float_arg("normal", "std", 2, std)
+        if not s >= 0.0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(s)}")
+        dt, cls, shape, m = mean._data.dtype, NormalBackward1, mean._data.shape, mean._data
+    else:
+        if (std._data < 0).any():
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        m = _float_arg("normal", "mean", 1, mean)
+        dt, cls, shape, s = std._data.dtype, NormalBackward2, std._data.shape, std._data
+    if dt.kind not in "fc":
+        raise _not_impl("normal_kernel_cpu", dt)
+    g = _gen(generator)
+    data = np.asarray(g.standard_normal(shape) * s + m).astype(dt, copy=False)
+    ins = [t for t in (mean, std) if isinstance(t, Tensor)]
+    if STATE.enabled and any(t._requires_grad for t in ins):
+        saved = tuple(t._data.shape for t in ins) if cls is NormalBackward3 else ()
+        return record(data, cls(tuple(edge_of(t) for t in ins), saved))
+    return _make(data)
+
+
+def _normal_out():
+    from .._factories import _out_variant
+    f = _out_variant("normal")(_normal)
+    f.__name__ = f.__qualname__ = "normal"
+    return f
+
+
+normal = _normal_out()
