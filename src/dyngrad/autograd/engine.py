@@ -12,7 +12,7 @@ import numpy as np
 
 from . import errors
 from .grad_mode import STATE
-from .node import AccumulateGrad, Node, edge_of
+from .node import KEPT, AccumulateGrad, Node, edge_of, kept_positions
 from .._fperr import quiet_on, quiet_off
 
 _getrefcount = sys.getrefcount
@@ -191,6 +191,7 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
     bufs_pop = bufs.pop
     bufs_get = bufs.get
     plain_release = Node._release
+    kept = KEPT
     owned = set()
     simple = obs is None and not anomaly and not create_graph
     # ``nxt``: the one ready node when the queue is otherwise empty (the usual case on a
@@ -227,6 +228,12 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
         if not retain_graph:
             if node.__class__._release is plain_release:
                 if node._needs_saved:
+                    kp = kept.get(node.__class__)
+                    if kp is None:
+                        kp = kept_positions(node.__class__)
+                    if kp:  # PyTorch frees only the saved tensors
+                        s = node._saved
+                        node._kept = tuple(s[p] for p in kp)
                     node._saved = None
             else:
                 node._release()

@@ -61,6 +61,18 @@ def _user_frame(cls):
     return f
 
 
+# node class -> positions in ``_saved`` of the values PyTorch keeps when a graph is freed (its
+# non-tensor saved values: dims, flags, scalars), filled on first use
+KEPT: dict = {}
+
+
+def kept_positions(cls):
+    """The positions of ``cls``'s saved values that stay readable once the graph is freed."""
+    kp = KEPT[cls] = tuple(sorted({p for p, kind in cls._named_saved.values()
+                                   if kind in ("same", "dim")}))
+    return kp
+
+
 class Node:
     """Base class of every backward node.
 
@@ -163,7 +175,11 @@ class Node:
             return pos + (1 << 64) if pos < 0 else pos
         s = self._saved
         if s is None:
-            raise RuntimeError(errors.FREED)
+            # PyTorch frees only the saved tensors: the other values stay readable
+            kp = KEPT.get(type(self))
+            if not kp or pos not in kp or kind not in ("same", "dim"):
+                raise RuntimeError(errors.FREED)
+            s = dict(zip(kp, self.__dict__["_kept"]))
         v = s[pos]
         if kind == "tensor":
             if type(v) is Saved:
@@ -197,6 +213,12 @@ class Node:
     def _release(self):
         """Free what backward needed; a second backward through this node then raises."""
         if self._saved is not None and self._needs_saved:
+            kp = KEPT.get(self.__class__)
+            if kp is None:
+                kp = kept_positions(self.__class__)
+            if kp:
+                s = self._saved
+                self._kept = tuple(s[p] for p in kp)
             self._saved = None
 
     def _unpack(self):
