@@ -479,10 +479,13 @@ INTERP = [
 
 
 @pytest.mark.parametrize("k", range(len(INTERP)))
-@pytest.mark.parametrize("mode,aa", [("bicubic", False), ("bicubic", True), ("bilinear", True)])
+@pytest.mark.parametrize("mode,aa", [("bicubic", False), ("bicubic", True), ("bilinear", True),
+                                     ("lanczos", True)])
 @pytest.mark.parametrize("ac", [False, True])
 def test_interpolate_bicubic_antialias(k, mode, aa, ac):
     shape, kw = INTERP[k]
+    if mode == "lanczos" and ac:
+        pytest.skip("lanczos has no align_corners=True (an error, tested below)")
     _compare(lambda L, F, x: F.interpolate(x, mode=mode, align_corners=ac, antialias=aa, **kw),
              [shape], name=True, gradgrad=True, atol=1e-10)
 
@@ -510,6 +513,14 @@ INTERP_ERRORS = [
     (lambda L, F, x: F.interpolate(x.int(), size=4, mode="bicubic"), (1, 2, 3, 3)),
     (lambda L, F, x: F.interpolate(x, size=2, mode="nearest", antialias=True), (1, 2, 3, 3)),
     (lambda L, F, x: F.interpolate(x[0], size=2, mode="bilinear", antialias=True), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x.int(), size=2, mode="bicubic", antialias=True),
+     (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, size=2, mode="lanczos"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, size=2, mode="lanczos", antialias=True,
+                                   align_corners=True), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x[0], size=2, mode="lanczos"), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x[0], size=2, mode="lanczos", antialias=True), (1, 2, 3, 3)),
+    (lambda L, F, x: F.interpolate(x, size=2, mode="cubic"), (1, 2, 3, 3)),
 ]
 
 
@@ -521,7 +532,8 @@ def test_interpolate_bicubic_errors(k):
 
 @pytest.mark.parametrize("kw", [dict(size=(5, 4), mode="bicubic"),
                                 dict(scale_factor=1.5, mode="bicubic", align_corners=True),
-                                dict(scale_factor=(0.5, 0.7), mode="bilinear", antialias=True)])
+                                dict(scale_factor=(0.5, 0.7), mode="bilinear", antialias=True),
+                                dict(size=(2, 5), mode="lanczos", antialias=True)])
 def test_interpolate_bicubic_saved(kw):
     res = []
     for lib, F in ((torch, TF), (dyngrad, DF)):

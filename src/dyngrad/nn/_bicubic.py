@@ -2,8 +2,9 @@
 linear map (one matrix per spatial axis, ops/pool.axis_linear), here with PyTorch's cubic
 convolution weights (A = -0.75, border samples clamped) for mode='bicubic'
 (UpsampleBicubic2DBackward0), and with its antialias filters (a triangle for bilinear, Keys'
-cubic with a = -0.5 for bicubic, widened by the downscaling factor and normalised) for
-antialias=True (UpsampleBilinear2DAaBackward0 / UpsampleBicubic2DAaBackward0).  The other
+cubic with a = -0.5 for bicubic, Lanczos-3 for mode='lanczos', widened by the downscaling
+factor and normalised) for antialias=True (UpsampleBilinear2DAaBackward0,
+UpsampleBicubic2DAaBackward0, UpsampleLanczos2DAaBackward0).  The other
 modes go to nn.functional's own interpolate."""
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def _pair(name):
 UpsampleBicubic2DBackward0 = _pair("UpsampleBicubic2DBackward0")
 UpsampleBicubic2DAaBackward0 = _pair("UpsampleBicubic2DAaBackward0")
 UpsampleBilinear2DAaBackward0 = _pair("UpsampleBilinear2DAaBackward0")
+UpsampleLanczos2DAaBackward0 = _pair("UpsampleLanczos2DAaBackward0")
 
 
 def _scale(n, o, align_corners, scale):
@@ -95,19 +97,23 @@ def cubic_matrix(n, o, align_corners, scale=None):
     return M
 
 
-def _aa_filter(x, bicubic):
+def _aa_filter(x, mode):
     x = np.abs(x)
-    if not bicubic:
+    if mode == "bilinear":
         return np.where(x < 1, 1 - x, 0.0)
+    if mode == "lanczos":  # Lanczos-3: sinc(x) sinc(x / 3)
+        return np.where(x < 3, np.sinc(x) * np.sinc(x / 3), 0.0)
     a = -0.5
     return np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1,
                     np.where(x < 2, (((x - 5) * x + 8) * x - 4) * a, 0.0))
 
 
-def aa_matrix(n, o, align_corners, scale, bicubic):
-    """(o, n) matrix of PyTorch's antialiased bilinear / bicubic resampling along one axis."""
+def aa_matrix(n, o, align_corners, scale, mode):
+    """(o, n) matrix of PyTorch's antialiased bilinear / bicubic / lanczos resampling along
+    one axis."""
     sc = _scale(n, o, align_corners, scale)
-    support = (2.0 if bicubic else 1.0) * (sc if sc >= 1.0 else 1.0)
+    half = {"bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}[mode]  # half the filter width
+    support = half * (sc if sc >= 1.0 else 1.0)
     inv = 1.0 / sc if sc >= 1.0 else 1.0
     M = np.zeros((o, n))
     for i in range(o):
@@ -117,7 +123,7 @@ def aa_matrix(n, o, align_corners, scale, bicubic):
         if xmax <= xmin:
             continue
         k = np.arange(xmin, xmax)
-        w = _aa_filter((k - center + 0.5) * inv, bicubic)
+        w = _aa_filter((k - center + 0.5) * inv, mode)
         tot = w.sum()
         if tot != 0:
             w = w / tot
@@ -169,7 +175,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dimensions: nearest, nearest-exact, (bi/tri)linear, bicubic or area,
     bilinear and bicubic optionally antialiased."""
-    if mode != "bicubic" and not antialias:
+    if mode in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area") \
+            and not antialias:
         return _interpolate(input, size, scale_factor, mode, align_corners,
                             recompute_scale_factor, antialias)
     if mode in ("nearest", "area", "nearest-exact"):
@@ -182,11 +189,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
         raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes "
                          "and requires a 4-D tensor as input")
-    if mode != "bicubic" or input.dim() != 4:
+    if mode not in ("bicubic", "lanczos") or input.dim() != 4:
         if mode == "bilinear" and input.dim() == 4:
             pass
-        elif mode == "lanczos":
-            raise NotImplementedError("interpolation mode 'lanczos'")
         else:
             raise NotImplementedError(
                 f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) "
@@ -194,18 +199,22 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if any(n <= 0 for n in insz) or any(o <= 0 for o in outsz):
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"(H: {insz[0]}, W: {insz[1]}) output (H: {outsz[0]}, W: {outsz[1]})")
+    if mode == "lanczos":
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     x = input._data
     if x.dtype.kind != "f":
-        kernel = ("compute_indices_weights_aa" if antialias else
+        kernel = ("compute_index_ranges_weights" if antialias else
                   "compute_indices_weights_cubic")
         from .. import _dtype as D
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{D.scalar_type_name(x.dtype)}'")
-    bicubic = mode == "bicubic"
     mats = []
     for ax, (n, o, sc) in enumerate(zip(insz, outsz, scales)):
         if antialias:
-            M = aa_matrix(n, o, align_corners, sc, bicubic)
+            M = aa_matrix(n, o, align_corners, sc, mode)
         else:
             M = cubic_matrix(n, o, align_corners, sc)
         mats.append((2 + ax, M))
@@ -213,7 +222,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     # backward
     same = [(ax, np.eye(n)) for ax, n in zip((2, 3), insz)] if insz == outsz else mats
     if antialias:
-        cls = UpsampleBicubic2DAaBackward0 if bicubic else UpsampleBilinear2DAaBackward0
+        cls = {"bicubic": UpsampleBicubic2DAaBackward0, "bilinear": UpsampleBilinear2DAaBackward0,
+               "lanczos": UpsampleLanczos2DAaBackward0}[mode]
         fwd, bwd = same, mats
     else:
         cls = UpsampleBicubic2DBackward0
