@@ -161,10 +161,48 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     if retain_graph is None:
         retain_graph = create_graph
+    if is_grads_batched:
+        return _batched_grad(outs, ins, gos, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     g = _make_grads(outs, gos, create_graph)
     res = run_backward(outs, g, retain_graph, create_graph, inputs=ins, capture=True,
                        allow_unused=allow_unused)
     if materialize_grads:
+        from .. import zeros_like
+        res = [zeros_like(i) if r is None else r for r, i in zip(res, ins)]
+    return tuple(res)
+
+
+def _batched_grad(outs, ins, gos, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad(..., is_grads_batched=True)``: one vector-Jacobian product per entry of the
+    first dimension of every grad_output, stacked (PyTorch vmaps over it; the results are
+    the same)."""
+    from .._tensor import Tensor
+    from ..ops.shape import stack
+    from .. import Size
+    n = None
+    for i, (o, go) in enumerate(zip(outs, gos)):
+        if not isinstance(go, Tensor):
+            continue
+        first = go[0]
+        if tuple(first.shape) != tuple(o.shape):
+            raise RuntimeError(
+                f"If `is_grads_batched=True`, we interpret the first dimension of each "
+                f"grad_output as the batch dimension. The sizes of the remaining dimensions "
+                f"are expected to match the shape of corresponding output, but a mismatch was "
+                f"detected: grad_output[{i}] has a shape of {Size(tuple(first.shape)[1:])} "
+                f"and output[{i}] has a shape of {Size(tuple(o.shape))}. If you only want some "
+                f"tensors in `grad_output` to be considered batched, consider using vmap.")
+        n = go.shape[0] if n is None else n
+    per = []
+    for b in range(n or 0):
+        last = b == n - 1
+        per.append(grad(outs, ins, [go[b] if isinstance(go, Tensor) else go for go in gos],
+                        retain_graph=retain_graph if last else True, create_graph=create_graph,
+                        allow_unused=allow_unused))
+    res = [None if any(p[k] is None for p in per) else stack([p[k] for p in per])
+           for k in range(len(ins))]
+    if materialize_grads:  # zeros of the input's shape, unbatched, as PyTorch gives
         from .. import zeros_like
         res = [zeros_like(i) if r is None else r for r, i in zip(res, ins)]
     return tuple(res)
