@@ -69,6 +69,7 @@ class Module:
         d["_modules"] = OrderedDict()
         d["_forward_hooks"] = OrderedDict()
         d["_forward_hooks_with_kwargs"] = {}
+        d["_forward_hooks_always_called"] = {}
         d["_forward_pre_hooks"] = OrderedDict()
         d["_forward_pre_hooks_with_kwargs"] = {}
         d["_backward_hooks"] = OrderedDict()
@@ -494,6 +495,9 @@ class Module:
     def _call_with_hooks(self, args, kwargs):
         for g in list(_GLOBAL_HOOKS):
             g.enter(self)
+        result = None
+        called = set()  # forward hooks with always_call=True that have run
+        always = self.__dict__.get("_forward_hooks_always_called") or {}
         try:
             for hid, hook in list(self._forward_pre_hooks.items()):
                 if self._forward_pre_hooks_with_kwargs.get(hid):
@@ -512,6 +516,8 @@ class Module:
                 args = bh.setup_input(args)
             result = self.forward(*args, **kwargs)
             for hid, hook in list(self._forward_hooks.items()):
+                if hid in always:
+                    called.add(hid)
                 if self._forward_hooks_with_kwargs.get(hid):
                     r = hook(self, args, kwargs, result)
                 else:
@@ -521,6 +527,25 @@ class Module:
             if bw:
                 result = bh.setup_output(result)
             return result
+        except Exception:
+            # PyTorch still runs the always_call forward hooks that have not run, with the
+            # result so far; their own errors become warnings and the first error is raised
+            for hid, hook in list(self._forward_hooks.items()):
+                if hid not in always or hid in called:
+                    continue
+                try:
+                    if self._forward_hooks_with_kwargs.get(hid):
+                        r = hook(self, args, kwargs, result)
+                    else:
+                        r = hook(self, args, result)
+                    if r is not None:
+                        result = r
+                except Exception as e:  # noqa: BLE001 - the forward's error wins
+                    import warnings
+                    warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                  f"exception that was silenced as another error was raised "
+                                  f"in forward: {e}")
+            raise
         finally:
             for g in list(_GLOBAL_HOOKS):
                 g.exit(self)
@@ -535,10 +560,16 @@ class Module:
         return h
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """``hook(module, args, output)`` (with ``with_kwargs``: ``(module, args, kwargs,
+        output)``) after forward; ``always_call``: also when forward raises."""
         h = _Handle(self._forward_hooks)
         self._forward_hooks[h.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs[h.id] = True
+        if always_call:
+            if "_forward_hooks_always_called" not in self.__dict__:  # a module from an old pickle
+                self.__dict__["_forward_hooks_always_called"] = {}
+            self._forward_hooks_always_called[h.id] = True
         if prepend:
             self._forward_hooks.move_to_end(h.id, last=False)
         return h
