@@ -664,3 +664,23 @@ def test_forward_ad(name, fn, shapes):
         assert out[1] == out[0]
     else:
         np.testing.assert_allclose(out[1], out[0], atol=1e-12)
+
+
+@pytest.mark.parametrize("dt", ["bool", "uint8", "int8", "int16", "int32", "int64", "float16"])
+@pytest.mark.parametrize("f,nd", [("conv1d", 1), ("conv2d", 2), ("conv3d", 3),
+                                  ("conv_transpose1d", 1), ("conv_transpose2d", 2),
+                                  ("conv_transpose3d", 3)])
+def test_conv_kernel_dtypes(dt, f, nd):
+    """Integer and half convolutions as PyTorch's CPU kernels: a result, or their dtype error."""
+    rs = np.random.RandomState(0)
+    x = rs.randint(0, 3, (1, 2) + (4,) * nd)
+    w = rs.randint(0, 3, (2, 2) + (2,) * nd)
+    out = []
+    for lib in (torch, dyngrad):
+        try:
+            y = getattr(lib.nn.functional, f)(lib.tensor(x, dtype=getattr(lib, dt)),
+                                               lib.tensor(w, dtype=getattr(lib, dt)))
+            out.append((str(y.dtype), y.double().numpy().tolist()))
+        except NotImplementedError as e:
+            out.append(str(e))
+    assert out[1] == out[0]

@@ -264,6 +264,21 @@ def _check(input, weight, bias, groups, transposed, nd, params=()):
                            f"({D.c_name(bias._data.dtype)}) should be the same")
 
 
+def _kernel_dtype(x, transposed, nd):
+    """PyTorch's CPU kernels' dtype dispatch: no bool convolution, transposed convolution only
+    for floating types and int64."""
+    k = x.dtype.kind
+    if transposed:
+        ok = k in "fc" or x.dtype == np.int64
+        kernel = f"slow_conv_transpose{3 if nd == 3 else 2}d_out_cpu"
+    else:
+        ok = k != "b"
+        kernel = "compute_columns3d" if nd == 3 else "slow_conv2d_cpu"
+    if not ok:
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(x.dtype)}'")
+
+
 def _lift_shape(shape, nd):
     """The batched 2-d shape a (possibly unbatched, possibly 1-d) input is computed in."""
     shape = tuple(shape)
@@ -346,6 +361,7 @@ def _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd):
     lift = None
     if x4 != input._data.shape or w4 != weight._data.shape:
         lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(os_[-nd:]))
+    _kernel_dtype(input._data, False, nd)
     return _conv_graph("C", input, weight, P, bias, ConvolutionBackward0, keep_cols=True,
                        lift=lift)
 
@@ -407,6 +423,7 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
     lift = None
     if x4 != input._data.shape or w4 != weight._data.shape:
         lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(outs[-nd:]))
+    _kernel_dtype(input._data, True, nd)
     return _conv_graph("X", input, weight, P, bias, ConvolutionBackward0, lift=lift)
 
 
