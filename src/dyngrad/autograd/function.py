@@ -15,6 +15,10 @@ __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"
            "InplaceFunction", "NestedIOFunction"]
 
 
+# Called with (cls, args, kwargs) by Function.apply; NotImplemented: apply as usual.
+APPLY_HOOKS: list = []
+
+
 def _tensor_cls():
     from .._tensor import Tensor
     return Tensor
@@ -196,8 +200,21 @@ class Function(metaclass=_FunctionMeta):
     def setup_context(ctx, inputs, output):
         raise NotImplementedError("setup_context is not implemented.")
 
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """The op under ``torch.func.vmap``: ``(output, out_dims)`` for inputs whose batch
+        dims are ``in_dims`` (override it, or set ``generate_vmap_rule = True``)."""
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
+        if APPLY_HOOKS:  # inside torch.func transforms (dyngrad.func registers it)
+            r = APPLY_HOOKS[0](cls, args, kwargs)
+            if r is not NotImplemented:
+                return r
         Tensor = _tensor_cls()
         from .grad_mode import no_grad
         is_t = tuple(isinstance(a, Tensor) for a in args)

@@ -26,6 +26,7 @@ _new = object.__new__
 # active vmap levels, innermost last: [level id, batch size, randomness]
 LEVELS: list = []
 _SIZES: dict = {}
+TRANSFORMS = [0]   # how many transforms (grad, vjp, jvp, vmap) are running a function
 _COUNTER = [0]
 
 

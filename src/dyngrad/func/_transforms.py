@@ -127,6 +127,15 @@ def _autograd_grad(outputs, inputs, grad_outputs, retain_graph=False, create_gra
     return tuple(zeros_like(i) if r is None else r for r, i in zip(res, inputs))
 
 
+def _run(func, args, kwargs):
+    """``func(*args, **kwargs)`` counted as running inside a transform."""
+    B.TRANSFORMS[0] += 1
+    try:
+        return func(*args, **kwargs)
+    finally:
+        B.TRANSFORMS[0] -= 1
+
+
 # --- argnums -----------------------------------------------------------------------------
 def _validate_argnum(argnum, num_args):
     if not isinstance(argnum, int):
@@ -188,7 +197,7 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0,
     def wrapper(*args, **kwargs):
         with enable_grad():
             args, leaves, own, spec = _prepare(args, argnums)
-            output = func(*args, **kwargs)
+            output = _run(func, args, kwargs)
             aux = None
             if has_aux:
                 if not (isinstance(output, tuple) and len(output) == 2):
@@ -246,7 +255,7 @@ def _vjp_with_argnums(func, *primals, argnums=None, has_aux=False):
     created = _vmap_levels()
     with enable_grad():
         args, leaves, own, pspec = _prepare(primals, argnums)
-        out = func(*args)
+        out = _run(func, args, {})
         aux = None
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
@@ -368,8 +377,8 @@ def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux
                      for p, t in zip(flat_p, flat_t)]
             mine = {id(B.unwrap(d)[0]) for d in duals}
             new = tree_unflatten(duals, pspec)
-            out = func(*with_args(new if argnums is None or not isinstance(argnums, int)
-                                  else new[0]))
+            out = _run(func, with_args(new if argnums is None or not isinstance(argnums, int)
+                                       else new[0]), {})
 
             def tangent_of(p):
                 from .. import zeros_like
@@ -392,8 +401,8 @@ def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux
         new = tree_unflatten([m[0] for m in made], pspec)
         leaves = [m[1] for m in made]
         own = {id(m[2]) for m in made if m[2] is not None}
-        out = func(*with_args(new if argnums is None or not isinstance(argnums, int)
-                              else new[0]))
+        out = _run(func, with_args(new if argnums is None or not isinstance(argnums, int)
+                                   else new[0]), {})
         from .. import zeros_like
         cache = {}
 
