@@ -216,6 +216,7 @@ case("log_softmax_dtype", lambda L, F, x: F.log_softmax(x.float(), 1, dtype=L.fl
 case("softmin", lambda L, F, x: F.softmin(x, 1), T(3, 4))
 case("softmax_0d", lambda L, F, x: F.softmax(x, 0), T())
 case("gumbel_softmax_hard", lambda L, F, x: F.gumbel_softmax(x, hard=True), T(3, 4))
+case("gumbel_softmax_soft_dim0", lambda L, F, x: F.gumbel_softmax(x, tau=0.5, dim=0), T(3, 4))
 
 # activations
 _ACTS = {
@@ -361,6 +362,7 @@ case("pairwise_distance_p1", lambda L, F, a, b: F.pairwise_distance(a, b, 1.0), 
 case("pairwise_distance_keepdim", lambda L, F, a, b: F.pairwise_distance(a, b, keepdim=True),
      T(3, 4), T(3, 4))
 case("pdist", lambda L, F, a: F.pdist(a), T(4, 3))
+case("pdist_p1_noncontig", lambda L, F, a: F.pdist(a.t(), 1), T(3, 4))
 
 # resampling and padding
 case("interpolate_nearest", lambda L, F, x: F.interpolate(x, scale_factor=2), T(1, 2, 3, 3))
@@ -399,6 +401,18 @@ case("pixel_shuffle", lambda L, F, x: F.pixel_shuffle(x, 2), T(1, 8, 2, 3))
 case("pixel_unshuffle", lambda L, F, x: F.pixel_unshuffle(x, 2), T(1, 2, 4, 6))
 case("unfold", lambda L, F, x: F.unfold(x, 2, padding=1), T(1, 2, 3, 3))
 case("fold", lambda L, F, x: F.fold(x, (3, 3), 2), T(1, 8, 4))
+case("unfold_unbatched", lambda L, F, x: F.unfold(x, (2, 1), stride=2), T(2, 4, 3))
+case("fold_unbatched", lambda L, F, x: F.fold(x, (4, 3), (2, 2), padding=1), T(8, 20))
+case("interpolate_bicubic_aa", lambda L, F, x: F.interpolate(x, scale_factor=0.5, mode="bicubic",
+                                                             antialias=True), T(1, 2, 6, 6))
+case("interpolate_bilinear_aa", lambda L, F, x: F.interpolate(x, size=(2, 3), mode="bilinear",
+                                                              antialias=True), T(1, 2, 5, 6))
+case("interpolate_lanczos", lambda L, F, x: F.interpolate(x, size=(4, 2), mode="lanczos",
+                                                          antialias=True), T(1, 2, 5, 6))
+case("conv_transpose3d_unbatched", lambda L, F, x, w: F.conv_transpose3d(x, w, stride=(2, 1, 1)),
+     T(2, 2, 3, 2), T(2, 3, 2, 2, 2))
+case("conv3d_same_even", lambda L, F, x, w: F.conv3d(x, w, padding="same"), T(1, 2, 4, 3, 4),
+     T(3, 2, 2, 3, 2))
 
 # one_hot-based use
 case("one_hot_mul", lambda L, F, t, x: (F.one_hot(t, 4).to(x.dtype) * x).sum(1),
@@ -527,6 +541,9 @@ mcase("Conv2d_circular", lambda nn: nn.Conv2d(2, 3, 3, padding=1, padding_mode="
       [T(2, 2, 5, 5)])
 mcase("Conv2d_same", lambda nn: nn.Conv2d(2, 3, 4, padding="same"), [T(2, 2, 5, 5)])
 mcase("Conv3d", lambda nn: nn.Conv3d(2, 3, 2), [T(1, 2, 3, 3, 3)])
+mcase("Conv3d_reflect", lambda nn: nn.Conv3d(2, 3, 3, padding=1, padding_mode="reflect"),
+      [T(1, 2, 3, 3, 3)])
+mcase("ConvTranspose3d", lambda nn: nn.ConvTranspose3d(2, 3, 2, stride=2), [T(1, 2, 2, 3, 2)])
 mcase("ConvTranspose2d", lambda nn: nn.ConvTranspose2d(3, 2, 3, stride=2), [T(2, 3, 3, 3)])
 mcase("ConvTranspose2d_output_size", lambda nn: nn.ConvTranspose2d(3, 2, 3, stride=2),
       [T(2, 3, 3, 3)], call=lambda m, x: m(x, output_size=[8, 8]))
@@ -556,6 +573,16 @@ mcase("Softmax2d", lambda nn: nn.Softmax2d(), [T(2, 3, 2, 2)])
 mcase("Flatten_Unflatten", lambda nn: nn.Sequential(nn.Flatten(), nn.Unflatten(1, (2, 6))),
       [T(2, 3, 4)])
 mcase("Upsample", lambda nn: nn.Upsample(scale_factor=2, mode="bilinear"), [T(1, 2, 3, 3)])
+mcase("Upsample_bicubic", lambda nn: nn.Upsample(size=(4, 5), mode="bicubic", align_corners=True),
+      [T(1, 2, 3, 3)])
+mcase("Unfold_Fold", lambda nn: nn.Sequential(nn.Unfold(2, padding=1),
+                                              nn.Fold((3, 4), 2, padding=1)), [T(2, 3, 3, 4)])
+mcase("MultiMarginLoss_weight", lambda nn: nn.MultiMarginLoss(p=2, weight=_lib_of(nn).ones(4,
+      dtype=_lib_of(nn).float64)), [T(3, 4), I(3, high=4)])
+mcase("MultiLabelMarginLoss", lambda nn: nn.MultiLabelMarginLoss(reduction="sum"),
+      [T(2, 4), I(arr=[[3, 0, -1, 1], [1, 2, 3, -1]])])
+mcase("MultiLabelSoftMarginLoss", lambda nn: nn.MultiLabelSoftMarginLoss(reduction="none"),
+      [T(3, 4), T(3, 4, grad=False, fn=_sig)])
 mcase("MaxPool2d", lambda nn: nn.MaxPool2d(2), [T(2, 3, 4, 4)])
 mcase("AvgPool1d", lambda nn: nn.AvgPool1d(2), [T(2, 3, 4)])
 mcase("AdaptiveAvgPool2d", lambda nn: nn.AdaptiveAvgPool2d((1, 2)), [T(2, 3, 4, 4)])
@@ -563,6 +590,10 @@ mcase("CrossEntropyLoss_smooth", lambda nn: nn.CrossEntropyLoss(label_smoothing=
       [T(3, 4), I(3, high=4)])
 mcase("CTC_free_mlp", lambda nn: nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.0),
                                                nn.Linear(8, 2), nn.LogSoftmax(-1)), [T(3, 4)])
+
+
+def _lib_of(nn):
+    return torch if nn is torch.nn else dyngrad
 
 
 def _lib(m):
