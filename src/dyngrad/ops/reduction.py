@@ -125,7 +125,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
             return record(r, SumBackward0((edge_of(input),), (d.shape,)))
         return _make(r)
     dims = dims_of(dim, d.ndim, "sum")
-    r = np.asarray(d.sum(axis=dims, keepdims=keepdim, dtype=rt))
+    r = X.c_order(d.sum(axis=dims, keepdims=keepdim, dtype=rt))
     if STATE.enabled and input._requires_grad:
         return record(r, SumBackward1((edge_of(input),), (d.shape, dims, keepdim,
                                                           raw_dims(dim))))
@@ -161,7 +161,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
             return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)))
         return _make(r)
     dims = dims_of(dim, d.ndim, "mean")
-    r = np.asarray(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype) if d.size else
+    r = X.c_order(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype) if d.size else
                    _empty_mean(d, dims, keepdim))
     if STATE.enabled and input._requires_grad:
         n = 1
@@ -284,7 +284,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
             return notify(res)
         return _make(r)
     (k,) = dims_of(dim, d.ndim, "prod") or (0,)
-    r = np.asarray(d.prod(axis=k, keepdims=keepdim, dtype=rt) if d.ndim else d.astype(rt))
+    r = X.c_order(d.prod(axis=k, keepdims=keepdim, dtype=rt) if d.ndim else d.astype(rt))
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = ProdBackward1((edge_of(input),), (Saved(input), Saved(res, True), k,
@@ -453,7 +453,7 @@ def _amaxmin(input, dim, keepdim, name, np_fn, cls):
     if d.size == 0:
         edges_first(input)
         _nonempty(name, d, dim)
-    r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
+    r = X.c_order(np_fn(d, axis=dims, keepdims=keepdim))
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = cls((edge_of(input),), (Saved(input), Saved(res, True), dims, keepdim,
@@ -485,8 +485,8 @@ def aminmax(input, *, dim=None, keepdim=False):
                                "operation has no identity.")
         if d.shape[dims[0]] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
-    lo = np.asarray(np.amin(d, axis=dims, keepdims=keepdim))
-    hi = np.asarray(np.amax(d, axis=dims, keepdims=keepdim))
+    lo = X.c_order(np.amin(d, axis=dims, keepdims=keepdim))
+    hi = X.c_order(np.amax(d, axis=dims, keepdims=keepdim))
     if STATE.enabled and input._requires_grad:
         a = record(lo, None)
         b = record(hi, None)
@@ -572,7 +572,7 @@ def _var_np(d, dims, correction, keepdim):
         else:
             m = d.mean(axis=dims, keepdims=True) if d.size else _empty_mean(d, dims, True)
             dev = d - m
-        v = np.asarray((dev * dev).sum(axis=dims, keepdims=keepdim) * _inv_dof(n, correction))
+        v = X.c_order((dev * dev).sum(axis=dims, keepdims=keepdim) * _inv_dof(n, correction))
     return v.astype(d.dtype, copy=False), (m if keepdim else m.squeeze(dims) if dims else m), n
 
 
@@ -652,6 +652,7 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
         warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
              f"than the reduction factor (input numel divided by output numel).")
     v, m, _ = _var_np(d, dims, c, keepdim)
+    m = X.c_order(m)
     raw = None if isinstance(dim, bool) else raw_dims(dim)
     r = np.sqrt(v) if std else v
     rec = STATE.enabled and input._requires_grad
@@ -767,7 +768,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         r = np.sqrt((a * a).sum(**kw))
     else:
         r = ((a ** p).sum(**kw)) ** (1.0 / p)
-    r = np.asarray(r, dtype=a.dtype)
+    r = X.c_order(np.asarray(r, dtype=a.dtype))
     if STATE.enabled and x._requires_grad:
         res = record(r, None)
         src = x if dtype is None else x.to(D.to_dtype(dtype))
@@ -949,7 +950,7 @@ def _bool_red(input, dim, keepdim, np_fn):
     if type(dim) in (tuple, list) and not dim:  # all/any over no dims: elementwise
         return _make(d.astype(np.uint8 if d.dtype == np.uint8 else np.bool_))
     dims = dims_of(dim, d.ndim)
-    r = np.asarray(np_fn(d, axis=dims, keepdims=keepdim))
+    r = X.c_order(np_fn(d, axis=dims, keepdims=keepdim))
     if d.dtype == np.uint8:
         r = r.astype(np.uint8)
     return _make(r)
@@ -972,8 +973,9 @@ def count_nonzero(input, dim=None):
     """Number of nonzero elements (over ``dim``), as int64."""
     d = input._data
     dims = dims_of(dim, d.ndim, "count_nonzero")
-    return _make(np.asarray(np.count_nonzero(d, axis=dims) if dims or d.ndim == 0 and dim is None
-                            else np.count_nonzero(d), dtype=np.int64))
+    return _make(X.c_order(np.asarray(
+        np.count_nonzero(d, axis=dims) if dims or d.ndim == 0 and dim is None
+        else np.count_nonzero(d), dtype=np.int64)))
 
 
 @op(function=False)

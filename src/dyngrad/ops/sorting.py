@@ -284,9 +284,9 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
         d = d.astype(D.to_dtype(dtype).np)
     dims = dims_of(dim, d.ndim, "nansum")
     if d.dtype == np.bool_ or d.dtype.kind in "iu":
-        r = np.asarray(d.sum(axis=dims, keepdims=keepdim, dtype=np.int64))
+        r = c_order(d.sum(axis=dims, keepdims=keepdim, dtype=np.int64))
         return _make(r)
-    r = np.asarray(np.nansum(d, axis=dims, keepdims=keepdim)).astype(d.dtype, copy=False)
+    r = c_order(np.nansum(d, axis=dims, keepdims=keepdim).astype(d.dtype, copy=False))
     if STATE.enabled and input._requires_grad:
         full = dim is None or (type(dim) in (tuple, list) and not dim)
         return record(r, NansumBackward0((edge_of(input),),
@@ -303,6 +303,6 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
                            f"but got {D.scalar_type_name(d.dtype)}")
     dims = dims_of(dim, d.ndim, "nanmean")
-    cnt = np.asarray((~np.isnan(d)).sum(axis=dims, keepdims=keepdim))
+    cnt = c_order((~np.isnan(d)).sum(axis=dims, keepdims=keepdim))
     s = nansum(input, dim, keepdim, dtype=dtype)
     return s / _make(cnt)

@@ -1,0 +1,36 @@
+"""Reductions return contiguous results as PyTorch's do, whatever the input's layout: the
+strides users see, and whether a later view() or reshape() records a view or a copy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import dyngrad  # noqa: E402
+
+CASES = {
+    "sum0": lambda L, x: x.sum(0), "sum0_keepdim": lambda L, x: x.sum(0, keepdim=True),
+    "sum1": lambda L, x: x.sum(1), "sum01": lambda L, x: x.sum((0, 1)),
+    "mean2": lambda L, x: x.mean(2), "amax": lambda L, x: x.amax(0),
+    "prod": lambda L, x: x.prod(0), "std": lambda L, x: x.std(0),
+    "var_keepdim": lambda L, x: x.var(1, keepdim=True), "logsumexp": lambda L, x: x.logsumexp(0),
+    "norm": lambda L, x: x.norm(dim=0), "vector_norm": lambda L, x: L.linalg.vector_norm(x, 3, dim=1),
+    "all": lambda L, x: (x > 0).all(0), "any": lambda L, x: (x > 0).any(1),
+    "var_mean": lambda L, x: L.var_mean(x, 0)[0], "std_mean": lambda L, x: L.std_mean(x, 0)[1],
+    "nansum": lambda L, x: x.nansum(0), "nanmean": lambda L, x: x.nanmean(0),
+    "aminmax": lambda L, x: L.aminmax(x, dim=0)[0], "count_nonzero": lambda L, x: L.count_nonzero(x, 0),
+    "max": lambda L, x: x.max(0)[0], "argmax": lambda L, x: x.argmax(0),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_reduction_of_a_permuted_tensor_is_contiguous(name):
+    a = np.random.RandomState(0).randn(2, 3, 4)
+    got, exp = [], []
+    for L, res in ((dyngrad, got), (torch, exp)):
+        x = L.tensor(a, requires_grad=True).permute(2, 1, 0)
+        y = CASES[name](L, x)
+        res += [tuple(y.shape), y.stride(), y.is_contiguous()]
+        if y.requires_grad and y.dim():
+            res.append(y.reshape(-1).grad_fn.name())
+    assert got == exp
