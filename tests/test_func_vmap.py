@@ -356,3 +356,80 @@ def test_ensemble_training_step_updates_each_model():
     # each model's loss is its own: the same as running it alone
     p0 = {k: v[0].detach() for k, v in params.items()}
     np.testing.assert_allclose(loss(p0, {}).item(), dyngrad.func.vmap(loss)(params, buffers)[0].item())
+
+
+def _cnn(lib):
+    class CNN(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = lib.nn.Conv2d(1, 4, 3)
+            self.conv2 = lib.nn.Conv2d(4, 6, 3)
+            self.fc = lib.nn.Linear(6 * 2 * 2, 3)
+
+        def forward(self, x):
+            x = lib.nn.functional.relu(self.conv1(x))
+            x = lib.nn.functional.max_pool2d(x, 2)
+            x = lib.nn.functional.relu(self.conv2(x))
+            return self.fc(x.flatten(1))
+    m = CNN().double()
+    rs = np.random.RandomState(0)
+    with lib.no_grad():
+        for p in m.parameters():
+            p.copy_(lib.tensor(rs.uniform(-0.5, 0.5, tuple(p.shape))))
+    return m
+
+
+IMG = RS.uniform(-1, 1, (6, 1, 10, 10))
+
+
+def test_per_sample_grads_of_cnn():
+    def f(lib, F):
+        m = _cnn(lib)
+        params = {k: v.detach() for k, v in m.named_parameters()}
+
+        def loss(p, x, t):
+            out = F.functional_call(m, p, (x.unsqueeze(0),))
+            return lib.nn.functional.cross_entropy(out, t.unsqueeze(0))
+        return F.vmap(F.grad(loss), in_dims=(None, 0, 0))(params, _t(lib, IMG),
+                                                         lib.tensor([0, 1, 2, 2, 1, 0]))
+    _batched.LOOPED.clear()
+    both(f)
+    assert not _batched.LOOPED
+
+
+def test_empirical_ntk():
+    def f(lib, F):
+        m = _cnn(lib)
+        params = {k: v.detach() for k, v in m.named_parameters()}
+
+        def f1(p, x):
+            return F.functional_call(m, p, (x.unsqueeze(0),)).squeeze(0)
+        j1 = [j.flatten(2) for j in F.vmap(F.jacrev(f1), (None, 0))(params, _t(lib, IMG[:3]))
+              .values()]
+        j2 = [j.flatten(2) for j in F.vmap(F.jacrev(f1), (None, 0))(params, _t(lib, IMG[3:5]))
+              .values()]
+        return lib.stack([lib.einsum("Naf,Mbf->NMab", a, b) for a, b in zip(j1, j2)]).sum(0)
+    both(f, rtol=1e-6)
+
+
+def test_function_reading_storage_runs_per_sample():
+    # an op that reads a batched tensor's storage directly (no rule, not reachable by the
+    # dispatch) makes vmap run the whole function once per sample
+    def raw(x):
+        return dyngrad.tensor(x._data * 2)
+
+    x = dyngrad.tensor(B)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = dyngrad.func.vmap(lambda a: raw(a) + a)(x)
+    assert any("performance drop" in str(m.message) and "raw" in str(m.message) for m in w)
+    np.testing.assert_allclose(out.numpy(), 3 * B)
+
+
+def test_per_sample_grads_example_script():
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "examples"))
+    import per_sample_grads
+    g, ref, worst = per_sample_grads.main(batch=8, log=lambda *a: None)
+    assert worst < 1e-5 and tuple(g["fc1.weight"].shape) == (8, 64, 32)

@@ -333,7 +333,18 @@ def _targets():
     for owner, k, v, name in _ALL:
         w = _WRAPPERS[(id(owner), k)] = _wrapper(v, name)
         _BY_ID.setdefault(id(v), w)
+    # layers that keep an op as a class attribute (nn.Conv2d._conv = staticmethod(F.conv2d))
+    from .. import nn
+    for cls in list(vars(nn).values()):
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+            continue
+        for k, v in list(vars(cls).items()):
+            if isinstance(v, staticmethod) and id(v.__func__) in _BY_ID:
+                _STATIC.append((cls, k, v, staticmethod(_BY_ID[id(v.__func__)])))
     return _TARGETS
+
+
+_STATIC: list = []
 
 
 _ALL: list = []
@@ -389,6 +400,8 @@ def install():
     _DEPTH[0] += 1
     if _DEPTH[0] > 1:
         return
+    for cls, k, v, w in _STATIC if _targets() else ():
+        setattr(cls, k, w)
     for owner, k, v, name in _targets():
         if owner is Tensor:
             setattr(owner, k, _WRAPPERS[(id(owner), k)])
@@ -401,6 +414,8 @@ def uninstall():
     _DEPTH[0] -= 1
     if _DEPTH[0]:
         return
+    for cls, k, v, w in _STATIC:
+        setattr(cls, k, v)
     for owner, k, v, name in _TARGETS:
         if owner is Tensor:
             setattr(owner, k, v)

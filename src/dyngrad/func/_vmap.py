@@ -173,13 +173,40 @@ def _flat_vmap(func, size, flat_in, flat_args, spec, out_dims, randomness, kwarg
     try:
         args = tree_unflatten([a if d is None else _add_batch_dim(a, d, level)
                                for d, a in zip(flat_in, flat_args)], spec)
-        outs = func(*args, **kwargs)
+        try:
+            outs = func(*args, **kwargs)
+        except AttributeError as e:
+            if "'BatchedTensor' object has no attribute '_" not in str(e):
+                raise
+            # code that read a batched tensor's storage (an op kept by reference from
+            # before vmap, without a rule): run the whole function once per sample
+            outs = _loop_whole(func, args, kwargs, level, size, e)
         return _unwrap_outputs(outs, out_dims, level, size, func)
     finally:
         B.TRANSFORMS[0] -= 1
         B.uninstall()
         B.LEVELS.pop()
         B._SIZES.pop(level, None)
+
+
+def _loop_whole(func, args, kwargs, level, size, err):
+    import traceback
+    import warnings
+    tb = traceback.extract_tb(err.__traceback__)
+    where = tb[-1].name if tb else _name(func)
+    key = "fn:" + where
+    B.LOOPED[key] = B.LOOPED.get(key, 0) + 1
+    if key not in B._WARNED:
+        B._WARNED.add(key)
+        warnings.warn(f"There is a performance drop because we have not yet implemented the "
+                      f"batching rule for {where}. Please file us an issue on GitHub so that "
+                      f"we can prioritize its implementation.", UserWarning, stacklevel=4)
+    flat, spec = tree_flatten((list(args), dict(kwargs)))
+    outs = []
+    for i in range(size):
+        a, k = tree_unflatten([B._select(x, level, i) for x in flat], spec)
+        outs.append(func(*a, **k))
+    return B.stack_results(outs, level)
 
 
 def _chunks(size, chunk):
