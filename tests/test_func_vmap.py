@@ -89,7 +89,30 @@ OPS = {
     "like_factories": (lambda lib, a: (lib.zeros_like(a), lib.ones_like(a) * a, a.clone(),
                                        a.detach(), a.new_zeros(2)), (A,)),
     "repeat_flip": (lambda lib, a: (a.repeat(2, 1), a.flip(0), a.cumsum(1)), (A,)),
+    "einsum": (lambda lib, a, c: (lib.einsum("ij,jk->ik", a, c), lib.einsum("ij,ij", a, a),
+                                  lib.einsum("...j,jk", a, c)), (A, C), (0, None)),
+    "elementwise_losses": (lambda lib, a, b: (
+        lib.nn.functional.smooth_l1_loss(a, b), lib.nn.functional.huber_loss(a, b, delta=0.5),
+        lib.nn.functional.kl_div(a.log_softmax(0), b.softmax(0), reduction="batchmean"),
+        lib.nn.functional.soft_margin_loss(a, b, reduction="sum")), (B, B[::-1].copy())),
+    "dropout_eval": (lambda lib, a: lib.nn.functional.dropout(a, 0.5, training=False), (A,)),
+    "inplace_chain": (lambda lib, a, b: _inplace(a, b), (B, B[::-1].copy())),
+    "dtype_casts": (lambda lib, a: (a.to(lib.float32), a.float(), a.type(lib.float32),
+                                    a.int(), (a > 0).long().sum()), (A,)),
+    "shape_queries": (lambda lib, a: a.reshape(a.shape[0] * a.size(1)) * a.dim() * len(a), (A,)),
+    "factories_mixed": (lambda lib, a: (lib.zeros(a.shape[-1], dtype=a.dtype) + a,
+                                        lib.arange(5, dtype=a.dtype) * a,
+                                        lib.cat([a, lib.ones(1, 5, dtype=a.dtype)])), (A,)),
 }
+
+
+def _inplace(a, b):
+    y = a.clone()
+    y += 1
+    y *= b
+    y.add_(2).clamp_(max=1.5)
+    y[0] = b.sum()
+    return y
 
 
 def _setitem(a, b):

@@ -105,3 +105,23 @@ def test_vmap_of_op_table_row_equals_loop(row, s):
 
 
 _BATCHED: set = set()
+
+
+def test_most_op_table_samples_run_without_the_loop():
+    """The batching rules cover the op table: most samples run once on the whole batch."""
+    total = batched = 0
+    for row in ROWS:
+        for s in row.samples[:3]:
+            r = _run(row, s)
+            if r is None or not _flat_loop(r[3]):
+                continue
+            _batched.LOOPED.clear()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    dyngrad.func.vmap(r[0])(*r[2])
+                except RuntimeError:
+                    continue
+            total += 1
+            batched += not _batched.LOOPED
+    assert batched >= 0.8 * total, (batched, total)

@@ -311,6 +311,9 @@ def _targets():
                     m.startswith("dyngrad.autograd"):
                 continue
             _ORIG[(prefix, k)] = v
+            inner = getattr(v, "__wrapped__", None)
+            if inner is not None:
+                _NAME_OF.setdefault(id(inner), prefix + k)
             entry = (mod, k, v, prefix + k)
             _ALL.append(entry)
             # guarded functions reach dispatch through the guard's error hook (they fail on
@@ -345,6 +348,7 @@ def _targets():
 
 
 _STATIC: list = []
+_NAME_OF: dict = {}   # id of a guarded function's inner function -> its public name
 
 
 _ALL: list = []
@@ -585,10 +589,12 @@ def _on_error(name, fn, args, kwargs):
     """A guarded op taken before vmap started failed on batched arguments: dispatch it."""
     if not LEVELS or not has_batched(args, kwargs):
         return NotImplemented
-    mod = getattr(fn, "__module__", "") or ""
-    if mod.endswith("nn.functional"):
-        name = "F." + name
-    return dispatch(name, fn, args, kwargs)
+    _targets()
+    public = _NAME_OF.get(id(fn))
+    if public is None:
+        mod = getattr(fn, "__module__", "") or ""
+        public = "F." + name if mod.endswith("nn.functional") else name
+    return dispatch(public, fn, args, kwargs)
 
 
 def _register():

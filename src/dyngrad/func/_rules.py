@@ -713,6 +713,11 @@ def random_op(name, orig, args, kwargs):
     """A random op inside vmap: PyTorch's error in 'error' mode; one draw per sample
     ('different') or one shared draw ('same')."""
     level, size, randomness = LEVELS[-1]
+    if name.startswith("F.") and name != "F.rrelu" and not (
+            args[2] if len(args) > 2 else kwargs.get("training", True)):
+        # not training: no randomness, the identity
+        batched = any(type(a) is _BT for a in list(args) + list(kwargs.values()))
+        return dispatch(name, orig, args, kwargs) if batched else orig(*args, **kwargs)
     if randomness == "error":
         raise RuntimeError(RANDOM_MSG)
     batched = any(type(a) is _BT for a in list(args) + list(kwargs.values()))
@@ -997,6 +1002,68 @@ def _unbatched_params(start):
     return rule
 
 
+def _elementwise_loss(orig, args, kwargs):
+    """A loss that is elementwise before its reduction: the elementwise part on the aligned
+    physical tensors (reduction='none'), then the reduction on the logical result."""
+    import inspect
+    try:
+        bound = inspect.signature(orig).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return NotImplemented
+    a = bound.arguments
+    if a.get("size_average") is not None or a.get("reduce") is not None:
+        return NotImplemented
+    red = a.get("reduction", "mean")
+    a["reduction"] = "none"
+    loss = elementwise("loss")(orig, (), dict(a))
+    if red == "batchmean":
+        x = a.get("input")
+        return loss.sum() / x.size(0) if x.dim() else loss.sum()
+    return _reduce(loss, red)
+
+
+def _linalg_cross(orig, args, kwargs):
+    a, b = args[0], args[1] if len(args) > 1 else kwargs.get("other")
+    d = _arg(args, kwargs, 2, "dim", -1)
+    levels = _union(a, b)
+    rank = max(_lrank(a), _lrank(b))
+    pa = expand_batch(align(a, levels, rank) if type(a) is _BT else _lift_pad(a, levels, rank),
+                      levels)
+    pb = expand_batch(align(b, levels, rank) if type(b) is _BT else _lift_pad(b, levels, rank),
+                      levels)
+    return wrap(orig(pa, pb, dim=_dim(int(d), rank) + len(levels)), levels)
+
+
+def _einsum(orig, args, kwargs):
+    if kwargs or not args or not isinstance(args[0], str):
+        return NotImplemented
+    eq = args[0].replace(" ", "")
+    ops = list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) else \
+        list(args[1:])
+    if "->" not in eq:
+        # implicit output: the letters used once, in alphabetical order (after any ...)
+        body = eq.replace("...", "")
+        once = sorted(c for c in set(body) if c.isalpha() and body.count(c) == 1)
+        eq = eq + "->" + ("..." if "..." in eq else "") + "".join(once)
+    lhs, rhs = eq.split("->")
+    subs = lhs.split(",")
+    if len(subs) != len(ops):
+        return NotImplemented
+    levels = _union(*ops)
+    used = set(eq)
+    free = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBAzyxwvutsrqponmlkjihgfedcba" if c not in used]
+    if len(free) < len(levels):
+        return NotImplemented
+    letter = dict(zip(levels, free))
+    new_subs, phys = [], []
+    for sub, op in zip(subs, ops):
+        p, lv = unwrap(op)
+        new_subs.append("".join(letter[x] for x in lv) + sub)
+        phys.append(p)
+    out_eq = ",".join(new_subs) + "->" + "".join(letter[x] for x in levels) + rhs
+    return wrap(orig(out_eq, *phys), levels)
+
+
 # --- the table ----------------------------------------------------------------------------
 _ELEMENTWISE_NAMES = """
 add sub mul div true_divide divide multiply subtract rsub pow float_power maximum minimum fmax
@@ -1010,7 +1077,7 @@ log10 reciprocal sign floor ceil round trunc frac fix erf erfc erfinv lgamma dig
 logit deg2rad rad2deg angle conj conj_physical resolve_conj resolve_neg polygamma mvlgamma
 igamma igammac gcd lcm bitwise_left_shift bitwise_right_shift
 clone detach contiguous float double half int long bool short byte char to type_as cpu cuda
-zeros_like ones_like empty_like full_like masked_fill
+zeros_like ones_like empty_like full_like masked_fill type
 __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __div__ __rdiv__
 __pow__ __rpow__ __floordiv__ __rfloordiv__ __mod__ __rmod__ __neg__ __abs__ __pos__
 __invert__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __lshift__ __rlshift__
@@ -1133,6 +1200,14 @@ RULES["F.nll_loss"] = _nll
 RULES["F.cross_entropy"] = _cross_entropy
 RULES["F.binary_cross_entropy_with_logits"] = _bce_logits
 RULES["F.binary_cross_entropy"] = _bce
+for _n in ("F.smooth_l1_loss", "F.huber_loss", "F.soft_margin_loss", "F.kl_div",
+           "F.poisson_nll_loss", "F.margin_ranking_loss", "F.hinge_embedding_loss"):
+    RULES[_n] = _elementwise_loss
+RULES["einsum"] = _einsum
+RULES["linalg.cross"] = _linalg_cross
+for _n in ("F.dropout", "F.dropout1d", "F.dropout2d", "F.dropout3d", "F.alpha_dropout",
+           "F.feature_alpha_dropout"):
+    RULES[_n] = _unbatched_params(1)
 for _n in ("new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
     RULES[_n] = _new_factory
 RULES["is_tensor"] = _meta(lambda x: True)
