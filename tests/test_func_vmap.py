@@ -456,3 +456,28 @@ def test_per_sample_grads_example_script():
     import per_sample_grads
     g, ref, worst = per_sample_grads.main(batch=8, log=lambda *a: None)
     assert worst < 1e-5 and tuple(g["fc1.weight"].shape) == (8, 64, 32)
+
+
+@pytest.mark.parametrize("case", ["add_", "iadd", "mul_logical", "setitem", "nested_add_",
+                                  "bool_under_grad", "item_under_jacrev", "bool_in_inner_vmap"])
+def test_inplace_and_control_flow_errors_as_pytorch(case):
+    def f(lib, F):
+        if case == "add_":
+            return F.vmap(lambda x: lib.ones(3).add_(x))(lib.ones(2, 1))
+        if case == "iadd":
+            return F.vmap(lambda x: lib.zeros(3).__iadd__(x))(lib.ones(2, 3))
+        if case == "mul_logical":
+            return F.vmap(lambda x: lib.ones(3).mul_(x))(lib.ones(2, 3, 1))
+        if case == "setitem":
+            return F.vmap(lambda x: lib.zeros(3).__setitem__(0, x.sum()))(lib.ones(2, 3))
+        if case == "nested_add_":
+            return F.vmap(F.vmap(lambda x, y: x.add_(y)), in_dims=(None, 0))(
+                lib.ones(2, 3), lib.ones(4, 2, 3))
+        if case == "bool_under_grad":
+            return F.vmap(F.grad(lambda x: x.sum() if x.sum() > 0 else -x.sum()))(
+                lib.ones(2, 3))
+        if case == "item_under_jacrev":
+            return F.vmap(F.jacrev(lambda x: x * x.sum().item()))(lib.ones(2, 3))
+        return F.grad(lambda x: F.vmap(lambda y: y.sum() if y.sum() > 0 else y)(x).sum())(
+            lib.ones(2, 3))
+    both_raise(f)

@@ -26,7 +26,7 @@ _new = object.__new__
 # active vmap levels, innermost last: [level id, batch size, randomness]
 LEVELS: list = []
 _SIZES: dict = {}
-TRANSFORMS = [0]   # how many transforms (grad, vjp, jvp, vmap) are running a function
+KINDS: list = []   # the transforms running a function, innermost last ("vmap" or "grad")
 _COUNTER = [0]
 
 
@@ -179,8 +179,18 @@ INPLACE_MSG = ("vmap: {op}(self, *extra_args) is not possible because there exis
                "called inside the PyTorch framework, please file a bug report instead.")
 
 
+COMBINED_MSG = (
+    "vmap: It looks like you're either (1) calling .item() on a Tensor or (2) attempting to use "
+    "a Tensor in some data-dependent control flow or (3) encountering this error in PyTorch "
+    "internals. For (1): we don't support vmap over calling .item() on a Tensor, please try to "
+    "rewrite what you're doing with other operations. For (2): we don't support "
+    "data-dependent control flow in vmap yet, please file an issue at "
+    "https://github.com/pytorch/pytorch/issues . For (3): please file an issue.")
+
+
 def _control(*a, **k):
-    raise RuntimeError(CONTROL_MSG)
+    # under a differentiating transform inside the vmap, PyTorch's message covers both cases
+    raise RuntimeError(COMBINED_MSG if KINDS and KINDS[-1] != "vmap" else CONTROL_MSG)
 
 
 # --- dispatch ---------------------------------------------------------------------------
@@ -356,7 +366,8 @@ _PLAIN_METHODS = set("""
 matmul mm mv bmm dot add sub mul div true_divide pow expand_as view_as reshape_as type_as
 where masked_fill maximum minimum copy_ add_ sub_ mul_ div_ index_select gather lerp addcmul
 addcdiv eq ne lt le gt ge logical_and logical_or atan2 __setitem__ __getitem__ fmod remainder
-clamp clip outer cross kron
+clamp clip outer cross kron __iadd__ __isub__ __imul__ __itruediv__ __ipow__ __ifloordiv__
+__imod__ __iand__ __ior__ __ixor__
 """.split())
 
 
@@ -478,7 +489,7 @@ def _repr(self, *a, **k):
 
 
 def _item(self):
-    raise RuntimeError(ITEM_MSG)
+    raise RuntimeError(COMBINED_MSG if KINDS and KINDS[-1] != "vmap" else ITEM_MSG)
 
 
 def _not_index(self):

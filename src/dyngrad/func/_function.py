@@ -18,7 +18,7 @@ _DOCS = "For more details, please see https://pytorch.org/docs/main/notes/extend
 
 
 def _apply_hook(cls, args, kwargs):
-    if not B.TRANSFORMS[0]:
+    if not B.KINDS:
         return NotImplemented
     if cls.setup_context is Function.setup_context:
         raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, "

@@ -57,10 +57,8 @@ def elementwise(name):
         lrank = max(_lrank(t) for t in flat)
         if inplace:
             self = args[0]
-            if type(self) is not _BT or self._levels != levels:
-                if type(self) is not _BT or not set(self._levels) >= set(levels):
-                    op = "inplace arithmetic" if name.startswith("__i") else name
-                    raise RuntimeError(INPLACE_MSG.format(op=op))
+            if not set(unwrap(self)[1]) >= set(levels):
+                _inplace_error(self, flat, levels)
 
         def conv(a):
             return align(a, levels, lrank) if type(a) is _BT else a
@@ -71,6 +69,20 @@ def elementwise(name):
             return args[0]
         return wrap_out(r, levels)
     return rule
+
+
+def _inplace_error(self, tensors, levels):
+    """PyTorch's errors for an in-place op whose self is not batched where another input is:
+    the logical shapes already disagree, or only the batch does."""
+    import numpy as np
+    logical = np.broadcast_shapes(*[tuple(t.shape) for t in tensors])
+    if tuple(logical) != tuple(self.shape):
+        raise RuntimeError(INPLACE_MSG.format(op="inplace arithmetic"))
+    lrank = max(_lrank(t) for t in tensors)
+    phys = [tuple(align(t, levels, lrank).shape) if type(t) is _BT else tuple(t.shape)
+            for t in tensors]
+    raise RuntimeError(f"output with shape {list(unwrap(self)[0].shape)} doesn't match the "
+                       f"broadcast shape {list(np.broadcast_shapes(*phys))}")
 
 
 # --- ops along dimensions ---------------------------------------------------------------
@@ -325,13 +337,13 @@ def _getitem(orig, args, kwargs):
 
 def _setitem(orig, args, kwargs):
     x, idx, value = args
+    vl = _union(value) if type(value) is _BT else ()
+    if not set(vl) <= set(unwrap(x)[1]):
+        raise RuntimeError(INPLACE_MSG.format(op="inplace arithmetic"))
     if type(x) is not _BT or type(idx) is _BT or (isinstance(idx, tuple) and any(
             type(i) is _BT for i in idx)):
         return NotImplemented
     phys, levels = x._phys, x._levels
-    vl = _union(value) if type(value) is _BT else ()
-    if not set(vl) <= set(levels):
-        raise RuntimeError(INPLACE_MSG.format(op="index_put_"))
     nb = len(levels)
     items = idx if isinstance(idx, tuple) else (idx,)
     if any(isinstance(it, (Tensor, list)) for it in items):

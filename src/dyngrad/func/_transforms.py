@@ -129,11 +129,11 @@ def _autograd_grad(outputs, inputs, grad_outputs, retain_graph=False, create_gra
 
 def _run(func, args, kwargs):
     """``func(*args, **kwargs)`` counted as running inside a transform."""
-    B.TRANSFORMS[0] += 1
+    B.KINDS.append("grad")
     try:
         return func(*args, **kwargs)
     finally:
-        B.TRANSFORMS[0] -= 1
+        B.KINDS.pop()
 
 
 # --- argnums -----------------------------------------------------------------------------

@@ -169,7 +169,7 @@ def _flat_vmap(func, size, flat_in, flat_args, spec, out_dims, randomness, kwarg
     B.LEVELS.append((level, size, randomness))
     B._SIZES[level] = size
     B.install()
-    B.TRANSFORMS[0] += 1
+    B.KINDS.append("vmap")
     try:
         args = tree_unflatten([a if d is None else _add_batch_dim(a, d, level)
                                for d, a in zip(flat_in, flat_args)], spec)
@@ -183,7 +183,7 @@ def _flat_vmap(func, size, flat_in, flat_args, spec, out_dims, randomness, kwarg
             outs = _loop_whole(func, args, kwargs, level, size, e)
         return _unwrap_outputs(outs, out_dims, level, size, func)
     finally:
-        B.TRANSFORMS[0] -= 1
+        B.KINDS.pop()
         B.uninstall()
         B.LEVELS.pop()
         B._SIZES.pop(level, None)
