@@ -481,3 +481,27 @@ def test_inplace_and_control_flow_errors_as_pytorch(case):
         return F.grad(lambda x: F.vmap(lambda y: y.sum() if y.sum() > 0 else y)(x).sum())(
             lib.ones(2, 3))
     both_raise(f)
+
+
+def test_normalization_layers():
+    x = RS.uniform(-1, 1, (4, 5, 3, 2))
+
+    def f(lib, F):
+        def make(mod, **kw):
+            lib.manual_seed(0)
+            m = mod(**kw).double()
+            with lib.no_grad():
+                for p in m.parameters():
+                    p.copy_(lib.tensor(np.linspace(0.5, 1.5, p.numel()).reshape(tuple(p.shape))))
+            return m
+        bn_eval = make(lib.nn.BatchNorm1d, num_features=3).eval()
+        bn_free = make(lib.nn.BatchNorm1d, num_features=3, track_running_stats=False)
+        gn = make(lib.nn.GroupNorm, num_groups=1, num_channels=3)
+        ln = make(lib.nn.LayerNorm, normalized_shape=2)
+        t = _t(lib, x)
+        return (F.vmap(bn_eval)(t), F.vmap(bn_free)(t), F.vmap(gn)(t), F.vmap(ln)(t),
+                F.vmap(F.grad(lambda xi: bn_free(xi).pow(3).sum()))(t))
+    _batched.LOOPED.clear()
+    both(f, flags=False)
+    assert not _batched.LOOPED
+    both_raise(lambda lib, F: F.vmap(lib.nn.BatchNorm1d(3).double())(_t(lib, x)))

@@ -1076,6 +1076,58 @@ def _einsum(orig, args, kwargs):
     return wrap(orig(out_eq, *phys), levels)
 
 
+def _fold_n(orig, args, kwargs):
+    """Ops on (N, C, ...) input that treat every sample alike with unbatched parameters
+    (group_norm, instance_norm without running stats, batch_norm in eval): the batch dims
+    join N."""
+    x = args[0]
+    if type(x) is not _BT or any(type(a) is _BT for a in list(args[1:]) +
+                                 list(kwargs.values())):
+        return NotImplemented
+    phys, levels = x._phys, x._levels
+    nb = len(levels)
+    if phys.ndim - nb < 2:
+        return NotImplemented
+    r = orig(phys.reshape(-1, *phys.shape[nb + 1:]), *args[1:], **kwargs)
+    return wrap(r.reshape(*phys.shape[:nb + 1], *r.shape[1:]), levels)
+
+
+_BN_MSG = ("Batch norm got a batched tensor as input while the running_mean or running_var, "
+           "which will be updated in place, were not batched.\nIf you are using a module and do "
+           "not need eval mode, please set `track_running_stats` to be False.If you are using a "
+           "prebuilt module and do not need eval mode, please see the functorch website for "
+           "resources on how to patch your module to work with vmap")
+
+
+def _batch_norm(orig, args, kwargs):
+    names = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum",
+             "eps")
+    v = dict(zip(names, args))
+    v.update(kwargs)
+    x = v["input"]
+    rm, rv = v.get("running_mean"), v.get("running_var")
+    if not v.get("training", False):
+        return _fold_n(orig, args, kwargs)
+    if rm is not None or rv is not None:
+        lv = set(unwrap(x)[1])
+        if any(s is not None and not set(unwrap(s)[1]) >= lv for s in (rm, rv)):
+            raise RuntimeError(_BN_MSG)
+        return NotImplemented
+    if x.dim() < 2:
+        return NotImplemented
+    # batch statistics of each sample: over its N and spatial dims
+    dims = (0,) + tuple(range(2, x.dim()))
+    mean = x.mean(dims, keepdim=True)
+    var = x.var(dims, unbiased=False, keepdim=True)
+    y = (x - mean) / (var + v.get("eps", 1e-5)).sqrt()
+    shape = (-1,) + (1,) * (x.dim() - 2)
+    if v.get("weight") is not None:
+        y = y * v["weight"].reshape(shape)
+    if v.get("bias") is not None:
+        y = y + v["bias"].reshape(shape)
+    return y
+
+
 # --- the table ----------------------------------------------------------------------------
 _ELEMENTWISE_NAMES = """
 add sub mul div true_divide divide multiply subtract rsub pow float_power maximum minimum fmax
@@ -1166,6 +1218,10 @@ for _n, _k in (("F.max_pool1d", 1), ("F.max_pool2d", 2), ("F.max_pool3d", 3),
 for _n, _k in (("F.conv1d", 1), ("F.conv2d", 2), ("conv1d", 1), ("conv2d", 2)):
     RULES[_n] = _conv(_k)
 RULES["F.layer_norm"] = _unbatched_params(1)
+RULES["F.group_norm"] = _fold_n
+RULES["F.batch_norm"] = _batch_norm
+RULES["F.instance_norm"] = lambda orig, args, kwargs: _fold_n(orig, args, kwargs) \
+    if _arg(args, kwargs, 1, "running_mean") is None else NotImplemented
 RULES["F.embedding"] = _unbatched_params(1)
 RULES["F.one_hot"] = lambda orig, args, kwargs: _unbatched_params(1)(orig, args, kwargs) \
     if _arg(args, kwargs, 1, "num_classes", -1) != -1 else NotImplemented
