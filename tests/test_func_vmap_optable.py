@@ -125,3 +125,30 @@ def test_most_op_table_samples_run_without_the_loop():
             total += 1
             batched += not _batched.LOOPED
     assert batched >= 0.8 * total, (batched, total)
+
+
+CORE = [r for r in ROWS if r.grad and r.name in {
+    "add", "sub", "mul", "div", "neg", "pow_scalar", "exp", "tanh", "sigmoid", "sum", "sum_dim",
+    "mean_dim", "mm", "matmul_batched", "t", "view", "flatten", "unsqueeze", "select", "slice",
+    "softmax", "log_softmax", "cat", "stack", "where", "logcumsumexp", "cumsum", "amax",
+    "transpose", "permute", "expand", "gather", "index_select", "linalg_det", "det"}]
+
+
+@pytest.mark.parametrize("row", CORE, ids=[r.name for r in CORE])
+def test_gradcheck_of_vmapped_row(row):
+    """Numerical gradients (float64 finite differences) of vmap(row) agree with its
+    analytical ones, first and second order."""
+    s = row.samples[0]
+    r = _run(row, s)
+    if r is None:
+        pytest.skip("sample not valid per sample")
+    fn, _, stacked, _ = r
+    xs = [t.detach().requires_grad_(t.dtype.is_floating_point) for t in stacked]
+
+    def g(*a):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return dyngrad.func.vmap(fn)(*a)
+    assert dyngrad.autograd.gradcheck(g, tuple(xs))
+    if row.gradgrad:
+        assert dyngrad.autograd.gradgradcheck(g, tuple(xs))

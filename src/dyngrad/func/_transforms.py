@@ -49,7 +49,8 @@ def _make_diff(x):
     else:
         leaf = phys.detach().requires_grad_()
         own = leaf
-    _INTERNAL[id(leaf)] = weakref.ref(leaf)
+    if fwAD._LEVEL:   # only a jvp's exit asks which leaves were made inside it
+        _INTERNAL[id(leaf)] = weakref.ref(leaf)
     return B.wrap(leaf, levels), leaf, own
 
 
@@ -389,6 +390,7 @@ def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux
             res = finish(out, None, tangent_of)
         prim_out, tan_out, aux = res
         ids = (_internal_ids() - before) | mine
+        _INTERNAL.clear()
         prim_out = _exit(prim_out, ids)
         tan_out = _exit(tan_out, ids)
         aux = _exit_aux(aux, ids) if has_aux else None
