@@ -399,3 +399,44 @@ def test_torch_namespace():
     assert set(df.__all__) >= {"grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev",
                                "jacfwd", "hessian", "vmap", "functional_call",
                                "stack_module_state"}
+
+
+# --- Jacobians, Hessians and their vmapped forms over a set of functions ---------------------
+M35 = RS.uniform(-1, 1, (3, 5))
+XB35 = RS.uniform(-1, 1, (3, 5))
+FUNCS = {
+    "softmax": lambda L, x: x.softmax(0),
+    "logsoftmax_mm": lambda L, x: (L.tensor(M35) @ x).log_softmax(0),
+    "norm": lambda L, x: x / x.norm(),
+    "cumsum_prod": lambda L, x: x.cumsum(0) * x.prod(),
+    "max": lambda L, x: x.max() * x,
+    "sort": lambda L, x: x.sort()[0],
+    "where": lambda L, x: L.where(x > 0, x ** 2, -x),
+    "index": lambda L, x: x[[0, 2, 2]] * x[1:4].sum(),
+    "cat_stack": lambda L, x: L.cat([x, x.flip(0)]) * L.stack([x, x]).sum(0).repeat(2),
+    "std_var": lambda L, x: L.stack([x.std(), x.var(), x.mean()]),
+    "outer": lambda L, x: L.outer(x, x).sum(1),
+    "logsumexp": lambda L, x: x.logsumexp(0) * x,
+    "einsum": lambda L, x: L.einsum("i,ij->j", x, L.tensor(M35).T),
+    "activations": lambda L, x: L.nn.functional.gelu(x) + L.nn.functional.softplus(x),
+    "cross_entropy": lambda L, x: L.nn.functional.cross_entropy(L.tensor(M35) @ x,
+                                                                L.tensor(1)).reshape(1),
+}
+TRANSFORMS = {
+    "jacrev": lambda F, f: F.jacrev(f),
+    "jacfwd": lambda F, f: F.jacfwd(f),
+    "hessian": lambda F, f: F.hessian(lambda x: f(x).sum()),
+    "vmap_jacrev": lambda F, f: F.vmap(F.jacrev(f)),
+    "vmap_jacfwd": lambda F, f: F.vmap(F.jacfwd(f)),
+    "vmap_hessian": lambda F, f: F.vmap(F.hessian(lambda x: f(x).sum())),
+    "vmap_grad": lambda F, f: F.vmap(F.grad(lambda x: f(x).sum())),
+    "vmap_jvp": lambda F, f: F.vmap(lambda x: F.jvp(f, (x,), (x.flip(0),))[1]),
+}
+
+
+@pytest.mark.parametrize("tr", sorted(TRANSFORMS))
+@pytest.mark.parametrize("fname", sorted(FUNCS))
+def test_transform_of_function(fname, tr):
+    arr = XB35 if tr.startswith("vmap") else X5
+    both(lambda lib, F: TRANSFORMS[tr](F, lambda x: FUNCS[fname](lib, x))(_t(lib, arr)),
+         rtol=1e-6, atol=1e-8)
