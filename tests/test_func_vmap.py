@@ -505,3 +505,33 @@ def test_normalization_layers():
     both(f, flags=False)
     assert not _batched.LOOPED
     both_raise(lambda lib, F: F.vmap(lib.nn.BatchNorm1d(3).double())(_t(lib, x)))
+
+
+@pytest.mark.parametrize("case", ["add", "matmul", "mm", "linear", "sum_dim", "view", "cat",
+                                  "index", "softmax", "transpose", "cross_entropy"])
+def test_shape_errors_inside_vmap_as_pytorch(case):
+    def f(lib, F):
+        o = lib.ones
+        if case == "add":
+            return F.vmap(lambda x, y: x + y)(o(2, 3), o(2, 4))
+        if case == "matmul":
+            return F.vmap(lambda x, y: x @ y)(o(2, 3, 4), o(2, 5, 6))
+        if case == "mm":
+            return F.vmap(lambda x, y: lib.mm(x, y))(o(2, 3, 4), o(2, 5, 6))
+        if case == "linear":
+            return F.vmap(lambda x: lib.nn.functional.linear(x, o(3, 5)))(o(2, 4))
+        if case == "sum_dim":
+            return F.vmap(lambda x: x.sum(3))(o(2, 4))
+        if case == "view":
+            return F.vmap(lambda x: x.view(5))(o(2, 4))
+        if case == "cat":
+            return F.vmap(lambda x: lib.cat([x, o(3, 3)]))(o(2, 4, 2))
+        if case == "index":
+            return F.vmap(lambda x: x[7])(o(2, 4))
+        if case == "softmax":
+            return F.vmap(lambda x: x.softmax(2))(o(2, 4))
+        if case == "transpose":
+            return F.vmap(lambda x: x.transpose(0, 2))(o(2, 4))
+        return F.vmap(lambda x, t: lib.nn.functional.cross_entropy(x, t))(
+            o(2, 4, 3), lib.zeros(2, 5, dtype=lib.long))
+    both_raise(f)

@@ -212,9 +212,9 @@ def _view_like(orig, args, kwargs):
     for s in shape:
         m *= s
     if m != n or any(s < 0 for s in shape):
-        # the error PyTorch gives for the logical shape
+        # PyTorch's error, which speaks of the batched shape
         from .. import empty
-        empty(lsh).reshape(shape)
+        empty(tuple(phys.shape)).reshape(*phys.shape[:nb], *shape)
         return NotImplemented
     return wrap(phys.reshape(*phys.shape[:nb], *shape), levels)
 
@@ -332,7 +332,12 @@ def _getitem(orig, args, kwargs):
             return NotImplemented
     if any(isinstance(it, Tensor) and it.dtype.name == "bool" for it in items if it is not None):
         return NotImplemented
-    return wrap(phys[(slice(None),) * nb + items], levels)
+    try:
+        return wrap(phys[(slice(None),) * nb + items], levels)
+    except IndexError:
+        from .. import empty
+        empty(tuple(phys.shape[nb:]))[idx]   # PyTorch's message names the logical dim
+        raise
 
 
 def _setitem(orig, args, kwargs):
@@ -450,14 +455,6 @@ def _stack(orig, args, kwargs):
             for t in seq]
     dd = _dim(int(d), lr + 1) + nb
     return wrap(orig(phys, dd), levels)
-
-
-def _split_like(orig, args, kwargs):
-    # split/chunk/unbind/tensor_split along dim (kw or position 2; unbind position 1)
-    x = args[0]
-    if type(x) is not _BT:
-        return NotImplemented
-    return NotImplemented
 
 
 def _where(orig, args, kwargs):
@@ -585,6 +582,9 @@ def _nll(orig, args, kwargs):
 
 
 def _nll_core(logp, target, weight, ignore_index, reduction):
+    if logp.ndim == 2 and target.ndim >= 1 and target.shape[0] != logp.shape[0]:
+        raise ValueError(f"Expected input batch_size ({logp.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0]}).")
     if target.dtype.is_floating_point or logp.ndim not in (1, 2) or target.ndim != logp.ndim - 1:
         return NotImplemented
     from .. import where
