@@ -118,8 +118,8 @@ class MultiMarginLossBackward0(_NoDoubleBackward):
 
     def _grad_np(self, g, x):
         _, st, p, margin, sw, red = self._saved
-        t = st.value._data.reshape(-1)
-        w = sw.value._data if sw is not None else None
+        t = st.get(self, False).reshape(-1)
+        w = sw.get(self, False) if sw is not None else None
         nframe, dim = _frames(x)
         x2 = x.reshape(nframe, dim)
         _, z, on, wt = _mm_terms(x2, t, p, float(margin), w)
@@ -196,7 +196,7 @@ class MultilabelMarginLossBackward0(_NoDoubleBackward):
     def _grad_np(self, g, x):
         _, st, sit, red = self._saved
         nframe, dim = _frames(x)
-        t2 = st.value._data.reshape(nframe, dim)
+        t2 = st.get(self, False).reshape(nframe, dim)
         is_t = sit._data.reshape(nframe, dim) > 0
         _, count = _ml_targets(t2, dim)
         x2 = x.reshape(nframe, dim)
