@@ -54,6 +54,7 @@ _attach_methods(Tensor)
 del _name, _info
 
 from . import nn, optim  # noqa: E402
+from .nn.functional import pdist  # noqa: E402  (torch.pdist is F.pdist)
 from .serialization import save, load  # noqa: E402
 from . import utils  # noqa: E402
 from . import cuda, backends  # noqa: E402

@@ -89,6 +89,10 @@ class PdistBackward0(Node):
 
 def pdist(input, p=2):
     """Distances ||x_i - x_j||_p of every row pair i < j, in row-major pair order."""
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        from .. import _dtype as D
+        raise TypeError(f"pdist(): argument 'p' (position 2) must be float, not "
+                        f"{D.type_name(p)}")
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     x = input._data

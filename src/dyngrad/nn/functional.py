@@ -2875,7 +2875,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     return input / div
 
 
-from ._attention_fn import scaled_dot_product_attention, pixel_shuffle, pixel_unshuffle  # noqa: E402,F401,E501
+from ._attention_fn import (scaled_dot_product_attention, pixel_shuffle, pixel_unshuffle,  # noqa: E402,F401
+                            multi_head_attention_forward)
 from ._losses_more import (multi_margin_loss, multilabel_margin_loss,  # noqa: E402,F401
                            multilabel_soft_margin_loss)
 from ._gumbel import gumbel_softmax  # noqa: E402,F401

@@ -683,27 +683,44 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
     return _make(r), _make(m)
 
 
+def _unbiased_keepdim(name, input, dim, args, unbiased, keepdim):
+    """``unbiased`` and ``keepdim`` of the positional ``(dim, unbiased[, keepdim])`` form."""
+    if len(args) > 2 or isinstance(dim, bool) or unbiased is not None or \
+            (len(args) == 2 and keepdim is not False) or \
+            not _bi.all(isinstance(a, (bool, np.bool_)) for a in args):
+        raise D.bad_combo(name, (input, dim) + tuple(args), None)
+    return bool(args[0]), (bool(args[1]) if len(args) == 2 else keepdim)
+
+
 @op()
-def var(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+def var(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
     """Variance over ``dim`` with ``correction`` (default 1, Bessel); VarBackward0."""
+    if args:  # PyTorch's (dim, unbiased, keepdim) overload, given positionally
+        unbiased, keepdim = _unbiased_keepdim("var", input, dim, args, unbiased, keepdim)
     return _var_impl("var", input, dim, correction, keepdim, unbiased, False, False)
 
 
 @op()
-def std(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+def std(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
     """Standard deviation over ``dim`` with ``correction`` (default 1); StdBackward0."""
+    if args:  # PyTorch's (dim, unbiased, keepdim) overload, given positionally
+        unbiased, keepdim = _unbiased_keepdim("std", input, dim, args, unbiased, keepdim)
     return _var_impl("std", input, dim, correction, keepdim, unbiased, True, False)
 
 
 @op(method=False)
-def var_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+def var_mean(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
     """(var, mean) from one pass; both outputs of one VarMeanBackward0 node."""
+    if args:  # PyTorch's (dim, unbiased, keepdim) overload, given positionally
+        unbiased, keepdim = _unbiased_keepdim("var_mean", input, dim, args, unbiased, keepdim)
     return _var_impl("var_mean", input, dim, correction, keepdim, unbiased, False, True)
 
 
 @op(method=False)
-def std_mean(input, dim=None, *, correction=None, keepdim=False, unbiased=None):
+def std_mean(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
     """(std, mean) from one pass; both outputs of one StdMeanBackward0 node."""
+    if args:  # PyTorch's (dim, unbiased, keepdim) overload, given positionally
+        unbiased, keepdim = _unbiased_keepdim("std_mean", input, dim, args, unbiased, keepdim)
     return _var_impl("std_mean", input, dim, correction, keepdim, unbiased, True, True)
 
 

@@ -335,24 +335,79 @@ def permute(input, *dims):
                      lambda x, p=perm: x.transpose(p) if not isinstance(x, Tensor) else x.permute(*p))
 
 
+_WARNED: set = set()
+
+
+def _warn_once(key, message):
+    """A deprecation PyTorch reports once per process."""
+    if key not in _WARNED:
+        _WARNED.add(key)
+        from .._warn import warn
+        warn(message)
+
+
 def _T(self):
     d = self._data
     if d.ndim == 2:
         return permute(self, 1, 0)
+    if d.ndim == 0:
+        _warn_once("T0", "Tensor.T is deprecated on 0-D tensors. This function is the identity "
+                         "in these cases.")
+    else:
+        _warn_once("T", "The use of `x.T` on tensors of dimension other than 2 to reverse their "
+                        "shape is deprecated and it will throw an error in a future release. "
+                        "Consider `x.mT` to transpose batches of matrices or "
+                        "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+                        "dimensions of a tensor.")
     return permute(self, *reversed(range(d.ndim)))
 
 
+def _matrices_only(self, what, batches=True):
+    """PyTorch's error for mT/mH/H/adjoint() of a tensor that is not (a batch of) matrices;
+    True for a 0-d tensor, which they return as it is (conjugated for mH/H/adjoint())."""
+    n = self._data.ndim
+    if n == 0:
+        name = what if what == "adjoint()" else "Tensor." + what
+        hint = "This function is the identity in these cases." if what == "mT" else \
+            "Consider using x.conj()."
+        _warn_once(what, f"{name} is deprecated on 0-D tensors. {hint}")
+        return True
+    if n < 2 or (not batches and n != 2):
+        kind = "matrices or batches of matrices" if batches else "matrices (2-D tensors)"
+        tail = " For batches of matrices, consider using tensor.mH" if n > 2 else ""
+        raise RuntimeError(f"tensor.{what} is only supported on {kind}. Got {n}-D "
+                           f"tensor.{tail}")
+    return False
+
+
 def _mT(self):
-    if self._data.ndim < 2:
-        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
-                           f"{self._data.ndim}-D tensor.")
+    if _matrices_only(self, "mT"):
+        return self
     return transpose(self, -2, -1)
+
+
+def _adjoint(self, what="adjoint()", batches=True):
+    """The conjugate transpose of the last two dims (a transpose view, conjugated when
+    complex), as PyTorch's mH / H / adjoint()."""
+    if _matrices_only(self, what, batches):
+        t = self
+    else:
+        t = transpose(self, -2, -1) if batches else transpose(self, 0, 1)
+    return t.conj() if self._data.dtype.kind == "c" else t
 
 
 Tensor.T = property(_T, doc="All dimensions reversed (a view).")
 Tensor.mT = property(_mT, doc="The last two dimensions swapped (a view).")
-Tensor.H = Tensor.T
-Tensor.mH = Tensor.mT
+Tensor.mH = property(lambda self: _adjoint(self, "mH"),
+                     doc="The conjugate transpose of the last two dimensions.")
+Tensor.H = property(lambda self: _adjoint(self, "H", batches=False),
+                    doc="The conjugate transpose of a matrix.")
+
+
+@op()
+def adjoint(input):
+    """The conjugate transpose of the last two dimensions (a view)."""
+    return _adjoint(input)
 
 
 class ExpandBackward0(Node):
