@@ -89,7 +89,7 @@ class PdistBackward0(Node):
 
 def pdist(input, p=2):
     """Distances ||x_i - x_j||_p of every row pair i < j, in row-major pair order."""
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+    if not isinstance(p, (int, float, np.integer, np.floating)):
         from .. import _dtype as D
         raise TypeError(f"pdist(): argument 'p' (position 2) must be float, not "
                         f"{D.type_name(p)}")
