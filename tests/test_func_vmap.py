@@ -535,3 +535,19 @@ def test_shape_errors_inside_vmap_as_pytorch(case):
         return F.vmap(lambda x, t: lib.nn.functional.cross_entropy(x, t))(
             o(2, 4, 3), lib.zeros(2, 5, dtype=lib.long))
     both_raise(f)
+
+
+def test_per_sample_second_derivatives_of_shared_weights():
+    """Weights shared by the batch (unbatched inputs of grad under vmap) take the one-product
+    path; their per-sample second derivatives keep their per-sample meaning."""
+    def f(lib, F):
+        w, v = _t(lib, C), _t(lib, C[::-1].copy())
+
+        def loss(w, x):
+            return lib.nn.functional.linear(x, w.T).tanh().pow(2).sum() + (x @ w).sin().sum()
+        hv = F.vmap(lambda x: F.jvp(lambda w: F.grad(loss)(w, x), (w,), (v,))[1])(_t(lib, B))
+        hr = F.vmap(lambda x: F.vjp(lambda w: F.grad(loss)(w, x), w)[1](v)[0])(_t(lib, B))
+        h = F.vmap(F.hessian(loss), in_dims=(None, 0))(w, _t(lib, B))
+        g = F.vmap(F.grad(loss), in_dims=(None, 0))(w, _t(lib, B))
+        return hv, hr, h, g
+    both(f)

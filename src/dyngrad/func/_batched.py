@@ -354,10 +354,23 @@ def _targets():
         for k, v in list(vars(cls).items()):
             if isinstance(v, staticmethod) and id(v.__func__) in _BY_ID:
                 _STATIC.append((cls, k, v, staticmethod(_BY_ID[id(v.__func__)])))
+    by_owner: dict = {}
+    for owner, k, v, name in _TARGETS:
+        if owner is Tensor:
+            _TENSOR_SWAP[0][k] = v
+            _TENSOR_SWAP[1][k] = _WRAPPERS[(id(owner), k)]
+        else:
+            by_owner.setdefault(id(owner), (vars(owner), {}, {}))
+            _, w, o = by_owner[id(owner)]
+            w[k] = _WRAPPERS[(id(owner), k)]
+            o[k] = v
+    _MODULE_SWAP.extend(by_owner.values())
     return _TARGETS
 
 
 _STATIC: list = []
+_MODULE_SWAP: list = []          # (module dict, wrapped functions, original functions)
+_TENSOR_SWAP: tuple = ({}, {})   # (original methods, wrapped methods)
 _NAME_OF: dict = {}   # id of a guarded function's inner function -> its public name
 
 
@@ -415,13 +428,13 @@ def install():
     _DEPTH[0] += 1
     if _DEPTH[0] > 1:
         return
-    for cls, k, v, w in _STATIC if _targets() else ():
+    _targets()
+    for cls, k, v, w in _STATIC:
         setattr(cls, k, w)
-    for owner, k, v, name in _targets():
-        if owner is Tensor:
-            setattr(owner, k, _WRAPPERS[(id(owner), k)])
-        else:
-            owner.__dict__[k] = _WRAPPERS[(id(owner), k)]
+    for k, w in _TENSOR_SWAP[1].items():
+        setattr(Tensor, k, w)
+    for d, wrapped, orig in _MODULE_SWAP:
+        d.update(wrapped)
 
 
 def uninstall():
@@ -431,11 +444,10 @@ def uninstall():
         return
     for cls, k, v, w in _STATIC:
         setattr(cls, k, v)
-    for owner, k, v, name in _TARGETS:
-        if owner is Tensor:
-            setattr(owner, k, v)
-        else:
-            owner.__dict__[k] = v
+    for k, v in _TENSOR_SWAP[0].items():
+        setattr(Tensor, k, v)
+    for d, wrapped, orig in _MODULE_SWAP:
+        d.update(orig)
 
 
 def orig_fn(name):

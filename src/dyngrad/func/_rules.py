@@ -6,6 +6,7 @@ declared with ``ops/_spec.py`` bring their own rule (``ELEMENTWISE`` or ``batch_
 from __future__ import annotations
 
 from .._tensor import Tensor, _dim
+from ..autograd.function import Function
 from ..ops import OPS
 from ..ops._spec import ELEMENTWISE
 from ._batched import (BatchedTensor, INPLACE_MSG, LEVELS, RANDOM_MSG, RULES, _union,
@@ -374,6 +375,12 @@ def _matmul(orig, args, kwargs):
     levels = _union(a, b)
     if ra == 1 and rb == 1:
         return (a * b).sum(-1)
+    mm = orig_fn("matmul")
+    if rb == 1 and ra == 2 and type(a) is not _BT:
+        # a plain matrix times batched vectors: one product of the stacked vectors
+        return wrap(mm(b._phys, a.mT), b._levels)
+    if ra == 1 and rb == 2 and type(b) is not _BT:
+        return wrap(mm(a._phys, b), a._levels)
     sq = None
     if ra == 1:
         a = a.unsqueeze(0)
@@ -384,9 +391,87 @@ def _matmul(orig, args, kwargs):
     r = max(_lrank(a), _lrank(b))
     pa = align(a, levels, r) if type(a) is _BT else a
     pb = align(b, levels, r) if type(b) is _BT else b
-    mm = orig_fn("matmul")
-    out = wrap(mm(pa, pb), levels)
+    shared = _shared_side(pa, pb, levels) if type(a) is _BT and type(b) is _BT and \
+        a._levels == levels and b._levels == levels else None
+    if shared is not None:
+        out = wrap(_SharedMatmul.apply(pa, pb, len(levels), shared), levels)
+    else:
+        out = wrap(mm(pa, pb), levels)
     return out.squeeze(sq) if sq is not None else out
+
+
+def _is_shared(p, levels):
+    """Whether ``p`` holds one matrix for every sample (batch dims of stride 0, full size):
+    an unbatched operand made per-sample by a transform (a weight under vmap(grad))."""
+    nb = len(levels)
+    if p.ndim != nb + 2:
+        return False
+    d = p._data
+    return all(st == 0 for st in d.strides[:nb]) and \
+        tuple(d.shape[:nb]) == tuple(_SIZE(lv) for lv in levels)
+
+
+def _shared_side(pa, pb, levels):
+    nb = len(levels)
+    if not levels:
+        return None
+    full = tuple(_SIZE(lv) for lv in levels)
+    if _is_shared(pb, levels) and tuple(pa.shape[:nb]) == full:
+        return 1
+    if _is_shared(pa, levels) and tuple(pb.shape[:nb]) == full:
+        return 0
+    return None
+
+
+def _sum_middle(t, nb):
+    """Sum the dims between the batch dims and the matrix dims."""
+    extra = tuple(range(nb, t.ndim - 2))
+    return t.sum(extra) if extra else t
+
+
+class _SharedMatmul(Function):
+    """a @ b when one operand is the same matrix for every sample: one matrix product on the
+    whole batch forward (and for the other operand's gradient), the shared operand's gradient
+    per sample.  Under create_graph the backward uses the per-sample operand, so higher
+    derivatives keep their per-sample meaning."""
+
+    @staticmethod
+    def forward(a, b, nb, shared):
+        if shared == 2:   # a @ b.mT with b shared (linear's weight, kept in its own layout)
+            return a.matmul(b[(0,) * nb].mT)
+        if shared == 1:
+            return a.matmul(b[(0,) * nb])
+        return a[(0,) * nb].matmul(b)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        a, b, nb, shared = inputs
+        ctx.save_for_backward(a, b)
+        ctx.nb, ctx.shared = nb, shared
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..autograd.grad_mode import is_grad_enabled
+        a, b = ctx.saved_tensors
+        nb, shared = ctx.nb, ctx.shared
+        graph = is_grad_enabled()
+        ga = gb = None
+        if shared == 2:
+            if ctx.needs_input_grad[0]:
+                ga = g.matmul(b if graph else b[(0,) * nb])
+            if ctx.needs_input_grad[1]:
+                gb = _sum_middle(g.mT.matmul(a), nb)
+        elif shared == 1:
+            if ctx.needs_input_grad[0]:
+                ga = g.matmul((b if graph else b[(0,) * nb]).mT)
+            if ctx.needs_input_grad[1]:
+                gb = _sum_middle(a.mT.matmul(g), nb)
+        else:
+            if ctx.needs_input_grad[1]:
+                gb = (a if graph else a[(0,) * nb]).mT.matmul(g)
+            if ctx.needs_input_grad[0]:
+                ga = _sum_middle(g.matmul(b.mT), nb)
+        return ga, gb, None, None
 
 
 def _rmatmul(orig, args, kwargs):
@@ -413,6 +498,18 @@ def _linear(orig, args, kwargs):
     if type(w) is not _BT and type(b) is not _BT and type(x) is _BT:
         levels = x._levels
         return wrap(orig(x._phys, w, b), levels)
+    if type(w) is _BT and type(x) is _BT and w._levels == x._levels and _lrank(w) == 2 and \
+            _lrank(x) >= 1:
+        levels = _union(x, w)
+        pw = align(w, levels)
+        xx = x if _lrank(x) >= 2 else x.unsqueeze(0)
+        px = align(xx, levels) if type(xx) is _BT else xx
+        if _is_shared(pw, levels) and tuple(px.shape[:len(levels)]) == tuple(
+                _SIZE(lv) for lv in levels):
+            out = wrap(_SharedMatmul.apply(px, pw, len(levels), 2), levels)
+            if _lrank(x) == 1:
+                out = out.squeeze(0)
+            return out + b if b is not None else out
     out = x.matmul(w.transpose(-1, -2) if _lrank(w) == 2 else w)
     return out + b if b is not None else out
 
