@@ -551,3 +551,34 @@ def test_per_sample_second_derivatives_of_shared_weights():
         g = F.vmap(F.grad(loss), in_dims=(None, 0))(w, _t(lib, B))
         return hv, hr, h, g
     both(f)
+
+
+def test_per_sample_grads_of_a_small_transformer_block():
+    """Embedding, layer norm, attention and linear layers with per-sample gradients of every
+    parameter, without the loop."""
+    def f(lib, F):
+        lib.manual_seed(0)
+        emb = lib.nn.Embedding(11, 8).double()
+        ln = lib.nn.LayerNorm(8).double()
+        lin = lib.nn.Linear(8, 8).double()
+        rs = np.random.RandomState(3)
+        mods = {"emb": emb, "ln": ln, "lin": lin}
+        with lib.no_grad():
+            for m in mods.values():
+                for p in m.parameters():
+                    p.copy_(lib.tensor(rs.uniform(-1, 1, tuple(p.shape))))
+
+        def loss(p, tokens):
+            h = F.functional_call(emb, {"weight": p["emb"]}, (tokens,))
+            h = F.functional_call(ln, {"weight": p["ln_w"], "bias": p["ln_b"]}, (h,))
+            q = F.functional_call(lin, {"weight": p["lin_w"], "bias": p["lin_b"]}, (h,))
+            a = lib.nn.functional.scaled_dot_product_attention(q, h, h)
+            return a.pow(2).mean()
+        params = {"emb": emb.weight.detach(), "ln_w": ln.weight.detach(),
+                  "ln_b": ln.bias.detach(), "lin_w": lin.weight.detach(),
+                  "lin_b": lin.bias.detach()}
+        tokens = lib.tensor(rs.randint(0, 11, (4, 5)))
+        return F.vmap(F.grad(loss), in_dims=(None, 0))(params, tokens)
+    _batched.LOOPED.clear()
+    both(f)
+    assert not _batched.LOOPED, _batched.LOOPED

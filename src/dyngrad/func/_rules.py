@@ -1225,6 +1225,79 @@ def _batch_norm(orig, args, kwargs):
     return y
 
 
+def _embedding(orig, args, kwargs):
+    names = ("input", "weight", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq",
+             "sparse")
+    v = dict(zip(names, args))
+    v.update(kwargs)
+    idx, w = v["input"], v["weight"]
+    if type(w) is not _BT:
+        return _unbatched_params(1)(orig, args, kwargs)
+    if v.get("max_norm") is not None or v.get("scale_grad_by_freq") or \
+            v.get("padding_idx") is not None or _lrank(w) != 2:
+        return NotImplemented
+    # a weight per sample: pick each sample's rows from its own weight
+    levels = _union(idx, w)
+    nb = len(levels)
+    pw = expand_batch(align(w, levels), levels)
+    pi = expand_batch(align(idx, levels) if type(idx) is _BT else _lift(idx, levels), levels)
+    batch = tuple(pw.shape[:nb])
+    n = 1
+    for b in batch:
+        n *= b
+    from .. import arange
+    rows = pi.reshape(n, -1)
+    out = pw.reshape(n, *pw.shape[nb:])[arange(n).unsqueeze(1), rows]
+    return wrap(out.reshape(*batch, *pi.shape[nb:], pw.shape[-1]), levels)
+
+
+def _norm_affine(kind):
+    """layer_norm/group_norm with per-sample (batched) affine parameters: normalize without
+    them, then scale and shift elementwise (what the fused op computes)."""
+    def rule(orig, args, kwargs):
+        if kind == "layer":
+            names = ("input", "normalized_shape", "weight", "bias", "eps")
+        else:
+            names = ("input", "num_groups", "weight", "bias", "eps")
+        v = dict(zip(names, args))
+        v.update(kwargs)
+        x, w, b = v["input"], v.get("weight"), v.get("bias")
+        if type(w) is not _BT and type(b) is not _BT:
+            return (_unbatched_params(1) if kind == "layer" else _fold_n)(orig, args, kwargs)
+        y = dispatch("F." + kind + "_norm", orig, (x, v[names[1]], None, None,
+                                                   v.get("eps", 1e-5)), {})
+        shape = tuple(w.shape if w is not None else b.shape)
+        if kind == "group":
+            shape = (shape[0],) + (1,) * (x.dim() - 2)
+        if w is not None:
+            y = y * w.reshape(shape)
+        if b is not None:
+            y = y + b.reshape(shape)
+        return y
+    return rule
+
+
+def _sdpa(orig, args, kwargs):
+    names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale",
+             "enable_gqa")
+    v = dict(zip(names, args))
+    v.update(kwargs)
+    if v.get("dropout_p", 0.0):
+        return NotImplemented
+    tens = [v[k] for k in ("query", "key", "value", "attn_mask") if v.get(k) is not None]
+    levels = _union(*tens)
+    rank = max(_lrank(t) for t in tens)
+    conv = {}
+    for k in ("query", "key", "value", "attn_mask"):
+        t = v.get(k)
+        if t is None:
+            continue
+        p = align(t, levels, rank) if type(t) is _BT else _lift_pad(t, levels, rank)
+        conv[k] = expand_batch(p, levels) if k != "attn_mask" else p
+    v.update(conv)
+    return wrap(orig(**v), levels)
+
+
 # --- the table ----------------------------------------------------------------------------
 _ELEMENTWISE_NAMES = """
 add sub mul div true_divide divide multiply subtract rsub pow float_power maximum minimum fmax
@@ -1314,12 +1387,13 @@ for _n, _k in (("F.max_pool1d", 1), ("F.max_pool2d", 2), ("F.max_pool3d", 3),
     RULES[_n] = _leading(_k)
 for _n, _k in (("F.conv1d", 1), ("F.conv2d", 2), ("conv1d", 1), ("conv2d", 2)):
     RULES[_n] = _conv(_k)
-RULES["F.layer_norm"] = _unbatched_params(1)
-RULES["F.group_norm"] = _fold_n
+RULES["F.layer_norm"] = _norm_affine("layer")
+RULES["F.group_norm"] = _norm_affine("group")
 RULES["F.batch_norm"] = _batch_norm
 RULES["F.instance_norm"] = lambda orig, args, kwargs: _fold_n(orig, args, kwargs) \
     if _arg(args, kwargs, 1, "running_mean") is None else NotImplemented
-RULES["F.embedding"] = _unbatched_params(1)
+RULES["F.embedding"] = _embedding
+RULES["F.scaled_dot_product_attention"] = _sdpa
 RULES["F.one_hot"] = lambda orig, args, kwargs: _unbatched_params(1)(orig, args, kwargs) \
     if _arg(args, kwargs, 1, "num_classes", -1) != -1 else NotImplemented
 RULES["unsqueeze"] = along(1, "dim", extra=1)
