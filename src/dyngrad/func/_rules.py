@@ -423,6 +423,14 @@ def _shared_side(pa, pb, levels):
     return None
 
 
+def _outer_or_mm(u, v):
+    """u @ v; with an inner size of 1 (one row per sample, the usual per-sample gradient) a
+    broadcast product, which NumPy computes 10x faster than a batched matmul."""
+    if u.shape[-1] == 1 and v.shape[-2] == 1:
+        return u * v
+    return u.matmul(v)
+
+
 def _sum_middle(t, nb):
     """Sum the dims between the batch dims and the matrix dims."""
     extra = tuple(range(nb, t.ndim - 2))
@@ -460,17 +468,17 @@ class _SharedMatmul(Function):
             if ctx.needs_input_grad[0]:
                 ga = g.matmul(b if graph else b[(0,) * nb])
             if ctx.needs_input_grad[1]:
-                gb = _sum_middle(g.mT.matmul(a), nb)
+                gb = _sum_middle(_outer_or_mm(g.mT, a), nb)
         elif shared == 1:
             if ctx.needs_input_grad[0]:
                 ga = g.matmul((b if graph else b[(0,) * nb]).mT)
             if ctx.needs_input_grad[1]:
-                gb = _sum_middle(a.mT.matmul(g), nb)
+                gb = _sum_middle(_outer_or_mm(a.mT, g), nb)
         else:
             if ctx.needs_input_grad[1]:
-                gb = (a if graph else a[(0,) * nb]).mT.matmul(g)
+                gb = _outer_or_mm((a if graph else a[(0,) * nb]).mT, g)
             if ctx.needs_input_grad[0]:
-                ga = _sum_middle(g.matmul(b.mT), nb)
+                ga = _sum_middle(_outer_or_mm(g, b.mT), nb)
         return ga, gb, None, None
 
 
