@@ -582,3 +582,33 @@ def test_per_sample_grads_of_a_small_transformer_block():
     _batched.LOOPED.clear()
     both(f)
     assert not _batched.LOOPED, _batched.LOOPED
+
+
+def test_maml_jacobian_over_params_and_ntk_by_vjp_of_jvp():
+    xs, ys = RS.uniform(-1, 1, (5, 4, 3)), RS.uniform(-1, 1, (5, 4, 2))
+
+    def f(lib, F):
+        net = lib.nn.Sequential(lib.nn.Linear(3, 8), lib.nn.Tanh(), lib.nn.Linear(8, 2)).double()
+        rs = np.random.RandomState(1)
+        with lib.no_grad():
+            for p in net.parameters():
+                p.copy_(lib.tensor(rs.uniform(-1, 1, tuple(p.shape))))
+        params = {k: v.detach() for k, v in net.named_parameters()}
+
+        def loss(p, x, y):
+            return lib.nn.functional.mse_loss(F.functional_call(net, p, (x,)), y)
+
+        def maml_loss(p, x, y):
+            g = F.grad(loss)(p, x, y)
+            return loss({k: p[k] - 0.1 * g[k] for k in p}, x, y)
+        meta = F.vmap(F.grad(maml_loss), in_dims=(None, 0, 0))(params, _t(lib, xs), _t(lib, ys))
+        jac = F.jacrev(lambda p: F.functional_call(net, p, (_t(lib, xs[0]),)))(params)
+
+        x1, x2 = _t(lib, xs[0]), _t(lib, xs[1])
+        _, vjp_fn = F.vjp(lambda p: F.functional_call(net, p, (x2,)), params)
+
+        def column(v):
+            return F.jvp(lambda p: F.functional_call(net, p, (x1,)), (params,), vjp_fn(v))[1]
+        eye = lib.eye(2, dtype=lib.float64).unsqueeze(0).expand(4, 2, 2).permute(1, 0, 2)
+        return meta, jac, F.vmap(column)(eye)
+    both(f)
