@@ -526,6 +526,8 @@ def masked_fill(input, mask, value):
     out = np.where(md, np.asarray(v).astype(d.dtype), d)
     if out.shape != shape:
         out = np.broadcast_to(out, shape).copy()
+    elif not out.flags.c_contiguous:  # PyTorch fills a contiguous clone
+        out = out.copy(order="C")
     if STATE.enabled:
         if isinstance(value, Tensor):
             if input._requires_grad or value._requires_grad:

@@ -166,7 +166,8 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at "
                                f"entry 0 and {list(t._data.shape)} at entry {i}")
     rt = _common_dtype(tensors)
-    data = np.stack([t._data for t in tensors], axis=k).astype(rt, copy=False)
+    # PyTorch's result is contiguous whatever the inputs' layout
+    data = np.ascontiguousarray(np.stack([t._data for t in tensors], axis=k).astype(rt, copy=False))
     casts = None
     if any(t._data.dtype != rt for t in tensors):
         casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
@@ -248,7 +249,7 @@ def column_stack(tensors, *, out=None):
 def _make_views(src, datas, node_cls, saved, fns, single=False):
     """Views ``datas`` of ``src`` that share one backward node (one output each)."""
     outs = [make_view(src, d, None, (), f) for d, f in zip(datas, fns)]
-    if STATE.enabled:
+    if STATE.enabled and src._data.dtype.kind in "fc":  # differentiable views only
         for o in outs:
             o._creation = MULTI_OUTPUT_NODE
     if STATE.enabled and src._requires_grad:
@@ -615,7 +616,7 @@ def repeat(input, *sizes):
     if any(r < 0 for r in reps):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: "
                            f"{list(reps)}")
-    data = np.tile(d.reshape((1,) * (len(reps) - d.ndim) + d.shape), reps)
+    data = X.c_order(np.tile(d.reshape((1,) * (len(reps) - d.ndim) + d.shape), reps))
     if STATE.enabled and input._requires_grad:
         return record(data, RepeatBackward0((edge_of(input),), (reps, d.shape)))
     return _make(data)
