@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
-from ._dual import c_order
 from ._formula import FormulaNode
 from ._graph import STATE, Saved, Tensor, edge_of, notify, record
 from .reduction import return_type
@@ -49,20 +48,36 @@ def _check(A, fn, square=False):
     return d
 
 
-def _col_major(a):
-    """``a`` with each matrix stored column by column (batch dims still C-ordered): the layout
-    of the LAPACK results PyTorch returns (its U and Vh have strides (..., 1, m))."""
+def _batched_strides(shape, f_contig):
+    """PyTorch's ``batched_matrix_contiguous_strides`` (in elements): C-ordered batch dims, the
+    last two dims column by column when ``f_contig``; empty dims count as 1."""
+    st = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        st[i] = st[i + 1] * max(shape[i + 1], 1)
+    if f_contig and len(shape) >= 2:
+        st[-1], st[-2] = max(shape[-2], 1), 1
+    return st
+
+
+def _col_major(a, f_contig=True):
+    """``a`` laid out as PyTorch's LAPACK results: each matrix stored column by column (batch
+    dims C-ordered; PyTorch's U, Vh, Q, R, L, inv have strides (..., 1, m)), or C-ordered when
+    ``f_contig`` is false; empty arrays get PyTorch's strides too (NumPy's are zeros)."""
     a = np.asarray(a)
-    if a.ndim < 2:
-        return c_order(a)
-    return np.swapaxes(c_order(np.swapaxes(a, -1, -2)), -1, -2)
+    want = tuple(s * a.itemsize for s in _batched_strides(a.shape, f_contig))
+    if a.strides == want:
+        return a
+    out = np.ndarray(a.shape, a.dtype, np.empty(a.size, a.dtype), strides=want)
+    if a.size:
+        out[...] = a
+    return out
 
 
 def _outputs(arrays, node_fn, needs, layout=None):
     """Tensors for ``arrays``, all outputs of one node made by ``node_fn(outputs)``; an array
-    whose ``layout`` entry is true is stored column-major (``_col_major``)."""
+    whose ``layout`` entry is true is stored column-major, the others C-ordered (``_col_major``)."""
     layout = layout or (False,) * len(arrays)
-    outs = [_make(_col_major(a) if f else c_order(a)) for a, f in zip(arrays, layout)]
+    outs = [_make(_col_major(a, f)) for a, f in zip(arrays, layout)]
     if not needs:
         return outs
     for i, o in enumerate(outs):
@@ -159,7 +174,7 @@ def svdvals(A, *, driver=None, out=None):
     if STATE.enabled and isinstance(A, Tensor) and A._requires_grad:
         return _svd(A, False, "svdvals")[1]
     d = _check(A, "svdvals")
-    return _make(c_order(np.linalg.svd(d, compute_uv=False)))
+    return _make(_col_major(np.linalg.svd(d, compute_uv=False), False))
 
 
 @op()
@@ -174,7 +189,7 @@ def svd(input, some=True, compute_uv=True):
         m, n = d.shape[-2:]
         s = svdvals(input)
         z = np.zeros(d.shape[:-2] + (m, m), d.dtype), np.zeros(d.shape[:-2] + (n, n), d.dtype)
-        return RT_SVD(_make(z[0]), s, _make(z[1]))
+        return RT_SVD(_make(_col_major(z[0], False)), s, _make(_col_major(z[1])))
     u, s, vh = _svd(input, not some)
     return RT_SVD(u, s, vh.mT)
 
@@ -221,10 +236,14 @@ class LinalgMatrixExpBackward0(FormulaNode):
 def matrix_exp(A):
     """The matrix exponential of square matrices; LinalgMatrixExpBackward0."""
     d = _check(A, "matrix_exp", True)
-    r = _expm(d) if d.size else d.copy()
+    if d.shape[-1] == 0:
+        # PyTorch returns a clone of 0 x 0 matrices, strides kept
+        r = np.ndarray(d.shape, d.dtype, np.empty(0, d.dtype), strides=d.strides)
+    else:
+        r = _col_major(_expm(d) if d.size else d, False)
     if STATE.enabled and A._requires_grad:
-        return record(c_order(r), LinalgMatrixExpBackward0((edge_of(A),), (Saved(A),)))
-    return _make(c_order(r))
+        return record(r, LinalgMatrixExpBackward0((edge_of(A),), (Saved(A),)))
+    return _make(r)
 
 
 # --- symmetric eigendecomposition ------------------------------------------------------------
@@ -259,7 +278,8 @@ def _eigh(A, UPLO, fn):
     needs = STATE.enabled and A._requires_grad
     return _outputs((w.astype(d.dtype.type(0).real.dtype, copy=False), v),
                     lambda o: LinalgEighBackward0((edge_of(A),), (Saved(o[0], True),
-                                                                  Saved(o[1], True))), needs)
+                                                                  Saved(o[1], True))), needs,
+                    (False, True))
 
 
 def eigh(A, UPLO="L", *, out=None):
@@ -272,7 +292,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
     if STATE.enabled and isinstance(A, Tensor) and A._requires_grad:
         return _eigh(A, UPLO, "eigvalsh")[0]
     d = _check(A, "eigvalsh", True)
-    return _make(c_order(np.linalg.eigvalsh(d, UPLO=UPLO)))
+    return _make(_col_major(np.linalg.eigvalsh(d, UPLO=UPLO), False))
 
 
 # --- Cholesky --------------------------------------------------------------------------------
@@ -299,7 +319,7 @@ class LinalgCholeskyExBackward0(FormulaNode):
 def _cholesky(A, upper, fn):
     d = _check(A, fn, True)
     info = np.zeros(d.shape[:-2], np.int32)
-    flat = d.reshape((-1,) + d.shape[-2:])
+    flat = d.reshape((_nbatch(d),) + d.shape[-2:])
     Ls = np.zeros_like(flat)
     bad = None
     for i, a in enumerate(flat):
@@ -318,10 +338,15 @@ def _cholesky(A, upper, fn):
         L = np.swapaxes(L, -1, -2)
     needs = STATE.enabled and A._requires_grad
     outs = _outputs((L, info), lambda o: LinalgCholeskyExBackward0(
-        (edge_of(A),), (Saved(o[0], True), upper)), needs)
+        (edge_of(A),), (Saved(o[0], True), upper)), needs, (True, False))
     outs[1]._requires_grad = False
     outs[1]._grad_fn = None
     return outs, bad
+
+
+def _nbatch(d):
+    """The number of matrices in ``d`` (a reshape to -1 fails when a matrix is empty)."""
+    return int(np.prod(d.shape[:-2], dtype=np.int64))
 
 
 def _pd(a):
@@ -403,7 +428,7 @@ def qr(A, mode="reduced", *, out=None):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
-    flat = d.reshape((-1,) + d.shape[-2:])
+    flat = d.reshape((_nbatch(d),) + d.shape[-2:])
     qs, rs = zip(*[np.linalg.qr(a, mode="complete" if mode == "complete" else "reduced")
                    for a in flat]) if flat.shape[0] else ((), ())
     m, n = d.shape[-2:]
@@ -418,7 +443,7 @@ def qr(A, mode="reduced", *, out=None):
     Q, R = _outputs((q.astype(d.dtype, copy=False), r.astype(d.dtype, copy=False)),
                     lambda o: LinalgQrBackward1(mode)((edge_of(A),),
                                                       (Saved(o[0], True), Saved(o[1], True),
-                                                       mode)), needs)
+                                                       mode)), needs, (True, True))
     return RT_QR(Q, R)
 
 

@@ -105,7 +105,8 @@ def _pinverse(p, input, rcond=1e-15):
         raise RuntimeError(f"linalg.pinv({D.scalar_type_name(d.dtype)}{{{list(d.shape)}}}): "
                            f"expected a tensor with 2 or more dimensions of float, double, "
                            f"cfloat or cdouble types")
-    data = np.ascontiguousarray(_pinv_np(d, float(rcond)))
+    from .linalg_more import _col_major
+    data = _col_major(_pinv_np(d, float(rcond)), False)
     if STATE.enabled and input._requires_grad:
         res = record(data, None)
         res._grad_fn = LinalgPinvBackward0((edge_of(input),), (Saved(input), Saved(res, True)))
