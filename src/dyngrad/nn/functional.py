@@ -1912,29 +1912,39 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, inplace, 3, "dropout3d")
 
 
+def _alpha_dropout(name, input, p, training, inplace, feature):
+    """PyTorch's alpha dropout composition: ``input * (noise * a)`` then ``.add_(b)`` (both in
+    place with ``inplace``), where noise keeps each element (each channel for the feature
+    form) with probability 1 - p, and a, b keep SELU's zero mean and unit variance."""
+    if not isinstance(input, Tensor):
+        raise D.not_tensor(name, "input", 1, input)
+    _check_p(p)
+    x = input._data
+    if feature and x.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 0 or not training or x.size == 0:
+        return input
+    zero = _make(np.zeros((), x.dtype))
+    if p == 1:
+        return input.mul_(zero) if inplace else input * zero
+    from .._random import rng
+    shape = x.shape[:2] + (1,) * (x.ndim - 2) if feature else x.shape
+    keep = (rng().random(shape) >= p).astype(x.dtype)
+    alpha = _SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    b = _make(((keep - 1) * (alpha * a) + alpha * a * p).astype(x.dtype))
+    noise = _make((keep * a).astype(x.dtype))
+    return (input.mul_(noise) if inplace else input * noise).add_(b)
+
+
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout that keeps SELU's zero mean and unit variance (dropped units set to -alpha')."""
-    if not isinstance(input, Tensor):
-        raise D.not_tensor("alpha_dropout", "input", 1, input)
-    _check_p(p)
-    if not training or p == 0:
-        return input
-    from .._random import rng
-    x = input._data
-    if p == 1:
-        return input * 0.0
-    alpha_p = -_SELU_ALPHA * _SELU_SCALE
-    keep = (rng().random(x.shape) >= p).astype(x.dtype)
-    a = (1 / math.sqrt((alpha_p ** 2 * p + 1) * (1 - p)))
-    b = _make((keep * 0 + (1 - keep) * alpha_p * a - a * alpha_p * p).astype(x.dtype))
-    # y = a * (x * keep + alpha_p * (1 - keep)) + b0, b0 = -a * alpha_p * p
-    return input * _make((keep * a).astype(x.dtype)) + b
+    return _alpha_dropout("alpha_dropout", input, p, training, inplace, False)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    if not isinstance(input, Tensor):
-        raise D.not_tensor("feature_alpha_dropout", "input", 1, input)
-    return alpha_dropout(input, p, training, inplace)
+    """Alpha dropout of whole channels (dim 1), each kept with probability 1 - p."""
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, True)
 
 
 def one_hot(tensor, num_classes=-1):

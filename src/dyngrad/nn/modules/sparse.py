@@ -90,16 +90,41 @@ class EmbeddingBag(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.mode = mode
         self.sparse = sparse
+        self.include_last_offset = include_last_offset
+        if padding_idx is not None:
+            if padding_idx > 0:
+                assert padding_idx < num_embeddings, "padding_idx must be within num_embeddings"
+            elif padding_idx < 0:
+                assert padding_idx >= -num_embeddings, "padding_idx must be within num_embeddings"
+                padding_idx = num_embeddings + padding_idx
         self.padding_idx = padding_idx
         self.weight = Parameter(_f.empty((num_embeddings, embedding_dim), dtype=dtype)
                                 if _weight is None else _weight)
         if _weight is None:
-            init.normal_(self.weight)
+            self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Normal(0, 1) rows, the padding row zero."""
+        init.normal_(self.weight)
+        self._fill_padding_idx_with_zero()
+
+    _fill_padding_idx_with_zero = Embedding._fill_padding_idx_with_zero
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
                                self.scale_grad_by_freq, self.mode, self.sparse,
-                               per_sample_weights, padding_idx=self.padding_idx)
+                               per_sample_weights, self.include_last_offset,
+                               padding_idx=self.padding_idx)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s
