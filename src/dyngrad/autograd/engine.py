@@ -584,6 +584,19 @@ def _tensor_make():
     return _TENSOR[0]
 
 
+def _stealable(g, dtype):
+    """Whether the gradient buffer ``g`` can become a leaf's ``.grad`` as it is: nobody else
+    can see it (the engine's local, the caller's argument, this call's and getrefcount's own
+    are its only references), it is C-ordered, writeable and of the leaf's dtype."""
+    if type(g) is not _ndarray or g.dtype != dtype or _getrefcount(g) > 4 or \
+            not g.flags.writeable or not g.flags.c_contiguous:
+        return False
+    base = g.base
+    # a fresh array, or a whole-array view of one nobody else holds
+    return base is None or (type(base) is _ndarray and base.base is None
+                            and base.size == g.size and _getrefcount(base) <= 3)
+
+
 def _accumulate(acc, g, graph, obs):
     """Add gradient ``g`` into ``acc.variable.grad`` (a new tensor the first time, in place
     after, out of place under create_graph), running the leaf's hooks."""
@@ -610,21 +623,11 @@ def _accumulate(acc, g, graph, obs):
         vd = var._data
         if g.shape != vd.shape:
             g = np.broadcast_to(g, vd.shape)
-        # steal the buffer when no one else can see it (the engine's local, the argument and
-        # getrefcount's own are its only references), else copy it
-        own = False
-        if type(g) is _ndarray and g.dtype == vd.dtype and _getrefcount(g) <= 3 \
-                and g.flags.writeable:
-            base = g.base
-            # a fresh array, or a whole-array view (e.g. a transpose) of one nobody else holds
-            own = base is None or (type(base) is _ndarray and base.base is None
-                                   and base.size == g.size and _getrefcount(base) <= 3
-                                   and g.flags.writeable)
         with _ACC_LOCK:  # two threads may accumulate into one shared leaf
             old = var._grad
             if old is None:
                 var._grad = (_TENSOR[0] if _TENSOR else _tensor_make())(
-                    g if own and g.flags.c_contiguous else np.array(g, dtype=vd.dtype, order="C"))
+                    g if _stealable(g, vd.dtype) else np.array(g, dtype=vd.dtype, order="C"))
             elif old._grad_fn is not None or old._requires_grad:
                 var._grad = old + _wrap(g)
             else:
