@@ -122,7 +122,8 @@ class ConvolutionBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        kind, sa, sb, P, cols, shapes, lift = self._saved
+        kind, sa, sb, P, cols, shapes, lift = self._saved[:7]
+        meta = self._saved[7:]
         need_a = self.next_functions[0][0] is not None
         need_b = self.next_functions[1][0] is not None
         a = sa.get(self, graph) if need_b or kind == "W" else None
@@ -135,19 +136,19 @@ class ConvolutionBackward0(Node):
         ga = gb = None
         if kind == "C":      # y = C(x, w): dx = X(g, w), dw = W(x, g)
             if need_a:
-                ga = _conv_graph("X", g, b, P) if graph else _adj_x(g, b, P, shapes[0][0])
+                ga = _conv_graph("X", g, b, P, meta=meta) if graph else _adj_x(g, b, P, shapes[0][0])
             if need_b:
-                gb = _conv_graph("W", a, g, P) if graph else _adj_w(a, g, P, shapes[1], cols)
+                gb = _conv_graph("W", a, g, P, meta=meta) if graph else _adj_w(a, g, P, shapes[1], cols)
         elif kind == "X":    # x = X(g0, w): dg0 = C(h, w), dw = W(h, g0)
             if need_a:
-                ga = _conv_graph("C", g, b, P) if graph else _fwd(g, b, P)
+                ga = _conv_graph("C", g, b, P, meta=meta) if graph else _fwd(g, b, P)
             if need_b:
-                gb = _conv_graph("W", g, a, P) if graph else _adj_w(g, a, P, shapes[1])
+                gb = _conv_graph("W", g, a, P, meta=meta) if graph else _adj_w(g, a, P, shapes[1])
         else:                # w = W(x, g0): dx = X(g0, h), dg0 = C(x, h)
             if need_a:
-                ga = _conv_graph("X", b, g, P) if graph else _adj_x(b, g, P, shapes[0][0])
+                ga = _conv_graph("X", b, g, P, meta=meta) if graph else _adj_x(b, g, P, shapes[0][0])
             if need_b:
-                gb = _conv_graph("C", a, g, P) if graph else _fwd(a, g, P)
+                gb = _conv_graph("C", a, g, P, meta=meta) if graph else _fwd(a, g, P)
         gbias = None
         if len(self.next_functions) > 2 and self.next_functions[2][0] is not None:
             axes = (0,) + tuple(range(2, len(P.ks) + 2))
@@ -161,12 +162,18 @@ class ConvolutionBackward0(Node):
 
 class ConvolutionBackwardBackward0(ConvolutionBackward0):
     __slots__ = ()
+    # the geometry of the convolution differentiated (PyTorch's node has no bias sizes)
+    _named_saved = {"input": (1, "tensor"), "weight": (2, "tensor"), "stride": (7, "same"),
+                    "padding": (8, "same"), "dilation": (9, "same"), "transposed": (10, "same"),
+                    "output_padding": (11, "same"), "groups": (12, "same")}
 
 
 def _conv_graph(kind, a, b, P, bias=None, node_cls=ConvolutionBackwardBackward0, keep_cols=False,
-                lift=None):
+                lift=None, meta=()):
     """Apply one bilinear map to Tensors, recording its node when needed.  ``lift`` gives the
-    batched 2-d shapes ``(a4, b4, y4)`` a 1-d or unbatched problem is computed in."""
+    batched 2-d shapes ``(a4, b4, y4)`` a 1-d or unbatched problem is computed in; ``meta`` the
+    values PyTorch's node shows (stride, padding, dilation, transposed, output_padding, groups,
+    bias sizes), saved after the node's own."""
     ad, bd = a._data, b._data
     if lift is not None:
         ad, bd = ad.reshape(lift[0]), bd.reshape(lift[1])
@@ -192,7 +199,7 @@ def _conv_graph(kind, a, b, P, bias=None, node_cls=ConvolutionBackwardBackward0,
         else:
             edges = (edge_of(a), edge_of(b))
         keep = cols if (kind == "C" and b._requires_grad) else None
-        node = node_cls(edges, (kind, Saved(a), Saved(b), P, keep, shapes, lift))
+        node = node_cls(edges, (kind, Saved(a), Saved(b), P, keep, shapes, lift) + meta)
         return record(data, node)
     return _make(data)
 
@@ -338,11 +345,22 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
             extra += [0, b - a]
         input = pad(input, extra)
         pads = [(a, a) for a, _ in pads]
-    y = _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd)
+    if isinstance(padding, str) and padding == "valid":  # PyTorch passes [0] for both paddings
+        meta = _meta(s, (0,), d, False, (0,), groups, bias)
+    else:
+        meta = _meta(s, tuple(a for a, _ in pads), d, False, (0,) * nd, groups, bias)
+    y = _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd, meta)
     return y if batched else y.squeeze(0)
 
 
-def _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd):
+def _meta(stride, padding, dilation, transposed, output_padding, groups, bias):
+    """The arguments ConvolutionBackward0 shows, as PyTorch's (``_saved_stride``, ...,
+    ``_saved_bias_sym_sizes_opt``: the bias's shape, (0,) without a bias)."""
+    return (stride, padding, dilation, transposed, output_padding, int(groups),
+            tuple(bias._data.shape) if bias is not None else (0,))
+
+
+def _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd, meta):
     x4, w4 = _lift_shape(input._data.shape, nd), _lift_w(weight._data.shape, nd)
     if nd == 1:
         s, d, ks, pads = (1,) + s, (1,) + d, (1,) + ks, [(0, 0)] + pads
@@ -363,7 +381,7 @@ def _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd):
         lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(os_[-nd:]))
     _kernel_dtype(input._data, False, nd)
     return _conv_graph("C", input, weight, P, bias, ConvolutionBackward0, keep_cols=True,
-                       lift=lift)
+                       lift=lift, meta=meta)
 
 
 @op(method=False)
@@ -407,6 +425,7 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
             raise RuntimeError("output padding must be smaller than either stride or dilation, "
                                f"but got output_padding={list(op_)}, stride={list(s)}, "
                                f"dilation={list(d)}")
+    meta = _meta(s, p, d, True, op_, groups, bias)
     ks = tuple(weight._data.shape[2:])
     x4, w4 = _lift_shape(input._data.shape, nd), _lift_w(weight._data.shape, nd)
     if nd == 1:
@@ -424,7 +443,7 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
     if x4 != input._data.shape or w4 != weight._data.shape:
         lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(outs[-nd:]))
     _kernel_dtype(input._data, True, nd)
-    return _conv_graph("X", input, weight, P, bias, ConvolutionBackward0, lift=lift)
+    return _conv_graph("X", input, weight, P, bias, ConvolutionBackward0, lift=lift, meta=meta)
 
 
 @op(method=False)
