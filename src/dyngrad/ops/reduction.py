@@ -609,6 +609,8 @@ class StdMeanBackward0(VarMeanBackward0):
 
 def _var_grad(node, g, gmean, graph):
     sx, dims, correction, keepdim = node._saved[:4]
+    if correction is None:  # none given: PyTorch's default, 1
+        correction = 1
     x = sx.get(node, graph)
     # std's saved result is unpacked (version-checked) even when only the mean's gradient flows
     so = node._saved[5].get(node, graph) if node._std else None
@@ -657,12 +659,15 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
     r = np.sqrt(v) if std else v
     rec = STATE.enabled and input._requires_grad
     dof0 = (dim is None or isinstance(dim, bool) or d.ndim == 0) and d.size - c <= 0
+    # the node saves the correction as PyTorch shows it: None when neither it, unbiased nor dim
+    # was given (PyTorch's correction overload), else the number used
+    sc = None if correction is None and unbiased is None and dim is None else c
     if not with_mean:
         if rec:
             a = record(r, None)
             # std's backward reads its result (so changing it in place is an error); var's not
             a._grad_fn = (StdBackward0 if std else VarBackward0)(
-                (edge_of(input),), (Saved(input), dims, c, keepdim, raw) + ((Saved(a, True),) if std
+                (edge_of(input),), (Saved(input), dims, sc, keepdim, raw) + ((Saved(a, True),) if std
                                                                         else ()))
             if dof0:
                 a._grad_fn._dof0 = True
@@ -674,7 +679,7 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
         b = record(m, None)
         b._output_nr = 1
         a._grad_fn = b._grad_fn = (StdMeanBackward0 if std else VarMeanBackward0)(
-            (edge_of(input),), (Saved(input), dims, c, keepdim, raw) + ((Saved(a, True),) if std
+            (edge_of(input),), (Saved(input), dims, sc, keepdim, raw) + ((Saved(a, True),) if std
                                                                     else ()))
         if dof0:
             a._grad_fn._dof0 = True
