@@ -440,3 +440,9 @@ def test_transform_of_function(fname, tr):
     arr = XB35 if tr.startswith("vmap") else X5
     both(lambda lib, F: TRANSFORMS[tr](F, lambda x: FUNCS[fname](lib, x))(_t(lib, arr)),
          rtol=1e-6, atol=1e-8)
+
+
+def test_jvp_strict():
+    both(lambda lib, F: F.jvp(lambda x: x.sin(), (_t(lib, X5),), (_t(lib, Y5),), strict=True))
+    both_raise(lambda lib, F: F.jvp(lambda x: lib.ones(3), (_t(lib, X5),), (_t(lib, Y5),),
+                                    strict=True))

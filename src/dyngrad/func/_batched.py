@@ -74,14 +74,12 @@ def align(x, levels, lrank=None):
     phys, cur = unwrap(x)
     if not isinstance(phys, Tensor):
         return phys
-    if not cur and (lrank is None or True) and not levels:
-        return phys
     if not cur:
-        # an unbatched tensor broadcasts from the right: only a batched op needs its dims
+        # an unbatched tensor: size-1 batch dims, or (with lrank, for broadcasting ops) as it
+        # is, since broadcasting lines it up from the right
         if lrank is None:
             for _ in levels:
                 phys = phys.unsqueeze(0)
-            return phys
         return phys
     if cur != levels:
         cur = list(cur)

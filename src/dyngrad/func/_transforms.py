@@ -305,7 +305,7 @@ def _vjp_with_argnums(func, *primals, argnums=None, has_aux=False):
     return results, vjp_fn
 
 
-def vjp(func: Callable, *primals: Any, has_aux: bool = False):
+def vjp(func: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``(func(*primals), vjp_fn)``: ``vjp_fn(cotangents)`` is the vector-Jacobian product
     (one reverse pass each call), as torch.func.vjp."""
     return _vjp_with_argnums(func, *primals, has_aux=has_aux)
@@ -385,6 +385,10 @@ def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux
                 from .. import zeros_like
                 prim, tan = fwAD.unpack_dual(p)
                 if tan is None:
+                    if strict:
+                        raise RuntimeError("jvp(f, primals, tangents, strict=True): The output "
+                                           "of f is independent of the inputs. This is not "
+                                           "allowed with strict=True.")
                     tan = zeros_like(prim)
                 return prim, tan
             res = finish(out, None, tangent_of)
@@ -428,14 +432,14 @@ def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux
 
 
 def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
-        has_aux: bool = False):
+        has_aux: bool = False) -> tuple:
     """``(func(*primals), J @ tangents)``: the Jacobian-vector product in one forward pass
     (forward-mode AD), as torch.func.jvp."""
     return _jvp_with_argnums(func, primals, tangents, argnums=None, strict=strict,
                              has_aux=has_aux)
 
 
-def linearize(func: Callable, *primals: Any):
+def linearize(func: Callable, *primals: Any) -> tuple[Any, Callable]:
     """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` gives the Jacobian-vector product
     at ``primals``, as torch.func.linearize."""
     output = func(*primals)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from .._tensor import Tensor
+from .._tensor import Tensor, _dim
 from . import _batched as B
 from ._pytree import LEAF, TreeSpec, tree_flatten, tree_unflatten
 
@@ -122,8 +122,6 @@ def _remove_batch_dim(name, out, level, size, od):
         # not batched at this level: every sample gets the same value
         nb = len(levels)
         lr = phys.ndim - nb
-        od_n = od % (lr + 1) if -(lr + 1) <= od < lr + 1 else od
-        from .._tensor import _dim
         od_n = _dim(od, lr + 1)
         p = phys.unsqueeze(nb + od_n)
         shape = list(p.shape)
@@ -133,7 +131,6 @@ def _remove_batch_dim(name, out, level, size, od):
     rest = levels[:pos] + levels[pos + 1:]
     nb = len(rest)
     lr = phys.ndim - len(levels)
-    from .._tensor import _dim
     od_n = _dim(od, lr + 1)
     if pos != nb + od_n:
         phys = phys.movedim(pos, nb + od_n)
