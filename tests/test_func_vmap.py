@@ -100,6 +100,16 @@ OPS = {
     "dtype_casts": (lambda lib, a: (a.to(lib.float32), a.float(), a.type(lib.float32),
                                     a.int(), (a > 0).long().sum()), (A,)),
     "shape_queries": (lambda lib, a: a.reshape(a.shape[0] * a.size(1)) * a.dim() * len(a), (A,)),
+    "index_scatter": (lambda lib, a, b: (
+        a.index_add(1, lib.tensor([0, 2]), b[:, :2]), lib.index_copy(a, 0, lib.tensor([2]), b[:1]),
+        a.index_fill(1, lib.tensor([1]), -1.0),
+        a.scatter(1, lib.tensor([[0], [1], [4]]), b[:, :1].contiguous()),
+        a.scatter_add(0, lib.tensor([[1, 0, 2, 2, 0]]), b[:1])), (A, A[:, ::-1].copy())),
+    "pad_interp_diag_diff": (lambda lib, a: (
+        lib.nn.functional.pad(a, (1, 2), value=0.5),
+        lib.nn.functional.interpolate(a.unsqueeze(0), scale_factor=2, mode="linear"),
+        lib.diag(a[0]), lib.diag(a), lib.diff(a), lib.diff(a, dim=0),
+        lib.diag_embed(a)), (A,)),
     "factories_mixed": (lambda lib, a: (lib.zeros(a.shape[-1], dtype=a.dtype) + a,
                                         lib.arange(5, dtype=a.dtype) * a,
                                         lib.cat([a, lib.ones(1, 5, dtype=a.dtype)])), (A,)),
@@ -232,15 +242,16 @@ def test_chunk_size():
 
 
 def test_fallback_loops_and_warns_once():
-    x = dyngrad.tensor(RS.uniform(-1, 1, (3, 4, 5)))
+    x = dyngrad.tensor(RS.uniform(-1, 1, (3, 2, 2)))
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        _batched._WARNED.discard("diff")
-        r1 = dyngrad.func.vmap(dyngrad.diff)(x)
-        r2 = dyngrad.func.vmap(lambda a: dyngrad.diff(a))(x)
+        _batched._WARNED.discard("kron")
+        r1 = dyngrad.func.vmap(dyngrad.kron)(x, x)
+        r2 = dyngrad.func.vmap(lambda a: dyngrad.kron(a, a))(x)
     msgs = [str(m.message) for m in w if "performance drop" in str(m.message)]
-    assert len(msgs) == 1 and "aten::diff" in msgs[0]
-    exp = torch.vmap(torch.diff)(torch.tensor(x.numpy()))
+    assert len(msgs) == 1 and "aten::kron" in msgs[0]
+    tx = torch.tensor(x.numpy())
+    exp = torch.stack([torch.kron(a, a) for a in tx])
     np.testing.assert_allclose(r1.numpy(), exp.numpy(), rtol=1e-10)
     np.testing.assert_allclose(r2.numpy(), exp.numpy(), rtol=1e-10)
 

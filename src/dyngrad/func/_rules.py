@@ -1306,6 +1306,111 @@ def _sdpa(orig, args, kwargs):
     return wrap(orig(**v), levels)
 
 
+def _diag_embed(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    off = _arg(args, kwargs, 1, "offset", 0)
+    d1 = _arg(args, kwargs, 2, "dim1", -2)
+    d2 = _arg(args, kwargs, 3, "dim2", -1)
+    lr = _lrank(x) + 1
+    nb = len(x._levels)
+    d1, d2 = _dim(d1, lr), _dim(d2, lr)
+    return wrap(orig(x._phys, off, d1 + nb, d2 + nb), x._levels)
+
+
+def _diag(orig, args, kwargs):
+    x = args[0]
+    off = _arg(args, kwargs, 1, "diagonal", 0)
+    if type(x) is not _BT or _lrank(x) not in (1, 2):
+        return NotImplemented
+    if _lrank(x) == 1:
+        return x.diag_embed(off)
+    return x.diagonal(off, 0, 1)
+
+
+def _pad(orig, args, kwargs):
+    x = args[0]
+    mode = _arg(args, kwargs, 2, "mode", "constant")
+    if type(x) is not _BT or mode != "constant":
+        return NotImplemented
+    return wrap(orig(x._phys, *args[1:], **kwargs), x._levels)
+
+
+def _interpolate(orig, args, kwargs):
+    x = args[0]
+    if type(x) is not _BT or _lrank(x) < 3:
+        return NotImplemented
+    return _leading(_lrank(x) - 2)(orig, args, kwargs)
+
+
+def _index_op(name):
+    """index_add/index_copy/index_fill (dim, index, source|value) with an unbatched index: the
+    op along the shifted dim on the batch-aligned self and source."""
+    inplace = name.endswith("_")
+
+    def rule(orig, args, kwargs):
+        x = args[0]
+        d = _arg(args, kwargs, 1, "dim")
+        idx = _arg(args, kwargs, 2, "index")
+        src = _arg(args, kwargs, 3, "source" if "fill" not in name else "value")
+        if type(idx) is _BT or d is None or not isinstance(d, int):
+            return NotImplemented
+        levels = _union(x, src)
+        if inplace and not set(unwrap(x)[1]) >= set(levels):
+            raise RuntimeError(INPLACE_MSG.format(op="inplace arithmetic"))
+        lr = _lrank(x)
+        if lr == 0:
+            return NotImplemented
+        nb = len(levels)
+        px = unwrap(x)[0] if inplace else expand_batch(
+            align(x, levels) if type(x) is _BT else _lift(x, levels), levels)
+        if isinstance(src, Tensor):
+            if src.dim() != lr and "fill" not in name:
+                return NotImplemented
+            ps = expand_batch(align(src, levels) if type(src) is _BT else _lift(src, levels),
+                              levels) if "fill" not in name else src
+            if "fill" in name and type(src) is _BT:
+                return NotImplemented
+        else:
+            ps = src
+        extra = {k: v for k, v in kwargs.items() if k not in ("dim", "index", "source",
+                                                               "value")}
+        r = orig(px, _dim(int(d), lr) + nb, idx, ps, **extra)
+        return x if inplace else wrap(r, levels)
+    return rule
+
+
+def _scatter(name):
+    """scatter/scatter_add (dim, index, src): like gather, the index is broadcast over the
+    batch and every operand gets the batch dims."""
+    inplace = name.endswith("_")
+
+    def rule(orig, args, kwargs):
+        x = args[0]
+        d = _arg(args, kwargs, 1, "dim")
+        idx = _arg(args, kwargs, 2, "index")
+        src = _arg(args, kwargs, 3, "src")
+        if kwargs.get("reduce") is not None or not isinstance(d, int) or \
+                not isinstance(src, Tensor) or len(args) > 4:
+            return NotImplemented
+        levels = _union(x, idx, src)
+        if inplace and not set(unwrap(x)[1]) >= set(levels):
+            raise RuntimeError(INPLACE_MSG.format(op="inplace arithmetic"))
+        lr = _lrank(x)
+        if lr == 0 or _lrank(idx) != lr or _lrank(src) != lr:
+            return NotImplemented
+        nb = len(levels)
+
+        def full(t):
+            return expand_batch(align(t, levels) if type(t) is _BT else _lift(t, levels),
+                                levels)
+        px = unwrap(x)[0] if inplace else full(x)
+        r = orig(px, _dim(int(d), lr) + nb, full(idx), full(src))
+        return x if inplace else wrap(r, levels)
+    return rule
+
+
 # --- the table ----------------------------------------------------------------------------
 _ELEMENTWISE_NAMES = """
 add sub mul div true_divide divide multiply subtract rsub pow float_power maximum minimum fmax
@@ -1401,6 +1506,16 @@ RULES["F.batch_norm"] = _batch_norm
 RULES["F.instance_norm"] = lambda orig, args, kwargs: _fold_n(orig, args, kwargs) \
     if _arg(args, kwargs, 1, "running_mean") is None else NotImplemented
 RULES["F.embedding"] = _embedding
+RULES["diff"] = along(2, "dim", default=-1)
+RULES["diag_embed"] = _diag_embed
+RULES["diag"] = _diag
+RULES["F.pad"] = _pad
+RULES["F.interpolate"] = _interpolate
+for _n in ("index_add", "index_copy", "index_fill", "index_add_", "index_copy_",
+           "index_fill_"):
+    RULES[_n] = _index_op(_n)
+for _n in ("scatter", "scatter_add", "scatter_", "scatter_add_"):
+    RULES[_n] = _scatter(_n)
 RULES["F.scaled_dot_product_attention"] = _sdpa
 RULES["F.one_hot"] = lambda orig, args, kwargs: _unbatched_params(1)(orig, args, kwargs) \
     if _arg(args, kwargs, 1, "num_classes", -1) != -1 else NotImplemented
