@@ -623,3 +623,17 @@ def test_maml_jacobian_over_params_and_ntk_by_vjp_of_jvp():
         eye = lib.eye(2, dtype=lib.float64).unsqueeze(0).expand(4, 2, 2).permute(1, 0, 2)
         return meta, jac, F.vmap(column)(eye)
     both(f)
+
+
+def test_more_composition_orders():
+    def f(lib, F):
+        x, v = _t(lib, A[:, 0]), _t(lib, A[:, 1])
+
+        def g(z):
+            return (z.sin() * z.sum()).exp()
+        return (F.jvp(F.vmap(g), (x,), (v,)),
+                F.grad(lambda x: F.vmap(F.grad(lambda z: (z ** 3).sum()))(x).pow(2).sum())(x),
+                F.vmap(F.jacfwd(F.jacrev(lambda z: z.sin().sum() * z)))(x),
+                F.hessian(lambda x: F.vmap(lambda z: z.tanh().sum())(x).sum())(x),
+                F.jacfwd(F.vmap(F.grad(lambda z: (z.cos() * z).sum())))(x))
+    both(f)
