@@ -1411,6 +1411,69 @@ def _scatter(name):
     return rule
 
 
+def _xsplit(dim_of):
+    def rule(orig, args, kwargs):
+        x = args[0]
+        if type(x) is not _BT or len(args) < 2 or kwargs:
+            return NotImplemented
+        d = dim_of(x.dim())
+        if d is None:
+            return NotImplemented
+        return x.tensor_split(args[1], d)
+    return rule
+
+
+def _dist(orig, args, kwargs):
+    a, b = args[0], args[1]
+    p = args[2] if len(args) > 2 else kwargs.get("p", 2)
+    d = a - b
+    return d.reshape(-1).norm(p) if d.dim() else d.abs() if p != 0 else (d != 0).to(d.dtype)
+
+
+def _multi_dot(orig, args, kwargs):
+    seq = list(args[0]) if args else list(kwargs.get("tensors", ()))
+    if len(seq) < 2:
+        return NotImplemented
+    out = seq[0]
+    for t in seq[1:]:
+        out = out.matmul(t)
+    return out
+
+
+def _sum_to_size(orig, args, kwargs):
+    x = args[0]
+    size = _sizes(args[1:]) if len(args) > 1 else tuple(kwargs.get("size", ()))
+    shape = tuple(x.shape)
+    lead = len(shape) - len(size)
+    if lead < 0:
+        return NotImplemented
+    out = x.sum(tuple(range(lead))) if lead else x
+    dims = tuple(i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1)
+    return out.sum(dims, keepdim=True) if dims else out
+
+
+def _repeat_interleave(orig, args, kwargs):
+    x = args[0]
+    reps = _arg(args, kwargs, 1, "repeats")
+    d = _arg(args, kwargs, 2, "dim")
+    if type(x) is not _BT or isinstance(reps, Tensor) or not isinstance(reps, int) or \
+            set(kwargs) - {"repeats", "dim"}:
+        return NotImplemented
+    if d is None:
+        return x.reshape(-1).repeat_interleave(reps, 0)
+    return wrap(orig(x._phys, reps, _dim(int(d), max(_lrank(x), 1)) + len(x._levels)),
+                x._levels)
+
+
+def _quantile(orig, args, kwargs):
+    q = _arg(args, kwargs, 1, "q")
+    if isinstance(q, Tensor) and q.dim() > 0:
+        return NotImplemented
+    if type(q) is _BT:
+        return NotImplemented
+    return along(2, "dim", full="flat")(orig, args, kwargs)
+
+
 # --- the table ----------------------------------------------------------------------------
 _ELEMENTWISE_NAMES = """
 add sub mul div true_divide divide multiply subtract rsub pow float_power maximum minimum fmax
@@ -1507,6 +1570,19 @@ RULES["F.instance_norm"] = lambda orig, args, kwargs: _fold_n(orig, args, kwargs
     if _arg(args, kwargs, 1, "running_mean") is None else NotImplemented
 RULES["F.embedding"] = _embedding
 RULES["diff"] = along(2, "dim", default=-1)
+RULES["narrow_copy"] = _narrow
+for _n in ("unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes"):
+    RULES[_n] = _split(_n)
+RULES["hsplit"] = _xsplit(lambda n: 0 if n == 1 else 1 if n > 1 else None)
+RULES["vsplit"] = _xsplit(lambda n: 0 if n >= 2 else None)
+RULES["dsplit"] = _xsplit(lambda n: 2 if n >= 3 else None)
+RULES["dist"] = _dist
+RULES["linalg.multi_dot"] = _multi_dot
+RULES["sum_to_size"] = _sum_to_size
+RULES["repeat_interleave"] = _repeat_interleave
+RULES["quantile"] = RULES["nanquantile"] = _quantile
+RULES["mode"] = along(1, "dim", default=-1)
+RULES["frexp"] = elementwise("frexp")
 RULES["diag_embed"] = _diag_embed
 RULES["diag"] = _diag
 RULES["F.pad"] = _pad
