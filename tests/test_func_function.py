@@ -157,3 +157,18 @@ def test_vmap_staticmethod_must_return_two_things():
     with pytest.raises(RuntimeError) as et:
         torch.func.vmap(fns(torch)[5].apply)(_t(torch, X))
     assert str(e.value) == str(et.value).replace("torch.Tensor", "dyngrad.Tensor")
+
+
+def test_nested_vmap_over_functions():
+    x3 = RS.uniform(-1, 1, (2, 3, 4))
+
+    def f(lib, F):
+        Mul, Exp = fns(lib)[:2]
+        x, w = _t(lib, x3), _t(lib, x3[0, 0])
+        inner = F.vmap(Mul.apply, in_dims=(0, None))
+        return (F.vmap(inner, in_dims=(0, None))(x, w),
+                F.vmap(F.vmap(F.grad(lambda x, w: Mul.apply(x, w).sum(), argnums=1),
+                              in_dims=(0, None)), in_dims=(0, None))(x, w),
+                F.vmap(F.vmap(Exp.apply))(x),
+                F.vmap(F.vmap(F.grad(lambda x: Exp.apply(x).sum())))(x))
+    both(f)

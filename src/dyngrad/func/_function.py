@@ -37,7 +37,7 @@ def _apply_hook(cls, args, kwargs):
                                f"generate_vmap_rule=True and an overridden vmap staticmethod. "
                                f"Please set generate_vmap_rule=False or delete the overridden "
                                f"vmap staticmethod to avoid ambiguity. " + _DOCS)
-        rule = _generated(cls)
+        return _apply_generated(cls, args)
     elif not overridden:
         raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap "
                            f"support. Please override and implement the vmap staticmethod or "
@@ -74,6 +74,31 @@ def _apply_hook(cls, args, kwargs):
                            + _DOCS)
     res = [o if d is None or not isinstance(o, Tensor) else
            _add_batch_dim(o, d % max(o.dim(), 1), top) for o, d in zip(flat, fod)]
+    return tree_unflatten(res, spec)
+
+
+def _apply_generated(cls, args):
+    """generate_vmap_rule=True: every batch level of the arguments at once, as one flat batch
+    (so the generated Function sees plain tensors however deep the vmaps nest)."""
+    levels = B._union(*[a for a in args if isinstance(a, Tensor)])
+    sizes = tuple(B.level_size(lv) for lv in levels)
+    n = 1
+    for k in sizes:
+        n *= k
+    in_dims, flat = [], []
+    for a in args:
+        if type(a) is B.BatchedTensor:
+            p = B.expand_batch(B.align(a, levels), levels)
+            flat.append(p.reshape(n, *p.shape[len(levels):]))
+            in_dims.append(0)
+        else:
+            flat.append(a)
+            in_dims.append(None)
+    randomness = B.LEVELS[-1][2]
+    out, _ = _generated(cls)(VmapInfo(n, randomness), tuple(in_dims), *flat)
+    leaves, spec = tree_flatten(out)
+    res = [B.wrap(o.reshape(*sizes, *o.shape[1:]), levels) if isinstance(o, Tensor) else o
+           for o in leaves]
     return tree_unflatten(res, spec)
 
 
