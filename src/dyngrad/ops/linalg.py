@@ -891,6 +891,9 @@ def einsum(equation, *operands):
 
 
 # --- inverse, determinants, solve --------------------------------------------------------------
+from .linalg_more import _col_major  # noqa: E402
+
+
 class LinAlgError(RuntimeError):
     """A linear-algebra routine failed on its input (singular matrix and the like)."""
 
@@ -946,7 +949,7 @@ def inverse(input):
                           f"inversion could not be completed because the input matrix is "
                           f"singular.") from None
     # each matrix stored column by column, as LAPACK's result PyTorch returns (strides (1, n))
-    r = np.swapaxes(np.ascontiguousarray(np.swapaxes(r, -1, -2)), -1, -2)
+    r = _col_major(r)
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = LinalgInvExBackward0((edge_of(input),), (Saved(res, True),))
@@ -985,7 +988,7 @@ def det(input):
     """Determinant of a square matrix (or a batch); LinalgDetBackward0."""
     a = input._data
     _square("linalg.det", a)
-    r = np.asarray(np.linalg.det(a))
+    r = _col_major(np.linalg.det(a), False)
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = LinalgDetBackward0((edge_of(input),), (Saved(input), Saved(res, True)))
@@ -1020,7 +1023,7 @@ def slogdet(input):
     a = input._data
     _square("linalg.slogdet", a)
     s, l = np.linalg.slogdet(a)
-    s, l = np.asarray(s), np.asarray(l)
+    s, l = _col_major(s, False), _col_major(l, False)
     if STATE.enabled and input._requires_grad:
         node = LinalgSlogdetBackward0((edge_of(input),), (Saved(input),))
         ts, tl = record(s, node), record(l, node)
@@ -1048,12 +1051,16 @@ class LinalgSolveExBackward0(Node):
             xo = xo.reshape(tuple(xo.shape) + (1,))
         at = X.transpose_last(a)
         if graph:
-            gb = solve(at, g)
-        else:
+            gb = solve(at, g, left=left)
+        elif left:
             gb = np.linalg.solve(at, g)
+        else:
+            gb = np.swapaxes(np.linalg.solve(a, np.swapaxes(g, -1, -2)), -1, -2)
         ga = None
         if self.next_functions[0][0] is not None:
-            ga = sum_to(-X.matmul(gb, X.transpose_last(xo)), tuple(X.data(a).shape))
+            ga = (X.matmul(gb, X.transpose_last(xo)) if left
+                  else X.matmul(X.transpose_last(xo), gb))
+            ga = sum_to(-ga, tuple(X.data(a).shape))
         if self.next_functions[1][0] is not None:
             bshape = self._bshape
             gb = gb.reshape(tuple(gb.shape[:-1])) if vec else gb
@@ -1064,26 +1071,32 @@ class LinalgSolveExBackward0(Node):
 
 
 def solve(A, B, *, left=True):
-    """The X with A X = B (B a matrix, a vector or a batch of either); LinalgSolveExBackward0."""
-    if not left:
-        return solve(A.transpose(-2, -1), B.transpose(-2, -1)).transpose(-2, -1)
+    """The X with A X = B (X A = B when not ``left``; B a matrix, a vector or a batch of
+    either); LinalgSolveExBackward0.  X is laid out as PyTorch's: column-major matrices when
+    ``left`` (a batch of vectors as one such matrix), C-ordered otherwise."""
     a, b = A._data, B._data
     _square("linalg.solve", a)
     vec = b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
     bm = b[..., None] if vec else b
-    if bm.shape[-2] != a.shape[-1]:
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
-                           f"({a.shape[-2]}x{a.shape[-1]} and {bm.shape[-2]}x{bm.shape[-1]})")
+    if (bm.shape[-2] if left else bm.shape[-1]) != a.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({a.shape[-2]}x{a.shape[-1]} and "
+                           f"{bm.shape[-2]}x{bm.shape[-1]})")
     if a.dtype != b.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
                            f"A of type {A.dtype} and B of type {B.dtype} instead")
     try:
-        r = np.linalg.solve(a, bm)
+        if left:
+            r = np.linalg.solve(a, bm)
+        else:
+            r = np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(bm, -1, -2)),
+                            -1, -2)
     except np.linalg.LinAlgError:
         raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
                           "singular.") from None
     if vec:
         r = r[..., 0]
+    r = _col_major(r, left)
     if STATE.enabled and (A._requires_grad or B._requires_grad):
         res = record(r, None)
         node = LinalgSolveExBackward0((edge_of(A), edge_of(B)),
