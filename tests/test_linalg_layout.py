@@ -167,3 +167,13 @@ def test_solve_graph_and_gradients(left, bshape):
     assert d[:3] == t[:3]
     for dv, tv in zip(d[3], t[3]):
         np.testing.assert_allclose(dv, tv, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("a,b", [((2, 3, 3), (4, 3, 1)), ((5, 2, 3, 3), (3, 3, 2))])
+def test_solve_batch_shapes_that_do_not_broadcast(a, b):
+    errs = []
+    for L in (torch, dyngrad):
+        with pytest.raises(RuntimeError) as e:
+            L.linalg.solve(L.randn(*a, dtype=L.float64), L.randn(*b, dtype=L.float64))
+        errs.append(str(e.value))
+    assert errs[0] == errs[1]

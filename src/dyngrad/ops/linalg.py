@@ -1086,6 +1086,11 @@ def solve(A, B, *, left=True):
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
                            f"A of type {A.dtype} and B of type {B.dtype} instead")
     try:
+        np.broadcast_shapes(bm.shape[:-2], a.shape[:-2])
+    except ValueError:
+        from .pointwise import broadcast_error
+        raise broadcast_error(bm.shape[:-2], a.shape[:-2]) from None
+    try:
         if left:
             r = np.linalg.solve(a, bm)
         else:
