@@ -65,12 +65,18 @@ ON_ERROR: list = []
 def guard(fn, name=None):
     """``fn`` with PyTorch's argument errors in place of internal ones (see the module)."""
     name = name or fn.__name__
+    from . import _out
+    takes_out = name in _out.OUT  # PyTorch's function takes out=: Python refusing it is our cue
+    if takes_out and _out.swallows_out(fn):  # an ignored out parameter: look for it
+        fn, takes_out = _out.accepting(fn, name), False
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
         try:
             r = fn(*args, **kwargs)
         except Exception as e:
+            if takes_out and _out.refused(e, kwargs):
+                return _out.call(name, fn, args, kwargs)
             if ON_ERROR:  # vmap's batched tensors reach ops taken before vmap started
                 r = ON_ERROR[0](name, fn, args, kwargs)
                 if r is not NotImplemented:

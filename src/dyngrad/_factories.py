@@ -10,6 +10,7 @@ import numpy as np
 from . import _dtype as D
 from ._random import rng
 from ._tensor import Size, Tensor, _check_device
+from ._out import handles_out
 
 _make = Tensor._make
 
@@ -56,7 +57,7 @@ def _out_variant(name):
             if requires_grad:
                 out.requires_grad_()
             return out
-        return g
+        return handles_out(g)
     return deco
 
 
@@ -653,10 +654,15 @@ def _num(v):
     return int(v) if v.is_integer() else v
 
 
+@handles_out
 def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     """1 with probability ``input`` (or ``p``) at each element, else 0 (see ``ops.sampling``)."""
     from .ops.sampling import _bernoulli
-    return _bernoulli(input, p, generator=generator, out=out)
+    if out is None:
+        return _bernoulli(input, p, generator=generator)
+    from . import _out  # PyTorch's bernoulli_out: any dtype, resized without a warning
+    return _out.call("bernoulli", _bernoulli, (input, p), {"generator": generator, "out": out},
+                     rule="any", warn_resize=False)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:

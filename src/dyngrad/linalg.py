@@ -114,3 +114,7 @@ from .ops.linalg_more import (  # noqa: E402,F401
 
 __all__ += ["cross", "multi_dot", "svd", "svdvals", "matrix_exp", "eigh", "eigvalsh", "cholesky",
             "cholesky_ex", "qr"]
+
+from ._out import expose as _expose  # noqa: E402
+
+_expose(globals(), __all__, "linalg_")

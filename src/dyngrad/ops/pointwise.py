@@ -231,7 +231,7 @@ def mul_scalar(a, value):
 
 
 @op(methods=("__add__", "__radd__"))
-def add(input, other, *, alpha=1, out=None):
+def add(input, other, *, alpha=1):
     """input + alpha * other, broadcasting; AddBackward0."""
     if not _isT(input, Tensor):
         input, other = other, input
@@ -239,7 +239,7 @@ def add(input, other, *, alpha=1, out=None):
                 False, False, (alpha,))
     if alpha.__class__ is not int:
         alpha_check(_alpha_dtype(input, other), alpha)
-    return _out(r, out)
+    return r
 
 
 def _alpha_dtype(a, b):
@@ -281,7 +281,7 @@ def _bool_sub_error(a, b):
 
 
 @op(methods=("__sub__",))
-def sub(input, other, *, alpha=1, out=None):
+def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcasting; SubBackward0."""
     if input._data.dtype == np.bool_ or (other._data.dtype == np.bool_ if _isT(other, Tensor)
                                           else _isT(other, (bool, np.bool_))):
@@ -290,7 +290,7 @@ def sub(input, other, *, alpha=1, out=None):
                 SubBackward0, False, False, (alpha,))
     if alpha.__class__ is not int:
         alpha_check(_alpha_dtype(input, other), alpha)
-    return _out(r, out)
+    return r
 
 
 subtract = sub
@@ -343,7 +343,7 @@ class MulBackward0(Node):
 
 
 @op(methods=("__mul__", "__rmul__"))
-def mul(input, other, *, out=None):
+def mul(input, other):
     """Elementwise product, broadcasting; MulBackward0."""
     if not _isT(input, Tensor):
         input, other = other, input
@@ -351,8 +351,8 @@ def mul(input, other, *, out=None):
         # input is needed for other's gradient and vice versa
         r = _binary(input, other, np.multiply, MulBackward0,
                     other._requires_grad, input._requires_grad)
-        return _out(r, out)
-    return _out(_binary(input, other, np.multiply, MulBackward0, False, False), out)
+        return r
+    return _binary(input, other, np.multiply, MulBackward0, False, False)
 
 
 multiply = mul
@@ -374,24 +374,23 @@ class DivBackward0(Node):
 
 
 @op(methods=("__truediv__", "true_divide"))
-def div(input, other, *, rounding_mode=UNSET, out=None):
+def div(input, other, *, rounding_mode=UNSET):
     """Elementwise true division (integers give floats); DivBackward0.  With ``rounding_mode``
     given (None, 'trunc' or 'floor': PyTorch's div.Tensor_mode) DivBackward2."""
     if rounding_mode is not UNSET:
-        return _out(_div_mode(input, other, rounding_mode), out)
+        return _div_mode(input, other, rounding_mode)
     if _isT(other, Tensor):
         a, b = input, other
         if a._data.dtype.kind in "biu" and b._data.dtype.kind in "biu":
             a, b = a.to(D.DEFAULTS.float), b.to(D.DEFAULTS.float)
-        r = _binary(a, b, np.true_divide, DivBackward0, b._requires_grad, True)
-        return _out(r, out)
+        return _binary(a, b, np.true_divide, DivBackward0, b._requires_grad, True)
     if not _scalar_ok(other):
         return NotImplemented
     a = input if input._data.dtype.kind in "fc" else input.to(D.DEFAULTS.float)
     # a Python int is kept (PyTorch saves it as a wrapped int64 number); others as float
     ov = other if type(other) is int and -_I64 <= other < _I64 else \
         float(other) if not isinstance(other, complex) else other
-    return _out(_binary(a, ov, np.true_divide, DivBackward0, False, False), out)
+    return _binary(a, ov, np.true_divide, DivBackward0, False, False)
 
 
 def _true_div(input, other, cls, extra=()):
@@ -1000,11 +999,3 @@ def equal(input, other) -> bool:
 @op()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-def _out(r, out):
-    if out is None or r is NotImplemented:
-        return r
-    out._data[...] = r._data
-    out._version[0] += 1
-    return out

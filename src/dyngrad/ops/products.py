@@ -424,7 +424,7 @@ def _td_dims(dims, na, nb):
 
 
 @op(method=False)
-def tensordot(a, b, dims=2, out=None):
+def tensordot(a, b, dims=2):
     """Contract ``dims`` of ``a`` with ``dims`` of ``b`` as PyTorch composes it: a contracted
     dim of size 1 on one side summed away on the other, both operands permuted (contracted
     dims last / first) and reshaped to matrices for one mm, the product reshaped to the
@@ -517,7 +517,7 @@ def _chain(mats):
     return build(0, n - 1)
 
 
-def multi_dot(tensors, *, out=None):
+def multi_dot(tensors):
     """``torch.linalg.multi_dot``: the product of 2+ matrices (the first and last may be 1-D),
     multiplied in the cheapest order."""
     ts = list(tensors)
@@ -553,7 +553,7 @@ def multi_dot(tensors, *, out=None):
 
 
 @op(method=False)
-def chain_matmul(*matrices, out=None):
+def chain_matmul(*matrices):
     """The product of 2-D matrices (deprecated in PyTorch for linalg.multi_dot)."""
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
                   "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "

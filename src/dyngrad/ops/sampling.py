@@ -220,7 +220,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return _inplace(self, BernoulliBackward2, lambda s, dt: g.random(s) < pv)
 
 
-def _bernoulli(input, p=None, *, generator=None, out=None):
+def _bernoulli(input, p=None, *, generator=None):
     """1 with probability ``input`` (or ``p``) at each element, else 0: a new tensor of the
     input's dtype; BernoulliBackward0 (no ``p``; its gradient is zero), PyTorch's
     not-implemented node with ``p``."""
@@ -247,9 +247,6 @@ def _bernoulli(input, p=None, *, generator=None, out=None):
         data = (g.random(d.shape) < pv).astype(d.dtype)
         from .elementwise_more import _no_derivative
         r = _no_derivative(data, "bernoulli", (input,))
-    if out is not None:
-        out.copy_(r)
-        return out
     return r
 
 

@@ -83,12 +83,12 @@ def _record_multi(data, node_cls, tensors, saved, casts=None):
 
 
 @op(method=False)
-def cat(tensors, dim=0, *, out=None):
+def cat(tensors, dim=0):
     """Join tensors along an existing dimension; CatBackward0."""
-    return _cat(tensors, dim, out, "cat")
+    return _cat(tensors, dim, "cat")
 
 
-def _cat(tensors, dim, out, name):
+def _cat(tensors, dim, name):
     tensors = _seq_check(tensors, name, dim)
     dim = int(dim)
     if not tensors:
@@ -122,17 +122,12 @@ def _cat(tensors, dim, out, name):
     casts = None
     if any(t._data.dtype != rt for t in tensors):
         casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
-    r = _record_multi(data, CatBackward0, tensors, (k, sizes, dim), casts)
-    if out is not None:
-        out._data = r._data
-        out._version[0] += 1
-        return out
-    return r
+    return _record_multi(data, CatBackward0, tensors, (k, sizes, dim), casts)
 
 
 def _cat_alias(name):
-    def f(tensors, dim=0, *, out=None):
-        return _cat(tensors, dim, out, name)
+    def f(tensors, dim=0):
+        return _cat(tensors, dim, name)
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Alias of :func:`cat` (errors name ``{name}``)."
@@ -153,7 +148,7 @@ class StackBackward0(Node):
 
 
 @op(method=False)
-def stack(tensors, dim=0, *, out=None):
+def stack(tensors, dim=0):
     """Join same-shaped tensors along a new dimension; StackBackward0."""
     tensors = _seq_check(tensors, "stack", dim)
     dim = int(dim)
@@ -171,12 +166,7 @@ def stack(tensors, dim=0, *, out=None):
     casts = None
     if any(t._data.dtype != rt for t in tensors):
         casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
-    r = _record_multi(data, StackBackward0, tensors, (k, len(tensors), dim), casts)
-    if out is not None:
-        out._data = r._data
-        out._version[0] += 1
-        return out
-    return r
+    return _record_multi(data, StackBackward0, tensors, (k, len(tensors), dim), casts)
 
 
 @op(method=False)
@@ -216,16 +206,16 @@ def atleast_3d(*tensors):
 
 
 @op(method=False)
-def hstack(tensors, *, out=None):
+def hstack(tensors):
     """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1)."""
     ts = atleast_1d(list(_seq_check(tensors, "hstack")))
-    return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1, out=out)
+    return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1)
 
 
 @op(method=False)
-def vstack(tensors, *, out=None):
+def vstack(tensors):
     """Concatenate row-wise after making every tensor at least 2-D."""
-    return cat(atleast_2d(list(_seq_check(tensors, "vstack"))), 0, out=out)
+    return cat(atleast_2d(list(_seq_check(tensors, "vstack"))), 0)
 
 
 row_stack = vstack
@@ -233,16 +223,16 @@ op("row_stack", method=False)(vstack)
 
 
 @op(method=False)
-def dstack(tensors, *, out=None):
+def dstack(tensors):
     """Concatenate depth-wise (dim 2) after making every tensor at least 3-D."""
-    return cat(atleast_3d(list(_seq_check(tensors, "dstack"))), 2, out=out)
+    return cat(atleast_3d(list(_seq_check(tensors, "dstack"))), 2)
 
 
 @op(method=False)
-def column_stack(tensors, *, out=None):
+def column_stack(tensors):
     """Stack 1-D tensors as columns, concatenate 2-D ones along dim 1."""
     ts = [t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in _seq_check(tensors, "column_stack")]
-    return cat(ts, 1, out=out)
+    return cat(ts, 1)
 
 
 # --- split family: several views of one tensor, one multi-output node ----------------------

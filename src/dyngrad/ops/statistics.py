@@ -132,7 +132,7 @@ _MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(name, p, input, q, dim=None, keepdim=False, *, interpolation="linear",
-              ignore_nan=False, out=None):
+              ignore_nan=False):
     t = _pkg()
     _need_tensor(name, input, "input", 1)
     if not isinstance(q, Tensor):
@@ -212,16 +212,13 @@ def _quantile(name, p, input, q, dim=None, keepdim=False, *, interpolation="line
         values.squeeze_(-1)
     else:
         values.unsqueeze_(0).transpose_(0, -1).squeeze_(-1)
-    if out is not None:
-        out.copy_(values)
-        return out
     return values
 
 
 def _register_quantile(name, ignore_nan):
-    def function(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    def function(input, q, dim=None, keepdim=False, *, interpolation="linear"):
         return _quantile(name, 1, input, q, dim, keepdim, interpolation=interpolation,
-                         ignore_nan=ignore_nan, out=out)
+                         ignore_nan=ignore_nan)
 
     def method(self, q, dim=None, keepdim=False, *, interpolation="linear"):
         return _quantile(name, 0, self, q, dim, keepdim, interpolation=interpolation,
