@@ -20,6 +20,9 @@ CASES = {
     "nansum": lambda L, x: x.nansum(0), "nanmean": lambda L, x: x.nanmean(0),
     "aminmax": lambda L, x: L.aminmax(x, dim=0)[0], "count_nonzero": lambda L, x: L.count_nonzero(x, 0),
     "max": lambda L, x: x.max(0)[0], "argmax": lambda L, x: x.argmax(0),
+    "renorm": lambda L, x: x.renorm(2, 0, 1.0), "logcumsumexp": lambda L, x: x.logcumsumexp(1),
+    "stack": lambda L, x: L.stack([x, x], 0), "repeat": lambda L, x: x.repeat(1, 1, 1),
+    "masked_fill": lambda L, x: x.masked_fill(x > 0, 1.0),
 }
 
 
@@ -33,4 +36,27 @@ def test_reduction_of_a_permuted_tensor_is_contiguous(name):
         res += [tuple(y.shape), y.stride(), y.is_contiguous()]
         if y.requires_grad and y.dim():
             res.append(y.reshape(-1).grad_fn.name())
+    assert got == exp
+
+
+NORMS = {
+    "batch_norm": lambda L, x: L.nn.functional.batch_norm(x, None, None, training=True),
+    "batch_norm_eval": lambda L, x: L.nn.functional.batch_norm(
+        x, L.zeros(x.shape[1], dtype=L.float64), L.ones(x.shape[1], dtype=L.float64)),
+    "group_norm": lambda L, x: L.nn.functional.group_norm(x, 1),
+    "layer_norm": lambda L, x: L.nn.functional.layer_norm(x, tuple(x.shape[-1:])),
+    "instance_norm": lambda L, x: L.nn.functional.instance_norm(x),
+}
+
+
+@pytest.mark.parametrize("name", list(NORMS))
+@pytest.mark.parametrize("perm", [(0, 3, 1, 2), (0, 2, 1, 3)], ids=["channels_last", "other"])
+def test_normalization_layout_matches_torch(name, perm):
+    """Batch and group norm keep a channels-last input's layout (PyTorch's
+    suggest_memory_format), other layouts become contiguous; layer norm is always contiguous."""
+    a = np.random.RandomState(0).randn(2, 3, 4, 5)
+    got, exp = [], []
+    for L, res in ((dyngrad, got), (torch, exp)):
+        y = NORMS[name](L, L.tensor(a).permute(*perm))
+        res += [tuple(y.shape), y.stride()]
     assert got == exp

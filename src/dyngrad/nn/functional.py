@@ -2787,7 +2787,12 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     lead = tuple(range(x.ndim - k))
     wb = (1,) * (x.ndim - k) + ns
     return _norm.normalize_affine(input, weight, bias, x.shape, axes, wb, lead, eps,
-                                  _norm.NativeLayerNormBackward0)[0]
+                                  _norm.NativeLayerNormBackward0, layout=_c_layout)[0]
+
+
+def _c_layout(x, y):
+    """layer_norm's result is contiguous whatever the input's layout, as PyTorch's."""
+    return y if y.flags.c_contiguous else y.copy(order="C")
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

@@ -14,7 +14,7 @@ def logcumsumexp(self, dim):
     """log(cumsum(exp(input), dim)) computed without overflow; LogcumsumexpBackward0."""
     if self.ndim == 0:
         return self.copy()
-    return np.logaddexp.accumulate(self, axis=dim)
+    return np.ascontiguousarray(np.logaddexp.accumulate(self, axis=dim))  # as PyTorch's
 
 
 @logcumsumexp.backward

@@ -76,11 +76,25 @@ class NativeGroupNormBackward0(_NormNode):
     __slots__ = ()
 
 
-def normalize_affine(input, weight, bias, rs, axes, wb, wa, eps, node_cls, stats=None):
+def suggested_layout(x, y):
+    """``y`` laid out as PyTorch's suggest_memory_format(x) allocates it: channels-last when
+    ``x`` (4-d or 5-d) is stored channels-last, else C order."""
+    if x.ndim in (4, 5) and x.shape[1] > 1 and not x.flags.c_contiguous:
+        last = (0,) + tuple(range(2, x.ndim)) + (1,)
+        xt = x.transpose(last)
+        if xt.flags.c_contiguous:
+            back = (0, x.ndim - 1) + tuple(range(1, x.ndim - 1))
+            return np.ascontiguousarray(y.transpose(last)).transpose(back)
+    return y if y.flags.c_contiguous else y.copy(order="C")
+
+
+def normalize_affine(input, weight, bias, rs, axes, wb, wa, eps, node_cls, stats=None,
+                     layout=suggested_layout):
     """Normalise ``input`` (viewed as shape ``rs``) over ``axes``, then scale/shift by weight
     and bias (broadcast as ``wb``, reduced over ``wa`` in backward).  ``stats`` = fixed
-    (mean, var) arrays broadcastable to ``rs``; else batch statistics.  Returns the output and
-    the batch (mean, biased var) arrays."""
+    (mean, var) arrays broadcastable to ``rs``; else batch statistics; ``layout`` lays the
+    output out from the input's (PyTorch's rule by default).  Returns the output and the batch
+    (mean, biased var) arrays."""
     x = input._data
     if x.dtype.kind != "f":
         raise RuntimeError(f"expected a floating point input, got {input.dtype}")
@@ -101,7 +115,7 @@ def normalize_affine(input, weight, bias, rs, axes, wb, wa, eps, node_cls, stats
         y = y * weight._data.reshape(wb)
     if bias is not None:
         y = y + bias._data.reshape(wb)
-    y = y.astype(x.dtype, copy=False)
+    y = layout(x, y.astype(x.dtype, copy=False))
     if STATE.enabled and (input._requires_grad or (weight is not None and weight._requires_grad)
                           or (bias is not None and bias._requires_grad)):
         edges = (edge_of(input), edge_of(weight) if weight is not None else NO_EDGE,

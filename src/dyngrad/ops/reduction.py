@@ -1100,7 +1100,7 @@ def renorm(input, p, dim, maxnorm):
         STATE.enabled = prev
     nt = norm.dtype.type
     factor = np.where(norm > nt(mx), nt(mx) / (norm + nt(1e-7)), nt(1)).astype(d.dtype)
-    data = d * factor
+    data = X.c_order(d * factor)  # contiguous, as PyTorch's
     if STATE.enabled and input._requires_grad:
         return record(data, RenormBackward0((edge_of(input),), (Saved(input), pv, raw_dim(dim),
                                                                 mx)))
