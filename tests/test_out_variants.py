@@ -184,8 +184,6 @@ KNOWN = {
     "torch.nansum": "PyTorch's nansum has no complex out kernel (NotImplementedError)",
     "torch.nanmean": "as nansum: no complex out kernel",
     "torch.heaviside": "PyTorch's dtype error for a complex out is its complex-input message",
-    "torch.baddbmm": "Tensor.baddbmm still takes (and ignores) out: its out parameter in "
-                     "ops/linalg.py is to go",
 }
 
 

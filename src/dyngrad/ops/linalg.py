@@ -486,7 +486,7 @@ class BaddbmmBackward0(AddmmBackward0):
 
 
 @op()
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (batch1 @ batch2) for batches of matrices; BaddbmmBackward0."""
     a, b, c = batch1._data, batch2._data, input._data
     if not (a.dtype is b.dtype is c.dtype):

@@ -160,7 +160,7 @@ def _svd(A, full_matrices, fn="svd"):
                         full_matrices)), needs, (True, False, True))
 
 
-def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
+def linalg_svd(A, full_matrices=True, *, driver=None):
     """``torch.linalg.svd``: (U, S, Vh) with ``A = U diag(S) Vh``; LinalgSvdBackward0."""
     return RT_LSVD(*_svd(A, full_matrices))
 
@@ -168,7 +168,7 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
 linalg_svd.__name__ = "svd"
 
 
-def svdvals(A, *, driver=None, out=None):
+def svdvals(A, *, driver=None):
     """``torch.linalg.svdvals``: the singular values, descending (output 1 of
     LinalgSvdBackward0, as in PyTorch)."""
     if STATE.enabled and isinstance(A, Tensor) and A._requires_grad:
@@ -282,12 +282,12 @@ def _eigh(A, UPLO, fn):
                     (False, True))
 
 
-def eigh(A, UPLO="L", *, out=None):
+def eigh(A, UPLO="L"):
     """``torch.linalg.eigh``: (eigenvalues ascending, eigenvectors) of symmetric matrices."""
     return RT_EIGH(*_eigh(A, UPLO, "eigh"))
 
 
-def eigvalsh(A, UPLO="L", *, out=None):
+def eigvalsh(A, UPLO="L"):
     """``torch.linalg.eigvalsh``: the eigenvalues (ascending) of symmetric matrices."""
     if STATE.enabled and isinstance(A, Tensor) and A._requires_grad:
         return _eigh(A, UPLO, "eigvalsh")[0]
@@ -357,7 +357,7 @@ def _pd(a):
         return False
 
 
-def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+def cholesky_ex(A, *, upper=False, check_errors=False):
     """``torch.linalg.cholesky_ex``: (L, info), info > 0 where A is not positive-definite."""
     (L, info), bad = _cholesky(A, upper, "cholesky")
     if check_errors and bad is not None:
@@ -373,7 +373,7 @@ def _chol_error(A, bad):
                       f"not positive-definite).")
 
 
-def cholesky(A, *, upper=False, out=None):
+def cholesky(A, *, upper=False):
     """``torch.linalg.cholesky``: the lower (or upper) Cholesky factor."""
     (L, _), bad = _cholesky(A, upper, "cholesky")
     if bad is not None:
@@ -422,7 +422,7 @@ def _qr_bw(gQ, gR, Q, R):
     return t.cat([gX, gY], -1)
 
 
-def qr(A, mode="reduced", *, out=None):
+def qr(A, mode="reduced"):
     """``torch.linalg.qr``: (Q, R) with ``A = Q R`` (modes 'reduced', 'complete', 'r')."""
     d = _check(A, "qr")
     if mode not in ("reduced", "complete", "r"):
