@@ -23,6 +23,8 @@ CASES = {
     "renorm": lambda L, x: x.renorm(2, 0, 1.0), "logcumsumexp": lambda L, x: x.logcumsumexp(1),
     "stack": lambda L, x: L.stack([x, x], 0), "repeat": lambda L, x: x.repeat(1, 1, 1),
     "masked_fill": lambda L, x: x.masked_fill(x > 0, 1.0),
+    "sort_keeps_layout": lambda L, x: x.sort(0)[0], "argsort_keeps_layout": lambda L, x: x.argsort(1),
+    "sort_indices": lambda L, x: x.sort(2)[1],
 }
 
 

@@ -729,7 +729,17 @@ def sort(input, *args, stable=UNSET, dim=-1, descending=False):
     if d.ndim == 0:
         return _values_indices(input, d.copy(), np.zeros((), np.int64), cls, 0, sort_rt, dim)
     idx = _argsort(d, k, descending).astype(np.int64)
-    return _values_indices(input, np.take_along_axis(d, idx, k), idx, cls, k, sort_rt, dim)
+    vals = np.take_along_axis(d, idx, k)
+    if not d.flags.c_contiguous:  # PyTorch's results take the input's layout
+        vals, idx = _like_layout(vals, d), _like_layout(idx, d)
+    return _values_indices(input, vals, idx, cls, k, sort_rt, dim)
+
+
+def _like_layout(a, like):
+    """``a`` (of ``like``'s shape) stored in ``like``'s dimension order (empty_like's)."""
+    out = np.empty_like(like, dtype=a.dtype)
+    out[...] = a
+    return out
 
 
 @op()
