@@ -62,3 +62,25 @@ def test_normalization_layout_matches_torch(name, perm):
         y = NORMS[name](L, L.tensor(a).permute(*perm))
         res += [tuple(y.shape), y.stride()]
     assert got == exp
+
+
+LAYOUTS = {
+    "nchw": lambda L, a: L.tensor(a),
+    "nhwc_permuted": lambda L, a: L.tensor(a.transpose(0, 2, 3, 1).copy()).permute(0, 3, 1, 2),
+    "other_permutation": lambda L, a: L.tensor(a).permute(0, 2, 3, 1),
+    "one_channel": lambda L, a: L.tensor(a[:, :1].transpose(0, 2, 3, 1).copy()).permute(0, 3, 1, 2),
+    "sliced": lambda L, a: L.tensor(a)[:, :, ::2],
+    "matrix": lambda L, a: L.tensor(a[0, 0]),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_is_contiguous_per_memory_format(name):
+    a = np.random.RandomState(0).randn(2, 3, 4, 5)
+    got, exp = [], []
+    for L, res in ((dyngrad, got), (torch, exp)):
+        t = LAYOUTS[name](L, a)
+        res += [t.is_contiguous(), t.is_contiguous(memory_format=L.channels_last),
+                t.is_contiguous(memory_format=L.contiguous_format),
+                t.unsqueeze(2).is_contiguous(memory_format=L.channels_last_3d)]
+    assert got == exp

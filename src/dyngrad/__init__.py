@@ -44,6 +44,7 @@ strided = "torch.strided"
 contiguous_format = "torch.contiguous_format"
 preserve_format = "torch.preserve_format"
 channels_last = "torch.channels_last"
+channels_last_3d = "torch.channels_last_3d"
 
 from ._argcheck import guard as _guard  # noqa: E402
 

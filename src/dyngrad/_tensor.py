@@ -151,6 +151,11 @@ def _check_device(dev):
                            f"(torch.cuda.is_available() is False)")
 
 
+
+# the dimension order, fastest first, of the channels-last memory formats
+_CHANNELS_LAST_ORDER = {"torch.channels_last": (1, 3, 2, 0),
+                        "torch.channels_last_3d": (1, 4, 3, 2, 0)}
+
 class Tensor:
     """A multi-dimensional array that records the operations applied to it.
 
@@ -471,7 +476,22 @@ class Tensor:
         return self._data.dtype.kind == "c"
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return bool(self._data.flags.c_contiguous)
+        """Whether the elements sit in memory in row-major order (``memory_format``:
+        channels-last order for 4-d / 5-d tensors, as PyTorch checks it: size-1 dims aside)."""
+        order = _CHANNELS_LAST_ORDER.get(memory_format)
+        if order is None:
+            return bool(self._data.flags.c_contiguous)
+        d = self._data
+        if d.ndim != len(order):
+            return False
+        expected = 1
+        for k in order:
+            n = d.shape[k]
+            if n != 1:
+                if d.strides[k] != expected * d.itemsize:
+                    return False
+                expected *= n
+        return True
 
     def stride(self, dim=None):
         st = tuple(s // self._data.itemsize for s in self._data.strides)
