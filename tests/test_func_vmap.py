@@ -637,3 +637,21 @@ def test_more_composition_orders():
                 F.hessian(lambda x: F.vmap(lambda z: z.tanh().sum())(x).sum())(x),
                 F.jacfwd(F.vmap(F.grad(lambda z: (z.cos() * z).sum())))(x))
     both(f)
+
+
+def test_jacobians_through_products_of_the_same_input():
+    """Under jacfwd/jacrev the input is the same for every basis vector, so products of it
+    take the shared-operand path, in forward and reverse mode and at second order."""
+    x6, w32 = RS.uniform(-1, 1, 6), RS.uniform(-1, 1, (3, 2))
+
+    def f(lib, F):
+        def g(x):
+            return (x.reshape(2, 3) @ x.reshape(3, 2)).tanh().reshape(-1)
+
+        def h(x, w):
+            return lib.nn.functional.linear(x.reshape(2, 3), w.T).sin().reshape(-1)
+        x, w = _t(lib, x6), _t(lib, w32)
+        return (F.jacfwd(g)(x), F.jacrev(g)(x), F.hessian(lambda x: g(x).sum())(x),
+                F.jacfwd(h, argnums=(0, 1))(x, w), F.jacrev(h, argnums=(0, 1))(x, w),
+                F.hessian(lambda x, w: h(x, w).sum(), argnums=1)(x, w))
+    both(f)
