@@ -62,14 +62,18 @@ _M = np.array([[4.5, 1.0, 0.5], [1.0, 3.5, 0.25], [0.5, 0.25, 5.0]])  # symmetri
 
 def _generic():
     """Argument lists tried when the op table has no sample: 'T' marks a 3x3 tensor, 'V' a
-    vector, 'B' a batch of two 3x3 matrices."""
+    vector, 'B' a batch of two 3x3 matrices, 'I' integers, 'J' and 'K' indices, 'M' a mask."""
     return [("T",), ("T", "T"), ("T", "T", "T"), (["T", "T"],), ("T", 1), ("T", 0), ("T", 2, 1),
             ("T", "T", 1), ("V", "V"), ("T", "V"), ("T", "T", "V"), ("V", "T", "V"), ("B", "B"),
-            ("B", "B", "B"), ("T", "B", "B"), ("V",)]
+            ("B", "B", "B"), ("T", "B", "B"), ("V",), ("I",), ("I", "I"), ("T", 0, "J"),
+            ("T", 0, "K"), ("T", "K"), ("T", "M"), (1, "T"), ("T", 2, 0, 1.0), ("T", 0, 0, 2),
+            ("T", 0, "J", "T")]
 
 
 _SHAPE = {"V": lambda i: _M[0] + i, "B": lambda i: np.stack([_M + i, _M.T * 0.5 + i]),
-          "T": lambda i: _M + i}
+          "T": lambda i: _M + i, "I": lambda i: np.array([[4, 1, 6], [3, 5, 2], [7, 0, 9]]) + i,
+          "J": lambda i: np.array([[0, 1, 2], [2, 1, 0], [1, 1, 0]]),
+          "K": lambda i: np.array([0, 2]), "M": lambda i: _M > 1.0}
 
 
 def _build(lib, spec, arrays, grad=False):
@@ -184,6 +188,8 @@ KNOWN = {
     "torch.nansum": "PyTorch's nansum has no complex out kernel (NotImplementedError)",
     "torch.nanmean": "as nansum: no complex out kernel",
     "torch.heaviside": "PyTorch's dtype error for a complex out is its complex-input message",
+    "torch.narrow_copy": "PyTorch's narrow_copy copies into out's memory in C order whatever "
+                         "out's strides",
 }
 
 
@@ -375,3 +381,24 @@ def test_table_is_pytorchs():
     assert mod.render(*mod.build()) == pathlib.Path(inspect.getsourcefile(
         __import__("dyngrad._out_table", fromlist=["OUT"]))).read_text()
     assert OUT
+
+
+def test_bernoulli_out():
+    """bernoulli writes any dtype and resizes without a warning; p= with out is refused."""
+    res = []
+    for lib in (torch, dyngrad):
+        p = lib.full((2, 2), 1.0)
+        got = []
+        for out in (lib.empty(3), lib.empty(2, 2, dtype=lib.int64), lib.empty(0, dtype=lib.float64)):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                r = lib.bernoulli(p, out=out)
+            got.append((r is out, str(out.dtype).split(".")[-1], tuple(out.shape), _ver(out),
+                        out.tolist(), len(w)))
+        for call in (lambda: lib.bernoulli(p, 0.5, out=lib.empty(0)),
+                     lambda: lib.bernoulli(p.clone().requires_grad_(), out=lib.empty(0))):
+            with pytest.raises((TypeError, RuntimeError)) as e:
+                call()
+            got.append((e.type, str(e.value).split("\n")[0]))
+        res.append(got)
+    assert res[0] == res[1]

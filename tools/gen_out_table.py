@@ -122,9 +122,14 @@ def _samples():
 
     def b():
         return torch.stack([m(), m()])
+    def i():  # integers, and index tensors
+        return torch.tensor([[4, 1, 6], [3, 5, 2], [7, 0, 9]])
+    j, k = torch.tensor([[0, 1, 2], [2, 1, 0], [1, 1, 0]]), torch.tensor([0, 2])
     return [(m(),), (m(), m()), (m(), m(), m()), ([m(), m()],), (m(), 1), (m(), 0),
             (m(), 2, 1), (v(), v()), (m(), v()), (m(), m(), v()), (v(), m(), v()), (b(), b()),
-            (b(), b(), b()), (m(), b(), b()), (v(),)]
+            (b(), b(), b()), (m(), b(), b()), (v(),), (i(),), (i(), i()), (m(), 0, j),
+            (m(), 0, k), (m(), k), (m(), m() > 5), (1, m()), (m(), 2, 0, 1.0), (m(), 0, 0, 2),
+            (m(), 0, j, m())]
 
 
 _TYPE = {torch.float32: ("Float", "float"), torch.float64: ("Double", "double"),
@@ -179,18 +184,19 @@ def _overlap(f, args, r):
     return False
 
 
-def _order(f, args, rs):
-    """The order PyTorch resizes a multi-output op's outs in (their indices, as its resize
-    warnings come), or None when it is theirs."""
-    if len(rs) < 2:
-        return None
+def _resizing(f, args, rs, multi):
+    """(whether PyTorch warns when it resizes an out that had elements, the order it resizes
+    a multi-output op's outs in: their indices as its warnings come, None when theirs)."""
     outs = tuple(torch.zeros(7 if t.numel() != 7 else 5, dtype=t.dtype) for t in rs)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         try:
-            f(*args, out=outs)
+            f(*args, out=outs if multi else outs[0])
         except Exception:  # noqa: BLE001
-            return None
+            return True, None
+    warns = any("resized" in str(m.message) for m in w)
+    if not multi:
+        return warns, None
     left, order = list(range(len(rs))), []
     for m in w:
         mm = re.search(r"required output shape \[([\d, ]*)\]", str(m.message))
@@ -202,17 +208,17 @@ def _order(f, args, rs):
             left.remove(i)
             order.append(i)
     order += left
-    return None if order == sorted(order) else tuple(order)
+    return warns, None if order == sorted(order) else tuple(order)
 
 
 def _probe(f):
     """(autograd error name or None, dtype rule, dtype error, version bumps, overlap refused,
-    resize order)
+    resize order, resize warned)
     found by calling ``f`` as PyTorch runs it.  The rule: 'any' (out's dtype wins), 'cast'
     (PyTorch's can_cast), 'exact' (out must have the result's dtype); the error: (exception
     type, message template) or None; bumps: each output's (when resized, when it has the
     result's shape); overlap: True, False or None (not probed); the order of writing a
-    multi-output op's outs (``_order``)."""
+    multi-output op's outs and whether resizing warns (``_resizing``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for args in _samples():
@@ -262,8 +268,9 @@ def _probe(f):
                 if not ok:
                     rule = "exact"
                     error = error or (type(err).__name__, _template(str(err), rdt, wide))
-            return grad_name, rule, error, bumps, _overlap(f, args, r), _order(f, args, rs)
-    return "?", "?", None, ((1,), (1,)), None, None
+            warns, order = _resizing(f, args, rs, isinstance(r, tuple))
+            return grad_name, rule, error, bumps, _overlap(f, args, r), order, warns
+    return "?", "?", None, ((1,), (1,)), None, None, True
 
 
 def build():
@@ -300,7 +307,8 @@ def render(table, names) -> str:
              "none;",
              "the dtype rule: 'any', 'cast' or 'exact'; the dtype error: (exception type, message",
              "template) or None; each out's version bumps when resized and when not; whether a",
-             "partly overlapping out is refused; the order its outs are written in), '?' where",
+             "partly overlapping out is refused; the order its outs are written in; whether",
+             "resizing an out warns), '?' where",
              "the probe",
              "found no call; the overloads when only some take out (see _forms)); ",
              "``NAMES[namespace][public name]`` is the key.", '"""', "",

@@ -661,8 +661,8 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     if out is None:
         return _bernoulli(input, p, generator=generator)
     from . import _out  # PyTorch's bernoulli_out: any dtype, resized without a warning
-    return _out.call("bernoulli", _bernoulli, (input, p), {"generator": generator, "out": out},
-                     rule="any", warn_resize=False)
+    return _out.call("bernoulli", _bernoulli, (input,) if p is None else (input, p),
+                     {"generator": generator, "out": out}, rule="any", warn_resize=False)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:

@@ -17,7 +17,7 @@ from . import _dtype as D
 from ._out_table import OUT
 from ._warn import warn
 
-_UNKNOWN = ("?", "cast", None, ((1,), (1,)), None, None, None)  # an op whose out= the table's probe could not run
+_UNKNOWN = ("?", "cast", None, ((1,), (1,)), None, None, True, None)  # an op whose out= the table's probe could not run
 
 def refused(e: BaseException, kwargs) -> bool:
     """Whether ``e`` is the refusal of an ``out`` keyword the implementation lacks: Python's,
@@ -49,8 +49,9 @@ def call(key: str, fn, args, kwargs, rule=None, warn_resize=True):
     out = kwargs.pop("out")
     if out is None:
         return fn(*args, **kwargs)
-    grad_name, table_rule, error, bumps, overlap, order, forms = OUT.get(key, _UNKNOWN)
+    grad_name, table_rule, error, bumps, overlap, order, warns, forms = OUT.get(key, _UNKNOWN)
     rule = rule or table_rule
+    warn_resize = warn_resize and warns
     if forms is not None:
         _check_form(key, forms, args, kwargs, out)
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
