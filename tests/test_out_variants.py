@@ -402,3 +402,28 @@ def test_bernoulli_out():
             got.append((e.type, str(e.value).split("\n")[0]))
         res.append(got)
     assert res[0] == res[1]
+
+
+def test_normal_tensor_out():
+    """normal with a tensor mean or std writes out as PyTorch's normal.Tensor_out."""
+    res = []
+    for lib in (torch, dyngrad):
+        m = lib.zeros(2, 2)
+        got = []
+        for call in (lambda o: lib.normal(m, 1.0, out=o), lambda o: lib.normal(0.0, m + 1, out=o),
+                     lambda o: lib.normal(m, m + 1, out=o)):
+            for out in (lib.empty(0), lib.empty(3), lib.empty(2, 2, dtype=lib.float64),
+                        lib.empty(2, 2, dtype=lib.int64), lib.empty(1, 2), lib.empty(2, 2).t()):
+                try:
+                    with warnings.catch_warnings(record=True) as w:
+                        warnings.simplefilter("always")
+                        r = call(out)
+                    got.append((r is out, str(out.dtype), tuple(out.shape), out.stride(), _ver(out),
+                                len(w)))
+                except Exception as e:  # noqa: BLE001 - compared
+                    got.append((type(e).__name__, str(e)))
+        with pytest.raises(RuntimeError) as e:
+            lib.normal(m.clone().requires_grad_(), 1.0, out=lib.empty(0))
+        got.append(str(e.value))
+        res.append(got)
+    assert res[0] == res[1]

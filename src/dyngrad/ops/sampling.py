@@ -523,10 +523,48 @@ def _normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None
 
 
 def _normal_out():
+    """``normal``: the number forms write ``out`` as the factories do, the tensor forms as
+    PyTorch's normal.Tensor_out (see ``_normal_tensor_out``)."""
     from .._factories import _out_variant
+    from .._out import handles_out
     f = _out_variant("normal")(_normal)
-    f.__name__ = f.__qualname__ = "normal"
-    return f
+
+    def normal(mean, std=1.0, size=None, *, generator=None, out=None, **kwargs):
+        if out is not None and (isinstance(mean, Tensor) or isinstance(std, Tensor)):
+            return _normal_tensor_out(mean, std, size, generator, out, kwargs)
+        return f(mean, std, size, generator=generator, out=out, **kwargs)
+
+    normal.__doc__ = _normal.__doc__
+    return handles_out(normal)
+
+
+def _normal_tensor_out(mean, std, size, generator, out, kwargs):
+    """PyTorch's normal with tensor ``mean`` or ``std`` into ``out``: autograd refused, a
+    floating ``out`` of any precision, resized as ops resize it; with a number ``std`` PyTorch
+    adds ``mean`` into ``out`` in place first, so an ``out`` that does not broadcast with
+    ``mean`` (an empty one too) raises that broadcast's error."""
+    from .. import _out
+    if not isinstance(out, Tensor):
+        raise TypeError(f"normal(): argument 'out' must be Tensor, not {D.type_name(out)}")
+    od = out._data.dtype
+    if STATE.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in (mean, std, out)):
+        raise RuntimeError("normal(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if od.kind not in "fc":
+        raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
+                                  f"'{D.scalar_type_name(od)}'")
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        r = _normal(mean, std, size, generator=generator, **kwargs)
+    have, want = out._data.shape, r._data.shape
+    if not isinstance(std, Tensor) and have != want:
+        for k in range(1, max(len(have), len(want)) + 1):
+            a = want[-k] if k <= len(want) else 1
+            b = have[-k] if k <= len(have) else 1
+            if a != b and b != 1:
+                raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
+                                   f"({b}) at non-singleton dimension {len(want) - k}")
+    return _out.write(r, out, (), "any")
 
 
 normal = _normal_out()
