@@ -13,7 +13,6 @@ ordinary backward.
 from __future__ import annotations
 
 import functools
-import weakref
 from typing import Any, Callable
 
 from .._tensor import Tensor
@@ -49,19 +48,15 @@ def _make_diff(x):
     else:
         leaf = phys.detach().requires_grad_()
         own = leaf
-    if fwAD._LEVEL:   # only a jvp's exit asks which leaves were made inside it
-        _INTERNAL[id(leaf)] = weakref.ref(leaf)
+    if _IN_JVP[0]:   # only a jvp's exit asks which leaves were made inside it
+        _INTERNAL[id(leaf)] = leaf
     return B.wrap(leaf, levels), leaf, own
 
 
-_INTERNAL: dict = {}   # every fresh leaf a transform made (by id), for the exit of jvp
-
-
-def _internal_ids():
-    dead = [k for k, r in _INTERNAL.items() if r() is None]
-    for k in dead:
-        del _INTERNAL[k]
-    return set(_INTERNAL)
+# every fresh leaf a transform made inside a forward-mode jvp (by id), held until the jvp
+# exits: a leaf that died before would look like a tensor of an outer level to the exit walk
+_INTERNAL: dict = {}
+_IN_JVP = [0]
 
 
 def _reaches_outside(tensors, own_ids) -> bool:
@@ -370,34 +365,39 @@ def _jvp_with_argnums(func, primals, tangents, argnums, *, strict=False, has_aux
     # already active or the tangents must stay differentiable
     if not fwAD._LEVEL and not any(B.unwrap(a)[0].requires_grad for a in flat_p + flat_t):
         before = set(_INTERNAL)
-        with enable_grad(), fwAD.dual_level():
-            for p, t in zip(flat_p, flat_t):
-                if tuple(p.shape) != tuple(t.shape):
-                    fwAD.make_dual(B.unwrap(p)[0], B.unwrap(t)[0])  # PyTorch's size error
-            duals = [B.wrap(fwAD.make_dual(phys(p), phys(t)), levels)
-                     for p, t in zip(flat_p, flat_t)]
-            mine = {id(B.unwrap(d)[0]) for d in duals}
-            new = tree_unflatten(duals, pspec)
-            out = _run(func, with_args(new if argnums is None or not isinstance(argnums, int)
-                                       else new[0]), {})
+        _IN_JVP[0] += 1
+        try:
+            with enable_grad(), fwAD.dual_level():
+                for p, t in zip(flat_p, flat_t):
+                    if tuple(p.shape) != tuple(t.shape):
+                        fwAD.make_dual(B.unwrap(p)[0], B.unwrap(t)[0])  # PyTorch's size error
+                duals = [B.wrap(fwAD.make_dual(phys(p), phys(t)), levels)
+                         for p, t in zip(flat_p, flat_t)]
+                mine = {id(B.unwrap(d)[0]) for d in duals}
+                new = tree_unflatten(duals, pspec)
+                out = _run(func, with_args(new if argnums is None or not isinstance(argnums, int)
+                                           else new[0]), {})
 
-            def tangent_of(p):
-                from .. import zeros_like
-                prim, tan = fwAD.unpack_dual(p)
-                if tan is None:
-                    if strict:
-                        raise RuntimeError("jvp(f, primals, tangents, strict=True): The output "
-                                           "of f is independent of the inputs. This is not "
-                                           "allowed with strict=True.")
-                    tan = zeros_like(prim)
-                return prim, tan
-            res = finish(out, None, tangent_of)
-        prim_out, tan_out, aux = res
-        ids = (_internal_ids() - before) | mine
-        _INTERNAL.clear()
-        prim_out = _exit(prim_out, ids)
-        tan_out = _exit(tan_out, ids)
-        aux = _exit_aux(aux, ids) if has_aux else None
+                def tangent_of(p):
+                    from .. import zeros_like
+                    prim, tan = fwAD.unpack_dual(p)
+                    if tan is None:
+                        if strict:
+                            raise RuntimeError("jvp(f, primals, tangents, strict=True): The output "
+                                               "of f is independent of the inputs. This is not "
+                                               "allowed with strict=True.")
+                        tan = zeros_like(prim)
+                    return prim, tan
+                res = finish(out, None, tangent_of)
+            prim_out, tan_out, aux = res
+            ids = (set(_INTERNAL) - before) | mine
+            prim_out = _exit(prim_out, ids)
+            tan_out = _exit(tan_out, ids)
+            aux = _exit_aux(aux, ids) if has_aux else None
+        finally:
+            _IN_JVP[0] -= 1
+            if not _IN_JVP[0]:
+                _INTERNAL.clear()
         if not any(isinstance(t, Tensor) and B.unwrap(t)[0].requires_grad
                    for t in tree_flatten((prim_out, tan_out, aux))[0]):
             return (prim_out, tan_out, aux) if has_aux else (prim_out, tan_out)
