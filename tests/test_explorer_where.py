@@ -4,7 +4,6 @@ import os
 
 import pytest
 
-import dyngrad as torch
 from dyngrad.autograd import errors
 
 
@@ -29,7 +28,7 @@ def test_demo_walkthrough_nodes_name_the_demo_line():
 
 
 def test_ipython_cell_names():
-    IPython = pytest.importorskip("IPython")
+    pytest.importorskip("IPython")
     from IPython.core.interactiveshell import InteractiveShell
     shell = InteractiveShell.instance()
     try:

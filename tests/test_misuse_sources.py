@@ -187,8 +187,7 @@ def test_aliases_still_work():
 def test_broadcast_shapes_arguments(args):
     def f(m):
         return eval(f"T.broadcast_shapes({args})", {"T": m})
-    t, d = _err(f, torch), _err(f, dyngrad)
-    if t is None:
+    if _err(f, torch) is None:
         assert tuple(f(dyngrad)) == tuple(f(torch))
     else:
         _same(f)

@@ -220,11 +220,8 @@ def _pair_modules(tcls, dcls, *a, **kw):
     with warnings.catch_warnings(record=True) as tw:
         warnings.simplefilter("always")
         tm = tcls(*a, **kw).double()
-    tkw = dict(kw)
     if callable(kw.get("activation")) and not isinstance(kw["activation"], str):
-        act = kw["activation"]
-        tkw = dict(kw, activation=act)
-        kw = dict(kw, activation=_ACT[act])
+        kw = dict(kw, activation=_ACT[kw["activation"]])
     with warnings.catch_warnings(record=True) as dw:
         warnings.simplefilter("always")
         dm = dcls(*a, **kw).double()

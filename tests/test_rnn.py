@@ -1,7 +1,6 @@
 """RNN/LSTM/GRU and cells: parameter names and shapes, init bounds, output shapes, gradients,
 a hand-written NumPy reference of one Elman layer, dropout between layers, errors."""
 import math
-import warnings
 
 import numpy as np
 import pytest

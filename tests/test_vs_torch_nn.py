@@ -2,7 +2,6 @@
 nn.functional op, and forward/backward of layer modules with the same weights."""
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest

@@ -2,7 +2,6 @@
 comparisons and the in-place view ops (each applied to a non-leaf copy of the input)."""
 import numpy as np
 
-import dyngrad as torch
 from tests.optable import OpInfo, S
 
 POS = dict(domain=(0.3, 2.0))
