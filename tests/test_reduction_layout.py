@@ -84,3 +84,38 @@ def test_is_contiguous_per_memory_format(name):
                 t.is_contiguous(memory_format=L.contiguous_format),
                 t.unsqueeze(2).is_contiguous(memory_format=L.channels_last_3d)]
     assert got == exp
+
+
+MEMORY_FORMAT_CASES = {
+    "to_channels_last": lambda L, y: y.to(memory_format=L.channels_last),
+    "to_float64_channels_last": lambda L, y: y.to(L.float64, memory_format=L.channels_last),
+    "to_contiguous_already": lambda L, y: y.to(memory_format=L.contiguous_format),
+    "to_back_to_contiguous": lambda L, y: y.contiguous(memory_format=L.channels_last).to(
+        memory_format=L.contiguous_format),
+    "to_dtype_keeps_channels_last": lambda L, y: y.contiguous(
+        memory_format=L.channels_last).to(L.float64),
+    "clone_preserves": lambda L, y: y.contiguous(memory_format=L.channels_last).clone(),
+    "clone_channels_last": lambda L, y: y.clone(memory_format=L.channels_last),
+    "contiguous_channels_last": lambda L, y: y.contiguous(memory_format=L.channels_last),
+    "contiguous_channels_last_twice": lambda L, y: y.contiguous(
+        memory_format=L.channels_last).contiguous(memory_format=L.channels_last),
+    "channels_last_of_a_matrix": lambda L, y: L.randn(2, 3).contiguous(
+        memory_format=L.channels_last),
+    "channels_last_3d_of_4d": lambda L, y: y.clone(memory_format=L.channels_last_3d),
+}
+
+
+@pytest.mark.parametrize("name", list(MEMORY_FORMAT_CASES))
+def test_memory_format_conversions_match_torch(name):
+    """clone / contiguous / to with a memory_format: PyTorch's strides, nodes, identity when
+    nothing changes, and its rank errors."""
+    out = []
+    for L in (dyngrad, torch):
+        y = L.randn(2, 3, 4, 5, requires_grad=True)
+        try:
+            t = MEMORY_FORMAT_CASES[name](L, y)
+            out.append((t.stride(), str(t.dtype)[-7:], t.grad_fn.name() if t.grad_fn else None,
+                        t is y))
+        except RuntimeError as e:
+            out.append(str(e))
+    assert out[0] == out[1]

@@ -660,7 +660,9 @@ class Tensor:
         dev = kwargs.pop("device", None)
         copy = kwargs.pop("copy", False)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        mf = kwargs.pop("memory_format", None)
+        if mf == "torch.preserve_format":
+            mf = None
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
@@ -675,12 +677,13 @@ class Tensor:
             elif a is not None:
                 dt = D.to_dtype(a)
         _check_device(dev)
-        if dt is None or D.to_dtype(dt).np == self._data.dtype:
+        relayout = mf is not None and not self.is_contiguous(memory_format=mf)
+        if (dt is None or D.to_dtype(dt).np == self._data.dtype) and not relayout:
             if copy:
                 return self.clone()
             return self
         from .ops.pointwise import to_dtype
-        return to_dtype(self, D.to_dtype(dt))
+        return to_dtype(self, D.to_dtype(dt) if dt is not None else self.dtype, mf)
 
     def cpu(self, memory_format=None) -> "Tensor":
         return self

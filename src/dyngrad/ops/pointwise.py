@@ -910,11 +910,14 @@ class ToCopyBackward0(Node):
         return g.to(D.FROM_NP[src]),
 
 
-def to_dtype(x, dt):
-    """A copy of ``x`` in dtype ``dt``; differentiable between floating dtypes (NaN, inf and
-    overflow convert silently, as in PyTorch)."""
+def to_dtype(x, dt, memory_format=None):
+    """A copy of ``x`` in dtype ``dt`` (laid out as ``memory_format`` asks, else keeping the
+    layout); differentiable between floating dtypes (NaN, inf and overflow convert silently,
+    as in PyTorch)."""
     with np.errstate(all="ignore"):
         d = x._data.astype(dt.np)
+    if memory_format is not None:
+        d = layout_copy(d, memory_format)
     if STATE.enabled and x._requires_grad and dt.is_floating_point:
         return record(d, ToCopyBackward0((edge_of(x),), (x._data.dtype,)))
     return _make(d)
@@ -930,18 +933,38 @@ class CloneBackward0(Node):
 
 @op()
 def clone(input, *, memory_format=None):
-    """A copy with its own storage, keeping the memory layout (PyTorch's preserve_format);
-    CloneBackward0."""
-    src = input._data
-    d = src.copy(order="K" if memory_format != "torch.contiguous_format" else "C")
+    """A copy with its own storage, keeping the memory layout (PyTorch's preserve_format),
+    row-major (contiguous_format) or channels-last; CloneBackward0."""
+    d = layout_copy(input._data, memory_format)
     if STATE.enabled and input._requires_grad:
         return record(d, CloneBackward0((edge_of(input),), ()))
     return _make(d)
 
 
+_CHANNELS_LAST_RANK = {"torch.channels_last": 4, "torch.channels_last_3d": 5}
+
+
+def layout_copy(src, memory_format):
+    """A copy of ``src`` laid out as ``memory_format`` asks (None: preserve the layout)."""
+    rank = _CHANNELS_LAST_RANK.get(memory_format)
+    if rank is None:
+        return src.copy(order="C" if memory_format == "torch.contiguous_format" else "K")
+    if src.ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {memory_format[6:]} format")
+    last = (0,) + tuple(range(2, rank)) + (1,)
+    back = (0, rank - 1) + tuple(range(1, rank - 1))
+    return np.ascontiguousarray(src.transpose(last)).transpose(back)
+
+
 @op()
 def contiguous(input, memory_format=None):
-    """Self when already contiguous, else a contiguous copy."""
+    """Self when already laid out as ``memory_format`` asks (row-major by default), else a
+    copy that is."""
+    if memory_format in _CHANNELS_LAST_RANK:
+        if input._data.ndim == _CHANNELS_LAST_RANK[memory_format] and \
+                input.is_contiguous(memory_format=memory_format):
+            return input
+        return clone(input, memory_format=memory_format)
     if input._data.flags.c_contiguous:
         return input
     return clone(input, memory_format="torch.contiguous_format")
