@@ -514,6 +514,12 @@ def _copy_into(self, src, strict=False):
         if isinstance(src, (int, float, bool, np.number)):
             return apply(self, _copy_fn, src)
         src = _make(np.asarray(src))
+    if src._requires_grad and self._data.dtype.kind not in "fc" and (
+            strict or src._data.ndim != 0):
+        # PyTorch's copy_ asks for a gradient only into a differentiable dtype, so copying into
+        # an integer tensor (even a view that refuses in-place changes) checks nothing of
+        # autograd; a 0-d value assigned by indexing goes through fill_, which does
+        src = src.detach()
     # copying a tensor onto itself (or onto the same memory, shape and strides) checks no
     # overlap: PyTorch returns early from the kernel
     d, sd = self._data, src._data

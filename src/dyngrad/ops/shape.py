@@ -239,7 +239,7 @@ def column_stack(tensors):
 def _make_views(src, datas, node_cls, saved, fns, single=False):
     """Views ``datas`` of ``src`` that share one backward node (one output each)."""
     outs = [make_view(src, d, None, (), f) for d, f in zip(datas, fns)]
-    if STATE.enabled and src._data.dtype.kind in "fc":  # differentiable views only
+    if STATE.enabled:
         for o in outs:
             o._creation = MULTI_OUTPUT_NODE
     if STATE.enabled and src._requires_grad:

@@ -37,10 +37,9 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
         if prev is not None and fn is not None:
             t._view_fn = prev + (fn,)
             _register_view(base, t)
-    if t._view_fn is not None and t._data.dtype.kind in "fc":
+    if t._view_fn is not None:
         # PyTorch's CreationMeta: a view made under no_grad (or of such a view, or of an
-        # output of a multi-view op) refuses in-place changes while recording; views of
-        # integer and bool tensors are not differentiable views and carry none
+        # output of a multi-view op) refuses in-place changes while recording
         if not STATE.enabled:
             t._creation = NO_GRAD_MODE
             if src._requires_grad:
