@@ -56,7 +56,6 @@ del _name, _info
 
 from . import nn, optim  # noqa: E402
 from .nn.functional import pdist  # noqa: E402  (torch.pdist is F.pdist)
-from .serialization import save, load  # noqa: E402
 from . import utils  # noqa: E402
 from . import cuda, backends  # noqa: E402
 from . import linalg  # noqa: E402
@@ -100,6 +99,10 @@ def __getattr__(name):
     if name == "vmap":  # torch.vmap is torch.func.vmap
         from .func import vmap
         return vmap
+    if name in ("save", "load", "serialization"):  # checkpoint formats load on first use
+        import importlib
+        ser = importlib.import_module(f"{__name__}.serialization")
+        return ser if name == "serialization" else getattr(ser, name)
     raise AttributeError(f"module 'dyngrad' has no attribute '{name}' (dyngrad implements a subset "
                          f"of PyTorch; '{name}' is not part of it yet)")
 

@@ -10,12 +10,18 @@ class Generator:
 
     def __init__(self, device="cpu"):
         self._seed = 67280421310721
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._bits = None  # made on first draw: NumPy's random module loads only then
+
+    @property
+    def _rng(self):
+        """The NumPy generator behind this one (PCG64 seeded with the seed)."""
+        if self._bits is None:
+            self._bits = np.random.Generator(np.random.PCG64(self._seed & 0xFFFFFFFFFFFFFFFF))
+        return self._bits
 
     def manual_seed(self, seed: int) -> "Generator":
-        seed = int(seed)
-        self._seed = seed
-        self._rng = np.random.Generator(np.random.PCG64(seed & 0xFFFFFFFFFFFFFFFF))
+        self._seed = int(seed)
+        self._bits = None
         return self
 
     def seed(self) -> int:
