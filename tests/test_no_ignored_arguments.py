@@ -76,7 +76,8 @@ def _namespaces():
              "dyngrad.multiprocessing", "dyngrad.distributions", "dyngrad.optim",
              "dyngrad.optim.lr_scheduler", "dyngrad.nn", "dyngrad.nn.init", "dyngrad.nn.utils",
              "dyngrad.nn.utils.prune", "dyngrad.nn.utils.parametrize",
-             "dyngrad.utils.checkpoint", "dyngrad.utils.data", "dyngrad.utils.tensorboard"]
+             "dyngrad.utils.checkpoint", "dyngrad.utils.data", "dyngrad.utils.tensorboard",
+             "dyngrad.serialization"]
     yield dyngrad.Tensor
     for n in names:
         try:

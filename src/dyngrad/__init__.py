@@ -92,6 +92,14 @@ from ._threads import (set_num_threads, get_num_threads, set_num_interop_threads
                        get_num_interop_threads)
 
 
+_LAZY = ("distributed", "multiprocessing", "distributions", "special", "func", "vmap", "save",
+         "load", "serialization")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
 def __getattr__(name):
     if name in ("distributed", "multiprocessing", "distributions", "special", "func"):  # loaded on first use, as they are rarer
         import importlib

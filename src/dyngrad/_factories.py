@@ -49,11 +49,11 @@ def _out_variant(name):
             kwargs["dtype"] = D.FROM_NP[od]
             requires_grad = kwargs.pop("requires_grad", False)
             r = f(*args, **kwargs)._data
-            version = out._version[0]
+            version = out._vc[0]
             if out._data.shape != r.shape:
                 out.resize_(r.shape)
             out._data[...] = r
-            out._version[0] = version + 1  # one write, resized or not
+            out._vc[0] = version + 1  # one write, resized or not
             if requires_grad:
                 out.requires_grad_()
             return out

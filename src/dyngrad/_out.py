@@ -93,7 +93,7 @@ def write(result, out, inputs=(), rule="cast", warn_resize=True, error=None, bum
     if r.dtype != od and (rule == "exact" or rule != "any" and not _can_cast(r.dtype, od)):
         raise _dtype_error(r.dtype, od, rule, error)
     _check_overlap(out, inputs)
-    version = out._version[0]
+    version = out._vc[0]
     resized = out._data.shape != r.shape
     if resized:
         if warn_resize and out._data.size:
@@ -111,7 +111,7 @@ def write(result, out, inputs=(), rule="cast", warn_resize=True, error=None, bum
             st = tuple(s // r.itemsize * out._data.itemsize for s in r.strides)
             out._data = np.lib.stride_tricks.as_strided(out._data, r.shape, st)
     out._data[...] = r
-    out._version[0] = version + bumps[0 if resized else 1]  # PyTorch's count of writes
+    out._vc[0] = version + bumps[0 if resized else 1]  # PyTorch's count of writes
     return out
 
 

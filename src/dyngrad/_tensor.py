@@ -166,7 +166,7 @@ class Tensor:
     tensor([2., 4.])
     """
 
-    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_version", "_base",
+    __slots__ = ("_data", "_requires_grad", "_grad", "_grad_fn", "_vc", "_base",
                  "__dict__", "__weakref__")
     # rarely used state: class defaults, overridden per instance when needed
     _output_nr = 0
@@ -204,7 +204,7 @@ class Tensor:
         self._requires_grad = False
         self._grad = None
         self._grad_fn = None
-        self._version = [0]
+        self._vc = [0]
         self._base = None
         if _INFERENCE_BLOCKS[0] and _GRAD_STATE.inference:
             self._inference = True
@@ -217,7 +217,7 @@ class Tensor:
         t._requires_grad = False
         t._grad = None
         t._grad_fn = None
-        t._version = [0]
+        t._vc = [0]
         t._base = None
         if _INFERENCE_BLOCKS[0] and _GRAD_STATE.inference:
             t._inference = True
@@ -241,7 +241,7 @@ class Tensor:
         if value and self._inference and not _GRAD_STATE.inference:
             raise RuntimeError(_INFERENCE_REQUIRES_GRAD)
         self._requires_grad = value
-        if len(self._version) > 1:
+        if len(self._vc) > 1:
             _views_follow(self, value)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
@@ -271,7 +271,7 @@ class Tensor:
                     self.__dict__["_own_rg"] = True
                 else:
                     self.__dict__.pop("_own_rg", None)
-            if len(self._version) > 1:
+            if len(self._vc) > 1:
                 _views_follow(self, self._requires_grad)
         return self
 
@@ -405,7 +405,7 @@ class Tensor:
     def detach(self) -> "Tensor":
         """A tensor sharing this one's data (and version counter) outside the graph."""
         t = Tensor._make(self._data)
-        t._version = self._version
+        t._vc = self._vc
         return t
 
     def detach_(self) -> "Tensor":
@@ -492,6 +492,12 @@ class Tensor:
                     return False
                 expected *= n
         return True
+
+    @property
+    def _version(self) -> int:
+        """How many times this tensor's memory has been changed in place (PyTorch's version
+        counter, shared with its views)."""
+        return self._vc[0]
 
     def stride(self, dim=None):
         st = tuple(s // self._data.itemsize for s in self._data.strides)

@@ -636,7 +636,7 @@ def _accumulate(acc, g, graph, obs):
                     od += g
                 else:
                     od += g.astype(od.dtype)
-                old._version[0] += 1
+                old._vc[0] += 1
     if obs is not None:
         obs.on_accumulate(var, var._grad)
     post = var._post_acc_hooks

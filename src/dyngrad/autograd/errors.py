@@ -87,7 +87,7 @@ def _modifier_of(counter):
     import gc
     from .._tensor import Tensor
     for r in gc.get_referrers(counter):
-        if isinstance(r, Tensor) and r._version is counter and r._grad_fn is not None:
+        if isinstance(r, Tensor) and r._vc is counter and r._grad_fn is not None:
             return r._grad_fn
     return None
 

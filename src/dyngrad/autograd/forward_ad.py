@@ -127,7 +127,7 @@ def make_dual(tensor, tangent, *, level=None):
         _NODES.append(weakref.ref(fn))
     else:
         out = Tensor._make(tensor._data)
-        out._version = tensor._version
+        out._vc = tensor._vc
         out._base = tensor if tensor._base is None else tensor._base
         out._requires_grad = True
         out.__class__ = _Dual
@@ -153,10 +153,10 @@ def unpack_dual(tensor, *, level=None):
         return UnpackedDualTensor(tensor, None)
     if type(tensor) is _Dual and tensor.__dict__.get("_dual_only"):
         primal = Tensor._make(tensor._data)
-        primal._version = tensor._version
+        primal._vc = tensor._vc
     else:
         primal = Tensor._make(tensor._data)
-        primal._version = tensor._version
+        primal._vc = tensor._vc
         if tensor.requires_grad:
             primal._requires_grad = True
             primal._grad_fn = _Identity(((tensor._grad_fn, tensor._output_nr)
@@ -374,7 +374,7 @@ def _detach(x, node, memo):
         v = x.get(node, True)
         s = Saved.__new__(Saved)
         s.value = Tensor._make(v._data)
-        s.value._version = x.counter
+        s.value._vc = x.counter
         s.counter = x.counter
         s.version = x.counter[0]
         s.is_output = False
@@ -384,7 +384,7 @@ def _detach(x, node, memo):
         return tx(_detach(e, node, memo) for e in x)
     if isinstance(x, Tensor):
         r = Tensor._make(x._data)
-        r._version = x._version
+        r._vc = x._vc
         return r
     if isinstance(x, Node) and not isinstance(x, AccumulateGrad):
         return _clone(x, memo)

@@ -236,7 +236,7 @@ class Function(metaclass=_FunctionMeta):
         dirty = node._dirty
         non_diff = node._non_diff
         for d in dirty:
-            d._version[0] += 1
+            d._vc[0] += 1
         if not recording:
             node._saved = None
             return outputs
@@ -255,7 +255,7 @@ class Function(metaclass=_FunctionMeta):
             if not is_dirty and any(o is a for a in tensor_args):
                 # an input returned as is: the output is a new view of it
                 v = Tensor._make(o._data)
-                v._version = o._version
+                v._vc = o._vc
                 v._base = o if o._base is None else o._base
                 o = v
             if any(o is x for x in non_diff) or o._data.dtype.kind not in "fc":

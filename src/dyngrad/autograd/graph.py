@@ -26,7 +26,7 @@ def increment_version(tensor):
     """Bump the version counter, as an in-place write would (invalidates saved copies)."""
     from .._tensor import Tensor
     for t in ([tensor] if isinstance(tensor, Tensor) else tensor):
-        t._version[0] += 1
+        t._vc[0] += 1
 
 
 class saved_tensors_hooks:

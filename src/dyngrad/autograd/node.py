@@ -316,8 +316,8 @@ class Saved:
     __slots__ = ("value", "counter", "version", "is_output", "tensor_ref")
 
     def __init__(self, tensor, is_output=False):
-        self.counter = tensor._version
-        self.version = tensor._version[0]
+        self.counter = tensor._vc
+        self.version = tensor._vc[0]
         self.is_output = is_output
         if is_output:
             self.value = tensor._data
@@ -364,7 +364,7 @@ class Saved:
             r = Tensor._make(t._data)
             r._requires_grad = True
             r._grad_fn = node
-            r._version = self.counter
+            r._vc = self.counter
             return r
         return t if graph else t._data
 
@@ -385,7 +385,7 @@ class Saved:
                 t._requires_grad = True
                 # True, or the node of a view an in-place op wrote this output into
                 t._grad_fn = node if self.is_output is True else (self.is_output() or node)
-                t._version = self.counter
+                t._vc = self.counter
                 return t
             return v
         return v if graph else v._data

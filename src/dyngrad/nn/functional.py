@@ -2059,7 +2059,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         if big.any():
             r = rows[big]
             w[r] *= (max_norm / (norms[big] + 1e-7)).reshape(-1, 1).astype(w.dtype)
-            weight._version[0] += 1
+            weight._vc[0] += 1
     d = weight._data[idx]
     if STATE.enabled and weight._requires_grad:
         return record(d, EmbeddingBackward0((edge_of(weight),),
@@ -2194,7 +2194,7 @@ def _embedding_renorm(weight, idx, max_norm, norm_type):
     big = norms > max_norm
     if big.any():
         w[rows[big]] *= (max_norm / (norms[big] + 1e-7))[:, None].astype(w.dtype)
-        weight._version[0] += 1
+        weight._vc[0] += 1
 
 
 def _embedding_bag(weight, input, offs, scale_grad_by_freq, mode, psw, include_last, padding_idx):
@@ -2759,12 +2759,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             m = momentum
             rm = running_mean._data
             rm[...] = (1 - m) * rm + m * mean.reshape(C)
-            running_mean._version[0] += 1
+            running_mean._vc[0] += 1
         if training and running_var is not None:
             m = momentum
             rv = running_var._data
             rv[...] = (1 - m) * rv + m * var.reshape(C) * (n / (n - 1))
-            running_var._version[0] += 1
+            running_var._vc[0] += 1
         return out
     stats = (running_mean._data.reshape(bshape), running_var._data.reshape(bshape))
     return _norm.normalize_affine(input, weight, bias, x.shape, axes, bshape, axes, eps,
@@ -2862,7 +2862,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     for t, r in ((running_mean, rm), (running_var, rv)):
         if t is not None:  # the running statistics: the per-sample ones averaged
             t._data[...] = r._data.reshape(b, c).mean(0)
-            t._version[0] += 1
+            t._vc[0] += 1
     return out.view(shape)
 
 

@@ -10,7 +10,7 @@ from .._random import rng
 
 def _fill(t, values):
     t._data[...] = values.astype(t._data.dtype, copy=False)
-    t._version[0] += 1
+    t._vc[0] += 1
     return t
 
 

@@ -23,7 +23,7 @@ class Parameter(Tensor):
         self._data = data._data
         self._grad = None
         self._grad_fn = None
-        self._version = data._version
+        self._vc = data._vc
         self._base = None
         self._requires_grad = False
         if requires_grad:

@@ -54,7 +54,7 @@ def _write(self, data, shared_ok=False):
         # an op that may write shared elements (a scalar fill_) writes through a passing alias
         d = writeable_alias(d) if shared_ok and root_writeable(d) else _writable(self)
     np.copyto(d, data, casting="unsafe")
-    self._version[0] += 1
+    self._vc[0] += 1
 
 
 def _bcast_into(shape, target):
@@ -208,14 +208,14 @@ def _own_outputs(node, r, t, fn):
         return
     rd = r._data
     for s in saved:
-        if type(s) is Saved and s.is_output and s.counter is r._version:
+        if type(s) is Saved and s.is_output and s.counter is r._vc:
             if s.value is rd:
                 s.value = t._data
-            s.counter = t._version
+            s.counter = t._vc
             if s.tensor_ref is None:
-                s.version = t._version[0]
+                s.version = t._vc[0]
             else:
-                s.tensor_ref = s.tensor_ref[:2] + (t._version[0],)
+                s.tensor_ref = s.tensor_ref[:2] + (t._vc[0],)
             s.is_output = fn
 
 
@@ -224,7 +224,7 @@ def _after_untracked_write(t):
     changes the version the views' histories were made for: like PyTorch, a view that has a
     history gets a fresh one reading its region of the base."""
     base = t._base
-    if base is None and len(t._version) == 1:  # not a view, and no views of it
+    if base is None and len(t._vc) == 1:  # not a view, and no views of it
         return
     if base is not None:
         if t._view_fn is not None:
@@ -232,7 +232,7 @@ def _after_untracked_write(t):
         root = base
     else:
         root = t
-    if len(t._version) > 1:
+    if len(t._vc) > 1:
         _refresh_views(root, t)
 
 
@@ -566,7 +566,7 @@ def _fill_shared(self, value):
     else:
         d = writeable_alias(d)  # not kept: other in-place ops still refuse this overlap
     d[...] = value
-    self._version[0] += 1
+    self._vc[0] += 1
     _after_untracked_write(self)
     return self
 
@@ -617,7 +617,7 @@ def _arith(name, fn_name, np_fn):
             if not d.flags.writeable:
                 d = _writable(self)
             np_fn(d, od, out=d, casting="unsafe")
-            self._version[0] += 1
+            self._vc[0] += 1
             _after_untracked_write(self)
             return self
         if isinstance(other, Tensor):
@@ -684,7 +684,7 @@ def _alpha_inplace(self, other, alpha, fn_name):
         if not d.flags.writeable:
             d = _writable(self)
         d += (od * a).astype(d.dtype, copy=False) if isinstance(od, np.ndarray) else od * a
-        self._version[0] += 1
+        self._vc[0] += 1
         _after_untracked_write(self)
         return self
     from . import pointwise as P
@@ -889,7 +889,7 @@ def index_put_(self, key, values, accumulate=False):
                 np.add.at(alias, key, vd)
             else:
                 alias[key] = vd
-            self._version[0] += 1
+            self._vc[0] += 1
             _after_untracked_write(self)
             return self
         # recorded: the result goes into the shared memory (backward then refuses the

@@ -40,7 +40,7 @@ def _inplace_view(self, view, node_cls, *args):
         _guard(self)  # PyTorch's leaf / multi-output-view errors
     v = view(self, *args)  # checks the arguments with the out-of-place op's errors
     self._data = v._data
-    self._version[0] += 1
+    self._vc[0] += 1
     if self._base is not None and v._view_fn is not None:
         self._view_fn = v._view_fn  # in-place ops on it rewrite the base through the new shape
     old = v._grad_fn

@@ -79,7 +79,7 @@ def resize_(self, *sizes, memory_format=None) -> Tensor:
         owner = grown
     order = (0, *range(2, len(shape)), 1) if need else tuple(range(len(shape)))
     self._data = _place(owner, start, shape, _strides(shape, item, order), d.dtype)
-    self._version[0] += 1
+    self._vc[0] += 1
     return self
 
 

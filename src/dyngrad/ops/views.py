@@ -24,7 +24,7 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
     chain from the root base is kept so in-place ops on the view can rewrite the base.
     """
     t = _make(data)
-    t._version = src._version
+    t._vc = src._vc
     base = src._base
     if base is None:
         base = t._base = src
@@ -61,7 +61,7 @@ def _register_view(base, view):
     """Remember ``view`` (weakly) beside the version counter it shares with its base (and
     with detach()ed aliases), so any in-place change through any of them can give it a fresh
     history, as PyTorch regenerates a view's grad_fn when its version moved."""
-    c = view._version
+    c = view._vc
     if len(c) == 1:
         c.append([_weakref(view)])
         return
@@ -73,7 +73,7 @@ def _register_view(base, view):
 
 def live_views(t):
     """The live views sharing ``t``'s version counter."""
-    c = t._version
+    c = t._vc
     if len(c) < 2:
         return []
     out = [v for v in (r() for r in c[1]) if v is not None]

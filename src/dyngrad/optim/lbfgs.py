@@ -226,7 +226,7 @@ class LBFGS(Optimizer):
             _axpy_(flat, step_size, update[offset:offset + n])
             if not np.shares_memory(flat, d):
                 d[...] = flat.reshape(d.shape)
-            p._version[0] += 1
+            p._vc[0] += 1
             offset += n
         if offset != self._numel():
             raise AssertionError(f"Expected offset {offset} to equal {self._numel()}")
@@ -237,7 +237,7 @@ class LBFGS(Optimizer):
     def _set_param(self, params_data):
         for p, pdata in zip(self._params, params_data):
             p._data[...] = pdata
-            p._version[0] += 1
+            p._vc[0] += 1
 
     def _directional_evaluate(self, closure, x, t, d):
         self._add_grad(t, d)

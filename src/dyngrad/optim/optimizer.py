@@ -95,7 +95,7 @@ class Optimizer:
                     if p._grad._grad_fn is not None:
                         p._grad = p._grad.detach()
                     p._grad._data[...] = 0
-                    p._grad._version[0] += 1
+                    p._grad._vc[0] += 1
 
     def step(self, closure=None):
         raise NotImplementedError
@@ -111,7 +111,7 @@ class Optimizer:
             if group["maximize"]:
                 g = -g
             yield p, p._data, g
-            p._version[0] += 1
+            p._vc[0] += 1
 
     def _updates(self, group, buffers=(), scalars=None, init=True):
         """Yield ``(p, d, f, g, st, step)`` for each parameter of ``group`` that has a gradient,

@@ -63,7 +63,7 @@ class _BatchNorm(_NormBase):
         eaf = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked._data += 1
-            self.num_batches_tracked._version[0] += 1
+            self.num_batches_tracked._vc[0] += 1
             if self.momentum is None:   # cumulative moving average
                 eaf = 1.0 / float(self.num_batches_tracked.item())
             else:

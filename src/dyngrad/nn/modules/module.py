@@ -322,7 +322,7 @@ class Module:
                     p._grad = g.detach()
                     g = p._grad
                 g._data[...] = 0
-                g._version[0] += 1
+                g._vc[0] += 1
 
     def apply(self, fn):
         """Call ``fn`` on every submodule (children first) and on self."""
@@ -481,7 +481,7 @@ class Module:
                         mod._buffers[n] = v
                 else:
                     cur._data[...] = v._data.astype(cur._data.dtype, copy=False)
-                    cur._version[0] += 1
+                    cur._vc[0] += 1
         return _IncompatibleKeys(missing, unexpected)
 
     # -- calling and hooks ---------------------------------------------------------------

@@ -297,7 +297,7 @@ class DistributedDataParallel(Module):
                 p._grad = Tensor._make(avg.astype(p._data.dtype, copy=True))
             else:
                 g._data[...] = avg
-                g._version[0] += 1
+                g._vc[0] += 1
         self._expect = False
         self._started = False
 

@@ -35,7 +35,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
     if coef < 1:
         for g in grads:
             g._data *= g._data.dtype.type(coef)
-            g._version[0] += 1
+            g._vc[0] += 1
     return Tensor._make(np.asarray(total, grads[0]._data.dtype))
 
 
@@ -46,4 +46,4 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element to [-clip_value, clip_value] in place."""
     for g in _grads(parameters):
         np.clip(g._data, -clip_value, clip_value, out=g._data)
-        g._version[0] += 1
+        g._vc[0] += 1

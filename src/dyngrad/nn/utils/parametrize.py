@@ -50,7 +50,7 @@ def _register_parameter_or_buffer(module, name, X):
 def _maybe_set(dest, src):
     """``dest.set_(src)``: ``dest`` takes ``src``'s data (and shape), keeping its identity."""
     dest._data = src._data
-    dest._version[0] += 1
+    dest._vc[0] += 1
 
 
 class ParametrizationList(ModuleList):

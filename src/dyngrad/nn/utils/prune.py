@@ -136,7 +136,7 @@ class BasePruningMethod(ABC):
             delattr(module, self._tensor_name)
         orig = module._parameters[self._tensor_name + "_orig"]
         orig._data = np.array(weight._data)
-        orig._version[0] += 1
+        orig._vc[0] += 1
         del module._parameters[self._tensor_name + "_orig"]
         del module._buffers[self._tensor_name + "_mask"]
         setattr(module, self._tensor_name, orig)
