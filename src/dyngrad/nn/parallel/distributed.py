@@ -264,8 +264,13 @@ class DistributedDataParallel(Module):
         while self._next < len(buckets) and buckets[self._next].pending == 0:
             b = buckets[self._next]
             if pg.size() > 1:
+                # a blocking all-reduce as soon as the bucket is full: MPI libraries without an
+                # asynchronous progress thread (Open MPI's and MPICH's defaults) move a
+                # non-blocking one only inside MPI calls, so Iallreduce + Waitall ran every
+                # bucket at the end anyway, and through the slower non-blocking algorithms
                 t0 = time.perf_counter()
-                b.req = pg._comm.Iallreduce(MPI.IN_PLACE, b.flat, MPI.SUM)
+                c10d._blocking(pg, "DistributedDataParallel gradient all-reduce",
+                               lambda: pg._comm.Allreduce(MPI.IN_PLACE, b.flat, MPI.SUM))
                 self._comm_seconds += time.perf_counter() - t0
             self._next += 1
         if self._next == len(buckets):
