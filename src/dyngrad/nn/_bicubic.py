@@ -15,10 +15,8 @@ import numpy as np
 from .._tensor import Tensor
 from ..ops import pool as _pool
 from ..ops._graph import STATE, Node, edge_of, record
-from . import functional as _F
 
 _make = Tensor._make
-_interpolate = _F.interpolate  # nearest, linear, area ... (defined in nn/functional.py)
 _MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact")
 
 
@@ -171,14 +169,10 @@ def _sizes(input, size, scale_factor, recompute_scale_factor):
     return insz, out, scales
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):
-    """Resize the spatial dimensions: nearest, nearest-exact, (bi/tri)linear, bicubic or area,
-    bilinear and bicubic optionally antialiased."""
-    if mode in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area") \
-            and not antialias:
-        return _interpolate(input, size, scale_factor, mode, align_corners,
-                            recompute_scale_factor, antialias)
+def filtered_resize(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
+                    antialias):
+    """interpolate's bicubic mode and antialiased (bilinear, bicubic, lanczos) resizes, as
+    separable per-axis maps, with PyTorch's errors for them and for unknown modes."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -231,5 +225,3 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     meta = (bool(align_corners), tuple(outsz), scales[0], scales[1], tuple(x.shape))
     return _resample(input, fwd, bwd, fwd, False, cls, True, meta)
 
-
-interpolate.__module__ = "dyngrad.nn.functional"  # listed and argument-checked as F's own

@@ -2662,7 +2662,21 @@ def _pad_circular(input, pad):
 # --- interpolation --------------------------------------------------------------------
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Resize the spatial dimensions: nearest, nearest-exact, (bi/tri)linear or area."""
+    """Resize the spatial dimensions: nearest, nearest-exact, (bi/tri)linear, bicubic or area;
+    bilinear and bicubic optionally antialiased, lanczos antialiased."""
+    if mode in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area") \
+            and not antialias:
+        return _interpolate_grid(input, size, scale_factor, mode, align_corners,
+                                 recompute_scale_factor)
+    from ._bicubic import filtered_resize
+    return filtered_resize(input, size, scale_factor, mode, align_corners,
+                           recompute_scale_factor, antialias)
+
+
+def _interpolate_grid(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
+                      antialias=False):
+    """Nearest, nearest-exact, (bi/tri)linear and area resizing (and the errors of the
+    argument checks they share with the other modes)."""
     nd = input.dim() - 2
     if nd < 1 or nd > 3:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported "
@@ -2896,7 +2910,6 @@ from ._losses_more import (multi_margin_loss, multilabel_margin_loss,  # noqa: E
                            multilabel_soft_margin_loss)
 from ._gumbel import gumbel_softmax  # noqa: E402,F401
 from ._pdist import pdist  # noqa: E402,F401
-from ._bicubic import interpolate  # noqa: E402,F401,F811
 from ._fold import fold, unfold  # noqa: E402,F401
 
 
