@@ -25,6 +25,7 @@ CASES = {
     "masked_fill": lambda L, x: x.masked_fill(x > 0, 1.0),
     "sort_keeps_layout": lambda L, x: x.sort(0)[0], "argsort_keeps_layout": lambda L, x: x.argsort(1),
     "sort_indices": lambda L, x: x.sort(2)[1],
+    "flip_keeps_layout": lambda L, x: x.flip(0), "flip_two_dims": lambda L, x: x.flip(0, 2),
 }
 
 

@@ -485,7 +485,7 @@ def flip(input, *dims):
     if len(set(dims)) != len(dims):
         dup = next(k for k in dims if dims.count(k) > 1)
         raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
-    data = np.flip(d, dims).copy() if d.ndim else d.copy()
+    data = np.flip(d, dims).copy(order="K") if d.ndim else d.copy()  # the input's layout
     if STATE.enabled and input._requires_grad:
         return record(data, FlipBackward0((edge_of(input),), (dims, raw)))
     return _make(data)
