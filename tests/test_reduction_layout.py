@@ -26,6 +26,8 @@ CASES = {
     "sort_keeps_layout": lambda L, x: x.sort(0)[0], "argsort_keeps_layout": lambda L, x: x.argsort(1),
     "sort_indices": lambda L, x: x.sort(2)[1],
     "flip_keeps_layout": lambda L, x: x.flip(0), "flip_two_dims": lambda L, x: x.flip(0, 2),
+    "addcmul_keeps_layout": lambda L, x: L.addcmul(x, x, x),
+    "addcdiv_keeps_layout": lambda L, x: L.addcdiv(x, x, x + 3),
 }
 
 

@@ -114,7 +114,7 @@ def _addc(name, input, args, value, kwargs):
         r = a + v * (b * c if name == "addcmul" else b / c)
     r = np.asarray(np.broadcast_to(r, shape)).astype(rt, copy=False)
     if r.base is not None or not r.flags.writeable:
-        r = r.copy()
+        r = r.copy(order="K")  # the operands' layout, as PyTorch's kernel gives it
     if rt.kind in "fc" and _needs(input, t1, t2):
         cls = AddcmulBackward0 if name == "addcmul" else AddcdivBackward0
         s1 = Saved(t1) if t2._requires_grad else _Shape(t1)
