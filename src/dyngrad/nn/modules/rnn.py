@@ -241,32 +241,7 @@ class RNNBase(Module):
         n = input.shape[1]
         real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
         lstm = self.mode == "LSTM"
-        if hx is None:
-            h0 = zeros((self.num_layers * dirs, n, real_h), dtype=input.dtype)
-            c0 = zeros((self.num_layers * dirs, n, self.hidden_size), dtype=input.dtype) \
-                if lstm else None
-        else:
-            if lstm:
-                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                    raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
-                h0, c0 = hx
-            else:
-                h0, c0 = hx, None
-            if not batched:
-                if h0.dim() != 2:
-                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got "
-                                       f"{h0.dim()}-D tensor")
-                h0 = h0.unsqueeze(1)
-                c0 = c0.unsqueeze(1) if c0 is not None else None
-            elif h0.dim() != 3:
-                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
-                                   f"{h0.dim()}-D tensor")
-            self._check_hidden(h0, (self.num_layers * dirs, n, real_h),
-                               "Expected hidden[0] size {}, got {}" if lstm else
-                               "Expected hidden size {}, got {}")
-            if c0 is not None:
-                self._check_hidden(c0, (self.num_layers * dirs, n, self.hidden_size),
-                                   "Expected hidden[1] size {}, got {}")
+        h0, c0 = self._initial_state(hx, n, batched, input.dtype)
         layer_in = input
         h_n, c_n = [], []
         steps = input.shape[0]
@@ -314,23 +289,15 @@ class RNNBase(Module):
             output = output.transpose(0, 1)
         return (output, (h_n, c_n)) if lstm else (output, h_n)
 
-    def _forward_aten(self, input, hx):
-        """PyTorch's module forward and its CPU kernel (_VF.rnn_tanh / rnn_relu / gru / lstm):
-        per layer and direction the input's linear map over the whole sequence, unbound into
-        steps, one cell per step (with PyTorch's in-place ops), the outputs stacked (and the
-        directions concatenated), dropout between layers in training."""
-        self._check_input(input)
+    def _initial_state(self, hx, n, batched, dtype):
+        """(h_0, c_0) for a batch of ``n`` (zeros when ``hx`` is None; c_0 None unless LSTM),
+        batched, with PyTorch's checks of ``hx``."""
         lstm = self.mode == "LSTM"
-        batched = input.dim() == 3
-        bdim = 0 if self.batch_first else 1
         dirs = 2 if self.bidirectional else 1
         real_h = self.proj_size if self.proj_size > 0 else self.hidden_size
-        if not batched:
-            input = input.unsqueeze(bdim)
-        n = input.shape[bdim]
         if hx is None:
-            h0 = zeros((self.num_layers * dirs, n, real_h), dtype=input.dtype)
-            c0 = zeros((self.num_layers * dirs, n, self.hidden_size), dtype=input.dtype) \
+            h0 = zeros((self.num_layers * dirs, n, real_h), dtype=dtype)
+            c0 = zeros((self.num_layers * dirs, n, self.hidden_size), dtype=dtype) \
                 if lstm else None
         else:
             if lstm:
@@ -354,6 +321,22 @@ class RNNBase(Module):
             if c0 is not None:
                 self._check_hidden(c0, (self.num_layers * dirs, n, self.hidden_size),
                                    "Expected hidden[1] size {}, got {}")
+        return h0, c0
+
+    def _forward_aten(self, input, hx):
+        """PyTorch's module forward and its CPU kernel (_VF.rnn_tanh / rnn_relu / gru / lstm):
+        per layer and direction the input's linear map over the whole sequence, unbound into
+        steps, one cell per step (with PyTorch's in-place ops), the outputs stacked (and the
+        directions concatenated), dropout between layers in training."""
+        self._check_input(input)
+        lstm = self.mode == "LSTM"
+        batched = input.dim() == 3
+        bdim = 0 if self.batch_first else 1
+        dirs = 2 if self.bidirectional else 1
+        if not batched:
+            input = input.unsqueeze(bdim)
+        n = input.shape[bdim]
+        h0, c0 = self._initial_state(hx, n, batched, input.dtype)
         x = input.transpose(0, 1) if self.batch_first else input
         hs = h0.unbind(0)
         cs = c0.unbind(0) if lstm else None
