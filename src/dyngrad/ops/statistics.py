@@ -244,6 +244,25 @@ def _real_only(name, input):
                                   f"complex path is not implemented here)")
 
 
+def _check_cov_weights(name, wt, pos, n):
+    """cov's checks of ``fweights`` (integral) or ``aweights`` (floating point), as PyTorch's."""
+    _need_tensor("cov", wt, name, pos)
+    a = wt._data
+    if a.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {a.ndim} dimensions")
+    integral = name == "fweights"
+    if (a.dtype.kind in "iu") != integral or (not integral and a.dtype.kind != "f"):
+        kind = "integral" if integral else "floating point"
+        raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
+                           f"{D.scalar_type_name(a.dtype)} dtype")
+    if a.size != n:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {a.size} != {n}")
+    if n and a.min() < 0:
+        raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
 def _cov(p, input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the rows (variables) over the columns (observations), with
     optional frequency and observation weights; PyTorch's composition."""
@@ -260,36 +279,10 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
     x = input.view(1, -1) if d.ndim < 2 else input
     n = x.shape[1]
     w = None
-    if fweights is not None:
-        _need_tensor("cov", fweights, "fweights", 3 + p)
-        fw = fweights._data
-        if fw.ndim > 1:
-            raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but "
-                               f"got fweights with {fw.ndim} dimensions")
-        if fw.dtype.kind not in "iu":
-            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights "
-                               f"with {D.scalar_type_name(fw.dtype)} dtype")
-        if fw.size != n:
-            raise RuntimeError(f"cov(): expected fweights to have the same numel as there are "
-                               f"observations in the input but got {fw.size} != {n}")
-        if n and fw.min() < 0:
-            raise RuntimeError("cov(): fweights cannot be negative")
-        w = fweights
-    if aweights is not None:
-        _need_tensor("cov", aweights, "aweights", 4 + p)
-        aw = aweights._data
-        if aw.ndim > 1:
-            raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but "
-                               f"got aweights with {aw.ndim} dimensions")
-        if aw.dtype.kind != "f":
-            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got "
-                               f"aweights with {D.scalar_type_name(aw.dtype)} dtype")
-        if aw.size != n:
-            raise RuntimeError(f"cov(): expected aweights to have the same numel as there are "
-                               f"observations in the input but got {aw.size} != {n}")
-        if n and aw.min() < 0:
-            raise RuntimeError("cov(): aweights cannot be negative")
-        w = w * aweights if w is not None else aweights
+    for name, wt, pos in (("fweights", fweights, 3 + p), ("aweights", aweights, 4 + p)):
+        if wt is not None:
+            _check_cov_weights(name, wt, pos, n)
+            w = wt if w is None else w * wt
     w_sum = w.sum() if w is not None else t.tensor(n, dtype=t.int64)
     if w is not None and not bool(w_sum._data != 0):
         raise RuntimeError("cov(): weights sum to zero, can't be normalized")
