@@ -526,6 +526,20 @@ def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
     return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
 
 
+def _heads_first(x, static, name, batch_heads, head_dim):
+    """Key or value as (bsz * num_heads, len, head_dim), or the given static one after
+    PyTorch's size checks."""
+    if static is None:
+        return x.view(x.shape[0], batch_heads, head_dim).transpose(0, 1)
+    if static.shape[0] != batch_heads:
+        raise AssertionError(f"expecting {name}.size(0) of {batch_heads}, but got "
+                             f"{static.shape[0]}")
+    if static.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got "
+                             f"{static.shape[2]}")
+    return static
+
+
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
                                  in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
                                  dropout_p, out_proj_weight, out_proj_bias, training=True,
@@ -618,26 +632,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     # heads batched first: (bsz * num_heads, len, head_dim)
     q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    if static_k is None:
-        k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_k.shape[0] != bsz * num_heads:
-            raise AssertionError(f"expecting static_k.size(0) of {bsz * num_heads}, but got "
-                                 f"{static_k.shape[0]}")
-        if static_k.shape[2] != head_dim:
-            raise AssertionError(f"expecting static_k.size(2) of {head_dim}, but got "
-                                 f"{static_k.shape[2]}")
-        k = static_k
-    if static_v is None:
-        v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_v.shape[0] != bsz * num_heads:
-            raise AssertionError(f"expecting static_v.size(0) of {bsz * num_heads}, but got "
-                                 f"{static_v.shape[0]}")
-        if static_v.shape[2] != head_dim:
-            raise AssertionError(f"expecting static_v.size(2) of {head_dim}, but got "
-                                 f"{static_v.shape[2]}")
-        v = static_v
+    k = _heads_first(k, static_k, "static_k", bsz * num_heads, head_dim)
+    v = _heads_first(v, static_v, "static_v", bsz * num_heads, head_dim)
 
     if add_zero_attn:
         shape = (bsz * num_heads, 1, head_dim)
