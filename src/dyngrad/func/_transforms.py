@@ -548,15 +548,19 @@ def jacrev(func: Callable, argnums: int | tuple[int, ...] = 0, *, has_aux: bool 
         per_input = [split(r, list(numels), dim=0) for r in per_input]
         fifo = [tuple(s.view(tuple(o.shape) + tuple(p.shape)) for s, o in zip(splits, flat_out))
                 for splits, p in zip(per_input, flat_p)]
-        foi = tuple(zip(*fifo))
-        out_in = tuple(tree_unflatten(list(fi), pspec) for fi in foi)
-        if isinstance(argnums, int):
-            out_in = tuple(fi[0] for fi in out_in)
-        res = tree_unflatten(list(out_in), ospec)
-        if has_aux:
-            return res, aux
-        return res
+        return _jacobian_tree(tuple(zip(*fifo)), pspec, ospec, argnums, has_aux,
+                              aux if has_aux else None)
     return wrapper
+
+
+def _jacobian_tree(blocks, pspec, ospec, argnums, has_aux, aux):
+    """jacrev/jacfwd's result from its blocks (per output, per input): the inputs' and the
+    outputs' pytrees rebuilt around them (one argument unwrapped), with ``aux`` when asked."""
+    out_in = tuple(tree_unflatten(list(b), pspec) for b in blocks)
+    if isinstance(argnums, int):
+        out_in = tuple(b[0] for b in out_in)
+    res = tree_unflatten(list(out_in), ospec)
+    return (res, aux) if has_aux else res
 
 
 def _safe_unflatten(t, dim, shape):
@@ -597,13 +601,7 @@ def jacfwd(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: bool = F
             tuple(_safe_unflatten(joi, -1, tuple(p.shape)) for p, joi in
                   zip(flat_p, split(jo.movedim(0, -1), list(numels), dim=-1)))
             for jo in jac_outs)
-        jac_outs_ins = tuple(tree_unflatten(list(ji), pspec) for ji in jac_outs_ins)
-        if isinstance(argnums, int):
-            jac_outs_ins = tuple(ji[0] for ji in jac_outs_ins)
-        res = tree_unflatten(list(jac_outs_ins), spec)
-        if has_aux:
-            return res, aux
-        return res
+        return _jacobian_tree(jac_outs_ins, pspec, spec, argnums, has_aux, aux)
     return wrapper
 
 
