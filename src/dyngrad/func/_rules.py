@@ -230,17 +230,25 @@ def _expand(orig, args, kwargs):
     if type(x) is not _BT:
         return NotImplemented
     shape = _sizes(args[1:]) if len(args) > 1 else tuple(kwargs.get("size", ()))
-    phys, levels = x._phys, x._levels
-    nb = len(levels)
-    lr = phys.ndim - nb
-    if len(shape) < lr:
+    p = _leading_ones(x, len(shape))
+    if p is None:
         return NotImplemented
-    pad = len(shape) - lr
-    p = phys
-    for _ in range(pad):
+    nb = len(x._levels)
+    full = tuple(x._phys.shape[:nb]) + tuple(-1 if s == -1 else int(s) for s in shape)
+    return wrap(p.expand(*full), x._levels)
+
+
+def _leading_ones(x, n):
+    """``x``'s physical tensor with size-1 logical dims put in front (after the batch dims)
+    until it has ``n`` logical dims; None when it already has more."""
+    nb = len(x._levels)
+    lr = x._phys.ndim - nb
+    if n < lr:
+        return None
+    p = x._phys
+    for _ in range(n - lr):
         p = p.unsqueeze(nb)
-    full = tuple(phys.shape[:nb]) + tuple(-1 if s == -1 else int(s) for s in shape)
-    return wrap(p.expand(*full), levels)
+    return p
 
 
 def _expand_as(orig, args, kwargs):
@@ -805,15 +813,10 @@ def _repeat(orig, args, kwargs):
     if type(x) is not _BT:
         return NotImplemented
     reps = _sizes(args[1:]) if len(args) > 1 else tuple(kwargs.get("repeats", ()))
-    phys, levels = x._phys, x._levels
-    nb = len(levels)
-    lr = phys.ndim - nb
-    if len(reps) < lr:
+    p = _leading_ones(x, len(reps))
+    if p is None:
         return NotImplemented
-    p = phys
-    for _ in range(len(reps) - lr):
-        p = p.unsqueeze(nb)
-    return wrap(p.repeat(*([1] * nb), *reps), levels)
+    return wrap(p.repeat(*([1] * len(x._levels)), *reps), x._levels)
 
 
 def _dropout(orig, args, kwargs, randomness):
