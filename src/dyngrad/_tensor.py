@@ -155,6 +155,23 @@ def _check_device(dev):
 # the dimension order, fastest first, of the channels-last memory formats
 _CHANNELS_LAST_ORDER = {"torch.channels_last": (1, 3, 2, 0),
                         "torch.channels_last_3d": (1, 4, 3, 2, 0)}
+_CHANNELS_LAST_OF_RANK = {len(v): k for k, v in _CHANNELS_LAST_ORDER.items()}
+
+
+def channels_last_format(d: np.ndarray):
+    """The channels-last memory format ``d`` (4-d or 5-d) is stored in, checked as PyTorch
+    checks it (size-1 dims aside), else None."""
+    fmt = _CHANNELS_LAST_OF_RANK.get(d.ndim)
+    if fmt is None:
+        return None
+    expected = 1
+    for k in _CHANNELS_LAST_ORDER[fmt]:
+        n = d.shape[k]
+        if n != 1:
+            if d.strides[k] != expected * d.itemsize:
+                return None
+            expected *= n
+    return fmt
 
 class Tensor:
     """A multi-dimensional array that records the operations applied to it.
@@ -478,20 +495,9 @@ class Tensor:
     def is_contiguous(self, memory_format=None) -> bool:
         """Whether the elements sit in memory in row-major order (``memory_format``:
         channels-last order for 4-d / 5-d tensors, as PyTorch checks it: size-1 dims aside)."""
-        order = _CHANNELS_LAST_ORDER.get(memory_format)
-        if order is None:
+        if memory_format not in _CHANNELS_LAST_ORDER:
             return bool(self._data.flags.c_contiguous)
-        d = self._data
-        if d.ndim != len(order):
-            return False
-        expected = 1
-        for k in order:
-            n = d.shape[k]
-            if n != 1:
-                if d.strides[k] != expected * d.itemsize:
-                    return False
-                expected *= n
-        return True
+        return channels_last_format(self._data) == memory_format
 
     @property
     def _version(self) -> int:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import channels_last_format
 from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
+from .pointwise import layout_copy
 
 _make = Tensor._make
 
@@ -78,13 +80,10 @@ class NativeGroupNormBackward0(_NormNode):
 
 def suggested_layout(x, y):
     """``y`` laid out as PyTorch's suggest_memory_format(x) allocates it: channels-last when
-    ``x`` (4-d or 5-d) is stored channels-last, else C order."""
-    if x.ndim in (4, 5) and x.shape[1] > 1 and not x.flags.c_contiguous:
-        last = (0,) + tuple(range(2, x.ndim)) + (1,)
-        xt = x.transpose(last)
-        if xt.flags.c_contiguous:
-            back = (0, x.ndim - 1) + tuple(range(1, x.ndim - 1))
-            return np.ascontiguousarray(y.transpose(last)).transpose(back)
+    ``x`` (4-d or 5-d, more than one channel) is stored channels-last, else C order."""
+    fmt = channels_last_format(x) if x.shape[1:2] != (1,) and not x.flags.c_contiguous else None
+    if fmt is not None:
+        return layout_copy(y, fmt)
     return y if y.flags.c_contiguous else y.copy(order="C")
 
 

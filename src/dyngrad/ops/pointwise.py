@@ -11,6 +11,7 @@ import numpy as np
 from .. import _dtype as D
 from . import op
 from .._fperr import quiet
+from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from ._graph import (RECORD_HOOKS, notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, edges_first,
                      record, sum_to)
 from . import _dual as X
@@ -941,14 +942,14 @@ def clone(input, *, memory_format=None):
     return _make(d)
 
 
-_CHANNELS_LAST_RANK = {"torch.channels_last": 4, "torch.channels_last_3d": 5}
 
 
 def layout_copy(src, memory_format):
     """A copy of ``src`` laid out as ``memory_format`` asks (None: preserve the layout)."""
-    rank = _CHANNELS_LAST_RANK.get(memory_format)
-    if rank is None:
+    order = _CHANNELS_LAST_ORDER.get(memory_format)
+    if order is None:
         return src.copy(order="C" if memory_format == "torch.contiguous_format" else "K")
+    rank = len(order)
     if src.ndim != rank:
         raise RuntimeError(f"required rank {rank} tensor to use {memory_format[6:]} format")
     last = (0,) + tuple(range(2, rank)) + (1,)
@@ -960,9 +961,8 @@ def layout_copy(src, memory_format):
 def contiguous(input, memory_format=None):
     """Self when already laid out as ``memory_format`` asks (row-major by default), else a
     copy that is."""
-    if memory_format in _CHANNELS_LAST_RANK:
-        if input._data.ndim == _CHANNELS_LAST_RANK[memory_format] and \
-                input.is_contiguous(memory_format=memory_format):
+    if memory_format in _CHANNELS_LAST_ORDER:
+        if channels_last_format(input._data) == memory_format:
             return input
         return clone(input, memory_format=memory_format)
     if input._data.flags.c_contiguous:
