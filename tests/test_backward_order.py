@@ -171,8 +171,160 @@ def two_roots(lib):
     return log
 
 
+# The scenarios below have no hook until deep in the graph (or none at all), so backward
+# starts on its quick path and has to hand over to the exact ready queue midway, or recover
+# PyTorch's state when a node fails.
+
+
+def _have(named):
+    return "have " + ",".join(n for n, p in named if p.grad is not None)
+
+
+def _mlp4(lib, seed=0):
+    nn = lib.nn
+    m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4),
+                      nn.Tanh(), nn.Linear(4, 2))
+    _init(lib, m, seed)
+    x = lib.tensor(np.random.RandomState(seed + 1).randn(2, 3), dtype=lib.float32)
+    return m, x
+
+
+def late_node_hook(lib):
+    """A pre-hook on one node near the input sees the leaves PyTorch accumulated before it."""
+    m, x = _mlp4(lib)
+    named = list(m.named_parameters())
+    loss = m(x).pow(2).sum()
+    log = []
+    fn, stack = None, [loss.grad_fn]
+    while type(fn).__name__ != "TanhBackward0":
+        fn = stack.pop()
+        stack.extend(f for f, _ in fn.next_functions if f is not None)
+    # the first Tanh from the output: its Linear's parameters are complete by then
+    fn.register_prehook(lambda g: log.append(_have(named)))
+    loss.backward()
+    log.append(_have(named))
+    return log
+
+
+def late_tensor_hook(lib):
+    """retain_grad and a tensor hook on an early activation only."""
+    m, x = _mlp4(lib, 3)
+    named = list(m.named_parameters())
+    h = m[1](m[0](x))
+    h.retain_grad()
+    h.register_hook(lambda g: log.append(_have(named)))
+    loss = m[6](m[5](m[4](m[3](m[2](h))))).sum()
+    log = []
+    loss.backward()
+    log.append(_have(named))
+    log.append("h.grad %s" % [round(v, 4) for v in h.grad.flatten().tolist()])
+    return log
+
+
+def custom_function_reads(lib):
+    """The backward of a custom Function is user code: it sees PyTorch's accumulated leaves."""
+    m, x = _mlp4(lib, 5)
+    named = list(m.named_parameters())
+    log = []
+
+    class Probe(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            log.append(_have(named))
+            return g
+
+    h = Probe.apply(m[2](m[1](m[0](x))))
+    loss = m[6](m[5](m[4](m[3](h)))).pow(2).sum()
+    loss.backward()
+    log.append(_have(named))
+    return log
+
+
+def unpack_hook_reads(lib):
+    """Saved-tensor unpack hooks run during backward: they see the same leaves as PyTorch's."""
+    m, x = _mlp4(lib, 7)
+    named = list(m.named_parameters())
+    log = []
+
+    def unpack(t):
+        log.append(_have(named))
+        return t
+    h = m[2](m[1](m[0](x)))
+    with lib.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        h = h.tanh()
+    loss = m[6](m[5](m[4](h))).sum()
+    loss.backward()
+    return log
+
+
+def leaf_hook_in_tie(lib):
+    """One leaf with a post-accumulate hook among others made ready by the same node."""
+    xs = [lib.tensor([float(i + 1)], requires_grad=True) for i in range(7)]
+    named = [(str(i), x) for i, x in enumerate(xs)]
+    log = []
+    xs[4].register_post_accumulate_grad_hook(lambda t: log.append(_have(named)))
+    y = (lib.cat(xs) * lib.arange(7.0)).tanh().sum()
+    y.backward()
+    return log
+
+
+def quick_failure(lib):
+    """No hooks; a node deep in a network fails: the leaves PyTorch had finished keep their
+    gradients, the others get none."""
+    m, x = _mlp4(lib, 9)
+    named = list(m.named_parameters())
+    h = m[2](m[1](m[0](x)))
+    s = h.sin()   # saves h
+    h.mul_(2)     # ... which is now changed
+    loss = (m[6](m[5](m[4](m[3](s))))).pow(2).sum()
+    log = []
+    try:
+        loss.backward()
+    except RuntimeError as err:
+        log.append(type(err).__name__)
+    log.append(_have(named))
+    return log
+
+
+def freed_midway(lib):
+    """A second backward through a graph sharing freed nodes fails where PyTorch's does."""
+    m, x = _mlp4(lib, 11)
+    named = list(m.named_parameters())
+    h = m[2](m[1](m[0](x)))
+    h.sum().backward()
+    for _, p in named:
+        p.grad = None
+    loss = m[6](m[5](m[4](m[3](h)))).pow(2).sum()
+    log = []
+    try:
+        loss.backward()
+    except RuntimeError as err:
+        log.append(type(err).__name__)
+    log.append(_have(named))
+    return log
+
+
+def mixed_dtypes(lib):
+    """Float64 and float32 leaves in one graph: casts, no hooks."""
+    a = lib.tensor([0.5, -1.5, 2.0], dtype=lib.float64, requires_grad=True)
+    b = lib.tensor([1.0, 2.0, 3.0], dtype=lib.float32, requires_grad=True)
+    c = lib.tensor(0.25, dtype=lib.float64, requires_grad=True)
+    y = ((a * b).tanh() + b * c + (b.double() * a).sin()).sum()
+    y.backward()
+    return ["%s %s" % (str(t.grad.dtype).replace("torch.", ""),
+                       [round(v, 6) for v in t.grad.tolist()]) if t.grad.dim() else
+            "%s %.6f" % (str(t.grad.dtype).replace("torch.", ""), t.grad.item())
+            for t in (a, b, c)]
+
+
 SCENARIOS = {f.__name__: f for f in (mlp, cnn_shared, rnn_unrolled, retain_twice, many_leaves,
-                                     failing, two_roots)}
+                                     failing, two_roots, late_node_hook, late_tensor_hook,
+                                     custom_function_reads, unpack_hook_reads, leaf_hook_in_tie,
+                                     quick_failure, freed_midway, mixed_dtypes)}
 
 
 def _recorded():

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import heapq
 import sys
+from operator import itemgetter
 
 import numpy as np
 
 from . import errors
 from .grad_mode import STATE
-from .node import KEPT, AccumulateGrad, Node, edge_of, kept_positions
+from .node import KEPT, LIVE_PACKS, AccumulateGrad, Node, edge_of, kept_positions
 from .._fperr import quiet_on, quiet_off
 
 _getrefcount = sys.getrefcount
@@ -173,19 +174,251 @@ def _start(roots, grads, edge_of):
 
 
 def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
-    """backward() without ``inputs``: PyTorch's ready-queue order (see above); a failing node
-    leaves every gradient accumulated before it, as in PyTorch."""
+    """backward() without ``inputs``, in PyTorch's ready-queue order (see above); a failing
+    node leaves every gradient accumulated before it, as in PyTorch."""
     ACC = AccumulateGrad
     if len(roots) == 1:
         fn, nr = edge_of(roots[0])
         if fn is None:
             raise RuntimeError(errors.NO_GRAD_FN)
+        if (not create_graph and fn.__class__ is not ACC and HOOKS.observer is None
+                and not HOOKS.anomaly and not LIVE_PACKS[0]):
+            return _run_seq(fn, nr, grads[0], retain_graph)
         bufs = {}
         _deposit(bufs, fn, nr, grads[0])
         deps = _dependencies((fn,)) if fn.next_functions else {}
         heap = [(_NEG_ACC if fn.__class__ is ACC else -fn._seq, fn)]
     else:
         bufs, deps, heap = _start(roots, grads, edge_of)
+    return _exact(bufs, deps, heap, retain_graph, create_graph)
+
+
+# --- the common case -------------------------------------------------------------------------
+# With one root and nothing of the user's running during backward (no hooks, custom Function,
+# saved-tensor hooks, observer or anomaly mode), PyTorch's order needs no dependency counts.
+# Every node is created after the nodes it points to, so among the nodes that have received
+# a gradient the one with the largest sequence number is always ready (any producer still to
+# run has a larger number and is, or descends from, a node that received one): running them
+# largest first is the ready queue's order.  Leaves are accumulated at the end, which nothing
+# can tell apart from accumulating each as soon as it is complete while no user code runs in
+# between; a node that fails first accumulates the leaves PyTorch had finished (``_flush``).
+# The first node or leaf that would run user code switches to the exact engine: ``_resume``
+# replays the queue up to that point (so even ties between leaves come out as PyTorch's).
+_MISSING = object()
+_FREE: dict = {}  # node class -> positions kept once freed, or None: the class frees itself
+
+
+def _free_kind(cls):
+    """How backward frees a node of class ``cls``: None when the class frees itself, else a
+    function picking the saved values that stay readable (or False: none do)."""
+    kind = None
+    if cls._release is Node._release:
+        kp = KEPT.get(cls)
+        if kp is None:
+            kp = kept_positions(cls)
+        if not kp:
+            kind = False
+        elif len(kp) == 1:
+            kind = _keep_one(kp[0])
+        else:
+            kind = itemgetter(*kp)
+    _FREE[cls] = kind
+    return kind
+
+
+def _keep_one(p):
+    return lambda s: (s[p],)
+
+
+def _simple_leaf(acc):
+    """Whether accumulating into ``acc``'s leaf runs no user code and cannot fail."""
+    if not acc._plain:
+        return False
+    var = acc._var()
+    return var is None or (not var._hooks and not var._post_acc_hooks
+                           and var._grad_fn is None)
+
+
+def _run_seq(root, nr, g0, retain_graph):
+    bufs = {}
+    _deposit(bufs, root, nr, g0)
+    heap = []
+    accs = []
+    state = [root, 0]  # the node being run, how many nodes have run
+    try:
+        nxt = _seq_loop(bufs, heap, accs, root, retain_graph, state)
+    except Exception:
+        _flush(bufs, accs, state[0])
+        raise
+    if nxt is not None:
+        return _resume(root, state[1], bufs, retain_graph)
+    bufs_pop = bufs.pop
+    for acc in accs:
+        g = bufs_pop(acc)
+        if g is not None:
+            _accumulate(acc, g, False, None)
+    return None
+
+
+def _seq_loop(bufs, heap, accs, nxt, retain_graph, state):
+    """Run nodes largest sequence number first; returns a node when the exact engine must take
+    over (before that node runs, or after it ran and reached a leaf needing care)."""
+    ACC = AccumulateGrad
+    nd = _ndarray
+    asarray = _asarray
+    bufs_pop = bufs.pop
+    bufs_get = bufs.get
+    push = _heappush
+    pop = _heappop
+    free_get = _FREE.get
+    missing = _MISSING
+    owned = set()
+    count = 0
+    while True:
+        if nxt is not None:
+            node = nxt
+            nxt = None
+        elif heap:
+            node = pop(heap)[1]
+        else:
+            return None
+        state[0] = node
+        casts = None
+        if not node._plain:
+            if (node._user_code or node._tensor_hooks is not None or node._retain is not None
+                    or node._pre_hooks or node._hooks):
+                state[1] = count
+                return node
+            casts = node._casts
+        g = bufs_pop(node)
+        nf = node.next_functions
+        if g is None:  # every gradient flowing in was None: nothing to compute
+            outs = (None,) * len(nf)
+        else:
+            if node._saved is None:
+                raise errors.freed_graph(node)
+            if node._nout == 1:
+                if type(g) is not nd:
+                    g = asarray(g)
+            else:
+                g = [x if x is None or type(x) is nd else asarray(x) for x in g]
+            outs = node._bw(g, False)
+            if casts is not None:
+                outs = _cast_back(outs, casts)
+        count += 1
+        if not retain_graph:
+            keep = free_get(node.__class__, missing)
+            if keep is missing:
+                keep = _free_kind(node.__class__)
+            if keep is None:
+                node._release()
+            elif node._needs_saved:
+                if keep:  # PyTorch frees only the saved tensors
+                    s = node._saved
+                    if s is not None:
+                        node._kept = keep(s)
+                node._saved = None
+        switch = False
+        for (fn, nr), gi in zip(nf, outs):
+            if fn is None:
+                continue
+            if gi is not None:
+                dt = fn._odt
+                if dt is not None and getattr(gi, "dtype", None) is not dt:
+                    gi = _to_dtype(gi, dt)
+            if fn._nout == 1:
+                b = bufs_get(fn, missing)
+                if b is missing:
+                    bufs[fn] = gi
+                    if fn.__class__ is ACC:
+                        accs.append(fn)
+                        if not _simple_leaf(fn):
+                            switch = True
+                        continue
+                elif gi is None:
+                    continue
+                elif b is None:
+                    bufs[fn] = gi
+                    continue
+                elif fn in owned and type(b) is nd:
+                    b += gi  # a sum this engine made: nobody else sees it
+                    continue
+                else:
+                    bufs[fn] = b + gi
+                    owned.add(fn)
+                    continue
+            elif fn in bufs:
+                if gi is not None:
+                    _deposit(bufs, fn, nr, gi)
+                continue
+            else:
+                bufs[fn] = [None] * fn._nout
+                if gi is not None:
+                    _deposit(bufs, fn, nr, gi)
+            # fn has just received its first gradient: it joins the queue
+            if nxt is None and not heap:
+                nxt = fn
+            else:
+                if nxt is not None:
+                    push(heap, (-nxt._seq, nxt))
+                    nxt = None
+                push(heap, (-fn._seq, fn))
+        if switch:
+            state[1] = count
+            return node
+
+
+def _flush(bufs, accs, failed):
+    """A node failed: accumulate the leaves whose gradients were complete (no node still to
+    run points at them), as PyTorch had by then."""
+    ACC = AccumulateGrad
+    pending = [n for n in bufs if n.__class__ is not ACC]  # reached, not run yet
+    pending.append(failed)
+    reach = set(pending)
+    stack = pending
+    while stack:
+        for fn, _ in stack.pop().next_functions:
+            if fn is not None and fn not in reach:
+                reach.add(fn)
+                stack.append(fn)
+    for acc in accs:
+        if acc not in reach:
+            g = bufs.pop(acc, None)
+            if g is not None:
+                _accumulate(acc, g, False, None)
+
+
+def _resume(root, done, bufs, retain_graph):
+    """Hand over to the exact engine after ``done`` nodes ran in ``_seq_loop``: count the
+    dependencies, replay PyTorch's queue through those nodes (accumulating the leaves it had
+    finished), and go on from there."""
+    ACC = AccumulateGrad
+    deps = _dependencies((root,))
+    heap = [(-root._seq, root)]
+    finished = []
+    while done:
+        node = _heappop(heap)[1]
+        if node.__class__ is ACC:
+            finished.append(node)
+            continue
+        done -= 1
+        for fn, _ in node.next_functions:
+            if fn is not None:
+                d = deps[fn] - 1
+                deps[fn] = d
+                if not d:
+                    _heappush(heap, (_NEG_ACC if fn.__class__ is ACC else -fn._seq, fn))
+    for acc in finished:
+        g = bufs.pop(acc, None)
+        if g is not None:
+            _accumulate(acc, g, False, None)
+    return _exact(bufs, deps, heap, retain_graph, False)
+
+
+def _exact(bufs, deps, heap, retain_graph, create_graph):
+    """The ready queue itself: dependency counts decide when a node is ready, leaves are
+    accumulated as soon as they are complete, hooks and observers see every step."""
+    ACC = AccumulateGrad
     obs = HOOKS.observer
     anomaly = HOOKS.anomaly
     bufs_pop = bufs.pop
@@ -199,7 +432,7 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
     # queue sees the same pushes as PyTorch's
     push = _heappush
     pop = _heappop
-    nxt = heap.pop()[1]
+    nxt = pop(heap)[1] if heap else None
     while True:
         if nxt is not None:
             node = nxt

@@ -64,6 +64,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     __slots__ = ()
     _fn_cls = None
+    _plain = False     # the user's backward runs: the engine takes its exact path
+    _user_code = True
 
     @property
     def saved_tensors(self):

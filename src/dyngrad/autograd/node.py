@@ -65,6 +65,22 @@ def _user_frame(cls):
 # non-tensor saved values: dims, flags, scalars), filled on first use
 KEPT: dict = {}
 
+# How many saved values packed by saved-tensors hooks are alive: their unpack hooks are user
+# code that backward runs, so the engine takes its exact path while any exists.
+LIVE_PACKS = [0]
+
+
+class _PackToken:
+    """Counts one packed saved value in LIVE_PACKS for as long as it lives."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        LIVE_PACKS[0] += 1
+
+    def __del__(self):
+        LIVE_PACKS[0] -= 1
+
 
 def kept_positions(cls):
     """The positions of ``cls``'s saved values that stay readable once the graph is freed."""
@@ -91,6 +107,7 @@ class Node:
     # rarely used state: class defaults, set per instance only when needed.  Setting any of
     # the flagged ones marks the node not plain, so the engine checks one flag per node.
     _plain = True
+    _user_code = False  # True for nodes whose backward is the user's (custom Function)
     _meta = None
     # PyTorch's names of this node's saved values -> (position in ``_saved``, kind): how
     # ``grad_fn._saved_<name>`` / ``_raw_saved_<name>`` read them (see ``_saved_value``)
@@ -313,7 +330,7 @@ class Saved:
     wrote it there (the saving node again once that one is gone, as in PyTorch).
     """
 
-    __slots__ = ("value", "counter", "version", "is_output", "tensor_ref")
+    __slots__ = ("value", "counter", "version", "is_output", "tensor_ref", "_token")
 
     def __init__(self, tensor, is_output=False):
         self.counter = tensor._vc
@@ -342,6 +359,7 @@ class Saved:
             SAVED_HOOKS.pop()
         self.tensor_ref = (unpack, packed, self.version)
         self.version = -1
+        self._token = _PackToken()
 
     def _unpacked(self, node, graph):
         unpack, packed, version = self.tensor_ref
