@@ -515,10 +515,11 @@ def _copy_into(self, src, strict=False):
             return apply(self, _copy_fn, src)
         src = _make(np.asarray(src))
     if src._requires_grad and self._data.dtype.kind not in "fc" and (
-            strict or src._data.ndim != 0):
+            strict or src._data.ndim != 0 or self._data.ndim == 0):
         # PyTorch's copy_ asks for a gradient only into a differentiable dtype, so copying into
         # an integer tensor (even a view that refuses in-place changes) checks nothing of
-        # autograd; a 0-d value assigned by indexing goes through fill_, which does
+        # autograd; a 0-d value assigned by indexing into a larger region goes through fill_,
+        # which does (into a 0-d region it is copy_ again)
         src = src.detach()
     # copying a tensor onto itself (or onto the same memory, shape and strides) checks no
     # overlap: PyTorch returns early from the kernel
