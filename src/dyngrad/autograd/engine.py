@@ -242,16 +242,10 @@ def _simple_leaf(acc):
 def _run_seq(root, nr, g0, retain_graph):
     bufs = {}
     _deposit(bufs, root, nr, g0)
-    heap = []
     accs = []
-    state = [root, 0]  # the node being run, how many nodes have run
-    try:
-        nxt = _seq_loop(bufs, heap, accs, root, retain_graph, state)
-    except Exception:
-        _flush(bufs, accs, state[0])
-        raise
-    if nxt is not None:
-        return _resume(root, state[1], bufs, retain_graph)
+    done = _seq_loop(bufs, accs, root, retain_graph)
+    if done >= 0:
+        return _resume(root, done, bufs, retain_graph)
     bufs_pop = bufs.pop
     for acc in accs:
         g = bufs_pop(acc)
@@ -260,112 +254,130 @@ def _run_seq(root, nr, g0, retain_graph):
     return None
 
 
-def _seq_loop(bufs, heap, accs, nxt, retain_graph, state):
-    """Run nodes largest sequence number first; returns a node when the exact engine must take
-    over (before that node runs, or after it ran and reached a leaf needing care)."""
+def _seq_loop(bufs, accs, nxt, retain_graph):
+    """Run nodes largest sequence number first.  Returns -1 when all have run, else how many
+    ran before the exact engine must take over (before the next node runs, or after the last
+    one reached a leaf needing care)."""
     ACC = AccumulateGrad
     nd = _ndarray
     asarray = _asarray
     bufs_pop = bufs.pop
     bufs_get = bufs.get
+    heap = []
     push = _heappush
     pop = _heappop
     free_get = _FREE.get
     missing = _MISSING
     owned = set()
     count = 0
-    while True:
-        if nxt is not None:
-            node = nxt
-            nxt = None
-        elif heap:
-            node = pop(heap)[1]
-        else:
-            return None
-        state[0] = node
-        casts = None
-        if not node._plain:
-            if (node._user_code or node._tensor_hooks is not None or node._retain is not None
-                    or node._pre_hooks or node._hooks):
-                state[1] = count
-                return node
-            casts = node._casts
-        g = bufs_pop(node)
-        nf = node.next_functions
-        if g is None:  # every gradient flowing in was None: nothing to compute
-            outs = (None,) * len(nf)
-        else:
-            if node._saved is None:
-                raise errors.freed_graph(node)
-            if node._nout == 1:
-                if type(g) is not nd:
-                    g = asarray(g)
+    switch = False
+    node = nxt
+    try:
+        while True:
+            if nxt is not None:
+                node = nxt
+                nxt = None
+            elif heap:
+                node = pop(heap)[1]
             else:
-                g = [x if x is None or type(x) is nd else asarray(x) for x in g]
-            outs = node._bw(g, False)
-            if casts is not None:
-                outs = _cast_back(outs, casts)
-        count += 1
-        if not retain_graph:
-            keep = free_get(node.__class__, missing)
-            if keep is missing:
-                keep = _free_kind(node.__class__)
-            if keep is None:
-                node._release()
-            elif node._needs_saved:
-                if keep:  # PyTorch frees only the saved tensors
-                    s = node._saved
-                    if s is not None:
-                        node._kept = keep(s)
-                node._saved = None
-        switch = False
-        for (fn, nr), gi in zip(nf, outs):
-            if fn is None:
-                continue
-            if gi is not None:
-                dt = fn._odt
-                if dt is not None and getattr(gi, "dtype", None) is not dt:
-                    gi = _to_dtype(gi, dt)
-            if fn._nout == 1:
-                b = bufs_get(fn, missing)
-                if b is missing:
-                    bufs[fn] = gi
-                    if fn.__class__ is ACC:
-                        accs.append(fn)
-                        if not _simple_leaf(fn):
-                            switch = True
+                return -1
+            g = bufs_pop(node)
+            nf = node.next_functions
+            if not node._plain:
+                if (node._user_code or node._tensor_hooks is not None
+                        or node._retain is not None or node._pre_hooks or node._hooks):
+                    bufs[node] = g
+                    return count
+                outs = _run_cast_node(node, g, nf)
+            elif g is None:  # every gradient flowing in was None: nothing to compute
+                outs = (None,) * len(nf)
+            else:
+                if node._saved is None:
+                    raise errors.freed_graph(node)
+                if node._nout == 1:
+                    if type(g) is not nd:
+                        g = asarray(g)
+                else:
+                    g = [x if x is None or type(x) is nd else asarray(x) for x in g]
+                outs = node._bw(g, False)
+            count += 1
+            if not retain_graph:
+                keep = free_get(node.__class__, missing)
+                if keep is missing:
+                    keep = _free_kind(node.__class__)
+                if keep is None:
+                    node._release()
+                elif node._needs_saved:
+                    if keep:  # PyTorch frees only the saved tensors
+                        s = node._saved
+                        if s is not None:
+                            node._kept = keep(s)
+                    node._saved = None
+            for (fn, nr), gi in zip(nf, outs):
+                if fn is None:
+                    continue
+                if gi is not None:
+                    dt = fn._odt
+                    if dt is not None and getattr(gi, "dtype", None) is not dt:
+                        gi = _to_dtype(gi, dt)
+                if fn._nout == 1:
+                    b = bufs_get(fn, missing)
+                    if b is missing:
+                        bufs[fn] = gi
+                        if fn.__class__ is ACC:
+                            accs.append(fn)
+                            if not _simple_leaf(fn):
+                                switch = True
+                            continue
+                    elif gi is None:
                         continue
-                elif gi is None:
-                    continue
-                elif b is None:
-                    bufs[fn] = gi
-                    continue
-                elif fn in owned and type(b) is nd:
-                    b += gi  # a sum this engine made: nobody else sees it
+                    elif b is None:
+                        bufs[fn] = gi
+                        continue
+                    elif fn in owned and type(b) is nd:
+                        b += gi  # a sum this engine made: nobody else sees it
+                        continue
+                    else:
+                        bufs[fn] = b + gi
+                        owned.add(fn)
+                        continue
+                elif fn in bufs:
+                    if gi is not None:
+                        _deposit(bufs, fn, nr, gi)
                     continue
                 else:
-                    bufs[fn] = b + gi
-                    owned.add(fn)
-                    continue
-            elif fn in bufs:
-                if gi is not None:
-                    _deposit(bufs, fn, nr, gi)
-                continue
-            else:
-                bufs[fn] = [None] * fn._nout
-                if gi is not None:
-                    _deposit(bufs, fn, nr, gi)
-            # fn has just received its first gradient: it joins the queue
-            if nxt is None and not heap:
-                nxt = fn
-            else:
-                if nxt is not None:
-                    push(heap, (-nxt._seq, nxt))
-                    nxt = None
-                push(heap, (-fn._seq, fn))
-        if switch:
-            state[1] = count
-            return node
+                    bufs[fn] = [None] * fn._nout
+                    if gi is not None:
+                        _deposit(bufs, fn, nr, gi)
+                # fn has just received its first gradient: it joins the queue
+                if nxt is None and not heap:
+                    nxt = fn
+                else:
+                    if nxt is not None:
+                        push(heap, (-nxt._seq, nxt))
+                        nxt = None
+                    push(heap, (-fn._seq, fn))
+            if switch:
+                return count
+    except Exception:
+        _flush(bufs, accs, node)
+        raise
+
+
+def _run_cast_node(node, g, nf):
+    """Run a node whose only extra is casting its input gradients back to its inputs'
+    dtypes."""
+    if g is None:
+        return (None,) * len(nf)
+    if node._saved is None:
+        raise errors.freed_graph(node)
+    if node._nout == 1:
+        if type(g) is not _ndarray:
+            g = _asarray(g)
+    else:
+        g = [x if x is None or type(x) is _ndarray else _asarray(x) for x in g]
+    outs = node._bw(g, False)
+    return outs if node._casts is None else _cast_back(outs, node._casts)
 
 
 def _flush(bufs, accs, failed):

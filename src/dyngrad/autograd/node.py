@@ -124,11 +124,11 @@ class Node:
             if spec is not None:
                 cls._named_saved = spec
 
-    def __init__(self, next_functions=(), saved=()):
+    def __init__(self, next_functions=(), saved=(), odt=None):
         self.next_functions = next_functions
         self._saved = saved
         self._seq = next(_seq)
-        self._odt = None
+        self._odt = odt
         # Where user code created this node: (code, instruction offset) of the first frame
         # outside dyngrad, resolved to file:line only when an error or a viewer asks.  The
         # depth that held last for this class is tried first (and verified), so a hit looks at

@@ -234,23 +234,16 @@ def _unary_public(self):
     elementwise ops, as lean as a hand-written one."""
     spec = self
     name = self.name
-    forward = self.forward
+    forward = getattr(self.forward, "kernel", self.forward)
     floating = self.promote == "float"
     fl = D.DEFAULTS
     cls = self.node_cls
     where = tuple(("out" if n == "result" else "in") for n in self.saved)
-    if where == ("out",):
-        def pack(x, res):
-            return (Saved(res, True),)
-    elif where == ("in",):
-        def pack(x, res):
-            return (Saved(x),)
-    elif not where:
-        def pack(x, res):
-            return ()
-    else:
-        def pack(x, res):
-            return tuple(Saved(res, True) if w == "out" else Saved(x) for w in where)
+    # the common layouts of what is saved are tested inline below; others go through pack
+    saves = {("out",): 1, ("in",): 2, (): 3}.get(where, 0)
+
+    def pack(x, res):
+        return tuple(Saved(res, True) if w == "out" else Saved(x) for w in where)
     kernel = self.floating_kernel
 
     def f(input):
@@ -274,8 +267,13 @@ def _unary_public(self):
                 raise RuntimeError(f"the derivative for '{name}' is not implemented.")
             res = _make(r)
             res._requires_grad = True
-            res._grad_fn = node = cls((edge_of(input),), pack(input, res))
-            node._odt = r.dtype
+            if saves == 1:
+                saved = (Saved(res, True),)
+            elif saves == 2:
+                saved = (Saved(input),)
+            else:
+                saved = () if saves == 3 else pack(input, res)
+            res._grad_fn = node = cls((edge_of(input),), saved, r.dtype)
             if RECORD_HOOKS:
                 for h in RECORD_HOOKS:
                     h(res, node)
@@ -350,6 +348,7 @@ def unary(name: str, np_fn: Callable, formula: Callable, *, module: str,
     forward.__name__ = forward.__qualname__ = name
     forward.__module__ = module
     forward.__doc__ = doc or f"Elementwise {name}; records {node}."
+    forward.kernel = np_fn  # what the public function calls directly
     spec = defop(name, node=node, saved=saved, promote=promote, elementwise=True)(forward)
     ix = saved.index("self") if "self" in saved else None
     iy = saved.index("result") if "result" in saved else None
