@@ -318,8 +318,12 @@ def _seq_loop(bufs, accs, nxt, retain_graph):
                     continue
                 if gi is not None:
                     dt = fn._odt
-                    if dt is not None and getattr(gi, "dtype", None) is not dt:
-                        gi = _to_dtype(gi, dt)
+                    if dt is not None:
+                        try:
+                            if gi.dtype is not dt:
+                                gi = _to_dtype(gi, dt)
+                        except AttributeError:  # a Python number
+                            gi = _to_dtype(gi, dt)
                 if fn._nout == 1:
                     b = bufs_get(fn, missing)
                     if b is missing:
@@ -334,7 +338,10 @@ def _seq_loop(bufs, accs, nxt, retain_graph):
                     elif b is None:
                         bufs[fn] = gi
                         continue
-                    elif fn in owned and type(b) is nd:
+                    elif type(b) is not nd:  # a NumPy scalar
+                        bufs[fn] = b + gi
+                        continue
+                    elif fn in owned:
                         b += gi  # a sum this engine made: nobody else sees it
                         continue
                     else:
