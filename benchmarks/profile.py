@@ -66,7 +66,7 @@ def _dyngrad_internals(quick, a, b, g):
     """Pieces of node creation and backward, timed by calling dyngrad's internals directly."""
     from dyngrad.autograd.node import Saved, edge_of, AccumulateGrad
     from dyngrad.autograd import engine
-    from dyngrad.ops import _graph
+    from dyngrad import _record as _graph
     r = {}
     c = a * b
     node = c.grad_fn

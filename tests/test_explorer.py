@@ -94,7 +94,7 @@ def test_html_self_contained(tmp_path):
 
 def test_recorder_restores_hooks():
     from dyngrad.autograd.engine import HOOKS
-    from dyngrad.ops._graph import RECORD_HOOKS
+    from dyngrad._record import RECORD_HOOKS
     before = (HOOKS.observer, list(RECORD_HOOKS))
     run_rnn_cell()
     assert (HOOKS.observer, list(RECORD_HOOKS)) == before

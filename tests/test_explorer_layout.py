@@ -189,7 +189,7 @@ def seed_scripts():
 
 @pytest.mark.parametrize("script", seed_scripts(), ids=os.path.basename)
 def test_seed_examples(browser, tmp_path, script, capsys):
-    from dyngrad.commands.explore import explore
+    from dyngrad.viz.explorer import explore_script as explore
     rec, code, err = explore(script, iterations="all")
     assert err is None and code == 0
     page = tmp_path / "seed.html"

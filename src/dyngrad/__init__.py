@@ -13,7 +13,8 @@ from . import _dtype  # noqa: E402
 from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,
                      complex64, complex128, get_default_dtype, set_default_dtype)
 from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
-from ._tensor import Tensor, Size, device, is_tensor, set_default_device, get_default_device
+from ._tensor import (Tensor, Size, device, is_tensor, set_default_device, get_default_device,
+                      typename)
 from ._printing import set_printoptions, get_printoptions
 from ._promotion import result_type, promote_types, can_cast, is_floating_point, is_complex
 from ._random import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state, \
@@ -21,9 +22,9 @@ from ._random import Generator, manual_seed, seed, initial_seed, get_rng_state, 
 from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like,
                          ones_like, empty_like, full_like, rand_like, randn_like, randint_like,
                          arange, linspace, logspace, eye, rand, randn, randint, randperm,
-                         bernoulli, multinomial, FloatTensor, DoubleTensor, HalfTensor,
+                         multinomial, FloatTensor, DoubleTensor, HalfTensor,
                          LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor)
-from .ops.sampling import normal
+from .ops.sampling import bernoulli, normal
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
                                  is_grad_enabled, is_inference_mode_enabled)
 from . import autograd
@@ -69,12 +70,6 @@ def diagnose(model, loss=None):
 
 def numel(input) -> int:
     return input.numel()
-
-
-def typename(obj) -> str:
-    if isinstance(obj, Tensor):
-        return obj.type()
-    return type(obj).__name__
 
 
 def compile(model=None, **kwargs):

@@ -654,17 +654,6 @@ def _num(v):
     return int(v) if v.is_integer() else v
 
 
-@handles_out
-def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
-    """1 with probability ``input`` (or ``p``) at each element, else 0 (see ``ops.sampling``)."""
-    from .ops.sampling import _bernoulli
-    if out is None:
-        return _bernoulli(input, p, generator=generator)
-    from . import _out  # PyTorch's bernoulli_out: any dtype, resized without a warning
-    return _out.call("bernoulli", _bernoulli, (input,) if p is None else (input, p),
-                     {"generator": generator, "out": out}, rule="any", warn_resize=False)
-
-
 def multinomial(input, num_samples, replacement=False, *, generator=None) -> Tensor:
     """``num_samples`` category indices per row of ``input`` (unnormalised probabilities)."""
     if not isinstance(input, Tensor):
@@ -733,3 +722,88 @@ ShortTensor = _legacy("ShortTensor", D.int16)
 CharTensor = _legacy("CharTensor", D.int8)
 ByteTensor = _legacy("ByteTensor", D.uint8)
 BoolTensor = _legacy("BoolTensor", D.bool_)
+
+
+# --- Tensor.new_*: new tensors like a given one (its dtype unless another is given) ----------
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
+               pin_memory=False) -> "Tensor":
+    """A new leaf holding a copy of ``data``, of this tensor's dtype unless ``dtype``."""
+    _check_device(device)
+    dt = D.arg_dtype(dtype, "new_tensor") or D.FROM_NP[self._data.dtype]
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+                      "requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
+        arr = data._data.astype(dt.np, copy=True)
+    else:
+        with np.errstate(all="ignore"):
+            arr = np.array(_infer(data, dt), copy=True)
+    return _finish(arr, requires_grad)
+
+
+def _new_like(self, fn, size, dtype, device, requires_grad, make):
+    _check_device(device)
+    if not size:
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
+    shape = _size(size, fn)
+    dt = self._data.dtype if dtype is None else D.arg_dtype(dtype, fn).np
+    return _finish(make(shape, dt), requires_grad)
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+              pin_memory=False) -> "Tensor":
+    """Zeros of ``size``, of this tensor's dtype unless ``dtype``."""
+    return _new_like(self, "new_zeros", size, dtype, device, requires_grad, np.zeros)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+             pin_memory=False) -> "Tensor":
+    """Ones of ``size``, of this tensor's dtype unless ``dtype``."""
+    return _new_like(self, "new_ones", size, dtype, device, requires_grad, np.ones)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
+              pin_memory=False) -> "Tensor":
+    """An uninitialised tensor of ``size`` (here zero-filled), of this tensor's dtype."""
+    return _new_like(self, "new_empty", size, dtype, device, requires_grad, np.zeros)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+             layout=None, pin_memory=False) -> "Tensor":
+    """``fill_value`` everywhere in ``size``, of this tensor's dtype unless ``dtype``."""
+    if not isinstance(size, (tuple, list, Size)):
+        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{D.type_name(size)}")
+    v = _fill_value(fill_value, "new_full")
+    return _new_like(self, "new_full", (size,), dtype, device, requires_grad,
+                     lambda shape, dt: np.full(shape, v, dt))
+
+
+def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
+                      layout=None, pin_memory=False) -> "Tensor":
+    """An uninitialised tensor (here zero-filled) of ``size`` laid out with ``stride``."""
+    for name, pos, v in (("size", 1, size), ("stride", 2, stride)):
+        if not isinstance(v, (tuple, list, Size)):
+            raise TypeError(f"new_empty_strided(): argument '{name}' (position {pos}) must be "
+                            f"tuple of ints, not {D.type_name(v)}")
+    shape = _size((size,), "new_empty_strided")
+    st = tuple(int(s) for s in stride)
+    if len(st) != len(shape):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match "
+                           f"dimensionality of strides ({len(st)})")
+    if any(s < 0 for s in st):
+        raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
+                           f"got strides: {list(st)}")
+
+    def make(shape, dt):
+        n = 0 if 0 in shape else 1 + sum((k - 1) * s for k, s in zip(shape, st))
+        buf = np.zeros(n, dt)
+        it = buf.itemsize
+        return np.lib.stride_tricks.as_strided(buf, shape, tuple(s * it for s in st))
+
+    return _new_like(self, "new_empty_strided", (size,), dtype, device, requires_grad, make)
+
+
+for _f in (new_tensor, new_zeros, new_ones, new_empty, new_full, new_empty_strided):
+    setattr(Tensor, _f.__name__, _f)

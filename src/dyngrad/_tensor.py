@@ -18,6 +18,18 @@ from .autograd import errors
 from .autograd.engine import run_backward as _run_backward
 from .autograd.grad_mode import STATE as _GRAD_STATE, INFERENCE_BLOCKS as _INFERENCE_BLOCKS
 
+
+class _Late:
+    """Ops that Tensor's own methods call, registered by the ops modules when they load (the
+    core imports nothing above it): ``to_dtype`` (ops.pointwise), ``live_views`` (ops.views),
+    ``rebase_view`` (ops.inplace), ``stack`` (ops.shape; autograd's batched grad and
+    jacobians)."""
+
+    to_dtype = live_views = rebase_view = stack = None
+
+
+LATE = _Late()
+
 _INFERENCE_REQUIRES_GRAD = ("Setting requires_grad=True on inference tensor outside InferenceMode "
                             "is not allowed.")
 # PyTorch's names for a dtype in the grad-assignment error: the C++ type of the gradient and the
@@ -555,84 +567,6 @@ class Tensor:
     def is_cpu(self) -> bool:
         return True
 
-    # -- new tensors like this one (dtype inherited unless given) ------------------------
-    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None,
-                   pin_memory=False) -> "Tensor":
-        """A new leaf holding a copy of ``data``, of this tensor's dtype unless ``dtype``."""
-        from . import _factories as F
-        _check_device(device)
-        dt = D.arg_dtype(dtype, "new_tensor") or D.FROM_NP[self._data.dtype]
-        if isinstance(data, Tensor):
-            warnings.warn("To copy construct from a tensor, it is recommended to use "
-                          "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
-                          "requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
-                          UserWarning, stacklevel=2)
-            arr = data._data.astype(dt.np, copy=True)
-        else:
-            with np.errstate(all="ignore"):
-                arr = np.array(F._infer(data, dt), copy=True)
-        return F._finish(arr, requires_grad)
-
-    def _new(self, fn, size, dtype, device, requires_grad, make):
-        from . import _factories as F
-        _check_device(device)
-        if not size:
-            raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
-        shape = F._size(size, fn)
-        dt = self._data.dtype if dtype is None else D.arg_dtype(dtype, fn).np
-        return F._finish(make(shape, dt), requires_grad)
-
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
-                  pin_memory=False) -> "Tensor":
-        """Zeros of ``size``, of this tensor's dtype unless ``dtype``."""
-        return self._new("new_zeros", size, dtype, device, requires_grad, np.zeros)
-
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
-                 pin_memory=False) -> "Tensor":
-        """Ones of ``size``, of this tensor's dtype unless ``dtype``."""
-        return self._new("new_ones", size, dtype, device, requires_grad, np.ones)
-
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None,
-                  pin_memory=False) -> "Tensor":
-        """An uninitialised tensor of ``size`` (here zero-filled), of this tensor's dtype."""
-        return self._new("new_empty", size, dtype, device, requires_grad, np.zeros)
-
-    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False,
-                 layout=None, pin_memory=False) -> "Tensor":
-        """``fill_value`` everywhere in ``size``, of this tensor's dtype unless ``dtype``."""
-        from . import _factories as F
-        if not isinstance(size, (tuple, list, Size)):
-            raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not "
-                            f"{D.type_name(size)}")
-        v = F._fill_value(fill_value, "new_full")
-        return self._new("new_full", (size,), dtype, device, requires_grad,
-                         lambda shape, dt: np.full(shape, v, dt))
-
-    def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
-                          layout=None, pin_memory=False) -> "Tensor":
-        """An uninitialised tensor (here zero-filled) of ``size`` laid out with ``stride``."""
-        from . import _factories as F
-        for name, pos, v in (("size", 1, size), ("stride", 2, stride)):
-            if not isinstance(v, (tuple, list, Size)):
-                raise TypeError(f"new_empty_strided(): argument '{name}' (position {pos}) must be "
-                                f"tuple of ints, not {D.type_name(v)}")
-        shape = F._size((size,), "new_empty_strided")
-        st = tuple(int(s) for s in stride)
-        if len(st) != len(shape):
-            raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match "
-                               f"dimensionality of strides ({len(st)})")
-        if any(s < 0 for s in st):
-            raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
-                               f"got strides: {list(st)}")
-
-        def make(shape, dt):
-            n = 0 if 0 in shape else 1 + sum((k - 1) * s for k, s in zip(shape, st))
-            buf = np.zeros(n, dt)
-            it = buf.itemsize
-            return np.lib.stride_tricks.as_strided(buf, shape, tuple(s * it for s in st))
-
-        return self._new("new_empty_strided", (size,), dtype, device, requires_grad, make)
-
     @property
     def itemsize(self) -> int:
         return self._data.itemsize
@@ -694,8 +628,7 @@ class Tensor:
             if copy:
                 return self.clone()
             return self
-        from .ops.pointwise import to_dtype
-        return to_dtype(self, D.to_dtype(dt) if dt is not None else self.dtype, mf)
+        return LATE.to_dtype(self, D.to_dtype(dt) if dt is not None else self.dtype, mf)
 
     def cpu(self, memory_format=None) -> "Tensor":
         return self
@@ -736,11 +669,11 @@ class Tensor:
     def share_memory_(self):
         """Move the data into shared memory (``multiprocessing.shared_memory``), in place:
         processes forked afterwards, or that receive this tensor, share its values."""
-        from .multiprocessing._shared import share
+        from ._shared_memory import share
         return share(self)
 
     def is_shared(self) -> bool:
-        from .multiprocessing._shared import is_shared
+        from ._shared_memory import is_shared
         return is_shared(self)
 
     # -- Python protocol -------------------------------------------------------------
@@ -841,12 +774,18 @@ def is_tensor(obj) -> bool:
     return isinstance(obj, Tensor)
 
 
+def typename(obj) -> str:
+    """The type of ``obj`` as PyTorch names it (a tensor's ``type()``)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    return type(obj).__name__
+
+
 def _views_follow(base, value):
     """PyTorch's view of a leaf requires grad exactly when its base does; a view that existed
     before its base started requiring grad has no history and sends nothing to the base (as a
     view made under no_grad)."""
-    from .ops.views import live_views
-    for v in live_views(base):
+    for v in LATE.live_views(base):
         # (a view whose history can no longer be rebuilt still has it to PyTorch: unchanged)
         if v._base is base and v._grad_fn is None and not v._stale_view:
             if not value and "_own_rg" in v.__dict__:
@@ -856,8 +795,7 @@ def _views_follow(base, value):
                 # its base changed in place since it was made: PyTorch regenerates its
                 # grad_fn as AsStridedBackward0 on the base (or, for an output of a
                 # multi-output view op, makes it unusable with its error)
-                from .ops.inplace import _rebase_view
-                _rebase_view(v, base)
+                LATE.rebase_view(v, base)
             elif value:
                 v._nograd_view = True
 

@@ -9,9 +9,7 @@ import importlib
 import pkgutil
 import sys
 
-
-class UsageError(Exception):
-    """An error the user can fix; printed as one line."""
+from ._usage import UsageError  # noqa: F401 - the commands raise it from here
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -5,7 +5,7 @@ dyngrad.viz.record() as rec``) or ``dyngrad.viz.explore(...)`` as a cell's last 
 shows the explorer page inline; ``uninstall()`` undoes the aliases."""
 from __future__ import annotations
 
-from .commands.run import install_aliases, uninstall_aliases
+from ._script import install_aliases, uninstall_aliases
 
 __all__ = ["install", "uninstall", "load_ipython_extension", "unload_ipython_extension"]
 

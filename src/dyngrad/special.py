@@ -82,13 +82,13 @@ logsumexp = _g(_R.logsumexp, "logsumexp")
 
 def softmax(input, dim, *, dtype=None):
     """softmax along ``dim`` (``input`` cast to ``dtype`` first when given)."""
-    from .nn.functional import softmax as _softmax
+    from .ops.activation import softmax as _softmax
     return _softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
     """log_softmax along ``dim`` (``input`` cast to ``dtype`` first when given)."""
-    from .nn.functional import log_softmax as _log_softmax
+    from .ops.activation import log_softmax as _log_softmax
     return _log_softmax(input, dim, dtype=dtype)
 
 

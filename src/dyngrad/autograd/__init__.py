@@ -168,7 +168,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     res = run_backward(outs, g, retain_graph, create_graph, inputs=ins, capture=True,
                        allow_unused=allow_unused)
     if materialize_grads:
-        from .. import zeros_like
+        from .._factories import zeros_like
         res = [zeros_like(i) if r is None else r for r, i in zip(res, ins)]
     return tuple(res)
 
@@ -177,9 +177,7 @@ def _batched_grad(outs, ins, gos, retain_graph, create_graph, allow_unused, mate
     """``grad(..., is_grads_batched=True)``: one vector-Jacobian product per entry of the
     first dimension of every grad_output, stacked (PyTorch vmaps over it; the results are
     the same)."""
-    from .._tensor import Tensor
-    from ..ops.shape import stack
-    from .. import Size
+    from .._tensor import LATE, Size, Tensor
     n = None
     for i, (o, go) in enumerate(zip(outs, gos)):
         if not isinstance(go, Tensor):
@@ -200,9 +198,9 @@ def _batched_grad(outs, ins, gos, retain_graph, create_graph, allow_unused, mate
         per.append(grad(outs, ins, [go[b] if isinstance(go, Tensor) else go for go in gos],
                         retain_graph=retain_graph if last else True, create_graph=create_graph,
                         allow_unused=allow_unused))
-    res = [None if any(p[k] is None for p in per) else stack([p[k] for p in per])
+    res = [None if any(p[k] is None for p in per) else LATE.stack([p[k] for p in per])
            for k in range(len(ins))]
     if materialize_grads:  # zeros of the input's shape, unbatched, as PyTorch gives
-        from .. import zeros_like
+        from .._factories import zeros_like
         res = [zeros_like(i) if r is None else r for r, i in zip(res, ins)]
     return tuple(res)

@@ -51,7 +51,7 @@ def _record(t, node):
 
 
 def _set(mode: bool, check_nan: bool):
-    from ..ops._graph import RECORD_HOOKS
+    from .._record import RECORD_HOOKS
     HOOKS.anomaly = mode
     HOOKS.anomaly_check_nan = check_nan
     if mode and _record not in RECORD_HOOKS:

@@ -674,7 +674,7 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
 
 
 def _cast_back(outs, casts):
-    from ..ops._graph import grad_dtype
+    from .._record import grad_dtype
     return tuple(o if (o is None or c is None) else grad_dtype(o, c) for o, c in zip(outs, casts))
 
 

@@ -43,7 +43,7 @@ def enter_dual_level():
     """Start a forward-AD level (prefer the ``dual_level`` context manager); returns it."""
     if _LEVEL:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
-    from ..ops._graph import RECORD_HOOKS
+    from .._record import RECORD_HOOKS
     _LEVEL.append(0)
     RECORD_HOOKS.append(_observe)
     return 0
@@ -54,7 +54,7 @@ def exit_dual_level(*, level=None):
     if not _LEVEL:
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that was "
                            "created. This is not supported.")
-    from ..ops._graph import RECORD_HOOKS
+    from .._record import RECORD_HOOKS
     Tensor = _tensor_cls()
     _LEVEL.pop()
     try:

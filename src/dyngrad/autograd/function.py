@@ -129,7 +129,7 @@ class BackwardCFunction(Node, FunctionCtx):
             if not isinstance(r, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
             if tuple(r._data.shape) != shape:
-                from ..ops._graph import sum_to
+                from .._record import sum_to
                 rs = tuple(r._data.shape)
                 lead = len(rs) - len(shape)
                 ok = lead >= 0 and all(s == 1 or s == q for s, q in zip(shape, rs[lead:]))
@@ -293,7 +293,7 @@ class Function(metaclass=_FunctionMeta):
         from . import forward_ad
         if forward_ad._LEVEL:
             forward_ad._custom_function_jvp(cls, node, tensor_args, args, result)
-        from ..ops._graph import RECORD_HOOKS, notify
+        from .._record import RECORD_HOOKS, notify
         if RECORD_HOOKS:
             for o in result:
                 if isinstance(o, Tensor) and o._grad_fn is node:

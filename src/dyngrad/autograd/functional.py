@@ -130,7 +130,7 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retai
 
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
-    from .. import zeros_like
+    from .._factories import zeros_like
     res = []
     for i, (g, r) in enumerate(zip(grads, refs)):
         if g is None:
@@ -188,7 +188,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), J v)``: the Jacobian-vector product, by the double-backward trick."""
-    from .. import zeros_like
+    from .._factories import zeros_like
     with _enable():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -228,7 +228,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 def _jvp_forward_mode(func, inputs, v, outputs):
     """J v by forward-mode AD (dual tensors), one tangent per output (zeros where none)."""
     from . import forward_ad as fw
-    from .. import ones_like, zeros_like
+    from .._factories import ones_like, zeros_like
     if v is None:
         v = (ones_like(inputs[0]),)
     with fw.dual_level():
@@ -254,7 +254,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                                   "`strategy=\"forward-mode\"` are not supported together (yet). "
                                   "Please either set `create_graph=False` or `strategy="
                                   "\"reverse-mode\"`.")
-    from .. import zeros_like, stack
+    from .._factories import zeros_like
+    from .._tensor import LATE
+    stack = LATE.stack
     with _enable():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -289,7 +291,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
             rows = []
             for el_idx, (jac_i_el, inp) in enumerate(zip(jac_i, inputs)):
                 if n == 0:
-                    from .. import zeros
+                    from .._factories import zeros
                     m = zeros(tuple(out.shape) + tuple(inp.shape), dtype=inp.dtype)
                 else:
                     m = stack(jac_i_el, dim=0).reshape(tuple(out.shape) + tuple(inp.shape))
@@ -370,7 +372,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), H v)`` for a scalar function: Hessian-vector product (double
     backward trick)."""
-    from .. import zeros_like
+    from .._factories import zeros_like
     with _enable():
         (is_inputs_tuple, inputs, v, outputs, is_outputs_tuple,
          jac) = _scalar_function_jacobian(func, inputs, v, create_graph, strict, "hvp")

@@ -7,6 +7,8 @@ import argparse
 import os
 import sys
 
+from ..viz.explorer import explore_script as explore
+
 HELP = "run a PyTorch script under the graph recorder and write an interactive HTML page"
 
 
@@ -41,27 +43,6 @@ def _own_options(args):
     if rest and rest[0] == "--":
         rest.pop(0)
     args.args = rest
-
-
-def explore(script, args=(), iterations="1", title=None):
-    """Run ``script`` with ``args`` under the recorder; returns ``(recorder, exit_code, error)``
-    where ``error`` is the exception the script raised (None when it finished)."""
-    from .run import run_script
-    from ..cli import UsageError
-    from ..viz import record
-    if not os.path.isfile(script):
-        raise UsageError(f"no such script: {script}")
-    rec = record(title=title or f"dyngrad explore {os.path.basename(script)}",
-                 iterations=iterations)
-    code, error = 0, None
-    try:
-        run_script(script, list(args), wrap=rec)
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except Exception as e:  # noqa: BLE001 - recorded on the page, then re-raised by the command
-        code, error = 1, e
-        rec.error = e
-    return rec, code, error
 
 
 def run(args) -> int:

@@ -110,7 +110,7 @@ def launch_command(nproc, argv, executable=None, hostfile=None, mpiexec=None,
         cmd = mpiexec_command(nproc, [executable or sys.executable, *argv], hostfile, mpiexec,
                               mpi_args)
     except FileNotFoundError as e:
-        from ..cli import UsageError
+        from .._usage import UsageError
         raise UsageError(str(e)) from None
     proc = subprocess.Popen(cmd, env=env)
     try:
@@ -150,10 +150,10 @@ def run_from_args(args):
     """``dyngrad run`` with ``--nproc-per-node``."""
     n = args.nproc_per_node
     if n < 1:
-        from ..cli import UsageError
+        from .._usage import UsageError
         raise UsageError(f"--nproc-per-node must be at least 1, got {n}")
     if not os.path.isfile(args.script):
-        from ..cli import UsageError
+        from .._usage import UsageError
         raise UsageError(f"no such script: {args.script}")
     return launch(n, args.script, args.args, args.hostfile, args.mpiexec, args.master_addr,
                   args.master_port)
@@ -169,7 +169,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.nproc_per_node is None:
         args.nproc_per_node = 1
-    from ..cli import UsageError
+    from .._usage import UsageError
     try:
         return run_from_args(args)
     except UsageError as e:

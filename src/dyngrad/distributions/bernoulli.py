@@ -57,7 +57,7 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def mode(self):
-        from .. import where
+        from ..ops.elementwise_more import where
         mode = (self.probs >= 0.5).to(self.probs.dtype)
         return where(self.probs == 0.5, math.nan, mode)
 
@@ -78,7 +78,8 @@ class Bernoulli(ExponentialFamily):
         return self._param.size()
 
     def sample(self, sample_shape=Size()):
-        from .. import bernoulli, no_grad
+        from ..ops.sampling import bernoulli
+        from ..autograd.grad_mode import no_grad
         shape = self._extended_shape(sample_shape)
         with no_grad():
             return bernoulli(self.probs.expand(shape))
@@ -93,7 +94,7 @@ class Bernoulli(ExponentialFamily):
         return _bce_with_logits(self.logits, self.probs)
 
     def enumerate_support(self, expand=True):
-        from .. import arange
+        from .._factories import arange
         values = arange(2, dtype=self._param.dtype)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         if expand:
@@ -102,9 +103,9 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def _natural_params(self):
-        from .. import logit
+        from ..ops.pointwise import logit
         return (logit(self.probs),)
 
     def _log_normalizer(self, x):
-        from .. import exp, log1p
+        from ..ops.pointwise import exp, log1p
         return log1p(exp(x))

@@ -69,7 +69,7 @@ class Categorical(Distribution):
 
     @property
     def mean(self):
-        from .. import full
+        from .._factories import full
         return full(tuple(self._extended_shape()), math.nan, dtype=self.probs.dtype)
 
     @property
@@ -78,11 +78,12 @@ class Categorical(Distribution):
 
     @property
     def variance(self):
-        from .. import full
+        from .._factories import full
         return full(tuple(self._extended_shape()), math.nan, dtype=self.probs.dtype)
 
     def sample(self, sample_shape=Size()):
-        from .. import multinomial, no_grad
+        from .._factories import multinomial
+        from ..autograd.grad_mode import no_grad
         if not isinstance(sample_shape, Size):
             sample_shape = Size(sample_shape)
         with no_grad():
@@ -91,7 +92,7 @@ class Categorical(Distribution):
             return samples_2d.reshape(tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
-        from .. import broadcast_tensors
+        from ..ops.shape import broadcast_tensors
         if self._validate_args:
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
@@ -106,7 +107,8 @@ class Categorical(Distribution):
         return -p_log_p.sum(-1)
 
     def enumerate_support(self, expand=True):
-        from .. import arange, long
+        from .._factories import arange
+        from .._dtype import int64 as long
         values = arange(self._num_events, dtype=long)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         if expand:

@@ -229,7 +229,8 @@ class _Square(Constraint):
     event_dim = 2
 
     def check(self, value):
-        from .. import full, bool as bool_
+        from .._factories import full
+        from .._dtype import bool_
         return full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=bool_)
 
 
@@ -238,7 +239,7 @@ class _Symmetric(_Square):
         square = super().check(value)
         if not square.all():
             return square
-        from .. import isclose
+        from ..ops.elementwise_more import isclose
         return isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
 
 

@@ -18,7 +18,7 @@ def _batch_mv(bmat, bvec):
 
 def _batch_mahalanobis(bL, bx):
     """Squared Mahalanobis distance x^T (L L^T)^-1 x, with L broadcast over x's batch."""
-    from .. import broadcast_shapes
+    from ..ops.shape import broadcast_shapes
     n = bx.size(-1)
     shape = tuple(broadcast_shapes(tuple(bL.shape[:-2]), tuple(bx.shape[:-1])))
     L = bL.expand(shape + (n, n))
@@ -27,7 +27,8 @@ def _batch_mahalanobis(bL, bx):
 
 
 def _precision_to_scale_tril(P):
-    from .. import eye, flip
+    from .._factories import eye
+    from ..ops.shape import flip
     Lf = _cholesky(flip(P, (-2, -1)))
     L_inv = flip(Lf, (-2, -1)).transpose(-2, -1)
     Id = eye(P.shape[-1], dtype=P.dtype)
@@ -47,7 +48,7 @@ class MultivariateNormal(_Gaussian, Distribution):
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args=None):
-        from .. import broadcast_shapes
+        from ..ops.shape import broadcast_shapes
         if loc.dim() < 1:
             raise ValueError("loc must be at least one-dimensional.")
         if (covariance_matrix is not None) + (scale_tril is not None) + \

@@ -46,7 +46,8 @@ class Normal(_Gaussian, ExponentialFamily):
         return new
 
     def sample(self, sample_shape=Size()):
-        from .. import no_grad, normal
+        from ..autograd.grad_mode import no_grad
+        from ..ops.sampling import normal
         shape = self._extended_shape(sample_shape)
         with no_grad():
             return normal(self.loc.expand(shape), self.scale.expand(shape))
@@ -62,13 +63,13 @@ class Normal(_Gaussian, ExponentialFamily):
         return -((value - self.loc) ** 2) / (2 * var) - log_scale - math.log(math.sqrt(2 * math.pi))
 
     def cdf(self, value):
-        from .. import erf
+        from ..ops.pointwise import erf
         if self._validate_args:
             self._validate_sample(value)
         return 0.5 * (1 + erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def entropy(self):
-        from .. import log
+        from ..ops.pointwise import log
         return 0.5 + 0.5 * math.log(2 * math.pi) + log(self.scale)
 
     @property
@@ -76,5 +77,5 @@ class Normal(_Gaussian, ExponentialFamily):
         return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
 
     def _log_normalizer(self, x, y):
-        from .. import log
+        from ..ops.pointwise import log
         return -0.25 * x.pow(2) / y + 0.5 * log(-math.pi / y)

@@ -60,13 +60,13 @@ class Uniform(Distribution):
         return constraints.interval(self.low, self.high)
 
     def rsample(self, sample_shape=Size()):
-        from .. import rand
+        from .._factories import rand
         shape = self._extended_shape(sample_shape)
         r = rand(tuple(shape), dtype=self.low.dtype)
         return self.low + r * (self.high - self.low)
 
     def log_prob(self, value):
-        from .. import log
+        from ..ops.pointwise import log
         if self._validate_args:
             self._validate_sample(value)
         lb = self.low.le(value).to(self.low.dtype)
@@ -83,5 +83,5 @@ class Uniform(Distribution):
         return value * (self.high - self.low) + self.low
 
     def entropy(self):
-        from .. import log
+        from ..ops.pointwise import log
         return log(self.high - self.low)

@@ -8,37 +8,38 @@ from numbers import Number
 
 import numpy as np
 
+from .. import linalg
+from .._dtype import get_default_dtype
+from .._factories import arange, eye, randn, tensor
 from .._tensor import Tensor
+from ..autograd.grad_mode import enable_grad
+from ..nn.functional import softmax
+from ..ops.pointwise import log, log1p, sigmoid
+from ..ops.shape import broadcast_shapes, broadcast_tensors, stack
 
 __all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property"]
 
 euler_constant = 0.5772156649015329
 
 
-def _dg():
-    import dyngrad
-    return dyngrad
-
-
 def broadcast_all(*values):
     """Broadcast tensors and numbers together (numbers take the first tensor's dtype, or the
     default dtype)."""
-    dg = _dg()
     if not all(isinstance(v, Tensor) or isinstance(v, Number) for v in values):
         raise ValueError("Input arguments must all be instances of Number, torch.Tensor or "
                          "objects implementing __torch_function__.")
     if not all(isinstance(v, Tensor) for v in values):
-        dtype = dg.get_default_dtype()
+        dtype = get_default_dtype()
         for v in values:
             if isinstance(v, Tensor):
                 dtype = v.dtype
                 break
-        values = [v if isinstance(v, Tensor) else dg.tensor(v, dtype=dtype) for v in values]
-    return dg.broadcast_tensors(*values)
+        values = [v if isinstance(v, Tensor) else tensor(v, dtype=dtype) for v in values]
+    return broadcast_tensors(*values)
 
 
 def _standard_normal(shape, dtype):
-    return _dg().randn(tuple(shape), dtype=dtype)
+    return randn(tuple(shape), dtype=dtype)
 
 
 class _Gaussian:
@@ -65,10 +66,9 @@ def _sum_rightmost(value, dim):
 
 
 def logits_to_probs(logits, is_binary=False):
-    dg = _dg()
     if is_binary:
-        return dg.sigmoid(logits)
-    return dg.nn.functional.softmax(logits, dim=-1)
+        return sigmoid(logits)
+    return softmax(logits, dim=-1)
 
 
 def clamp_probs(probs):
@@ -77,11 +77,10 @@ def clamp_probs(probs):
 
 
 def probs_to_logits(probs, is_binary=False):
-    dg = _dg()
     ps = clamp_probs(probs)
     if is_binary:
-        return dg.log(ps) - dg.log1p(-ps)
-    return dg.log(ps)
+        return log(ps) - log1p(-ps)
+    return log(ps)
 
 
 class lazy_property:
@@ -94,7 +93,7 @@ class lazy_property:
     def __get__(self, instance, obj_type=None):
         if instance is None:
             return _lazy_property_and_property(self.wrapped)
-        with _dg().enable_grad():
+        with enable_grad():
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
@@ -113,7 +112,6 @@ def _cholesky(A):
     column (Cholesky-Banachiewicz) with dyngrad ops, so it is differentiable (twice, too).
     Raises ``torch.linalg.LinAlgError`` with PyTorch's message when a leading minor is not
     positive-definite."""
-    dg = _dg()
     a = A.detach()._data
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise RuntimeError("linalg.cholesky: A must be batches of square matrices, but they are "
@@ -126,7 +124,7 @@ def _cholesky(A):
             order = next(k for k in range(1, m.shape[0] + 1)
                          if not _is_pd(m[:k, :k]))
             pre = "" if flat.shape[0] == 1 else "(Batch element 0): "
-            raise dg.linalg.LinAlgError(
+            raise linalg.LinAlgError(
                 f"linalg.cholesky: {pre}The factorization could not be completed because the "
                 f"input is not positive-definite (the leading minor of order {order} is not "
                 f"positive-definite).") from None
@@ -140,9 +138,9 @@ def _cholesky(A):
         for k in range(j):
             s = s - cols[k] * cols[k][..., j:j + 1]
         d = s[..., j:j + 1].sqrt()
-        mask = (dg.arange(n) >= j).to(A.dtype)
+        mask = (arange(n) >= j).to(A.dtype)
         cols.append(s / d * mask)
-    return dg.stack(cols, -1)
+    return stack(cols, -1)
 
 
 def _is_pd(m):
@@ -156,18 +154,16 @@ def _is_pd(m):
 def _solve_triangular(A, B, upper=False):
     """``linalg.solve_triangular(A, B, upper=upper)`` (left side): solves with the triangle of
     ``A`` only, so the gradient with respect to ``A`` is triangular as PyTorch's is."""
-    dg = _dg()
     T = A.triu() if upper else A.tril()
-    shape = dg.broadcast_shapes(tuple(T.shape[:-2]), tuple(B.shape[:-2]))
+    shape = broadcast_shapes(tuple(T.shape[:-2]), tuple(B.shape[:-2]))
     T = T.expand(tuple(shape) + tuple(T.shape[-2:]))
     B = B.expand(tuple(shape) + tuple(B.shape[-2:]))
-    return dg.linalg.solve(T, B)
+    return linalg.solve(T, B)
 
 
 def _cholesky_inverse(L):
     """(L L^T)^-1 from a lower Cholesky factor, differentiable in every entry of ``L`` (as
     PyTorch's ``cholesky_inverse``): L^-T L^-1 with L^-1 from a general solve."""
-    dg = _dg()
     n = L.shape[-1]
-    Linv = dg.linalg.solve(L, dg.eye(n, dtype=L.dtype).expand(tuple(L.shape)))
+    Linv = linalg.solve(L, eye(n, dtype=L.dtype).expand(tuple(L.shape)))
     return Linv.mT @ Linv

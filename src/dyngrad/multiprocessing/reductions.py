@@ -7,7 +7,7 @@ from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
-from . import _shared
+from .. import _shared_memory as _shared
 
 
 def rebuild_tensor(cls, name, nbytes, offset, dtype, shape, strides, requires_grad):

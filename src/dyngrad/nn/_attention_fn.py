@@ -10,7 +10,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from .._argcheck import guard as _guard
-from ..ops._graph import STATE, Node, Saved, edge_of, notify, record
+from .._record import STATE, Node, Saved, edge_of, notify, record
 from ..ops.elementwise_more import NotImplemented_
 
 

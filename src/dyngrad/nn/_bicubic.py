@@ -14,7 +14,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..ops import pool as _pool
-from ..ops._graph import STATE, Node, edge_of, record
+from .._record import STATE, Node, edge_of, record
 
 _make = Tensor._make
 _MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact")

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..ops._graph import STATE, Node, edge_of, record
+from .._record import STATE, Node, edge_of, record
 from ..ops.conv import _P, _col2im, _im2col
 
 _make = Tensor._make

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from ..ops._graph import STATE, Node, Saved, edge_of, record
+from .._record import STATE, Node, Saved, edge_of, record
 from . import functional as _F
 
 _make = Tensor._make

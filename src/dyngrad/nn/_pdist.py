@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
-from ..ops._graph import STATE, Node, Saved, edge_of, notify, record
+from .._record import STATE, Node, Saved, edge_of, notify, record
 from ._losses_more import no_forward_ad
 
 _make = Tensor._make

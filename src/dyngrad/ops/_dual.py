@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
-from ._graph import broadcast_view as _broadcast_view
+from .._record import broadcast_view as _broadcast_view
 
 
 _PKG = []

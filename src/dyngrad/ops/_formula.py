@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._graph import Node, Saved, Tensor
+from .._record import Node, Saved, Tensor
 from ..autograd.grad_mode import STATE
 
 _make = Tensor._make

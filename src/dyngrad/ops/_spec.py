@@ -30,7 +30,7 @@ import inspect
 from typing import Callable
 
 from . import OPS, op
-from ._graph import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of
+from .._record import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of
 from .. import _dtype as D
 from .._fperr import quiet_off, quiet_on
 from .._tensor import _dim

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import STATE, Node, Saved, Tensor, edge_of, notify, record, sum_to
+from .._record import STATE, Node, Saved, Tensor, edge_of, notify, record, sum_to
 from . import _dual as X
 from .pointwise import _call2
 from .shape_more import dual

@@ -13,7 +13,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import _dtype as D
 from . import op
-from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
+from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
 
 _make = Tensor._make
 
@@ -339,7 +339,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
             from .._warn import warn
             warn("Using padding='same' with even kernel lengths and odd dilation may require a "
                  "zero-padded copy of the input be created")
-        from ..nn.functional import pad
+        from .padding import pad
         extra = []
         for a, b in reversed(pads):
             extra += [0, b - a]

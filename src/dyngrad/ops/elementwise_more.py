@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype as D
 from . import op
 from .._fperr import quiet
-from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, notify, record, sum_to
+from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, notify, record, sum_to
 from . import _dual as X
 from .pointwise import (_binary, _call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
                         floor, trunc)  # noqa: F401 - floor/trunc re-exported for div

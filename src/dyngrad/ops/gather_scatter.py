@@ -8,7 +8,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import op
-from ._graph import STATE, Node, Saved, Tensor, edge_of, record, sum_to
+from .._record import STATE, Node, Saved, Tensor, edge_of, record, sum_to
 from .._tensor import _dim
 from .. import _dtype as D
 from .pointwise import UNSET
@@ -53,7 +53,7 @@ def _check_along(d, index, dim, name):
 def _zeros(shape, dtype, graph):
     if not graph:
         return np.zeros(shape, dtype=dtype)
-    from .. import zeros
+    from .._factories import zeros
     return zeros(shape, dtype=dtype)
 
 
@@ -581,7 +581,8 @@ class MaskedScatterBackward0(Node):
             gsrc[:n] = sel
             return gs, gsrc.reshape(sshape)
         gs = masked_fill(g, _T(mask), 0.0)
-        from .. import cat, zeros
+        from .shape import cat
+        from .._factories import zeros
         sel = masked_select(g, _T(mask))
         rest = int(np.prod(sshape)) - n
         gsrc = cat([sel, zeros(rest, dtype=g.dtype)]) if rest else sel

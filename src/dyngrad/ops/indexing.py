@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._graph import STATE, Node, Tensor, edge_of, record
+from .._record import STATE, Node, Tensor, edge_of, record
 from .views import make_view, alias, expand_shape, UnsqueezeBackward0
 
 _make = Tensor._make
@@ -75,7 +75,7 @@ def _scatter(shape, key, g, graph, accumulate=False):
         else:
             z[key] = g
         return z
-    from .. import zeros
+    from .._factories import zeros
     z = zeros(shape, dtype=g.dtype)
     if accumulate:
         return _index_put_graph(z, key, g)

@@ -12,10 +12,10 @@ import weakref
 import numpy as np
 
 from . import op
-from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
+from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from ._dual import c_order, zeros_like
 from ..autograd.node import Saved, lazy
-from ._graph import edges_first
+from .._record import edges_first
 from .views import (apply_chain, expanded_strides, overlapping, partial_overlap, root_writeable,
                     writeable_alias)
 from ..autograd import errors
@@ -423,7 +423,7 @@ class AsStridedBackward0(Node):
     def _bw(self, g, graph):
         chain, shape = self._saved
         if graph:
-            from .. import zeros
+            from .._factories import zeros
             z = zeros(shape, dtype=g.dtype)
             if 0 in tuple(g.shape):  # an empty view: PyTorch returns fresh zeros, no graph
                 return z,
@@ -853,7 +853,7 @@ def _index_put_fn(old, key, values, accumulate=False):
         raise IndexError(f"{e} (index_put_ into a tensor of shape {list(d.shape)})") from None
     vt = values if isinstance(values, Tensor) else None
     if STATE.enabled and (old._requires_grad or (vt is not None and vt._requires_grad)):
-        from ._graph import NO_EDGE
+        from .._record import NO_EDGE
         node = IndexPutBackward0((edge_of(old), edge_of(vt) if vt is not None else NO_EDGE),
                                  (key, vt._data.shape if vt is not None else (), accumulate))
         return record(d, node)
@@ -913,3 +913,9 @@ def index_put(self, indices, values, accumulate=False):
 
 op("index_put_", function=False)(lambda self, indices, values, accumulate=False:
                                  index_put_(self, tuple(indices), values, accumulate))
+
+
+from .. import _tensor as _tensor_module  # noqa: E402
+
+# Tensor's own methods call it (the core registers nothing from above itself)
+_tensor_module.LATE.rebase_view = _rebase_view

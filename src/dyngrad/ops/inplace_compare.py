@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from . import op
 from ._formula import FormulaNode
-from ._graph import STATE, Tensor, edge_of, record
+from .._record import STATE, Tensor, edge_of, record
 from .inplace import apply
 
 _make = Tensor._make

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from . import op
-from ._graph import STATE, notify
+from .._record import STATE, notify
 from .inplace import _guard, _set_history
 from . import views as V
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
-from ._graph import STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
+from .._record import STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
 
 _make = Tensor._make
@@ -523,7 +523,7 @@ import string as _string  # noqa: E402
 from collections import Counter as _Counter  # noqa: E402
 
 from .. import _dtype as D  # noqa: E402
-from ._graph import notify  # noqa: E402
+from .._record import notify  # noqa: E402
 
 
 @op(methods=("ger",))

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import op
 from ._formula import FormulaNode
-from ._graph import STATE, Saved, Tensor, edge_of, notify, record
+from .._record import STATE, Saved, Tensor, edge_of, notify, record
 from .reduction import return_type
 from .. import _dtype as D
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ._formula import FormulaNode
-from ._graph import STATE, Saved, Tensor, edge_of, notify, record
+from .._record import STATE, Saved, Tensor, edge_of, notify, record
 
 _make = Tensor._make
 

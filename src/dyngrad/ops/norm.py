@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import channels_last_format
-from ._graph import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
+from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
 from .pointwise import layout_copy
 
 _make = Tensor._make

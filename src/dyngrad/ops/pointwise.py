@@ -12,7 +12,7 @@ from .. import _dtype as D
 from . import op
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
-from ._graph import (RECORD_HOOKS, notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, edges_first,
+from .._record import (RECORD_HOOKS, notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, edges_first,
                      record, sum_to)
 from . import _dual as X
 from ._spec import unary
@@ -1022,3 +1022,9 @@ def equal(input, other) -> bool:
 @op()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+from .. import _tensor as _tensor_module  # noqa: E402
+
+# Tensor's own methods call it (the core registers nothing from above itself)
+_tensor_module.LATE.to_dtype = to_dtype

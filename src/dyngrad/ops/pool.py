@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._graph import STATE, Node, Saved, Tensor, edge_of, record
+from .._record import STATE, Node, Saved, Tensor, edge_of, record
 
 _make = Tensor._make
 

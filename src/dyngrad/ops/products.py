@@ -11,7 +11,7 @@ import numpy as np
 
 from . import op
 from ._formula import FormulaNode
-from ._graph import STATE, Saved, Tensor, edge_of, notify, raw_dim, record, sum_to
+from .._record import STATE, Saved, Tensor, edge_of, notify, raw_dim, record, sum_to
 from .views import unsafe_view as _unsafe_view
 from .._tensor import _dim
 from .. import _dtype as D
@@ -591,7 +591,7 @@ _NO_DIM = object()
 
 
 def _softmax_like(name, input, dim, dtype):
-    from ..nn import functional as F
+    from . import activation as F
     if dim is _NO_DIM:
         raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
     if dtype is not None:

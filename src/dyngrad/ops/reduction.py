@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtype as D
 from . import op
 from .._fperr import quiet
-from ._graph import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
+from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
 from . import _dual as X
 
 _make = Tensor._make
@@ -176,7 +176,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
 import math as _math  # noqa: E402
 from collections import namedtuple as _namedtuple  # noqa: E402
 
-from ._graph import NO_EDGE, Saved, notify, sum_to  # noqa: E402,F401
+from .._record import NO_EDGE, Saved, notify, sum_to  # noqa: E402,F401
 
 
 def return_type(name, fields):
@@ -1055,7 +1055,7 @@ class RenormBackward0(FormulaNode):
     __slots__ = ()
 
     def formula(self, g, x, p, dim, maxnorm):
-        from .. import where
+        from .elementwise_more import where
         dim = dim % x.dim()  # saved as the caller gave it
         dims = [i for i in range(x.dim()) if i != dim]
         acc = x.float() if x.dtype == D.float16 else x

@@ -14,10 +14,12 @@ import math
 import numpy as np
 
 from .. import _dtype as D
+from .. import _out
+from .._out import handles_out
 from .._random import rng
 from . import op
 from ._dual import zeros_like
-from ._graph import STATE, Node, Tensor, edge_of, record
+from .._record import STATE, Node, Tensor, edge_of, record
 
 _make = Tensor._make
 _NUMBER = (int, float, np.integer, np.floating)
@@ -71,7 +73,7 @@ class BernoulliBackward1(Node):
     def _bw(self, g, graph):
         shape, dtype = self._saved
         if graph:
-            from .. import zeros
+            from .._factories import zeros
             return zeros_like(g), zeros(shape, dtype=D.FROM_NP[dtype])
         return zeros_like(g), np.zeros(shape, dtype)
 
@@ -251,6 +253,16 @@ def _bernoulli(input, p=None, *, generator=None):
 
 
 op("bernoulli", function=False)(_bernoulli)
+
+
+@handles_out
+def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
+    """1 with probability ``input`` (or ``p``) at each element, else 0."""
+    if out is None:
+        return _bernoulli(input, p, generator=generator)
+    # PyTorch's bernoulli_out: any dtype, resized without a warning
+    return _out.call("bernoulli", _bernoulli, (input,) if p is None else (input, p),
+                     {"generator": generator, "out": out}, rule="any", warn_resize=False)
 
 
 # --- exponential_ / geometric_ / log_normal_ / cauchy_ --------------------------------------------

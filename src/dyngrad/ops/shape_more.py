@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
+from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
 from .._tensor import _dim
 from .shape import SplitBackward0, cat, diag_embed, narrow
 
@@ -59,7 +59,7 @@ class NarrowCopyBackward0(Node):
             r = np.zeros(shape, g.dtype)
             r[(slice(None),) * dim + (slice(start, start + length),)] = g
             return r,
-        from .. import zeros
+        from .._factories import zeros
         parts = []
         before = shape[:dim] + (start,) + shape[dim + 1:]
         after = shape[:dim] + (shape[dim] - start - length,) + shape[dim + 1:]
@@ -237,7 +237,7 @@ def _diff_compatible(input, other, dim, name):
 def _diff_n(x, n, dim):
     from .pointwise import sub
     if n == 0:
-        from .. import zeros_like
+        from .._factories import zeros_like
         return zeros_like(x).copy_(x)
     k = _dim(dim, x._data.ndim)
     size = x._data.shape[k]
@@ -304,7 +304,7 @@ class _DiagRegionBackward(Node):
             z = np.zeros(shape, g.dtype)
             fn(z)[...] = g
             return z,
-        from .. import zeros
+        from .._factories import zeros
         z = zeros(shape, dtype=g.dtype)
         fn(z).copy_(g)
         return z,

@@ -8,7 +8,7 @@ import numpy as np
 from . import op
 from ._formula import FormulaNode
 from ._dual import c_order
-from ._graph import STATE, Saved, Tensor, edge_of, record, notify
+from .._record import STATE, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
 from .reduction import return_type, dims_of, _nonempty, raw_dim, raw_dims

@@ -18,7 +18,7 @@ import numpy as np
 from .. import _dtype as D
 from . import op
 from . import _dual as X
-from ._graph import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify,
+from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify,
                      quiet_off, quiet_on, record, sum_to)
 from ._special import sp as _sp, erfcx as _erfcx_np
 from .elementwise_more import _float_pair, _need_tensor

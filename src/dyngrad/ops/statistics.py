@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import Tensor
+from .._record import Tensor
 from .._tensor import _dim
 
 _make = Tensor._make

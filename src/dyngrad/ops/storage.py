@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import op
-from ._graph import Tensor
+from .._record import Tensor
 from .. import _dtype as D
 from .._factories import is_lent, root_array as _root
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._graph import STATE, Node, Tensor, edge_of, record
+from .._record import STATE, Node, Tensor, edge_of, record
 
 _make = Tensor._make
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import op
 from . import _dual as X
-from ._graph import Node
+from .._record import Node
 from .pointwise import _unary
 
 _PI = math.pi

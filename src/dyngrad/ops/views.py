@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 
 from . import op
-from ._graph import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, raw_dim, raw_dims, record
+from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, raw_dim, raw_dims, record
 from .._tensor import Size, _dim
 
 _make = Tensor._make
@@ -415,7 +415,7 @@ class ExpandBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        from ._graph import sum_to
+        from .._record import sum_to
         return sum_to(g, self._saved[0]),
 
 
@@ -673,7 +673,7 @@ class UnfoldBackward0(Node):
                 idx = (slice(None),) * dim + (slice(k, k + step * (count - 1) + 1, step),)
                 r[idx] += g[..., k]
             return r,
-        from .. import zeros, from_numpy
+        from .._factories import zeros, from_numpy
         pos = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
         gm = g.movedim(-1, dim + 1)
         gm = gm.reshape(shape[:dim] + (count * size,) + shape[dim + 1:])
@@ -703,3 +703,9 @@ def unfold(input, dimension, size, step):
 
     return make_view(input, _windows(d, k, size, step), UnfoldBackward0,
                      (d.shape, k, size, step, dimension), fn)
+
+
+from .. import _tensor as _tensor_module  # noqa: E402
+
+# Tensor's own methods call it (the core registers nothing from above itself)
+_tensor_module.LATE.live_views = live_views

@@ -17,8 +17,8 @@ def explore(script, *args, iterations="1", output=None) -> Recorder:
     ``dyngrad explore`` does, and return the recorder: in Jupyter it shows as the explorer
     page.  ``output`` also writes the page there.  The script's exception, if any, is on the
     page and in ``recorder.error`` (not raised)."""
-    from ..commands.explore import explore as _explore
-    rec, _, _ = _explore(str(script), [str(a) for a in args], iterations)
+    from .explorer import explore_script
+    rec, _, _ = explore_script(str(script), [str(a) for a in args], iterations)
     if output is not None:
         rec.save_html(output)
     return rec

@@ -13,6 +13,7 @@ iteration it belongs to.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import weakref
 
@@ -131,7 +132,7 @@ class Recorder:
 
     # -- context manager ---------------------------------------------------------------
     def __enter__(self):
-        from ..ops import _graph
+        from .. import _record as _graph
         from ..autograd.engine import HOOKS
         from ..nn.modules import module as _module
         self._prev = HOOKS.observer
@@ -143,7 +144,7 @@ class Recorder:
         return self
 
     def __exit__(self, *exc):
-        from ..ops import _graph
+        from .. import _record as _graph
         from ..autograd.engine import HOOKS
         from ..nn.modules import module as _module
         if self._on_record in _graph.RECORD_HOOKS:
@@ -540,3 +541,23 @@ def _mark(groups, run):
             groups[k]["run"] = run[0]
             groups[k]["run_index"] = i
             groups[k]["run_len"] = len(run)
+
+
+def explore_script(script, args=(), iterations="1", title=None):
+    """Run ``script`` with ``args`` under the recorder; returns ``(recorder, exit_code, error)``
+    where ``error`` is the exception the script raised (None when it finished)."""
+    from .._script import run_script
+    from .._usage import UsageError
+    if not os.path.isfile(script):
+        raise UsageError(f"no such script: {script}")
+    rec = record(title=title or f"dyngrad explore {os.path.basename(script)}",
+                 iterations=iterations)
+    code, error = 0, None
+    try:
+        run_script(script, list(args), wrap=rec)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except Exception as e:  # noqa: BLE001 - recorded on the page, then re-raised by the command
+        code, error = 1, e
+        rec.error = e
+    return rec, code, error

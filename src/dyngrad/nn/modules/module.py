@@ -95,7 +95,7 @@ class Module:
             return
         if params is not None and name in params:
             if value is not None:
-                from ... import typename
+                from ..._tensor import typename
                 raise TypeError(f"cannot assign '{typename(value)}' as parameter '{name}' "
                                 f"(torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
@@ -167,7 +167,7 @@ class Module:
         if name not in self._parameters and hasattr(self, name):
             raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
-            from ... import typename
+            from ..._tensor import typename
             raise TypeError(f"cannot assign '{typename(param)}' object to parameter '{name}' "
                             f"(torch.nn.Parameter or None required)")
         if param is not None and param._grad_fn is not None:

@@ -7,7 +7,7 @@ from ..._tensor import Tensor
 
 def parameters_to_vector(parameters) -> Tensor:
     """One 1-D tensor with every parameter's values, in order (differentiable)."""
-    from ... import cat
+    from ...ops.shape import cat
     return cat([p.reshape(-1) for p in parameters])
 
 

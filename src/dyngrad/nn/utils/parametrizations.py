@@ -100,7 +100,7 @@ class _Orthogonal(Module):
             self.register_buffer("base", None)
 
     def forward(self, X):
-        from ... import cat
+        from ...ops.shape import cat
         from ...linalg import solve
         n, k = X.shape[-2], X.shape[-1]
         transposed = n < k

@@ -33,7 +33,7 @@ def _t(a):
 
 def _rand(n):
     from ..._factories import rand
-    from ... import float32
+    from ..._dtype import float32
     return rand(n, dtype=float32)._data
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dtype import DEFAULTS, FROM_NP
-from .._tensor import Tensor
-from ..autograd.grad_mode import STATE
-from ..autograd.node import Node, Saved, edge_of, NO_EDGE
+from ._dtype import DEFAULTS, FROM_NP
+from ._tensor import Tensor
+from .autograd.grad_mode import STATE
+from .autograd.node import Node, Saved, edge_of, NO_EDGE
 
 _make = Tensor._make
 
@@ -15,7 +15,7 @@ __all__ = ["Node", "Saved", "edge_of", "edges_first", "NO_EDGE", "STATE", "Tenso
            "sum_to", "as_float", "grad_dtype", "RECORD_HOOKS", "notify", "raw_dim", "raw_dims"]
 
 
-from .._fperr import quiet_on, quiet_off  # noqa: E402,F401  (re-exported for the ops)
+from ._fperr import quiet_on, quiet_off  # noqa: E402,F401  (re-exported for the ops)
 
 
 # Observers of graph construction: callables ``hook(tensor, node)`` run after every recorded

@@ -1,0 +1,109 @@
+"""The softmax family: softmax and log_softmax along a dimension (SoftmaxBackward0,
+LogSoftmaxBackward0), computed stably."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _dtype as D
+from .._record import STATE, Node, Saved, edge_of, notify, raw_dim, record
+from .._tensor import Tensor, _dim
+
+_make = Tensor._make
+
+
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _need_float_kernel(input, k, name):
+    """PyTorch has no integer (or bool) softmax kernels: a non-empty one is an error."""
+    d = input._data
+    if d.dtype.kind not in "fc" and d.size:
+        kernel = f"{name}_lastdim_kernel_impl" if d.ndim == 0 or k == d.ndim - 1 else \
+            f"{name}_kernel_impl"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(d.dtype)}'")
+
+
+class SoftmaxBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sy, dim, _ = self._saved
+        y = sy.get(self, graph)
+        gy = g * y
+        return gy - y * gy.sum(dim, keepdim=True) if graph else \
+            (gy - y * gy.sum(axis=dim, keepdims=True)),
+
+
+class LogSoftmaxBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        sy, dim, _ = self._saved
+        y = sy.get(self, graph)
+        if graph:
+            return g - y.exp() * g.sum(dim, keepdim=True),
+        return g - np.exp(y) * g.sum(axis=dim, keepdims=True),
+
+
+def _dim_arg(input, dim, name):
+    if dim is None:
+        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                      f"to include dim=X as an argument.", UserWarning, stacklevel=3)
+        dim = _softmax_dim(input._data.ndim)
+    return _dim(dim, input._data.ndim)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably; SoftmaxBackward0."""
+    k = _dim_arg(input, dim, "softmax")
+    if dtype is not None:  # PyTorch converts first (ToCopyBackward0 when the dtype changes)
+        input = input.to(D.to_dtype(dtype))
+    _need_float_kernel(input, k, "softmax")
+    x = input._data
+    if x.ndim == 0:  # 1, or NaN for a NaN or infinite input (exp(inf - inf)), as PyTorch
+        with np.errstate(invalid="ignore"):
+            y = np.exp(x - x)
+    elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
+        y = np.empty_like(x)
+    else:
+        e = np.exp(x - x.max(axis=k, keepdims=True))
+        y = np.ascontiguousarray(e / e.sum(axis=k, keepdims=True))  # PyTorch's layout
+    if STATE.enabled and input._requires_grad:
+        res = record(y, None)
+        res._grad_fn = SoftmaxBackward0((edge_of(input),),
+                                        (Saved(res, True), k, k if dim is None else raw_dim(dim)))
+        return notify(res)
+    return _make(y)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """x - logsumexp(x) along ``dim``; LogSoftmaxBackward0."""
+    k = _dim_arg(input, dim, "log_softmax")
+    if dtype is not None:  # PyTorch converts first (ToCopyBackward0 when the dtype changes)
+        input = input.to(D.to_dtype(dtype))
+    _need_float_kernel(input, k, "log_softmax")
+    x = input._data
+    if x.ndim == 0:  # 0, or NaN for a NaN or infinite input, as PyTorch
+        with np.errstate(invalid="ignore"):
+            y = x - x
+    elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
+        y = np.empty_like(x)
+    else:
+        m = x.max(axis=k, keepdims=True)
+        s = x - m
+        y = np.ascontiguousarray(s - np.log(np.exp(s).sum(axis=k, keepdims=True)))
+    if STATE.enabled and input._requires_grad:
+        res = record(y, None)
+        res._grad_fn = LogSoftmaxBackward0((edge_of(input),),
+                                           (Saved(res, True), k, k if dim is None else raw_dim(dim)))
+        return notify(res)
+    return _make(y)
+
+
+# public in nn.functional (whose module wraps them with PyTorch's argument errors)
+softmax.__module__ = "dyngrad.nn.functional"
+log_softmax.__module__ = "dyngrad.nn.functional"
