@@ -14,21 +14,21 @@ import weakref
 import numpy as np
 
 from . import _dtype as D
-from .autograd import errors
-from .autograd.engine import run_backward as _run_backward
-from .autograd.grad_mode import STATE as _GRAD_STATE, INFERENCE_BLOCKS as _INFERENCE_BLOCKS
 
 
 class _Late:
-    """Ops that Tensor's own methods call, registered by the ops modules when they load (the
-    core imports nothing above it): ``to_dtype`` (ops.pointwise), ``live_views`` (ops.views),
-    ``rebase_view`` (ops.inplace), ``stack`` (ops.shape; autograd's batched grad and
-    jacobians)."""
+    """What Tensor's own methods call from the layers above, registered by them when they load
+    (the core imports nothing above it): ``run_backward`` and ``backward`` (autograd),
+    ``to_dtype`` (ops.pointwise), ``live_views`` (ops.views), ``rebase_view`` (ops.inplace),
+    ``stack`` (ops.shape; autograd's batched grad and jacobians)."""
 
-    to_dtype = live_views = rebase_view = stack = None
+    run_backward = backward = to_dtype = live_views = rebase_view = stack = None
 
 
-LATE = _Late()
+LATE = _Late()  # defined before the imports below: autograd registers into it as it loads
+
+from .autograd import errors  # noqa: E402
+from .autograd.grad_mode import STATE as _GRAD_STATE, INFERENCE_BLOCKS as _INFERENCE_BLOCKS  # noqa: E402
 
 _INFERENCE_REQUIRES_GRAD = ("Setting requires_grad=True on inference tensor outside InferenceMode "
                             "is not allowed.")
@@ -416,7 +416,7 @@ class Tensor:
                 and gradient._data.dtype == self._data.dtype):
             # backward(gradient) with a gradient of the right shape and dtype
             # a copy: the engine may adopt gradient buffers as a leaf's .grad
-            _run_backward((self,), (gradient._data.copy(),), bool(retain_graph), False)
+            LATE.run_backward((self,), (gradient._data.copy(),), bool(retain_graph), False)
             return
         if (gradient is None and inputs is None and not create_graph and self._grad_fn is not None
                 and self._data.size == 1 and self._data.dtype.kind == "f"):
@@ -426,10 +426,9 @@ class Tensor:
                 one = np.ones(self._data.shape, self._data.dtype)
                 one.flags.writeable = False
                 _ONES[(self._data.dtype, self._data.shape)] = one
-            _run_backward((self,), (one,), bool(retain_graph), False)
+            LATE.run_backward((self,), (one,), bool(retain_graph), False)
             return
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        LATE.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> "Tensor":
         """A tensor sharing this one's data (and version counter) outside the graph."""

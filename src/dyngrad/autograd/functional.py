@@ -255,8 +255,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                                   "Please either set `create_graph=False` or `strategy="
                                   "\"reverse-mode\"`.")
     from .._factories import zeros_like
-    from .._tensor import LATE
-    stack = LATE.stack
+    from ..ops.shape import stack
     with _enable():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
