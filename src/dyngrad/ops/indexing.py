@@ -182,6 +182,8 @@ def _check_adv(adv, shape):
                 if k.size:
                     bad = (k >= n) | (k < -n)
                     if bad.any():
+                        if n == 0:  # PyTorch's index kernel words an empty dimension apart
+                            raise IndexError("index is out of bounds for dimension with size 0")
                         raise IndexError(f"index {int(k[bad].flat[0])} is out of bounds for "
                                          f"dimension {dim - first} with size {n}")
                     if (k < 0).any():
