@@ -21,11 +21,16 @@ ROWS = {r.name: r for r in all_rows()}
 
 
 def _rows_of(name):
-    fns = (OPS[name]["fn"], getattr(dyngrad, name, None))
+    fn = OPS[name]["fn"]
+    fns = (fn, getattr(dyngrad, name, None))
+    # the op's torch.special names (dyngrad.special wraps the registered function)
+    special = {n for n, v in vars(dyngrad.special).items()
+               if getattr(v, "__wrapped__", None) is fn}
     out = []
     for r in ROWS.values():
         code = getattr(r.fn, "__code__", None)
-        if r.fn in fns or (code is not None and name in code.co_names):
+        names = code.co_names if code is not None else ()
+        if r.fn in fns or name in names or ("special" in names and special & set(names)):
             out.append(r)
     return out
 

@@ -103,9 +103,15 @@ class OpSpec:
     """The declaration of one op (see the module docstring)."""
 
     def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
-                 elementwise, method, function, floating_kernel, dims):
+                 elementwise, method, function, floating_kernel, dims, complex_kernel=None,
+                 real_only=False, aliases=()):
         self.name = name
         self.floating_kernel = floating_kernel
+        self.complex_kernel = complex_kernel
+        self.real_only = real_only
+        # the dtype kinds the kernel takes as they come (others go through ``admit``)
+        self.kinds = "f" if complex_kernel or real_only else "fc"
+        self.aliases = tuple(aliases)
         self.dims = dims
         self.forward = forward
         self.inputs = inputs
@@ -116,6 +122,7 @@ class OpSpec:
         self.elementwise = elementwise
         self.bw: Callable | None = None
         self.fw: Callable | None = None
+        self._on_backward: list = []  # told when the backward is declared (the hot path)
         positions = {n: i for i, n in enumerate(saved)}
         self.unpack_order = tuple(positions[n] for n in sorted(saved)
                                   if n in inputs or n == "result")
@@ -127,6 +134,9 @@ class OpSpec:
         self.node_cls = type(node, (Node,), {
             "__slots__": (), "__module__": forward.__module__, "_spec": self,
             "_named_saved": named, "_bw": _node_bw, "_fw_rule": _node_fw,
+            # a node that keeps no tensor has nothing to free: a second backward through it
+            # runs, as PyTorch's
+            "_needs_saved": any(kind == "tensor" for _, kind in named.values()),
             "__doc__": f"Backward of {name} (declared with defop)."})
         self.fn = self._public(method, function)
 
@@ -134,12 +144,36 @@ class OpSpec:
     def backward(self, fn: Callable) -> Callable:
         """The backward formula ``fn(ctx, grad) -> gradients``."""
         self.bw = fn
+        for hook in self._on_backward:
+            hook()
         return fn
 
     def jvp(self, fn: Callable) -> Callable:
         """The forward-mode rule ``fn(ctx, *tangents) -> output tangent``."""
         self.fw = fn
         return fn
+
+    def pack(self, x, res):
+        """The node's saved values for input ``x`` and result ``res`` (a one-tensor op)."""
+        return tuple(Saved(res, True) if n == "result" else Saved(x) for n in self.saved)
+
+    def admit(self, a):
+        """An input array whose dtype kind is not in ``kinds``, as the kernel takes it:
+        integer/bool becomes the default float (``promote="float"``), is refused with
+        PyTorch's dispatch error (``floating_kernel``) or is taken as it is; complex is refused
+        with the dispatch error (``complex_kernel``) or PyTorch's check (``real_only``)."""
+        kind = a.dtype.kind
+        if kind != "c":
+            if self.promote == "float":
+                a = a.astype(D.DEFAULTS.float.np)
+            elif self.floating_kernel:
+                raise NotImplementedError(f'"{self.floating_kernel}" not implemented for '
+                                          f"'{D.scalar_type_name(a.dtype)}'")
+            return a
+        if self.complex_kernel:
+            raise NotImplementedError(f'"{self.complex_kernel}" not implemented for '
+                                      f"'{D.scalar_type_name(a.dtype)}'")
+        raise RuntimeError(f"{self.name} is not supported for complex tensors.")
 
     # -- the public function ---------------------------------------------------------------
     def _public(self, method, function):
@@ -182,14 +216,9 @@ class OpSpec:
                 if p in spec.dims:
                     D.arg_int(pvals[p], name, p, n_in + pos + 1)
                     pvals[p] = _dim(int(pvals[p]), tensors[0]._data.ndim)
+            kinds = spec.kinds
             arrays = [t._data for t in tensors]
-            if spec.floating_kernel and any(a.dtype.kind not in "fc" for a in arrays):
-                bad = next(a for a in arrays if a.dtype.kind not in "fc")
-                raise NotImplementedError(f'"{spec.floating_kernel}" not implemented for '
-                                          f"'{D.scalar_type_name(bad.dtype)}'")
-            if spec.promote == "float":
-                arrays = [a if a.dtype.kind in "fc" else a.astype(D.DEFAULTS.float.np)
-                          for a in arrays]
+            arrays = [a if a.dtype.kind in kinds else spec.admit(a) for a in arrays]
             tok = quiet_on()
             try:
                 r = spec.forward(*arrays, **pvals)
@@ -224,66 +253,112 @@ class OpSpec:
             f"{self.node_cls.__name__}."
         f.__signature__ = sig.replace(parameters=[
             p.replace(name="input") if i == 0 else p for i, p in enumerate(sig.parameters.values())])
-        op(name, method=method, function=function)(f)
-        OPS[name].update(spec=self, nodes=(self.node_cls.__name__,))
+        # an op that is neither ``dyngrad.<name>`` nor ``Tensor.<name>`` (reached through a
+        # namespace such as ``dyngrad.special``) is registered privately, out of the support
+        # table and of the in-place rule
+        self.key = name if function or method or name.startswith("_") else "_" + name
+        for key in (self.key,) + self.aliases:
+            op(key, method=method, function=function)(f)
+            OPS[key].update(spec=self, nodes=(self.node_cls.__name__,))
         return f
 
 
-def _unary_public(self):
-    """The public function of a one-tensor op with no other argument: the hot path of
-    elementwise ops, as lean as a hand-written one."""
-    spec = self
-    name = self.name
-    forward = getattr(self.forward, "kernel", self.forward)
-    floating = self.promote == "float"
-    fl = D.DEFAULTS
-    cls = self.node_cls
-    where = tuple(("out" if n == "result" else "in") for n in self.saved)
-    # the common layouts of what is saved are tested inline below; others go through pack
-    saves = {("out",): 1, ("in",): 2, (): 3}.get(where, 0)
+def _unary_run(input, forward, kinds, cls, saves):
+    """The body of the function ``_unary_public`` makes, which passes it the op's facts (the
+    rare cases read the declaration from the node class).  Kept apart from that function:
+    with the node created one call further from the caller, recording measured about 0.1 us
+    faster per op (Node.__init__ looks up the caller's frame)."""
+    try:
+        d = input._data
+    except AttributeError:
+        raise TypeError(f"{cls._spec.name}(): argument 'input' (position 1) must be Tensor, "
+                        f"not {D.type_name(input)}") from None
+    if d.dtype.kind not in kinds:
+        d = cls._spec.admit(d)
+    tok = quiet_on()
+    try:
+        r = forward(d)
+    finally:
+        quiet_off(tok)
+    if STATE.enabled and input._requires_grad:
+        res = _make(r)
+        res._requires_grad = True
+        if saves == 1:
+            saved = (Saved(input),)
+        elif saves == 2:
+            saved = (Saved(res, True),)
+        elif saves == 3:
+            saved = ()
+        elif saves:
+            saved = cls._spec.pack(input, res)
+        else:
+            raise RuntimeError(f"the derivative for '{cls._spec.name}' is not implemented.")
+        res._grad_fn = node = cls((edge_of(input),), saved, r.dtype)
+        if RECORD_HOOKS:
+            for h in RECORD_HOOKS:
+                h(res, node)
+        return res
+    return _make(r)
 
-    def pack(x, res):
-        return tuple(Saved(res, True) if w == "out" else Saved(x) for w in where)
-    kernel = self.floating_kernel
+
+def _unary_public(self, cls=None):
+    """The public function of a one-tensor op with no other argument: the hot path of
+    elementwise ops, as lean as a hand-written one.  ``cls``: another node to record, which
+    keeps nothing (an in-place form's own node)."""
+    forward = getattr(self.forward, "kernel", self.forward)
+    kinds = self.kinds
+    where = () if cls else tuple("out" if n == "result" else "in" for n in self.saved)
+    cls = cls or self.node_cls
+    # what the node keeps, as one number tested inline in _unary_run (the common layouts
+    # first; others go through pack); 0 while the op has no backward: it then refuses to
+    # record, as PyTorch for an op without a derivative
+    layout = {("in",): 1, ("out",): 2, (): 3}.get(where, 4)
+    saves = layout if self.bw is not None else 0
+
+    def has_backward():
+        nonlocal saves
+        saves = layout
+
+    self._on_backward.append(has_backward)
 
     def f(input):
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                            f"{D.type_name(input)}")
-        d = input._data
-        if d.dtype.kind not in "fc":
-            if floating:
-                d = d.astype(fl.float.np)
-            elif kernel:
-                raise NotImplementedError(f'"{kernel}" not implemented for '
-                                          f"'{D.scalar_type_name(d.dtype)}'")
-        tok = quiet_on()
-        try:
-            r = forward(d)
-        finally:
-            quiet_off(tok)
-        if STATE.enabled and input._requires_grad:
-            if spec.bw is None:
-                raise RuntimeError(f"the derivative for '{name}' is not implemented.")
-            res = _make(r)
-            res._requires_grad = True
-            if saves == 1:
-                saved = (Saved(res, True),)
-            elif saves == 2:
-                saved = (Saved(input),)
-            else:
-                saved = () if saves == 3 else pack(input, res)
-            res._grad_fn = node = cls((edge_of(input),), saved, r.dtype)
-            if RECORD_HOOKS:
-                for h in RECORD_HOOKS:
-                    h(res, node)
-            return res
-        return _make(r)
+        return _unary_run(input, forward, kinds, cls, saves)
 
     return f
 
 
+def _inplace_without_derivative(spec, methods=()):
+    """Register ``Tensor.<name>_`` (and ``methods``) recording ``<Name>Backward1``, whose
+    backward raises PyTorch's error: PyTorch declares no derivative for the in-place form of
+    some ops (``asinh_``: "the derivative for 'inplace version of asinh' is not
+    implemented.")."""
+    name = spec.name
+    msg = f"the derivative for 'inplace version of {name}' is not implemented."
+
+    def _bw(node, g, graph):
+        raise NotImplementedError(msg)
+
+    cls = type(spec.node_cls.__name__[:-1] + "1", (Node,), {
+        "__slots__": (), "__module__": spec.node_cls.__module__, "_bw": _bw,
+        "_needs_saved": False, "_spec": spec,
+        "__doc__": f"In-place {name}: no derivative, as in PyTorch."})
+    out_of_place = spec._unary_public(cls)
+
+    def f(self):
+        from .inplace import apply
+        return apply(self, out_of_place)
+
+    f.__name__ = f.__qualname__ = name + "_"
+    f.__module__ = spec.node_cls.__module__
+    f.__doc__ = f"In-place {name}; returns self (records {cls.__name__}: its derivative is " \
+        f"not implemented, as in PyTorch)."
+    op(name + "_", function=False, methods=tuple(methods))(f)
+    spec.inplace_node = cls
+    return f
+
+
 OpSpec._unary_public = _unary_public
+OpSpec._inplace_without_derivative = _inplace_without_derivative
 
 
 def _node_bw(self, g, graph):
@@ -316,30 +391,42 @@ def _node_fw(self, tangents):
 def defop(name: str, *, node: str, inputs: tuple = ("self",), saved: tuple = (),
           promote: str | None = None, batch=None, linear: bool = False,
           elementwise: bool = False, method: bool = True, function: bool = True,
-          floating_kernel: str | None = None, dims: tuple = ()):
+          floating_kernel: str | None = None, dims: tuple = (),
+          complex_kernel: str | None = None, real_only: bool = False, aliases: tuple = ()):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
     PyTorch's names (an input name, ``result``, or a parameter).  ``promote="float"``: integer
     inputs compute in the default float dtype.  ``batch``: the batching rule (``ELEMENTWISE``,
     ``batch_along(param)``, or a callable ``rule(spec, arrays, params)``); None: no rule.
-    ``linear``/``elementwise`` derive the forward-mode rule.  ``floating_kernel``: the
-    kernel name PyTorch's NotImplementedError names for integer/bool inputs.  ``dims``:
-    parameters that are dimensions (checked as ints, wrapped into range; a saved dim keeps
-    the wrapped value)."""
+    ``linear``/``elementwise`` derive the forward-mode rule.  ``floating_kernel`` /
+    ``complex_kernel``: the CPU kernel PyTorch's NotImplementedError names for integer/bool
+    (not promoted) / complex inputs, which it has no instance for; ``real_only``: complex
+    inputs are refused by PyTorch's RuntimeError "<name> is not supported for complex
+    tensors." before any kernel.  ``dims``: parameters that are dimensions (checked as ints,
+    wrapped into range; a saved dim keeps the wrapped value).  ``method``/``function``:
+    exposed as ``Tensor.<name>``/``dyngrad.<name>`` (an op that is neither is registered as
+    ``_<name>``); ``aliases``: other names of both (``arcsinh`` for ``asinh``)."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
-                      elementwise, method, function, floating_kernel, tuple(dims))
+                      elementwise, method, function, floating_kernel, tuple(dims),
+                      complex_kernel, real_only, tuple(aliases))
     return deco
 
 
 def unary(name: str, np_fn: Callable, formula: Callable, *, module: str,
           saved: tuple = ("self",), promote: str | None = "float", node: str | None = None,
-          doc: str = "") -> OpSpec:
+          doc: str = "", complex_kernel: str | None = None, real_only: bool = False,
+          aliases: tuple = (), inplace_derivative: bool = True, method: bool = True,
+          function: bool = True) -> OpSpec:
     """Declare an elementwise op of one tensor: ``np_fn`` on arrays forward;
     ``formula(grad, x, y)`` its gradient from the saved input ``x`` and/or result ``y`` (None
     when not saved), written once for arrays and Tensors.  Forward mode and batching follow
-    (elementwise)."""
+    (elementwise).  ``node`` defaults to ``<Name>Backward0`` from the parts of ``name``.
+    The in-place form ``<name>_`` comes from the registry's rule (``ops/inplace.py``);
+    ``inplace_derivative=False`` registers it here instead, recording ``<Name>Backward1``
+    whose backward raises, as PyTorch's for ops it has no in-place derivative for.  The
+    other keywords are ``defop``'s."""
     node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
     def forward(self):
@@ -349,7 +436,9 @@ def unary(name: str, np_fn: Callable, formula: Callable, *, module: str,
     forward.__module__ = module
     forward.__doc__ = doc or f"Elementwise {name}; records {node}."
     forward.kernel = np_fn  # what the public function calls directly
-    spec = defop(name, node=node, saved=saved, promote=promote, elementwise=True)(forward)
+    spec = defop(name, node=node, saved=saved, promote=promote, elementwise=True,
+                 complex_kernel=complex_kernel, real_only=real_only, aliases=aliases,
+                 method=method, function=function)(forward)
     ix = saved.index("self") if "self" in saved else None
     iy = saved.index("result") if "result" in saved else None
 
@@ -367,6 +456,8 @@ def unary(name: str, np_fn: Callable, formula: Callable, *, module: str,
         return formula(g, x, y),
 
     spec.node_cls._bw = fast_bw
+    if not inplace_derivative:
+        spec._inplace_without_derivative(tuple(a + "_" for a in aliases))
     return spec
 
 

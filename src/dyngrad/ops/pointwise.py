@@ -12,7 +12,7 @@ from .. import _dtype as D
 from . import op
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
-from .._record import (RECORD_HOOKS, notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, edges_first,
+from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, edges_first,
                      record, sum_to)
 from . import _dual as X
 from ._spec import unary
@@ -670,25 +670,6 @@ def positive(input):
     if input._data.dtype == np.bool_:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
-
-
-def _unary(x, fn, cls, save_in, save_out, floating=True):
-    d = x._data
-    if floating and d.dtype.kind not in "fc":
-        d = d.astype(D.DEFAULTS.float.np)
-    tok = quiet_on()
-    try:
-        r = fn(d)
-    finally:
-        quiet_off(tok)
-    if STATE.enabled and x._requires_grad:
-        res = _make(r)
-        res._requires_grad = True
-        res._grad_fn = node = cls((edge_of(x),), (Saved(x) if save_in else None,
-                                                  Saved(res, True) if save_out else None))
-        node._odt = r.dtype  # gradients flowing in are cast to it (validate_outputs)
-        return notify(res) if RECORD_HOOKS else res
-    return _make(r)
 
 
 def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc="",

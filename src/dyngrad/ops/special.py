@@ -21,6 +21,7 @@ from . import _dual as X
 from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify,
                      quiet_off, quiet_on, record, sum_to)
 from ._special import sp as _sp, erfcx as _erfcx_np
+from ._spec import unary
 from .elementwise_more import _float_pair, _need_tensor
 from .pointwise import _binary, _scalar_ok
 
@@ -35,9 +36,10 @@ _M_SQRT1_2 = math.sqrt(0.5)
 
 # --- kernels (ndarray in, ndarray out, the input's floating dtype) ---------------------------
 def _kernel(fn):
+    """``fn``'s result as an array of the input's dtype.  Callers silence NumPy's
+    floating-point warnings (the public functions and the backward engine do)."""
     def k(d, *args):
-        with np.errstate(all="ignore"):
-            r = np.asarray(fn(d, *args))
+        r = np.asarray(fn(d, *args))
         return r if r.dtype == d.dtype else r.astype(d.dtype)
 
     return k
@@ -194,8 +196,9 @@ def _where(mask, a, b):
 
 # --- unary ops ----------------------------------------------------------------------------
 def _run(x, kern, cls, save_in, save_out, extra=(), name=None):
-    """Shared forward of the unary ops: integer/bool input becomes the default float; the
-    node saves the input and/or output (and ``extra`` values)."""
+    """Shared forward of polygamma, mvlgamma and the functions PyTorch does not differentiate:
+    integer/bool input becomes the default float; the node saves the input and/or output (and
+    ``extra`` values)."""
     d = x._data
     if d.dtype.kind not in "fc":
         d = d.astype(D.DEFAULTS.float.np)
@@ -215,37 +218,6 @@ def _run(x, kern, cls, save_in, save_out, extra=(), name=None):
                                               Saved(res, True) if save_out else None) + extra)
     node._odt = r.dtype
     return notify(res) if RECORD_HOOKS else res
-
-
-def _node(node_name, formula):
-    def _bw(self, g, graph):
-        sx, sy = self._saved[:2]
-        x = sx.get(self, graph) if sx is not None else None
-        y = sy.get(self, graph) if sy is not None else None
-        return formula(g, x, y, *self._saved[2:]),
-
-    cls = type(node_name, (Node,), {"__slots__": (), "_bw": _bw, "__module__": __name__})
-    globals()[node_name] = cls
-    return cls
-
-
-def _uop(name, formula, save_in=False, save_out=False, node=None, public=True, kname=None,
-         cname=None):
-    """Define the unary op ``name`` (kernel ``K[name]``) recording ``node``, whose gradient is
-    ``formula(g, x, y)``; ``public`` registers it as ``dyngrad.<name>`` and a Tensor method."""
-    cls = _node(node or "".join(p.capitalize() for p in name.split("_")) + "Backward0", formula)
-    kern = K[kname or name]
-
-    def f(input):
-        return _run(input, kern, cls, save_in, save_out, 
-                    name=f"{kname or name}_cpu" if cname is None else cname or None)
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise {name}; records {cls.__name__}."
-    globals()[name] = f
-    if public:
-        op(name)(f)
-    return f
 
 
 def _lgamma_bw(g, x, y):
@@ -309,20 +281,35 @@ def _sinc_bw(g, x, y):
     return _where(X.data(sq) != 0, out, 0.0)
 
 
-_uop("lgamma", _lgamma_bw, save_in=True, cname="lgamma_vml_cpu")
-digamma = _uop("digamma", _digamma_bw, save_in=True, cname="digamma")
-_uop("erfinv", _erfinv_bw, save_in=True, cname="erfinv_vml_cpu")
-_uop("i0", _i0_bw, save_in=True, cname="i0_vml_cpu")
-_uop("sinc", _sinc_bw, save_in=True, cname=False)
-special_i0e = _uop("special_i0e", _i0e_bw, True, True, "SpecialI0EBackward0", False, "i0e")
-special_i1 = _uop("special_i1", _i1_bw, True, True, "SpecialI1Backward0", False, "i1")
-special_i1e = _uop("special_i1e", _i1e_bw, True, True, "SpecialI1EBackward0", False, "i1e")
-_uop("special_erfcx", _erfcx_bw, True, True, "SpecialErfcxBackward0", False, "erfcx")
-_uop("special_ndtri", _ndtri_bw, False, True, "SpecialNdtriBackward0", False, "ndtri")
-_uop("special_log_ndtr", _log_ndtr_bw, True, True, "SpecialLogNdtrBackward0", False, "log_ndtr")
-_uop("special_entr", _entr_bw, True, False, "SpecialEntrBackward0", False, "entr")
-for _n, _f in (("i0e", special_i0e), ("i1", special_i1), ("i1e", special_i1e)):
-    globals()[_n] = _f
+# One declaration each (ops/_spec.py ``unary``): integer input computes in the default float;
+# ``complex_kernel`` is the CPU kernel PyTorch names when it refuses complex input.  The
+# ``special_`` ones are torch.special's only (exposed by dyngrad.special, neither as
+# dyngrad.<name> nor as Tensor.<name>).
+lgamma = unary("lgamma", K["lgamma"], _lgamma_bw, module=__name__,
+               complex_kernel="lgamma_vml_cpu").fn
+digamma = unary("digamma", K["digamma"], _digamma_bw, module=__name__,
+                complex_kernel="digamma").fn
+erfinv = unary("erfinv", K["erfinv"], _erfinv_bw, module=__name__,
+               complex_kernel="erfinv_vml_cpu").fn
+i0 = unary("i0", K["i0"], _i0_bw, module=__name__, complex_kernel="i0_vml_cpu").fn
+sinc = unary("sinc", K["sinc"], _sinc_bw, module=__name__).fn
+_ONLY_SPECIAL = dict(module=__name__, function=False, method=False)
+special_i0e = unary("special_i0e", K["i0e"], _i0e_bw, saved=("self", "result"),
+                    node="SpecialI0EBackward0", complex_kernel="i0e_cpu", **_ONLY_SPECIAL).fn
+special_i1 = unary("special_i1", K["i1"], _i1_bw, saved=("self", "result"),
+                   node="SpecialI1Backward0", complex_kernel="i1_cpu", **_ONLY_SPECIAL).fn
+special_i1e = unary("special_i1e", K["i1e"], _i1e_bw, saved=("self", "result"),
+                    node="SpecialI1EBackward0", complex_kernel="i1e_cpu", **_ONLY_SPECIAL).fn
+special_erfcx = unary("special_erfcx", K["erfcx"], _erfcx_bw, saved=("self", "result"),
+                      complex_kernel="erfcx_cpu", **_ONLY_SPECIAL).fn
+special_ndtri = unary("special_ndtri", K["ndtri"], _ndtri_bw, saved=("result",),
+                      complex_kernel="ndtri_cpu", **_ONLY_SPECIAL).fn
+special_log_ndtr = unary("special_log_ndtr", K["log_ndtr"], _log_ndtr_bw,
+                         saved=("self", "result"), complex_kernel="log_ndtr_cpu",
+                         **_ONLY_SPECIAL).fn
+special_entr = unary("special_entr", K["entr"], _entr_bw, complex_kernel="entr_cpu",
+                     **_ONLY_SPECIAL).fn
+i0e, i1, i1e = special_i0e, special_i1, special_i1e  # what the dual helpers call on Tensors
 
 
 def special_ndtr(input):
@@ -509,7 +496,11 @@ def _binary_special(name, input, other, kern, cls0, cls1, cls2):
             raise D.bad_combo(name, (input, other), {})
         b = other if other._data.dtype.kind in "fc" else other.to(D.DEFAULTS.float)
         a = float(input)
-        data = kern(np.asarray(a, b._data.dtype), b._data)
+        tok = quiet_on()
+        try:
+            data = kern(np.asarray(a, b._data.dtype), b._data)
+        finally:
+            quiet_off(tok)
         if STATE.enabled and b._requires_grad:
             return record(data, cls1((edge_of(b),), (a, Saved(b))))
         return _make(data)
@@ -518,7 +509,11 @@ def _binary_special(name, input, other, kern, cls0, cls1, cls2):
     a, b = _float_pair(input, other)
     if _isT(b, Tensor):
         return _binary(a, b, kern, cls0, True, True)
-    data = kern(a._data, np.asarray(b, a._data.dtype))
+    tok = quiet_on()
+    try:
+        data = kern(a._data, np.asarray(b, a._data.dtype))
+    finally:
+        quiet_off(tok)
     if STATE.enabled and a._requires_grad:
         return record(data, cls2((edge_of(a),), (Saved(a), b)))
     return _make(data)
