@@ -104,13 +104,17 @@ class OpSpec:
 
     def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
-                 real_only=False, aliases=()):
+                 real_only=False, aliases=(), differentiable=True, complex_error=None):
         self.name = name
         self.floating_kernel = floating_kernel
         self.complex_kernel = complex_kernel
         self.real_only = real_only
+        self.complex_error = complex_error
+        self.differentiable = differentiable
         # the dtype kinds the kernel takes as they come (others go through ``admit``)
-        self.kinds = "f" if complex_kernel or real_only else "fc"
+        self.kinds = "f" if complex_kernel or real_only or complex_error else "fc"
+        if promote != "float" and not floating_kernel:
+            self.kinds += "biu"  # integer and bool inputs are taken as they are
         self.aliases = tuple(aliases)
         self.dims = dims
         self.forward = forward
@@ -131,7 +135,8 @@ class OpSpec:
             kind = "tensor" if (n in inputs or n == "result") else \
                 "dim" if "dim" in n else "same"
             named[n] = (positions[n], kind)
-        self.node_cls = type(node, (Node,), {
+        # an op without a derivative (``differentiable=False``) records no node
+        self.node_cls = None if node is None else type(node, (Node,), {
             "__slots__": (), "__module__": forward.__module__, "_spec": self,
             "_named_saved": named, "_bw": _node_bw, "_fw_rule": _node_fw,
             # a node that keeps no tensor has nothing to free: a second backward through it
@@ -161,7 +166,8 @@ class OpSpec:
         """An input array whose dtype kind is not in ``kinds``, as the kernel takes it:
         integer/bool becomes the default float (``promote="float"``), is refused with
         PyTorch's dispatch error (``floating_kernel``) or is taken as it is; complex is refused
-        with the dispatch error (``complex_kernel``) or PyTorch's check (``real_only``)."""
+        with the dispatch error (``complex_kernel``), PyTorch's check (``real_only``) or
+        the op's own error (``complex_error``)."""
         kind = a.dtype.kind
         if kind != "c":
             if self.promote == "float":
@@ -173,6 +179,8 @@ class OpSpec:
         if self.complex_kernel:
             raise NotImplementedError(f'"{self.complex_kernel}" not implemented for '
                                       f"'{D.scalar_type_name(a.dtype)}'")
+        if self.complex_error:
+            raise self.complex_error[0](self.complex_error[1])
         raise RuntimeError(f"{self.name} is not supported for complex tensors.")
 
     # -- the public function ---------------------------------------------------------------
@@ -224,7 +232,8 @@ class OpSpec:
                 r = spec.forward(*arrays, **pvals)
             finally:
                 quiet_off(tok)
-            if not (STATE.enabled and any(t._requires_grad for t in tensors)):
+            if not (spec.differentiable and STATE.enabled and
+                    any(t._requires_grad for t in tensors)):
                 return _make(r)
             if spec.bw is None:
                 raise RuntimeError(f"the derivative for '{name}' is not implemented.")
@@ -249,8 +258,8 @@ class OpSpec:
         f = f or general
         f.__name__ = f.__qualname__ = name
         f.__module__ = self.forward.__module__
-        f.__doc__ = (self.forward.__doc__ or "").strip() or f"{name}; records " \
-            f"{self.node_cls.__name__}."
+        f.__doc__ = (self.forward.__doc__ or "").strip() or (
+            f"{name}; records {self.node_cls.__name__}." if self.node_cls else name)
         f.__signature__ = sig.replace(parameters=[
             p.replace(name="input") if i == 0 else p for i, p in enumerate(sig.parameters.values())])
         # an op that is neither ``dyngrad.<name>`` nor ``Tensor.<name>`` (reached through a
@@ -259,7 +268,8 @@ class OpSpec:
         self.key = name if function or method or name.startswith("_") else "_" + name
         for key in (self.key,) + self.aliases:
             op(key, method=method, function=function)(f)
-            OPS[key].update(spec=self, nodes=(self.node_cls.__name__,))
+            OPS[key].update(spec=self, nodes=(self.node_cls.__name__,) if self.node_cls
+                            else ())
         return f
 
 
@@ -301,12 +311,36 @@ def _unary_run(input, forward, kinds, cls, saves):
     return _make(r)
 
 
+def _unary_plain(input, forward, kinds, spec):
+    """The body of the public function of a one-tensor op without a derivative: the result
+    never requires grad and no node is recorded (PyTorch's non-differentiable outputs)."""
+    try:
+        d = input._data
+    except AttributeError:
+        raise TypeError(f"{spec.name}(): argument 'input' (position 1) must be Tensor, "
+                        f"not {D.type_name(input)}") from None
+    if d.dtype.kind not in kinds:
+        d = spec.admit(d)
+    tok = quiet_on()
+    try:
+        return _make(forward(d))
+    finally:
+        quiet_off(tok)
+
+
 def _unary_public(self, cls=None):
     """The public function of a one-tensor op with no other argument: the hot path of
     elementwise ops, as lean as a hand-written one.  ``cls``: another node to record, which
     keeps nothing (an in-place form's own node)."""
     forward = getattr(self.forward, "kernel", self.forward)
     kinds = self.kinds
+    if not self.differentiable:
+        spec = self
+
+        def plain(input):
+            return _unary_plain(input, forward, kinds, spec)
+
+        return plain
     where = () if cls else tuple("out" if n == "result" else "in" for n in self.saved)
     cls = cls or self.node_cls
     # what the node keeps, as one number tested inline in _unary_run (the common layouts
@@ -388,11 +422,12 @@ def _node_fw(self, tangents):
                               f"support it because it has not been implemented yet.")
 
 
-def defop(name: str, *, node: str, inputs: tuple = ("self",), saved: tuple = (),
+def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tuple = (),
           promote: str | None = None, batch=None, linear: bool = False,
           elementwise: bool = False, method: bool = True, function: bool = True,
           floating_kernel: str | None = None, dims: tuple = (),
-          complex_kernel: str | None = None, real_only: bool = False, aliases: tuple = ()):
+          complex_kernel: str | None = None, real_only: bool = False, aliases: tuple = (),
+          differentiable: bool = True, complex_error: tuple | None = None):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
@@ -406,39 +441,53 @@ def defop(name: str, *, node: str, inputs: tuple = ("self",), saved: tuple = (),
     tensors." before any kernel.  ``dims``: parameters that are dimensions (checked as ints,
     wrapped into range; a saved dim keeps the wrapped value).  ``method``/``function``:
     exposed as ``Tensor.<name>``/``dyngrad.<name>`` (an op that is neither is registered as
-    ``_<name>``); ``aliases``: other names of both (``arcsinh`` for ``asinh``)."""
+    ``_<name>``); ``aliases``: other names of both (``arcsinh`` for ``asinh``).
+    ``differentiable=False``: PyTorch has no derivative for the op and its result never
+    requires grad (``isnan``, ``logical_not``): no node is recorded (``node`` may be None).
+    ``complex_error``: ``(exception class, message)`` PyTorch raises for complex inputs
+    (``isposinf``: ``RuntimeError("isposinf does not support complex inputs.")``)."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
                       elementwise, method, function, floating_kernel, tuple(dims),
-                      complex_kernel, real_only, tuple(aliases))
+                      complex_kernel, real_only, tuple(aliases), differentiable,
+                      complex_error)
     return deco
 
 
-def unary(name: str, np_fn: Callable, formula: Callable, *, module: str,
+def unary(name: str, np_fn: Callable, formula: Callable | None, *, module: str,
           saved: tuple = ("self",), promote: str | None = "float", node: str | None = None,
           doc: str = "", complex_kernel: str | None = None, real_only: bool = False,
           aliases: tuple = (), inplace_derivative: bool = True, method: bool = True,
-          function: bool = True) -> OpSpec:
+          function: bool = True, complex_error: tuple | None = None) -> OpSpec:
     """Declare an elementwise op of one tensor: ``np_fn`` on arrays forward;
     ``formula(grad, x, y)`` its gradient from the saved input ``x`` and/or result ``y`` (None
     when not saved), written once for arrays and Tensors.  Forward mode and batching follow
     (elementwise).  ``node`` defaults to ``<Name>Backward0`` from the parts of ``name``.
     The in-place form ``<name>_`` comes from the registry's rule (``ops/inplace.py``);
     ``inplace_derivative=False`` registers it here instead, recording ``<Name>Backward1``
-    whose backward raises, as PyTorch's for ops it has no in-place derivative for.  The
-    other keywords are ``defop``'s."""
-    node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+    whose backward raises, as PyTorch's for ops it has no in-place derivative for.
+    ``formula=None``: an op PyTorch has no derivative for (``isnan``): no node, nothing
+    saved, the result never requires grad (``promote=None`` then takes every dtype as it
+    is).  The other keywords are ``defop``'s."""
+    if formula is None:
+        saved = ()
+    else:
+        node = node or "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
     def forward(self):
         return np_fn(self)
 
     forward.__name__ = forward.__qualname__ = name
     forward.__module__ = module
-    forward.__doc__ = doc or f"Elementwise {name}; records {node}."
+    forward.__doc__ = doc or (f"Elementwise {name}; records {node}." if node else
+                              f"Elementwise {name} (no derivative).")
     forward.kernel = np_fn  # what the public function calls directly
     spec = defop(name, node=node, saved=saved, promote=promote, elementwise=True,
                  complex_kernel=complex_kernel, real_only=real_only, aliases=aliases,
-                 method=method, function=function)(forward)
+                 method=method, function=function, differentiable=formula is not None,
+                 complex_error=complex_error)(forward)
+    if formula is None:
+        return spec
     ix = saved.index("self") if "self" in saved else None
     iy = saved.index("result") if "result" in saved else None
 

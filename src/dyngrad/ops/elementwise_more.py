@@ -11,6 +11,7 @@ from . import op
 from .._fperr import quiet
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, notify, record, sum_to
 from . import _dual as X
+from ._spec import unary
 from .pointwise import (_binary, _call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
                         floor, trunc)  # noqa: F401 - floor/trunc re-exported for div
 
@@ -824,23 +825,30 @@ def lerp(input, end, weight):
 
 
 # --- predicates and logical ops (no gradient) ---------------------------------------------------
-def _pred(np_fn, name, doc):
-    def f(input):
-        return _make(np.asarray(np_fn(input._data)))
-
-    f.__name__ = name
-    f.__doc__ = doc
-    return op(name)(f)
+def _pred(name, np_fn, doc, complex_error=None):
+    """A bool-valued elementwise op of one tensor, which PyTorch has no derivative for: any
+    dtype is taken as it is, the result never requires grad."""
+    return unary(name, np_fn, None, module=__name__, promote=None, doc=doc,
+                 complex_error=complex_error).fn
 
 
-isnan = _pred(np.isnan, "isnan", "True where the element is NaN.")
-isinf = _pred(np.isinf, "isinf", "True where the element is +inf or -inf.")
-isfinite = _pred(np.isfinite, "isfinite", "True where the element is neither inf nor NaN.")
-isposinf = _pred(np.isposinf, "isposinf", "True where the element is +inf.")
-isneginf = _pred(np.isneginf, "isneginf", "True where the element is -inf.")
-isreal = _pred(np.isreal, "isreal", "True where the element has no imaginary part.")
-logical_not = _pred(np.logical_not, "logical_not", "Elementwise NOT of truth values (bool result).")
-signbit = _pred(np.signbit, "signbit", "True where the sign bit is set (including -0.0).")
+def _no_complex(name, cls=RuntimeError, says="does not support complex inputs"):
+    return cls, f"{name} {says}."
+
+
+isnan = _pred("isnan", np.isnan, "True where the element is NaN.")
+isinf = _pred("isinf", np.isinf, "True where the element is +inf or -inf.")
+isfinite = _pred("isfinite", np.isfinite, "True where the element is neither inf nor NaN.")
+isposinf = _pred("isposinf", np.isposinf, "True where the element is +inf.",
+                 _no_complex("isposinf"))
+isneginf = _pred("isneginf", np.isneginf, "True where the element is -inf.",
+                 _no_complex("isneginf"))
+isreal = _pred("isreal", np.isreal, "True where the element has no imaginary part.")
+logical_not = _pred("logical_not", np.logical_not,
+                    "Elementwise NOT of truth values (bool result).")
+signbit = _pred("signbit", np.signbit, "True where the sign bit is set (including -0.0).",
+                _no_complex("signbit", NotImplementedError, "is not implemented for complex "
+                            "tensors"))
 
 
 def _logical(np_fn, name):
