@@ -196,7 +196,14 @@ class OpSpec:
         else:
             f = None
 
+        public = ("input",) + self.inputs[1:]  # the tensor inputs' keyword names
+
         def general(*args, **kwargs):
+            if len(args) < n_in and kwargs:  # tensor inputs given by keyword
+                for nm in public[len(args):]:
+                    if nm not in kwargs:
+                        break
+                    args += (kwargs.pop(nm),)
             tensors = args[:n_in]
             for i, t in enumerate(tensors):
                 if not isinstance(t, Tensor):
@@ -204,8 +211,18 @@ class OpSpec:
                                     f"(position {i + 1}) must be Tensor, not "
                                     f"{D.type_name(t)}")
             if len(tensors) < n_in:
-                raise TypeError(f"{name}() missing required argument "
-                                f"'{spec.inputs[len(tensors)] if tensors else 'input'}'")
+                missing = list(public[len(tensors):]) + [
+                    p for p in params if p not in kwargs and
+                    sig.parameters[p].default is inspect.Parameter.empty]
+                # PyTorch's wording ("1 ... arguments", "2 ... argument")
+                raise TypeError(f"{name}() missing {len(missing)} required positional "
+                                f"argument{'s' if len(missing) == 1 else ''}: " +
+                                ", ".join(f'"{m}"' for m in missing))
+            if len(args) > n_in + len(params) and all(
+                    v.default is inspect.Parameter.empty for v in sig.parameters.values()):
+                n = n_in + len(params)
+                raise TypeError(f"{name}() takes {n} positional argument{'s' * (n != 1)} but "
+                                f"{len(args)} were given")
             try:
                 bound = sig.bind(*(t._data for t in tensors), *args[n_in:], **kwargs)
             except TypeError:

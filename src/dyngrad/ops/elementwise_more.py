@@ -11,7 +11,7 @@ from . import op
 from .._fperr import quiet
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, notify, record, sum_to
 from . import _dual as X
-from ._spec import unary
+from ._spec import defop, unary
 from .pointwise import (_binary, _call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
                         floor, trunc)  # noqa: F401 - floor/trunc re-exported for div
 
@@ -852,13 +852,14 @@ signbit = _pred("signbit", np.signbit, "True where the sign bit is set (includin
 
 
 def _logical(np_fn, name):
-    def f(input, other):
-        _need_tensor(name, other)
-        return _make(np.asarray(_call2(np_fn, input._data, other._data)))
+    """A bool-valued elementwise op of two broadcast tensors without a derivative."""
+    def forward(self, other):
+        return _call2(np_fn, self, other)
 
-    f.__name__ = name
-    f.__doc__ = f"Elementwise {name.split('_')[1].upper()} of truth values (bool result)."
-    return op(name)(f)
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"Elementwise {name.split('_')[1].upper()} of truth values (bool result)."
+    return defop(name, node=None, inputs=("self", "other"), differentiable=False,
+                 elementwise=True)(forward).fn
 
 
 logical_and = _logical(np.logical_and, "logical_and")
