@@ -11,9 +11,10 @@ Settings, each in fresh processes started with mpiexec:
   2 ranks x 1 BLAS thread, 128 each (global 256)      (same training as the baseline)
   2 ranks x 1 BLAS thread, 256 each (global 512)      (same work per rank)
 Reported: steps/s and samples/s (minimum step time of several repeats), and per step (medians,
-after a barrier so the ranks start together): DDP's whole gradient reduction (copy into the
-buckets with the division by the world size, all-reduce, write-back into .grad), the time
-inside its all-reduce calls alone, and a bare ``comm.Allreduce`` of the same bytes.
+after a barrier so the ranks start together): DDP's whole gradient reduction (the hooks'
+multiplication by 1 / world size, in place in the large gradients and into the bucket buffer
+for the small ones, the all-reduces, and the small ones' averages written back into .grad), the
+time inside its all-reduce calls alone, and a bare ``comm.Allreduce`` of the same bytes.
 """
 from __future__ import annotations
 

@@ -463,6 +463,204 @@ def test_ddp_matches_single_process_on_combined_batch(tmp_path):
                                           "iteration before starting a new one.")
 
 
+
+# The same scenarios with PyTorch (gloo, started by the same MPI launcher) and with dyngrad:
+# what .grad holds and is after each step, with and without gradient_as_bucket_view.
+DDP_GRADIENTS = """
+import json
+import sys
+
+import numpy as np
+
+lib, port = sys.argv[1], sys.argv[2]
+if lib == "torch":
+    import os
+    import torch
+    import torch.distributed as dist
+    from dyngrad.distributed._mpi import launcher_env
+    rank, size = launcher_env()[:2]
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+    dist.init_process_group("gloo", rank=rank, world_size=size)
+else:
+    import dyngrad as torch
+    import dyngrad.distributed as dist
+    dist.init_process_group("gloo")
+r, n = dist.get_rank(), dist.get_world_size()
+nn = torch.nn
+DDP = torch.nn.parallel.DistributedDataParallel
+X = torch.from_numpy(np.random.default_rng(7).standard_normal((6 * n * 4, 40)).astype(np.float32))
+
+
+def batch(k):
+    lo = (k * n + r) * 4
+    return X[lo:lo + 4]
+
+
+class Big(nn.Module):
+    # big.weight (1.28 MB) is large enough for dyngrad to reduce it in its own .grad
+    def __init__(self):
+        super().__init__()
+        self.big = nn.Linear(40, 8000)
+        self.small = nn.Linear(8000, 3)
+
+    def forward(self, x):
+        return self.small(torch.tanh(self.big(x)))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(3, 1)
+        self.b = nn.Linear(3, 1)
+        self.c = nn.Linear(3, 1)
+
+    def forward(self, x, use_b):
+        return self.a(x) + (self.b(x) if use_b else 0)
+
+
+def init(m, seed):
+    g = np.random.default_rng(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            scale = 0.5 / np.sqrt(p.shape[-1]) if p.dim() > 1 else 0.1
+            p.copy_(torch.from_numpy((g.standard_normal(tuple(p.shape)) * scale)
+                                     .astype(np.float32)))
+    return m
+
+
+def stats(t):
+    return None if t is None else [round(float(t.double().sum()), 5),
+                                   round(float((t.double() ** 2).sum()), 5)]
+
+
+def record(m):
+    return {name: [stats(p.grad), p.grad is not None and p.grad._is_view()]
+            for name, p in m.named_parameters()}
+
+
+def big(view):
+    out = {}
+    net = init(Big(), 3)
+    (net(batch(5)) ** 2).mean().backward()           # a gradient from before DDP
+    before = record(net)
+    ddp = DDP(net, gradient_as_bucket_view=view)
+    out["construct"] = [before, record(net)]
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    loss = lambda k: (ddp(batch(k)) ** 2).mean()     # noqa: E731
+    ptrs = lambda: [p.grad.data_ptr() for p in net.parameters()]  # noqa: E731
+    if lib == "dyngrad":           # which gradients the all-reduce finds in their own .grad
+        reduce, seen = ddp._reduce, []
+        ddp._reduce = lambda b: (seen.append([a is not None for a in ddp._inplace]), reduce(b))
+    opt.zero_grad()                                   # to None
+    loss(0).backward()
+    out["set_to_none"] = record(net)
+    if lib == "dyngrad":
+        out["in_place"] = seen[-1]
+        ddp._reduce = reduce
+    opt.step()
+    opt.zero_grad(set_to_none=False)
+    loss(1).backward()
+    out["zeroed"] = record(net)
+    first = ptrs()                 # (PyTorch rebuilds its buckets once, after the first step)
+    opt.step()
+    opt.zero_grad(set_to_none=False)
+    loss(2).backward()
+    out["zeroed_again"] = record(net)
+    out["zeroed_same_memory"] = ptrs() == first
+    opt.step()
+    mine = [torch.zeros_like(p) for p in net.parameters()]   # gradients the user assigns
+    for p, u in zip(net.parameters(), mine):
+        p.grad = u
+    loss(3).backward()
+    out["assigned"] = record(net)
+    out["assigned_kept"] = [p.grad is u for p, u in zip(net.parameters(), mine)]
+    out["assigned_values"] = [stats(u) for u in mine]
+    opt.step()
+    opt.zero_grad()
+    with ddp.no_sync():
+        loss(4).backward()
+    out["no_sync_local"] = record(net)
+    loss(5).backward()
+    out["no_sync_then_sync"] = record(net)
+    opt.step()
+    seen = []                      # a hook registered after DDP sees the local gradient
+    h = net.big.weight.register_post_accumulate_grad_hook(lambda p: seen.append(stats(p.grad)))
+    opt.zero_grad()
+    loss(0).backward()
+    h.remove()
+    out["later_hook_saw"] = seen
+    out["later_hook_after"] = record(net)
+    opt.step()
+    out["params"] = [stats(p.detach()) for p in net.parameters()]
+    return out
+
+
+def unused(view):
+    net = init(Net(), 4)
+    ddp = DDP(net, find_unused_parameters=True, gradient_as_bucket_view=view)
+    x = torch.ones(2, 3)
+    steps = []
+    for use_b in (r == 1, r == 1, r == 0):   # no zero_grad: a locally unused b keeps its old
+        ddp(x, use_b).sum().backward()       # gradient, which then counts in the average
+        steps.append(record(net))
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    out = ddp(x, r == 1)
+    opt.zero_grad(set_to_none=False)         # between forward and backward
+    out.sum().backward()
+    steps.append(record(net))
+    return steps
+
+
+res = {}
+for view in (False, True):
+    res[f"view={view}"] = big(view)
+    res[f"unused view={view}"] = unused(view)
+dist.destroy_process_group()
+open(f"{lib}{r}.json", "w").write(json.dumps(res))
+"""
+
+
+def _close(a, b, path=""):
+    """Differences between two results (floats to a relative 1e-4)."""
+    if isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b):
+        return [d for k in a for d in _close(a[k], b[k], f"{path}/{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _close(x, y, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, float):
+        return [] if abs(a - b) <= 1e-4 * max(1.0, abs(a)) else [(path, a, b)]
+    return [] if a == b else [(path, a, b)]
+
+
+@needs_mpiexec
+def test_ddp_gradients_match_torch_with_and_without_bucket_views(tmp_path):
+    if not torch.distributed.is_gloo_available():
+        pytest.skip("PyTorch without gloo")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    for lib in ("torch", "dyngrad"):
+        rc, out, err, _ = _mpirun(tmp_path, DDP_GRADIENTS, timeout=180, args=(lib, port))
+        assert rc == 0, err
+    for r in (0, 1):
+        ref = json.loads((tmp_path / f"torch{r}.json").read_text())
+        got = json.loads((tmp_path / f"dyngrad{r}.json").read_text())
+        # by default the 1.28 MB weight's gradient is reduced in place, the others through
+        # the bucket buffer; with bucket views every gradient is a view into its bucket
+        assert got["view=False"].pop("in_place") == [True, False, False, False]
+        assert got["view=True"].pop("in_place") == [False] * 4
+        assert _close(ref, got) == []
+        for view in ("view=False", "view=True"):
+            g = got[view]
+            assert all(v[1] == (view == "view=True") for v in g["set_to_none"].values())
+            assert g["zeroed_same_memory"]
+            assert g["assigned_kept"] == [view == "view=False"] * 4
+            # the hook ran before the reduction: it saw this rank's own gradient
+            assert g["later_hook_saw"][0] != g["later_hook_after"]["big.weight"][0]
+        # b: used on rank 1 only, rank 0's old gradient counts (PyTorch's reducer)
+        assert [s["b.weight"][0][0] for s in got["unused view=False"]] == [3.0, 6.0, 9.0, 3.0]
+        assert got["unused view=True"][0]["c.weight"] == [None, False]
+
 TORCH_SCRIPT = """
 import os
 import torch
