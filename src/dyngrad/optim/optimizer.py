@@ -267,3 +267,25 @@ def _lerp_(m, g, beta, f):
         m += (g - m) * f(1 - beta)
     else:
         m[...] = g - (g - m) * f(beta)
+
+
+_CHUNK = 1 << 15  # elements per pass: a chunk of both operands stays in the core's cache
+
+
+def _sub_scaled_(d, g, lr) -> None:
+    """``d -= lr * g`` in place, the same arithmetic and rounding, but through a cache-sized
+    scratch chunk for large arrays: the full-size temporary ``lr * g`` would be written and
+    read back through memory (about half of an SGD step's time on a BLAS-sized model)."""
+    n = d.size
+    if (n < 4 * _CHUNK or d.dtype.kind != "f" or g.dtype != d.dtype or g.shape != d.shape
+            or not (d.flags.c_contiguous and g.flags.c_contiguous)):
+        d -= d.dtype.type(lr) * g if d.dtype.kind == "f" else lr * g
+        return
+    lr = d.dtype.type(lr)
+    tmp = np.empty(_CHUNK, d.dtype)  # per call: steps may run in several threads
+    fd, fg = d.reshape(-1), g.reshape(-1)
+    for i in range(0, n, _CHUNK):
+        j = min(i + _CHUNK, n)
+        t = tmp[:j - i]
+        np.multiply(fg[i:j], lr, out=t)
+        np.subtract(fd[i:j], t, out=fd[i:j])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
-from .optimizer import Optimizer, _check_lr
+from .optimizer import Optimizer, _check_lr, _sub_scaled_
 
 
 class SGD(Optimizer):
@@ -57,5 +57,5 @@ class SGD(Optimizer):
                 if lr == 1:
                     d -= gd
                 else:
-                    d -= d.dtype.type(lr) * gd if d.dtype.kind == "f" else lr * gd
+                    _sub_scaled_(d, gd, lr)
         return self._stepped(loss)
