@@ -180,6 +180,17 @@ def _have(named):
     return "have " + ",".join(n for n, p in named if p.grad is not None)
 
 
+def _failing_backward(loss, named):
+    """Run a backward expected to fail: the error's type, then which leaves got gradients."""
+    log = []
+    try:
+        loss.backward()
+    except RuntimeError as err:
+        log.append(type(err).__name__)
+    log.append(_have(named))
+    return log
+
+
 def _mlp4(lib, seed=0):
     nn = lib.nn
     m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4),
@@ -281,13 +292,7 @@ def quick_failure(lib):
     s = h.sin()   # saves h
     h.mul_(2)     # ... which is now changed
     loss = (m[6](m[5](m[4](m[3](s))))).pow(2).sum()
-    log = []
-    try:
-        loss.backward()
-    except RuntimeError as err:
-        log.append(type(err).__name__)
-    log.append(_have(named))
-    return log
+    return _failing_backward(loss, named)
 
 
 def freed_midway(lib):
@@ -299,13 +304,7 @@ def freed_midway(lib):
     for _, p in named:
         p.grad = None
     loss = m[6](m[5](m[4](m[3](h)))).pow(2).sum()
-    log = []
-    try:
-        loss.backward()
-    except RuntimeError as err:
-        log.append(type(err).__name__)
-    log.append(_have(named))
-    return log
+    return _failing_backward(loss, named)
 
 
 def mixed_dtypes(lib):

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import heapq
 import sys
-from operator import itemgetter
 
 import numpy as np
 
 from . import errors
 from .grad_mode import STATE
-from .node import KEPT, LIVE_PACKS, AccumulateGrad, Node, edge_of, kept_positions
+from .node import KEEPERS, LIVE_PACKS, AccumulateGrad, edge_of, keeper
 from .._fperr import quiet_on, quiet_off
 
 _getrefcount = sys.getrefcount
@@ -205,31 +204,6 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
 # The first node or leaf that would run user code switches to the exact engine: ``_resume``
 # replays the queue up to that point (so even ties between leaves come out as PyTorch's).
 _MISSING = object()
-_FREE: dict = {}  # node class -> positions kept once freed, or None: the class frees itself
-
-
-def _free_kind(cls):
-    """How backward frees a node of class ``cls``: None when the class frees itself, else a
-    function picking the saved values that stay readable (or False: none do)."""
-    kind = None
-    if cls._release is Node._release:
-        kp = KEPT.get(cls)
-        if kp is None:
-            kp = kept_positions(cls)
-        if not kp:
-            kind = False
-        elif len(kp) == 1:
-            kind = _keep_one(kp[0])
-        else:
-            kind = itemgetter(*kp)
-    _FREE[cls] = kind
-    return kind
-
-
-def _keep_one(p):
-    return lambda s: (s[p],)
-
-
 def _simple_leaf(acc):
     """Whether accumulating into ``acc``'s leaf runs no user code and cannot fail."""
     if not acc._plain:
@@ -266,7 +240,7 @@ def _seq_loop(bufs, accs, nxt, retain_graph):
     heap = []
     push = _heappush
     pop = _heappop
-    free_get = _FREE.get
+    free_get = KEEPERS.get
     missing = _MISSING
     owned = set()
     count = 0
@@ -288,7 +262,13 @@ def _seq_loop(bufs, accs, nxt, retain_graph):
                         or node._retain is not None or node._pre_hooks or node._hooks):
                     bufs[node] = g
                     return count
-                outs = _run_cast_node(node, g, nf)
+                # only casts of the input gradients back to the inputs' dtypes
+                if g is None:
+                    outs = (None,) * len(nf)
+                else:
+                    if node._saved is None:
+                        raise errors.freed_graph(node)
+                    outs = _run_node(node, g, False, None, False)
             elif g is None:  # every gradient flowing in was None: nothing to compute
                 outs = (None,) * len(nf)
             else:
@@ -302,9 +282,9 @@ def _seq_loop(bufs, accs, nxt, retain_graph):
                 outs = node._bw(g, False)
             count += 1
             if not retain_graph:
-                keep = free_get(node.__class__, missing)
+                keep = free_get(node.__class__, missing)  # Node._release, inline
                 if keep is missing:
-                    keep = _free_kind(node.__class__)
+                    keep = keeper(node.__class__)
                 if keep is None:
                     node._release()
                 elif node._needs_saved:
@@ -371,22 +351,6 @@ def _seq_loop(bufs, accs, nxt, retain_graph):
         raise
 
 
-def _run_cast_node(node, g, nf):
-    """Run a node whose only extra is casting its input gradients back to its inputs'
-    dtypes."""
-    if g is None:
-        return (None,) * len(nf)
-    if node._saved is None:
-        raise errors.freed_graph(node)
-    if node._nout == 1:
-        if type(g) is not _ndarray:
-            g = _asarray(g)
-    else:
-        g = [x if x is None or type(x) is _ndarray else _asarray(x) for x in g]
-    outs = node._bw(g, False)
-    return outs if node._casts is None else _cast_back(outs, node._casts)
-
-
 def _flush(bufs, accs, failed):
     """A node failed: accumulate the leaves whose gradients were complete (no node still to
     run points at them), as PyTorch had by then."""
@@ -442,8 +406,6 @@ def _exact(bufs, deps, heap, retain_graph, create_graph):
     anomaly = HOOKS.anomaly
     bufs_pop = bufs.pop
     bufs_get = bufs.get
-    plain_release = Node._release
-    kept = KEPT
     owned = set()
     simple = obs is None and not anomaly and not create_graph
     # ``nxt``: the one ready node when the queue is otherwise empty (the usual case on a
@@ -478,17 +440,7 @@ def _exact(bufs, deps, heap, retain_graph, create_graph):
             else:
                 outs = _run_node(node, g, create_graph, obs, anomaly)
         if not retain_graph:
-            if node.__class__._release is plain_release:
-                if node._needs_saved:
-                    kp = kept.get(node.__class__)
-                    if kp is None:
-                        kp = kept_positions(node.__class__)
-                    if kp:  # PyTorch frees only the saved tensors
-                        s = node._saved
-                        node._kept = tuple(s[p] for p in kp)
-                    node._saved = None
-            else:
-                node._release()
+            node._release()
             if obs is not None:
                 obs.on_free(node)
         for (fn, nr), gi in zip(node.next_functions, outs):

@@ -8,6 +8,7 @@ without ``retain_graph``.
 from __future__ import annotations
 
 import itertools
+from operator import itemgetter
 import os
 import sys
 import weakref
@@ -87,6 +88,30 @@ def kept_positions(cls):
     kp = KEPT[cls] = tuple(sorted({p for p, kind in cls._named_saved.values()
                                    if kind in ("same", "dim")}))
     return kp
+
+
+# node class -> how backward frees it (see ``keeper``), filled on first use
+KEEPERS: dict = {}
+
+
+def keeper(cls):
+    """How a node of class ``cls`` is freed: None when the class frees itself (its own
+    ``_release``), False when nothing saved stays readable, else a function picking from
+    ``_saved`` the values PyTorch keeps (dims, flags) as the tuple ``_kept``."""
+    kind = None
+    if cls._release is Node._release:
+        kp = KEPT.get(cls)
+        if kp is None:
+            kp = kept_positions(cls)
+        if not kp:
+            kind = False
+        elif len(kp) == 1:
+            p = kp[0]
+            kind = lambda s: (s[p],)  # noqa: E731
+        else:
+            kind = itemgetter(*kp)
+    KEEPERS[cls] = kind
+    return kind
 
 
 class Node:
@@ -230,12 +255,10 @@ class Node:
     def _release(self):
         """Free what backward needed; a second backward through this node then raises."""
         if self._saved is not None and self._needs_saved:
-            kp = KEPT.get(self.__class__)
-            if kp is None:
-                kp = kept_positions(self.__class__)
-            if kp:
-                s = self._saved
-                self._kept = tuple(s[p] for p in kp)
+            cls = self.__class__
+            keep = KEEPERS[cls] if cls in KEEPERS else keeper(cls)
+            if keep:  # PyTorch frees only the saved tensors
+                self._kept = keep(self._saved)
             self._saved = None
 
     def _unpack(self):

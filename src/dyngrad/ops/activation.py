@@ -2,13 +2,12 @@
 LogSoftmaxBackward0), computed stably."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .. import _dtype as D
 from .._record import STATE, Node, Saved, edge_of, notify, raw_dim, record
 from .._tensor import Tensor, _dim
+from .._warn import warn
 
 _make = Tensor._make
 
@@ -51,58 +50,55 @@ class LogSoftmaxBackward0(Node):
 
 def _dim_arg(input, dim, name):
     if dim is None:
-        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
-                      f"to include dim=X as an argument.", UserWarning, stacklevel=3)
+        warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+             f"include dim=X as an argument.")  # at the user's line, as PyTorch's
         dim = _softmax_dim(input._data.ndim)
     return _dim(dim, input._data.ndim)
 
 
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """exp(x) / sum(exp(x)) along ``dim``, computed stably; SoftmaxBackward0."""
-    k = _dim_arg(input, dim, "softmax")
+def _along(input, dim, dtype, name, node_cls, scalar, kernel):
+    """softmax or log_softmax of ``input`` along ``dim``: PyTorch's checks and dtype
+    conversion, ``scalar(x)`` for a 0-d input, ``kernel(x, k)`` otherwise, and the node."""
+    k = _dim_arg(input, dim, name)
     if dtype is not None:  # PyTorch converts first (ToCopyBackward0 when the dtype changes)
         input = input.to(D.to_dtype(dtype))
-    _need_float_kernel(input, k, "softmax")
+    _need_float_kernel(input, k, name)
     x = input._data
-    if x.ndim == 0:  # 1, or NaN for a NaN or infinite input (exp(inf - inf)), as PyTorch
+    if x.ndim == 0:  # NaN for a NaN or infinite input (inf - inf), as PyTorch
         with np.errstate(invalid="ignore"):
-            y = np.exp(x - x)
+            y = scalar(x)
     elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
         y = np.empty_like(x)
     else:
-        e = np.exp(x - x.max(axis=k, keepdims=True))
-        y = np.ascontiguousarray(e / e.sum(axis=k, keepdims=True))  # PyTorch's layout
+        y = np.ascontiguousarray(kernel(x, k))  # PyTorch's layout
     if STATE.enabled and input._requires_grad:
         res = record(y, None)
-        res._grad_fn = SoftmaxBackward0((edge_of(input),),
-                                        (Saved(res, True), k, k if dim is None else raw_dim(dim)))
+        res._grad_fn = node_cls((edge_of(input),),
+                                (Saved(res, True), k, k if dim is None else raw_dim(dim)))
         return notify(res)
     return _make(y)
+
+
+def _softmax_np(x, k):
+    e = np.exp(x - x.max(axis=k, keepdims=True))
+    return e / e.sum(axis=k, keepdims=True)
+
+
+def _log_softmax_np(x, k):
+    s = x - x.max(axis=k, keepdims=True)
+    return s - np.log(np.exp(s).sum(axis=k, keepdims=True))
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably; SoftmaxBackward0."""
+    return _along(input, dim, dtype, "softmax", SoftmaxBackward0, lambda x: np.exp(x - x),
+                  _softmax_np)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - logsumexp(x) along ``dim``; LogSoftmaxBackward0."""
-    k = _dim_arg(input, dim, "log_softmax")
-    if dtype is not None:  # PyTorch converts first (ToCopyBackward0 when the dtype changes)
-        input = input.to(D.to_dtype(dtype))
-    _need_float_kernel(input, k, "log_softmax")
-    x = input._data
-    if x.ndim == 0:  # 0, or NaN for a NaN or infinite input, as PyTorch
-        with np.errstate(invalid="ignore"):
-            y = x - x
-    elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
-        y = np.empty_like(x)
-    else:
-        m = x.max(axis=k, keepdims=True)
-        s = x - m
-        y = np.ascontiguousarray(s - np.log(np.exp(s).sum(axis=k, keepdims=True)))
-    if STATE.enabled and input._requires_grad:
-        res = record(y, None)
-        res._grad_fn = LogSoftmaxBackward0((edge_of(input),),
-                                           (Saved(res, True), k, k if dim is None else raw_dim(dim)))
-        return notify(res)
-    return _make(y)
-
+    return _along(input, dim, dtype, "log_softmax", LogSoftmaxBackward0, lambda x: x - x,
+                  _log_softmax_np)
 
 # public in nn.functional (whose module wraps them with PyTorch's argument errors)
 softmax.__module__ = "dyngrad.nn.functional"
