@@ -79,6 +79,12 @@ def compile(model=None, **kwargs):
     return model
 
 
+def _assert(condition, message):
+    """torch._assert: raise AssertionError(message) unless ``condition``; a graph node when
+    traced by dyngrad.fx."""
+    assert condition, message
+
+
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
     return None
 
@@ -87,7 +93,7 @@ from ._threads import (set_num_threads, get_num_threads, set_num_interop_threads
                        get_num_interop_threads)
 
 
-_LAZY = ("distributed", "multiprocessing", "distributions", "special", "func", "vmap", "save",
+_LAZY = ("distributed", "multiprocessing", "distributions", "special", "func", "fx", "vmap", "save",
          "load", "serialization")
 
 
@@ -96,7 +102,7 @@ def __dir__():
 
 
 def __getattr__(name):
-    if name in ("distributed", "multiprocessing", "distributions", "special", "func"):  # loaded on first use, as they are rarer
+    if name in ("distributed", "multiprocessing", "distributions", "special", "func", "fx"):  # loaded on first use, as they are rarer
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":  # torch.vmap is torch.func.vmap

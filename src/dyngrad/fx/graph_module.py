@@ -1,0 +1,362 @@
+"""``GraphModule``: an ``nn.Module`` whose ``forward`` is the Python code generated from a
+``Graph``; it owns the submodules, parameters and buffers the graph refers to."""
+from __future__ import annotations
+
+import copy
+import itertools
+import linecache
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from ..nn import Module
+from .graph import Graph, PythonCode, _custom_builtins
+
+__all__ = ["GraphModule"]
+
+_SRC_COUNTER = itertools.count()
+
+
+def _exec_with_source(src: str, globals_: dict) -> None:
+    """Run generated source under a unique file name that ``linecache`` can show in
+    tracebacks."""
+    key = f"<eval_with_key>.{next(_SRC_COUNTER)}"
+    linecache.cache[key] = (len(src), None, src.splitlines(True), key)
+    exec(compile(src, key, "exec", dont_inherit=True), globals_)
+
+
+def _forward_from_src(src: str, globals_: dict):
+    g = dict(globals_)
+    _exec_with_source(src, g)
+    return g["forward"]
+
+
+def _copy_attr(from_module: Module, to_module: Module, target: str) -> None:
+    from .._tensor import Tensor
+    from ..nn import Parameter
+    *prefix, field = target.split(".")
+    for item in prefix:
+        f = getattr(from_module, item)
+        t = getattr(to_module, item, None)
+        if f is t:
+            return  # a parent is already installed, with everything below it
+        if t is None:
+            t = Module()
+            setattr(to_module, item, t)
+        from_module, to_module = f, t
+    orig = getattr(from_module, field)
+    if isinstance(orig, Tensor) and not isinstance(orig, Parameter):
+        to_module.register_buffer(field, orig)
+    else:
+        setattr(to_module, field, orig)
+
+
+def _assign_attr(from_obj: Any, to_module: Module, target: str) -> None:
+    from .._tensor import Tensor
+    from ..nn import Parameter
+    *prefix, field = target.split(".")
+    for item in prefix:
+        t = getattr(to_module, item, None)
+        if t is None:
+            t = Module()
+            setattr(to_module, item, t)
+        to_module = t
+    if isinstance(from_obj, Tensor) and not isinstance(from_obj, Parameter):
+        to_module.register_buffer(field, from_obj)
+    else:
+        setattr(to_module, field, from_obj)
+
+
+def _addindent(s: str, n: int) -> str:
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    first = lines.pop(0)
+    return first + "\n" + "\n".join(" " * n + line if line.strip() else "" for line in lines)
+
+
+class _WrappedCall:
+    """Calls the module; an error raised inside generated code is shown with the generated
+    line it came from."""
+
+    def __init__(self, cls: type, cls_call) -> None:
+        self.cls = cls
+        self.cls_call = cls_call
+
+    @staticmethod
+    def _generate_error_message(frame: traceback.FrameSummary) -> str:
+        err_lineno = frame.lineno
+        line = frame.line
+        lines = linecache.getlines(frame.filename)
+        before = "".join(lines[max(err_lineno - 1 - 5, 0):err_lineno - 1])
+        marker = "~" * len(line or "") + "~~~ <--- HERE"
+        after = "".join(lines[err_lineno:err_lineno + 2])
+        tb = "".join(traceback.format_list([frame]))
+        return "\n".join([tb, "Call using an FX-traced Module, line " + str(err_lineno) +
+                          " of the traced Module's generated forward function:", before.rstrip(),
+                          lines[err_lineno - 1].rstrip() if lines else "", marker,
+                          after.rstrip()])
+
+    def __call__(self, obj, *args, **kwargs):
+        try:
+            if self.cls_call is not None:
+                return self.cls_call(obj, *args, **kwargs)
+            return super(self.cls, obj).__call__(*args, **kwargs)
+        except Exception as e:
+            frames = traceback.extract_tb(e.__traceback__)
+            if frames and "eval_with_key" in frames[-1].filename:
+                print(_WrappedCall._generate_error_message(frames[-1]), file=sys.stderr)
+                raise e.with_traceback(None)  # noqa: B904
+            raise
+
+
+class GraphModule(Module):
+    """A Module generated from a ``Graph``: ``graph`` holds the nodes, ``code`` the
+    generated ``forward``. Edit the graph in place then call ``recompile()``, or assign a
+    new graph (which recompiles)."""
+
+    def __new__(cls, *args, **kwargs):
+        # each instance gets its own class, because recompile() sets forward on the class
+        for t in cls.__mro__:
+            if t.__qualname__.split(".")[-1] != "GraphModuleImpl":
+                cls = t
+                break
+
+        class GraphModuleImpl(cls):
+            pass
+        return super().__new__(GraphModuleImpl)
+
+    def __init__(self, root: Module | dict, graph: Graph, class_name: str = "GraphModule"
+                 ) -> None:
+        super().__init__()
+        self.__class__.__name__ = class_name
+        if isinstance(root, Module):
+            if hasattr(root, "training"):
+                self.training = root.training
+            for node in graph.nodes:
+                if node.op in ("get_attr", "call_module"):
+                    _copy_attr(root, self, node.target)
+        elif isinstance(root, dict):
+            targets = []
+            for node in graph.nodes:
+                if node.op in ("get_attr", "call_module"):
+                    if node.target not in root:
+                        raise RuntimeError("Node " + str(node) + " referenced target " +
+                                           node.target + " but that target was not provided "
+                                           "in ``root``!")
+                    targets.append(node.target)
+            targets.sort(key=lambda t: t.count("."))
+            for t in targets:
+                _assign_attr(root[t], self, t)
+        else:
+            raise RuntimeError("Unsupported type " + str(root) + " passed for root!")
+        self.graph = graph
+        self._tracer_cls = None
+        if graph._tracer_cls and "<locals>" not in graph._tracer_cls.__qualname__:
+            self._tracer_cls = graph._tracer_cls
+        self._tracer_extras = graph._tracer_extras or {}
+        self.meta: dict[str, Any] = {}
+
+    @property
+    def graph(self) -> Graph:
+        """The Graph this module's code is generated from; assigning one recompiles."""
+        return self._graph
+
+    @graph.setter
+    def graph(self, g: Graph) -> None:
+        if not isinstance(g, Graph):
+            raise AssertionError(f"Expected a Graph instance, but got {type(g)}")
+        self.__dict__["_graph"] = g
+        g.owning_module = self
+        self.recompile()
+
+    @property
+    def code(self) -> str:
+        """The generated source of ``forward``."""
+        if "_code" not in self.__dict__:
+            raise RuntimeError("Code has not been generated! Please report a bug to PyTorch")
+        return self._code
+
+    def recompile(self) -> PythonCode:
+        """Regenerate ``code`` and ``forward`` from ``graph`` (after editing it in place)."""
+        python_code = self._graph.python_code(root_module="self")
+        self.__dict__["_code"] = python_code.src
+        cls = type(self)
+        cls.forward = _forward_from_src(self._code, python_code.globals)
+        cls_call = cls.__call__ if "__call__" in vars(cls) else None
+        if "_wrapped_call" not in vars(cls):
+            cls._wrapped_call = _WrappedCall(cls, cls_call)
+
+        def call_wrapped(self, *args, **kwargs):
+            return self._wrapped_call(self, *args, **kwargs)
+        cls.__call__ = call_wrapped
+        for _, mod in self.named_children():
+            if isinstance(mod, GraphModule):
+                mod.recompile()
+        return python_code
+
+    # -- the module hierarchy -------------------------------------------------------------
+    def add_submodule(self, target: str, m: Module) -> bool:
+        """Install ``m`` at the dotted path ``target``, creating empty Modules on the way;
+        False when the path runs through something that is not a Module."""
+        *prefix, field = target.split(".")
+        mod: Module = self
+        for item in prefix:
+            sub = getattr(mod, item, None)
+            if sub is None:
+                sub = Module()
+                setattr(mod, item, sub)
+            if not isinstance(sub, Module):
+                return False
+            mod = sub
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target: str) -> bool:
+        """Remove the submodule at ``target``; False when there is none."""
+        *path, name = target.split(".")
+        mod: Any = self
+        for item in path:
+            if not hasattr(mod, item):
+                return False
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                return False
+        if not hasattr(mod, name) or not isinstance(getattr(mod, name), Module):
+            return False
+        delattr(mod, name)
+        return True
+
+    def delete_all_unused_submodules(self) -> None:
+        """Remove every submodule no call_module or get_attr node reaches."""
+        used: list[str] = []
+        for node in self.graph.nodes:
+            if node.op in ("call_module", "get_attr") and isinstance(node.target, str):
+                parts = node.target.split(".")
+                used.extend(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                if node.op == "call_module":
+                    try:
+                        sub = self.get_submodule(node.target)
+                    except AttributeError:
+                        continue
+                    used.extend(f"{node.target}.{n}" for n, _ in sub.named_modules() if n)
+        for name in [n for n, _ in self.named_modules() if n not in used]:
+            self.delete_submodule(name)
+
+    # -- printing and saving --------------------------------------------------------------
+    def print_readable(self, print_output: bool = True) -> str:
+        """The generated code as a class (with nested GraphModules), printed and returned."""
+        return _print_readable(self, self._get_name(), print_output)
+
+    def __str__(self) -> str:
+        return "\n".join([super().__str__(), self._code,
+                          "# To see more debug info, please use `graph_module.print_readable()`"])
+
+    def to_folder(self, folder: str | os.PathLike, module_name: str = "FxModule") -> None:
+        """Write this module as importable source (``module.py``, ``__init__.py``) plus its
+        state dict, so ``from <folder> import <module_name>`` rebuilds it."""
+        import dyngrad
+        folder = Path(folder)
+        folder.mkdir(exist_ok=True)
+        dyngrad.save(self.state_dict(), folder / "state_dict.pt")
+        tab = " " * 4
+        blocks = []
+        for name, mod in self.named_children():
+            r = _leaf_repr(mod)
+            if r is None:
+                dyngrad.save(mod, folder / f"{name}.pt")
+                r = f"torch.load(r'{folder}/{name}.pt', weights_only=False)"
+            blocks.append(f"{tab * 2}self.{name} = {r}")
+        for name, buf in self._buffers.items():
+            if buf is None:
+                continue
+            blocks.append(f"{tab * 2}self.register_buffer('{name}', "
+                          f"torch.empty({list(buf.shape)}, dtype={buf.dtype}))")
+        for name, p in self._parameters.items():
+            if p is None:
+                continue
+            blocks.append(f"{tab * 2}self.{name} = torch.nn.Parameter("
+                          f"torch.empty({list(p.shape)}, dtype={p.dtype}))")
+        blocks.append(f"{tab * 2}self.load_state_dict(torch.load(r'{folder}/state_dict.pt'))")
+        code = _addindent(self.code, 4)
+        src = (f"import torch\nfrom math import inf\nfrom math import nan\n"
+               f"NoneType = type(None)\nfrom torch import device\n\n"
+               f"class {module_name}(torch.nn.Module):\n    def __init__(self):\n"
+               f"        super().__init__()\n" + "\n".join(blocks) + "\n" + code)
+        (folder / "module.py").write_text(src)
+        (folder / "__init__.py").write_text("from .module import *")
+
+    def __deepcopy__(self, memo: dict) -> GraphModule:
+        res = type(self).__new__(type(self))
+        memo[id(self)] = res
+        fake = Module()
+        fake.__dict__ = copy.deepcopy(self.__dict__, memo)
+        GraphModule.__init__(res, fake, fake.__dict__["_graph"])
+        for k in ("_tracer_cls", "meta"):
+            if k in fake.__dict__:
+                res.__dict__[k] = fake.__dict__[k]
+        res.__class__.__name__ = self.__class__.__name__
+        return res
+
+    def __copy__(self) -> GraphModule:
+        res = GraphModule(self, self.graph)
+        res.__class__.__name__ = self.__class__.__name__
+        res.meta = getattr(self, "meta", {})
+        return res
+
+    def __reduce__(self):
+        d = dict(self.__dict__)
+        d.pop("_graph", None)
+        return (_rebuild, (d, self._code, self.__class__.__name__))
+
+
+def _rebuild(body: dict, code: str, name: str) -> GraphModule:
+    """Unpickle a GraphModule by tracing a module that runs its saved code."""
+    from ._symbolic_trace import Tracer
+
+    class _CodeOnly(Module):
+        def __init__(self, body):
+            super().__init__()
+            self.__dict__.update(body)
+    g = dict(_custom_builtins())
+    _exec_with_source(code, g)
+    _CodeOnly.forward = g["forward"]
+    root = _CodeOnly(body)
+
+    class _KeepAll(Tracer):
+        def is_leaf_module(self, m, qualname):
+            return True
+    graph = _KeepAll().trace(root)
+    gm = GraphModule(root, graph, name)
+    for k, v in body.items():
+        if k not in gm.__dict__:
+            gm.__dict__[k] = v
+    return gm
+
+
+def _leaf_repr(mod: Module) -> str | None:
+    """Source that rebuilds a standard layer from its repr (``torch.nn.Linear(...)``)."""
+    import dyngrad.nn as nn
+    cls = type(mod)
+    if getattr(nn, cls.__name__, None) is not cls or mod._modules:
+        return None
+    r = repr(mod)
+    if "\n" in r:
+        return None
+    return f"torch.nn.{r}"
+
+
+def _print_readable(module: GraphModule, name: str, print_output: bool = True) -> str:
+    src = module.graph.python_code(root_module="self", verbose=True).src
+    code = f"class {name}(torch.nn.Module):\n" + src.lstrip("\n")
+    code = _addindent(code, 4)
+    subs = [""]
+    for sub_name, sub in module.named_children():
+        if isinstance(sub, GraphModule):
+            subs.append(_print_readable(sub, sub_name, print_output=False))
+    out = code + _addindent("\n".join(subs), 4)
+    if print_output:
+        print(out)
+    return out
