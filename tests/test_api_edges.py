@@ -1,10 +1,12 @@
 """Edges of the public API checked against PyTorch itself: printing, grad modes, devices,
 type promotion, gradient assignment, thread pools, warnings out of ops, the command line."""
+import gc
 import math
 import os
 import subprocess
 import sys
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -585,3 +587,88 @@ def test_version_is_an_int():
     assert t._version == pt._version == 2
     assert t[1:]._version == pt[1:]._version == 2
     assert t.detach()._version == pt.detach()._version == 2
+
+
+# -- AccumulateGrad holds its leaf ---------------------------------------------------------
+# PyTorch: the node holds the leaf strongly, the leaf its node weakly (no cycle)
+BOTH = pytest.mark.parametrize("m", [dyngrad, torch], ids=["dyngrad", "torch"])
+
+
+def _acc_of(y):
+    return y.grad_fn.next_functions[0][0].next_functions[0][0]
+
+
+@BOTH
+def test_accumulate_grad_holds_unreferenced_leaf(m):
+    y = (m.ones(2, requires_grad=True) * 2).sum()
+    acc = _acc_of(y)
+    assert type(acc).__name__ == "AccumulateGrad"
+    v = acc.variable
+    assert v is not None and v.requires_grad and v.is_leaf and v.tolist() == [1.0, 1.0]
+    y.backward()
+    assert acc.variable.grad.tolist() == [2.0, 2.0]
+
+
+@BOTH
+def test_accumulate_grad_keeps_leaf_while_graph_lives_and_frees_it_after(m):
+    x = m.ones(3, requires_grad=True)
+    r = weakref.ref(x)
+    z = (x * 2).sum()
+    del x
+    gc.collect()
+    assert r() is not None  # the graph reaches it through its AccumulateGrad
+    z.backward()
+    gc.collect()
+    assert r() is not None  # backward frees saved values, not edges
+    del z
+    assert r() is None  # freed by reference counting alone: no cycle
+
+
+@BOTH
+def test_accumulate_grad_node_alone_keeps_leaf(m):
+    x = m.ones(2, requires_grad=True)
+    r = weakref.ref(x)
+    z = (x * 2).sum()
+    acc = _acc_of(z)
+    del z, x
+    assert r() is not None and acc.variable is r()
+    del acc
+    assert r() is None
+
+
+@BOTH
+def test_leaf_dropped_after_backward_is_freed(m):
+    x = m.ones(2, requires_grad=True)
+    r = weakref.ref(x)
+    (x * 2).sum().backward()
+    del x
+    assert r() is None
+
+
+@BOTH
+def test_accumulate_grad_shared_while_alive_and_renewed_after(m):
+    x = m.ones(2, requires_grad=True)
+    a1 = (x * 2).grad_fn.next_functions[0][0]
+    a2 = (x * 3).grad_fn.next_functions[0][0]
+    assert a1 is a2
+    calls = []
+    a1.register_hook(lambda gi, go: calls.append(1))
+    del a1, a2
+    # the node is gone with its graphs, and its hook with it
+    (x * 2).sum().backward()
+    assert calls == [] and x.grad.tolist() == [2.0, 2.0]
+    acc = (x * 2).grad_fn.next_functions[0][0]
+    acc.register_hook(lambda gi, go: calls.append(1))
+    (x * 3).sum().backward()
+    assert calls == [1]
+
+
+def test_module_dtype_change_reaches_live_accumulate_grad():
+    lin = dyngrad.nn.Linear(2, 1)
+    y = lin(dyngrad.ones(1, 2)).sum()
+    lin.double()
+    y2 = lin(dyngrad.ones(1, 2, dtype=dyngrad.float64)).sum()
+    y2.backward()
+    assert lin.weight.grad.dtype == dyngrad.float64
+    del y
+

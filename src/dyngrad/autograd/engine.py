@@ -208,9 +208,8 @@ def _simple_leaf(acc):
     """Whether accumulating into ``acc``'s leaf runs no user code and cannot fail."""
     if not acc._plain:
         return False
-    var = acc._var()
-    return var is None or (not var._hooks and not var._post_acc_hooks
-                           and var._grad_fn is None)
+    var = acc._var
+    return not var._hooks and not var._post_acc_hooks and var._grad_fn is None
 
 
 def _run_seq(root, nr, g0, retain_graph):
@@ -804,9 +803,7 @@ def _stealable(g, dtype):
 def _accumulate(acc, g, graph, obs):
     """Add gradient ``g`` into ``acc.variable.grad`` (a new tensor the first time, in place
     after, out of place under create_graph), running the leaf's hooks."""
-    var = acc._var()
-    if var is None:  # the leaf is gone: nobody can read its gradient
-        return
+    var = acc._var
     if not acc._plain and acc._pre_hooks:
         for hook in list(acc._pre_hooks):
             r = hook((g if graph else _wrap(g),))

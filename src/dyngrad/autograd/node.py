@@ -11,7 +11,7 @@ import itertools
 from operator import itemgetter
 import os
 import sys
-import weakref
+from weakref import ref as _weakref
 
 import numpy as np
 
@@ -469,10 +469,11 @@ class SavedTensor:
 class AccumulateGrad(Node):
     """Sink of a leaf that requires grad: adds incoming gradients into ``variable.grad``.
 
-    The leaf holds its node (so it is the same object for the leaf's whole life, and is not
-    rebuilt every step); the node refers to the leaf weakly, so no reference cycle forms.
-    A leaf nobody can reach any more cannot have its ``.grad`` read, so nothing is lost when
-    ``variable`` has become None.
+    As in PyTorch, the node holds its leaf (so ``variable`` is the leaf for as long as a graph
+    or the user holds the node) and the leaf refers to its node weakly (``_acc``, a weak
+    reference), so no reference cycle forms: the node lives while a graph reaches it (every
+    graph built from the leaf meanwhile shares it), and the next graph after it is gone gets
+    a new one.
     """
 
     def __lt__(self, other) -> bool:
@@ -491,21 +492,31 @@ class AccumulateGrad(Node):
         self.next_functions = ()
         self._saved = ()
         self._seq = ACCUMULATE_PRIORITY + next(_seq)
-        self._var = weakref.ref(variable)
+        self._var = variable
         self._odt = variable._data.dtype
 
     @property
     def variable(self):
         """The leaf tensor this node accumulates into."""
-        return self._var()
+        return self._var
 
     @staticmethod
     def for_leaf(t):
-        """The leaf's one AccumulateGrad node."""
-        acc = t._acc
-        if acc is None:
-            acc = t._acc = AccumulateGrad(t)
+        """The leaf's AccumulateGrad node: the live one, else a new one."""
+        ref = t._acc
+        if ref is not None:
+            acc = ref()
+            if acc is not None:
+                return acc
+        acc = AccumulateGrad(t)
+        t._acc = _weakref(acc)
         return acc
+
+    @staticmethod
+    def live(t):
+        """The leaf's AccumulateGrad node if one is alive, else None."""
+        ref = t._acc
+        return None if ref is None else ref()
 
 
 def lazy(node, had_none=False):
@@ -544,12 +555,15 @@ def edge_of(t):
         return (fn, t._output_nr)
     if t._requires_grad:
         acc = t._acc
+        if acc is not None:
+            acc = acc()
         if acc is None:
             if t._stale_view:  # its history can no longer be rebuilt (see ops/inplace.py)
                 raise RuntimeError(t._stale_view)
             if t._nograd_view:  # a view made under no_grad: PyTorch sends it nothing
                 return (None, 0)
-            acc = AccumulateGrad.for_leaf(t)
+            acc = AccumulateGrad(t)
+            t._acc = _weakref(acc)
         return (acc, 0)
     return (None, 0)
 

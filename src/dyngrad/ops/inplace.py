@@ -14,7 +14,7 @@ import numpy as np
 from . import op
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from ._dual import c_order, zeros_like
-from ..autograd.node import Saved, lazy
+from ..autograd.node import AccumulateGrad, Saved, lazy
 from .._record import edges_first
 from .views import (apply_chain, expanded_strides, overlapping, partial_overlap, root_writeable,
                     writeable_alias)
@@ -169,8 +169,13 @@ def _apply(self, fn, args, kwargs, shared_ok, operands=None):
     if self._output_nr:
         snap._output_nr = self._output_nr
     if self._grad_fn is None and self._requires_grad:
+        # the snapshot's edges lead to self's node (held here until the op has recorded)
+        acc = AccumulateGrad.for_leaf(self)
         snap._acc = self._acc
+    else:
+        acc = None
     r = fn(snap, *args, **kwargs)
+    del acc
     if r._data.dtype != self._data.dtype:
         _check_cast(self._data, r._data.dtype, True)
     node = r._grad_fn

@@ -7,6 +7,7 @@ from collections import OrderedDict, namedtuple
 
 from ..._tensor import Tensor
 from ..._dtype import FROM_NP
+from ...autograd.node import AccumulateGrad
 from ..parameter import Parameter
 
 
@@ -341,7 +342,7 @@ class Module:
                     new = fn(p)
                 if new is not p:
                     p._data = new._data
-                    acc = p._acc
+                    acc = AccumulateGrad.live(p)
                     if acc is not None:  # gradients now arrive in the new dtype
                         acc._odt = p._data.dtype
                     if p._grad is not None:

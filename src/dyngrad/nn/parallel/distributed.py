@@ -281,11 +281,9 @@ class DistributedDataParallel(Module):
             if fn is None or id(fn) in seen:
                 continue
             seen.add(id(fn))
-            var = getattr(fn, "_var", None)
+            var = getattr(fn, "_var", None)  # an AccumulateGrad's leaf
             if var is not None:
-                v = var()
-                if v is not None:
-                    used.add(id(v))
+                used.add(id(var))
             for nxt, _ in fn.next_functions:
                 if nxt is not None and id(nxt) not in seen:
                     stack.append(nxt)
