@@ -81,6 +81,7 @@ ROWS = [
     OpInfo("floor_divide", torch.floor_divide, np.floor_divide,
            [S((3, 4), (3, 4), domain=(0.6, 2.0))], grad=False, float32_ok=False),
     OpInfo("atan2", torch.atan2, np.arctan2, BC, "Atan2Backward0"),
+    OpInfo("arctan2", lambda a, b: torch.arctan2(a, b), np.arctan2, BC[:3], "Atan2Backward0"),
     OpInfo("hypot", torch.hypot, np.hypot, BC, "HypotBackward0"),
     OpInfo("xlogy", torch.xlogy, lambda a, b: a * np.log(b), BCPOS, "XlogyBackward0"),
     OpInfo("xlogy_scalar_other", lambda a: torch.xlogy(a, 3.0), lambda a: a * np.log(3.0), U[:2],

@@ -21,16 +21,18 @@ A declaration::
 In ``backward``/``jvp``, ``ctx.<name>`` is a saved value (``self``, ``result``, ``dim``...):
 arrays in a plain backward, Tensors under ``create_graph`` (so the formula, written with the
 ``_dual`` functions and operators, builds a differentiable graph), version-checked in
-PyTorch's unpack order (names in alphabetical order).  ``ctx.needs(i)`` says whether input
-``i`` wants a gradient.  See docs/engine.md, "Adding an op".
+PyTorch's unpack order (names in alphabetical order; an op of two tensors unpacks its result
+last).  ``ctx.needs(i)`` says whether input ``i`` wants a gradient.  See docs/engine.md, "Adding an op".
 """
 from __future__ import annotations
 
 import inspect
 from typing import Callable
 
+import numpy as np
+
 from . import OPS, op
-from .._record import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of
+from .._record import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, sum_to
 from .. import _dtype as D
 from .._fperr import quiet_off, quiet_on
 from .._tensor import _dim
@@ -56,12 +58,13 @@ def batch_along(param: str) -> Callable:
 class Ctx:
     """What a backward or forward-mode formula reads: the saved values by name."""
 
-    __slots__ = ("_node", "_graph", "_vals")
+    __slots__ = ("_node", "_graph", "_vals", "_only")
 
-    def __init__(self, node, graph):
+    def __init__(self, node, graph, only=None):
         self._node = node
         self._graph = graph
         self._vals = None
+        self._only = only  # the derived forward-mode rule asks for one input's term
 
     def __getattr__(self, name):
         vals = self._vals
@@ -87,6 +90,8 @@ class Ctx:
 
     def needs(self, i: int) -> bool:
         """Whether tensor input ``i`` wants a gradient."""
+        if self._only is not None:
+            return i == self._only
         return self._node.next_functions[i][0] is not None
 
     def op(self, name: str, *args, **kwargs):
@@ -104,7 +109,8 @@ class OpSpec:
 
     def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
-                 real_only=False, aliases=(), differentiable=True, complex_error=None):
+                 real_only=False, aliases=(), differentiable=True, complex_error=None,
+                 saved_for=None):
         self.name = name
         self.floating_kernel = floating_kernel
         self.complex_kernel = complex_kernel
@@ -127,9 +133,20 @@ class OpSpec:
         self.bw: Callable | None = None
         self.fw: Callable | None = None
         self._on_backward: list = []  # told when the backward is declared (the hot path)
+        # an elementwise op of two tensors and nothing else: promoted, broadcast, summed back
+        self.binary = elementwise and len(inputs) == 2 and \
+            len(inspect.signature(forward).parameters) == 2
         positions = {n: i for i, n in enumerate(saved)}
-        self.unpack_order = tuple(positions[n] for n in sorted(saved)
-                                  if n in inputs or n == "result")
+        # the saved tensors of a two-input op as codes (0: first input, 1: second, 2: result)
+        self.saved_inputs = tuple(2 if n == "result" else inputs.index(n) for n in saved
+                                  if n == "result" or n in inputs)
+        # which tensor inputs' gradients need each saved tensor (None: it is always kept)
+        saved_for = saved_for or {}
+        self.saved_for = tuple(saved_for.get(n) for n in saved if n == "result" or n in inputs)
+        self.unpack_order = tuple(positions[n] for n in sorted(
+            saved, key=lambda n: (self.binary and n == "result", n))
+            if n in inputs or n == "result")  # two inputs: their result after them
+        self.unpack_seq = tuple((p, saved[p]) for p in self.unpack_order)
         named = {}
         for n in saved:
             kind = "tensor" if (n in inputs or n == "result") else \
@@ -138,7 +155,8 @@ class OpSpec:
         # an op without a derivative (``differentiable=False``) records no node
         self.node_cls = None if node is None else type(node, (Node,), {
             "__slots__": (), "__module__": forward.__module__, "_spec": self,
-            "_named_saved": named, "_bw": _node_bw, "_fw_rule": _node_fw,
+            "_named_saved": named, "_fw_rule": _node_fw,
+            "_bw": _node_bw2 if self.binary else _node_bw,
             # a node that keeps no tensor has nothing to free: a second backward through it
             # runs, as PyTorch's
             "_needs_saved": any(kind == "tensor" for _, kind in named.values()),
@@ -193,6 +211,8 @@ class OpSpec:
 
         if n_in == 1 and not params:
             f = self._unary_public()
+        elif self.binary:
+            f = self._binary_public(1)
         else:
             f = None
 
@@ -272,7 +292,10 @@ class OpSpec:
                     h(res, node)
             return res
 
-        f = f or general
+        if f is None:
+            f = general
+        else:
+            self._general = general  # the binary path hands it a call it cannot take
         f.__name__ = f.__qualname__ = name
         f.__module__ = self.forward.__module__
         f.__doc__ = (self.forward.__doc__ or "").strip() or (
@@ -283,6 +306,15 @@ class OpSpec:
         # namespace such as ``dyngrad.special``) is registered privately, out of the support
         # table and of the in-place rule
         self.key = name if function or method or name.startswith("_") else "_" + name
+        if method and f is not general and n_in == 2:
+            # the method numbers its arguments after self (PyTorch's "(position 1)"); it is
+            # registered first so that Tensor.<name> is this one
+            m = self._binary_public(0)
+            m.__name__ = m.__qualname__ = name
+            m.__module__ = f.__module__
+            m.__doc__ = f.__doc__
+            for key in (self.key,) + self.aliases:
+                op(f"_{key}_method", function=False, method=False, methods=(key,))(m)
         for key in (self.key,) + self.aliases:
             op(key, method=method, function=function)(f)
             OPS[key].update(spec=self, nodes=(self.node_cls.__name__,) if self.node_cls
@@ -408,7 +440,118 @@ def _inplace_without_derivative(spec, methods=()):
     return f
 
 
+_MISSING = object()
+
+
+def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
+    """The body of the public function of an elementwise op of two tensors (``p``: 1 for
+    ``dyngrad.<name>``, 0 for the method, whose arguments PyTorch numbers after self): the
+    inputs in PyTorch's common dtype (the gradients are cast back to each input's dtype), the
+    declared dtype rules, the forward on the broadcast arrays, and the node, which keeps the
+    inputs' shapes after its saved values so the gradients are summed back to them.
+    ``saves``: what the node keeps, as one number (see ``_binary_public``)."""
+    try:
+        a = input._data
+        b = other._data
+    except AttributeError:
+        _not_tensors(spec, input, other, p)
+    casts = None
+    if a.dtype is not b.dtype and a.dtype != b.dtype:
+        rt = D.result_type(D.FROM_NP[a.dtype], a.ndim, D.FROM_NP[b.dtype], b.ndim).np
+        casts = (a.dtype if a.dtype != rt else None, b.dtype if b.dtype != rt else None)
+        a = a if a.dtype == rt else a.astype(rt)
+        b = b if b.dtype == rt else b.astype(rt)
+    if a.dtype.kind not in kinds:
+        try:
+            a, b = spec.admit(a), spec.admit(b)
+        except NotImplementedError:
+            _broadcast_first(input, other, a, b)  # PyTorch sizes the output before dispatch
+            raise
+    tok = quiet_on()
+    try:
+        r = forward(a, b)
+    except ValueError:
+        _broadcast_first(input, other, a, b)
+        raise
+    finally:
+        quiet_off(tok)
+    if STATE.enabled and (input._requires_grad or other._requires_grad) and cls is not None:
+        res = _make(r)
+        res._requires_grad = True
+        if saves == 1:
+            saved = (Saved(input), Saved(other), a.shape, b.shape)
+        elif saves == 2:
+            saved = (Saved(input), Saved(other), Saved(res, True), a.shape, b.shape)
+        elif saves:
+            rg = (input._requires_grad, other._requires_grad)
+            saved = tuple([
+                None if need is not None and not any(rg[i] for i in need) else
+                Saved(res, True) if k == 2 else Saved(other if k else input)
+                for k, need in zip(spec.saved_inputs, spec.saved_for)]) + (a.shape, b.shape)
+        else:
+            raise RuntimeError(f"the derivative for '{spec.name}' is not implemented.")
+        res._grad_fn = node = cls((edge_of(input), edge_of(other)), saved, r.dtype)
+        if casts is not None:
+            node._casts = casts
+        if RECORD_HOOKS:
+            for h in RECORD_HOOKS:
+                h(res, node)
+        return res
+    return _make(r)
+
+
+def _not_tensors(spec, input, other, p):
+    """PyTorch's TypeError for an input that is not a Tensor."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{spec.name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{D.type_name(input)}") from None
+    raise TypeError(f"{spec.name}(): argument '{spec.inputs[1]}' (position {1 + p}) must be "
+                    f"Tensor, not {D.type_name(other)}") from None
+
+
+def _broadcast_first(input, other, a, b):
+    """PyTorch's error for shapes that do not broadcast, raised before the op's own."""
+    if a.shape != b.shape:
+        try:
+            np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            from .pointwise import broadcast_error
+            edges_first(input, other)
+            raise broadcast_error(a.shape, b.shape) from None
+
+
+def _binary_public(self, p):
+    """The public function (``p`` = 1) or method (``p`` = 0) of an elementwise op of two
+    tensors without other arguments; a call it cannot take (an input missing, one too many)
+    goes through the general path, which raises PyTorch's message."""
+    spec = self
+    forward = getattr(self.forward, "kernel", self.forward)
+    kinds = self.kinds
+    cls = self.node_cls
+    # what the node keeps, as one number tested inline in _binary_run (the common layouts
+    # first); 0 while the op has no backward
+    layout = 3 if any(self.saved_for) else {(0, 1): 1, (0, 1, 2): 2}.get(self.saved_inputs, 3)
+    saves = layout if self.bw is not None else 0
+
+    def has_backward():
+        nonlocal saves
+        saves = layout
+
+    self._on_backward.append(has_backward)
+
+    def f(input=_MISSING, other=_MISSING, *rest):
+        if other is _MISSING or rest or input is _MISSING:
+            if input is _MISSING:  # ``other`` alone was given, by keyword
+                kw = {} if other is _MISSING else {spec.inputs[1]: other}
+                return spec._general(**kw)
+            return spec._general(*((input,) if other is _MISSING else (input, other)), *rest)
+        return _binary_run(input, other, forward, kinds, cls, saves, spec, p)
+
+    return f
+
+
 OpSpec._unary_public = _unary_public
+OpSpec._binary_public = _binary_public
 OpSpec._inplace_without_derivative = _inplace_without_derivative
 
 
@@ -416,6 +559,36 @@ def _node_bw(self, g, graph):
     spec = type(self)._spec
     out = spec.bw(Ctx(self, graph), g)
     return tuple(out)
+
+
+class _Args:
+    """The ``ctx`` of an elementwise op of two tensors: its saved values unpacked at once, as
+    attributes (``ctx.self``, ``ctx.other``, ``ctx.result``), in PyTorch's order."""
+
+    __slots__ = ("self", "other", "result", "_node", "_graph", "_only")
+    needs = Ctx.needs
+    op = Ctx.op
+
+    def __init__(self, node, graph, only=None):
+        self._node = node
+        self._graph = graph
+        self._only = only
+        sv = node._saved
+        for pos, name in type(node)._spec.unpack_seq:
+            v = sv[pos]
+            setattr(self, name, None if v is None else v.get(node, graph))
+
+
+def _node_bw2(self, g, graph):
+    """The backward of an elementwise op of two tensors: the formula's gradients (of the
+    broadcast shape) summed back to each input's shape, kept after the saved values."""
+    ga, gb = type(self)._spec.bw(_Args(self, graph), g)
+    sv = self._saved
+    if ga is not None and ga.shape != sv[-2]:
+        ga = sum_to(ga, sv[-2])
+    if gb is not None and gb.shape != sv[-1]:
+        gb = sum_to(gb, sv[-1])
+    return ga, gb
 
 
 def _node_fw(self, tangents):
@@ -435,6 +608,22 @@ def _node_fw(self, tangents):
         # elementwise: the Jacobian is diagonal, so the vjp of the tangent is the jvp
         t = tangents[0]
         return [None if t is None else spec.bw(ctx, t)[0]]
+    if spec.binary:
+        # each input's Jacobian is diagonal once the tangent is broadcast to the output: the
+        # tangent is the sum of the formula's terms, one input at a time
+        sv = self._saved
+        shape = np.broadcast_shapes(*sv[len(sv) - len(tangents):])
+        out = None
+        for i, t in enumerate(tangents):
+            if t is None:
+                continue
+            if tuple(t.shape) != shape:
+                t = t.expand(*shape)
+            if self._odt is not None and t._data.dtype != self._odt:
+                t = t.to(D.FROM_NP[self._odt])
+            term = spec.bw(_Args(self, True, i), t)[i]
+            out = term if out is None else out + term
+        return [out]
     raise NotImplementedError(f"Trying to use forward AD with {spec.name} that does not "
                               f"support it because it has not been implemented yet.")
 
@@ -444,7 +633,8 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
           elementwise: bool = False, method: bool = True, function: bool = True,
           floating_kernel: str | None = None, dims: tuple = (),
           complex_kernel: str | None = None, real_only: bool = False, aliases: tuple = (),
-          differentiable: bool = True, complex_error: tuple | None = None):
+          differentiable: bool = True, complex_error: tuple | None = None,
+          saved_for: dict | None = None):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
@@ -462,12 +652,24 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     ``differentiable=False``: PyTorch has no derivative for the op and its result never
     requires grad (``isnan``, ``logical_not``): no node is recorded (``node`` may be None).
     ``complex_error``: ``(exception class, message)`` PyTorch raises for complex inputs
-    (``isposinf``: ``RuntimeError("isposinf does not support complex inputs.")``)."""
+    (``isposinf``: ``RuntimeError("isposinf does not support complex inputs.")``).
+
+    Two tensor inputs and no other argument, with ``elementwise=True`` (``atan2``): the
+    inputs are promoted to PyTorch's common dtype first (``promote``/``floating_kernel``/
+    ``complex_kernel``/``complex_error`` then apply to it, after the broadcast check, as in
+    PyTorch), the backward returns gradients of the broadcast shape, which are summed back to
+    each input's shape and cast back to its dtype, and the forward-mode rule is derived (the
+    sum of the backward formula applied to each input's broadcast tangent).  ``Tensor.<name>``
+    is then its own function, numbering arguments after self as PyTorch's errors do.
+    ``saved_for`` (such an op): ``{saved name: indices of the inputs whose gradient uses
+    it}`` for a tensor PyTorch keeps only when one of those inputs requires grad (``hypot``
+    keeps ``self`` only for its own gradient: ``{"self": (0,), "other": (1,)}``); the others
+    are always kept."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
                       elementwise, method, function, floating_kernel, tuple(dims),
                       complex_kernel, real_only, tuple(aliases), differentiable,
-                      complex_error)
+                      complex_error, saved_for)
     return deco
 
 

@@ -63,59 +63,58 @@ def _no_derivative(data, name, inputs):
 
 
 # --- atan2 / hypot ----------------------------------------------------------------------
-class Atan2Backward0(Node):
-    __slots__ = ()
+def _binop(name, np_fn=None, doc="", **kw):
+    """Declare an elementwise op of two tensors (``self``, ``other``): promoted to PyTorch's
+    common dtype, broadcast, gradients summed back to each input (ops/_spec.py).  With
+    ``np_fn`` the forward is that NumPy function (called directly); else a decorator."""
+    node = kw.pop("node", None) or \
+        "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+    deco = defop(name, node=node, inputs=("self", "other"), elementwise=True, **kw)
+    if np_fn is None:
+        return deco
 
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        b, a = sb.get(self, graph), sa.get(self, graph)  # PyTorch's name order: other, self
-        den = a * a + b * b
-        zero = X.const(X.data(den) == 0, den)
-        den = X.where(zero, 1 + 0 * den, den)
-        ga = sum_to(X.where(zero, X.zeros_like(g), g * b / den), ash) if _needs(self, 0) else None
-        gb = sum_to(X.where(zero, X.zeros_like(g), -g * a / den), bsh) if _needs(self, 1) else None
-        return ga, gb
+    def forward(self, other):
+        return np_fn(self, other)
 
-
-@op(methods=("arctan2",))
-def atan2(input, other):
-    """Elementwise angle of (other, input) in radians; Atan2Backward0."""
-    _need_tensor("atan2", other)
-    a, b = _float_pair(input, other)
-    return _binary(a, b, np.arctan2, Atan2Backward0, True, True)
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = doc
+    forward.kernel = np_fn  # what the public function calls
+    return deco(forward)
 
 
-op("arctan2", method=False)(atan2)
+atan2 = _binop("atan2", np.arctan2, "Elementwise angle of (other, input) in radians; "
+               "Atan2Backward0.", saved=("self", "other"), promote="float",
+               complex_kernel="atan2_cpu", aliases=("arctan2",))
 
 
-class HypotBackward0(Node):
-    __slots__ = ()
+@atan2.backward
+def _(ctx, grad):
+    a, b = ctx.self, ctx.other
+    den = a * a + b * b
+    zero = X.const(X.data(den) == 0, den)  # 0 at the origin, as PyTorch
+    den = X.where(zero, 1 + 0 * den, den)
+    z = X.zeros_like(grad)
+    return (X.where(zero, z, grad * b / den) if ctx.needs(0) else None,
+            X.where(zero, z, -grad * a / den) if ctx.needs(1) else None)
 
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh, so = self._saved
-        b, a = sb.get(self, graph), sa.get(self, graph)  # PyTorch's order: other, self, result
-        o = so.get(self, graph)
-        ga = sum_to(g * a / o, ash) if _needs(self, 0) else None
-        gb = sum_to(g * b / o, bsh) if _needs(self, 1) else None
-        return ga, gb
+
+atan2 = atan2.fn
 
 
-@op()
-@quiet
-def hypot(input, other):
-    """sqrt(input**2 + other**2) without overflow; HypotBackward0."""
-    _need_tensor("hypot", other)
-    ad, bd, casts = _pair(input, other)
-    data = _call2(np.hypot, ad, bd)
-    if STATE.enabled and (input._requires_grad or other._requires_grad):
-        res = record(data, None)
-        node = HypotBackward0((edge_of(input), edge_of(other)),
-                              (Saved(input), Saved(other), ad.shape, bd.shape, Saved(res, True)))
-        node._casts = casts
-        res._grad_fn = node
-        return notify(res)
-    return _make(data)
+hypot = _binop("hypot", np.hypot, "sqrt(input**2 + other**2) without overflow; "
+               "HypotBackward0.", saved=("self", "other", "result"),
+               saved_for={"self": (0,), "other": (1,)}, floating_kernel="hypot_cpu",
+               complex_kernel="hypot_cpu")
 
+
+@hypot.backward
+def _(ctx, grad):
+    o = ctx.result
+    return (grad * ctx.self / o if ctx.needs(0) else None,
+            grad * ctx.other / o if ctx.needs(1) else None)
+
+
+hypot = hypot.fn
 
 # --- fmod / remainder / floor_divide ---------------------------------------------------------
 class FmodBackward0(Node):
@@ -351,145 +350,102 @@ def copysign(input, other):
     return _make(data)
 
 
-# --- maximum / minimum ------------------------------------------------------------------
-class _ChoiceBackward(Node):
-    """Backward of an elementwise choice between two inputs: each input's gradient is the
-    incoming one weighted by how much that input was chosen (``_weights`` says how)."""
-    __slots__ = ()
-    _sign = 1
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        bd = X.data(sb.get(self, False))  # PyTorch unpacks saved values by name: other, self
-        wa, wb = self._weights(X.data(sa.get(self, False)), bd)
-        dt = X.data(g).dtype
-
-        def pick(w):  # an input not chosen gets zeros, not 0 * g (NaN for a NaN gradient)
-            w = np.broadcast_to(w, np.shape(g))
-            return X.where(X.const(w != 0, g), g * X.const(w.astype(dt), g), X.zeros_like(g))
-        ga = sum_to(pick(wa), ash) if _needs(self, 0) else None
-        gb = sum_to(pick(wb), bsh) if _needs(self, 1) else None
-        return ga, gb
+# --- maximum / minimum, fmax / fmin (NaN-ignoring) ----------------------------------------
+def _pick(grad, w):
+    """``grad`` weighted by ``w`` (an array, 1 where the input was chosen, 0.5 on a tie); an
+    input not chosen gets zeros, not 0 * grad (NaN for a NaN gradient)."""
+    w = np.broadcast_to(w, tuple(grad.shape))
+    return X.where(X.const(w != 0, grad), grad * X.const(w.astype(X.data(grad).dtype), grad),
+                   X.zeros_like(grad))
 
 
-class MaximumBackward0(_ChoiceBackward):
+def _choice(spec, weights):
+    """The backward of an elementwise choice between the two inputs: each input's gradient is
+    the incoming one weighted by how much that input was chosen (``weights(a, b)``)."""
+    @spec.backward
+    def _(ctx, grad):
+        wa, wb = weights(X.data(ctx.self), X.data(ctx.other))
+        return (_pick(grad, wa) if ctx.needs(0) else None,
+                _pick(grad, wb) if ctx.needs(1) else None)
+    return spec.fn
+
+
+def _max_weights(sign):
     """Ties split the gradient evenly; an input is masked only where it lost, so where a NaN
     makes the comparison false both inputs get the whole gradient (PyTorch's formula)."""
-    __slots__ = ()
-
-    def _weights(self, ad, bd):
-        half = 0.5 * (ad == bd)
-        if self._sign > 0:
-            return 1.0 - (ad < bd) - half, 1.0 - (bd < ad) - half
-        return 1.0 - (ad > bd) - half, 1.0 - (bd > ad) - half
-
-
-class MinimumBackward0(MaximumBackward0):
-    __slots__ = ()
-    _sign = -1
+    def weights(a, b):
+        half = 0.5 * (a == b)
+        if sign > 0:
+            return 1.0 - (a < b) - half, 1.0 - (b < a) - half
+        return 1.0 - (a > b) - half, 1.0 - (b > a) - half
+    return weights
 
 
-@op()
-def maximum(input, other):
-    """Elementwise maximum (NaN propagates; ties split the gradient); MaximumBackward0."""
-    _need_tensor("maximum", other)
-    return _binary(input, other, np.maximum, MaximumBackward0, True, True)
-
-
-@op()
-def minimum(input, other):
-    """Elementwise minimum (NaN propagates; ties split the gradient); MinimumBackward0."""
-    _need_tensor("minimum", other)
-    return _binary(input, other, np.minimum, MinimumBackward0, True, True)
-
-
-# --- fmax / fmin (NaN-ignoring) and logaddexp ---------------------------------------------
-class FmaxBackward0(_ChoiceBackward):
+def _fmax_weights(sign):
     """The gradient goes to ``input`` where it was kept (it won, tied, or other is NaN)."""
-    __slots__ = ()
-
-    def _weights(self, ad, bd):
-        keep_a = ((ad >= bd) if self._sign > 0 else (ad <= bd)) | np.isnan(bd)
+    def weights(a, b):
+        keep_a = ((a >= b) if sign > 0 else (a <= b)) | np.isnan(b)
         return keep_a, ~keep_a
+    return weights
 
 
-class FminBackward0(FmaxBackward0):
-    __slots__ = ()
-    _sign = -1
+def _choice_op(name, np_fn, doc, weights):
+    return _choice(_binop(name, np_fn, doc, saved=("self", "other"), complex_error=(
+        RuntimeError, f"{name} not implemented for complex tensors.")), weights)
 
 
-@op()
-def fmax(input, other):
-    """Elementwise maximum that ignores NaN (the other value is taken); FmaxBackward0."""
-    _need_tensor("fmax", other)
-    return _binary(input, other, np.fmax, FmaxBackward0, True, True)
+maximum = _choice_op("maximum", np.maximum, "Elementwise maximum (NaN propagates; ties split "
+                     "the gradient); MaximumBackward0.", _max_weights(1))
+minimum = _choice_op("minimum", np.minimum, "Elementwise minimum (NaN propagates; ties split "
+                     "the gradient); MinimumBackward0.", _max_weights(-1))
+fmax = _choice_op("fmax", np.fmax, "Elementwise maximum that ignores NaN (the other value is "
+                  "taken); FmaxBackward0.", _fmax_weights(1))
+fmin = _choice_op("fmin", np.fmin, "Elementwise minimum that ignores NaN (the other value is "
+                  "taken); FminBackward0.", _fmax_weights(-1))
 
 
-@op()
-def fmin(input, other):
-    """Elementwise minimum that ignores NaN (the other value is taken); FminBackward0."""
-    _need_tensor("fmin", other)
-    return _binary(input, other, np.fmin, FminBackward0, True, True)
-
-
-class LogaddexpBackward0(Node):
-    """d/da log(e^a + e^b) = 1 / (1 + e^(b - a)) (PyTorch's formula: the result is not saved,
-    so changing it in place does not break backward)."""
-    __slots__ = ()
-
-    @staticmethod
-    def _e(d):
-        return X.exp(d)
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        b = sb.get(self, graph)  # PyTorch unpacks saved values by name: other, then self
-        a = sa.get(self, graph)
-        ga = sum_to(g / (1 + self._e(b - a)), ash) if _needs(self, 0) else None
-        gb = sum_to(g / (1 + self._e(a - b)), bsh) if _needs(self, 1) else None
-        return ga, gb
-
-
-class Logaddexp2Backward0(LogaddexpBackward0):
-    """d/da log2(2^a + 2^b) = 1 / (1 + 2^(b - a))."""
-    __slots__ = ()
-
-    @staticmethod
-    def _e(d):
-        return 2 ** d
-
-
-def _logaddexp(input, other, fn, cls, name):
-    _need_tensor(name, other)
-    ad, bd, casts = _pair(input, other)
-    if ad.dtype.kind not in "fc":
-        if ad.shape != bd.shape:  # PyTorch computes the broadcast shape before the kernel
-            try:
-                np.broadcast_shapes(ad.shape, bd.shape)
-            except ValueError:
-                raise broadcast_error(ad.shape, bd.shape) from None
-        raise NotImplementedError(f'"{name}_cpu" not implemented for '
-                                  f"'{D.scalar_type_name(ad.dtype)}'")
-    data = _call2(fn, ad, bd)
-    if STATE.enabled and (input._requires_grad or other._requires_grad):
-        node = cls((edge_of(input), edge_of(other)), (Saved(input), Saved(other), ad.shape, bd.shape))
-        if casts is not None:
-            node._casts = casts
-        return record(data, node)
-    return Tensor._make(data)
-
-
-@op()
-def logaddexp(input, other):
+# --- logaddexp / logaddexp2 -----------------------------------------------------------------
+@_binop("logaddexp", saved=("self", "other"), floating_kernel="logaddexp_cpu")
+def logaddexp(self, other):
     """log(exp(input) + exp(other)) without overflow; LogaddexpBackward0."""
-    return _logaddexp(input, other, np.logaddexp, LogaddexpBackward0, "logaddexp")
+    if self.dtype.kind == "c":  # around the operand of the larger real part
+        big = self.real >= other.real
+        hi, lo = np.where(big, self, other), np.where(big, other, self)
+        return hi + np.log1p(np.exp(lo - hi))
+    return np.logaddexp(self, other)
 
 
-@op()
-def logaddexp2(input, other):
-    """log2(2**input + 2**other) without overflow; Logaddexp2Backward0."""
-    return _logaddexp(input, other, np.logaddexp2, Logaddexp2Backward0, "logaddexp2")
+def _conj(x):
+    if X.data(x).dtype.kind != "c":
+        return x
+    return x.conj() if isinstance(x, Tensor) else np.conj(x)
 
+
+@logaddexp.backward
+def _(ctx, grad):
+    # PyTorch's formula, which does not save the result: changing it in place does not
+    # break backward
+    a, b = ctx.self, ctx.other
+    return (grad / _conj(1 + X.exp(b - a)) if ctx.needs(0) else None,
+            grad / _conj(1 + X.exp(a - b)) if ctx.needs(1) else None)
+
+
+logaddexp = logaddexp.fn
+
+
+logaddexp2 = _binop("logaddexp2", np.logaddexp2, "log2(2**input + 2**other) without "
+                    "overflow; Logaddexp2Backward0.", saved=("self", "other"),
+                    floating_kernel="logaddexp2_cpu", complex_kernel="logaddexp2_cpu")
+
+
+@logaddexp2.backward
+def _(ctx, grad):
+    a, b = ctx.self, ctx.other
+    return (grad / (1 + 2 ** (b - a)) if ctx.needs(0) else None,
+            grad / (1 + 2 ** (a - b)) if ctx.needs(1) else None)
+
+
+logaddexp2 = logaddexp2.fn
 
 # --- clamp -------------------------------------------------------------------------------
 class ClampBackward1(Node):

@@ -1,0 +1,205 @@
+"""Elementwise ops of two tensors declared with ``defop`` (src/dyngrad/ops/_spec.py) against
+PyTorch: result dtypes over the dtype pairs (integer, bool, float16, float64, complex, 0-d
+against dimensioned), argument and dtype errors of the function and the method, broadcasting,
+gradients cast back to each input's dtype and summed back to its shape, second derivatives,
+saved values, the in-place form, and forward-mode tangents with broadcasting and mixed
+dtypes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import dyngrad  # noqa: E402
+import dyngrad.autograd.forward_ad as fwAD  # noqa: E402
+from dyngrad.ops import OPS  # noqa: E402
+
+# name -> whether it has an in-place form
+OPS2 = {
+    "atan2": True, "hypot": True, "maximum": False, "minimum": False, "fmax": False,
+    "fmin": False, "logaddexp": False, "logaddexp2": False,
+}
+NAMES = sorted(OPS2)
+DTYPES = ["int64", "int32", "bool", "float16", "float32", "float64", "complex64"]
+
+
+def _outcome(fn):
+    try:
+        r = fn()
+    except Exception as e:  # noqa: BLE001 - the outcome compared is the exception
+        return type(e).__name__, str(e).split("\n")[0]
+    if isinstance(r, (tuple, list)):
+        return tuple(_outcome(lambda v=v: v) for v in r)
+    if hasattr(r, "dtype"):
+        v = r.detach().numpy() if hasattr(r, "detach") else r
+        return Val(str(r.dtype).replace("dyngrad.", "torch."), tuple(r.shape),
+                   np.asarray(v, dtype=complex))
+    return r
+
+
+class Val:
+    """A tensor's dtype, shape and values; equal to another within the dtype's precision."""
+
+    loose = False  # a computation in float16 somewhere: float16's precision
+
+    def __init__(self, dtype, shape, values):
+        self.dtype, self.shape, self.values = dtype, shape, values
+
+    def __eq__(self, other):
+        if not isinstance(other, Val) or (self.dtype, self.shape) != (other.dtype, other.shape):
+            return False
+        tol = 3e-3 if "16" in self.dtype or Val.loose else 1e-5
+        return bool(np.allclose(self.values, other.values, rtol=tol, atol=tol, equal_nan=True))
+
+    def __repr__(self):
+        return f"Val({self.dtype}, {self.shape}, {np.round(self.values, 4).tolist()})"
+
+
+def _make(L, dt, shape, seed):
+    rs = np.random.RandomState(seed)
+    v = rs.uniform(0.5, 3.0, size=shape)
+    if dt == "bool":
+        v = v > 1.5
+    elif dt.startswith("int"):
+        v = np.round(v)
+    elif dt.startswith("complex"):
+        v = v + 1j * rs.uniform(0.5, 2.0, size=shape)
+    return L.tensor(v.tolist() if shape else v.item(), dtype=getattr(L, dt))
+
+
+def test_the_ops_are_declared():
+    for n in NAMES:
+        assert OPS[n].get("spec") is not None, n
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("da", DTYPES)
+@pytest.mark.parametrize("db", DTYPES)
+def test_dtypes_as_torch(name, da, db):
+    if {da, db} == {"float16", "complex64"}:
+        pytest.skip("PyTorch gives complex32 (ComplexHalf), which dyngrad does not have")
+    for sa, sb in (((3,), (3,)), ((2, 3), ()), ((), (3,))):
+        def call(L):
+            return getattr(L, name)(_make(L, da, sa, 0), _make(L, db, sb, 1))
+        assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch)), (sa, sb)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_argument_and_shape_errors_as_torch(name):
+    calls = [
+        lambda L: getattr(L, name)(L.ones(3), 2.0),
+        lambda L: getattr(L.ones(3), name)(2.0),
+        lambda L: getattr(L, name)(2.0, L.ones(3)),
+        lambda L: getattr(L, name)(L.ones(3), L.ones(2)),
+        lambda L: getattr(L, name)(L.ones(3, dtype=L.int64), L.ones(2, dtype=L.int64)),
+        lambda L: getattr(L.ones(2, 3), name)(L.ones(4, 1)),
+        lambda L: getattr(L, name)(L.ones(3)),
+        lambda L: getattr(L, name)(),
+        lambda L: getattr(L, name)(input=L.ones(2), other=L.ones(2)),
+        lambda L: getattr(L, name)(L.ones(2), other=L.ones(1)),
+        lambda L: getattr(L, name)(L.ones(2), L.ones(2), L.ones(2)),
+    ]
+    for call in calls:
+        assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch))
+
+
+def _pair(L, name, dts=("float64", "float64"), shapes=((2, 3), (3,))):
+    a = _make(L, dts[0], shapes[0], 2).requires_grad_()
+    b = _make(L, dts[1], shapes[1], 3)
+    if name == "nextafter":
+        b = b * 0 + a.detach()[0] * (1 - 2 * (a.detach()[0] > 2))  # some ties
+        b = b.to(getattr(L, dts[1]))
+    b.requires_grad_()
+    return a, b
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dts", [("float64", "float64"), ("float32", "float64"),
+                                 ("float64", "float16"), ("float32", "float32")])
+@pytest.mark.parametrize("shapes", [((2, 3), (3,)), ((), (2, 1)), ((3,), ())])
+def test_gradients_node_and_saved_values_as_torch(name, dts, shapes, monkeypatch):
+    monkeypatch.setattr(Val, "loose", "float16" in dts)
+    out = {}
+    for L in (dyngrad, torch):
+        a, b = _pair(L, name, dts, shapes)
+        r = getattr(L, name)(a, b)
+        fn = r.grad_fn
+        names = sorted(n for n in dir(fn) if n.startswith("_saved_"))
+        saved = [_outcome(lambda n=n: getattr(fn, n)) for n in names]
+        (r * r).sum().backward()
+        out[L] = (type(fn).__name__, names, saved, str(r.dtype)[-7:],
+                  _outcome(lambda: a.grad), _outcome(lambda: b.grad),
+                  [type(f).__name__ for f, _ in fn.next_functions])
+    assert out[dyngrad] == out[torch]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_input_requiring_grad_as_torch(name):
+    out = {}
+    for L in (dyngrad, torch):
+        res = []
+        for which in (0, 1):
+            a, b = _pair(L, name)
+            (a if which else b).requires_grad_(False)
+            r = getattr(L, name)(a, b)
+            fn = r.grad_fn
+            res.append([type(fn).__name__, [f is None for f, _ in fn.next_functions],
+                        [_outcome(lambda n=n: getattr(fn, n)) for n in sorted(dir(fn))
+                         if n.startswith("_saved_")]])
+            r.sum().backward()
+            res.append(_outcome(lambda: (a if not which else b).grad))
+        out[L] = res
+    assert out[dyngrad] == out[torch]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_second_derivatives_as_torch(name):
+    out = {}
+    for L in (dyngrad, torch):
+        a, b = _pair(L, name)
+        r = getattr(L, name)(a, b)
+        ga, gb = L.autograd.grad((r * r).sum(), (a, b), create_graph=True)
+        if not ga.requires_grad and not gb.requires_grad:
+            out[L] = None
+            continue
+        s = (ga * ga).sum() + (gb * gb).sum() if gb.requires_grad else (ga * ga).sum()
+        out[L] = [_outcome(lambda g=g: g) for g in L.autograd.grad(s, (a, b),
+                                                                   allow_unused=True)]
+    assert out[dyngrad] == out[torch]
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("dts", [("float64", "float64"), ("float32", "float64")])
+def test_forward_mode_as_torch(name, dts):
+    shapes = ((2, 3), (3,))
+    a, b = (_make(dyngrad, d, s, k) for d, s, k in zip(dts, shapes, (2, 3)))
+    ta, tb = (_make(dyngrad, d, s, k) for d, s, k in zip(dts, shapes, (4, 5)))
+    with fwAD.dual_level():
+        r = getattr(dyngrad, name)(fwAD.make_dual(a, ta), fwAD.make_dual(b, tb))
+        got = fwAD.unpack_dual(r).tangent
+    T = [torch.from_numpy(v.numpy()) for v in (a, b, ta, tb)]
+    _, exp = torch.func.jvp(getattr(torch, name), (T[0], T[1]), (T[2], T[3]))
+    assert str(got.dtype)[-7:] == str(exp.dtype)[-7:]
+    np.testing.assert_allclose(got.numpy(), exp.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if OPS2[n]])
+def test_inplace_form_as_torch(name):
+    out = {}
+    for L in (dyngrad, torch):
+        res = []
+        a, b = _pair(L, name, ("float32", "float64"))
+        x = a.detach().clone()
+        v = x._version
+        r = getattr(x, name + "_")(b.detach())
+        res += [r is x, x._version - v, _outcome(lambda: x)]
+        y = a * 1
+        getattr(y, name + "_")(b)
+        res += [type(y.grad_fn).__name__]
+        y.sum().backward()
+        res += [_outcome(lambda: a.grad), _outcome(lambda: b.grad)]
+        res += [_outcome(lambda: getattr(a, name + "_")(b))]  # a leaf requiring grad
+        res += [_outcome(lambda: getattr(L.ones(3, dtype=L.int64), name + "_")(
+            L.ones(3)))]
+        out[L] = res
+    assert out[dyngrad] == out[torch]
