@@ -33,14 +33,21 @@ def internal(e: BaseException) -> bool:
     return not line.startswith("raise")
 
 
-def translate(name: str, args, kwargs, e: BaseException):
+def translate(name: str, args, kwargs, e: BaseException, fn=None):
     """PyTorch's TypeError for the call ``name(*args, **kwargs)`` that failed internally with
-    ``e``; None when ``e`` is one of dyngrad's own errors or the arguments look right."""
+    ``e``; None when ``e`` is one of dyngrad's own errors or the arguments look right.
+    ``fn``: the function called (PyTorch's parser has its own words for a call of one of its
+    native functions that Python refused)."""
     from ._tensor import Tensor
     if not isinstance(e, (AttributeError, TypeError, ValueError, IndexError, KeyError)) or \
             not internal(e):
         return None
     msg = str(e)
+    if isinstance(e, TypeError) and fn is not None:
+        from ._arity import arity_error
+        t = arity_error(name, fn, e, args, kwargs)
+        if t is not None:
+            return t
     if isinstance(e, TypeError) and "required positional argument" in msg and ") " in msg:
         # Python's own arity error names the implementing function: name the public one
         return TypeError(f"{name}() {msg.split(') ', 1)[1]}")
@@ -58,7 +65,8 @@ def translate(name: str, args, kwargs, e: BaseException):
 
 
 # Called with (name, fn, args, kwargs) when a guarded call fails; returns NotImplemented when
-# the failure is not its business (dyngrad.func registers the dispatch of batched tensors).
+# the failure is not its business (dyngrad.func registers the dispatch of batched tensors,
+# dyngrad.fx the recording of calls on its Proxies).
 ON_ERROR: list = []
 
 
@@ -77,10 +85,9 @@ def guard(fn, name=None):
         except Exception as e:
             if takes_out and _out.refused(e, kwargs):
                 return _out.call(name, fn, args, kwargs)
-            if ON_ERROR:  # vmap's batched tensors reach ops taken before vmap started
-                r = ON_ERROR[0](name, fn, args, kwargs)
-                if r is not NotImplemented:
-                    return r
+            r = _hooked(name, fn, args, kwargs)
+            if r is not NotImplemented:
+                return r
             stale = _stale_input(args, kwargs)
             if stale is not None and not str(e).startswith(stale[:40]):
                 # PyTorch collects the inputs' history before the kernel runs: a view whose
@@ -88,15 +95,28 @@ def guard(fn, name=None):
                 raise RuntimeError(stale) from None
             if not isinstance(e, (AttributeError, TypeError, ValueError, IndexError, KeyError)):
                 raise
-            t = translate(name, args, kwargs, e)
+            t = translate(name, args, kwargs, e, fn)
             if t is None:
                 raise
             raise t from None
         if r is NotImplemented:  # an operator's refusal of an operand: an error when called
-            raise D.bad_combo(name, args, kwargs)
+            r = _hooked(name, fn, args, kwargs)
+            if r is NotImplemented:
+                raise D.bad_combo(name, args, kwargs)
         return r
 
     return call
+
+
+def _hooked(name, fn, args, kwargs):
+    """The first ON_ERROR hook's handling of a failed call, else NotImplemented: vmap's
+    batched tensors reach ops taken before vmap started, fx's Proxies ops called outside a
+    trace."""
+    for hook in ON_ERROR:
+        r = hook(name, fn, args, kwargs)
+        if r is not NotImplemented:
+            return r
+    return NotImplemented
 
 
 def _stale_input(args, kwargs):

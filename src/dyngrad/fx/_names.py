@@ -21,6 +21,7 @@ _NOT_OPS = frozenset({"is_tensor", "is_storage", "typename", "compile", "diagnos
 _PRIVATE_OPS = frozenset({"_assert"})
 
 _PUBLIC: dict[int, tuple[Callable, str]] = {}     # id -> (function, "torch.xxx")
+_INNER: dict[int, tuple[Callable, Callable]] = {}  # id of a guarded one's body -> (body, public)
 _DICTS: list[tuple[dict, str, str]] = []          # (module dict, key, public name)
 
 # The arguments PyTorch records for its Python-level functionals: how many lead as
@@ -127,6 +128,9 @@ def _build() -> None:
             if not m.startswith("dyngrad") or m.startswith(("dyngrad.fx", "dyngrad.func")):
                 continue
             _PUBLIC.setdefault(id(v), (v, prefix + k))
+            inner = getattr(v, "__wrapped__", None)
+            if inner is not None:
+                _INNER.setdefault(id(inner), (inner, v))
             _DICTS.append((d, k, prefix + k))
 
 
@@ -134,6 +138,13 @@ def public_name(fn: Any) -> str | None:
     """``torch.xxx`` for a public dyngrad function (as generated code names it), else None."""
     _build()
     hit = _PUBLIC.get(id(fn))
+    return hit[1] if hit is not None and hit[0] is fn else None
+
+
+def public_of_body(fn: Any) -> Callable | None:
+    """The public function whose argument guard wraps ``fn`` (what its failure reports)."""
+    _build()
+    hit = _INNER.get(id(fn))
     return hit[1] if hit is not None and hit[0] is fn else None
 
 

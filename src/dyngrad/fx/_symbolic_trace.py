@@ -93,26 +93,52 @@ def _wrapped_function(orig: Callable) -> Callable:
 _OP_WRAPPERS: dict[int, tuple[Callable, Callable]] = {}
 
 
+def _record_call(orig: Callable, public: str, proxy: Proxy, args: tuple, kwargs: dict) -> Proxy:
+    """The node of a call of public operation ``orig`` (named ``public``) on Proxies, with
+    the arguments PyTorch records for it."""
+    from ._names import recorded_arguments, F_AS_METHOD
+    method = F_AS_METHOD.get(public)
+    if method is not None and len(args) == 1 and not kwargs:
+        return proxy.tracer.create_proxy("call_method", method, args, {})
+    args, kwargs = recorded_arguments(public, orig, args, kwargs)
+    return proxy.tracer.create_proxy("call_function", orig, args, kwargs)
+
+
 def _op_wrapper(orig: Callable, public: str) -> Callable:
     """The recording form of the public operation ``orig`` (named ``public``)."""
     hit = _OP_WRAPPERS.get(id(orig))
     if hit is not None and hit[0] is orig:
         return hit[1]
-    from ._names import recorded_arguments, F_AS_METHOD
-    method = F_AS_METHOD.get(public)
 
     @functools.wraps(orig)
     def op(*args, **kwargs):
         proxy = _find_proxy(args, kwargs)
         if proxy is None:
             return orig(*args, **kwargs)
-        if method is not None and len(args) == 1 and not kwargs:
-            return proxy.tracer.create_proxy("call_method", method, args, {})
-        args, kwargs = recorded_arguments(public, orig, args, kwargs)
-        return proxy.tracer.create_proxy("call_function", orig, args, kwargs)
+        return _record_call(orig, public, proxy, args, kwargs)
     op._fx_patched = True
     _OP_WRAPPERS[id(orig)] = (orig, op)
     return op
+
+
+def _on_error(name: str, fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """A guarded public function failed: when Proxies were among its arguments (a call made
+    outside a trace, as Proxy-built graphs and leaf modules called on Proxies do), record
+    the call instead."""
+    proxy = _find_proxy(args, kwargs)
+    if proxy is None:
+        return NotImplemented
+    from ._names import public_of_body, public_name
+    public = public_of_body(fn)
+    if public is None:
+        return NotImplemented
+    return _record_call(public, public_name(public), proxy, args, kwargs)
+
+
+def _register() -> None:
+    from .._argcheck import ON_ERROR
+    if _on_error not in ON_ERROR:
+        ON_ERROR.append(_on_error)
 
 
 _WRAPPED_NAMES: dict[tuple[int, str], dict] = {}   # (id of globals, name) -> globals
@@ -141,6 +167,8 @@ class _Patcher:
 
     def patch_method(self, cls: type, name: str, new: Callable) -> None:
         old = cls.__dict__[name]
+        if old is new:  # already swapped by an enclosing trace
+            return
         setattr(cls, name, new)
         self._undo.append(lambda: setattr(cls, name, old))
 
@@ -165,11 +193,56 @@ def _patch_ops(patcher: _Patcher) -> None:
             patcher.patch(d, k, _op_wrapper(d[k], public))
 
 
+# Tensor operators PyTorch records under their method's name (`t + proxy` is `t.add(proxy)`)
+_METHOD_OF = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
+              "__mod__": "remainder", "__pow__": "pow", "__matmul__": "matmul", "__eq__": "eq",
+              "__ne__": "ne", "__lt__": "lt", "__gt__": "gt", "__le__": "le", "__ge__": "ge"}
+_NOT_RECORDED = frozenset({
+    "__init__", "__new__", "__getattribute__", "__getattr__", "__setattr__", "__delattr__",
+    "__del__", "__hash__", "__repr__", "__str__", "__reduce_ex__", "__reduce__", "__dir__",
+    "__sizeof__", "__init_subclass__", "__subclasshook__", "__format__", "__copy__",
+    "__deepcopy__", "__getstate__", "__setstate__", "__bool__", "__len__", "__iter__",
+    "__contains__", "__index__", "__int__", "__float__", "__complex__", "__array__",
+    "__class_getitem__"})
+_METHOD_WRAPPERS: dict[str, tuple[Callable, Callable]] = {}
+
+
+def _method_wrapper(name: str, orig: Callable) -> Callable:
+    """Tensor method ``name`` recording a call_method node when a Proxy is among its
+    arguments (a concrete tensor meeting a traced value)."""
+    hit = _METHOD_WRAPPERS.get(name)
+    if hit is not None and hit[0] is orig:
+        return hit[1]
+    recorded = _METHOD_OF.get(name, name)
+
+    @functools.wraps(orig)
+    def method(self, *args, **kwargs):
+        proxy = _find_proxy(args, kwargs) if args or kwargs else None
+        if proxy is None:
+            return orig(self, *args, **kwargs)
+        return proxy.tracer.create_proxy("call_method", recorded, (self,) + args, kwargs)
+    _METHOD_WRAPPERS[name] = (orig, method)
+    return method
+
+
+def _patch_tensor_methods(patcher: _Patcher) -> None:
+    from .._tensor import Tensor
+    for k, v in list(vars(Tensor).items()):
+        if isinstance(v, FunctionType) and k not in _NOT_RECORDED and \
+                not (k.startswith("_") and not k.startswith("__")) and \
+                not k.startswith("__r") and not k.startswith("__i"):
+            patcher.patch_method(Tensor, k, _method_wrapper(k, v))
+
+
 @contextlib.contextmanager
-def _recording_ops():
-    """Record torch function calls on Proxies (outside a trace: ``Transformer.transform``)."""
+def _recording_methods():
+    """Record concrete tensors' methods called with Proxies (``Transformer.transform``).
+
+    The public functions stay themselves there, since transforms compare node targets with
+    them (``target is torch.relu``); a call of one on a Proxy is recorded through its
+    argument guard (``_on_error``)."""
     patcher = _Patcher()
-    _patch_ops(patcher)
+    _patch_tensor_methods(patcher)
     try:
         yield
     finally:
@@ -485,6 +558,7 @@ class Tracer(TracerBase):
                 patcher.patch_method(Module, "__getattr__", module_getattr)
                 patcher.patch_method(Module, "__call__", module_call)
                 _patch_ops(patcher)
+                _patch_tensor_methods(patcher)
                 for (_, name), frame_dict in list(_WRAPPED_NAMES.items()):
                     orig = frame_dict[name] if name in frame_dict else getattr(builtins, name)
                     patcher.patch(frame_dict, name, _wrapped_function(orig))
@@ -532,3 +606,4 @@ def _assert_is_none(value: Any, msg: str) -> None:
 
 
 wrap("_assert_is_none")
+_register()

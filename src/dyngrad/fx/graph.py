@@ -140,8 +140,9 @@ class CodeGen:
         ret_ann = [""]
 
         def add_global(name_hint: str, obj: Any) -> str:
-            if name_hint.startswith("torch.") and _resolves(name_hint, obj):
-                return name_hint  # reached through the global `torch`
+            qual = _torch_path(obj)
+            if qual is not None:
+                return qual  # reached through the global `torch`
             name = namespace.create_name(name_hint, obj)
             globals_[name] = obj
             return name
@@ -299,16 +300,20 @@ class CodeGen:
         return PythonCode(f"\n{wrap_stmts}\n\n{prologue}\n{code}", globals_)
 
 
-def _resolves(dotted: str, obj: Any) -> bool:
-    """Whether ``torch.a.b`` (torch being dyngrad) names ``obj``."""
+def _torch_path(obj: Any) -> str | None:
+    """``torch.a.b`` when that path (torch being dyngrad) reaches ``obj``, else None."""
     import dyngrad
+    if obj is dyngrad or isinstance(obj, dyngrad.device) or \
+            not (getattr(obj, "__module__", None) or "").startswith("dyngrad"):
+        return None
+    try:
+        dotted = _type_repr(obj) if isinstance(obj, type) else _qualified_name(obj)
+    except Exception:
+        return None
     cur: Any = dyngrad
     for part in dotted.split(".")[1:]:
-        try:
-            cur = getattr(cur, part)
-        except AttributeError:
-            return False
-    return cur is obj
+        cur = getattr(cur, part, None)
+    return dotted if dotted.startswith("torch.") and cur is obj else None
 
 
 def _dtype_repr(arg: Any) -> str:
@@ -428,7 +433,9 @@ class Graph:
 
     def _target_to_str(self, target: Target) -> str:
         if callable(target):
-            op = target.__name__
+            from ._names import public_name
+            public = public_name(target)  # an alias (torch.arctan is atan) names as called
+            op = public.rpartition(".")[2] if public else target.__name__
         else:
             op = target
             if op.startswith("__") and op.endswith("__"):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..nn import Module
-from .graph import Graph, PythonCode, _custom_builtins
+from .graph import Graph, PythonCode
 
 __all__ = ["GraphModule"]
 
@@ -135,6 +135,13 @@ class GraphModule(Module):
         if isinstance(root, Module):
             if hasattr(root, "training"):
                 self.training = root.training
+            if isinstance(root, _CodeOnlyModule):  # a copy keeps all its state
+                for k, _ in root.named_children():
+                    _copy_attr(root, self, k)
+                for k, _ in root.named_buffers():
+                    _copy_attr(root, self, k)
+                for k, _ in root.named_parameters():
+                    _copy_attr(root, self, k)
             for node in graph.nodes:
                 if node.op in ("get_attr", "call_module"):
                     _copy_attr(root, self, node.target)
@@ -291,49 +298,27 @@ class GraphModule(Module):
     def __deepcopy__(self, memo: dict) -> GraphModule:
         res = type(self).__new__(type(self))
         memo[id(self)] = res
-        fake = Module()
-        fake.__dict__ = copy.deepcopy(self.__dict__, memo)
+        fake = _CodeOnlyModule(copy.deepcopy(self.__dict__, memo))
         GraphModule.__init__(res, fake, fake.__dict__["_graph"])
-        for k in ("_tracer_cls", "meta"):
-            if k in fake.__dict__:
-                res.__dict__[k] = fake.__dict__[k]
-        res.__class__.__name__ = self.__class__.__name__
+        for k in ("_state_dict_hooks", "_load_state_dict_pre_hooks"):
+            if k in self.__dict__:
+                res.__dict__[k] = copy.deepcopy(self.__dict__[k], memo)
+        res.meta = copy.deepcopy(getattr(self, "meta", {}), memo)
         return res
 
     def __copy__(self) -> GraphModule:
         res = GraphModule(self, self.graph)
-        res.__class__.__name__ = self.__class__.__name__
         res.meta = getattr(self, "meta", {})
         return res
 
-    def __reduce__(self):
-        d = dict(self.__dict__)
-        d.pop("_graph", None)
-        return (_rebuild, (d, self._code, self.__class__.__name__))
 
+class _CodeOnlyModule(Module):
+    """A module made of another's attribute dict (the state a copy or unpickling starts
+    from)."""
 
-def _rebuild(body: dict, code: str, name: str) -> GraphModule:
-    """Unpickle a GraphModule by tracing a module that runs its saved code."""
-    from ._symbolic_trace import Tracer
-
-    class _CodeOnly(Module):
-        def __init__(self, body):
-            super().__init__()
-            self.__dict__.update(body)
-    g = dict(_custom_builtins())
-    _exec_with_source(code, g)
-    _CodeOnly.forward = g["forward"]
-    root = _CodeOnly(body)
-
-    class _KeepAll(Tracer):
-        def is_leaf_module(self, m, qualname):
-            return True
-    graph = _KeepAll().trace(root)
-    gm = GraphModule(root, graph, name)
-    for k, v in body.items():
-        if k not in gm.__dict__:
-            gm.__dict__[k] = v
-    return gm
+    def __init__(self, body: dict) -> None:
+        super().__init__()
+        self.__dict__ = body
 
 
 def _leaf_repr(mod: Module) -> str | None:

@@ -9,7 +9,7 @@ from .graph import Graph
 from .graph_module import GraphModule
 from .node import Argument, Node, Target, map_aggregate, map_arg
 from .proxy import Proxy
-from ._symbolic_trace import Tracer, _recording_ops
+from ._symbolic_trace import Tracer, _recording_methods
 
 __all__ = ["Interpreter", "Transformer"]
 
@@ -171,8 +171,8 @@ class _TransformerTracer(Tracer):
 
 class Transformer(Interpreter):
     """Runs a GraphModule on Proxies, so the values its overridden methods return build a
-    new graph; ``transform()`` returns the new GraphModule. Calls of torch functions on
-    those Proxies are recorded while ``transform`` runs."""
+    new graph; ``transform()`` returns the new GraphModule. Torch functions and tensor
+    methods called on those Proxies in the overrides become nodes."""
 
     def __init__(self, module: GraphModule) -> None:
         super().__init__(module)
@@ -201,7 +201,7 @@ class Transformer(Interpreter):
 
     def transform(self) -> GraphModule:
         """Build and return the transformed GraphModule."""
-        with _recording_ops():
+        with _recording_methods():
             result = super().run(enable_io_processing=False)
         if result is not None:
             new_out = self.new_graph.output(

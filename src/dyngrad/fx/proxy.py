@@ -6,6 +6,8 @@ from __future__ import annotations
 import dis
 import inspect
 import operator
+import os
+import sys
 from typing import Any, Callable, Iterator
 
 from .graph import Graph, _MAGIC, _REFLECTABLE
@@ -17,6 +19,19 @@ __all__ = ["TracerBase", "GraphAppendingTracer", "TraceError", "Proxy", "Attribu
 
 class TraceError(ValueError):
     """An operation symbolic tracing cannot record (control flow on a traced value...)."""
+
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_OPEN = (os.path.join(_PKG, "fx") + os.sep, os.path.join(_PKG, "nn", "modules") + os.sep)
+
+
+def _refuse_internal(depth: int = 2) -> None:
+    """A Proxy handled inside one of dyngrad's functions (rather than in traced code, FX, or
+    a layer's forward) stops that function before it records anything: the function's
+    argument guard then records the call itself as one node."""
+    f = sys._getframe(depth).f_code.co_filename
+    if f.startswith(_PKG) and not f.startswith(_OPEN):
+        raise TypeError("a torch.fx Proxy reached the inside of a dyngrad function")
 
 
 _BASE_TYPES = (int, float, bool, complex, str, type(None), type(...), bytes)
@@ -165,6 +180,7 @@ class Proxy:
         return f"Proxy({self.node.name})"
 
     def __getattr__(self, k: str) -> Attribute:
+        _refuse_internal()
         return Attribute(self, k)
 
     def __getstate__(self) -> dict:
@@ -184,9 +200,11 @@ class Proxy:
         return new
 
     def __call__(self, *args: Any, **kwargs: Any) -> Proxy:
+        _refuse_internal()
         return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)
 
     def __iter__(self) -> Iterator[Proxy]:
+        _refuse_internal()
         frame = inspect.currentframe().f_back
         inst = _instruction_at(frame)
         if inst is not None and inst.opname == "UNPACK_SEQUENCE":
@@ -194,9 +212,11 @@ class Proxy:
         return self.tracer.iter(self)
 
     def __abs__(self) -> Proxy:
+        _refuse_internal()
         return self.tracer.create_proxy("call_function", operator.abs, (self,), {})
 
     def __bool__(self) -> bool:
+        _refuse_internal()
         if self.tracer.trace_asserts:
             frame = inspect.currentframe().f_back
             insts = list(dis.get_instructions(frame.f_code))
@@ -215,6 +235,7 @@ class Proxy:
         return self.tracer.keys(self)
 
     def __len__(self) -> int:
+        _refuse_internal()
         raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want "
                            "this call to be recorded, please call torch.fx.wrap('len') at "
                            "module scope")
@@ -286,6 +307,7 @@ def _install_operators() -> None:
         target = getattr(operator, name)
 
         def impl(*args, **kwargs):
+            _refuse_internal()
             return args[0].tracer.create_proxy("call_function", target, args, kwargs)
         impl.__name__ = f"__{name.strip('_')}__"
         return impl
@@ -294,6 +316,7 @@ def _install_operators() -> None:
         target = getattr(operator, name)
 
         def impl(self, rhs):
+            _refuse_internal()
             return self.tracer.create_proxy("call_function", target, (rhs, self), {})
         impl.__name__ = f"__r{name.strip('_')}__"
         return impl

@@ -14,7 +14,7 @@ __all__ = ["Match", "replace_pattern", "replace_pattern_with_filters", "Replaced
 
 
 class Match(NamedTuple):
-    """A pattern occurrence: the graph node matching the pattern's output, and the map from
+    """A pattern occurrence: the pattern node the match was found from, and the map from
     pattern nodes to graph nodes."""
     anchor: Node
     nodes_map: dict[Node, Node]
@@ -59,8 +59,15 @@ class SubgraphMatcher:
         return pn.target == gn.target
 
     def _match_arg(self, pa: Any, ga: Any, m: dict) -> bool:
-        if isinstance(pa, Node):
-            return isinstance(ga, Node) and self._match_node(pa, ga, m)
+        if isinstance(pa, Node) and isinstance(ga, Node):
+            return self._match_node(pa, ga, m)
+        if isinstance(pa, Node):  # a pattern input stands for any value, a literal too
+            if pa.op != "placeholder":
+                return False
+            if pa in m:
+                return m[pa] == ga
+            m[pa] = ga
+            return True
         if isinstance(pa, (list, tuple)):
             return isinstance(ga, (list, tuple)) and len(pa) == len(ga) and \
                 all(self._match_arg(a, b, m) for a, b in zip(pa, ga))
@@ -74,10 +81,12 @@ class SubgraphMatcher:
     def _match_node(self, pn: Node, gn: Node, m: dict) -> bool:
         if pn in m:
             return m[pn] is gn
+        if any(v is gn for v in m.values()):  # one graph node per pattern node
+            return False
         if pn.op == "placeholder":
             m[pn] = gn
             return True
-        if gn in m.values() or not self._same(pn, gn):
+        if not self._same(pn, gn):
             return False
         m[pn] = gn
         return self._match_arg(pn.args, gn.args, m) and self._match_arg(pn.kwargs, gn.kwargs, m)
@@ -97,7 +106,7 @@ class SubgraphMatcher:
             if i == len(self.returning):
                 if self._contained(m):
                     found.append(InternalMatch(
-                        anchors=[m[r] for r in self.returning], nodes_map=dict(m),
+                        anchors=list(self.returning), nodes_map=dict(m),
                         placeholder_nodes=[m[p] for p in self.placeholders if p in m],
                         returning_nodes=[m[r] for r in self.returning]))
                 return

@@ -1,0 +1,919 @@
+"""dyngrad.fx against torch.fx: the same programs traced by both give the same generated code
+(or the same node ops, targets and names) and the same outputs; graph editing, Interpreter,
+Transformer, replace_pattern, wrap and the tracing errors behave alike; pytorch/examples' fx
+scripts run unchanged under ``dyngrad run``."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.fx  # noqa: E402,F401,F811
+import dyngrad  # noqa: E402
+import dyngrad.fx  # noqa: E402,F401
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _both(src: str, name: str = "fxcase"):
+    """Run ``src`` twice, with ``torch`` bound to PyTorch and to dyngrad; the namespaces."""
+    out = []
+    for lib in (torch, dyngrad):
+        mod = types.ModuleType(name)
+        mod.__dict__.update(torch=lib, nn=lib.nn, F=lib.nn.functional, fx=lib.fx)
+        exec(compile(textwrap.dedent(src), f"<{name}>", "exec"), mod.__dict__)
+        out.append(mod.__dict__)
+    return out
+
+
+def _np(x):
+    if isinstance(x, (tuple, list)):
+        return [_np(e) for e in x]
+    if isinstance(x, dict):
+        return {k: _np(v) for k, v in x.items()}
+    if hasattr(x, "detach"):
+        return x.detach().numpy()
+    return x
+
+
+def _close(a, b):
+    a, b = _np(a), _np(b)
+    if isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _close(x, y)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _close(a[k], b[k])
+    elif isinstance(a, np.ndarray):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    elif isinstance(a, torch.dtype):
+        assert str(a) == str(b)
+    else:
+        assert a == b
+
+
+def _sync(tm, dm):
+    """Give dyngrad module ``dm`` the state of PyTorch module ``tm``."""
+    dm.load_state_dict({k: dyngrad.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+
+
+def _inputs(*shape, seed=0):
+    a = np.random.RandomState(seed).standard_normal(shape).astype(np.float32)
+    return torch.tensor(a), dyngrad.tensor(a)
+
+
+def _nodes(g):
+    return [(n.op, n.name, n.target if isinstance(n.target, str) else n._pretty_print_target(n.target))
+            for n in g.nodes]
+
+
+MLP = """
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(8, 3)
+        self.scale = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        h = F.relu(self.fc1(x))
+        h = torch.relu(h) + 1
+        h = 2 * self.act(h) - h.sum(dim=1, keepdim=True)
+        out = self.fc2(h) * self.scale
+        return torch.sigmoid(out).mean(), F.softmax(out, dim=1)
+"""
+
+
+def test_mlp_code_graph_and_outputs():
+    t, d = _both(MLP)
+    tm, dm = t["MLP"](), d["MLP"]()
+    _sync(tm, dm)
+    tg, dg = torch.fx.symbolic_trace(tm), dyngrad.fx.symbolic_trace(dm)
+    assert dg.code == tg.code
+    assert str(dg.graph) == str(tg.graph)
+    assert dg.print_readable(print_output=False) == tg.print_readable(print_output=False)
+    assert str(dg) == str(tg) and repr(dg) == repr(tg)
+    assert isinstance(dg, dyngrad.nn.Module) and type(dg).__name__ == "MLP"
+    assert list(dg.state_dict()) == list(tg.state_dict())
+    assert [n for n, _ in dg.named_parameters()] == [n for n, _ in tg.named_parameters()]
+    tx, dx = _inputs(5, 4)
+    _close(tg(tx), dg(dx))
+    _close(tm(tx), dg(dx))
+    # the traced module trains like the original: gradients reach its parameters
+    dg(dx)[0].backward()
+    assert dg.fc1.weight.grad is not None and dg.scale.grad is not None
+
+
+CNN = """
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(4 * 2 * 2, 5)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.conv(x)))
+        x = F.max_pool2d(x, 2)
+        a = torch.flatten(x, 1)
+        b = x.view(x.size(0), -1)
+        c = x.reshape(x.shape[0], -1)
+        return self.fc(a + b + c)
+"""
+
+
+def test_cnn_with_flatten_and_shapes():
+    t, d = _both(CNN)
+    tm, dm = t["CNN"](), d["CNN"]()
+    _sync(tm, dm)
+    tg, dg = torch.fx.symbolic_trace(tm), dyngrad.fx.symbolic_trace(dm)
+    assert dg.code == tg.code
+    assert _nodes(dg.graph) == _nodes(tg.graph)
+    tx, dx = _inputs(2, 1, 8, 8)
+    _close(tg(tx), dg(dx))
+
+
+def test_operators_methods_attributes_and_constants():
+    src = """
+    def f(x, y):
+        a = -x + 1 - (2 * x) / y ** 2 // 3 % 4 @ y.T
+        b = x.abs() > y
+        c = (1 - x) * (2 / y) + (3 ** x) - x[0] + x[:, 1:] @ y[1:]
+        d = x.dtype, x.shape[1], x.size(-1), x.ndim
+        e = torch.cat([x, y], 1).flatten(1).unsqueeze(0).transpose(0, 1)
+        k = torch.zeros(2, 3) + x[:2, :3]
+        return a, b, c, d, e, k, {'s': x.sum(), 't': [y.max(1)[0]]}
+    """
+    t, d = _both(src)
+    tg, dg = torch.fx.symbolic_trace(t["f"]), dyngrad.fx.symbolic_trace(d["f"])
+    assert dg.code == tg.code
+    assert _nodes(dg.graph) == _nodes(tg.graph)
+    tx, dx = _inputs(3, 3)
+    ty, dy = _inputs(3, 3, seed=1)
+    _close(tg(tx, ty), dg(dx, dy))
+    assert isinstance(dg._tensor_constant0, dyngrad.Tensor)
+    t, d = _both("def g(x):\n    return abs(x)\n")  # dyngrad's Tensor has no __abs__ to run
+    assert dyngrad.fx.symbolic_trace(d["g"]).code == torch.fx.symbolic_trace(t["g"]).code
+
+
+def test_leaf_modules_and_custom_tracer():
+    src = """
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return torch.tanh(self.lin(x)) * 2
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+            self.seq = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            return self.relu(self.seq(self.block(x)) + self.block(x))
+
+    class KeepBlocks(fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            return isinstance(m, Block) or super().is_leaf_module(m, qualname)
+
+    class ThroughRelu(fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            if isinstance(m, nn.ReLU):
+                return False
+            return super().is_leaf_module(m, qualname)
+
+    class Tagging(fx.Tracer):
+        def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+            n = super().create_node(kind, target, args, kwargs, name)
+            n.tag = "foo"
+            return n
+    """
+    t, d = _both(src)
+    tm, dm = t["Net"](), d["Net"]()
+    _sync(tm, dm)
+    tx, dx = _inputs(2, 3)
+    for tracer in ("KeepBlocks", "ThroughRelu", "Tagging"):
+        tgraph, dgraph = t[tracer]().trace(tm), d[tracer]().trace(dm)
+        assert _nodes(dgraph) == _nodes(tgraph)
+        tg, dg = torch.fx.GraphModule(tm, tgraph), dyngrad.fx.GraphModule(dm, dgraph)
+        assert dg.code == tg.code
+        _close(tg(tx), dg(dx))
+    assert all(n.tag == "foo" for n in d["Tagging"]().trace(dm).nodes)
+    g = d["KeepBlocks"]().trace(dm)
+    assert [n.meta.get("nn_module_stack") is not None for n in g.nodes if n.op == "call_module"]
+
+
+def test_concrete_args():
+    src = """
+    def f(x, flag, scale=2.0, opt=None):
+        if flag:
+            x = x * scale
+        if opt is None:
+            return x + 1
+        return x - opt
+
+    def g(x, n):
+        for _ in range(n):
+            x = x + 1
+        return x
+    """
+    t, d = _both(src)
+    for kw in ({"flag": True}, {"flag": False, "opt": None}, {"flag": True, "scale": 3.0}):
+        tg = torch.fx.symbolic_trace(t["f"], concrete_args=kw)
+        dg = dyngrad.fx.symbolic_trace(d["f"], concrete_args=kw)
+        assert dg.code == tg.code
+        tx, dx = _inputs(2, 2)
+        args = [kw.get("flag"), kw.get("scale", 2.0)]
+        if "opt" in kw:
+            _close(tg(tx, *args, None), dg(dx, *args, None))
+        else:
+            _close(tg(tx, *args, tx), dg(dx, *args, dx))
+    tg = torch.fx.symbolic_trace(t["g"], concrete_args={"n": 3})
+    dg = dyngrad.fx.symbolic_trace(d["g"], concrete_args={"n": 3})
+    assert dg.code == tg.code
+    with pytest.raises(AssertionError, match="flag has been specialized to have value True"):
+        dyngrad.fx.symbolic_trace(d["f"], concrete_args={"flag": True})(dyngrad.ones(1), False)
+    with pytest.raises(AssertionError, match="specialized to have value None"):
+        dyngrad.fx.symbolic_trace(d["f"], concrete_args={"flag": True, "opt": None})(
+            dyngrad.ones(1), True, 2.0, dyngrad.ones(1))
+
+
+def test_control_flow_and_iteration_errors_match():
+    src = """
+    def branch(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    def loop(x):
+        return [e for e in x]
+
+    def length(x):
+        return len(x)
+
+    def unpack(x):
+        a, b = x
+        return a + b
+    """
+    t, d = _both(src)
+    for name in ("branch", "loop", "length"):
+        with pytest.raises(Exception) as te:
+            torch.fx.symbolic_trace(t[name])
+        with pytest.raises(Exception) as de:
+            dyngrad.fx.symbolic_trace(d[name])
+        assert str(de.value) == str(te.value)
+        assert type(de.value).__name__ == type(te.value).__name__
+    assert issubclass(dyngrad.fx.proxy.TraceError, ValueError)
+    tg, dg = torch.fx.symbolic_trace(t["unpack"]), dyngrad.fx.symbolic_trace(d["unpack"])
+    assert dg.code == tg.code
+
+
+def test_wrap_function_level():
+    src = """
+    def my_norm(x, y):
+        return (x * x + y * y).sqrt()
+
+    fx.wrap("my_norm")
+
+    @fx.wrap
+    def shifted(x):
+        if x.sum() > 0:
+            return x - 1
+        return x + 1
+
+    fx.wrap("len")
+
+    def f(x, y):
+        return my_norm(x, y) + shifted(y) + len(x)
+    """
+    t, d = _both(src)
+    tg, dg = torch.fx.symbolic_trace(t["f"]), dyngrad.fx.symbolic_trace(d["f"])
+    assert dg.code == tg.code
+    assert 'wrap("fxcase_my_norm")' in dg.code
+    assert [n.meta.get("is_wrapped") for n in dg.graph.nodes] == \
+        [n.meta.get("is_wrapped") for n in tg.graph.nodes]
+    tx, dx = _inputs(2, 2)
+    ty, dy = _inputs(2, 2, seed=3)
+    _close(tg(tx, ty), dg(dx, dy))
+    assert d["my_norm"](dx, dy).shape == (2, 2)  # untouched outside tracing
+
+
+def test_math_autowrap_and_functions_imported_by_name():
+    src = """
+    import math
+    from torch import cat
+    from torch.nn.functional import relu
+
+    def f(x):
+        return relu(cat([x, x])) * math.sqrt(x.shape[0])
+    """
+    tns = {"torch": torch}
+    dns = {"torch": dyngrad}
+    body = textwrap.dedent(src)
+    exec(compile(body, "<fxcase>", "exec"), tns)
+    exec(compile(body.replace("from torch", "from dyngrad"), "<fxcase>", "exec"), dns)
+    tg, dg = torch.fx.symbolic_trace(tns["f"]), dyngrad.fx.symbolic_trace(dns["f"])
+    assert dg.code == tg.code
+    tx, dx = _inputs(3, 2)
+    _close(tg(tx), dg(dx))
+    assert dns["relu"] is dyngrad.nn.functional.relu  # the patches are undone
+
+
+GELU_SWAP = """
+class ReluToGelu(fx.Transformer):
+    def call_function(self, target, args, kwargs):
+        if target in (torch.relu, F.relu):
+            return F.gelu(args[0])
+        return super().call_function(target, args, kwargs)
+
+    def call_method(self, target, args, kwargs):
+        if target == "relu":
+            return F.gelu(args[0])
+        return super().call_method(target, args, kwargs)
+
+def f(x):
+    return torch.relu(x) + F.relu(x * 2) + x.relu()
+"""
+
+
+def test_transformer_swaps_relu_for_gelu():
+    t, d = _both(GELU_SWAP)
+    tg = t["ReluToGelu"](torch.fx.symbolic_trace(t["f"])).transform()
+    dg = d["ReluToGelu"](dyngrad.fx.symbolic_trace(d["f"])).transform()
+    # PyTorch's F.gelu is torch._C._nn.gelu, which dyngrad (having no torch._C) names by its
+    # public path
+    assert str(dg.graph).replace("torch.nn.functional.gelu", "torch._C._nn.gelu") == \
+        str(tg.graph)
+    assert dg.code.replace("torch.nn.functional.gelu", "torch._C._nn.gelu") == tg.code
+    tx, dx = _inputs(4)
+    _close(tg(tx), dg(dx))
+
+
+def test_interpreter_subclass_and_shape_prop():
+    src = """
+    class NegSigmSwap(fx.Interpreter):
+        def call_function(self, target, args, kwargs):
+            if target is torch.sigmoid:
+                return torch.neg(*args, **kwargs)
+            return super().call_function(target, args, kwargs)
+
+        def call_method(self, target, args, kwargs):
+            if target == "neg":
+                call_self, *args_tail = args
+                return call_self.sigmoid(*args_tail, **kwargs)
+            return super().call_method(target, args, kwargs)
+
+    def fn(x):
+        return torch.sigmoid(x).neg()
+    """
+    t, d = _both(src)
+    tx, dx = _inputs(3, 4)
+    tr = t["NegSigmSwap"](torch.fx.symbolic_trace(t["fn"])).run(tx)
+    dr = d["NegSigmSwap"](dyngrad.fx.symbolic_trace(d["fn"])).run(dx)
+    _close(tr, dr)
+    _close(torch.neg(tx).sigmoid(), dr)
+    gm = dyngrad.fx.symbolic_trace(d["fn"])
+    interp = dyngrad.fx.Interpreter(gm, garbage_collect_values=False)
+    interp.run(dx)
+    assert sorted(n.name for n in interp.env) == ["neg", "output", "sigmoid", "x"]
+
+
+def test_replace_pattern_like_torch():
+    src = """
+    class M(nn.Module):
+        def forward(self, x, w1, w2):
+            val1 = torch.neg(w1)
+            m1 = torch.cat([val1, w2]).sum()
+            val2 = torch.neg(w1)
+            m2 = torch.cat([val2, w2]).sum()
+            return x + torch.max(m1) + torch.max(m2)
+
+    def pattern(a1, a2):
+        val1 = torch.neg(a1)
+        return torch.cat([val1, a2]).sum()
+
+    def replacement(w1, w2):
+        return torch.stack([w1, w2])
+
+    def add_pattern(x, y):
+        return torch.add(x, y)
+
+    def add_replacement(x, y):
+        return torch.mul(x, y)
+
+    def uses(x, y):
+        a = torch.add(x, y)
+        return torch.add(a, a) + a
+    """
+    t, d = _both(src)
+    tg, dg = torch.fx.symbolic_trace(t["M"]()), dyngrad.fx.symbolic_trace(d["M"]())
+    tm = torch.fx.replace_pattern(tg, t["pattern"], t["replacement"])
+    dmatch = dyngrad.fx.replace_pattern(dg, d["pattern"], d["replacement"])
+    assert len(dmatch) == len(tm) == 2
+    assert [m.anchor.name for m in dmatch] == [m.anchor.name for m in tm]
+    assert dg.code == tg.code
+    tx, dx = _inputs(2)
+    tw, dw = _inputs(2, seed=4)
+    _close(tg(tx, tw, tw), dg(dx, dw, dw))
+    tg, dg = torch.fx.symbolic_trace(t["uses"]), dyngrad.fx.symbolic_trace(d["uses"])
+    tm = torch.fx.replace_pattern(tg, t["add_pattern"], t["add_replacement"])
+    dmatch = dyngrad.fx.replace_pattern(dg, d["add_pattern"], d["add_replacement"])
+    assert len(dmatch) == len(tm)
+    assert dg.code == tg.code
+
+
+def test_graph_editing_insert_erase_recompile():
+    t, d = _both(MLP)
+    results = []
+    for lib, ns in ((torch, t), (dyngrad, d)):
+        gm = lib.fx.symbolic_trace(ns["MLP"]())
+        g = gm.graph
+        for node in list(g.nodes):
+            if node.op == "call_function" and node.target is lib.relu:
+                with g.inserting_after(node):
+                    new = g.call_function(lib.sigmoid, (node,))
+                    node.replace_all_uses_with(new)
+                    new.update_arg(0, node)
+            if node.op == "call_method" and node.target == "sum":
+                with g.inserting_before(node):
+                    mean = g.call_method("mean", node.args, dict(node.kwargs))
+                node.replace_all_uses_with(mean)
+                g.erase_node(node)
+        out = g.output_node()
+        with g.inserting_before(out):
+            unused = g.call_function(lib.tanh, (next(iter(g.nodes)),))
+            absolute = g.create_node("call_method", "abs", (unused,), name="absolute")
+        assert unused.name == "tanh" and absolute.name == "absolute"
+        out.prepend(unused)  # moves it after `absolute`: now used before defined
+        with pytest.raises(RuntimeError, match="was used before it has been defined"):
+            g.lint()
+        absolute.prepend(unused)
+        g.lint()
+        assert g.eliminate_dead_code()
+        gm.recompile()
+        x = g.placeholder("extra", default_value=7)
+        assert x.args == (7,)
+        g.erase_node(x)
+        gm.recompile()
+        results.append((gm.code, str(g), _nodes(g), [len(n.users) for n in g.nodes],
+                        [[a.name for a in n.all_input_nodes] for n in g.nodes]))
+        first = next(iter(g.nodes))
+        with pytest.raises(RuntimeError, match="Tried to erase Node x but it still had 1 users"):
+            g.erase_node(first)
+    assert results[1] == results[0]
+
+
+def test_graph_built_by_hand_copy_and_lint_errors():
+    results = []
+    for lib in (torch, dyngrad):
+        g = lib.fx.Graph()
+        x = g.placeholder("x")
+        w = g.placeholder("w", default_value=None)
+        y = g.call_function(lib.add, (x, 1), {"alpha": 2})
+        z = g.call_method("relu", (y,))
+        m = g.call_module("lin", (z,))
+        p = g.get_attr("lin.weight")
+        o = g.call_function(lib.matmul, (m, p))
+        g.output((o, w))
+        root = lib.nn.Module()
+        root.lin = lib.nn.Linear(2, 2)
+        gm = lib.fx.GraphModule(root, g, "Built")
+        g2 = lib.fx.Graph()
+        env = {}
+        out = g2.graph_copy(g, env)
+        g2.output(out)
+        g3 = lib.fx.Graph()
+        remap = {}
+        for n in g.nodes:
+            remap[n] = g3.node_copy(n, lambda a: remap[a])
+        bad = lib.fx.Graph()
+        bx = bad.placeholder("x")
+        bad.call_function(lib.neg, (x,))
+        with pytest.raises(RuntimeError) as e1:
+            bad.lint()
+        bad2 = lib.fx.Graph()
+        a = bad2.placeholder("a")
+        b = bad2.call_function(lib.neg, (a,))
+        c = bad2.call_function(lib.neg, (b,))
+        b.append(c.prev)  # no-op move
+        a.prepend(c)
+        with pytest.raises(RuntimeError) as e2:
+            bad2.lint()
+        results.append((gm.code, str(g), str(g2), str(g3), gm.lin.__class__.__name__, bx.name,
+                        str(e1.value).split("\n")[0], str(e2.value).split("\n")[0],
+                        [n.format_node() for n in g.nodes]))
+    assert results[1] == results[0]
+
+
+def test_graph_module_submodules_and_deepcopy():
+    import copy
+    t, d = _both(MLP)
+    out = []
+    for lib, ns in ((torch, t), (dyngrad, d)):
+        gm = lib.fx.symbolic_trace(ns["MLP"]())
+        assert gm.add_submodule("extra.inner", lib.nn.Tanh())
+        assert not gm.add_submodule("fc1.weight.x", lib.nn.Tanh())
+        names_before = [n for n, _ in gm.named_modules()]
+        gm.delete_all_unused_submodules()
+        names_after = [n for n, _ in gm.named_modules()]
+        assert gm.add_submodule("spare", lib.nn.Tanh())
+        assert gm.delete_submodule("spare") and not gm.delete_submodule("nope")
+        new_graph = copy.deepcopy(gm.graph)
+        gm.graph = new_graph  # the setter recompiles
+        gm2 = copy.deepcopy(gm)
+        out.append((names_before, names_after, gm2.code, gm.code, type(gm2).__name__))
+    assert out[1] == out[0]
+
+
+def test_to_folder_round_trip(tmp_path):
+    t, d = _both(MLP)
+    dm = d["MLP"]()
+    gm = dyngrad.fx.symbolic_trace(dm)
+    gm.to_folder(tmp_path / "mlp_folder", "MLPModule")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src") + os.pathsep + str(tmp_path))
+        code = ("import numpy as np, dyngrad; from dyngrad._script import install_aliases; "
+                "install_aliases(); from mlp_folder import MLPModule; m = MLPModule(); "
+                "x = dyngrad.ones(2, 4); print(np.round(m(x)[1].detach().numpy(), 4).tolist())")
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                           timeout=120, cwd=str(tmp_path))
+        assert r.returncode == 0, r.stderr
+        expect = np.round(dm(dyngrad.ones(2, 4))[1].detach().numpy(), 4).tolist()
+        assert r.stdout.strip() == str(expect)
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_proxy_outside_tracing_and_node_api():
+    out = []
+    for lib in (torch, dyngrad):
+        g = lib.fx.Graph()
+        tracer = lib.fx.proxy.GraphAppendingTracer(g)
+        x = lib.fx.Proxy(g.placeholder("x"), tracer)
+        y = lib.fx.Proxy(g.placeholder("y"), tracer)
+        a = lib.cat([x, y])
+        b = lib.tanh(a)
+        c = lib.neg(b) + lib.add(b, 1)
+        d = lib.nn.functional.relu(c)
+        e = lib.nn.ReLU()(d)  # a layer called on a Proxy records its functional
+        g.output(e.node)
+        node = e.node
+        out.append((str(g), repr(x), repr(a.node), node.op, node.args[0].name,
+                    [u.name for u in a.node.users], node.prev.name, node.next.name,
+                    node.kwargs, type(node.kwargs).__name__))
+        gm = lib.fx.GraphModule(lib.nn.Module(), g)
+        tx = _inputs(2)[0 if lib is torch else 1]
+        out[-1] += (np.round(_np(gm(tx, tx)), 5).tolist(),)
+    assert out[1] == out[0]
+
+
+def test_traced_module_untouched_ops_afterwards():
+    # tracing swaps the public functions only while it runs
+    before = dyngrad.relu
+    dyngrad.fx.symbolic_trace(lambda x: dyngrad.relu(x))
+    assert dyngrad.relu is before
+    assert dyngrad.nn.Module.__call__.__qualname__ == "Module.__call__"
+    with pytest.raises(TypeError, match="relu"):
+        dyngrad.relu("no")
+
+
+# -- pytorch/examples' fx folder, run unchanged with `dyngrad run` --------------------------
+EXAMPLES = {
+    "custom_tracer.py": '''
+import torch
+from torch.fx import symbolic_trace, Tracer, Graph, GraphModule, Node
+from typing import Any, Callable, Dict, Optional, Tuple, Union
+
+class M1(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = torch.nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(x)
+
+default_traced: GraphModule = symbolic_trace(M1())
+default_traced.graph.print_tabular()
+
+class LowerReluTracer(Tracer):
+    def is_leaf_module(self, m : torch.nn.Module, qualname : str):
+        if isinstance(m, torch.nn.ReLU):
+            return False
+        return super().is_leaf_module(m, qualname)
+
+lower_relu_tracer = LowerReluTracer()
+custom_traced_graph: Graph = lower_relu_tracer.trace(M1())
+custom_traced_graph.print_tabular()
+
+class M2(torch.nn.Module):
+    def forward(self, a, b):
+        return a + b
+
+class TaggingTracer(Tracer):
+    def create_node(self, kind : str, target : Union[str, Callable],
+                    args : Tuple[Any], kwargs : Dict[str, Any], name : Optional[str] = None,
+                    type_expr : Optional[Any] = None) -> Node:
+        n = super().create_node(kind, target, args, kwargs, name)
+        n.tag = "foo"
+        return n
+
+custom_traced_graph: Graph = TaggingTracer().trace(M2())
+
+def assert_all_nodes_have_tags(g: Graph) -> bool:
+    for n in g.nodes:
+        if not hasattr(n, "tag") or not n.tag == "foo":
+            return False
+    return True
+
+print(assert_all_nodes_have_tags(custom_traced_graph))
+''',
+    "inline_function.py": '''
+import torch
+from torch.fx import Proxy, symbolic_trace
+from torch.fx.node import map_arg
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = torch.nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(x) + 1.0
+
+m = symbolic_trace(M())
+tracer = torch.fx.proxy.GraphAppendingTracer(m.graph)
+for node in m.graph.nodes:
+    if (node.op, node.target) == ("call_module", "relu"):
+        with m.graph.inserting_before(node):
+            proxy_args = map_arg(node.args, lambda n: Proxy(n, tracer))
+            proxy_kwargs = map_arg(node.kwargs, lambda n: Proxy(n, tracer))
+            proxy_output = m.relu(*proxy_args, **proxy_kwargs)
+            node.replace_all_uses_with(proxy_output.node)
+            m.graph.erase_node(node)
+m.recompile()
+print(m.code)
+''',
+    "invert.py": '''
+import torch
+import torch.fx as fx
+
+invert_mapping = {}
+def add_inverse(a, b):
+    invert_mapping[a] = b
+    invert_mapping[b] = a
+inverses = [
+    (torch.sin, torch.arcsin),
+    (torch.cos, torch.arccos),
+    (torch.tan, torch.arctan),
+    (torch.exp, torch.log),
+]
+for a, b in inverses:
+    add_inverse(a, b)
+
+def invert(model: torch.nn.Module) -> torch.nn.Module:
+    fx_model = fx.symbolic_trace(model)
+    new_graph = fx.Graph()  # As we're building up a new graph
+    env = {}
+    for node in reversed(fx_model.graph.nodes):
+        if node.op == 'call_function':
+            new_node = new_graph.call_function(invert_mapping[node.target], (env[node.name],))
+            env[node.args[0].name] = new_node
+        elif node.op == 'output':
+            new_node = new_graph.placeholder(node.name)
+            env[node.args[0].name] = new_node
+        elif node.op == 'placeholder':
+            new_graph.output(env[node.name])
+        else:
+            raise RuntimeError("Not implemented")
+
+    new_graph.lint()
+    return fx.GraphModule(fx_model, new_graph)
+
+def f(x):
+    return torch.exp(torch.tan(x))
+
+res = invert(f)
+print(res.code)
+print([round(v, 3) for v in f(res((torch.arange(5) + 1))).tolist()])
+''',
+    "primitive_library.py": '''
+import torch
+import torch.fx
+
+def sigmoid_lowp(x : torch.Tensor):
+    x = x.float()
+    x = x.sigmoid()
+    return x.half()
+
+torch.fx.wrap(sigmoid_lowp)
+
+def add_lowp(a : torch.Tensor, b : torch.Tensor):
+    a, b = a.float(), b.float()
+    c = a + b
+    return c.half()
+
+torch.fx.wrap(add_lowp)
+
+class Foo(torch.nn.Module):
+    def forward(self, x, y):
+        x = sigmoid_lowp(x)
+        y = sigmoid_lowp(y)
+        return add_lowp(x, y)
+
+traced = torch.fx.symbolic_trace(Foo())
+print(traced.code)
+
+def inline_lowp_func(n : torch.fx.Node):
+    if n.op == 'call_function' and n.target.__module__ == inline_lowp_func.__module__:
+        tracer = torch.fx.proxy.GraphAppendingTracer(n.graph)
+        with n.graph.inserting_before(n):
+            proxy_args = torch.fx.node.map_arg(n.args, lambda x: torch.fx.Proxy(x, tracer))
+            proxy_kwargs = torch.fx.node.map_arg(n.kwargs, lambda x: torch.fx.Proxy(x, tracer))
+            output_proxy = n.target(*proxy_args, **proxy_kwargs)
+            node.replace_all_uses_with(output_proxy.node)
+            node.graph.erase_node(node)
+
+for node in traced.graph.nodes:
+    if node.op == 'call_function' and node.target is sigmoid_lowp:
+        inline_lowp_func(node)
+
+traced.recompile()
+print(traced.code)
+
+f = Foo()
+
+class InliningTracer(torch.fx.Tracer):
+    FNS_TO_INLINE = [add_lowp]
+
+    def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        if kind == 'call_function' and target in self.FNS_TO_INLINE:
+            tracer = torch.fx.proxy.GraphAppendingTracer(self.graph)
+            proxy_args = torch.fx.node.map_arg(args, lambda x: torch.fx.Proxy(x, tracer))
+            proxy_kwargs = torch.fx.node.map_arg(kwargs, lambda x: torch.fx.Proxy(x, tracer))
+            return target(*proxy_args, **proxy_kwargs).node
+        else:
+            return super().create_node(kind, target, args, kwargs, name, type_expr)
+
+tracer = InliningTracer()
+graph = tracer.trace(f)
+module = torch.fx.GraphModule(f, graph)
+print(module.code)
+''',
+    "proxy_based_graph_creation.py": '''
+import torch
+from torch.fx import Proxy, Graph, GraphModule
+
+graph = Graph()
+tracer = torch.fx.proxy.GraphAppendingTracer(graph)
+
+raw1 = graph.placeholder('x')
+raw2 = graph.placeholder('y')
+
+y = Proxy(raw1, tracer)
+z = Proxy(raw2, tracer)
+a = torch.cat([y, z])
+b = torch.tanh(a)
+c = torch.neg(b)
+z = torch.add(b, c)
+
+graph.output(c.node)
+
+mod = GraphModule(torch.nn.Module(), graph)
+print(mod.code)
+''',
+    "replace_op.py": '''
+import torch
+from torch.fx import symbolic_trace
+import operator
+
+class M(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y, torch.add(x, y), x.add(y)
+
+traced = symbolic_trace(M())
+
+patterns = set([operator.add, torch.add, "add"])
+
+for n in traced.graph.nodes:
+    if any(n.target == pattern for pattern in patterns):
+        with traced.graph.inserting_after(n):
+            new_node = traced.graph.call_function(torch.bitwise_and, n.args, n.kwargs)
+            n.replace_all_uses_with(new_node)
+        traced.graph.erase_node(n)
+
+traced.recompile()
+print(traced.code)
+x = torch.tensor([1, 6, 3])
+print(traced(x, torch.tensor([3, 2, 7])))
+''',
+    "subgraph_rewriter_basic_use.py": '''
+import torch
+from torch.fx import symbolic_trace, replace_pattern
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, w1, w2):
+        val1 = torch.neg(w1)
+        m1 = torch.cat([val1, w2]).sum()
+        val2 = torch.neg(w1)
+        m2 = torch.cat([val2, w2]).sum()
+        return x + torch.max(m1) + torch.max(m2)
+
+traced = symbolic_trace(M())
+
+def pattern(a1, a2):
+    val1 = torch.neg(a1)
+    return torch.cat([val1, a2]).sum()
+
+def replacement(w1, w2):
+    return torch.stack([w1, w2])
+
+replace_pattern(traced, pattern, replacement)
+print(traced.code)
+''',
+    "wrap_output_dynamically.py": '''
+from enum import Enum, auto
+
+import torch
+from torch.fx import GraphModule, Node, Proxy, symbolic_trace
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x, y):
+        y = torch.cat([x, y])
+        return y
+
+traced = symbolic_trace(M())
+
+class ActivationFunction(Enum):
+    RELU = auto()
+    LEAKY_RELU = auto()
+    PRELU = auto()
+
+activation_functions = {
+    ActivationFunction.RELU: torch.nn.ReLU(),
+    ActivationFunction.LEAKY_RELU: torch.nn.LeakyReLU(),
+    ActivationFunction.PRELU: torch.nn.PReLU(),
+}
+
+def wrap_in_activation_function(m: GraphModule, fn: ActivationFunction) -> GraphModule:
+    output_node: Optional[Node] = None
+    for n in reversed(m.graph.nodes):
+        if n.op == "output":
+            output_node = n
+            break
+    assert output_node
+    assert len(output_node.all_input_nodes) == 1
+    wrap_node = output_node.all_input_nodes[0]
+    wrap_proxy = Proxy(wrap_node)
+    fn_impl = activation_functions[fn]
+    fn_impl_traced = symbolic_trace(fn_impl)
+    with traced.graph.inserting_after(wrap_node):
+        fn_impl_output_node = fn_impl_traced(wrap_proxy)
+        new_args = (fn_impl_output_node.node,)
+        output_node.args = new_args
+    m.recompile()
+
+x, y = torch.randn(5, 3), torch.randn(5, 3)
+orig_output = traced(x, y)
+wrap_in_activation_function(traced, ActivationFunction.LEAKY_RELU)
+new_output = traced(x, y)
+print(traced.code)
+print(bool((new_output == torch.nn.LeakyReLU()(orig_output)).all()))
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_pytorch_fx_examples_run_unchanged(name, tmp_path):
+    script = tmp_path / name
+    script.write_text(EXAMPLES[name])
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
+    r = subprocess.run([sys.executable, "-m", "dyngrad", "run", str(script)], env=env,
+                       capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    ref = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, cwd=str(tmp_path))
+    if name == "custom_tracer.py":  # PyTorch's print_tabular needs `tabulate`, absent here
+        assert "call_function  relu" in r.stdout and r.stdout.strip().endswith("True")
+        return
+    assert ref.returncode == 0, ref.stderr
+    assert r.stdout == ref.stdout
