@@ -672,3 +672,48 @@ def test_module_dtype_change_reaches_live_accumulate_grad():
     assert lin.weight.grad.dtype == dyngrad.float64
     del y
 
+
+
+# -- missing arguments of PyTorch's native functions ---------------------------------------
+_ARITY_CALLS = [
+    ("sin", (), {}), ("exp", (), {}), ("relu", (), {}), ("logical_not", (), {}),
+    ("isnan", (), {}), ("sin", (), {"foo": 1}), ("add", ("X",), {}), ("add", (), {}),
+    ("add", ("X",), {"alpha": 2}), ("add", (), {"other": "X"}), ("sub", (), {"foo": 1}),
+    ("mul", ("X",), {}), ("mul", (), {"foo": 1}), ("maximum", (), {}), ("atan2", ("X",), {}),
+    ("sum", (), {}), ("sum", (), {"foo": 1}), ("sum", ("X", 1, True, 1, 2), {}), ("mean", (), {}),
+    ("clamp", (), {}), ("pow", ("X",), {}), ("where", (), {}), ("cat", (), {}),
+    ("cumsum", ("X",), {}), ("cumsum", (), {}), ("softmax", ("X",), {}), ("matmul", ("X",), {}),
+    ("eq", (), {}), ("eq", ("X",), {"foo": 1}), ("addcmul", ("X",), {}), ("std", (), {"foo": 1}),
+    ("heaviside", ("X",), {}), ("narrow_copy", ("X",), {}), ("allclose", ("X",), {}),
+    ("sin", ("X", "X"), {}),
+]
+
+
+def _call_error(m, name, args, kwargs):
+    x = m.ones(2)
+    args = tuple(x if a == "X" else a for a in args)
+    kwargs = {k: x if v == "X" else v for k, v in kwargs.items()}
+    with pytest.raises(TypeError) as e:
+        getattr(m, name)(*args, **kwargs)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("name,args,kwargs", _ARITY_CALLS,
+                         ids=[f"{n}{len(a)}{''.join(k)}" for n, a, k in _ARITY_CALLS])
+def test_missing_argument_errors_match_torch(name, args, kwargs):
+    assert _call_error(dyngrad, name, args, kwargs) == _call_error(torch, name, args, kwargs)
+
+
+def test_nn_functional_python_functions_keep_pythons_words():
+    # F.relu is Python code in PyTorch: Python's own message, unlike torch.relu's
+    for m in (dyngrad, torch):
+        with pytest.raises(TypeError, match="relu\\(\\) missing 1 required positional "
+                                            "argument: 'input'"):
+            m.nn.functional.relu()
+
+
+def test_arg_table_is_pytorchs():
+    """The table regenerated from the installed PyTorch is the committed one."""
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_arg_table.py"),
+                        "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -117,8 +117,12 @@ def type_name(x) -> str:
 
 def bad_combo(fn: str, args, kwargs=None) -> TypeError:
     """PyTorch's TypeError for arguments that match none of ``fn``'s signatures."""
-    got = [type_name(a) for a in args] + [f"{k}={type_name(v)}" for k, v in (kwargs or {}).items()
-                                          if v is not None]
+    kwargs = {k: v for k, v in (kwargs or {}).items() if v is not None}
+    from ._arity import combination
+    known = combination(fn, args, kwargs)  # with PyTorch's signatures, when known
+    if known is not None:
+        return known
+    got = [type_name(a) for a in args] + [f"{k}={type_name(v)}" for k, v in kwargs.items()]
     return TypeError(f"{fn}() received an invalid combination of arguments - got "
                      f"({', '.join(got)}), but expected one of:\n * (the signatures in the "
                      f"documentation of {fn})")
