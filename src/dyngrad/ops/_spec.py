@@ -81,7 +81,7 @@ class Ctx:
         names = type(node)._spec.saved
         for pos in type(node)._spec.unpack_order:  # the first invalid one is reported
             s = saved[pos]
-            if s.tensor_ref is None and s.counter[0] != s.version:
+            if s is not None and s.tensor_ref is None and s.counter[0] != s.version:
                 s.get(node, graph)
         out = {}
         for name, v in zip(names, saved):
@@ -110,8 +110,9 @@ class OpSpec:
     def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
                  real_only=False, aliases=(), differentiable=True, complex_error=None,
-                 saved_for=None):
+                 saved_for=None, integer_kernel=None):
         self.name = name
+        self.integer_kernel = integer_kernel
         self.floating_kernel = floating_kernel
         self.complex_kernel = complex_kernel
         self.real_only = real_only
@@ -121,6 +122,8 @@ class OpSpec:
         self.kinds = "f" if complex_kernel or real_only or complex_error else "fc"
         if promote != "float" and not floating_kernel:
             self.kinds += "biu"  # integer and bool inputs are taken as they are
+        if integer_kernel:
+            self.kinds = "iu"  # an op of integers only (gcd)
         self.aliases = tuple(aliases)
         self.dims = dims
         self.forward = forward
@@ -187,6 +190,9 @@ class OpSpec:
         with the dispatch error (``complex_kernel``), PyTorch's check (``real_only``) or
         the op's own error (``complex_error``)."""
         kind = a.dtype.kind
+        if self.integer_kernel:
+            raise NotImplementedError(f'"{self.integer_kernel}" not implemented for '
+                                      f"'{D.scalar_type_name(a.dtype)}'")
         if kind != "c":
             if self.promote == "float":
                 a = a.astype(D.DEFAULTS.float.np)
@@ -619,8 +625,6 @@ def _node_fw(self, tangents):
                 continue
             if tuple(t.shape) != shape:
                 t = t.expand(*shape)
-            if self._odt is not None and t._data.dtype != self._odt:
-                t = t.to(D.FROM_NP[self._odt])
             term = spec.bw(_Args(self, True, i), t)[i]
             out = term if out is None else out + term
         return [out]
@@ -634,7 +638,7 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
           floating_kernel: str | None = None, dims: tuple = (),
           complex_kernel: str | None = None, real_only: bool = False, aliases: tuple = (),
           differentiable: bool = True, complex_error: tuple | None = None,
-          saved_for: dict | None = None):
+          saved_for: dict | None = None, integer_kernel: str | None = None):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
@@ -664,12 +668,14 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     ``saved_for`` (such an op): ``{saved name: indices of the inputs whose gradient uses
     it}`` for a tensor PyTorch keeps only when one of those inputs requires grad (``hypot``
     keeps ``self`` only for its own gradient: ``{"self": (0,), "other": (1,)}``); the others
-    are always kept."""
+    are always kept.  ``integer_kernel``: an op of integer tensors only (``gcd``); other
+    dtypes (bool included) are refused with PyTorch's NotImplementedError naming that
+    kernel."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
                       elementwise, method, function, floating_kernel, tuple(dims),
                       complex_kernel, real_only, tuple(aliases), differentiable,
-                      complex_error, saved_for)
+                      complex_error, saved_for, integer_kernel)
     return deco
 
 

@@ -13,8 +13,9 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from .._record import STATE, Node, Saved, Tensor, edge_of, notify, record, sum_to
+from .._record import STATE, Node, Saved, Tensor, edge_of, record
 from . import _dual as X
+from ._spec import defop
 from .pointwise import _call2
 from .shape_more import dual
 
@@ -52,35 +53,30 @@ def _need_tensor(fn, v, pos, arg="other"):
         raise D.not_tensor(fn, arg, pos, v)
 
 
-def _arith_quiet(fn, a, b):
-    with np.errstate(all="ignore"):
-        return np.asarray(_call2(fn, a, b))
-
-
 # --- gcd / lcm ---------------------------------------------------------------------------------
-def _gcd_like(name, np_fn):
-    def f(p, input, other):
-        _need_tensor(name, input, 1, "input")
-        _need_tensor(name, other, 1 + p)
-        ad, bd, rt = _operands(input, other, name)
-        if rt.kind not in "iu":
-            raise _not_impl(name + "_cpu", rt)
-        return _make(_arith_quiet(np_fn, ad, bd).astype(rt, copy=False))
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Elementwise {name} of integer tensors (non-negative results)."
-    return f
-
-
 def _lcm_np(a, b):
     g = np.gcd(a, b)
-    with np.errstate(all="ignore"):
-        r = np.abs(a // np.where(g == 0, 1, g) * b)
+    r = np.abs(a // np.where(g == 0, 1, g) * b)
     return np.where(g == 0, 0, r)
 
 
-gcd = dual("gcd", _gcd_like("gcd", np.gcd))
-lcm = dual("lcm", _gcd_like("lcm", _lcm_np))
+def _integer_op(name, np_fn, doc):
+    """An elementwise op of two integer tensors (promoted to their common dtype), which
+    PyTorch has no derivative for."""
+    def forward(self, other):
+        return np_fn(self, other)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = doc
+    forward.kernel = np_fn
+    return defop(name, node=None, inputs=("self", "other"), differentiable=False,
+                 elementwise=True, integer_kernel=name + "_cpu")(forward).fn
+
+
+gcd = _integer_op("gcd", np.gcd, "Elementwise greatest common divisor of integer tensors "
+                  "(non-negative).")
+lcm = _integer_op("lcm", _lcm_np, "Elementwise least common multiple of integer tensors "
+                  "(non-negative).")
 
 
 # --- bit shifts --------------------------------------------------------------------------------
@@ -158,49 +154,45 @@ heaviside = dual("heaviside", _heaviside)
 
 
 # --- ldexp -------------------------------------------------------------------------------------
-class LdexpBackward0(Node):
-    """d/dinput = g * 2^other, d/dother = g * result * ln 2 (PyTorch saves the result, and
-    other when the input needs a gradient)."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sb, so, ash, bsh = self._saved
-        # PyTorch unpacks every saved value (other, then the result) before computing
-        other = sb.get(self, graph) if sb is not None else None
-        result = so.get(self, graph)
-        ga = gb = None
-        if self.next_functions[0][0] is not None:  # (other is saved only then, as PyTorch)
-            dt = g.dtype
-            scale = 2.0 ** (other.to(dt) if isinstance(other, Tensor) else other.astype(dt))
-            ga = sum_to(g * scale, ash)
-        if self.next_functions[1][0] is not None:
-            gb = sum_to(g * result * _LN2, bsh)
-        return ga, gb
+def _common(a, b):
+    """PyTorch's common dtype of arrays ``a`` and ``b`` (a 0-d one of the same kind yields)."""
+    return D.result_type(D.FROM_NP[a.dtype], a.ndim, D.FROM_NP[b.dtype], b.ndim).np
 
 
-def _ldexp(p, input, other):
+def _pow2(e, like):
+    """2 ** ``e`` in the dtype of ``like`` (arrays or Tensors).  An integer exponent is raised
+    in integers, as PyTorch's formula does: a negative one gives 0."""
+    d = X.data(e)
+    if d.dtype.kind in "biu":
+        p = np.where(d < 0, 0, np.left_shift(1, np.maximum(d, 0).astype(np.int64)))
+        return X.const(p.astype(X.data(like).dtype), like)
+    if isinstance(e, Tensor):
+        return 2.0 ** (e if e.dtype == like.dtype else e.to(like.dtype))
+    return 2.0 ** e.astype(like.dtype, copy=False)
+
+
+def _ldexp_np(a, b):
+    return a * np.exp2(b)
+
+
+@defop("ldexp", node="LdexpBackward0", inputs=("self", "other"), saved=("other", "result"),
+       saved_for={"other": (0,)}, promote="float", elementwise=True)
+def ldexp(self, other):
     """input * 2**other (integer operands give the default float); LdexpBackward0."""
-    _need_tensor("ldexp", input, 1, "input")
-    _need_tensor("ldexp", other, 1 + p)
-    ad, bd, rt = _operands(input, other, "ldexp")
-    if rt.kind not in "fc":
-        rt = D.DEFAULTS.float.np
-        ad, bd = ad.astype(rt), bd.astype(rt)
-    with np.errstate(all="ignore"):
-        data = np.asarray(_call2(lambda a, b: a * np.exp2(b), ad, bd)).astype(rt, copy=False)
-    if STATE.enabled and (input._requires_grad or other._requires_grad):
-        res = record(data, None)
-        node = LdexpBackward0((edge_of(input), edge_of(other)),
-                              (Saved(other) if input._requires_grad else None,
-                               Saved(res, True), ad.shape, bd.shape))
-        node._casts = (input._data.dtype if input._data.dtype != rt else None,
-                       other._data.dtype if other._data.dtype != rt else None)
-        res._grad_fn = node
-        return notify(res)
-    return _make(data)
+    return _ldexp_np(self, other)
 
 
-ldexp = dual("ldexp", _ldexp)
+ldexp.forward.kernel = _ldexp_np
+
+
+@ldexp.backward
+def _(ctx, grad):
+    # d/dinput = g * 2^other, d/dother = g * result * ln 2 (other is kept only for input's)
+    return (grad * _pow2(ctx.other, grad) if ctx.needs(0) else None,
+            grad * ctx.result * _LN2 if ctx.needs(1) else None)
+
+
+ldexp = ldexp.fn
 
 
 # --- frexp -------------------------------------------------------------------------------------
@@ -238,41 +230,30 @@ def frexp(input):
 
 
 # --- nextafter ---------------------------------------------------------------------------------
-class NextafterBackward0(Node):
-    """The gradient passes to ``input`` where it differs from ``other``; ``other`` gets
-    zeros (PyTorch saves both)."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        a, b = sa.get(self, graph), sb.get(self, graph)
-        ga = gb = None
-        if self.next_functions[0][0] is not None:
-            same = X.const(np.asarray(X.data(a) == X.data(b)), g)
-            ga = sum_to(X.where(same, X.zeros_like(g), g), ash)
-        if self.next_functions[1][0] is not None:
-            gb = X.zeros_like(sum_to(g, bsh))
-        return ga, gb
-
-
-def _nextafter(p, input, other):
+@defop("nextafter", node="NextafterBackward0", inputs=("self", "other"),
+       saved=("self", "other"), saved_for={"self": (0,), "other": (0,)},
+       floating_kernel="nextafter_cpu", complex_kernel="nextafter_cpu", elementwise=True)
+def nextafter(self, other):
     """The next floating-point value after ``input`` towards ``other``; NextafterBackward0."""
-    _need_tensor("nextafter", input, 1, "input")
-    _need_tensor("nextafter", other, 1 + p)
-    ad, bd, rt = _operands(input, other, "nextafter")
-    if rt.kind != "f":
-        raise _not_impl("nextafter_cpu", rt)
-    data = _arith_quiet(np.nextafter, ad, bd).astype(rt, copy=False)
-    if STATE.enabled and (input._requires_grad or other._requires_grad):
-        node = NextafterBackward0((edge_of(input), edge_of(other)),
-                                  (Saved(input), Saved(other), ad.shape, bd.shape))
-        node._casts = (input._data.dtype if input._data.dtype != rt else None,
-                       other._data.dtype if other._data.dtype != rt else None)
-        return record(data, node)
-    return _make(data)
+    return np.nextafter(self, other)
 
 
-nextafter = dual("nextafter", _nextafter)
+nextafter.forward.kernel = np.nextafter
+
+
+@nextafter.backward
+def _(ctx, grad):
+    # the gradient passes to input where it differs from other; other gets zeros
+    ga = None
+    if ctx.needs(0):
+        a, b = X.data(ctx.self), X.data(ctx.other)
+        rt = _common(a, b)  # compared in the op's dtype, as PyTorch
+        same = X.const(np.asarray(a.astype(rt, copy=False) == b.astype(rt, copy=False)), grad)
+        ga = X.where(same, X.zeros_like(grad), grad)
+    return ga, X.zeros_like(grad) if ctx.needs(1) else None
+
+
+nextafter = nextafter.fn
 
 
 # --- in-place forms --------------------------------------------------------------------------
