@@ -917,3 +917,102 @@ def test_pytorch_fx_examples_run_unchanged(name, tmp_path):
         return
     assert ref.returncode == 0, ref.stderr
     assert r.stdout == ref.stdout
+
+
+def test_shape_prop():
+    from torch.fx.passes.shape_prop import ShapeProp as TShapeProp
+    from dyngrad.fx.passes.shape_prop import ShapeProp as DShapeProp
+    src = """
+    class TwoLayerNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear1 = nn.Linear(10, 5)
+            self.linear2 = nn.Linear(5, 3)
+
+        def forward(self, x):
+            h = self.linear1(x).clamp(min=0)
+            return self.linear2(h), x[None, None].permute(0, 2, 3, 1), x.shape
+    """
+    t, d = _both(src)
+    tg, dg = torch.fx.symbolic_trace(t["TwoLayerNet"]()), dyngrad.fx.symbolic_trace(d["TwoLayerNet"]())
+    tx, dx = _inputs(4, 10)
+    TShapeProp(tg).propagate(tx)
+    DShapeProp(dg).propagate(dx)
+
+    def summary(g):
+        def one(m):
+            if isinstance(m, tuple) and hasattr(m, "shape"):
+                return (tuple(m.shape), str(m.dtype), m.requires_grad, tuple(m.stride),
+                        str(m.memory_format).strip("'"), m.is_quantized)
+            if isinstance(m, tuple):
+                return tuple(one(e) for e in m)
+            return m
+        return [(n.name, one(n.meta.get("tensor_meta")), n.meta["type"].__name__)
+                for n in g.nodes]
+    assert summary(dg.graph) == summary(tg.graph)
+
+
+def test_varargs_autowrap_functions_side_effects_and_param_shapes():
+    src = """
+    def helper(x, k):
+        return x * k
+
+    def clamp_all(x):
+        return x.clamp(min=0)
+
+    def f(x, *args, scale=1.0, **kwargs):
+        return helper(x, scale) + args[0] + kwargs["extra"]
+
+    def g(x, y):
+        clamp_all(x)
+        return helper(x, 2) - y
+
+    class P(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 4)
+
+        def forward(self, x):
+            w = self.lin.weight
+            if w.shape[0] == 4:
+                return torch.matmul(x, w.t()) + w.size()[1] + w.dim() + w.numel()
+            return x
+    """
+    t, d = _both(src)
+    out = []
+    for lib, ns in ((torch, t), (dyngrad, d)):
+        gm = lib.fx.symbolic_trace(ns["f"])
+        tracer = lib.fx.Tracer(autowrap_functions=(ns["helper"],))
+        graph = tracer.trace(ns["g"])
+        gm2 = lib.fx.GraphModule(tracer.root, graph)
+        before = len(graph.nodes)
+        graph.eliminate_dead_code()
+        after_plain = len(graph.nodes)
+        lib.fx.has_side_effect(ns["helper"])
+        p_tracer = lib.fx.Tracer(param_shapes_constant=True)
+        p_graph = p_tracer.trace(ns["P"]())
+        x = lib.ones(2, 3)
+        out.append((gm.code, gm2.code, before, after_plain, str(p_graph),
+                    _np(gm(x, 2.0, x, extra=x)).tolist()))
+        with pytest.raises(Exception) as e:
+            lib.fx.symbolic_trace(ns["P"]())
+        out[-1] += (type(e.value).__name__, str(e.value))
+    assert out[1] == out[0]
+
+
+def test_concrete_args_tuple():
+    src = """
+    def f(x, n, mode):
+        if mode == "double":
+            return x * n
+        return x + n
+    """
+    t, d = _both(src)
+    tg = torch.fx.symbolic_trace(t["f"], concrete_args=(torch.fx.PH, 3, "double"))
+    dg = dyngrad.fx.symbolic_trace(d["f"], concrete_args=(dyngrad.fx.PH, 3, "double"))
+    assert dg.code == tg.code
+    tx, dx = _inputs(2)
+    _close(tg(tx, 3, "double"), dg(dx, 3, "double"))
+    for lib, ns in ((torch, t), (dyngrad, d)):
+        with pytest.raises(RuntimeError, match="Tracing expected 3 arguments but got 2"):
+            lib.fx.symbolic_trace(ns["f"], concrete_args=(1, 2))

@@ -6,13 +6,22 @@ import builtins
 import types
 from typing import Any, Callable
 
-__all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
+__all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target", "has_side_effect"]
 
 Target = Any
 Argument = Any
 
 _LEGAL_OPS = frozenset(["placeholder", "call_method", "call_module", "call_function",
                         "get_attr", "output", "root"])
+
+
+_side_effectful_functions: set = set()
+
+
+def has_side_effect(fn: Callable) -> Callable:
+    """Mark ``fn`` as having side effects, so dead-code elimination keeps its calls."""
+    _side_effectful_functions.add(fn)
+    return fn
 
 
 class immutable_list(list):
@@ -287,7 +296,8 @@ class Node:
             return getattr(mod, "_is_impure", False)
         if self.op == "call_function":
             from ._names import is_impure_function
-            return is_impure_function(self.target, impure_random)
+            return self.target in _side_effectful_functions or \
+                is_impure_function(self.target, impure_random)
         return False
 
     # -- printing -------------------------------------------------------------------------

@@ -22,7 +22,9 @@ class TraceError(ValueError):
 
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_OPEN = (os.path.join(_PKG, "fx") + os.sep, os.path.join(_PKG, "nn", "modules") + os.sep)
+# code that handles Proxies as traced code does: FX itself, and layers' and apps' forwards
+_OPEN = tuple(os.path.join(_PKG, *p) + os.sep for p in (("fx",), ("nn", "modules"),
+                                                         ("nn", "parallel"), ("apps",)))
 
 
 def _refuse_internal(depth: int = 2) -> None:
@@ -285,8 +287,8 @@ class ParameterProxy(Proxy):
     def shape(self):
         return self.param.shape
 
-    def size(self, *dim):
-        return self.param.size(*dim)
+    def size(self):
+        return self.param.size()
 
     def dim(self) -> int:
         return self.param.dim()

@@ -1,0 +1,1 @@
+"""Graph passes of dyngrad.fx (``shape_prop``)."""
