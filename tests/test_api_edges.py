@@ -717,3 +717,40 @@ def test_arg_table_is_pytorchs():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_arg_table.py"),
                         "--check"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# -- warnings name the user's line ---------------------------------------------------------
+_WARNING_CASES = {
+    "copy_construct": lambda m: m.tensor(m.ones(2)),
+    "nonleaf_grad": lambda m: (m.ones(2, requires_grad=True) * 2).grad,
+    "mse_size": lambda m: m.nn.functional.mse_loss(m.ones(2, 1), m.ones(2)),
+    "cross_without_dim": lambda m: m.cross(m.ones(3, 3), m.ones(3, 3)),
+    "cov_degrees_of_freedom": lambda m: m.cov(m.ones(2, 1)),
+    "masked_fill_expanded": lambda m: m.zeros(1, 3).expand(2, 3).masked_fill_(
+        m.ones(2, 3, dtype=m.bool), 1.0),
+    "gumbel_eps": lambda m: m.nn.functional.gumbel_softmax(m.ones(2, 3), eps=1e-3),
+    "kl_div_mean": lambda m: m.nn.functional.kl_div(m.ones(2, 3), m.ones(2, 3),
+                                                    reduction="mean"),
+    "dropout2d_3d": lambda m: m.nn.functional.dropout2d(m.ones(2, 3, 4)),
+    "embedding_bag_order": lambda m: m.nn.functional.embedding_bag(
+        m.ones(5, 3), m.tensor([[0, 1]])),
+    "sample_n": lambda m: m.distributions.Normal(0.0, 1.0).sample_n(2),
+    "chain_matmul": lambda m: m.chain_matmul(m.ones(2, 2), m.ones(2, 2)),
+}
+
+
+def _warnings_of(m, case):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        _WARNING_CASES[case](m)
+    return [(x.category, str(x.message).split(" (Triggered internally at")[0], x.filename,
+             x.lineno) for x in w]
+
+
+@pytest.mark.parametrize("case", list(_WARNING_CASES))
+def test_warnings_match_torch_and_name_the_users_line(case):
+    got, want = _warnings_of(dyngrad, case), _warnings_of(torch, case)
+    assert [g[:2] for g in got] == [t[:2] for t in want]
+    line = _WARNING_CASES[case].__code__.co_firstlineno
+    for _, _, filename, lineno in got:
+        assert filename == __file__ and line <= lineno <= line + 1, (filename, lineno)

@@ -11,6 +11,7 @@ from . import _dtype as D
 from ._random import rng
 from ._tensor import Size, Tensor, _check_device
 from ._out import handles_out
+from . import _warn
 
 _make = Tensor._make
 
@@ -287,10 +288,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     """A new leaf tensor holding a copy of ``data`` (Python numbers, lists, ndarrays)."""
     _check_device(device)
     if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use "
-                      "sourceTensor.clone().detach() or sourceTensor.clone().detach()."
-                      "requires_grad_(True), rather than torch.tensor(sourceTensor).",
-                      UserWarning, stacklevel=2)
+        _warn.warn("To copy construct from a tensor, it is recommended to use "
+                   "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+                   "requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                   UserWarning)
     dt = D.arg_dtype(dtype, "tensor")
     with np.errstate(all="ignore"):  # values out of the dtype's range convert silently
         arr = _infer(data, dt)
@@ -731,10 +732,10 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     _check_device(device)
     dt = D.arg_dtype(dtype, "new_tensor") or D.FROM_NP[self._data.dtype]
     if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use "
-                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
-                      "requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
-                      UserWarning, stacklevel=2)
+        _warn.warn("To copy construct from a tensor, it is recommended to use "
+                   "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
+                   "requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
+                   UserWarning)
         arr = data._data.astype(dt.np, copy=True)
     else:
         with np.errstate(all="ignore"):

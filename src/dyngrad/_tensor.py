@@ -8,12 +8,12 @@ modules (see ``ops/__init__.py``), which attach themselves to this class.
 from __future__ import annotations
 
 import re
-import warnings
 import weakref
 
 import numpy as np
 
 from . import _dtype as D
+from . import _warn
 
 
 class _Late:
@@ -333,7 +333,7 @@ class Tensor:
     def grad(self):
         """The accumulated gradient of a leaf (None until a backward reaches it)."""
         if self._grad_fn is not None and not self._retains_grad:
-            warnings.warn(errors.NONLEAF_GRAD, UserWarning, stacklevel=2)
+            _warn.warn(errors.NONLEAF_GRAD, UserWarning)
         return self._grad
 
     @grad.setter

@@ -11,6 +11,7 @@ from .anomaly import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,
                       is_anomaly_check_nan_enabled)
 from . import errors, graph
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
+from .. import _warn
 
 __all__ = ["backward", "grad", "Variable", "Function", "FunctionCtx", "once_differentiable",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
@@ -135,7 +136,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     if create_graph and (ins is None or any(t._grad_fn is None for t in ins)):
         import warnings
-        warnings.warn(_CYCLE_WARNING, UserWarning, stacklevel=3)
+        _warn.warn(_CYCLE_WARNING, UserWarning)
     run_backward(outputs, g, retain_graph, create_graph, inputs=ins)
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-import warnings
 
 import numpy as np
 
 from .engine import HOOKS
+from .. import _warn
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled"]
@@ -101,7 +101,7 @@ def report_failure(exc):
     else:
         msg = (f"Error detected in {name}. No forward pass information available. Enable detect "
                f"anomaly during forward pass for more information.")
-    warnings.warn(msg, UserWarning, stacklevel=2)
+    _warn.warn(msg, UserWarning)
 
 
 _ENABLED_MSG = ("Anomaly Detection has been enabled. This mode will increase the runtime and "
@@ -137,7 +137,7 @@ class detect_anomaly:
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = check_nan
-        warnings.warn(_ENABLED_MSG, UserWarning, stacklevel=2)
+        _warn.warn(_ENABLED_MSG, UserWarning)
 
     def __enter__(self):
         self.prev = (HOOKS.anomaly, HOOKS.anomaly_check_nan)

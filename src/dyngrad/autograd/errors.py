@@ -19,7 +19,7 @@ NONLEAF_GRAD = ("The .grad attribute of a Tensor that is not a leaf Tensor is be
                 "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
                 "non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
                 "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more "
-                "informations.")
+                "information.")
 
 
 def source_of(node) -> dict | None:

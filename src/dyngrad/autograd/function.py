@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import functools
-import warnings
 
 import numpy as np
 
 from . import errors
 from .grad_mode import STATE
 from .node import Node, Saved, edge_of
+from .. import _warn
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
            "InplaceFunction", "NestedIOFunction"]
@@ -170,10 +170,10 @@ class Function(metaclass=_FunctionMeta):
     """
 
     def __init__(self, *args, **kwargs):
-        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions "
-                      f"are all static, so you should invoke them on the class itself. "
-                      f"Instantiating an autograd function will raise an error in a future "
-                      f"version of PyTorch.", DeprecationWarning, stacklevel=2)
+        _warn.warn(f"{type(self)} should not be instantiated. Methods on autograd functions "
+                   f"are all static, so you should invoke them on the class itself. "
+                   f"Instantiating an autograd function will raise an error in a future "
+                   f"version of PyTorch.", DeprecationWarning)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is "

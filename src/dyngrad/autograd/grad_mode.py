@@ -6,7 +6,7 @@ import functools
 import inspect
 import sys
 import threading
-import warnings
+from .. import _warn
 
 
 class _GradState(threading.local):
@@ -34,12 +34,12 @@ class _DecoratorContextManager:
 
     def __call__(self, fn):
         if inspect.isclass(fn):
-            warnings.warn(
+            _warn.warn(
                 "Decorating classes is deprecated and will be disabled in "
                 "future versions. You should only decorate functions or methods. "
                 "To preserve the current behavior of class decoration, you can "
                 "directly decorate the `__init__` method and nothing else.",
-                FutureWarning, stacklevel=2)
+                FutureWarning)
             cls, fn = fn, (lambda *args, **kwargs: cls(*args, **kwargs))
         factory = self.clone
         if inspect.isgeneratorfunction(fn):

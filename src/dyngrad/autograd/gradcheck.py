@@ -2,9 +2,9 @@
 ``check_forward_ad``) with central finite differences, as ``torch.autograd.gradcheck``."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
+from .. import _warn
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -147,10 +147,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     for idx, t in enumerate(inputs):
         if isinstance(t, Tensor) and t.requires_grad and t._data.dtype not in (
                 np.float64, np.complex128):
-            warnings.warn(f"Input #{idx} requires gradient and is not a double precision floating "
-                          f"point or complex. This check will likely fail if all the inputs are "
-                          f"not of double precision floating point or complex. ", UserWarning,
-                          stacklevel=2)
+            _warn.warn(f"Input #{idx} requires gradient and is not a double precision floating "
+                       f"point or complex. This check will likely fail if all the inputs are "
+                       f"not of double precision floating point or complex. ", UserWarning)
     try:
         num, outs = _numerical(func, inputs, eps)
         if check_backward_ad:

@@ -1,11 +1,11 @@
 """``Distribution``: the base class (shapes, validation, sampling interface)."""
 from __future__ import annotations
 
-import warnings
 
 from .._tensor import Size, Tensor
 from . import constraints
 from .utils import lazy_property
+from .. import _warn
 
 __all__ = ["Distribution"]
 
@@ -39,9 +39,9 @@ class Distribution:
                 arg_constraints = self.arg_constraints
             except NotImplementedError:
                 arg_constraints = {}
-                warnings.warn(f"{self.__class__} does not define `arg_constraints`. "
-                              "Please set `arg_constraints = {}` or initialize the distribution "
-                              "with `validate_args=False` to turn off validation.", stacklevel=2)
+                _warn.warn(f"{self.__class__} does not define `arg_constraints`. "
+                           "Please set `arg_constraints = {}` or initialize the distribution "
+                           "with `validate_args=False` to turn off validation.")
             for param, constraint in arg_constraints.items():
                 if constraints.is_dependent(constraint):
                     continue
@@ -105,8 +105,8 @@ class Distribution:
         raise NotImplementedError
 
     def sample_n(self, n):
-        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
-                      FutureWarning, stacklevel=2)
+        _warn.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+                   FutureWarning)
         return self.sample(Size((n,)))
 
     def log_prob(self, value):
@@ -149,9 +149,9 @@ class Distribution:
         try:
             support = self.support
         except NotImplementedError:
-            warnings.warn(f"{self.__class__} does not define `support` to enable sample "
-                          "validation. Please initialize the distribution with "
-                          "`validate_args=False` to turn off validation.", stacklevel=2)
+            _warn.warn(f"{self.__class__} does not define `support` to enable sample "
+                       "validation. Please initialize the distribution with "
+                       "`validate_args=False` to turn off validation.")
             return
         valid = support.check(value)
         if not _all_true(valid):

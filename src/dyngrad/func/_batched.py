@@ -16,10 +16,10 @@ its rule; outside vmap nothing is wrapped and ops cost what they always cost.
 from __future__ import annotations
 
 import types
-import warnings
 
 from .._tensor import Tensor
 from ._pytree import tree_flatten, tree_unflatten
+from .. import _warn
 
 _new = object.__new__
 
@@ -225,9 +225,9 @@ def fallback(name, orig, args, kwargs):
         _WARNED.add(name)
         op = name[2:] if name.startswith("F.") else name
         op = op.strip("_") if op.startswith("__") else op
-        warnings.warn(f"There is a performance drop because we have not yet implemented the "
-                      f"batching rule for aten::{op}. Please file us an issue on GitHub so "
-                      f"that we can prioritize its implementation.", UserWarning, stacklevel=4)
+        _warn.warn(f"There is a performance drop because we have not yet implemented the "
+                   f"batching rule for aten::{op}. Please file us an issue on GitHub so "
+                   f"that we can prioritize its implementation.", UserWarning)
     top = max(_union(*_leaves(args, kwargs)))
     size = _SIZES.get(top)
     if size is None:

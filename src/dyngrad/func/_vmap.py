@@ -7,6 +7,7 @@ from typing import Any, Callable
 from .._tensor import Tensor, _dim
 from . import _batched as B
 from ._pytree import LEAF, TreeSpec, tree_flatten, tree_unflatten
+from .. import _warn
 
 
 def _name(func) -> str:
@@ -188,16 +189,15 @@ def _flat_vmap(func, size, flat_in, flat_args, spec, out_dims, randomness, kwarg
 
 def _loop_whole(func, args, kwargs, level, size, err):
     import traceback
-    import warnings
     tb = traceback.extract_tb(err.__traceback__)
     where = tb[-1].name if tb else _name(func)
     key = "fn:" + where
     B.LOOPED[key] = B.LOOPED.get(key, 0) + 1
     if key not in B._WARNED:
         B._WARNED.add(key)
-        warnings.warn(f"There is a performance drop because we have not yet implemented the "
-                      f"batching rule for {where}. Please file us an issue on GitHub so that "
-                      f"we can prioritize its implementation.", UserWarning, stacklevel=4)
+        _warn.warn(f"There is a performance drop because we have not yet implemented the "
+                   f"batching rule for {where}. Please file us an issue on GitHub so that "
+                   f"we can prioritize its implementation.", UserWarning)
     flat, spec = tree_flatten((list(args), dict(kwargs)))
     outs = []
     for i in range(size):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from .node import Node, Argument, Target, map_arg, _qualified_name, _type_repr
+from .. import _warn
 
 __all__ = ["Graph", "PythonCode", "CodeGen"]
 
@@ -452,11 +453,10 @@ class Graph:
         """Fetch an attribute (parameter, buffer, submodule) of the owning module."""
         mod = self.owning_module
         if mod is not None and not _attr_exists(mod, qualified_name):
-            warnings.warn("Attempted to insert a get_attr Node with no underlying reference in "
-                          "the owning GraphModule! Call GraphModule.add_submodule to add the "
-                          "necessary submodule, GraphModule.add_parameter to add the necessary "
-                          "Parameter, or nn.Module.register_buffer to add the necessary buffer",
-                          stacklevel=2)
+            _warn.warn("Attempted to insert a get_attr Node with no underlying reference in "
+                       "the owning GraphModule! Call GraphModule.add_submodule to add the "
+                       "necessary submodule, GraphModule.add_parameter to add the necessary "
+                       "Parameter, or nn.Module.register_buffer to add the necessary buffer")
         return self.create_node("get_attr", qualified_name, type_expr=type_expr)
 
     def call_module(self, module_name: str, args: tuple | None = None,

@@ -12,6 +12,7 @@ from .._tensor import Tensor
 from .._argcheck import guard as _guard
 from .._record import STATE, Node, Saved, edge_of, notify, record
 from ..ops.elementwise_more import NotImplemented_
+from .. import _warn
 
 
 def _const(arr):
@@ -440,9 +441,8 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
         if dt != np.bool_ and not is_float:
             raise AssertionError(f"only bool and floating types of {mask_name} are supported")
         if check_other and other_type is not None and mask.dtype != other_type:
-            import warnings
-            warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. "
-                          f"Use same type for both instead.", stacklevel=3)
+            _warn.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. "
+                       f"Use same type for both instead.")
         if not is_float:
             from .._factories import zeros_like
             mask = zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))

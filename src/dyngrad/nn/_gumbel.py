@@ -3,7 +3,7 @@ dyngrad's generator, softmax, and for ``hard`` a one-hot scatter with the straig
 ``y_hard - y_soft.detach() + y_soft``)."""
 from __future__ import annotations
 
-import warnings
+from .. import _warn
 
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
@@ -11,7 +11,7 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     sample's gradient) when ``hard``."""
     from .. import _factories
     if eps != 1e-10:
-        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+        _warn.warn("`eps` parameter is deprecated and has no effect.")
     gumbels = -_factories.empty_like(logits).exponential_().log()  # ~Gumbel(0, 1)
     gumbels = (logits + gumbels) / tau  # ~Gumbel(logits, tau)
     y_soft = gumbels.softmax(dim)

@@ -3,7 +3,6 @@ records PyTorch's node (``MseLossBackward0``, ``NllLossBackward0`` ...)."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
 from ..ops.shape import broadcast_tensors
 from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of, raw_dim, raw_dims
+from .. import _warn
 
 _make = Tensor._make
 _ARANGE: dict = {}
@@ -116,10 +116,9 @@ def _reduce_grad(g, shape, reduction, n):
 
 def _check_target_size(input, target, name):
     if input._data.shape != target._data.shape:
-        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
-                      f"({input.shape}). This will likely lead to incorrect results due to "
-                      f"broadcasting. Please ensure they have the same size.", UserWarning,
-                      stacklevel=3)
+        _warn.warn(f"Using a target size ({target.shape}) that is different to the input size "
+                   f"({input.shape}). This will likely lead to incorrect results due to "
+                   f"broadcasting. Please ensure they have the same size.", UserWarning)
         try:
             np.broadcast_shapes(input._data.shape, target._data.shape)
         except ValueError:
@@ -1301,10 +1300,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
-                      "support size.'batchmean' divides only by the batch size, and aligns with "
-                      "the KL div math definition.'mean' will be changed to behave the same as "
-                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+        _warn.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                   "support size.'batchmean' divides only by the batch size, and aligns with "
+                   "the KL div math definition.'mean' will be changed to behave the same as "
+                   "'batchmean' in the next major release.", UserWarning)
     if input._data.dtype.kind not in "fc" or target._data.dtype.kind not in "fc":
         raise RuntimeError("kl_div: Integral inputs not supported.")
     # PyTorch's composite: exp(t) * (t - x), or xlogy(t, t) - t * x, then reduced
@@ -1789,17 +1788,26 @@ def _feature_dropout(input, p, training, inplace, nd, name):
     _check_p(p)
     d = input.dim()
     if d not in (nd + 1, nd + 2):
-        warnings.warn(f"{name}: Received a {d}-D input to {name}, which is deprecated and will "
-                      f"result in an error in a future release. To retain the behavior and silence "
-                      f"this warning, please use dropout instead. Note that {name} exists to "
-                      f"provide channel-wise dropout on inputs with {nd} spatial dimensions, a "
-                      f"channel dimension, and an optional batch dimension (i.e. {nd + 1}D or "
-                      f"{nd + 2}D inputs).", UserWarning, stacklevel=3)
+        _warn.warn(f"{name}: Received a {d}-D input to {name}, which is deprecated and will "
+                   f"result in an error in a future release. To retain the behavior and silence "
+                   f"this warning, please use dropout instead. Note that {name} exists to "
+                   f"provide channel-wise dropout on inputs with {nd} spatial dimensions, a "
+                   f"channel dimension, and an optional batch dimension (i.e. {nd + 1}D or "
+                   f"{nd + 2}D inputs).", UserWarning)
+    # PyTorch's dropout2d keeps its historical reading of a 3-D input: (N, C, L), batched
+    legacy = nd == 2 and d == 3
+    if legacy:
+        _warn.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                   "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                   "where C is the channel dim. This behavior will change in a future release to "
+                   "interpret the input as one without a batch dimension, i.e. shape (C, H, W). "
+                   "To maintain the 1D channel-wise dropout behavior, please switch to using "
+                   "dropout1d instead.", UserWarning)
     if not training or p == 0:
         return input
     from .._random import rng
     x = input._data
-    batched = d == nd + 2 or d > nd + 2 or d < nd + 1
+    batched = legacy or d == nd + 2 or d > nd + 2 or d < nd + 1
     lead = x.shape[:2] if batched and x.ndim >= 2 else x.shape[:1]
     shape = lead + (1,) * (x.ndim - len(lead))
     if p == 1:
@@ -2050,9 +2058,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     """Sums, means or maxima of bags of embedding rows (2-d input: one bag per row; 1-d input:
     bags starting at ``offsets``), as PyTorch's; EmbeddingBagBackward0."""
     if weight._data.dtype == np.int64 and input._data.dtype.kind == "f":
-        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
-                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
-                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        _warn.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                   "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                   "`embedding_bag(input, weight, ...)`.")
         weight, input = input, weight
     if per_sample_weights is not None and input.shape != per_sample_weights.shape:
         raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "

@@ -926,6 +926,12 @@ def _masked_fill_(self, mask, value):
             _bcast_ok(self._data.shape, md.shape)
             and np.broadcast_shapes(self._data.shape, md.shape) == self._data.shape):
         _bad_bcast(self, md.shape)
+    d = self._data
+    if not d.flags.writeable and md.ndim <= d.ndim:
+        from .views import overlapping
+        if overlapping(d):  # an expand: written through, with PyTorch's deprecation warning
+            from .inplace import index_put_
+            return index_put_(self, (np.broadcast_to(md, d.shape),), value)
     return apply(self, masked_fill, mask, value)
 
 

@@ -20,6 +20,7 @@ from .views import (apply_chain, expanded_strides, overlapping, partial_overlap,
                     writeable_alias)
 from ..autograd import errors
 from .. import _dtype as D
+from .. import _warn
 
 _make = Tensor._make
 
@@ -875,19 +876,16 @@ def index_put_(self, key, values, accumulate=False):
     if not d.flags.writeable and overlapping(d):
         # an expand: PyTorch writes (or adds) each indexed element into the shared memory in
         # turn, with a deprecation warning, where other in-place ops refuse
-        import warnings
         k0 = key[0] if isinstance(key, tuple) and len(key) == 1 else key
         if isinstance(k0, np.ndarray) and k0.dtype == np.bool_ and k0.ndim == d.ndim and \
                 np.ndim(values._data if isinstance(values, Tensor) else values) == 0:
-            warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() "
-                          "the tensor before performing this operation. This also applies to "
-                          "advanced indexing e.g. tensor[mask] = scalar", UserWarning,
-                          stacklevel=3)
+            _warn.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() "
+                       "the tensor before performing this operation. This also applies to "
+                       "advanced indexing e.g. tensor[mask] = scalar", UserWarning)
         else:
-            warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
-                          "the tensor before performing this operation. This also applies to "
-                          "advanced indexing e.g. tensor[indices] = tensor", UserWarning,
-                          stacklevel=3)
+            _warn.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
+                       "the tensor before performing this operation. This also applies to "
+                       "advanced indexing e.g. tensor[indices] = tensor", UserWarning)
         if not _recording(self, (values,)) and root_writeable(d):
             alias = writeable_alias(d)
             vd = values._data if isinstance(values, Tensor) else values

@@ -5,7 +5,6 @@ are built from dyngrad ops the way PyTorch builds them, so their nodes match."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from .._tensor import _dim
 from .. import _dtype as D
 from .elementwise_more import _result_dtype
 from .pointwise import broadcast_error
+from .. import _warn
 
 _make = Tensor._make
 
@@ -368,10 +368,10 @@ def _cross(input, other, dim):
 def cross(input, other, dim=None):
     """Cross product along ``dim`` (by default the first dim of size 3, deprecated)."""
     if dim is None:
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
-                      "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
-                      "default value of dim will change to agree with that of linalg.cross in a "
-                      "future release.", UserWarning, stacklevel=2)
+        _warn.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
+                   "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
+                   "default value of dim will change to agree with that of linalg.cross in a "
+                   "future release.", UserWarning)
         shape = _bcast(input._data.shape, other._data.shape)
         dims = [i for i, s in enumerate(shape) if s == 3]
         if not dims:
@@ -555,9 +555,9 @@ def multi_dot(tensors):
 @op(method=False)
 def chain_matmul(*matrices):
     """The product of 2-D matrices (deprecated in PyTorch for linalg.multi_dot)."""
-    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
-                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
-                  "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    _warn.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+               "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+               "more tensors rather than multiple parameters.", UserWarning)
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
     if not matrices:

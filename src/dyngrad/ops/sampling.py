@@ -20,6 +20,7 @@ from .._random import rng
 from . import op
 from ._dual import zeros_like
 from .._record import STATE, Node, Tensor, edge_of, record
+from .. import _warn
 
 _make = Tensor._make
 _NUMBER = (int, float, np.integer, np.floating)
@@ -374,14 +375,13 @@ def _check_range(lo, hi_inc, dt):
             if not float(fi.min) <= v <= float(fi.max):
                 raise RuntimeError(f"{name} is out of bounds for {D.c_name(dt)}")
         digits = _digits(dt)
-        import warnings
         for v, name in ((lo, "from"), (hi_inc, "to - 1")):
             if v < -(1 << digits) or v > (1 << digits):
-                warnings.warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
-                              f"precision limitations {D.c_name(dt)} can support discrete "
-                              f"uniform distribution only within this range. This warning will "
-                              f"become an error in version 1.7 release, please fix the code in "
-                              f"advance", UserWarning, stacklevel=4)
+                _warn.warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                           f"precision limitations {D.c_name(dt)} can support discrete "
+                           f"uniform distribution only within this range. This warning will "
+                           f"become an error in version 1.7 release, please fix the code in "
+                           f"advance", UserWarning)
         return
     if dt.kind not in "biu":
         raise RuntimeError("check_random_bounds handles only integral, floating-point and "

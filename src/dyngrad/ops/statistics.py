@@ -6,7 +6,6 @@ PyTorch records and differentiate (twice) through them.  histc and bincount coun
 with weights that require grad records PyTorch's not-implemented node."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -14,6 +13,7 @@ from .. import _dtype as D
 from . import op
 from .._record import Tensor
 from .._tensor import _dim
+from .. import _warn
 
 _make = Tensor._make
 
@@ -299,8 +299,8 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
         from .pointwise import mul_scalar
         norm = w_sum - mul_scalar((w * aweights).sum(), correction) / w_sum
     if bool(norm._data <= 0):
-        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
-                      "than the number of observations.", UserWarning, stacklevel=3)
+        _warn.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                   "than the number of observations.", UserWarning)
         norm.zero_()
     if n == 1 and (fweights is not None) != (aweights is not None):
         x.zero_()  # PyTorch zeroes the (view of the) input in this corner case

@@ -7,6 +7,7 @@ from copy import deepcopy
 import numpy as np
 
 from .._tensor import Tensor
+from .. import _warn
 
 
 class _Required:
@@ -78,9 +79,9 @@ class Optimizer:
         if any(id(p) in existing for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         if len({id(p) for p in params}) != len(params):
-            import warnings
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
-                          "future, this will cause an error", UserWarning, stacklevel=3)
+            _warn.warn("optimizer contains a parameter group with duplicate parameters; in "
+                       "future, this will cause an error; see "
+                       "github.com/pytorch/pytorch/issues/40967 for more information", UserWarning)
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import warnings
 
 from .. import autograd
 from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad, enable_grad
+from .. import _warn
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
            "check_backward_validity", "detach_variable", "noop_context_fn"]
@@ -54,8 +54,7 @@ def detach_variable(inputs):
 
 def check_backward_validity(inputs):
     if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
-        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
-                      stacklevel=2)
+        _warn.warn("None of the inputs have requires_grad=True. Gradients will be None")
 
 
 def _is_checkpoint_valid():
@@ -201,14 +200,13 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
     """``function(*args, **kwargs)`` without keeping its intermediate results for backward:
     they are recomputed when backward needs them (see the module)."""
     if use_reentrant is None:
-        warnings.warn(
+        _warn.warn(
             "torch.utils.checkpoint: the use_reentrant parameter should be "
             "passed explicitly. Starting in PyTorch 2.9, calling checkpoint "
             "without use_reentrant will raise an exception. use_reentrant=False is "
             "recommended, but if you need to preserve the current default "
             "behavior, you can pass use_reentrant=True. Refer to docs for more "
-            "details on the differences between the two variants.",
-            stacklevel=2)
+            "details on the differences between the two variants.")
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs and use_reentrant:
@@ -229,14 +227,14 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     """Run ``functions`` (a list or ``nn.Sequential``) in ``segments`` chunks, checkpointing
     every chunk but the last."""
     if use_reentrant is None:
-        warnings.warn(
+        _warn.warn(
             "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant "
             "parameter should be passed explicitly. "
             "In version 2.9 we will raise an exception if use_reentrant "
             "is not passed. use_reentrant=False is "
             "recommended, but if you need to preserve the current default "
             "behavior, you can pass use_reentrant=True. Refer to docs for more "
-            "details on the differences between the two variants.", stacklevel=2)
+            "details on the differences between the two variants.")
         use_reentrant = True
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:

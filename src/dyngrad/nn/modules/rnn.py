@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 from ..._factories import empty, zeros
 from .. import init
@@ -12,6 +11,7 @@ from ..parameter import Parameter
 from ...ops.shape import cat as _cat, stack as _stack
 from ..functional import dropout as _dropout, linear as _linear
 from .module import Module
+from ... import _warn
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -126,10 +126,9 @@ class RNNBase(Module):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
         if dropout > 0 and num_layers == 1:
-            warnings.warn(f"dropout option adds dropout after all but last recurrent layer, so "
-                          f"non-zero dropout expects num_layers greater than 1, but got "
-                          f"dropout={dropout} and num_layers={num_layers}", UserWarning,
-                          stacklevel=3)
+            _warn.warn(f"dropout option adds dropout after all but last recurrent layer, so "
+                       f"non-zero dropout expects num_layers greater than 1, but got "
+                       f"dropout={dropout} and num_layers={num_layers}", UserWarning)
         if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
             raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
         if hidden_size <= 0:

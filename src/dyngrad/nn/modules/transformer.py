@@ -4,7 +4,6 @@ initialisation, masks and (post- or pre-norm) residual structure."""
 from __future__ import annotations
 
 import copy
-import warnings
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from .container import ModuleList
 from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
 from .._attention_fn import _canonical_mask, _none_or_dtype, multi_head_attention_forward
+from ... import _warn
 
 
 class MultiheadAttention(Module):
@@ -288,8 +288,8 @@ class TransformerEncoder(Module):
         elif encoder_layer.self_attn.num_heads % 2 == 1:
             why = f"{enc_layer}.self_attn.num_heads is odd"
         if enable_nested_tensor and why:
-            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
-                          f"because {why}", stacklevel=2)
+            _warn.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                       f"because {why}")
             self.use_nested_tensor = False
 
     def _nested_path(self, src, mask, kpm):

@@ -3,10 +3,10 @@
 ``name`` becomes ``name_g * name_v / ||name_v||``, recomputed by a forward pre-hook."""
 from __future__ import annotations
 
-import warnings
 
 from ..parameter import Parameter, UninitializedParameter
 from .parametrizations import _norm_except_dim
+from ... import _warn
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
@@ -25,9 +25,8 @@ class WeightNorm:
 
     @staticmethod
     def apply(module, name, dim):
-        warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
-                      "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning,
-                      stacklevel=3)
+        _warn.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+                   "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning)
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same "
