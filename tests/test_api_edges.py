@@ -754,3 +754,46 @@ def test_warnings_match_torch_and_name_the_users_line(case):
     line = _WARNING_CASES[case].__code__.co_firstlineno
     for _, _, filename, lineno in got:
         assert filename == __file__ and line <= lineno <= line + 1, (filename, lineno)
+
+
+# -- in-place forms of ops without a derivative, on a leaf that requires grad --------------
+def _nondiff_inplace():
+    """dyngrad's ops declared without a derivative that have an in-place method in PyTorch."""
+    from dyngrad.ops import OPS
+    names = sorted(k for k, v in OPS.items() if v.get("spec") is not None
+                   and not v["spec"].differentiable)
+    return [n for n in names if hasattr(torch.Tensor, n + "_")]
+
+
+def _inplace_on_leaf(m, name, how):
+    x = m.tensor([0.0, 1.5, -2.0], requires_grad=True)
+    args = () if name == "logical_not" else (m.tensor([1.0, 0.0, 1.0]),)
+    target, saved = x, None
+    if how == "view":
+        target = x[:2]
+        args = tuple(a[:2] for a in args)
+    elif how == "saved":
+        saved = x * x
+    try:
+        r = getattr(target, name + "_")(*args)
+    except RuntimeError as e:
+        return ("error", str(e).split("\n")[0], x._version, x.requires_grad)
+    out = [r is target, x.tolist(), x.requires_grad, x.is_leaf, x.grad_fn is None, x._version,
+           type(target.grad_fn).__name__]
+    try:
+        (saved if saved is not None else target * 2).sum().backward()
+        out.append(x.grad.tolist())
+    except RuntimeError as e:
+        out.append(str(e).split("\n")[0])
+    return out
+
+
+def test_nondiff_inplace_list_is_derived():
+    assert {"logical_not", "logical_and", "logical_or", "logical_xor", "gcd", "lcm"} <= \
+        set(_nondiff_inplace())
+
+
+@pytest.mark.parametrize("how", ["leaf", "view", "saved"])
+@pytest.mark.parametrize("name", _nondiff_inplace())
+def test_nondiff_inplace_on_leaf_matches_torch(name, how):
+    assert _inplace_on_leaf(dyngrad, name, how) == _inplace_on_leaf(torch, name, how)

@@ -151,10 +151,11 @@ def apply(self, fn, *args, **kwargs):
     return _apply(self, fn, args, kwargs, False)
 
 
-def _apply(self, fn, args, kwargs, shared_ok, operands=None):
+def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
     """``apply`` with the overlap rules chosen: ``shared_ok`` (the op may write shared
-    elements), ``operands`` (the arguments checked for partial overlap; all by default)."""
-    recording = _recording(self, args)
+    elements), ``operands`` (the arguments checked for partial overlap; all by default);
+    ``untracked``: an op PyTorch runs outside autograd (see ``UNTRACKED``)."""
+    recording = not untracked and _recording(self, args)
     _prewrite(self, args if operands is None else operands, recording, shared_ok)
     if not recording:
         r = fn(self, *args, **kwargs)._data
@@ -793,9 +794,20 @@ def inplace_forms(ops):
     return out
 
 
+# In-place forms PyTorch gives no autograd formula at all (unlike ops whose derivative is
+# "not implemented" or zero, such as gcd_ or eq_): they never check the tensor's history, so a
+# leaf that requires grad (or a view of one) is changed in place like any tensor, records
+# nothing, and keeps requires_grad; only its version moves.
+UNTRACKED = frozenset(("logical_and_", "logical_or_", "logical_xor_", "logical_not_"))
+
+
 def _inplace_form(name, fn):
-    def f(self, *args, **kwargs):
-        return apply(self, fn, *args, **kwargs)
+    if name in UNTRACKED:
+        def f(self, *args, **kwargs):
+            return _apply(self, fn, args, kwargs, False, untracked=True)
+    else:
+        def f(self, *args, **kwargs):
+            return apply(self, fn, *args, **kwargs)
 
     f.__name__ = name
     f.__doc__ = f"In-place {name[:-1]}; returns self."
