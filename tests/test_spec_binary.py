@@ -18,7 +18,9 @@ from dyngrad.ops import OPS  # noqa: E402
 OPS2 = {
     "atan2": True, "hypot": True, "maximum": False, "minimum": False, "fmax": False,
     "fmin": False, "logaddexp": False, "logaddexp2": False, "nextafter": True, "ldexp": True,
+    "fmod": True, "copysign": True,
 }
+SCALAR_OPS = ["copysign", "fmod"]  # with a number as other: their Scalar overload
 NAMES = sorted(OPS2)
 INTEGER_OPS = ["gcd", "lcm"]  # no derivative
 DTYPES = ["int64", "int32", "bool", "float16", "float32", "float64", "complex64"]
@@ -242,3 +244,50 @@ def test_ldexp_integer_exponent_gradient_as_torch():
                                        e)).tangent
         out[L] = [_outcome(lambda: y), _outcome(lambda: g), _outcome(lambda: t)]
     assert out[dyngrad] == out[torch]
+
+
+@pytest.mark.parametrize("name", SCALAR_OPS)
+@pytest.mark.parametrize("dt", DTYPES)
+def test_scalar_overload_dtypes_and_errors_as_torch(name, dt):
+    for v in (2, -1.5, True, 0, 1j, np.float32(0.5), np.int64(3), "a", [1.0], None):
+        if v == 1j and dt == "float16":
+            continue  # PyTorch gives complex32 (ComplexHalf), which dyngrad does not have
+        for call in (lambda L: getattr(L, name)(_make(L, dt, (3,), 0), v),
+                     lambda L: getattr(_make(L, dt, (2, 1), 0), name)(v),
+                     lambda L: getattr(L, name)(v, _make(L, dt, (3,), 0))):
+            assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch)), v
+
+
+@pytest.mark.parametrize("name", SCALAR_OPS)
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_scalar_overload_gradients_as_torch(name, dt):
+    out = {}
+    for L in (dyngrad, torch):
+        res = []
+        for v in (2, -1.5):
+            a = _make(L, dt, (2, 3), 2).requires_grad_()
+            r = getattr(L, name)(a, v)
+            fn = r.grad_fn
+            res.append([type(fn).__name__, len(fn.next_functions),
+                        [_outcome(lambda n=n: getattr(fn, n)) for n in sorted(dir(fn))
+                         if n.startswith("_saved_")]])
+            g, = L.autograd.grad((r * r).sum(), a, create_graph=True)
+            res.append(_outcome(lambda: g))
+            if g.requires_grad:
+                res.append(_outcome(lambda: L.autograd.grad(g.sum(), a)[0]))
+            x = a.detach().clone()
+            getattr(x, name + "_")(v)
+            res += [x._version, _outcome(lambda: x)]
+        out[L] = res
+    assert out[dyngrad] == out[torch]
+
+
+@pytest.mark.parametrize("name", SCALAR_OPS)
+def test_scalar_overload_forward_mode_as_torch(name):
+    a = _make(dyngrad, "float64", (2, 3), 2)
+    t = _make(dyngrad, "float64", (2, 3), 4)
+    with fwAD.dual_level():
+        got = fwAD.unpack_dual(getattr(dyngrad, name)(fwAD.make_dual(a, t), -1.5)).tangent
+    _, exp = torch.func.jvp(lambda x: getattr(torch, name)(x, -1.5),
+                            (torch.from_numpy(a.numpy()),), (torch.from_numpy(t.numpy()),))
+    np.testing.assert_allclose(got.numpy(), exp.numpy(), rtol=1e-7)

@@ -136,6 +136,7 @@ class OpSpec:
         self.bw: Callable | None = None
         self.fw: Callable | None = None
         self._on_backward: list = []  # told when the backward is declared (the hot path)
+        self._on_scalar: list = []  # told when a Scalar overload is declared
         # an elementwise op of two tensors and nothing else: promoted, broadcast, summed back
         self.binary = elementwise and len(inputs) == 2 and \
             len(inspect.signature(forward).parameters) == 2
@@ -146,6 +147,9 @@ class OpSpec:
         # which tensor inputs' gradients need each saved tensor (None: it is always kept)
         saved_for = saved_for or {}
         self.saved_for = tuple(saved_for.get(n) for n in saved if n == "result" or n in inputs)
+        # (tensor code, kept for input 0's gradient, for input 1's) per saved tensor
+        self.save_plan = tuple((k, need is None or 0 in need, need is None or 1 in need)
+                               for k, need in zip(self.saved_inputs, self.saved_for))
         self.unpack_order = tuple(positions[n] for n in sorted(
             saved, key=lambda n: (self.binary and n == "result", n))
             if n in inputs or n == "result")  # two inputs: their result after them
@@ -178,6 +182,22 @@ class OpSpec:
         """The forward-mode rule ``fn(ctx, *tangents) -> output tangent``."""
         self.fw = fn
         return fn
+
+    def scalar(self, node: str, saved: tuple = ()) -> Callable:
+        """Declare the overload PyTorch has for a number as the second input (``fmod(x, 2.5)``,
+        its ``.Scalar`` op), of an elementwise op of two tensors: the input takes the dtype
+        PyTorch gives it with that number, the forward is the op's own (on the array and the
+        number), and the node ``node`` keeps ``saved`` (``self``, ``result``, and/or the
+        number as ``other``).  Decorates the overload's backward ``fn(ctx, grad) ->
+        (gradient of self,)``; its forward-mode rule is derived.  A first input that is not a
+        tensor is then refused as PyTorch refuses it ("received an invalid combination of
+        arguments")."""
+        def deco(fn):
+            over = _ScalarOverload(self, node, tuple(saved), fn)
+            for hook in self._on_scalar:
+                hook(over)
+            return fn
+        return deco
 
     def pack(self, x, res):
         """The node's saved values for input ``x`` and result ``res`` (a one-tensor op)."""
@@ -489,11 +509,12 @@ def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
         elif saves == 2:
             saved = (Saved(input), Saved(other), Saved(res, True), a.shape, b.shape)
         elif saves:
-            rg = (input._requires_grad, other._requires_grad)
-            saved = tuple([
-                None if need is not None and not any(rg[i] for i in need) else
-                Saved(res, True) if k == 2 else Saved(other if k else input)
-                for k, need in zip(spec.saved_inputs, spec.saved_for)]) + (a.shape, b.shape)
+            r0, r1 = input._requires_grad, other._requires_grad
+            saved = []
+            for k, n0, n1 in spec.save_plan:
+                saved.append(None if not (n0 and r0 or n1 and r1) else Saved(res, True)
+                             if k == 2 else Saved(other if k else input))
+            saved = (*saved, a.shape, b.shape)
         else:
             raise RuntimeError(f"the derivative for '{spec.name}' is not implemented.")
         res._grad_fn = node = cls((edge_of(input), edge_of(other)), saved, r.dtype)
@@ -545,15 +566,92 @@ def _binary_public(self, p):
 
     self._on_backward.append(has_backward)
 
+    over = None  # the Scalar overload, once declared
+
+    def has_scalar(o):
+        nonlocal over
+        over = o
+
+    self._on_scalar.append(has_scalar)
+
     def f(input=_MISSING, other=_MISSING, *rest):
         if other is _MISSING or rest or input is _MISSING:
+            if over is not None:  # PyTorch matches the call against each overload
+                given = tuple(v for v in (input, other) if v is not _MISSING) + rest
+                kw = {spec.inputs[1]: other} if input is _MISSING and \
+                    other is not _MISSING else {}
+                raise D.bad_combo(spec.name, given[1 - p:] if kw == {} else (), kw)
             if input is _MISSING:  # ``other`` alone was given, by keyword
                 kw = {} if other is _MISSING else {spec.inputs[1]: other}
                 return spec._general(**kw)
             return spec._general(*((input,) if other is _MISSING else (input, other)), *rest)
+        if over is not None and not (isinstance(other, Tensor) and isinstance(input, Tensor)):
+            return _scalar_run(input, other, over, spec, p)
         return _binary_run(input, other, forward, kinds, cls, saves, spec, p)
 
     return f
+
+
+class _ScalarOverload:
+    """The Scalar overload of an elementwise op of two tensors (``OpSpec.scalar``): what its
+    node class reads as its ``_spec``."""
+
+    inputs = ("self",)
+    linear = binary = False
+    elementwise = True
+    fw = None
+
+    def __init__(self, spec, node, saved, bw):
+        self.name = spec.name
+        self.forward = getattr(spec.forward, "kernel", spec.forward)
+        self.saved = saved
+        self.bw = bw
+        positions = {n: i for i, n in enumerate(saved)}
+        self.unpack_order = tuple(positions[n] for n in sorted(saved) if n != "other")
+        named = {n: (i, "same" if n == "other" else "tensor") for n, i in positions.items()}
+        self.node_cls = type(node, (Node,), {
+            "__slots__": (), "__module__": spec.forward.__module__, "_spec": self,
+            "_named_saved": named, "_fw_rule": _node_fw, "_bw": _node_bw,
+            "_needs_saved": bool(self.unpack_order),
+            "__doc__": f"Backward of {spec.name} with a number (declared with defop)."})
+        spec.scalar_node = self.node_cls
+
+
+def _scalar_run(input, other, over, spec, p):
+    """The body of the public function (``p`` = 1) or method (``p`` = 0) of an elementwise op
+    of two tensors called with a number as its second input (its Scalar overload,
+    ``OpSpec.scalar``)."""
+    try:
+        a = input._data
+    except AttributeError:
+        raise D.bad_combo(spec.name, [input, other]) from None
+    if isinstance(other, (np.number, np.bool_)):
+        other = other.item()
+    elif not isinstance(other, (int, float, complex)):
+        raise D.bad_combo(spec.name, [input, other][1 - p:])
+    rt = D.scalar_result(D.FROM_NP[a.dtype], other).np
+    if a.dtype != rt:
+        a = a.astype(rt)
+    if a.dtype.kind not in spec.kinds:
+        a = spec.admit(a)
+    tok = quiet_on()
+    try:
+        r = over.forward(a, other)
+    finally:
+        quiet_off(tok)
+    if r.dtype != a.dtype:
+        r = r.astype(a.dtype)
+    if STATE.enabled and input._requires_grad:
+        res = _make(r)
+        res._requires_grad = True
+        saved = tuple([Saved(res, True) if n == "result" else Saved(input) if n == "self"
+                       else other for n in over.saved])
+        res._grad_fn = node = over.node_cls((edge_of(input),), saved, r.dtype)
+        if RECORD_HOOKS:
+            for h in RECORD_HOOKS:
+                h(res, node)
+        return res
+    return _make(r)
 
 
 OpSpec._unary_public = _unary_public

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype as D
 from . import op
 from .._fperr import quiet
-from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, notify, record, sum_to
+from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
 from ._spec import defop, unary
 from .pointwise import (_binary, _call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
@@ -117,29 +117,41 @@ def _(ctx, grad):
 hypot = hypot.fn
 
 # --- fmod / remainder / floor_divide ---------------------------------------------------------
-class FmodBackward0(Node):
+def _fmod_np(self, other):
+    if self.dtype.kind in "biu":  # the inputs' common dtype
+        if self.dtype.kind == "b":
+            raise NotImplementedError("\"fmod_cpu\" not implemented for 'Bool'")
+        np.broadcast_shapes(self.shape, np.shape(other))  # PyTorch's shape error comes first
+        if np.any(np.asarray(other) == 0):
+            raise RuntimeError("ZeroDivisionError")
+    return np.fmod(self, other)
+
+
+fmod = _binop("fmod", _fmod_np, "C-style remainder (sign of the dividend); FmodBackward1 "
+              "(FmodBackward0 with a number).", node="FmodBackward1", saved=("self", "other"),
+              saved_for={"self": (1,), "other": (1,)}, complex_kernel="fmod_cpu")
+
+
+@fmod.backward
+def _(ctx, grad):
+    return (grad if ctx.needs(0) else None,
+            -grad * X.trunc(ctx.self / ctx.other) if ctx.needs(1) else None)
+
+
+@fmod.scalar("FmodBackward0")
+def _(ctx, grad):
+    return grad,
+
+
+fmod = fmod.fn
+
+
+class RemainderBackward0(Node):
     __slots__ = ()
     _needs_saved = False
 
     def _bw(self, g, graph):
         return g,
-
-
-class FmodBackward1(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        ga = sum_to(g, ash) if _needs(self, 0) else None
-        gb = None
-        if _needs(self, 1):
-            b = sb.get(self, graph)  # PyTorch's name order: other, self
-            gb = sum_to(-g * X.trunc(sa.get(self, graph) / b), bsh)
-        return ga, gb
-
-
-class RemainderBackward0(FmodBackward0):
-    __slots__ = ()
 
 
 class RemainderBackward1(Node):
@@ -188,12 +200,6 @@ def _mod_op(input, other, np_fn, cls0, cls1, name):
     if STATE.enabled and input._requires_grad:
         return record(data, cls0((edge_of(input),), ()))
     return _make(data)
-
-
-@op()
-def fmod(input, other):
-    """C-style remainder (sign of the dividend); FmodBackward0 (scalar) / FmodBackward1."""
-    return _mod_op(input, other, np.fmod, FmodBackward0, FmodBackward1, "fmod")
 
 
 @op(methods=("__mod__",))
@@ -300,54 +306,30 @@ def xlogy(input, other):
     return _make(data)
 
 
-class CopysignBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, so, ash, bsh = self._saved
-        ga = gb = None
-        if _needs(self, 0):
-            a, o = sa.get(self, graph), so.get(self, graph)
-            zero = X.const(np.broadcast_to(X.data(a) == 0, np.shape(g)), g)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ga = sum_to(X.where(zero, X.zeros_like(g), g * (o / a)), ash)
-        if _needs(self, 1):
-            gb = sum_to(0 * g, bsh)
-        return ga, gb
+copysign = _binop("copysign", np.copysign, "|input| with the sign of ``other``; "
+                  "CopysignBackward0 (CopysignBackward1 with a number).",
+                  saved=("self", "result"), saved_for={"self": (0,)}, promote="float",
+                  complex_kernel="copysign_cpu")
 
 
-class CopysignBackward1(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, so = self._saved
-        a, o = sa.get(self, graph), so.get(self, graph)
-        zero = X.const(X.data(a) == 0, g)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return X.where(zero, X.zeros_like(g), g * (o / a)),
+def _copysign_grad(grad, x, y):
+    """PyTorch's copysign_tensor_self_backward: grad * result / self, 0 where self is 0."""
+    zero = X.const(np.broadcast_to(X.data(x) == 0, tuple(grad.shape)), grad)
+    return X.where(zero, X.zeros_like(grad), grad * (y / x))
 
 
-@op()
-def copysign(input, other):
-    """|input| with the sign of ``other``; CopysignBackward0 (tensor) / CopysignBackward1."""
-    a, b = _float_pair(input, other)
-    if _isT(b, Tensor):
-        ad, bd, casts = _pair(a, b)
-        data = _call2(np.copysign, ad, bd)
-        if STATE.enabled and (a._requires_grad or b._requires_grad):
-            res = record(data, None)
-            node = CopysignBackward0((edge_of(a), edge_of(b)),
-                                     (Saved(a), Saved(res, True), ad.shape, bd.shape))
-            node._casts = casts
-            res._grad_fn = node
-            return notify(res)
-        return _make(data)
-    data = np.copysign(a._data, np.asarray(b, dtype=a._data.dtype))
-    if STATE.enabled and a._requires_grad:
-        res = record(data, None)
-        res._grad_fn = CopysignBackward1((edge_of(a),), (Saved(a), Saved(res, True)))
-        return notify(res)
-    return _make(data)
+@copysign.backward
+def _(ctx, grad):
+    return (_copysign_grad(grad, ctx.self, ctx.result) if ctx.needs(0) else None,
+            X.zeros_like(grad) if ctx.needs(1) else None)
+
+
+@copysign.scalar("CopysignBackward1", saved=("self", "result"))
+def _(ctx, grad):
+    return _copysign_grad(grad, ctx.self, ctx.result),
+
+
+copysign = copysign.fn
 
 
 # --- maximum / minimum, fmax / fmin (NaN-ignoring) ----------------------------------------
