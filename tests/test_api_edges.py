@@ -797,3 +797,45 @@ def test_nondiff_inplace_list_is_derived():
 @pytest.mark.parametrize("name", _nondiff_inplace())
 def test_nondiff_inplace_on_leaf_matches_torch(name, how):
     assert _inplace_on_leaf(dyngrad, name, how) == _inplace_on_leaf(torch, name, how)
+
+
+# -- torch.accelerator on a CPU-only build -------------------------------------------------
+_ACCELERATOR_CALLS = [
+    ("current_accelerator", ()), ("current_accelerator", (True,)), ("is_available", ()),
+    ("device_count", ()), ("current_device_index", ()), ("current_device_idx", ()),
+    ("set_device_index", (0,)), ("set_device_index", ("cpu",)), ("set_device_idx", (0,)),
+    ("get_device_capability", ()), ("current_stream", ()), ("synchronize", ()),
+    ("empty_cache", ()), ("empty_host_cache", ()), ("get_memory_info", ()),
+    ("max_memory_allocated", ()), ("max_memory_reserved", ()), ("memory_allocated", (0,)),
+    ("memory_reserved", ()), ("memory_stats", ()), ("reset_accumulated_memory_stats", ()),
+    ("reset_peak_memory_stats", ()), ("Graph", ()),
+]
+
+
+def _accelerator_call(m, name, args):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        try:
+            r = repr(getattr(m.accelerator, name)(*args))
+        except Exception as e:  # noqa: BLE001 - compared
+            r = f"{type(e).__name__}: {e}"
+    return r, [(x.category, str(x.message), x.filename) for x in w]
+
+
+@pytest.mark.parametrize("name,args", _ACCELERATOR_CALLS)
+def test_accelerator_matches_cpu_torch(name, args):
+    if torch.accelerator.is_available():
+        pytest.skip("PyTorch here has an accelerator")
+    assert _accelerator_call(dyngrad, name, args) == _accelerator_call(torch, name, args)
+
+
+def test_accelerator_device_choice_and_context():
+    assert sorted(dyngrad.accelerator.__all__) == sorted(torch.accelerator.__all__)
+    device = dyngrad.accelerator.current_accelerator() if dyngrad.accelerator.is_available() \
+        else dyngrad.device("cpu")
+    assert str(device) == "cpu"
+    with dyngrad.accelerator.device_index(None):
+        pass
+    with pytest.raises(RuntimeError, match="none is available"):
+        with dyngrad.accelerator.device_index(0):
+            pass

@@ -58,7 +58,7 @@ del _name, _info
 from . import nn, optim  # noqa: E402
 from .nn.functional import pdist  # noqa: E402  (torch.pdist is F.pdist)
 from . import utils  # noqa: E402
-from . import cuda, backends  # noqa: E402
+from . import accelerator, cuda, backends  # noqa: E402
 from . import linalg  # noqa: E402
 
 
