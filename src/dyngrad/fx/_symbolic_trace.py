@@ -4,9 +4,11 @@ functions to be recorded as calls rather than traced through.
 
 dyngrad has no ``__torch_function__``.  While a trace runs, the public functions of
 ``torch``, ``torch.nn.functional``, ``torch.linalg`` and ``torch.special`` (and the same
-functions imported by name into the traced code's modules) are swapped for recording
-wrappers, as ``math`` functions are in PyTorch's autowrap; the swap is undone when the
-trace ends, so untraced calls pay nothing.
+functions imported by name into the traced code's modules), and the methods of Tensor, are
+swapped for recording wrappers, as ``math`` functions are in PyTorch's autowrap; the swap is
+undone when the trace ends, so untraced calls pay nothing.  Outside a trace (graphs built
+from Proxies, Transformer overrides) a guarded public function that meets a Proxy fails
+before doing anything, and its argument guard's error hook (``_on_error``) records the call.
 """
 from __future__ import annotations
 

@@ -159,7 +159,7 @@ class GraphAppendingTracer(TracerBase):
         self.module_stack = {}
 
 
-def _assert_fn(x: Any) -> None:
+def assert_fn(x: Any) -> None:
     assert x
 
 
@@ -223,13 +223,14 @@ class Proxy:
             frame = inspect.currentframe().f_back
             insts = list(dis.get_instructions(frame.f_code))
             idx = next((i for i, x in enumerate(insts) if x.offset >= frame.f_lasti), None)
-            if idx is not None and insts[idx].opname in ("POP_JUMP_IF_TRUE",
-                                                         "POP_JUMP_FORWARD_IF_TRUE"):
+            # PyTorch looks for the jump of an `assert` as Python 3.12 compiles it (3.11's is
+            # POP_JUMP_FORWARD_IF_TRUE, so there an assert raises like any control flow)
+            if idx is not None and insts[idx].opname == "POP_JUMP_IF_TRUE":
                 nxt = insts[idx + 1] if idx + 1 < len(insts) else None
                 if nxt is not None and (nxt.opname == "LOAD_ASSERTION_ERROR" or
                                         (nxt.opname == "LOAD_GLOBAL" and
                                          nxt.argval == "AssertionError")):
-                    self.tracer.create_proxy("call_function", _assert_fn, (self,), {})
+                    self.tracer.create_proxy("call_function", assert_fn, (self,), {})
                     return True
         return self.tracer.to_bool(self)
 
