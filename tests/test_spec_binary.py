@@ -18,9 +18,9 @@ from dyngrad.ops import OPS  # noqa: E402
 OPS2 = {
     "atan2": True, "hypot": True, "maximum": False, "minimum": False, "fmax": False,
     "fmin": False, "logaddexp": False, "logaddexp2": False, "nextafter": True, "ldexp": True,
-    "fmod": True, "copysign": True,
+    "fmod": True, "copysign": True, "remainder": True, "xlogy": True,
 }
-SCALAR_OPS = ["copysign", "fmod"]  # with a number as other: their Scalar overload
+SCALAR_OPS = ["copysign", "fmod", "remainder", "xlogy"]  # with a number: Scalar overloads
 NAMES = sorted(OPS2)
 INTEGER_OPS = ["gcd", "lcm"]  # no derivative
 DTYPES = ["int64", "int32", "bool", "float16", "float32", "float64", "complex64"]
@@ -249,7 +249,8 @@ def test_ldexp_integer_exponent_gradient_as_torch():
 @pytest.mark.parametrize("name", SCALAR_OPS)
 @pytest.mark.parametrize("dt", DTYPES)
 def test_scalar_overload_dtypes_and_errors_as_torch(name, dt):
-    for v in (2, -1.5, True, 0, 1j, np.float32(0.5), np.int64(3), "a", [1.0], None):
+    for v in (2, -1.5, True, 0, 1j, np.float32(0.5), np.float64(2.5), np.int64(3), "a", [1.0],
+              None):
         if v == 1j and dt == "float16":
             continue  # PyTorch gives complex32 (ComplexHalf), which dyngrad does not have
         for call in (lambda L: getattr(L, name)(_make(L, dt, (3,), 0), v),
@@ -291,3 +292,29 @@ def test_scalar_overload_forward_mode_as_torch(name):
     _, exp = torch.func.jvp(lambda x: getattr(torch, name)(x, -1.5),
                             (torch.from_numpy(a.numpy()),), (torch.from_numpy(t.numpy()),))
     np.testing.assert_allclose(got.numpy(), exp.numpy(), rtol=1e-7)
+
+
+@pytest.mark.parametrize("name", ["remainder", "xlogy"])
+def test_scalar_first_overload_as_torch(name):
+    out = {}
+    for L in (dyngrad, torch):
+        res = []
+        for v in (2, 1.5, 0.0):
+            b = _make(L, "float64", (2, 3), 2).requires_grad_()
+            r = getattr(L, name)(v, b)
+            fn = r.grad_fn
+            res.append([type(fn).__name__, fn.name(), len(fn.next_functions),
+                        [_outcome(lambda n=n: getattr(fn, n)) for n in sorted(dir(fn))
+                         if n.startswith("_saved_")], _outcome(lambda: r)])
+            res.append(_outcome(lambda: L.autograd.grad((r * r).sum(), b)))
+        out[L] = res
+    assert out[dyngrad] == out[torch]
+
+
+def test_mod_operators_as_torch():
+    calls = [lambda L: L.ones(2) % "a", lambda L: L.ones(2) % [1.0], lambda L: [2.0] % L.ones(2),
+             lambda L: 2 % L.tensor([1.5, -2.0]), lambda L: L.tensor([1.5, -2.0]) % 0.75,
+             lambda L: L.tensor([3, -7]) % L.tensor([2, 2]), lambda L: L.tensor([3]) % 0,
+             lambda L: L.ones(2).remainder("a")]
+    for call in calls:
+        assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch))

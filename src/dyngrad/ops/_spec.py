@@ -183,17 +183,19 @@ class OpSpec:
         self.fw = fn
         return fn
 
-    def scalar(self, node: str, saved: tuple = ()) -> Callable:
+    def scalar(self, node, saved: tuple = (), first: bool = False) -> Callable:
         """Declare the overload PyTorch has for a number as the second input (``fmod(x, 2.5)``,
-        its ``.Scalar`` op), of an elementwise op of two tensors: the input takes the dtype
-        PyTorch gives it with that number, the forward is the op's own (on the array and the
-        number), and the node ``node`` keeps ``saved`` (``self``, ``result``, and/or the
-        number as ``other``).  Decorates the overload's backward ``fn(ctx, grad) ->
-        (gradient of self,)``; its forward-mode rule is derived.  A first input that is not a
-        tensor is then refused as PyTorch refuses it ("received an invalid combination of
-        arguments")."""
+        its ``.Scalar`` op) of an elementwise op of two tensors, or as the first with
+        ``first=True`` (``xlogy(2.0, y)``, ``.Scalar_Self``): the tensor takes the dtype PyTorch
+        gives it with that number, the forward is the op's own (on the array and the number,
+        in their places), and the node ``node`` keeps ``saved`` (the tensor and/or ``result``,
+        and/or the number under its input's name).  ``node`` may instead be a Node class to
+        derive the node from (PyTorch's ``NotImplemented`` node).  Decorates the overload's
+        backward ``fn(ctx, grad) -> (gradient of the tensor,)``; its forward-mode rule is
+        derived.  Arguments matching no overload are then refused as PyTorch refuses them
+        ("received an invalid combination of arguments")."""
         def deco(fn):
-            over = _ScalarOverload(self, node, tuple(saved), fn)
+            over = _ScalarOverload(self, node, tuple(saved), fn, first)
             for hook in self._on_scalar:
                 hook(over)
             return fn
@@ -566,17 +568,18 @@ def _binary_public(self, p):
 
     self._on_backward.append(has_backward)
 
-    over = None  # the Scalar overload, once declared
+    overs = [None, None]  # the Scalar overloads (a number first / second), once declared
+    over = False
 
     def has_scalar(o):
         nonlocal over
-        over = o
+        overs[0 if o.first else 1] = over = o
 
     self._on_scalar.append(has_scalar)
 
     def f(input=_MISSING, other=_MISSING, *rest):
         if other is _MISSING or rest or input is _MISSING:
-            if over is not None:  # PyTorch matches the call against each overload
+            if over:  # PyTorch matches the call against each overload
                 given = tuple(v for v in (input, other) if v is not _MISSING) + rest
                 kw = {spec.inputs[1]: other} if input is _MISSING and \
                     other is not _MISSING else {}
@@ -585,15 +588,15 @@ def _binary_public(self, p):
                 kw = {} if other is _MISSING else {spec.inputs[1]: other}
                 return spec._general(**kw)
             return spec._general(*((input,) if other is _MISSING else (input, other)), *rest)
-        if over is not None and not (isinstance(other, Tensor) and isinstance(input, Tensor)):
-            return _scalar_run(input, other, over, spec, p)
+        if over and not (isinstance(other, Tensor) and isinstance(input, Tensor)):
+            return _scalar_run(input, other, overs, spec, p)
         return _binary_run(input, other, forward, kinds, cls, saves, spec, p)
 
     return f
 
 
 class _ScalarOverload:
-    """The Scalar overload of an elementwise op of two tensors (``OpSpec.scalar``): what its
+    """A Scalar overload of an elementwise op of two tensors (``OpSpec.scalar``): what its
     node class reads as its ``_spec``."""
 
     inputs = ("self",)
@@ -601,52 +604,65 @@ class _ScalarOverload:
     elementwise = True
     fw = None
 
-    def __init__(self, spec, node, saved, bw):
+    def __init__(self, spec, node, saved, bw, first):
         self.name = spec.name
         self.forward = getattr(spec.forward, "kernel", spec.forward)
+        self.first = first
+        self.number = spec.inputs[0 if first else 1]  # the name of the input that is a number
         self.saved = saved
         self.bw = bw
         positions = {n: i for i, n in enumerate(saved)}
-        self.unpack_order = tuple(positions[n] for n in sorted(saved) if n != "other")
-        named = {n: (i, "same" if n == "other" else "tensor") for n, i in positions.items()}
-        self.node_cls = type(node, (Node,), {
+        self.unpack_order = tuple(positions[n] for n in sorted(saved) if n != self.number)
+        named = {n: (i, "same" if n == self.number else "tensor") for n, i in positions.items()}
+        base = node if isinstance(node, type) else Node
+        self.node_cls = type(node if isinstance(node, str) else node.__name__, (base,), {
             "__slots__": (), "__module__": spec.forward.__module__, "_spec": self,
             "_named_saved": named, "_fw_rule": _node_fw, "_bw": _node_bw,
             "_needs_saved": bool(self.unpack_order),
             "__doc__": f"Backward of {spec.name} with a number (declared with defop)."})
-        spec.scalar_node = self.node_cls
 
 
-def _scalar_run(input, other, over, spec, p):
+def _scalar_run(input, other, overs, spec, p):
     """The body of the public function (``p`` = 1) or method (``p`` = 0) of an elementwise op
-    of two tensors called with a number as its second input (its Scalar overload,
+    of two tensors called with a number as one input (its Scalar overloads,
     ``OpSpec.scalar``)."""
-    try:
-        a = input._data
-    except AttributeError:
-        raise D.bad_combo(spec.name, [input, other]) from None
-    if isinstance(other, (np.number, np.bool_)):
-        other = other.item()
-    elif not isinstance(other, (int, float, complex)):
+    if isinstance(input, Tensor):
+        t, v, over = input, other, overs[1]
+    else:
+        t, v, over = other, input, overs[0]
+    tv = type(v)
+    if tv is not float and tv is not int and tv is not bool and tv is not complex:
+        if not isinstance(v, (np.number, np.bool_)):
+            raise D.bad_combo(spec.name, [input, other][1 - p:])
+        v = v.item()  # a NumPy number (np.float64 is a float) as Python's
+    if over is None or not isinstance(t, Tensor):
         raise D.bad_combo(spec.name, [input, other][1 - p:])
-    rt = D.scalar_result(D.FROM_NP[a.dtype], other).np
+    a = t._data
+    rt = D.scalar_result(D.FROM_NP[a.dtype], v).np
     if a.dtype != rt:
         a = a.astype(rt)
     if a.dtype.kind not in spec.kinds:
         a = spec.admit(a)
+    # the number in the tensor's dtype, as PyTorch computes with it (NumPy would compute a
+    # function of the number alone in float64); an integer it cannot hold stays as it is
+    try:
+        n = rt.type(v)
+    except OverflowError:
+        n = v
     tok = quiet_on()
     try:
-        r = over.forward(a, other)
+        r = over.forward(n, a) if over.first else over.forward(a, n)
     finally:
         quiet_off(tok)
     if r.dtype != a.dtype:
         r = r.astype(a.dtype)
-    if STATE.enabled and input._requires_grad:
+    if STATE.enabled and t._requires_grad:
         res = _make(r)
         res._requires_grad = True
-        saved = tuple([Saved(res, True) if n == "result" else Saved(input) if n == "self"
-                       else other for n in over.saved])
-        res._grad_fn = node = over.node_cls((edge_of(input),), saved, r.dtype)
+        number = over.number
+        saved = tuple([Saved(res, True) if n == "result" else v if n == number else Saved(t)
+                       for n in over.saved])
+        res._grad_fn = node = over.node_cls((edge_of(t),), saved, r.dtype)
         if RECORD_HOOKS:
             for h in RECORD_HOOKS:
                 h(res, node)

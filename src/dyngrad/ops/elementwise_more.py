@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from . import op
+from . import OPS, op
 from .._fperr import quiet
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
 from ._spec import defop, unary
-from .pointwise import (_binary, _call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
+from .pointwise import (_call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
                         floor, trunc)  # noqa: F401 - floor/trunc re-exported for div
 
 _make = Tensor._make
@@ -117,17 +117,21 @@ def _(ctx, grad):
 hypot = hypot.fn
 
 # --- fmod / remainder / floor_divide ---------------------------------------------------------
-def _fmod_np(self, other):
-    if self.dtype.kind in "biu":  # the inputs' common dtype
-        if self.dtype.kind == "b":
-            raise NotImplementedError("\"fmod_cpu\" not implemented for 'Bool'")
-        np.broadcast_shapes(self.shape, np.shape(other))  # PyTorch's shape error comes first
-        if np.any(np.asarray(other) == 0):
-            raise RuntimeError("ZeroDivisionError")
-    return np.fmod(self, other)
+def _mod_np(np_fn, name):
+    """The forward of fmod/remainder: integer division by zero and bool inputs refused as
+    PyTorch refuses them (its shape error first)."""
+    def forward(self, other):
+        if self.dtype.kind in "biu":  # the inputs' common dtype
+            if self.dtype.kind == "b":
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+            np.broadcast_shapes(self.shape, np.shape(other))
+            if np.any(np.asarray(other) == 0):
+                raise RuntimeError("ZeroDivisionError")
+        return np_fn(self, other)
+    return forward
 
 
-fmod = _binop("fmod", _fmod_np, "C-style remainder (sign of the dividend); FmodBackward1 "
+fmod = _binop("fmod", _mod_np(np.fmod, "fmod"), "C-style remainder (sign of the dividend); FmodBackward1 "
               "(FmodBackward0 with a number).", node="FmodBackward1", saved=("self", "other"),
               saved_for={"self": (1,), "other": (1,)}, complex_kernel="fmod_cpu")
 
@@ -146,25 +150,31 @@ def _(ctx, grad):
 fmod = fmod.fn
 
 
-class RemainderBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return g,
+remainder = _binop("remainder", _mod_np(np.remainder, "remainder"), "Python-style remainder "
+                   "(sign of the divisor); RemainderBackward1 (RemainderBackward0 with a "
+                   "number).", node="RemainderBackward1", saved=("self", "other"),
+                   saved_for={"self": (1,), "other": (1,)}, complex_kernel="remainder_cpu")
 
 
-class RemainderBackward1(Node):
-    __slots__ = ()
+@remainder.backward
+def _(ctx, grad):
+    return (grad if ctx.needs(0) else None,
+            -grad * X.floor(ctx.self / ctx.other) if ctx.needs(1) else None)
 
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        ga = sum_to(g, ash) if _needs(self, 0) else None
-        gb = None
-        if _needs(self, 1):
-            b = sb.get(self, graph)  # PyTorch's name order: other, self
-            gb = sum_to(-g * X.floor(sa.get(self, graph) / b), bsh)
-        return ga, gb
+
+@remainder.scalar("RemainderBackward0")
+def _(ctx, grad):
+    return grad,
+
+
+@remainder.scalar(NotImplemented_, first=True)
+def _(ctx, grad):
+    # remainder.Scalar_Tensor: PyTorch has no derivative (its NotImplemented node)
+    raise RuntimeError("derivative for aten::remainder is not implemented")
+
+
+remainder = remainder.fn
+_remainder_method = OPS["_remainder_method"]["fn"]  # Tensor.remainder (positions after self)
 
 
 def _int_zero_check(input, other):
@@ -173,39 +183,27 @@ def _int_zero_check(input, other):
         raise RuntimeError("ZeroDivisionError")
 
 
-def _mod_op(input, other, np_fn, cls0, cls1, name):
-    if not _isT(input, Tensor):
-        if not _isT(other, Tensor):
-            raise TypeError(f"{name}() received an invalid combination of arguments")
-        v = input
-        od = other._data
-        if type(v) is float and od.dtype.kind not in "fc":
-            od = od.astype(D.DEFAULTS.float.np)
-        data = np_fn(v, od)
-        if data.dtype != od.dtype:
-            data = data.astype(od.dtype)
-        return _no_derivative(data, name, (other,))
-    _int_zero_check(input, other)
-    if _isT(other, Tensor):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return _binary(input, other, np_fn, cls1, True, True)
-    if not _scalar_ok(other):
-        return NotImplemented
-    # a Scalar ``other`` (fmod.Scalar / remainder.Scalar): the node's one edge is self's
-    ad, bv = _scalar_data(input._data, other)
+def _mod_op(input, other, np_fn, name):
+    """floor_divide with a number first: no derivative."""
+    if not _isT(other, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments")
+    v = input
+    od = other._data
+    if type(v) is float and od.dtype.kind not in "fc":
+        od = od.astype(D.DEFAULTS.float.np)
     with np.errstate(divide="ignore", invalid="ignore"):
-        data = np_fn(ad, bv)
-    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
-        data = data.astype(ad.dtype)
-    if STATE.enabled and input._requires_grad:
-        return record(data, cls0((edge_of(input),), ()))
-    return _make(data)
+        data = np_fn(v, od)
+    if data.dtype != od.dtype:
+        data = data.astype(od.dtype)
+    return _no_derivative(data, name, (other,))
 
 
-@op(methods=("__mod__",))
-def remainder(input, other):
-    """Python-style remainder (sign of the divisor); RemainderBackward0 / RemainderBackward1."""
-    return _mod_op(input, other, np.remainder, RemainderBackward0, RemainderBackward1, "remainder")
+@op("_mod", function=False, method=False, methods=("__mod__",))
+def _mod(self, other):
+    """``self % other``: Tensor.remainder, or Python's NotImplemented for another operand."""
+    if not (_isT(other, Tensor) or _scalar_ok(other)):
+        return NotImplemented
+    return _remainder_method(self, other)
 
 
 @op(function=False, method=False, methods=("__rmod__",))
@@ -219,7 +217,7 @@ def _rmod(self, other):
 def floor_divide(input, other):
     """Elementwise floor(input / other); PyTorch defines no derivative for it."""
     if not _isT(input, Tensor):
-        return _mod_op(input, other, np.floor_divide, None, None, "floor_divide")
+        return _mod_op(input, other, np.floor_divide, "floor_divide")
     _int_zero_check(input, other)
     if _isT(other, Tensor):
         ad, bd, _ = _pair(input, other)
@@ -243,67 +241,43 @@ def _rfloordiv(self, other):
 
 # --- xlogy / copysign ------------------------------------------------------------------
 def _xlogy_np(x, y):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = x * np.log(y)
+    r = x * np.log(y)
     return np.where((x == 0) & ~np.isnan(y), 0, r).astype(r.dtype, copy=False)
 
 
-class XlogyBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        b, a = sb.get(self, graph), sa.get(self, graph)  # PyTorch's name order: other, self
-        ga = gb = None
-        if _needs(self, 0):
-            ad, bd = X.data(a), X.data(b)
-            mask = X.const(np.broadcast_to((ad == 0) & (bd <= 0), np.shape(g)), g)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ga = sum_to(X.where(mask, X.zeros_like(g), g * X.log(b)), ash)
-        if _needs(self, 1):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                gb = sum_to(g * a / b, bsh)
-        return ga, gb
+xlogy = _binop("xlogy", _xlogy_np, "input * log(other), defined as 0 where input is 0; "
+               "XlogyBackward0 (XlogyBackward2 / XlogyBackward1 with a number as other / "
+               "input).", saved=("self", "other"), promote="float", complex_kernel="xlogy_cpu")
 
 
-class XlogyBackward1(Node):
-    """Scalar self, tensor other."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        x, sb = self._saved
-        return g * x / sb.get(self, graph),
-
-
-class XlogyBackward2(Node):
-    """Tensor self, scalar other."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        y = self._saved[1]
-        xd = X.data(self._saved[0].get(self, False))
-        if y > 0:
-            return g * float(np.log(y)),
-        return X.where(X.const(xd == 0, g), X.zeros_like(g), g * (-np.inf if y == 0 else np.nan)),
+@xlogy.backward
+def _(ctx, grad):
+    a, b = ctx.self, ctx.other
+    ga = gb = None
+    if ctx.needs(0):
+        ad, bd = X.data(a), X.data(b)
+        mask = X.const(np.broadcast_to((ad == 0) & (bd <= 0), tuple(grad.shape)), grad)
+        ga = X.where(mask, X.zeros_like(grad), grad * X.log(b))
+    if ctx.needs(1):
+        gb = grad * a / b
+    return ga, gb
 
 
-@op()
-def xlogy(input, other):
-    """input * log(other), defined as 0 where input is 0; XlogyBackward0/1/2."""
-    if not _isT(input, Tensor):
-        b = other if other._data.dtype.kind in "fc" else other.to(D.DEFAULTS.float)
-        x = float(input)
-        data = _xlogy_np(np.asarray(x, dtype=b._data.dtype), b._data)
-        if STATE.enabled and b._requires_grad:
-            return record(data, XlogyBackward1((edge_of(b),), (x, Saved(b))))
-        return _make(data)
-    a, b = _float_pair(input, other)
-    if _isT(b, Tensor):
-        return _binary(a, b, _xlogy_np, XlogyBackward0, True, True)
-    data = _xlogy_np(a._data, np.asarray(b, dtype=a._data.dtype))
-    if STATE.enabled and a._requires_grad:
-        return record(data, XlogyBackward2((edge_of(a),), (Saved(a), b)))
-    return _make(data)
+@xlogy.scalar("XlogyBackward2", saved=("self", "other"))
+def _(ctx, grad):
+    y = ctx.other
+    if y > 0:
+        return grad * float(np.log(y)),
+    zero = X.const(X.data(ctx.self) == 0, grad)
+    return X.where(zero, X.zeros_like(grad), grad * (-np.inf if y == 0 else np.nan)),
+
+
+@xlogy.scalar("XlogyBackward1", saved=("self", "other"), first=True)
+def _(ctx, grad):
+    return grad * ctx.self / ctx.other,
+
+
+xlogy = xlogy.fn
 
 
 copysign = _binop("copysign", np.copysign, "|input| with the sign of ``other``; "
