@@ -58,7 +58,9 @@ def _twin_value(v, memo):
 
 def _twin_function(fn, memo):
     g = dict(fn.__globals__)
-    new = types.FunctionType(fn.__code__, g, fn.__name__, None, None)
+    # cells filled after the function is memoised, so a closure that refers back to it works
+    cells = tuple(types.CellType() for _ in fn.__closure__ or ()) or None
+    new = types.FunctionType(fn.__code__, g, fn.__name__, None, cells)
     memo[id(fn)] = new
     for name in _names(fn.__code__):
         if name in fn.__globals__:
@@ -67,11 +69,8 @@ def _twin_function(fn, memo):
         new.__defaults__ = tuple(_twin_value(d, memo) for d in fn.__defaults__)
     if fn.__kwdefaults__:
         new.__kwdefaults__ = {k: _twin_value(d, memo) for k, d in fn.__kwdefaults__.items()}
-    if fn.__closure__:
-        new = types.FunctionType(fn.__code__, g, fn.__name__, new.__defaults__,
-                                 tuple(types.CellType(_twin_value(c.cell_contents, memo))
-                                       for c in fn.__closure__))
-        memo[id(fn)] = new
+    for cell, c in zip(cells or (), fn.__closure__ or ()):
+        cell.cell_contents = _twin_value(c.cell_contents, memo)
     return new
 
 

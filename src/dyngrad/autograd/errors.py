@@ -177,3 +177,22 @@ def _caller():
     import linecache
     return _fmt({"file": f.f_code.co_filename, "line": f.f_lineno,
                  "code": linecache.getline(f.f_code.co_filename, f.f_lineno).strip()})
+
+
+def without_rule(op: str, *, kind: str = "formula"):
+    """A node class's ``_fw_rule`` for an op PyTorch has no forward-mode derivative for: it
+    raises PyTorch's error naming ``op``.  ``kind="formula"``: the op has a backward but no
+    forward formula ("... because it has not been implemented yet."); ``kind="derivative"``:
+    the op has no derivative at all (PyTorch's NotImplemented node)."""
+    if kind == "formula":
+        msg = (f"Trying to use forward AD with {op} that does not support it because it has "
+               f"not been implemented yet.\nPlease file us an issue at "
+               f"https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so "
+               f"that we can prioritize its implementation.")
+    else:
+        msg = f"Trying to use forward AD with {op} that does not support it."
+
+    def rule(node, tangents):
+        raise NotImplementedError(msg)
+
+    return rule

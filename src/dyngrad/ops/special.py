@@ -21,6 +21,7 @@ from . import _dual as X
 from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify,
                      quiet_off, quiet_on, record, sum_to)
 from ._special import sp as _sp, erfcx as _erfcx_np
+from ..autograd.errors import without_rule
 from ._spec import unary
 from .elementwise_more import _float_pair, _need_tensor
 from .pointwise import _binary, _scalar_ok
@@ -487,6 +488,13 @@ class IgammacBackward0(Node):
             raise _not_implemented("igammac: input")
         a, b = sa.get(self, graph), sb.get(self, graph)
         return None, sum_to(-_igamma_other(g, a, b), bsh)
+
+
+# PyTorch has no forward-mode formula for zeta, igamma and igammac
+for _cls, _op in ((SpecialZetaBackward0, "special_zeta"), (SpecialZetaBackward1, "special_zeta"),
+                  (SpecialZetaBackward2, "special_zeta"), (IgammaBackward0, "igamma"),
+                  (IgammacBackward0, "igammac")):
+    _cls._fw_rule = without_rule(_op)
 
 
 def _binary_special(name, input, other, kern, cls0, cls1, cls2):
