@@ -1016,3 +1016,35 @@ def test_concrete_args_tuple():
     for lib, ns in ((torch, t), (dyngrad, d)):
         with pytest.raises(RuntimeError, match="Tracing expected 3 arguments but got 2"):
             lib.fx.symbolic_trace(ns["f"], concrete_args=(1, 2))
+
+
+@pytest.mark.parametrize("layer", ["Linear(3, 4)", "ReLU()", "Flatten()", "Dropout(0.1)",
+                                   "GELU()", "MaxPool2d(2)", "AvgPool2d(2)", "LeakyReLU()",
+                                   "Identity()", "Embedding(5, 3)", "LayerNorm(3)",
+                                   "BatchNorm1d(3)", "Conv2d(1, 2, 3)"])
+def test_tracing_through_layers(layer):
+    # a tracer with no leaf modules records what each layer's forward does; PyTorch's
+    # functionals implemented as torch._C._nn.X or torch.X print here as torch.nn.functional.X
+    src = f"""
+    class AllThrough(fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            return False
+
+    layer = nn.{layer}
+    """
+    t, d = _both(src)
+    try:
+        tgraph = t["AllThrough"]().trace(t["layer"])
+    except Exception as e:
+        with pytest.raises(type(e).__base__ if type(e).__name__ == "TraceError" else type(e)) as de:
+            d["AllThrough"]().trace(d["layer"])
+        assert str(de.value) == str(e)
+        return
+    dgraph = d["AllThrough"]().trace(d["layer"])
+
+    def norm(nodes):
+        return [(op, name, tgt.replace("torch._C._nn.", "torch.nn.functional.")
+                 .replace("torch.conv2d", "torch.nn.functional.conv2d")) for op, name, tgt in nodes]
+    assert norm(_nodes(dgraph)) == norm(_nodes(tgraph))
+    assert [(str(n.args), str(n.kwargs)) for n in dgraph.nodes] == \
+        [(str(n.args), str(n.kwargs)) for n in tgraph.nodes]

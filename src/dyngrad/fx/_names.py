@@ -148,6 +148,22 @@ def public_of_body(fn: Any) -> Callable | None:
     return hit[1] if hit is not None and hit[0] is fn else None
 
 
+_STATIC: list[tuple[type, str, Callable, str]] = []  # (layer class, attribute, op, public name)
+
+
+def static_ops() -> list[tuple[type, str, Callable, str]]:
+    """Layers that keep a public op as a static method (``Conv2d._conv``): patched too."""
+    _build()
+    if not _STATIC:
+        from .. import nn
+        for cls in vars(nn).values():
+            if isinstance(cls, type) and issubclass(cls, nn.Module):
+                for k, v in vars(cls).items():
+                    if isinstance(v, staticmethod) and public_name(v.__func__) is not None:
+                        _STATIC.append((cls, k, v.__func__, public_name(v.__func__)))
+    return _STATIC
+
+
 def op_dicts() -> list[tuple[dict, str, str]]:
     """Every (module dict, key, public name) holding a public operation, for patching while
     tracing."""

@@ -189,10 +189,13 @@ class _Patcher:
 
 def _patch_ops(patcher: _Patcher) -> None:
     """Swap the public operations of dyngrad's modules for their recording forms."""
-    from ._names import op_dicts
+    from ._names import op_dicts, static_ops
     for d, k, public in op_dicts():
         if not getattr(d[k], "_fx_patched", False):  # not already swapped by an outer trace
             patcher.patch(d, k, _op_wrapper(d[k], public))
+    for cls, k, fn, public in static_ops():
+        if vars(cls)[k].__func__ is fn:
+            patcher.patch_method(cls, k, staticmethod(_op_wrapper(fn, public)))
 
 
 # Tensor operators PyTorch records under their method's name (`t + proxy` is `t.add(proxy)`)
