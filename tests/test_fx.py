@@ -1048,3 +1048,54 @@ def test_tracing_through_layers(layer):
     assert norm(_nodes(dgraph)) == norm(_nodes(tgraph))
     assert [(str(n.args), str(n.kwargs)) for n in dgraph.nodes] == \
         [(str(n.args), str(n.kwargs)) for n in tgraph.nodes]
+
+
+def test_find_nodes_sorting_boxed_run_dict_root_and_nested_modules():
+    import copy
+    src = """
+    class Inner(nn.Module):
+        def forward(self, x):
+            return torch.relu(x) * 2
+
+    def f(x, y):
+        a = torch.relu(x)
+        b = torch.relu(y)
+        return a + b
+    """
+    t, d = _both(src)
+    out = []
+    for lib, ns in ((torch, t), (dyngrad, d)):
+        gm = lib.fx.symbolic_trace(ns["f"])
+        g = gm.graph
+        relus = g.find_nodes(op="call_function", target=lib.relu)
+        last = list(g.nodes)[-2]
+        with g.inserting_before(relus[0]):
+            late = g.call_function(lib.neg, (next(iter(g.nodes)),))
+        order = [n.name for n in sorted(list(g.nodes)[::-1])]
+        with g.inserting_before(relus[0]):
+            late2 = g.call_function(lib.relu, (next(iter(g.nodes)),))
+        created = [n.name for n in g.find_nodes(op="call_function", target=lib.relu, sort=False)]
+        in_graph = [n.name for n in g.find_nodes(op="call_function", target=lib.relu)]
+        with pytest.raises(AssertionError, match="target must not be None for call_function"):
+            g.find_nodes(op="call_function")
+        g.erase_node(late2)
+        g.erase_node(late)
+        x = lib.ones(2)
+        boxed = _np(lib.fx.Interpreter(gm).boxed_run([x, x])).tolist()
+        p = lib.fx.Proxy(last)
+        q = copy.deepcopy(p)
+        inner = lib.fx.symbolic_trace(ns["Inner"]())
+        root = {"sub": inner}
+        g2 = lib.fx.Graph()
+        ph = g2.placeholder("x")
+        g2.output(g2.call_module("sub", (ph,)))
+        outer = lib.fx.GraphModule(root, g2)
+        outer_traced = lib.fx.symbolic_trace(outer)
+        out.append((order, created, in_graph, boxed, type(q).__name__, q.node.name,
+                    outer.code, outer.print_readable(print_output=False),
+                    outer_traced.code, _np(outer(x)).tolist()))
+        with pytest.raises(RuntimeError, match="expected 2 arguments"):
+            lib.fx.Interpreter(gm).boxed_run([x])
+        with pytest.raises(RuntimeError, match="referenced target sub but that target"):
+            lib.fx.GraphModule({}, g2)
+    assert out[1] == out[0]

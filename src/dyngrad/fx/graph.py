@@ -381,6 +381,8 @@ class Graph:
         self._tracer_extras = tracer_extras
         self._codegen = CodeGen()
         self._co_fields: dict[str, Any] = {}
+        self._order_cache: dict[Node, int] | None = None
+        self._created = 0
 
     @property
     def owning_module(self):
@@ -404,14 +406,18 @@ class Graph:
         return n
 
     def find_nodes(self, *, op: str, target: Target | None = None, sort: bool = True) -> list:
-        """The nodes with opcode ``op`` (and ``target``, when given), in graph order."""
-        return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
+        """The nodes with opcode ``op`` (and ``target``, when given): in graph order with
+        ``sort``, else in the order they were created."""
+        if op == "call_function" and target is None:
+            raise AssertionError("target must not be None for call_function op")
+        found = [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
+        return found if sort else sorted(found, key=lambda n: n._seq)
 
     def _order(self, node: Node) -> int:
-        for i, n in enumerate(self.nodes):
-            if n is node:
-                return i
-        return -1
+        """The position of ``node`` in the graph (for sorting nodes)."""
+        if self._order_cache is None:
+            self._order_cache = {n: i for i, n in enumerate(self.nodes)}
+        return self._order_cache.get(node, -1)
 
     # -- building ---------------------------------------------------------------------------
     def create_node(self, op: str, target: Target, args: tuple | None = None,
@@ -427,6 +433,8 @@ class Graph:
         candidate = name if name is not None else self._target_to_str(target)
         name = self._graph_namespace.create_name(candidate, None)
         n = Node(self, name, op, target, args, kwargs, type_expr)
+        n._seq = self._created
+        self._created += 1
         self._graph_namespace.associate_name_with_obj(name, n)
         self._insert(n)
         self._len += 1

@@ -186,6 +186,7 @@ class Node:
         p = self._prev
         p._next, x._prev = x, p
         x._next, self._prev = self, x
+        self.graph._order_cache = None
 
     def append(self, x: Node) -> None:
         """Move or insert ``x`` just after this node."""
@@ -195,6 +196,7 @@ class Node:
         p, n = self._prev, self._next
         p._next, n._prev = n, p
         self._prev = self._next = self
+        self.graph._order_cache = None
 
     # -- arguments and users --------------------------------------------------------------
     @property
