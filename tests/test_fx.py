@@ -23,11 +23,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _both(src: str, name: str = "fxcase"):
     """Run ``src`` twice, with ``torch`` bound to PyTorch and to dyngrad; the namespaces."""
+    import linecache
+    code = textwrap.dedent(src)
+    linecache.cache[f"<{name}>"] = (len(code), None, code.splitlines(True), f"<{name}>")
     out = []
     for lib in (torch, dyngrad):
         mod = types.ModuleType(name)
         mod.__dict__.update(torch=lib, nn=lib.nn, F=lib.nn.functional, fx=lib.fx)
-        exec(compile(textwrap.dedent(src), f"<{name}>", "exec"), mod.__dict__)
+        exec(compile(code, f"<{name}>", "exec"), mod.__dict__)
         out.append(mod.__dict__)
     return out
 
@@ -1099,3 +1102,28 @@ def test_find_nodes_sorting_boxed_run_dict_root_and_nested_modules():
         with pytest.raises(RuntimeError, match="referenced target sub but that target"):
             lib.fx.GraphModule({}, g2)
     assert out[1] == out[0]
+
+
+def test_recorded_stack_traces_name_the_users_line():
+    # PyTorch 2.13 records its own create_node frame last, so its summaries name proxy.py;
+    # dyngrad names the forward's line the node came from
+    src = """
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+
+        def forward(self, x):
+            y = self.lin(x)
+            return torch.relu(y) + 1
+    """
+    _, d = _both(src, name="stackcase")
+    tracer = dyngrad.fx.Tracer()
+    tracer.record_stack_traces = True
+    graph = tracer.trace(d["M"]())
+    traces = {n.name: n.stack_trace for n in graph.nodes}
+    assert traces["x"] is None and traces["output"] is None
+    assert traces["lin"].endswith("in forward\n    y = self.lin(x)")
+    assert traces["relu"].endswith("return torch.relu(y) + 1")
+    text = dyngrad.fx.GraphModule(tracer.root, graph).print_readable(print_output=False)
+    assert "# File: <stackcase>:8 in forward, code: y = self.lin(x)" in text

@@ -59,7 +59,9 @@ class TracerBase:
         if stack:
             node.meta["nn_module_stack"] = dict(stack)
         if self.record_stack_traces and not node.stack_trace:
-            node.stack_trace = _user_stack()
+            stack = _user_stack()
+            if stack:
+                node.stack_trace = stack
         return node
 
     def proxy(self, node: Node) -> Proxy:
@@ -140,13 +142,17 @@ def _is_plain_constant(a: Any) -> bool:
         (callable(a) and not isinstance(a, type(dyngrad)))
 
 
-def _user_stack() -> str:
-    import os
+def _user_stack() -> str | None:
+    """The stack from the outermost ``forward`` down to the operation, without FX's and
+    Module.__call__'s frames; None outside a forward (placeholders, output)."""
     import traceback
-    here = os.path.dirname(os.path.abspath(__file__))
-    frames = [f for f in traceback.extract_stack()[:-1]
-              if not os.path.abspath(f.filename).startswith(here)]
-    return "".join(traceback.format_list(frames[-1:])).strip() if frames else ""
+    frames = traceback.extract_stack()[:-1]
+    first = next((i for i, f in enumerate(frames) if f.name == "forward"), None)
+    if first is None:
+        return None
+    skip = (_OPEN[0], os.path.join(_PKG, "nn", "modules", "module.py"))
+    keep = [f for f in frames[first:] if not os.path.abspath(f.filename).startswith(skip)]
+    return "".join(traceback.format_list(keep)).strip() or None
 
 
 class GraphAppendingTracer(TracerBase):
