@@ -1127,3 +1127,23 @@ def test_recorded_stack_traces_name_the_users_line():
     assert traces["relu"].endswith("return torch.relu(y) + 1")
     text = dyngrad.fx.GraphModule(tracer.root, graph).print_readable(print_output=False)
     assert "# File: <stackcase>:8 in forward, code: y = self.lin(x)" in text
+
+
+def test_error_inside_generated_code_shows_the_generated_line(capfd):
+    src = """
+    def f(x, y):
+        a = torch.relu(x)
+        b = a @ y
+        return b + 1
+    """
+    t, d = _both(src, name="errcase")
+    msgs = []
+    for lib, ns in ((torch, t), (dyngrad, d)):
+        gm = lib.fx.symbolic_trace(ns["f"])
+        with pytest.raises(RuntimeError, match="shapes cannot be multiplied") as e:
+            gm(lib.ones(2, 3), lib.ones(2, 3))
+        assert e.value.__traceback__ is not None
+        err = capfd.readouterr().err
+        msgs.append(err[err.index("Call using an FX-traced Module"):])
+        assert "<eval_with_key>." in err and " from <errcase>:2 in f" in err
+    assert msgs[1] == msgs[0]

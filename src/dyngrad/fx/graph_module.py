@@ -19,17 +19,20 @@ __all__ = ["GraphModule"]
 _SRC_COUNTER = itertools.count()
 
 
-def _exec_with_source(src: str, globals_: dict) -> None:
+def _exec_with_source(src: str, globals_: dict, co_fields: dict | None = None) -> None:
     """Run generated source under a unique file name that ``linecache`` can show in
-    tracebacks."""
+    tracebacks (naming the traced function's file and line when known)."""
     key = f"<eval_with_key>.{next(_SRC_COUNTER)}"
+    if co_fields and {"co_filename", "co_firstlineno", "co_name"} <= co_fields.keys():
+        key += (f" from {co_fields['co_filename']}:{co_fields['co_firstlineno']} in "
+                f"{co_fields['co_name']}")
     linecache.cache[key] = (len(src), None, src.splitlines(True), key)
     exec(compile(src, key, "exec", dont_inherit=True), globals_)
 
 
-def _forward_from_src(src: str, globals_: dict):
+def _forward_from_src(src: str, globals_: dict, co_fields: dict | None = None):
     g = dict(globals_)
-    _exec_with_source(src, g)
+    _exec_with_source(src, g, co_fields)
     return g["forward"]
 
 
@@ -87,17 +90,15 @@ class _WrappedCall:
 
     @staticmethod
     def _generate_error_message(frame: traceback.FrameSummary) -> str:
-        err_lineno = frame.lineno
-        line = frame.line
+        lineno = frame.lineno
         lines = linecache.getlines(frame.filename)
-        before = "".join(lines[max(err_lineno - 1 - 5, 0):err_lineno - 1])
-        marker = "~" * len(line or "") + "~~~ <--- HERE"
-        after = "".join(lines[err_lineno:err_lineno + 2])
-        tb = "".join(traceback.format_list([frame]))
-        return "\n".join([tb, "Call using an FX-traced Module, line " + str(err_lineno) +
-                          " of the traced Module's generated forward function:", before.rstrip(),
-                          lines[err_lineno - 1].rstrip() if lines else "", marker,
-                          after.rstrip()])
+        return "\n".join([
+            traceback.format_exc(),
+            f"Call using an FX-traced Module, line {lineno} of the traced Module's generated "
+            "forward function:",
+            "".join(lines[lineno - 2:lineno]),
+            "~" * len(frame.line or "") + "~~~ <--- HERE",
+            "\n".join(lines[lineno:lineno + 2])])
 
     def __call__(self, obj, *args, **kwargs):
         try:
@@ -105,8 +106,11 @@ class _WrappedCall:
                 return self.cls_call(obj, *args, **kwargs)
             return super(self.cls, obj).__call__(*args, **kwargs)
         except Exception as e:
-            frames = traceback.extract_tb(e.__traceback__)
-            if frames and "eval_with_key" in frames[-1].filename:
+            # dyngrad's ops are Python, so the generated line is the last such frame rather
+            # than the last frame
+            frames = [f for f in traceback.extract_tb(e.__traceback__)
+                      if "eval_with_key" in f.filename]
+            if frames:
                 print(_WrappedCall._generate_error_message(frames[-1]), file=sys.stderr)
                 raise e.with_traceback(None)  # noqa: B904
             raise
@@ -191,7 +195,8 @@ class GraphModule(Module):
         python_code = self._graph.python_code(root_module="self")
         self.__dict__["_code"] = python_code.src
         cls = type(self)
-        cls.forward = _forward_from_src(self._code, python_code.globals)
+        cls.forward = _forward_from_src(self._code, python_code.globals,
+                                        getattr(self._graph, "_co_fields", None))
         cls_call = cls.__call__ if "__call__" in vars(cls) else None
         if "_wrapped_call" not in vars(cls):
             cls._wrapped_call = _WrappedCall(cls, cls_call)
