@@ -1147,3 +1147,54 @@ def test_error_inside_generated_code_shows_the_generated_line(capfd):
         msgs.append(err[err.index("Call using an FX-traced Module"):])
         assert "<eval_with_key>." in err and " from <errcase>:2 in f" in err
     assert msgs[1] == msgs[0]
+
+
+RESNET = """
+class Block(nn.Module):
+    def __init__(self, c, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c * stride, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c * stride)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(c * stride, c * stride, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c * stride)
+        self.down = nn.Sequential(nn.Conv2d(c, c * stride, 1, stride, bias=False), nn.BatchNorm2d(c * stride)) if stride != 1 else None
+    def forward(self, x):
+        idt = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        if self.down is not None:
+            idt = self.down(x)
+        out += idt
+        return self.relu(out)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, 3, padding=1)
+        self.layers = nn.ModuleList([Block(4), Block(4, 2)])
+        self.pool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(8, 10)
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+    def forward(self, x):
+        x = self.stem(x)
+        for l in self.layers:
+            x = l(x)
+        x = torch.flatten(self.pool(x), 1)
+        q = x.unsqueeze(1)
+        a, _ = self.attn(q, q, q)
+        return F.log_softmax(self.fc(a.squeeze(1)), dim=-1)
+"""
+
+
+def test_residual_blocks_module_list_and_attention():
+    t, d = _both(RESNET)
+    tm, dm = t["Net"](), d["Net"]()
+    _sync(tm, dm)
+    tg, dg = torch.fx.symbolic_trace(tm), dyngrad.fx.symbolic_trace(dm)
+    assert dg.code == tg.code
+    assert str(dg.graph) == str(tg.graph)
+    tx, dx = _inputs(2, 3, 8, 8)
+    _close(tg(tx), dg(dx))
+    tg.eval()
+    dg.eval()
+    _close(tg(tx), dg(dx))
