@@ -1198,3 +1198,40 @@ def test_residual_blocks_module_list_and_attention():
     tg.eval()
     dg.eval()
     _close(tg(tx), dg(dx))
+
+
+MODULE_PATH_TRACER = '''
+from typing import Any, Callable, Dict, Optional, Tuple
+
+
+class ModulePathTracer(torch.fx.Tracer):
+    current_module_qualified_name : str = ''
+    node_to_originating_module : Dict[torch.fx.Node, str] = {}
+
+    def call_module(self, m: torch.nn.Module, forward: Callable[..., Any],
+                    args : Tuple[Any, ...], kwargs : Dict[str, Any]) -> Any:
+        old_qualname = self.current_module_qualified_name
+        try:
+            self.current_module_qualified_name = self.path_of_module(m)
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self.current_module_qualified_name = old_qualname
+
+    def create_proxy(self, kind: str, target: torch.fx.node.Target, args: Tuple[Any, ...],
+                     kwargs: Dict[str, Any], name: Optional[str] = None, type_expr: Optional[Any] = None):
+        proxy = super().create_proxy(kind, target, args, kwargs, name, type_expr)
+        self.node_to_originating_module[proxy.node] = self.current_module_qualified_name
+        return proxy
+'''
+
+
+def test_module_path_tracer_from_pytorch_examples():
+    # pytorch/examples fx/module_tracer.py's tracer (there run on torchvision's resnet18)
+    t, d = _both(RESNET + MODULE_PATH_TRACER)
+    out = []
+    for ns in (t, d):
+        tracer = ns["ModulePathTracer"]()
+        graph = tracer.trace(ns["Net"]())
+        out.append([(str(n), tracer.node_to_originating_module.get(n)) for n in graph.nodes])
+    assert out[1] == out[0]
+    assert ("layers_1_down_0", "layers.1.down.0") in out[1]
