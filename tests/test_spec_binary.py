@@ -318,3 +318,62 @@ def test_mod_operators_as_torch():
              lambda L: L.ones(2).remainder("a")]
     for call in calls:
         assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch))
+
+
+SHIFTS = ["bitwise_left_shift", "bitwise_right_shift"]
+
+
+@pytest.mark.parametrize("name", SHIFTS)
+@pytest.mark.parametrize("da", DTYPES)
+@pytest.mark.parametrize("db", DTYPES)
+def test_shift_dtypes_as_torch(name, da, db):
+    if {da, db} == {"float16", "complex64"}:
+        pytest.skip("PyTorch gives complex32 (ComplexHalf), which dyngrad does not have")
+    for sa, sb in (((3,), (3,)), ((2, 3), ()), ((), (3,))):
+        def call(L):
+            return getattr(L, name)(_make(L, da, sa, 0), _make(L, db, sb, 1))
+        assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch)), (sa, sb)
+
+
+@pytest.mark.parametrize("name", SHIFTS)
+def test_shift_numbers_operators_and_errors_as_torch(name):
+    op = "<<" if "left" in name else ">>"
+    a = [5, -3, 0, 7]
+    calls = [
+        lambda L: getattr(L, name)(L.tensor(a), 2),
+        lambda L: getattr(L, name)(L.tensor(a, dtype=L.int8), 70),
+        lambda L: getattr(L, name)(L.tensor(a), -1),
+        lambda L: getattr(L, name)(3, L.tensor([1, 2, 0])),
+        lambda L: getattr(L, name)(L.tensor(a), 1.5),
+        lambda L: getattr(L, name)(L.tensor([True, False]), 1),
+        lambda L: getattr(L, name)(L.tensor([True, False]), True),
+        lambda L: getattr(L, name)(2, 3),
+        lambda L: getattr(L, name)(L.tensor(a), "x"),
+        lambda L: getattr(L, name)(L.tensor(a)),
+        lambda L: getattr(L.tensor(a), name)(np.int64(2)),
+        lambda L: getattr(L.tensor(a), name)([1]),
+        lambda L: eval(f"x {op} 2", {"x": L.tensor(a)}),
+        lambda L: eval(f"2 {op} x", {"x": L.tensor([1, 2])}),
+        lambda L: eval(f"x {op} y", {"x": L.tensor(a), "y": L.tensor([1, 0, 2, 3],
+                                                                     dtype=L.int32)}),
+        lambda L: eval(f"x {op} 'a'", {"x": L.tensor(a)}),
+        lambda L: eval(f"x {op} 1.5", {"x": L.tensor(a)}),
+    ]
+    for call in calls:
+        assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch))
+
+
+@pytest.mark.parametrize("name", SHIFTS)
+def test_shift_inplace_as_torch(name):
+    op = "<<=" if "left" in name else ">>="
+    out = {}
+    for L in (dyngrad, torch):
+        x = L.tensor([5, -3, 0, 7])
+        getattr(x, name + "_")(L.tensor([1, 2, 3, 4]))
+        getattr(x, name + "_")(1)
+        ns = {"x": x}
+        exec(f"x {op} 1", ns)
+        out[L] = [_outcome(lambda: x), x._version, ns["x"] is x,
+                  _outcome(lambda: getattr(L.tensor([1, 2], dtype=L.int8), name + "_")(
+                      L.tensor([1, 2])))]
+    assert out[dyngrad] == out[torch]

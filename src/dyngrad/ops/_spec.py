@@ -193,12 +193,15 @@ class OpSpec:
         derive the node from (PyTorch's ``NotImplemented`` node).  Decorates the overload's
         backward ``fn(ctx, grad) -> (gradient of the tensor,)``; its forward-mode rule is
         derived.  Arguments matching no overload are then refused as PyTorch refuses them
-        ("received an invalid combination of arguments")."""
+        ("received an invalid combination of arguments").  An op without a derivative
+        declares its overload with ``node=None`` (no decorator needed)."""
         def deco(fn):
             over = _ScalarOverload(self, node, tuple(saved), fn, first)
             for hook in self._on_scalar:
                 hook(over)
             return fn
+        if node is None:
+            deco(None)
         return deco
 
     def pack(self, x, res):
@@ -495,14 +498,17 @@ def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
         except NotImplementedError:
             _broadcast_first(input, other, a, b)  # PyTorch sizes the output before dispatch
             raise
-    tok = quiet_on()
+    # NumPy's floating-point warnings off (PyTorch gives inf/nan silently); integer kernels
+    # raise none (the forwards check integer division by zero), so they skip that
+    tok = quiet_on() if a.dtype.kind in "fc" else None
     try:
         r = forward(a, b)
     except ValueError:
         _broadcast_first(input, other, a, b)
         raise
     finally:
-        quiet_off(tok)
+        if tok is not None:
+            quiet_off(tok)
     if STATE.enabled and (input._requires_grad or other._requires_grad) and cls is not None:
         res = _make(r)
         res._requires_grad = True
@@ -615,11 +621,12 @@ class _ScalarOverload:
         self.unpack_order = tuple(positions[n] for n in sorted(saved) if n != self.number)
         named = {n: (i, "same" if n == self.number else "tensor") for n, i in positions.items()}
         base = node if isinstance(node, type) else Node
-        self.node_cls = type(node if isinstance(node, str) else node.__name__, (base,), {
-            "__slots__": (), "__module__": spec.forward.__module__, "_spec": self,
-            "_named_saved": named, "_fw_rule": _node_fw, "_bw": _node_bw,
-            "_needs_saved": bool(self.unpack_order),
-            "__doc__": f"Backward of {spec.name} with a number (declared with defop)."})
+        self.node_cls = None if node is None else type(
+            node if isinstance(node, str) else node.__name__, (base,), {
+                "__slots__": (), "__module__": spec.forward.__module__, "_spec": self,
+                "_named_saved": named, "_fw_rule": _node_fw, "_bw": _node_bw,
+                "_needs_saved": bool(self.unpack_order),
+                "__doc__": f"Backward of {spec.name} with a number (declared with defop)."})
 
 
 def _scalar_run(input, other, overs, spec, p):
@@ -649,14 +656,15 @@ def _scalar_run(input, other, overs, spec, p):
         n = rt.type(v)
     except OverflowError:
         n = v
-    tok = quiet_on()
+    tok = quiet_on() if a.dtype.kind in "fc" else None  # as in _binary_run
     try:
         r = over.forward(n, a) if over.first else over.forward(a, n)
     finally:
-        quiet_off(tok)
+        if tok is not None:
+            quiet_off(tok)
     if r.dtype != a.dtype:
         r = r.astype(a.dtype)
-    if STATE.enabled and t._requires_grad:
+    if STATE.enabled and t._requires_grad and over.node_cls is not None:
         res = _make(r)
         res._requires_grad = True
         number = over.number

@@ -12,7 +12,7 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import op
+from . import OPS, op
 from .._record import STATE, Node, Saved, Tensor, edge_of, record
 from . import _dual as X
 from ._spec import defop
@@ -97,25 +97,39 @@ def _rshift_np(a, b):
     return np.where(big, fill, r).astype(a.dtype, copy=False)
 
 
-def _shift(name, kernel, np_fn):
-    def f(input, other):
-        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-            raise D.bad_combo(name, [input, other])
-        ad, bd, rt = _operands(input, other, name)
-        if rt.kind not in "iu":
-            raise _not_impl(kernel, rt)
-        return _make(np.asarray(_call2(np_fn, ad, bd)))
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = (f"Elementwise {name.replace('_', ' ')} of integer tensors (PyTorch's rules "
-                 f"for negative and too-large shifts).")
-    return f
+_NUMBERS = (int, float, bool, complex)
 
 
-bitwise_left_shift = op("bitwise_left_shift", methods=("__lshift__",))(
-    _shift("bitwise_left_shift", "lshift_cpu", _lshift_np))
-bitwise_right_shift = op("bitwise_right_shift", methods=("__rshift__",))(
-    _shift("bitwise_right_shift", "rshift_cpu", _rshift_np))
+def _shift(name, kernel, np_fn, operator):
+    """A shift of integer tensors (their common dtype), with a number as either input (its
+    Scalar overloads), which PyTorch has no derivative for; ``operator``: the method name of
+    ``<<`` / ``>>``, which leaves other operands to Python."""
+    def forward(self, other):
+        return np_fn(self, other)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = (f"Elementwise {name.replace('_', ' ')} of integer tensors (PyTorch's "
+                       f"rules for negative and too-large shifts).")
+    forward.kernel = np_fn
+    spec = defop(name, node=None, inputs=("self", "other"), differentiable=False,
+                 elementwise=True, integer_kernel=kernel)(forward)
+    spec.scalar(None)
+    spec.scalar(None, first=True)
+    method = OPS[f"_{name}_method"]["fn"]
+
+    def dunder(self, other):
+        if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
+            return NotImplemented
+        return method(self, other)
+
+    dunder.__name__ = dunder.__qualname__ = operator
+    dunder.__doc__ = f"``self {'<<' if 'left' in name else '>>'} other``."
+    op(f"_{operator.strip('_')}", function=False, method=False, methods=(operator,))(dunder)
+    return spec.fn
+
+
+bitwise_left_shift = _shift("bitwise_left_shift", "lshift_cpu", _lshift_np, "__lshift__")
+bitwise_right_shift = _shift("bitwise_right_shift", "rshift_cpu", _rshift_np, "__rshift__")
 
 
 def _reflected(fn):

@@ -124,8 +124,9 @@ def _mod_np(np_fn, name):
         if self.dtype.kind in "biu":  # the inputs' common dtype
             if self.dtype.kind == "b":
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
-            np.broadcast_shapes(self.shape, np.shape(other))
-            if np.any(np.asarray(other) == 0):
+            zero = other == 0  # an array, a NumPy bool, or a bool (a Python int)
+            if zero.any() if hasattr(zero, "any") else zero:
+                np.broadcast_shapes(np.shape(self), np.shape(other))  # PyTorch's shape error
                 raise RuntimeError("ZeroDivisionError")
         return np_fn(self, other)
     return forward
@@ -198,10 +199,13 @@ def _mod_op(input, other, np_fn, name):
     return _no_derivative(data, name, (other,))
 
 
+_NUMBERS = (int, float, bool, complex)
+
+
 @op("_mod", function=False, method=False, methods=("__mod__",))
 def _mod(self, other):
     """``self % other``: Tensor.remainder, or Python's NotImplemented for another operand."""
-    if not (_isT(other, Tensor) or _scalar_ok(other)):
+    if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
         return NotImplemented
     return _remainder_method(self, other)
 
