@@ -186,9 +186,10 @@ def without_rule(op: str, *, kind: str = "formula"):
     the op has no derivative at all (PyTorch's NotImplemented node)."""
     if kind == "formula":
         msg = (f"Trying to use forward AD with {op} that does not support it because it has "
-               f"not been implemented yet.\nPlease file us an issue at "
+               f"not been implemented yet.\nPlease file an issue to PyTorch at "
                f"https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so "
-               f"that we can prioritize its implementation.")
+               f"that we can prioritize its implementation or submit a PR adding the "
+               f"implementation to derivatives.yaml")
     else:
         msg = f"Trying to use forward AD with {op} that does not support it."
 

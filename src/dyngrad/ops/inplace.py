@@ -151,6 +151,17 @@ def apply(self, fn, *args, **kwargs):
     return _apply(self, fn, args, kwargs, False)
 
 
+def _named_inplace(e: NotImplementedError) -> NotImplementedError:
+    """PyTorch's forward-mode refusal names the op called: ``igamma_``, not ``igamma``."""
+    msg = str(e)
+    head = "Trying to use forward AD with "
+    if msg.startswith(head):
+        i = msg.find(" that does not support it", len(head))
+        if i > 0 and not msg[:i].endswith("_"):
+            return NotImplementedError(msg[:i] + "_" + msg[i:])
+    return e
+
+
 def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
     """``apply`` with the overlap rules chosen: ``shared_ok`` (the op may write shared
     elements), ``operands`` (the arguments checked for partial overlap; all by default);
@@ -176,7 +187,10 @@ def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
         snap._acc = self._acc
     else:
         acc = None
-    r = fn(snap, *args, **kwargs)
+    try:
+        r = fn(snap, *args, **kwargs)
+    except NotImplementedError as e:
+        raise _named_inplace(e) from None
     del acc
     if r._data.dtype != self._data.dtype:
         _check_cast(self._data, r._data.dtype, True)
