@@ -1235,3 +1235,38 @@ def test_module_path_tracer_from_pytorch_examples():
         out.append([(str(n), tracer.node_to_originating_module.get(n)) for n in graph.nodes])
     assert out[1] == out[0]
     assert ("layers_1_down_0", "layers.1.down.0") in out[1]
+
+
+def test_proxyable_class_meta():
+    src = """
+    class TensorPair(metaclass=fx.ProxyableClassMeta):
+        def __init__(self, left, right):
+            self.left, self.right = left, right
+
+        def add(self, other):
+            return TensorPair(self.left + other.left, self.right + other.right)
+
+        def mul(self, other):
+            return TensorPair(self.left * other.left, self.right * other.right)
+
+    def use_tensor_pair_ctor(x: TensorPair, y: torch.Tensor):
+        s = x.add(TensorPair(y, y))
+        return s.mul(x)
+
+    const = None
+
+    def with_constant(y):
+        return const.add(TensorPair(y, y)).left
+    """
+    t, d = _both(src)
+    for ns, lib in ((t, torch), (d, dyngrad)):
+        ns["const"] = ns["TensorPair"](lib.ones(2), lib.ones(2))
+    tg = torch.fx.symbolic_trace(t["use_tensor_pair_ctor"])
+    dg = dyngrad.fx.symbolic_trace(d["use_tensor_pair_ctor"])
+    assert dg.code == tg.code
+    tc, dc = torch.fx.symbolic_trace(t["with_constant"]), dyngrad.fx.symbolic_trace(d["with_constant"])
+    assert dc.code == tc.code
+    tx, dx = _inputs(2)
+    _close(tc(tx), dc(dx))
+    tp, dp = t["TensorPair"](tx, tx), d["TensorPair"](dx, dx)
+    _close(tg(tp, tx).left, dg(dp, dx).left)

@@ -5,11 +5,11 @@ from .graph import Graph, CodeGen
 from .graph_module import GraphModule
 from .node import Node, map_arg, has_side_effect
 from .proxy import Proxy
-from ._symbolic_trace import Tracer, symbolic_trace, wrap, PH
+from ._symbolic_trace import Tracer, symbolic_trace, wrap, PH, ProxyableClassMeta
 from .interpreter import Interpreter, Transformer
 from .subgraph_rewriter import replace_pattern
 from . import passes  # noqa: F401
 
 __all__ = ["symbolic_trace", "Tracer", "wrap", "Graph", "GraphModule", "Interpreter",
            "Transformer", "Node", "Proxy", "replace_pattern", "map_arg", "CodeGen", "PH",
-           "has_side_effect"]
+           "has_side_effect", "ProxyableClassMeta"]

@@ -28,7 +28,7 @@ from .node import map_aggregate
 from .proxy import Proxy, ParameterProxy, TracerBase, TraceError  # noqa: F401
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH", "PHBase", "PHWithMeta",
-           "is_fx_tracing"]
+           "is_fx_tracing", "ProxyableClassMeta"]
 
 _IS_TRACING = [False]
 
@@ -36,6 +36,27 @@ _IS_TRACING = [False]
 def is_fx_tracing() -> bool:
     """Whether a symbolic trace is running."""
     return _IS_TRACING[0]
+
+
+_proxyable_classes: dict[type, None] = {}
+
+
+class ProxyableClassMeta(type):
+    """Metaclass making construction of a class traceable: while tracing, building an
+    instance from Proxy arguments records a call_function node on the class."""
+
+    def __init__(cls, name: str, bases: tuple, attrs: dict) -> None:
+        _proxyable_classes.setdefault(cls)
+        super().__init__(name, bases, attrs)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if is_fx_tracing():
+            proxy = _find_proxy(args, kwargs)
+            if proxy is not None:
+                return proxy.tracer.create_proxy("call_function", cls, args, kwargs)
+        instance = cls.__new__(cls)
+        cls.__init__(instance, *args, **kwargs)
+        return instance
 
 
 class PHBase:
@@ -357,6 +378,10 @@ class Tracer(TracerBase):
         if isinstance(a, tuple) and hasattr(a, "_fields"):
             args = tuple(self.create_arg(e) for e in a)
             return self.create_node("call_function", a.__class__, args, {})
+        if type(a) in _proxyable_classes:  # an instance built before tracing: a constant
+            qualname = self.get_fresh_qualname(f"_{a.__class__.__name__}_constant_")
+            setattr(self.root, qualname, a)
+            return self.create_node("get_attr", qualname, (), {})
         if isinstance(a, Tensor):
             qualname = self.tensor_attrs.get(id(a), (None, None))[1]
             if not qualname:
