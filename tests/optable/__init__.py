@@ -82,9 +82,11 @@ class OpInfo:
 
 
 def all_rows():
-    """Every row of every family module in this package."""
+    """Every row of every family module in this package, and the in-place forms derived
+    from them (``inplace_forms.derived_rows``)."""
     rows = []
     for m in pkgutil.iter_modules(__path__):
         mod = importlib.import_module(f"{__name__}.{m.name}")
         rows.extend(getattr(mod, "ROWS", []))
-    return rows
+    from .inplace_forms import derived_rows
+    return rows + derived_rows(rows)

@@ -36,3 +36,57 @@ ROWS = [
     OpInfo("transpose_", lambda a: (a * 1).transpose_(0, 2), lambda a: a.swapaxes(0, 2),
            [S((2, 3, 4))], "TransposeBackward1"),
 ]
+
+
+def _inplace_call(name):
+    def call(a, *rest, **kwargs):
+        return getattr(a * 1, name)(*rest, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _keeps_input(row, sample):
+    """Whether ``row``'s result on ``sample`` has its first input's shape and dtype (so the
+    in-place form can write it back)."""
+    import dyngrad
+    if 0 in sample.int_args or not sample.shapes:
+        return False
+    ts = sample.make(dyngrad, requires_grad=False)
+    try:
+        out = row.fn(*ts, *sample.extra, **sample.kwargs)
+    except Exception:
+        return False
+    return isinstance(out, dyngrad.Tensor) and out.shape == ts[0].shape and \
+        out.dtype == ts[0].dtype
+
+
+def derived_rows(rows):
+    """The in-place form ``<name>_`` of every registered op whose out-of-place op has a row
+    calling it directly: the same samples (those whose result keeps the first input's shape
+    and dtype) on a non-leaf copy of the first input.  The list comes from the registry."""
+    import dyngrad
+    from dyngrad.ops import OPS
+    have = {r.name for r in rows}
+    by_fn: dict = {}
+    for r in rows:
+        by_fn.setdefault(id(r.fn), []).append(r)
+    out = []
+    for name in OPS:
+        if not name.endswith("_") or name.startswith("_") or name.endswith("__") or \
+                name in have or not hasattr(dyngrad.Tensor, name):
+            continue
+        base = name[:-1]
+        cands = [r for obj in (getattr(dyngrad, base, None), OPS.get(base, {}).get("fn"))
+                 if obj is not None for r in by_fn.get(id(obj), [])]
+        samples = [s for r in cands[:1] for s in r.samples if _keeps_input(r, s)]
+        if not samples:
+            continue
+        r = cands[0]
+        # PyTorch declares no derivative for some in-place forms (asinh_): the op's declaration
+        # records that (its ``inplace_node``)
+        grad = r.grad and getattr(OPS.get(base, {}).get("spec"), "inplace_node", None) is None
+        out.append(OpInfo(name, _inplace_call(name), r.ref, samples, r.grad_fn, grad=grad,
+                          gradgrad=r.gradgrad and grad, atol=r.atol, rtol=r.rtol,
+                          float32_ok=r.float32_ok, notes=f"in-place form of row {r.name}"))
+    return out
