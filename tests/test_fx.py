@@ -1270,3 +1270,24 @@ def test_proxyable_class_meta():
     _close(tc(tx), dc(dx))
     tp, dp = t["TensorPair"](tx, tx), d["TensorPair"](dx, dx)
     _close(tg(tp, tx).left, dg(dp, dx).left)
+
+
+def test_type_annotations_in_code_and_graph():
+    src = """
+    from typing import List, Optional, Tuple
+
+    class M(nn.Module):
+        def forward(self, x: torch.Tensor, sizes: List[int], k: int = 2,
+                    o: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, int]:
+            return x.view(sizes) * k, k
+
+    def f(x: torch.Tensor, s: "int") -> torch.Tensor:
+        return x + s
+    """
+    t, d = _both(src)
+    for name, make in (("M", lambda ns: ns["M"]()), ("f", lambda ns: ns["f"])):
+        tg, dg = torch.fx.symbolic_trace(make(t)), dyngrad.fx.symbolic_trace(make(d))
+        assert dg.code == tg.code
+        assert str(dg.graph) == str(tg.graph)
+    tx, dx = _inputs(2, 3)
+    _close(torch.fx.symbolic_trace(t["M"]())(tx, [3, 2]), dyngrad.fx.symbolic_trace(d["M"]())(dx, [3, 2]))

@@ -9,6 +9,7 @@ import inspect
 import keyword
 import math
 import re
+import typing
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -79,6 +80,10 @@ class PythonCode:
     src: str
     globals: dict[str, Any]
     _lineno_map: dict[int, int | None] | None = None
+
+
+_TYPING_NAMES = {list: typing.List, dict: typing.Dict, set: typing.Set,
+                 frozenset: typing.FrozenSet, tuple: typing.Tuple, type: typing.Type}
 
 
 def _format_target(base: str, target: str) -> str:
@@ -156,6 +161,8 @@ class CodeGen:
                 return "()"
             origin = getattr(o, "__origin__", None)
             if origin is not None:
+                if isinstance(o, typing._GenericAlias):  # typing.List[int]: named as written
+                    origin = _TYPING_NAMES.get(origin, origin)
                 args = getattr(o, "__args__", ())
                 base = add_global(_type_repr(origin), origin)
                 return f"{base}[{','.join(type_repr(a) for a in args)}]" if args else base
@@ -651,9 +658,8 @@ class Graph:
 
     def __str__(self) -> str:
         placeholder_names: list[str] = []
-        ret = [""]
-        lines = [n.format_node(placeholder_names, ret) for n in self.nodes]
-        s = f"graph({', '.join(placeholder_names)}){ret[0]}:"
+        lines = [n.format_node(placeholder_names) for n in self.nodes]
+        s = f"graph({', '.join(placeholder_names)}):"
         for line in lines:
             if line:
                 s += "\n    " + line
