@@ -377,3 +377,38 @@ def test_shift_inplace_as_torch(name):
                   _outcome(lambda: getattr(L.tensor([1, 2], dtype=L.int8), name + "_")(
                       L.tensor([1, 2])))]
     assert out[dyngrad] == out[torch]
+
+
+def test_floor_divide_as_torch():
+    calls = [
+        lambda L: L.floor_divide(L.tensor([7, -7, 3]), L.tensor([2, 2, -2])),
+        lambda L: L.floor_divide(L.tensor([7.5, -7.0]), 2),
+        lambda L: L.floor_divide(3, L.tensor([2, -2])),
+        lambda L: L.floor_divide(L.tensor([3]), L.tensor([0])),
+        lambda L: L.floor_divide(L.tensor([3.0]), L.tensor([0.0])),
+        lambda L: L.floor_divide(L.tensor([True]), L.tensor([True])),
+        lambda L: L.floor_divide(L.tensor([1 + 1j]), L.tensor([1.0])),
+        lambda L: L.floor_divide(L.tensor([3], dtype=L.int8), 2.5),
+        lambda L: L.floor_divide(L.ones(3), L.ones(2)),
+        lambda L: L.floor_divide(L.ones(3), "a"),
+        lambda L: L.ones(2) // "a",
+        lambda L: L.tensor([7, 8]) // 3,
+        lambda L: 7 // L.tensor([2, 3]),
+    ]
+    for call in calls:
+        assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch))
+    out = {}
+    for L in (dyngrad, torch):
+        res = []
+        for f in (lambda x, y: L.floor_divide(x, y), lambda x, y: L.floor_divide(y, x),
+                  lambda x, y: L.floor_divide(x, y.requires_grad_()), lambda x, y: x // 2,
+                  lambda x, y: 2 // x):
+            x = L.rand(3, requires_grad=True)
+            y = L.rand(3) + 1
+            r = f(x, y)
+            res.append([type(r.grad_fn).__name__, r.grad_fn.name(), r.requires_grad,
+                        [(type(n).__name__ if n is not None else None, i)
+                         for n, i in r.grad_fn.next_functions],
+                        _outcome(lambda: r.sum().backward())])
+        out[L] = res
+    assert out[dyngrad] == out[torch]

@@ -159,15 +159,18 @@ class OpSpec:
             kind = "tensor" if (n in inputs or n == "result") else \
                 "dim" if "dim" in n else "same"
             named[n] = (positions[n], kind)
-        # an op without a derivative (``differentiable=False``) records no node
-        self.node_cls = None if node is None else type(node, (Node,), {
-            "__slots__": (), "__module__": forward.__module__, "_spec": self,
-            "_named_saved": named, "_fw_rule": _node_fw,
-            "_bw": _node_bw2 if self.binary else _node_bw,
-            # a node that keeps no tensor has nothing to free: a second backward through it
-            # runs, as PyTorch's
-            "_needs_saved": any(kind == "tensor" for _, kind in named.values()),
-            "__doc__": f"Backward of {name} (declared with defop)."})
+        # an op without a derivative (``differentiable=False``) records no node; one that
+        # records PyTorch's NotImplemented node gives that class (see ``defop``)
+        self.not_implemented = isinstance(node, type)
+        self.node_cls = None if node is None else node if self.not_implemented else type(
+            node, (Node,), {
+                "__slots__": (), "__module__": forward.__module__, "_spec": self,
+                "_named_saved": named, "_fw_rule": _node_fw,
+                "_bw": _node_bw2 if self.binary else _node_bw,
+                # a node that keeps no tensor has nothing to free: a second backward through
+                # it runs, as PyTorch's
+                "_needs_saved": any(kind == "tensor" for _, kind in named.values()),
+                "__doc__": f"Backward of {name} (declared with defop)."})
         self.fn = self._public(method, function)
 
     # -- the declaration's decorators ---------------------------------------------------
@@ -516,6 +519,14 @@ def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
             saved = (Saved(input), Saved(other), a.shape, b.shape)
         elif saves == 2:
             saved = (Saved(input), Saved(other), Saved(res, True), a.shape, b.shape)
+        elif saves == 4:  # PyTorch's NotImplemented node: edges of the inputs needing grad
+            node = cls(tuple(edge_of(t) for t in (input, other) if t._requires_grad),
+                       (spec.name,), r.dtype)
+            res._grad_fn = node
+            if RECORD_HOOKS:
+                for h in RECORD_HOOKS:
+                    h(res, node)
+            return res
         elif saves:
             r0, r1 = input._requires_grad, other._requires_grad
             saved = []
@@ -565,8 +576,9 @@ def _binary_public(self, p):
     cls = self.node_cls
     # what the node keeps, as one number tested inline in _binary_run (the common layouts
     # first); 0 while the op has no backward
-    layout = 3 if any(self.saved_for) else {(0, 1): 1, (0, 1, 2): 2}.get(self.saved_inputs, 3)
-    saves = layout if self.bw is not None else 0
+    layout = 4 if self.not_implemented else 3 if any(self.saved_for) else \
+        {(0, 1): 1, (0, 1, 2): 2}.get(self.saved_inputs, 3)
+    saves = layout if self.bw is not None or self.not_implemented else 0
 
     def has_backward():
         nonlocal saves
@@ -790,7 +802,10 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     ``saved_for`` (such an op): ``{saved name: indices of the inputs whose gradient uses
     it}`` for a tensor PyTorch keeps only when one of those inputs requires grad (``hypot``
     keeps ``self`` only for its own gradient: ``{"self": (0,), "other": (1,)}``); the others
-    are always kept.  ``integer_kernel``: an op of integer tensors only (``gcd``); other
+    are always kept.  ``node`` may also be PyTorch's ``NotImplemented`` node class (such an
+    op whose derivative PyTorch does not implement, ``floor_divide``): the result of inputs
+    that require grad records it, with the edges of those inputs only, and its backward
+    raises PyTorch's error.  ``integer_kernel``: an op of integer tensors only (``gcd``); other
     dtypes (bool included) are refused with PyTorch's NotImplementedError naming that
     kernel."""
     def deco(forward):

@@ -12,7 +12,7 @@ from .._fperr import quiet
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
 from ._spec import defop, unary
-from .pointwise import (_call2, _pair, _scalar_data, _scalar_ok, broadcast_error,
+from .pointwise import (_call2, _scalar_ok, broadcast_error,
                         floor, trunc)  # noqa: F401 - floor/trunc re-exported for div
 
 _make = Tensor._make
@@ -178,27 +178,6 @@ remainder = remainder.fn
 _remainder_method = OPS["_remainder_method"]["fn"]  # Tensor.remainder (positions after self)
 
 
-def _int_zero_check(input, other):
-    od = other._data if _isT(other, Tensor) else np.asarray(other)
-    if input._data.dtype.kind in "biu" and od.dtype.kind in "biu" and (od == 0).any():
-        raise RuntimeError("ZeroDivisionError")
-
-
-def _mod_op(input, other, np_fn, name):
-    """floor_divide with a number first: no derivative."""
-    if not _isT(other, Tensor):
-        raise TypeError(f"{name}() received an invalid combination of arguments")
-    v = input
-    od = other._data
-    if type(v) is float and od.dtype.kind not in "fc":
-        od = od.astype(D.DEFAULTS.float.np)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        data = np_fn(v, od)
-    if data.dtype != od.dtype:
-        data = data.astype(od.dtype)
-    return _no_derivative(data, name, (other,))
-
-
 _NUMBERS = (int, float, bool, complex)
 
 
@@ -217,23 +196,28 @@ def _rmod(self, other):
     return remainder(other, self)
 
 
-@op(methods=("__floordiv__",))
-def floor_divide(input, other):
-    """Elementwise floor(input / other); PyTorch defines no derivative for it."""
-    if not _isT(input, Tensor):
-        return _mod_op(input, other, np.floor_divide, "floor_divide")
-    _int_zero_check(input, other)
-    if _isT(other, Tensor):
-        ad, bd, _ = _pair(input, other)
-    elif _scalar_ok(other):
-        ad, bd = _scalar_data(input._data, other)
-    else:
+floor_divide = _binop("floor_divide", _mod_np(np.floor_divide, "div_floor"), "Elementwise "
+                      "floor(input / other); PyTorch has no derivative for it (its "
+                      "NotImplemented node).", node=NotImplemented_, complex_kernel="div_floor_cpu")
+
+
+def _floor_divide_bw(ctx, grad):
+    raise RuntimeError("derivative for aten::floor_divide is not implemented")
+
+
+floor_divide.scalar(NotImplemented_)(_floor_divide_bw)
+floor_divide.scalar(NotImplemented_, first=True)(_floor_divide_bw)
+floor_divide = floor_divide.fn
+_floor_divide_method = OPS["_floor_divide_method"]["fn"]
+
+
+@op("_floordiv", function=False, method=False, methods=("__floordiv__",))
+def _floordiv(self, other):
+    """``self // other``: Tensor.floor_divide, or Python's NotImplemented for another
+    operand."""
+    if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
         return NotImplemented
-    with np.errstate(divide="ignore", invalid="ignore"):
-        data = _call2(np.floor_divide, ad, bd)
-    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
-        data = data.astype(ad.dtype)
-    return _no_derivative(np.asarray(data), "floor_divide", (input, other))
+    return _floor_divide_method(self, other)
 
 
 @op(function=False, method=False, methods=("__rfloordiv__",))
