@@ -1291,3 +1291,50 @@ def test_type_annotations_in_code_and_graph():
         assert str(dg.graph) == str(tg.graph)
     tx, dx = _inputs(2, 3)
     _close(torch.fx.symbolic_trace(t["M"]())(tx, [3, 2]), dyngrad.fx.symbolic_trace(d["M"]())(dx, [3, 2]))
+
+
+def test_node_api_uses_and_immutable_arguments():
+    src = """
+    def f(x, y):
+        a = torch.cat([x, y])
+        b = a + x
+        c = b * a
+        return c, a
+    """
+    t, d = _both(src)
+    out = []
+    for lib, ns in ((torch, t), (dyngrad, d)):
+        log = []
+        gm = lib.fx.symbolic_trace(ns["f"])
+        g = gm.graph
+        n = {node.name: node for node in g.nodes}
+        log.append(str((n["add"].all_input_nodes, list(n["cat"].users), n["add"].prev,
+                        n["add"].next)))
+        r = n["cat"].replace_all_uses_with(n["x"], delete_user_cb=lambda u: u.name != "mul")
+        log.append(str((r, list(n["cat"].users), n["add"].args)))
+        n["mul"].replace_input_with(n["cat"], n["y"])
+        n["mul"].insert_arg(2, 5)
+        n["add"].update_kwarg("alpha", 2)
+        log.append(str((n["mul"].args, n["add"].kwargs)))
+        for mutate in (lambda: n["cat"].args[0].append(3), lambda: n["add"].kwargs.update(z=1)):
+            with pytest.raises(TypeError) as e:
+                mutate()
+            log.append(str(e.value))
+        n["x"].meta["k"] = 1
+        with g.inserting_after(n["x"]):
+            m = g.call_function(lib.neg, (n["x"],))
+        n["x"].replace_all_uses_with(m, delete_user_cb=lambda u: u is not m)
+        with pytest.raises(AssertionError, match="already has .meta keys"):
+            n["y"].meta["q"] = 2
+            n["x"].replace_all_uses_with(n["y"], propagate_meta=True)
+        log.append(str((m.meta, [str(u) for u in n["x"].users], str(g))))
+        for bad in (lambda: g.create_node("call_function", "notcallable"),
+                    lambda: g.create_node("call_method", len)):
+            with pytest.raises(ValueError) as e:
+                bad()
+            log.append(str(e.value).split("]")[-1])
+        with pytest.warns(UserWarning, match="on an already erased node"):
+            g.erase_node(n["output"])
+            g.erase_node(n["output"])
+        out.append(log)
+    assert out[1] == out[0]

@@ -28,11 +28,10 @@ class immutable_list(list):
     """A list inside a node's arguments: edits go through ``Node.args``, so it refuses them."""
 
     def _refuse(self, *args, **kwargs):
-        raise NotImplementedError(f"'{type(self).__name__}' object does not support mutation. "
-                                  "If you are attempting to modify the kwargs or args of a "
-                                  "torch.fx.Node object,\ninstead create a new copy of it and "
-                                  "assign the copy to the node:\n    new_args = ... # copy and "
-                                  "mutate args\n    node.args = new_args\n")
+        raise TypeError(f"{type(self).__name__!r} object does not support mutation. If you are "
+                        "attempting to modify the kwargs or args of a torch.fx.Node object,\n"
+                        "instead create a new copy of it and assign the copy to the node:\n\n"
+                        "    new_args = ...  # copy and mutate args\n    node.args = new_args")
 
     __delitem__ = __iadd__ = __imul__ = __setitem__ = append = clear = extend = insert = \
         pop = remove = reverse = sort = _refuse
@@ -348,9 +347,14 @@ class Node:
 
 
 def _typename(obj) -> str:
-    from .._tensor import typename
-    try:
-        return typename(obj)
-    except Exception:
-        t = type(obj)
-        return f"{t.__module__}.{t.__qualname__}"
+    """torch.typename of a target: a tensor's type, else the object's own dotted name (a
+    function's, a class's), falling back on its class's."""
+    from .._tensor import Tensor
+    if isinstance(obj, Tensor):
+        return obj.type()
+    if hasattr(obj, "__qualname__") or hasattr(obj, "__name__"):
+        module = getattr(obj, "__module__", "") or ""
+        name = getattr(obj, "__qualname__", None) or obj.__name__
+    else:
+        module, name = type(obj).__module__ or "", type(obj).__qualname__
+    return name if module in ("", "builtins") else f"{module}.{name}"
