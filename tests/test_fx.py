@@ -1338,3 +1338,18 @@ def test_node_api_uses_and_immutable_arguments():
             g.erase_node(n["output"])
         out.append(log)
     assert out[1] == out[0]
+
+
+def test_dtype_device_and_special_float_constants():
+    src = """
+    def f(x):
+        a = x.to(torch.float64) + torch.ones(2, dtype=torch.float64, device=torch.device('cpu'))
+        b = torch.zeros_like(x, dtype=torch.int64)
+        c = torch.full((2,), float('inf')) + x.new_zeros(2) + float('nan') * 0
+        d = torch.arange(2, device=x.device)
+        return a, b, c, d, x.type(torch.float16).float()
+    """
+    t, d = _both(src)
+    tg, dg = torch.fx.symbolic_trace(t["f"]), dyngrad.fx.symbolic_trace(d["f"])
+    assert dg.code == tg.code
+    assert [str(v.dtype) for v in dg(dyngrad.ones(2))] == [str(v.dtype) for v in tg(torch.ones(2))]
