@@ -134,3 +134,40 @@ def flip(x, dims):
     if not isinstance(x, Tensor):
         return np.flip(x, dims)
     return x.flip(dims)
+
+
+def numel(x):
+    """The element count of ``x``."""
+    return x.numel() if isinstance(x, Tensor) else x.size
+
+
+def zeros(shape, like, dtype=None):
+    """Zeros of ``shape`` (NumPy ``dtype``, else ``like``'s): an ndarray, or a constant Tensor
+    when ``like`` is a Tensor."""
+    if isinstance(like, Tensor):
+        return Tensor._make(np.zeros(shape, dtype or like._data.dtype))
+    return np.zeros(shape, dtype or like.dtype)
+
+
+def clamp_min(x, m):
+    """``x`` clamped below at the number ``m`` (``x.clamp(min=m)`` on Tensors)."""
+    if not isinstance(x, Tensor):
+        return np.maximum(x, m)
+    return x.clamp(min=m)
+
+
+def twin(fast, diff):
+    """One function from a NumPy kernel ``fast`` and its differentiable twin ``diff`` (same
+    arguments), chosen by the first positional argument that is an ndarray or a Tensor (in a
+    backward formula: the incoming gradient or a saved value): ``diff`` for a Tensor."""
+    def f(*args, **kwargs):
+        for a in args:
+            if a.__class__ is np.ndarray:
+                break
+            if isinstance(a, Tensor):
+                return diff(*args, **kwargs)
+        return fast(*args, **kwargs)
+
+    f.__name__ = getattr(diff, "__name__", "twin")
+    f.__doc__ = diff.__doc__
+    return f
