@@ -15,6 +15,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..ops import pool as _pool
 from .._record import STATE, Node, edge_of, record
+from ..ops import _dual as X
 
 _make = Tensor._make
 _MODES = ("nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact")
@@ -35,10 +36,8 @@ class _Resample(Node):
     def _bw(self, g, graph):
         fwd, bwd, is_fwd = self._saved[:3]
         mats, transpose = (bwd, True) if is_fwd else (fwd, False)
-        if graph:
-            return _resample(g, fwd, bwd, mats, transpose, type(self)._adjoint, not is_fwd,
+        return _resample_any(g, fwd, bwd, mats, transpose, type(self)._adjoint, not is_fwd,
                              self._saved[3:]),
-        return _pool._apply_mats(g, mats, transpose),
 
 
 def _resample(x, fwd, bwd, mats, transpose, cls, is_fwd, meta):
@@ -48,6 +47,11 @@ def _resample(x, fwd, bwd, mats, transpose, cls, is_fwd, meta):
     if STATE.enabled and x._requires_grad:
         return record(y, cls((edge_of(x),), (fwd, bwd, is_fwd) + tuple(meta)))
     return _make(y)
+
+
+# NumPy on arrays, recorded (differentiable) on Tensors
+_resample_any = X.twin(lambda g, fwd, bwd, mats, transpose, cls, is_fwd, meta:
+                       _pool._apply_mats(g, mats, transpose), _resample)
 
 
 def _pair(name):

@@ -8,6 +8,7 @@ import numpy as np
 from .. import _dtype as D
 from .._tensor import Tensor
 from .._record import STATE, Node, edge_of, record
+from ..ops import _dual as X
 from ..ops.conv import _P, _col2im, _im2col
 
 _make = Tensor._make
@@ -68,9 +69,7 @@ class Im2ColBackward0(Node):
 
     def _bw(self, g, graph):
         P, k, d, p, s, H, W = self._saved
-        if graph:
-            return _col2im_op(g, P, k, d, p, s),
-        return _col2im_np(g, P),
+        return _col2im_any(g, P, k, d, p, s),
 
 
 class Col2ImBackward0(Node):
@@ -81,9 +80,7 @@ class Col2ImBackward0(Node):
 
     def _bw(self, g, graph):
         P, k, d, p, s = self._saved
-        if graph:
-            return _im2col_op(g, P, k, d, p, s),
-        return _im2col_np(g, P),
+        return _im2col_any(g, P, k, d, p, s),
 
 
 def _im2col_np(x, P):
@@ -128,6 +125,11 @@ def _col2im_op(c, P, k, d, p, s):
     if STATE.enabled and c._requires_grad:
         return record(out, Col2ImBackward0((edge_of(c),), (P, k, d, p, s)))
     return _make(out)
+
+
+# NumPy on arrays, recorded (differentiable) on Tensors
+_im2col_any = X.twin(lambda x, P, k, d, p, s: _im2col_np(x, P), _im2col_op)
+_col2im_any = X.twin(lambda c, P, k, d, p, s: _col2im_np(c, P), _col2im_op)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):

@@ -13,6 +13,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import _dtype as D
 from . import op
+from . import _dual as X
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
 
 _make = Tensor._make
@@ -136,23 +137,23 @@ class ConvolutionBackward0(Node):
         ga = gb = None
         if kind == "C":      # y = C(x, w): dx = X(g, w), dw = W(x, g)
             if need_a:
-                ga = _conv_graph("X", g, b, P, meta=meta) if graph else _adj_x(g, b, P, shapes[0][0])
+                ga = _bilinear("X", g, b, P, meta=meta)
             if need_b:
-                gb = _conv_graph("W", a, g, P, meta=meta) if graph else _adj_w(a, g, P, shapes[1], cols)
+                gb = _bilinear("W", a, g, P, cols, meta=meta)
         elif kind == "X":    # x = X(g0, w): dg0 = C(h, w), dw = W(h, g0)
             if need_a:
-                ga = _conv_graph("C", g, b, P, meta=meta) if graph else _fwd(g, b, P)
+                ga = _bilinear("C", g, b, P, meta=meta)
             if need_b:
-                gb = _conv_graph("W", g, a, P, meta=meta) if graph else _adj_w(g, a, P, shapes[1])
+                gb = _bilinear("W", g, a, P, meta=meta)
         else:                # w = W(x, g0): dx = X(g0, h), dg0 = C(x, h)
             if need_a:
-                ga = _conv_graph("X", b, g, P, meta=meta) if graph else _adj_x(b, g, P, shapes[0][0])
+                ga = _bilinear("X", b, g, P, meta=meta)
             if need_b:
-                gb = _conv_graph("C", a, g, P, meta=meta) if graph else _fwd(a, g, P)
+                gb = _bilinear("C", a, g, P, meta=meta)
         gbias = None
         if len(self.next_functions) > 2 and self.next_functions[2][0] is not None:
             axes = (0,) + tuple(range(2, len(P.ks) + 2))
-            gbias = g.sum(axes) if graph else g.sum(axis=axes)
+            gbias = X.sum_dims(g, axes, keepdim=False)
         if lift is not None:
             ga = ga.reshape(sa.value.shape if not sa.is_output else sa.value.shape) \
                 if ga is not None else None
@@ -202,6 +203,18 @@ def _conv_graph(kind, a, b, P, bias=None, node_cls=ConvolutionBackwardBackward0,
         node = node_cls(edges, (kind, Saved(a), Saved(b), P, keep, shapes, lift) + meta)
         return record(data, node)
     return _make(data)
+
+
+def _bilinear_np(kind, a, b, P, cols=None, meta=()):
+    return _apply_np(kind, a, b, P, cols)
+
+
+def _bilinear_graph(kind, a, b, P, cols=None, meta=()):
+    return _conv_graph(kind, a, b, P, meta=meta)
+
+
+# one of the bilinear maps in a backward: NumPy on arrays, recorded (differentiable) on Tensors
+_bilinear = X.twin(_bilinear_np, _bilinear_graph)
 
 
 # --- argument handling ----------------------------------------------------------------

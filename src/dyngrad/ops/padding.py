@@ -7,6 +7,7 @@ import numpy as np
 from .._record import STATE, Node, edge_of, record
 from .._tensor import Tensor
 from . import pool as _pool
+from . import _dual as X
 
 _make = Tensor._make
 
@@ -18,9 +19,7 @@ class ConstantPadNdBackward0(Node):
     def _bw(self, g, graph):
         pads = self._saved[0]
         neg = [-p for p in pads]
-        if graph:
-            return pad(g, neg),
-        return _const_pad_np(g, neg, 0),
+        return _pad_any(g, neg),
 
 
 def _const_pad_np(x, pads, value):
@@ -37,6 +36,10 @@ def _const_pad_np(x, pads, value):
     if any(w != (0, 0) for w in widths):
         x = np.pad(x, widths, constant_values=value)
     return np.ascontiguousarray(x)
+
+
+# NumPy on arrays, the recorded pad on Tensors
+_pad_any = X.twin(lambda g, pads: _const_pad_np(g, pads, 0), lambda g, pads: pad(g, pads))
 
 
 def pad(input, pad, mode="constant", value=None):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._record import STATE, Node, Saved, Tensor, edge_of, record
+from . import _dual as X
 
 _make = Tensor._make
 
@@ -57,12 +58,9 @@ class _AxisLinear(Node):
         mats, transposed, sx, zshape = self._saved
         if sx is not None:  # the input is saved, as PyTorch's: its version is checked
             x = sx.get(self, graph)
-        if graph:
-            gx = axis_linear(g, mats, type(self)._adjoint or type(self), not transposed,
-                             x if sx is not None else None)
-        else:
-            gx = _apply_mats(g, mats, not transposed)
-        return _with_zero(gx, zshape, graph)
+        gx = _axis_linear_any(g, mats, type(self)._adjoint or type(self), not transposed,
+                              x if sx is not None else None)
+        return _with_zero(gx, zshape)
 
 
 def _dep_edges(x, dep):
@@ -75,11 +73,10 @@ def _dep_edges(x, dep):
     return (edge_of(x),), None
 
 
-def _with_zero(gx, zshape, graph):
+def _with_zero(gx, zshape):
     if zshape is None:
         return gx,
-    z = np.zeros(zshape, gx.dtype if not graph else gx._data.dtype)
-    return gx, (_make(z) if graph else z)
+    return gx, X.zeros(zshape, gx)
 
 
 def axis_linear(x, mats, node_cls, transpose=False, dep=None):
@@ -94,6 +91,10 @@ def axis_linear(x, mats, node_cls, transpose=False, dep=None):
         saved = (mats, transpose, Saved(x) if node_cls._needs_saved else None, zshape)
         return record(np.ascontiguousarray(y), node_cls(edges, saved))
     return _make(np.ascontiguousarray(y))
+
+
+_axis_linear_any = X.twin(lambda g, mats, cls, transpose, dep: _apply_mats(g, mats, transpose),
+                          axis_linear)
 
 
 def _adjoint_pair(name, fwd_base, bwd_base):
@@ -246,10 +247,8 @@ class _Gather(Node):
             sv.get(self, False)  # the indices returned to the caller: version-checked
         if self._needs_saved:  # the input is saved, as PyTorch's: its version is checked
             x = self._saved[4].get(self, graph)
-        if graph:
-            return scatter_op(g, idx, xshape, unique, nl, type(self)._adjoint,
-                              x if self._needs_saved else None)
-        return _scatter_np(g, idx, xshape, unique, nl),
+        return _scatter_any(g, idx, xshape, unique, nl, type(self)._adjoint,
+                            x if self._needs_saved else None)
 
 
 class _Scatter(Node):
@@ -260,11 +259,8 @@ class _Scatter(Node):
 
     def _bw(self, g, graph):
         idx, xshape, unique, nl, zshape = self._saved
-        if graph:
-            gx = gather_op(g, idx, unique, nl, type(self)._adjoint)
-        else:
-            gx = _gather_np(g, idx, nl)
-        return _with_zero(gx, zshape, graph)
+        gx = _gather_any(g, idx, unique, nl, type(self)._adjoint)
+        return _with_zero(gx, zshape)
 
 
 def _gather_np(x, idx, nl):
@@ -316,6 +312,12 @@ def scatter_op(g, idx, xshape, unique, nl, node_cls, dep=None):
         edges, zshape = _dep_edges(g, dep)
         return record(d, node_cls(edges, (idx, xshape, unique, nl, zshape))),
     return _make(d),
+
+
+# the backward kernels: NumPy on arrays, recorded (differentiable) on Tensors
+_scatter_any = X.twin(lambda g, idx, xshape, unique, nl, cls, dep:
+                      (_scatter_np(g, idx, xshape, unique, nl),), scatter_op)
+_gather_any = X.twin(lambda g, idx, unique, nl, cls: _gather_np(g, idx, nl), gather_op)
 
 
 def _gather_pair(name):
