@@ -11,6 +11,7 @@ from .. import _dtype as D
 from .._tensor import Tensor
 from .._argcheck import guard as _guard
 from .._record import STATE, Node, Saved, edge_of, notify, record
+from ..ops import _dual as X
 from ..ops.elementwise_more import NotImplemented_
 from .. import _warn
 
@@ -98,8 +99,7 @@ class SafeSoftmaxBackward0(Node):
         sy, dim = self._saved[:2]
         y = sy.get(self, graph)
         gy = g * y
-        return (gy - y * gy.sum(dim, keepdim=True)) if graph else \
-            (gy - y * gy.sum(axis=dim, keepdims=True)),
+        return gy - y * X.sum_dims(gy, dim),
 
 
 def _safe_softmax(x, dim):
@@ -246,7 +246,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
         q, k, v = (t.get(self, False) for t in (sq, sk, sv))
         out = so.get(self, False)
         mask = sm.get(self, False) if isinstance(sm, Saved) else sm
-        gd = g._data if graph else g
+        gd = X.data(g)
         odt = q.dtype
         rep = q.shape[1] // k.shape[1]
         _, _, p, kx, vx = _flash_np(q, k, v, mask, is_causal, scale)
@@ -373,7 +373,7 @@ class PixelShuffleBackward0(Node):
 
     def _bw(self, g, graph):
         r = self._saved[0]
-        return (pixel_unshuffle(g, r) if graph else _unshuffle_np(g, r)),
+        return _unshuffle_any(g, r),
 
 
 class PixelUnshuffleBackward0(Node):
@@ -382,7 +382,12 @@ class PixelUnshuffleBackward0(Node):
 
     def _bw(self, g, graph):
         r = self._saved[0]
-        return (pixel_shuffle(g, r) if graph else _shuffle_np(g, r)),
+        return _shuffle_any(g, r),
+
+
+# NumPy on arrays, the recorded op on Tensors
+_shuffle_any = X.twin(_shuffle_np, lambda g, r: pixel_shuffle(g, r))
+_unshuffle_any = X.twin(_unshuffle_np, lambda g, r: pixel_unshuffle(g, r))
 
 
 def _record_shuffle(input, y, cls, r):

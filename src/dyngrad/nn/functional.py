@@ -166,7 +166,7 @@ class MseLossBackward0(Node):
         x = si.get(self, graph)
         t = st.get(self, graph)
         diff = x - t
-        gl = _reduce_grad(g, tuple(diff.shape), red, diff.shape.numel() if graph else diff.size)
+        gl = _reduce_grad(g, tuple(diff.shape), red, X.numel(diff))
         gi = gl * diff * 2
         gx = sum_to(gi, x.shape) if self.next_functions[0][0] is not None else None
         gt = sum_to(-gi, t.shape) if self.next_functions[1][0] is not None else None
@@ -201,21 +201,16 @@ class BinaryCrossEntropyBackward0(Node):
         si, st, w, red = self._saved
         x = si.get(self, graph)
         t = st.get(self, graph)
-        n = (x.shape.numel() if graph else x.size)
-        gl = _reduce_grad(g, tuple(x.shape), red, n)
-        eps = 1e-12
-        if graph:
-            denom = ((1 - x) * x).clamp(min=eps)
-        else:
-            denom = np.maximum((1 - x) * x, eps)
+        gl = _reduce_grad(g, tuple(x.shape), red, X.numel(x))
+        denom = X.clamp_min((1 - x) * x, 1e-12)
         gx = gl * (x - t) / denom
         if w is not None:
-            gx = gx * (w if not graph else _make(w))
+            gx = gx * X.const(w, x)
         gt = None
         if self.next_functions[1][0] is not None:
             gt = gl * (X.log(1 - x) - X.log(x))
             if w is not None:
-                gt = gt * (w if not graph else _make(w))
+                gt = gt * X.const(w, x)
         return gx, gt
 
 
@@ -293,15 +288,14 @@ class NllLossBackwardBackward0(Node):
 
     def _bw(self, gg, graph):
         idx, w, div, gshape, shape = self._saved
-        r = gg[idx] * (_make(w) if graph else w)
+        r = gg[idx] * X.const(w, gg)
         r = r.reshape(gshape) if gshape else r.sum()
         if div is not None:  # mean: divided by the weight total (0/0 is nan, as PyTorch's)
             with np.errstate(invalid="ignore", divide="ignore"):
-                r = r / (_make(np.asarray(div, w.dtype)) if graph else w.dtype.type(div))
+                r = r / X.const(np.asarray(div, w.dtype), gg)
         if len(self.next_functions) == 1:
             return r,
-        z = np.zeros(shape, w.dtype)
-        return r, (_make(z) if graph else z)
+        return r, X.zeros(shape, gg, w.dtype)
 
 
 class NllLoss2DBackwardBackward0(NllLossBackwardBackward0):
@@ -480,11 +474,6 @@ def _pkg():
     return importlib.import_module(__name__.split(".")[0])
 
 
-def _c(arr, graph):
-    """A constant for a backward formula: the array itself, or a Tensor under create_graph."""
-    return _make(arr) if graph else arr
-
-
 def _fl(input, name):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
@@ -525,12 +514,7 @@ class _Act(Node):
     def _bw(self, g, graph):
         sx, prm = self._saved
         x = sx.get(self, graph)
-        cls = type(self)
-        if graph:
-            if cls._no_double and not _jvp_busy():
-                return _no_double_backward(g, x, cls, prm),
-            return g * _act_deriv(x, cls, prm),
-        return g * cls._d1(x, *prm),
+        return _act_grad(g, x, type(self), prm),
 
 
 class _ActDeriv(Node):
@@ -540,7 +524,7 @@ class _ActDeriv(Node):
     def _bw(self, g, graph):
         sx, cls, prm = self._saved
         x = sx.get(self, False)
-        return g * _c(cls._d2(x, *prm), graph),
+        return g * X.const(cls._d2(x, *prm), g),
 
 
 def _act_deriv(x, cls, prm):
@@ -566,6 +550,17 @@ def _no_double_backward(g, x, cls, prm):
     if STATE.enabled and edges:
         return record(d, NotImplemented_(edges, (cls._no_double,)))
     return _make(d)
+
+
+def _act_grad_graph(g, x, cls, prm):
+    """g * f'(x) on Tensors: f'(x) recorded as _ActDeriv, or for an op PyTorch gives no double
+    backward the product recorded as one node refusing it."""
+    if cls._no_double and not _jvp_busy():
+        return _no_double_backward(g, x, cls, prm)
+    return g * _act_deriv(x, cls, prm)
+
+
+_act_grad = X.twin(lambda g, x, cls, prm: g * cls._d1(x, *prm), _act_grad_graph)
 
 
 def _activation(name, f, d1, d2):
@@ -638,6 +633,9 @@ def _activation_on_result(name, f, d1, d2, slope_error):
 def _sig(x):
     with np.errstate(over="ignore"):
         return 1.0 / (1.0 + np.exp(-x))
+
+
+_sigmoid = X.twin(_sig, sigmoid)  # the kernel on arrays, the recorded op on Tensors
 
 
 def _ones(x):
@@ -972,9 +970,7 @@ class GluBackward0(Node):
         sb = X.sigmoid(b)
         ga = g * sb
         gb = g * a * sb * (1 - sb)
-        if graph:
-            return _cat2(ga, gb, dim),
-        return np.concatenate([ga, gb], dim),
+        return _glu_cat(ga, gb, dim),
 
 
 def _narrow(x, dim, start, length):
@@ -993,6 +989,9 @@ def _cat2(a, b, dim):
     pa[2 * k + 1] = b.shape[dim]
     pb[2 * k] = a.shape[dim]
     return pad(a, pa) + pad(b, pb)
+
+
+_glu_cat = X.twin(lambda a, b, dim: np.concatenate([a, b], dim), _cat2)
 
 
 def glu(input, dim=-1):
@@ -1021,9 +1020,9 @@ class PreluKernelBackward0(Node):
         sx, sw, wb = self._saved
         x = sx.get(self, graph)
         w = sw.get(self, graph)
-        xd = x._data if graph else x
-        pos = _c((xd > 0).astype(xd.dtype), graph)
-        neg = _c((xd <= 0).astype(xd.dtype), graph)
+        xd = X.data(x)
+        pos = X.const((xd > 0).astype(xd.dtype), x)
+        neg = X.const((xd <= 0).astype(xd.dtype), x)
         gx = gw = None
         if self.next_functions[0][0] is not None:
             gx = g * (pos + neg * w.reshape(wb))
@@ -1127,10 +1126,9 @@ class _DiffLoss(Node):
         x = si.get(self, graph)
         t = st.get(self, graph)
         d = x - t
-        dd = d._data if graph else d
-        n = dd.size
-        gl = _reduce_grad(g, tuple(dd.shape), red, n)
-        gd = gl * type(self)._grad(d, dd, graph, *prm)
+        dd = X.data(d)
+        gl = _reduce_grad(g, tuple(dd.shape), red, dd.size)
+        gd = gl * type(self)._grad(d, dd, *prm)
         gx = sum_to(gd, tuple(x.shape)) if self.next_functions[0][0] is not None else None
         gt = sum_to(-gd, tuple(t.shape)) if self.next_functions[1][0] is not None else None
         return gx, gt
@@ -1140,9 +1138,9 @@ class SmoothL1LossBackward0(_DiffLoss):
     __slots__ = ()
 
     @staticmethod
-    def _grad(d, dd, graph, beta):
-        inside = _c((np.abs(dd) < beta).astype(dd.dtype) / beta, graph)
-        outside = _c(np.where(np.abs(dd) < beta, 0, np.sign(dd)).astype(dd.dtype), graph)
+    def _grad(d, dd, beta):
+        inside = X.const((np.abs(dd) < beta).astype(dd.dtype) / beta, d)
+        outside = X.const(np.where(np.abs(dd) < beta, 0, np.sign(dd)).astype(dd.dtype), d)
         return d * inside + outside
 
 
@@ -1159,9 +1157,10 @@ class HuberLossBackward0(_DiffLoss):
         return _DiffLoss._bw(self, g, graph)
 
     @staticmethod
-    def _grad(d, dd, graph, delta):
-        inside = _c((np.abs(dd) <= delta).astype(dd.dtype), graph)
-        outside = _c(np.where(np.abs(dd) <= delta, 0, delta * np.sign(dd)).astype(dd.dtype), graph)
+    def _grad(d, dd, delta):
+        inside = X.const((np.abs(dd) <= delta).astype(dd.dtype), d)
+        outside = X.const(np.where(np.abs(dd) <= delta, 0, delta * np.sign(dd)).astype(dd.dtype),
+                          d)
         return d * inside + outside
 
 
@@ -1228,10 +1227,10 @@ class BinaryCrossEntropyWithLogitsBackward0(Node):
         si, st, w, pw, red = self._saved
         x = si.get(self, graph)
         t = st.get(self, graph)
-        xd = x._data if graph else x
+        xd = X.data(x)
         gl = _reduce_grad(g, tuple(xd.shape), red, xd.size)
         if w is not None:
-            gl = gl * _c(w, graph)
+            gl = gl * X.const(w, x)
         gx = gt = None
         if pw is None:
             if self.next_functions[0][0] is not None:
@@ -1239,7 +1238,7 @@ class BinaryCrossEntropyWithLogitsBackward0(Node):
             if self.next_functions[1][0] is not None:
                 gt = gl * -x
         else:
-            pwc = _c(pw, graph)
+            pwc = X.const(pw, x)
             L = (pwc - 1) * t + 1
             if self.next_functions[0][0] is not None:
                 gx = gl * ((1 - t) - L * X.sigmoid(-x))
@@ -1248,10 +1247,7 @@ class BinaryCrossEntropyWithLogitsBackward0(Node):
         return gx, gt
 
 
-def _softplus_any(x):
-    if isinstance(x, Tensor):
-        return softplus(x)
-    return _softplus_np(x)
+_softplus_any = X.twin(_softplus_np, lambda x: softplus(x))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -1363,7 +1359,7 @@ class SoftMarginLossBackward0(Node):
         xd = X.data(x)
         gl = _reduce_grad(g, tuple(xd.shape), red, xd.size)
         z = -(t * x)
-        return gl * -(t * (sigmoid(z) if graph else _sig(z))),
+        return gl * -(t * _sigmoid(z)),
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -1701,7 +1697,7 @@ class TrilinearBackward0(Node):
         a = s1.get(self, graph) if s1 is not None else None
         b = s2.get(self, graph) if s2 is not None else None
         c = s3.get(self, graph) if s3 is not None else None
-        f = _trilinear if graph else _trilinear_np
+        f = _trilinear_any
         nf = self.next_functions
         return (f(g, b, c, sd, e2, e3, e1) if nf[0][0] is not None else None,
                 f(a, g, c, e1, sd, e3, e2) if nf[1][0] is not None else None,
@@ -1721,6 +1717,9 @@ def _trilinear(i1, i2, i3, e1, e2, e3, sumdim):
             (Saved(i1) if m2 or m3 else None, Saved(i2) if m1 or m3 else None,
              Saved(i3) if m1 or m2 else None, tuple(e1), tuple(e2), tuple(e3), tuple(sumdim))))
     return _make(r)
+
+
+_trilinear_any = X.twin(_trilinear_np, _trilinear)
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -1892,9 +1891,7 @@ class EmbeddingBackward0(Node):
         idx, num, pad, scale, si = self._saved
         if si is not None:  # the indices are saved, as PyTorch's: their version is checked
             si.get(self, False)
-        if graph:
-            return _emb_scatter(g, idx, num, pad, scale),
-        return _emb_scatter_np(g, idx, num, pad, scale),
+        return _emb_scatter_any(g, idx, num, pad, scale),
 
 
 class EmbeddingDenseBackwardBackward0(Node):
@@ -1903,9 +1900,7 @@ class EmbeddingDenseBackwardBackward0(Node):
 
     def _bw(self, g, graph):
         idx, num, pad, scale = self._saved
-        if graph:
-            return _emb_gather(g, idx, pad, scale),
-        return _emb_gather_np(g, idx, pad, scale),
+        return _emb_gather_any(g, idx, pad, scale),
 
 
 def _emb_scale(idx, num, pad, scale):
@@ -1953,6 +1948,10 @@ def _emb_gather(h, idx, pad, scale):
     return _make(d)
 
 
+_emb_scatter_any = X.twin(_emb_scatter_np, _emb_scatter)
+_emb_gather_any = X.twin(_emb_gather_np, _emb_gather)
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` at the integer ``input``; no gradient flows into padding_idx's row."""
@@ -1998,7 +1997,7 @@ class EmbeddingBagBackward0(Node):
         sw, sp, idx, bag, bag_size, maxi, mode, freq, valid = self._saved
         w = sw.get(self, False) if sw is not None else None
         p = sp.get(self, False) if sp is not None else None
-        gd = g._data if graph else g
+        gd = X.data(g)
         nf = self.next_functions
         gw = gp = None
         if nf[0][0] is not None:

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._record import STATE, Node, Saved, edge_of, notify, raw_dim, record
+from . import _dual as X
 from .._tensor import Tensor, _dim
 from .._warn import warn
 
@@ -33,8 +34,7 @@ class SoftmaxBackward0(Node):
         sy, dim, _ = self._saved
         y = sy.get(self, graph)
         gy = g * y
-        return gy - y * gy.sum(dim, keepdim=True) if graph else \
-            (gy - y * gy.sum(axis=dim, keepdims=True)),
+        return gy - y * X.sum_dims(gy, dim),
 
 
 class LogSoftmaxBackward0(Node):
@@ -43,9 +43,7 @@ class LogSoftmaxBackward0(Node):
     def _bw(self, g, graph):
         sy, dim, _ = self._saved
         y = sy.get(self, graph)
-        if graph:
-            return g - y.exp() * g.sum(dim, keepdim=True),
-        return g - np.exp(y) * g.sum(axis=dim, keepdims=True),
+        return g - X.exp(y) * X.sum_dims(g, dim),
 
 
 def _dim_arg(input, dim, name):
