@@ -22,12 +22,6 @@ class MmBackward0(Node):
         sa, sb = self._saved
         ga = gb = None
         nf = self.next_functions
-        if not graph:  # plain backward: straight NumPy
-            if nf[0][0] is not None:
-                ga = g @ sb.get(self, False).T
-            if nf[1][0] is not None:
-                gb = sa.get(self, False).T @ g
-            return ga, gb
         if nf[0][0] is not None:
             ga = X.matmul(g, X.transpose_last(sb.get(self, graph)))
         if nf[1][0] is not None:
@@ -387,13 +381,12 @@ class AddmmBackward0(Node):
     __slots__ = ()
 
     @staticmethod
-    def _g1(g, m2, graph):
-        return g @ m2.T if not graph else X.matmul(g, X.transpose_last(m2))
+    def _g1(g, m2):
+        return X.matmul(g, X.transpose_last(m2))
 
-    @staticmethod
-    def _g2(g, m1, graph):
-        # (g.T @ m1).T: for Linear, mat2 is W.t(), so W's gradient comes out C-ordered
-        return (g.T @ m1).T if not graph else X.matmul(X.transpose_last(m1), g)
+    # (g.T @ m1).T on arrays: for Linear, mat2 is W.t(), so W's gradient comes out C-ordered
+    _g2 = staticmethod(X.twin(lambda g, m1: (g.T @ m1).T,
+                              lambda g, m1: X.matmul(X.transpose_last(m1), g)))
 
     def _bw(self, g, graph):
         s1, s2, bshape, beta, alpha = self._saved
@@ -402,11 +395,11 @@ class AddmmBackward0(Node):
         if nf[0][0] is not None:
             gb = sum_to(g if beta == 1 else g * beta, bshape)
         if nf[1][0] is not None:
-            g1 = self._g1(g, s2.get(self, graph), graph)
+            g1 = self._g1(g, s2.get(self, graph))
             if alpha != 1:
                 g1 = g1 * alpha
         if nf[2][0] is not None:
-            g2 = self._g2(g, s1.get(self, graph), graph)
+            g2 = self._g2(g, s1.get(self, graph))
             if alpha != 1:
                 g2 = g2 * alpha
         return gb, g1, g2
@@ -477,11 +470,7 @@ class BaddbmmBackward0(AddmmBackward0):
     __slots__ = ()
 
     @staticmethod
-    def _g1(g, m2, graph):
-        return X.matmul(g, X.transpose_last(m2))
-
-    @staticmethod
-    def _g2(g, m1, graph):
+    def _g2(g, m1):
         return X.matmul(X.transpose_last(m1), g)
 
 
@@ -909,10 +898,7 @@ def _square(name, a):
                            f"{D.TYPE_NAMES[D.FROM_NP[a.dtype]].replace('Tensor', '')}")
 
 
-def _inv_any(x):
-    if isinstance(x, Tensor):
-        return inverse(x)
-    return np.linalg.inv(x)
+_inv_any = X.twin(np.linalg.inv, lambda x: inverse(x))
 
 
 class LinalgInvExBackward0(Node):
@@ -966,7 +952,7 @@ class LinalgDetBackward0(Node):
         ad = X.data(a)
         gg = X.unsqueeze_dims(g * so.get(self, graph), (ad.ndim - 2, ad.ndim - 1), ad.ndim)
         try:
-            inv = _inv_any(a) if graph else np.linalg.inv(ad)
+            inv = _inv_any(a)
             if not np.isfinite(X.data(inv)).all():
                 raise np.linalg.LinAlgError
             return gg * X.transpose_last(inv),
@@ -1050,12 +1036,7 @@ class LinalgSolveExBackward0(Node):
             g = g.reshape(tuple(g.shape) + (1,))
             xo = xo.reshape(tuple(xo.shape) + (1,))
         at = X.transpose_last(a)
-        if graph:
-            gb = solve(at, g, left=left)
-        elif left:
-            gb = np.linalg.solve(at, g)
-        else:
-            gb = np.swapaxes(np.linalg.solve(a, np.swapaxes(g, -1, -2)), -1, -2)
+        gb = _solve_any(at, g, left)
         ga = None
         if self.next_functions[0][0] is not None:
             ga = (X.matmul(gb, X.transpose_last(xo)) if left
@@ -1068,6 +1049,15 @@ class LinalgSolveExBackward0(Node):
         else:
             gb = None
         return ga, gb
+
+
+def _solve_np(A, B, left):
+    if left:
+        return np.linalg.solve(A, B)
+    return np.swapaxes(np.linalg.solve(np.swapaxes(A, -1, -2), np.swapaxes(B, -1, -2)), -1, -2)
+
+
+_solve_any = X.twin(_solve_np, lambda A, B, left: solve(A, B, left=left))
 
 
 def solve(A, B, *, left=True):

@@ -7,6 +7,7 @@ import numpy as np
 from .._tensor import channels_last_format
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
 from .pointwise import layout_copy
+from . import _dual as X
 
 _make = Tensor._make
 
@@ -45,8 +46,8 @@ class _NormNode(Node):
             xc = xr - mu
             inv = (_mean(xc * xc, axes) + eps) ** -0.5
         else:
-            mu = mean if not graph else _make(mean)
-            inv = invstd if not graph else _make(invstd)
+            mu = X.const(mean, x)
+            inv = X.const(invstd, x)
             xc = xr - mu
         xhat_r = xc * inv
         gx = gw = gb = None

@@ -424,15 +424,9 @@ class DivBackward2(DivBackward0):
         _val(sb, self, graph)
         if sa is not None:
             _val(sa, self, graph)
-        ga = _zeros(ash, g, graph) if self.next_functions[0][0] is not None else None
-        gb = _zeros(bsh, g, graph) if self.next_functions[1][0] is not None else None
+        ga = X.zeros(ash, g) if self.next_functions[0][0] is not None else None
+        gb = X.zeros(bsh, g) if self.next_functions[1][0] is not None else None
         return ga, gb
-
-
-def _zeros(shape, like, graph):
-    if graph:
-        return _make(np.zeros(shape, like._data.dtype))
-    return np.zeros(shape, like.dtype)
 
 
 def _div_mode(a, b, mode):

@@ -928,9 +928,7 @@ class CumprodBackward0(Node):
             return g,
         if (xd != 0).all():
             return _revcumsum(g * o, dim) / x,
-        if graph:
-            return _cumprod_grad_zeros(x, xd, o, g, dim),
-        return _cumprod_grad_np(xd, g, dim),
+        return _cumprod_grad_any(x, xd, o, g, dim),
 
 
 def _cumprod_grad_zeros(x, xd, o, g, dim):
@@ -948,6 +946,11 @@ def _cumprod_grad_zeros(x, xd, o, g, dim):
     second = X.sum_dims(g * c * X.const((k >= z).astype(xd.dtype), x), (dim,), True)
     return X.where(X.const(before, x), first,
                    X.where(X.const(at, x), second.expand(*xd.shape), 0 * first))
+
+
+# the exact NumPy gradient on arrays, the differentiable composition on Tensors
+_cumprod_grad_any = X.twin(lambda x, xd, o, g, dim: _cumprod_grad_np(xd, g, dim),
+                           _cumprod_grad_zeros)
 
 
 @op()

@@ -18,6 +18,7 @@ from .. import _out
 from .._out import handles_out
 from .._random import rng
 from . import op
+from . import _dual as X
 from ._dual import zeros_like
 from .._record import STATE, Node, Tensor, edge_of, record
 from .. import _warn
@@ -62,8 +63,7 @@ class NormalBackward3(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        return tuple(zeros_like(g).sum_to_size(s) if graph else np.zeros(s, g.dtype)
-                     for s in self._saved)
+        return tuple(X.zeros(s, g) for s in self._saved)
 
 
 class BernoulliBackward1(Node):
@@ -73,10 +73,7 @@ class BernoulliBackward1(Node):
 
     def _bw(self, g, graph):
         shape, dtype = self._saved
-        if graph:
-            from .._factories import zeros
-            return zeros_like(g), zeros(shape, dtype=D.FROM_NP[dtype])
-        return zeros_like(g), np.zeros(shape, dtype)
+        return zeros_like(g), X.zeros(shape, g, dtype)
 
 
 # --- helpers -----------------------------------------------------------------------------------
