@@ -256,28 +256,38 @@ class NllLossBackward0(Node):
         sx.get(self, False)  # self and target are saved, as PyTorch's: versions are checked
         st.get(self, False)
         # gradient: -w[t] at the target class, scaled by the reduction
-        if graph:
-            x = sx.get(self, True)
-            div = total if red == "mean" else None  # mean: the weight total (0: none)
-            w = np.asarray(-w_t).astype(dtype).reshape(-1)
-            idx = _nll_index(shape, tgt)
-            z = np.zeros(shape, dtype)
-            z[idx] = (w * (g._data.reshape(-1) / div if div else
-                           g._data.reshape(-1) * (0 if div == 0 else 1))).reshape(z[idx].shape)
-            if STATE.enabled and (g._requires_grad or x._requires_grad):
-                # linear in g; as PyTorch's it also depends on the input (zero gradient)
-                edges = (edge_of(g), edge_of(x)) if x._requires_grad else (edge_of(g),)
-                return record(z, self._double(edges, (idx, w, div, tuple(g.shape), shape))),
-            return _make(z),
-        z = np.zeros(shape, dtype)
-        if red == "none":
-            coef = -w_t * g
-        elif red == "mean":
-            coef = -w_t * (g / total if total else g * 0)
-        else:
-            coef = -w_t * g
-        z[_nll_index(shape, tgt)] = coef.reshape(-1) if np.ndim(coef) else coef
-        return z,
+        return _nll_grad(g, self, shape, tgt, w_t, red, total, dtype, sx),
+
+
+def _nll_grad_np(g, node, shape, tgt, w_t, red, total, dtype, sx):
+    z = np.zeros(shape, dtype)
+    if red == "none":
+        coef = -w_t * g
+    elif red == "mean":
+        coef = -w_t * (g / total if total else g * 0)
+    else:
+        coef = -w_t * g
+    z[_nll_index(shape, tgt)] = coef.reshape(-1) if np.ndim(coef) else coef
+    return z
+
+
+def _nll_grad_graph(g, node, shape, tgt, w_t, red, total, dtype, sx):
+    """The gradient recorded as PyTorch's NllLossBackwardBackward0 (``node._double``)."""
+    x = sx.get(node, True)
+    div = total if red == "mean" else None  # mean: the weight total (0: none)
+    w = np.asarray(-w_t).astype(dtype).reshape(-1)
+    idx = _nll_index(shape, tgt)
+    z = np.zeros(shape, dtype)
+    z[idx] = (w * (g._data.reshape(-1) / div if div else
+                   g._data.reshape(-1) * (0 if div == 0 else 1))).reshape(z[idx].shape)
+    if STATE.enabled and (g._requires_grad or x._requires_grad):
+        # linear in g; as PyTorch's it also depends on the input (zero gradient)
+        edges = (edge_of(g), edge_of(x)) if x._requires_grad else (edge_of(g),)
+        return record(z, node._double(edges, (idx, w, div, tuple(g.shape), shape)))
+    return _make(z)
+
+
+_nll_grad = X.twin(_nll_grad_np, _nll_grad_graph)
 
 
 class NllLossBackwardBackward0(Node):
