@@ -93,8 +93,8 @@ from ._threads import (set_num_threads, get_num_threads, set_num_interop_threads
                        get_num_interop_threads)
 
 
-_LAZY = ("distributed", "multiprocessing", "distributions", "special", "func", "fx", "vmap", "save",
-         "load", "serialization")
+_LAZY = ("distributed", "multiprocessing", "distributions", "special", "func", "fx", "testing",
+         "vmap", "save", "load", "serialization")
 
 
 def __dir__():
@@ -102,7 +102,8 @@ def __dir__():
 
 
 def __getattr__(name):
-    if name in ("distributed", "multiprocessing", "distributions", "special", "func", "fx"):  # loaded on first use, as they are rarer
+    if name in ("distributed", "multiprocessing", "distributions", "special", "func", "fx",
+                "testing"):  # loaded on first use, as they are rarer
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":  # torch.vmap is torch.func.vmap
