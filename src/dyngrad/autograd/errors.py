@@ -120,7 +120,8 @@ def modified_inplace(saved, node) -> RuntimeError:
     producer = op if saved.is_output else (v._grad_fn.name() if v._grad_fn is not None else None)
     which = ""
     if producer is not None:
-        which = f", which is output 0 of {short_name(producer)},"
+        nr = getattr(saved, "output_nr", 0) if saved.is_output else 0
+        which = f", which is output {nr} of {short_name(producer)},"
     msg = (f"one of the variables needed for gradient computation has been modified by an inplace "
            f"operation: [torch.{tname} [{shape}]]{which} is at version {saved.counter[0]}; expected "
            f"version {saved.version} instead. Hint: enable anomaly detection to find the operation "

@@ -133,6 +133,7 @@ class Node:
     # the flagged ones marks the node not plain, so the engine checks one flag per node.
     _plain = True
     _user_code = False  # True for nodes whose backward is the user's (custom Function)
+    _named_inplace = None  # nodes whose messages name the op: renamed when an in-place form records them
     _meta = None
     # PyTorch's names of this node's saved values -> (position in ``_saved``, kind): how
     # ``grad_fn._saved_<name>`` / ``_raw_saved_<name>`` read them (see ``_saved_value``)
@@ -353,12 +354,14 @@ class Saved:
     wrote it there (the saving node again once that one is gone, as in PyTorch).
     """
 
-    __slots__ = ("value", "counter", "version", "is_output", "tensor_ref", "_token")
+    __slots__ = ("value", "counter", "version", "is_output", "tensor_ref", "_token", "output_nr")
 
     def __init__(self, tensor, is_output=False):
         self.counter = tensor._vc
         self.version = tensor._vc[0]
         self.is_output = is_output
+        # which output of its node it is (PyTorch names it in the saved-version error)
+        self.output_nr = getattr(tensor, "_output_nr", 0) if is_output else 0
         if is_output:
             self.value = tensor._data
             self.tensor_ref = None
