@@ -522,6 +522,29 @@ class AccumulateGrad(Node):
         return None if ref is None else ref()
 
 
+class NotImplemented_(Node):
+    """PyTorch's ``torch::autograd::NotImplemented``: recorded by ops whose derivative
+    PyTorch does not implement (``_saved[0]`` names the op); backward and forward mode raise
+    PyTorch's errors."""
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "torch::autograd::NotImplemented"
+
+    def _bw(self, g, graph):
+        raise RuntimeError(f"derivative for aten::{self._saved[0]} is not implemented")
+
+    def _fw_rule(self, tangents):
+        errors.without_rule(f"aten::{self._saved[0]}", kind="derivative")(self, tangents)
+
+    def _named_inplace(self):
+        """Recorded by an in-place form: PyTorch's messages name that op (``aten::scatter_``)."""
+        self._saved = (self._saved[0] + "_",) + self._saved[1:]
+
+
+NotImplemented_.__name__ = NotImplemented_.__qualname__ = "NotImplemented"
+
+
 def lazy(node, had_none=False):
     """Mark ``node`` (a view's history rebuilt after an in-place change) as made at its first
     use, as PyTorch regenerates a view's grad_fn lazily: its sequence number, which orders

@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dtype as D
 from . import OPS, op
 from .._fperr import quiet
+from ..autograd.node import NotImplemented_
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
 from ._spec import defop, unary
@@ -39,20 +40,6 @@ def _need_tensor(name, other, pos=2, argname="other"):
     if not _isT(other, Tensor):
         raise TypeError(f"{name}(): argument '{argname}' (position {pos}) must be Tensor, not "
                         f"{type(other).__name__}")
-
-
-class NotImplemented_(Node):
-    """Recorded by ops whose derivative PyTorch does not implement; backward raises."""
-    __slots__ = ()
-
-    def name(self) -> str:
-        return "torch::autograd::NotImplemented"
-
-    def _bw(self, g, graph):
-        raise RuntimeError(f"derivative for aten::{self._saved[0]} is not implemented")
-
-
-NotImplemented_.__name__ = NotImplemented_.__qualname__ = "NotImplemented"
 
 
 def _no_derivative(data, name, inputs):

@@ -1,17 +1,15 @@
-"""Index-driven ops: gather/scatter, index_select/add/fill/copy, masked_fill/select, take,
-sorting (sort, argsort, topk, kthvalue) and index-producing ops (nonzero, unique,
-searchsorted, bucketize).  Each gradient is the matching scatter or gather of the other."""
+"""Ops driven by index tensors: gather/scatter, index_select/add/fill/copy, masked_fill/
+select/scatter, take.  Each gradient is the matching scatter or gather of the other.  (Sorting,
+searching and the index-producing ops are in ``sorting.py``.)"""
 from __future__ import annotations
-
-from collections import namedtuple
 
 import numpy as np
 
 from . import op
 from .._record import STATE, Node, Saved, Tensor, edge_of, record, sum_to
+from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _dtype as D
-from .pointwise import UNSET
 from .reduction import raw_dim
 
 _make = Tensor._make
@@ -171,16 +169,6 @@ class ScatterAddBackward0(Node):
         return g, gsrc
 
 
-class ScatterReduceNotImplemented(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        raise RuntimeError("derivative for aten::scatter is not implemented")
-
-
-ScatterReduceNotImplemented.__name__ = ScatterReduceNotImplemented.__qualname__ = "NotImplemented"
-
 _REDUCE = {"add": np.add, "multiply": np.multiply}
 
 
@@ -222,13 +210,13 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
         if not (input._requires_grad or src._requires_grad):
             return _make(data)
         if reduce is not None:
-            return record(data, ScatterReduceNotImplemented((edge_of(input), edge_of(src)), ()))
+            return record(data, NotImplemented_((edge_of(input), edge_of(src)), ("scatter",)))
         return record(data, ScatterBackward0((edge_of(input), edge_of(src)),
                                              (k, idx, src._data.shape, raw)))
     if not input._requires_grad:
         return _make(data)
     if reduce is not None:
-        return record(data, ScatterReduceNotImplemented((edge_of(input),), ()))
+        return record(data, NotImplemented_((edge_of(input),), ("scatter",)))
     return record(data, ScatterBackward1((edge_of(input),), (k, idx, (), raw)))
 
 
@@ -640,274 +628,6 @@ def take(input, index):
     if STATE.enabled and input._requires_grad:
         return record(data, TakeBackward0((edge_of(input),), (d.shape, idx, Saved(input))))
     return _make(data)
-
-
-# --- sorting ---------------------------------------------------------------------------------
-def _return_type(name, fields):
-    base = namedtuple(name, fields)
-
-    def __repr__(self):
-        body = ",\n".join(f"{f}={v!r}" for f, v in zip(fields, self))
-        return f"torch.return_types.{name}(\n{body})"
-
-    cls = type(name, (base,), {"__repr__": __repr__, "__slots__": ()})
-    cls.__module__ = "torch.return_types"
-    return cls
-
-
-topk_rt = _return_type("topk", ("values", "indices"))
-sort_rt = _return_type("sort", ("values", "indices"))
-kthvalue_rt = _return_type("kthvalue", ("values", "indices"))
-
-
-def _argsort(d, axis, descending=False):
-    """Stable argsort (NaN largest); descending keeps equal elements in their original order."""
-    if not descending:
-        return np.argsort(d, axis=axis, kind="stable")
-    n = d.shape[axis]
-    r = np.argsort(np.flip(d, axis), axis=axis, kind="stable")
-    return (n - 1) - np.flip(r, axis)
-
-
-class SortBackward0(Node):
-    """Gradient of sort-like ops: each value's gradient goes back to the position it came from."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        shape, dim, sidx, squeezed = self._saved[:4]
-        idx = sidx.get(self, False)  # the returned indices, version-checked as PyTorch's
-        if squeezed:
-            idx = np.expand_dims(idx, dim)
-        if not shape:
-            return g.reshape(()),
-        if not graph:
-            z = np.zeros(shape, dtype=g.dtype)
-            z[_along(idx, dim)] = g.reshape(idx.shape)
-            return z,
-        return scatter(_zeros(shape, g.dtype, True), dim, _T(idx), g.reshape(idx.shape)),
-
-
-class TopkBackward0(SortBackward0):
-    __slots__ = ()
-
-
-class KthvalueBackward0(SortBackward0):
-    __slots__ = ()
-
-
-def _values_indices(input, vals, idx, node_cls, k, rt, raw, squeezed=False, keepdim=False):
-    """(values, indices) of a selecting op; its node saves the indices tensor returned, so an
-    in-place change of it fails backward as in PyTorch (``squeezed``: dim ``k`` was dropped;
-    ``raw``: the dim as the caller gave it, which the node shows)."""
-    v = _make(vals)
-    it = _make(idx)
-    if STATE.enabled and input._requires_grad:
-        v = record(vals, node_cls((edge_of(input),), (input._data.shape, k, Saved(it),
-                                                      squeezed, raw_dim(raw), keepdim)))
-    return rt(v, it)
-
-
-class SortBackward1(SortBackward0):
-    __slots__ = ()
-
-
-@op()
-def sort(input, *args, stable=UNSET, dim=-1, descending=False):
-    """Values sorted along ``dim`` and their original indices (stable); SortBackward0, or
-    SortBackward1 when ``stable`` is given (even as None: PyTorch's ``sort.stable`` overload).
-
-    PyTorch's two signatures: ``sort(input, dim=-1, descending=False)`` and
-    ``sort(input, *, stable, dim=-1, descending=False)`` (``stable`` only with keywords)."""
-    if len(args) > 2 or (args and stable is not UNSET):
-        raise D.bad_combo("sort", (input,) + args, {"stable": stable} if stable is not UNSET
-                          else None)
-    if args:
-        dim = args[0]
-        descending = args[1] if len(args) > 1 else descending
-    cls = SortBackward0 if stable is UNSET else SortBackward1
-    d = input._data
-    k = _dim(dim, d.ndim)
-    if d.ndim == 0:
-        return _values_indices(input, d.copy(), np.zeros((), np.int64), cls, 0, sort_rt, dim)
-    idx = _argsort(d, k, descending).astype(np.int64)
-    vals = np.take_along_axis(d, idx, k)
-    if not d.flags.c_contiguous:  # PyTorch's results take the input's layout
-        vals, idx = _like_layout(vals, d), _like_layout(idx, d)
-    return _values_indices(input, vals, idx, cls, k, sort_rt, dim)
-
-
-def _like_layout(a, like):
-    """``a`` (of ``like``'s shape) stored in ``like``'s dimension order (empty_like's)."""
-    out = np.empty_like(like, dtype=a.dtype)
-    out[...] = a
-    return out
-
-
-@op()
-def argsort(input, dim=-1, descending=False, stable=False):
-    """The indices that sort ``input`` along ``dim`` (no gradient)."""
-    return sort(input, dim=dim, descending=descending, stable=stable).indices
-
-
-@op()
-def msort(input):
-    """``input`` sorted along dim 0."""
-    return sort(input, 0).values
-
-
-@op()
-def topk(input, k, dim=-1, largest=True, sorted=True):
-    """The ``k`` largest (or smallest) values along ``dim`` and their indices; TopkBackward0."""
-    d = input._data
-    kd = _dim(dim, d.ndim)
-    n = d.shape[kd] if d.ndim else 1
-    if not 0 <= k <= n:
-        raise RuntimeError("selected index k out of range")
-    if d.ndim == 0:
-        return _values_indices(input, d.copy(), np.zeros((), np.int64), TopkBackward0, 0, topk_rt,
-                               dim)
-    idx = _argsort(d, kd, largest).astype(np.int64)
-    idx = np.take(idx, np.arange(k), axis=kd)
-    return _values_indices(input, np.take_along_axis(d, idx, kd), idx, TopkBackward0, kd, topk_rt,
-                           dim)
-
-
-@op()
-def kthvalue(input, k, dim=-1, keepdim=False):
-    """The ``k``-th smallest value along ``dim`` and its index; KthvalueBackward0."""
-    d = input._data
-    kd = _dim(dim, d.ndim)
-    n = d.shape[kd] if d.ndim else 1
-    if not 1 <= k <= n:
-        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {kd}")
-    if d.ndim == 0:
-        return _values_indices(input, d.copy(), np.zeros((), np.int64), KthvalueBackward0, 0,
-                               kthvalue_rt, dim, keepdim=keepdim)
-    idx = np.take(_argsort(d, kd), [k - 1], axis=kd).astype(np.int64)
-    vals = np.take_along_axis(d, idx, kd)
-    if not keepdim:
-        return _values_indices(input, vals.squeeze(kd), idx.squeeze(kd), KthvalueBackward0, kd,
-                               kthvalue_rt, dim, True, False)
-    return _values_indices(input, vals, idx, KthvalueBackward0, kd, kthvalue_rt, dim, False, True)
-
-
-# --- index-producing ops (no gradient) ---------------------------------------------------------
-@op()
-def nonzero(input, *, as_tuple=False):
-    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one tensor per dim."""
-    d = input._data
-    if as_tuple:
-        if d.ndim == 0:
-            return (_make(np.flatnonzero(d.reshape(1)).astype(np.int64)),)
-        return tuple(_make(i.astype(np.int64)) for i in np.nonzero(d))
-    return _make(np.argwhere(d).astype(np.int64).reshape(-1, d.ndim))
-
-
-@op()
-def argwhere(input):
-    """Indices of the non-zero elements as an (n, ndim) int64 tensor."""
-    return nonzero(input)
-
-
-def _unique_dim(x, dim):
-    """``dim`` of a unique along a dim, normalised, with PyTorch's errors."""
-    if x.ndim == 0:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    k = _dim(dim, x.ndim)
-    if any(s == 0 for i, s in enumerate(x.shape) if i != k):
-        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
-                           "unique cannot be applied")
-    return k
-
-
-@op()
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
-    """The distinct values (sorted), optionally with inverse indices and counts (no gradient)."""
-    D.arg_bools("_unique2", sorted=sorted, return_inverse=return_inverse,
-                return_counts=return_counts)
-    d = input._data
-    if dim is not None:
-        dim = _unique_dim(d, dim)
-    r = np.unique(d if dim is not None else d.reshape(-1), return_inverse=True, return_counts=True,
-                  axis=dim)
-    vals, inv, counts = r
-    out = [_make(vals)]
-    if return_inverse:
-        out.append(_make(inv.reshape(d.shape if dim is None else (d.shape[_dim(dim, d.ndim)],))
-                         .astype(np.int64)))
-    if return_counts:
-        out.append(_make(counts.astype(np.int64)))
-    return out[0] if len(out) == 1 else tuple(out)
-
-
-@op()
-def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
-    """Collapse runs of equal consecutive values (of the flattened tensor, or of the slices
-    along ``dim``)."""
-    D.arg_bools("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
-    if dim is None:
-        d = input._data.reshape(-1)
-        k = 0
-    else:
-        k = _unique_dim(input._data, dim)
-        d = np.moveaxis(input._data, k, 0)
-    n = d.shape[0] if d.ndim else 1
-    if n == 0:
-        keep = np.zeros(0, bool)
-    else:
-        changed = d[1:] != d[:-1]
-        if changed.ndim > 1:
-            changed = changed.reshape(n - 1, -1).any(axis=1)
-        keep = np.concatenate([[True], changed])
-    vals = d[keep] if dim is None else np.moveaxis(d[keep], 0, k)
-    out = [_make(np.ascontiguousarray(vals))]
-    if return_inverse:
-        inv = (np.cumsum(keep) - 1).astype(np.int64)
-        out.append(_make(inv.reshape(input._data.shape) if dim is None else inv))
-    if return_counts:
-        starts = np.flatnonzero(keep)
-        out.append(_make(np.diff(np.append(starts, n)).astype(np.int64)))
-    return out[0] if len(out) == 1 else tuple(out)
-
-
-@op(method=False)
-def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
-    """Insertion points of ``input`` in the (row-wise) sorted ``sorted_sequence``."""
-    scalar = not isinstance(input, Tensor)
-    if (scalar and (type(input) not in (int, float, bool) and not isinstance(input, np.number))) \
-            or type(right) is not bool or type(out_int32) is not bool:
-        kw = {k: v for k, v in (("out_int32", out_int32), ("right", right)) if v is not False}
-        raise D.bad_combo("searchsorted", (sorted_sequence, input), kw)
-    seq = sorted_sequence._data
-    vals = np.asarray(input) if scalar else input._data
-    if side is not None:
-        right = side == "right"
-    sd = "right" if right else "left"
-    srt = sorter._data if isinstance(sorter, Tensor) else sorter
-    if seq.ndim <= 1:
-        s = seq if srt is None else seq[srt]
-        r = np.searchsorted(s, vals, side=sd)
-    else:
-        if vals.shape[:-1] != seq.shape[:-1]:
-            raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the "
-                               "first N-1 dimensions of boundaries tensor and input value tensor "
-                               f"must match, but we got boundaries tensor {list(seq.shape)} and "
-                               f"input value tensor {list(vals.shape)}")
-        s2 = seq.reshape(-1, seq.shape[-1])
-        if srt is not None:
-            s2 = np.take_along_axis(s2, srt.reshape(s2.shape), -1)
-        v2 = vals.reshape(-1, vals.shape[-1])
-        r = np.stack([np.searchsorted(a, b, side=sd) for a, b in zip(s2, v2)]).reshape(vals.shape)
-    return _make(np.asarray(r).astype(np.int32 if out_int32 else np.int64))
-
-
-@op()
-def bucketize(input, boundaries, *, out_int32=False, right=False):
-    """The bucket of each value given sorted 1-D ``boundaries``."""
-    if boundaries._data.ndim != 1:
-        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
-                           f"{boundaries._data.ndim})")
-    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
 # --- in-place forms -----------------------------------------------------------------------------

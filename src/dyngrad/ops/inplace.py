@@ -195,6 +195,8 @@ def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
     if r._data.dtype != self._data.dtype:
         _check_cast(self._data, r._data.dtype, True)
     node = r._grad_fn
+    if node is not None and type(node)._named_inplace is not None:
+        node._named_inplace()
     _write(self, r._data, shared_ok)
     if node is not None:
         node._odt = self._data.dtype  # the result has the tensor's dtype, not the op's

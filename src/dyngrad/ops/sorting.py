@@ -1,5 +1,7 @@
-"""Order statistics and NaN-aware reductions: median, nanmedian, mode, cummax, cummin,
-nansum, nanmean.  Ops that return (values, indices) save the indices tensor
+"""Sorting and searching: sort, argsort, msort, topk, kthvalue, the order statistics
+(median, nanmedian, mode, cummax, cummin), the NaN-aware reductions nansum and nanmean, and the
+ops that produce indices or sets (nonzero, argwhere, unique, unique_consecutive,
+searchsorted, bucketize).  Ops that return (values, indices) save the indices tensor
 they return, as PyTorch's nodes do, so an in-place change of it fails backward."""
 from __future__ import annotations
 
@@ -8,10 +10,13 @@ import numpy as np
 from . import op
 from ._formula import FormulaNode
 from ._dual import c_order
-from .._record import STATE, Saved, Tensor, edge_of, record, notify
+from .._record import STATE, Node, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
 from .reduction import return_type, dims_of, _nonempty, raw_dim, raw_dims
+from .pointwise import UNSET
+from .gather_scatter import _T, _along, _zeros, scatter
+from ..autograd.errors import without_rule
 
 _make = Tensor._make
 
@@ -306,3 +311,285 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     cnt = c_order((~np.isnan(d)).sum(axis=dims, keepdims=keepdim))
     s = nansum(input, dim, keepdim, dtype=dtype)
     return s / _make(cnt)
+
+
+# --- sorting ---------------------------------------------------------------------------------
+topk_rt = return_type("topk", ("values", "indices"))
+sort_rt = return_type("sort", ("values", "indices"))
+kthvalue_rt = return_type("kthvalue", ("values", "indices"))
+
+
+def _argsort(d, axis, descending=False):
+    """Stable argsort (NaN largest); descending keeps equal elements in their original order."""
+    if not descending:
+        return np.argsort(d, axis=axis, kind="stable")
+    n = d.shape[axis]
+    r = np.argsort(np.flip(d, axis), axis=axis, kind="stable")
+    return (n - 1) - np.flip(r, axis)
+
+
+class SortBackward0(Node):
+    """Gradient of sort-like ops: each value's gradient goes back to the position it came from."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        shape, dim, sidx, squeezed = self._saved[:4]
+        idx = sidx.get(self, False)  # the returned indices, version-checked as PyTorch's
+        if squeezed:
+            idx = np.expand_dims(idx, dim)
+        if not shape:
+            return g.reshape(()),
+        if not graph:
+            z = np.zeros(shape, dtype=g.dtype)
+            z[_along(idx, dim)] = g.reshape(idx.shape)
+            return z,
+        return scatter(_zeros(shape, g.dtype, True), dim, _T(idx), g.reshape(idx.shape)),
+
+
+class TopkBackward0(SortBackward0):
+    __slots__ = ()
+
+
+class KthvalueBackward0(SortBackward0):
+    __slots__ = ()
+
+
+def _values_indices(input, vals, idx, node_cls, k, rt, raw, squeezed=False, keepdim=False):
+    """(values, indices) of a selecting op; its node saves the indices tensor returned, so an
+    in-place change of it fails backward as in PyTorch (``squeezed``: dim ``k`` was dropped;
+    ``raw``: the dim as the caller gave it, which the node shows)."""
+    v = _make(vals)
+    it = _make(idx)
+    if STATE.enabled and input._requires_grad:
+        v = record(vals, node_cls((edge_of(input),), (input._data.shape, k, Saved(it),
+                                                      squeezed, raw_dim(raw), keepdim)))
+    return rt(v, it)
+
+
+class SortBackward1(SortBackward0):
+    __slots__ = ()
+
+
+@op()
+def sort(input, *args, stable=UNSET, dim=-1, descending=False):
+    """Values sorted along ``dim`` and their original indices (stable); SortBackward0, or
+    SortBackward1 when ``stable`` is given (even as None: PyTorch's ``sort.stable`` overload).
+
+    PyTorch's two signatures: ``sort(input, dim=-1, descending=False)`` and
+    ``sort(input, *, stable, dim=-1, descending=False)`` (``stable`` only with keywords)."""
+    if len(args) > 2 or (args and stable is not UNSET):
+        raise D.bad_combo("sort", (input,) + args, {"stable": stable} if stable is not UNSET
+                          else None)
+    if args:
+        dim = args[0]
+        descending = args[1] if len(args) > 1 else descending
+    cls = SortBackward0 if stable is UNSET else SortBackward1
+    d = input._data
+    k = _dim(dim, d.ndim)
+    if d.ndim == 0:
+        return _values_indices(input, d.copy(), np.zeros((), np.int64), cls, 0, sort_rt, dim)
+    idx = _argsort(d, k, descending).astype(np.int64)
+    vals = np.take_along_axis(d, idx, k)
+    if not d.flags.c_contiguous:  # PyTorch's results take the input's layout
+        vals, idx = _like_layout(vals, d), _like_layout(idx, d)
+    return _values_indices(input, vals, idx, cls, k, sort_rt, dim)
+
+
+def _like_layout(a, like):
+    """``a`` (of ``like``'s shape) stored in ``like``'s dimension order (empty_like's)."""
+    out = np.empty_like(like, dtype=a.dtype)
+    out[...] = a
+    return out
+
+
+@op()
+def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort ``input`` along ``dim`` (no gradient)."""
+    return sort(input, dim=dim, descending=descending, stable=stable).indices
+
+
+@op()
+def msort(input):
+    """``input`` sorted along dim 0."""
+    return sort(input, 0).values
+
+
+@op()
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The ``k`` largest (or smallest) values along ``dim`` and their indices; TopkBackward0."""
+    d = input._data
+    kd = _dim(dim, d.ndim)
+    n = d.shape[kd] if d.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    if d.ndim == 0:
+        return _values_indices(input, d.copy(), np.zeros((), np.int64), TopkBackward0, 0, topk_rt,
+                               dim)
+    idx = _argsort(d, kd, largest).astype(np.int64)
+    idx = np.take(idx, np.arange(k), axis=kd)
+    return _values_indices(input, np.take_along_axis(d, idx, kd), idx, TopkBackward0, kd, topk_rt,
+                           dim)
+
+
+@op()
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest value along ``dim`` and its index; KthvalueBackward0."""
+    d = input._data
+    kd = _dim(dim, d.ndim)
+    n = d.shape[kd] if d.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {kd}")
+    if d.ndim == 0:
+        return _values_indices(input, d.copy(), np.zeros((), np.int64), KthvalueBackward0, 0,
+                               kthvalue_rt, dim, keepdim=keepdim)
+    idx = np.take(_argsort(d, kd), [k - 1], axis=kd).astype(np.int64)
+    vals = np.take_along_axis(d, idx, kd)
+    if not keepdim:
+        return _values_indices(input, vals.squeeze(kd), idx.squeeze(kd), KthvalueBackward0, kd,
+                               kthvalue_rt, dim, True, False)
+    return _values_indices(input, vals, idx, KthvalueBackward0, kd, kthvalue_rt, dim, False, True)
+
+
+# --- index-producing ops (no gradient) ---------------------------------------------------------
+@op()
+def nonzero(input, *, as_tuple=False):
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one tensor per dim."""
+    d = input._data
+    if as_tuple:
+        if d.ndim == 0:
+            return (_make(np.flatnonzero(d.reshape(1)).astype(np.int64)),)
+        return tuple(_make(i.astype(np.int64)) for i in np.nonzero(d))
+    return _make(np.argwhere(d).astype(np.int64).reshape(-1, d.ndim))
+
+
+@op()
+def argwhere(input):
+    """Indices of the non-zero elements as an (n, ndim) int64 tensor."""
+    return nonzero(input)
+
+
+def _underivable(cls_name: str, op: str):
+    """The node PyTorch records for an op it declares no derivative for: backward raises
+    "the derivative for '<op>' is not implemented." and forward mode PyTorch's refusal."""
+    msg = f"the derivative for '{op}' is not implemented."
+
+    def _bw(self, g, graph):
+        raise NotImplementedError(msg)
+
+    return type(cls_name, (Node,), {
+        "__slots__": (), "__module__": __name__, "_bw": _bw, "_needs_saved": False,
+        "_fw_rule": without_rule(op), "__doc__": f"Recorded by {op}: no derivative."})
+
+
+Unique2Backward0 = _underivable("Unique2Backward0", "_unique2")
+UniqueDimBackward0 = _underivable("UniqueDimBackward0", "unique_dim")
+UniqueConsecutiveBackward0 = _underivable("UniqueConsecutiveBackward0", "unique_consecutive")
+
+
+def _values(input, vals, cls):
+    """The distinct values, recording ``cls`` when the input requires grad (as PyTorch)."""
+    if STATE.enabled and input._requires_grad:
+        return record(vals, cls((edge_of(input),), ()))
+    return _make(vals)
+
+
+def _unique_dim(x, dim):
+    """``dim`` of a unique along a dim, normalised, with PyTorch's errors."""
+    if x.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    k = _dim(dim, x.ndim)
+    if any(s == 0 for i, s in enumerate(x.shape) if i != k):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                           "unique cannot be applied")
+    return k
+
+
+@op()
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values (sorted), optionally with inverse indices and counts;
+    Unique2Backward0 / UniqueDimBackward0, which have no derivative (as in PyTorch)."""
+    D.arg_bools("_unique2", sorted=sorted, return_inverse=return_inverse,
+                return_counts=return_counts)
+    d = input._data
+    if dim is not None:
+        dim = _unique_dim(d, dim)
+    r = np.unique(d if dim is not None else d.reshape(-1), return_inverse=True, return_counts=True,
+                  axis=dim)
+    vals, inv, counts = r
+    out = [_values(input, vals, Unique2Backward0 if dim is None else UniqueDimBackward0)]
+    if return_inverse:
+        out.append(_make(inv.reshape(d.shape if dim is None else (d.shape[_dim(dim, d.ndim)],))
+                         .astype(np.int64)))
+    if return_counts:
+        out.append(_make(counts.astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@op()
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse runs of equal consecutive values (of the flattened tensor, or of the slices
+    along ``dim``)."""
+    D.arg_bools("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
+    if dim is None:
+        d = input._data.reshape(-1)
+        k = 0
+    else:
+        k = _unique_dim(input._data, dim)
+        d = np.moveaxis(input._data, k, 0)
+    n = d.shape[0] if d.ndim else 1
+    if n == 0:
+        keep = np.zeros(0, bool)
+    else:
+        changed = d[1:] != d[:-1]
+        if changed.ndim > 1:
+            changed = changed.reshape(n - 1, -1).any(axis=1)
+        keep = np.concatenate([[True], changed])
+    vals = d[keep] if dim is None else np.moveaxis(d[keep], 0, k)
+    out = [_values(input, np.ascontiguousarray(vals), UniqueConsecutiveBackward0)]
+    if return_inverse:
+        inv = (np.cumsum(keep) - 1).astype(np.int64)
+        out.append(_make(inv.reshape(input._data.shape) if dim is None else inv))
+    if return_counts:
+        starts = np.flatnonzero(keep)
+        out.append(_make(np.diff(np.append(starts, n)).astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@op(method=False)
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """Insertion points of ``input`` in the (row-wise) sorted ``sorted_sequence``."""
+    scalar = not isinstance(input, Tensor)
+    if (scalar and (type(input) not in (int, float, bool) and not isinstance(input, np.number))) \
+            or type(right) is not bool or type(out_int32) is not bool:
+        kw = {k: v for k, v in (("out_int32", out_int32), ("right", right)) if v is not False}
+        raise D.bad_combo("searchsorted", (sorted_sequence, input), kw)
+    seq = sorted_sequence._data
+    vals = np.asarray(input) if scalar else input._data
+    if side is not None:
+        right = side == "right"
+    sd = "right" if right else "left"
+    srt = sorter._data if isinstance(sorter, Tensor) else sorter
+    if seq.ndim <= 1:
+        s = seq if srt is None else seq[srt]
+        r = np.searchsorted(s, vals, side=sd)
+    else:
+        if vals.shape[:-1] != seq.shape[:-1]:
+            raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the "
+                               "first N-1 dimensions of boundaries tensor and input value tensor "
+                               f"must match, but we got boundaries tensor {list(seq.shape)} and "
+                               f"input value tensor {list(vals.shape)}")
+        s2 = seq.reshape(-1, seq.shape[-1])
+        if srt is not None:
+            s2 = np.take_along_axis(s2, srt.reshape(s2.shape), -1)
+        v2 = vals.reshape(-1, vals.shape[-1])
+        r = np.stack([np.searchsorted(a, b, side=sd) for a, b in zip(s2, v2)]).reshape(vals.shape)
+    return _make(np.asarray(r).astype(np.int32 if out_int32 else np.int64))
+
+
+@op()
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each value given sorted 1-D ``boundaries``."""
+    if boundaries._data.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries._data.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
