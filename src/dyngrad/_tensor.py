@@ -524,9 +524,7 @@ class Tensor:
         return self._data.__array_interface__["data"][0]
 
     def storage_offset(self) -> int:
-        base = self._data
-        while base.base is not None and isinstance(base.base, np.ndarray):
-            base = base.base
+        base = _storage_root(self._data)
         return (self.data_ptr() - base.__array_interface__["data"][0]) // self._data.itemsize
 
     def _is_view(self) -> bool:
@@ -734,30 +732,139 @@ class Tensor:
         return tensor_repr(self)
 
     def __reduce_ex__(self, proto):
-        raise TypeError("dyngrad tensors are not pickled; use dyngrad.save() (safetensors) instead")
+        # PyTorch pickles the whole storage under the tensor, its offset, size and stride,
+        # requires_grad and the attributes set on the tensor; not its grad, history or hooks
+        _warn_unpickled_hooks(self)
+        root, offset, strides = _storage_layout(self._data)
+        return (_rebuild_tensor, (type(self), root.tobytes(), D.FROM_NP[self._data.dtype].name,
+                                  offset, tuple(self._data.shape), strides, self._requires_grad,
+                                  _user_state(self)))
 
     def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
         if self._grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
                                "the deepcopy protocol at the moment.  If you were attempting to "
                                "deepcopy a module, this may be because of a torch.nn.utils."
                                "weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
-        new = type(self).__new__(type(self))
+        import copy
+        new = _new(type(self))
         Tensor.__init__(new)
-        new._data = self._data.copy()
+        # tensors sharing memory share the copy of it (PyTorch copies each storage once)
+        root, offset, strides = _storage_layout(self._data)
+        key = ("dyngrad.storage", id(root))
+        if key not in memo:
+            memo[key] = root.copy()
+            memo.setdefault(id(memo), []).append(root)  # kept alive while the memo is in use
+        new._data = _view_of(memo[key], self._data.dtype, offset, self._data.shape, strides)
         new._requires_grad = self._requires_grad
+        memo[id(self)] = new
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)
-        if "__dict__" in dir(self) and self.__dict__:
-            import copy
-            for k, v in self.__dict__.items():
-                if not k.startswith("_") or k in ("_is_param",):
-                    new.__dict__[k] = copy.deepcopy(v, memo)
-        memo[id(self)] = new
+        for k, v in _user_state(self).items():
+            new.__dict__[k] = copy.deepcopy(v, memo)
         return new
 
     def __copy__(self):
-        raise RuntimeError("use tensor.clone() to copy a tensor")
+        # a new leaf over the same memory, with requires_grad and the attributes (not the grad)
+        new = _new(type(self))
+        Tensor.__init__(new)
+        new._data = self._data.view()
+        new._requires_grad = self._requires_grad
+        new.__dict__.update(_user_state(self))
+        return new
+
+
+def _user_state(t) -> dict:
+    """The attributes set on ``t`` by its user (dyngrad's own bookkeeping starts with '_')."""
+    return {k: v for k, v in t.__dict__.items() if not k.startswith("_") or k == "_is_param"}
+
+
+def _warn_unpickled_hooks(t) -> None:
+    hooks = t._hooks if t._grad_fn is None else \
+        (t._grad_fn._tensor_hooks or {}).get(t._output_nr)
+    for hook in hooks or ():
+        if not hasattr(hook, "__torch_unserializable__"):
+            _warn.warn(f"backward hook {hook!r} on tensor will not be serialized.  If this is "
+                       "expected, you can decorate the function with "
+                       "@torch.utils.hooks.unserializable_hook to suppress this warning")
+
+
+def _storage_root(a: np.ndarray) -> np.ndarray:
+    """The array that owns the memory ``a`` looks into (``a`` itself if it owns it), also
+    through the stand-ins NumPy's stride tricks (broadcast_to, as_strided) put between."""
+    while True:
+        b = a.base
+        if not isinstance(b, np.ndarray):
+            b = getattr(b, "base", None)
+            if not isinstance(b, np.ndarray):
+                return a
+        a = b
+
+
+def _extent(start: int, shape, strides) -> tuple:
+    """The bytes ``[lo, hi)`` an array of ``shape`` and byte ``strides`` starting at byte
+    ``start`` touches (with ``hi`` past its last element's first byte for an empty one)."""
+    lo = hi = start
+    if 0 not in shape:
+        for n, s in zip(shape, strides):
+            reach = (n - 1) * s
+            lo, hi = (lo + reach, hi) if reach < 0 else (lo, hi + reach)
+    return lo, hi
+
+
+def _storage_layout(a: np.ndarray):
+    """``(storage, offset, strides)``: a C-contiguous array holding the memory of ``a``, and
+    where ``a`` starts in it and how it steps, in elements.  An array whose memory cannot be
+    described so (an odd root, a misaligned reinterpretation) is its own storage, copied."""
+    root = _storage_root(a)
+    size = a.itemsize
+    if root.flags.c_contiguous:
+        start = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        lo, hi = _extent(start, a.shape, a.strides)
+        if start % size == 0 and all(s % size == 0 for s in a.strides) and lo >= 0 and \
+                (hi + size <= root.nbytes or (a.size == 0 and start <= root.nbytes)):
+            return root, start // size, tuple(s // size for s in a.strides)
+    own = np.ascontiguousarray(a)
+    return own, 0, tuple(s // size for s in own.strides)
+
+
+def _view_of(storage: np.ndarray, dtype, offset, shape, strides) -> np.ndarray:
+    """An array of ``dtype`` over ``storage``'s memory, checked to stay inside it."""
+    size = np.dtype(dtype).itemsize
+    lo, hi = _extent(offset * size, shape, tuple(s * size for s in strides))
+    if offset < 0 or lo < 0 or hi + (size if 0 not in shape else 0) > storage.nbytes:
+        raise ValueError(f"a tensor of size {list(shape)}, stride {list(strides)} and offset "
+                         f"{offset} does not fit a storage of {storage.nbytes} bytes")
+    flat = storage.reshape(-1).view(np.uint8) if storage.nbytes else np.zeros(size, np.uint8)
+    return np.ndarray(shape, dtype, buffer=flat, offset=offset * size,
+                      strides=tuple(s * size for s in strides))
+
+
+def _rebuild_tensor(cls, data, dtype_name, offset, shape, strides, requires_grad, state):
+    """A tensor from its pickle (``Tensor.__reduce_ex__``): ``data`` is the bytes of its storage,
+    the rest where and how the tensor lies in it.  Every argument is checked; nothing is called
+    but the tensor's own construction."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"cannot rebuild a tensor as {cls!r}")
+    if dtype_name not in D._NAMES or not isinstance(data, (bytes, bytearray)):
+        raise TypeError("not a dyngrad tensor pickle")
+    dims = (shape, strides)
+    if not all(isinstance(d, tuple) and all(type(v) is int for v in d) for d in dims) or \
+            len(shape) != len(strides) or min(shape, default=0) < 0 or type(offset) is not int:
+        raise TypeError("not a dyngrad tensor pickle")
+    storage = np.frombuffer(bytearray(data), np.uint8)
+    t = _new(cls)
+    Tensor.__init__(t)
+    t._data = _view_of(storage, D._by_name(dtype_name).np, offset, shape, strides)
+    if requires_grad:
+        t.requires_grad_(True)
+    if state:
+        for k, v in dict(state).items():
+            if isinstance(k, str):
+                t.__dict__[k] = v
+    return t
 
 
 def _dim(dim, ndim):

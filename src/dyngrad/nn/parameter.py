@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor import Tensor, _user_state, _warn_unpickled_hooks
 
 
 class Parameter(Tensor):
@@ -33,14 +33,30 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __deepcopy__(self, memo):
+        # as PyTorch: a new parameter over a copy of the values, without grad or attributes
         if id(self) in memo:
             return memo[id(self)]
-        p = Parameter(Tensor._make(self._data.copy()), self._requires_grad)
+        p = type(self)(Tensor._make(self._data.copy(order="K")), self._requires_grad)
         memo[id(self)] = p
         return p
 
     def __reduce_ex__(self, proto):
-        raise TypeError("parameters are not pickled; use dyngrad.save(model.state_dict(), path)")
+        # the values as a tensor (see Tensor.__reduce_ex__), requires_grad and the attributes
+        # set on the parameter; PyTorch rebuilds a plain Parameter, whatever the subclass
+        _warn_unpickled_hooks(self)
+        return (_rebuild_parameter, (Tensor._make(self._data), self._requires_grad,
+                                     _user_state(self)))
+
+
+def _rebuild_parameter(data, requires_grad, state=None):
+    """A Parameter from its pickle (``Parameter.__reduce_ex__``)."""
+    if type(data) is not Tensor:
+        raise TypeError("not a dyngrad parameter pickle")
+    p = Parameter(data, bool(requires_grad))
+    for k, v in dict(state or {}).items():
+        if isinstance(k, str):
+            p.__dict__[k] = v
+    return p
 
 
 class Buffer(Tensor):
