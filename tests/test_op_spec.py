@@ -1,6 +1,6 @@
 """Ops declared with ``defop`` (src/dyngrad/ops/_spec.py), each checked for what its one
-declaration promises: an op-table row, PyTorch's forward-mode tangent (against
-``torch.func.jvp``) through its declared or derived rule, a batching rule that agrees with a
+declaration promises: an op-table row (whose forward-mode tangent
+tests/test_op_table_forward_mode.py compares with PyTorch's), a batching rule that agrees with a
 loop over the batch, saved values under PyTorch's names, and a clear error where forward
 mode has no rule.  The list of declared ops comes from the registry."""
 from __future__ import annotations
@@ -14,7 +14,6 @@ import dyngrad.autograd.forward_ad as fwAD  # noqa: E402
 from dyngrad.ops import OPS  # noqa: E402
 from dyngrad.ops._spec import apply_batched, defop  # noqa: E402
 from tests.optable import all_rows  # noqa: E402
-from tests.twin import twin  # noqa: E402
 
 DECLARED = sorted(n for n, info in OPS.items() if info.get("spec") is not None)
 # ops with a derivative; those without (``differentiable=False``: isnan, logical_not...) have
@@ -45,24 +44,6 @@ def test_some_ops_are_declared():
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
 def test_declared_op_has_an_op_table_row(name):
     assert _rows_of(name), f"{name}: add a row to tests/optable"
-
-
-@pytest.mark.parametrize("name", DIFFERENTIABLE)
-def test_forward_mode_matches_torch(name):
-    for row in _rows_of(name):
-        tw = twin(row.fn)
-        for s in row.samples:
-            prim_d = s.make(dyngrad, requires_grad=False)
-            prim_t = s.make(torch, requires_grad=False)
-            rs = np.random.RandomState(3)
-            tans = [rs.uniform(-1, 1, size=tuple(p.shape)) for p in prim_t]
-            _, exp = torch.func.jvp(lambda *a: tw(*a, *s.extra, **s.kwargs), tuple(prim_t),
-                                    tuple(torch.from_numpy(t) for t in tans))
-            with fwAD.dual_level():
-                duals = [fwAD.make_dual(p, dyngrad.from_numpy(t)) for p, t in zip(prim_d, tans)]
-                got = fwAD.unpack_dual(row.fn(*duals, *s.extra, **s.kwargs)).tangent
-            np.testing.assert_allclose(got.numpy(), exp.numpy(force=True), rtol=1e-7, atol=1e-9,
-                                       equal_nan=True, err_msg=f"{row.name} {s!r}")
 
 
 @pytest.mark.parametrize("name", DECLARED)
