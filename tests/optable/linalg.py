@@ -82,3 +82,25 @@ ROWS = [
            lambda a: np.linalg.norm(a, "nuc", axis=(-2, -1)), [S((3, 4))], "SumBackward1",
            gradgrad=False),
 ]
+
+
+def _spd(a):
+    """A symmetric positive-definite matrix (batch) from ``a``."""
+    return a @ a.mT + torch.eye(a.shape[-1], dtype=a.dtype)
+
+
+ROWS += [
+    OpInfo("baddbmm", lambda x, b1, b2: torch.baddbmm(x, b1, b2, beta=0.5, alpha=2.0),
+           lambda x, b1, b2: 0.5 * x + 2.0 * b1 @ b2,
+           [S((2, 2, 4), (2, 2, 3), (2, 3, 4)), S((4,), (2, 2, 3), (2, 3, 4))], "BaddbmmBackward0"),
+    OpInfo("baddbmm_method", lambda x, b1, b2: x.baddbmm(b1, b2), lambda x, b1, b2: x + b1 @ b2,
+           [S((1, 2, 1), (3, 2, 3), (3, 3, 2))], "BaddbmmBackward0"),
+    OpInfo("ger", lambda a, b: torch.ger(a, b), np.outer, [S((3,), (4,)), S((0,), (2,))],
+           "MulBackward0"),
+    OpInfo("logdet", lambda a: torch.logdet(_spd(a)),
+           lambda a: np.linalg.slogdet(a @ np.swapaxes(a, -1, -2) + np.eye(a.shape[-1]))[1],
+           [S((3, 3)), S((2, 2, 2))], "WhereBackward0"),
+    OpInfo("logdet_method", lambda a: (a + 3 * torch.eye(3, dtype=a.dtype)).logdet(),
+           lambda a: np.log(np.linalg.det(a + 3 * np.eye(3))), [S((3, 3), domain=(-0.5, 0.5))],
+           "WhereBackward0"),
+]

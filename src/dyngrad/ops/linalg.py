@@ -1022,7 +1022,11 @@ def slogdet(input):
 def logdet(input):
     """log(det(A)) (NaN for a negative determinant)."""
     s, l = slogdet(input)
-    return l + (s.detach() < 0) * float("nan") if (s._data < 0).any() else l
+    if input.is_complex():
+        return s.log() + l
+    # PyTorch's composite: where(sign == -1, nan, logabsdet), so the graph ends in WhereBackward0
+    from .elementwise_more import where
+    return where(s == -1.0, float("nan"), l)
 
 
 class LinalgSolveExBackward0(Node):
