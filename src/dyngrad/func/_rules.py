@@ -533,6 +533,8 @@ def _linear(orig, args, kwargs):
 def _cat(orig, args, kwargs):
     seq = args[0] if args else kwargs.get("tensors")
     d = _arg(args, kwargs, 1, "dim", 0)
+    if kwargs.get("axis") is not None:  # NumPy's name for dim, which PyTorch takes
+        d = kwargs["axis"]
     if not isinstance(seq, (list, tuple)) or not seq:
         return NotImplemented
     levels = _union(*seq)

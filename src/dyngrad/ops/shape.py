@@ -83,9 +83,10 @@ def _record_multi(data, node_cls, tensors, saved, casts=None):
 
 
 @op(method=False)
-def cat(tensors, dim=0):
-    """Join tensors along an existing dimension; CatBackward0."""
-    return _cat(tensors, dim, "cat")
+def cat(tensors, dim=0, *, axis=None):
+    """Join tensors along an existing dimension; CatBackward0.  ``axis`` is NumPy's name for
+    ``dim``, which PyTorch also takes."""
+    return _cat(tensors, dim if axis is None else axis, "cat")
 
 
 def _cat(tensors, dim, name):
@@ -126,8 +127,8 @@ def _cat(tensors, dim, name):
 
 
 def _cat_alias(name):
-    def f(tensors, dim=0):
-        return _cat(tensors, dim, name)
+    def f(tensors, dim=0, *, axis=None):
+        return _cat(tensors, dim if axis is None else axis, name)
 
     f.__name__ = f.__qualname__ = name
     f.__doc__ = f"Alias of :func:`cat` (errors name ``{name}``)."
