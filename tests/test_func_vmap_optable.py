@@ -54,12 +54,45 @@ def _flat_loop(loop):
     return [dyngrad.stack([p[i] for p in per]) for i in range(len(per[0]))] if per[0] else []
 
 
+def _stackable(loop):
+    """Whether the per-sample outputs have one shape (not so for an output whose shape depends
+    on the values, nonzero/unique: PyTorch's vmap refuses those ops)."""
+    per = [_leaves(o) for o in loop]
+    return all(len(p) == len(per[0]) and all(tuple(a.shape) == tuple(b.shape)
+                                              for a, b in zip(p, per[0])) for p in per)
+
+
+# Rows whose vmap differs from the loop over samples, by cause (xfail while they do; a listed
+# row that passes fails, so the list holds only live differences).
+KNOWN = {
+    # PyTorch's vmap raises this same error: cumprod_ saves its output, and the batched
+    # in-place write bumps that output's version before backward
+    "cumprod_": "saved-version error in backward, as PyTorch's vmap gives",
+    # resize_ has no batching rule: the loop fallback reaches a BatchedTensor's storage
+    # (AttributeError), where PyTorch's vmap resizes each sample
+    **{n: "resize_ under vmap: no batching rule (AttributeError)" for n in
+       ("resize_", "resize_shrink", "resize_as_", "resize_empty")},
+}
+
+
 @pytest.mark.parametrize("row,s", list(_cases()))
 def test_vmap_of_op_table_row_equals_loop(row, s):
     r = _run(row, s)
     if r is None:
         pytest.skip("sample not valid per sample")
     fn, batch, stacked, loop = r
+    if not _stackable(loop):
+        pytest.skip("per-sample outputs of different shapes (PyTorch's vmap refuses the op)")
+    if row.name in KNOWN:
+        try:
+            _check_vmap(row, fn, stacked, loop)
+        except Exception:  # noqa: BLE001
+            pytest.xfail(KNOWN[row.name])
+        pytest.fail(f"{row.name} now runs under vmap as the loop does: remove it from KNOWN")
+    _check_vmap(row, fn, stacked, loop)
+
+
+def _check_vmap(row, fn, stacked, loop):
     exp = _flat_loop(loop)
     if not exp:
         pytest.skip("no tensor output")
@@ -113,7 +146,7 @@ def test_most_op_table_samples_run_without_the_loop():
     for row in ROWS:
         for s in row.samples[:3]:
             r = _run(row, s)
-            if r is None or not _flat_loop(r[3]):
+            if r is None or not _stackable(r[3]) or not _flat_loop(r[3]):
                 continue
             _batched.LOOPED.clear()
             with warnings.catch_warnings():

@@ -165,3 +165,14 @@ def _np_index_add(a, idx, s):
     b = a.copy()
     np.add.at(b, idx, s)
     return b
+
+ROWS += [
+    OpInfo("nonzero", lambda a: torch.nonzero(torch.round(a)), lambda a: np.argwhere(np.round(a)),
+           [S((3, 4)), S((5,))], grad=False),
+    OpInfo("nonzero_tuple", lambda a: (a > 0).nonzero(as_tuple=True), lambda a: np.nonzero(a > 0),
+           [S((3, 4))], grad=False),
+    OpInfo("argwhere", lambda a: torch.argwhere(a > 0.5), lambda a: np.argwhere(a > 0.5),
+           [S((3, 4)), S((2, 0))], grad=False),
+    OpInfo("argwhere_method", lambda a: torch.round(a).argwhere(), lambda a: np.argwhere(np.round(a)),
+           [S((6,))], grad=False),
+]

@@ -148,3 +148,12 @@ ROWS = [
     OpInfo("F.embedding", lambda i, w: F.embedding(i, w), None,
            [S((2, 3), (4, 2), int_args=(0,), int_high=4)], "EmbeddingBackward0"),
 ]
+
+ROWS += [
+    OpInfo("F.conv_transpose1d", lambda x, w, b: F.conv_transpose1d(x, w, b, stride=2, padding=1,
+                                                                    output_padding=1),
+           None, [S((2, 4, 5), (4, 3, 3), (3,))], "ConvolutionBackward0"),
+    OpInfo("F.conv_transpose1d_groups", lambda x, w: F.conv_transpose1d(x, w, groups=2,
+                                                                        dilation=2),
+           None, [S((1, 4, 3), (4, 1, 2))], "ConvolutionBackward0"),
+]

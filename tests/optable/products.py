@@ -90,3 +90,10 @@ ROWS = [
            lambda a: np.log(_softmax(a, 1)), [S((2, 3))], "LogSoftmaxBackward0",
            float32_ok=False),
 ]
+
+ROWS += [
+    OpInfo("chain_matmul", lambda a, b, c: torch.chain_matmul(a, b, c),
+           lambda a, b, c: a @ b @ c, [S((2, 3), (3, 4), (4, 2))], "ViewBackward0"),
+    OpInfo("chain_matmul_one", lambda a: torch.chain_matmul(a), lambda a: a, [S((2, 3))],
+           "CloneBackward0"),
+]

@@ -78,3 +78,11 @@ ROWS = [
     OpInfo("count_nonzero", lambda a: torch.count_nonzero(a > 0, 0),
            lambda a: np.count_nonzero(a > 0, 0), M, grad=False),
 ]
+
+ROWS += [
+    OpInfo("aminmax", lambda a: torch.aminmax(a), lambda a: (a.min(), a.max()), M,
+           "AminmaxBackward0"),
+    OpInfo("aminmax_dim", lambda a: a.aminmax(dim=1, keepdim=True),
+           lambda a: (a.min(1, keepdims=True), a.max(1, keepdims=True)), [S((3, 4)), S((2, 3, 2))],
+           "AminmaxBackward0"),
+]

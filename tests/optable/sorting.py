@@ -50,3 +50,44 @@ ROWS = [
     OpInfo("nanmean_dim", lambda a: a.nanmean((0, 2)), lambda a: np.nanmean(a, (0, 2)),
            [S((2, 3, 2))], "DivBackward0"),
 ]
+
+SORTED = torch.tensor([-1.0, -0.25, 0.0, 0.5, 1.5], dtype=torch.float64)
+_SORTED = np.array([-1.0, -0.25, 0.0, 0.5, 1.5])
+
+ROWS += [
+    OpInfo("msort", lambda a: torch.msort(a), lambda a: np.sort(a, 0), [S((3, 4)), S((5,))],
+           "SortBackward0"),
+    OpInfo("msort_method", lambda a: a.msort(), lambda a: np.sort(a, 0), [S((4, 2))],
+           "SortBackward0"),
+    OpInfo("unique", lambda a: torch.unique(torch.round(a)), lambda a: np.unique(np.round(a)),
+           [S((3, 4)), S((0,))], grad=False),
+    OpInfo("unique_inverse_counts", lambda a: torch.round(a).unique(return_inverse=True,
+                                                                    return_counts=True),
+           lambda a: np.unique(np.round(a), return_inverse=True, return_counts=True)[:1] +
+           (np.unique(np.round(a), return_inverse=True)[1].reshape(a.shape),
+            np.unique(np.round(a), return_counts=True)[1]), [S((3, 4))], grad=False),
+    OpInfo("unique_dim", lambda a: torch.unique(torch.round(a), dim=0),
+           lambda a: np.unique(np.round(a), axis=0), [S((5, 2), domain=(-0.6, 0.6))], grad=False),
+    OpInfo("unique_consecutive", lambda a: torch.unique_consecutive(torch.round(a)),
+           lambda a: _unique_consecutive(np.round(a)), [S((8,)), S((3, 4))], grad=False),
+    OpInfo("unique_consecutive_counts",
+           lambda a: torch.round(a).unique_consecutive(return_counts=True),
+           None, [S((10,))], grad=False),
+    OpInfo("searchsorted", lambda v: torch.searchsorted(SORTED, v),
+           lambda v: np.searchsorted(_SORTED, v), [S((3, 4)), S(())], grad=False),
+    OpInfo("searchsorted_right", lambda v: torch.searchsorted(SORTED, v, right=True),
+           lambda v: np.searchsorted(_SORTED, v, side="right"), [S((5,))], grad=False),
+    OpInfo("searchsorted_sorter", lambda s, v: torch.searchsorted(s, v, sorter=s.argsort()),
+           lambda s, v: np.searchsorted(s, v, sorter=np.argsort(s)), [S((6,), (3,))],
+           grad=False),
+    OpInfo("bucketize", lambda v: torch.bucketize(v, SORTED), lambda v: np.searchsorted(_SORTED, v),
+           [S((3, 4)), S(())], grad=False),
+    OpInfo("bucketize_right", lambda v: torch.bucketize(v, SORTED, right=True, out_int32=True),
+           lambda v: np.searchsorted(_SORTED, v, side="right").astype(np.int32), [S((5,))],
+           grad=False),
+]
+
+
+def _unique_consecutive(a):
+    a = a.reshape(-1)
+    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a

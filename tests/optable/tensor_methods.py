@@ -181,3 +181,41 @@ ROWS += [
     OpInfo("pinverse_rcond", lambda a: torch.pinverse(a, 1e-3), lambda a: np.linalg.pinv(a, 1e-3),
            [S((2, 3))], "LinalgPinvBackward0", atol=1e-4),
 ]
+
+
+def _histc(a, bins, lo, hi):
+    if lo == hi == 0:
+        lo, hi = a.min(), a.max()
+    return np.histogram(a, bins, (lo, hi))[0].astype(a.dtype)
+
+
+W5 = torch.tensor([0.5, 1.0, 2.0, 0.25, 3.0, 1.5])
+
+ROWS += [
+    OpInfo("heaviside", lambda a, v: torch.heaviside(a, v), np.heaviside,
+           [S((3, 4), (4,)), S((3,), ())], grad=False),
+    OpInfo("heaviside_zero", lambda a, v: torch.heaviside(torch.round(a), v),
+           lambda a, v: np.heaviside(np.round(a), v), [S((3, 4), (3, 4))], grad=False),
+    OpInfo("heaviside_method", lambda a, v: a.heaviside(v), np.heaviside, [S((3, 4), (3, 4))],
+           grad=False),
+    OpInfo("histc", lambda a: torch.histc(a, 5, -2.0, 2.0), lambda a: _histc(a, 5, -2.0, 2.0),
+           [S((3, 4)), S((7,))], grad=False),
+    OpInfo("histc_minmax", lambda a: torch.histc(a, bins=4), lambda a: _histc(a, 4, 0, 0),
+           [S((10,))], grad=False),
+    OpInfo("histc_method", lambda a: a.histc(3, min=-1.0, max=1.0),
+           lambda a: _histc(a, 3, -1.0, 1.0), [S((4, 3))], grad=False),
+    OpInfo("bincount", lambda i: torch.bincount(i), np.bincount,
+           [S((6,), int_args=(0,), int_high=4), S((0,), int_args=(0,))], grad=False),
+    OpInfo("bincount_minlength", lambda i: torch.bincount(i, minlength=7),
+           lambda i: np.bincount(i, minlength=7), [S((5,), int_args=(0,), int_high=4)],
+           grad=False),
+    OpInfo("bincount_weights", lambda i: i.bincount(W5.to(torch.float64)),
+           lambda i: np.bincount(i, W5.numpy()), [S((6,), int_args=(0,), int_high=3)],
+           grad=False, float32_ok=False),
+    OpInfo("unsafe_split_fn", lambda a: torch.unsafe_split(a, 2, 1),
+           lambda a: np.array_split(a, [2, 4], 1), [S((3, 5))], "UnsafeSplitBackward0"),
+    OpInfo("unsafe_split_with_sizes_fn", lambda a: torch.unsafe_split_with_sizes(a, [1, 3], -1),
+           lambda a: np.split(a, [1], -1), [S((2, 4))], "UnsafeSplitWithSizesBackward0"),
+    OpInfo("unsafe_chunk_method", lambda a: a.unsafe_chunk(2, 0),
+           lambda a: np.array_split(a, 2, 0), [S((4, 2))], "UnsafeSplitBackward0"),
+]
