@@ -197,3 +197,13 @@ def test_reach_is_read_from_the_code():
     got = reached_ops(probe)
     assert {"sub", "_rtruediv", "_heaviside_method", "_special_i0e", "relu"} <= got
     assert not {"subtract", "div", "heaviside"} & got
+
+
+def test_row_names_are_unique():
+    """The checks against PyTorch key rows by name (a second row of a name would hide the
+    first)."""
+    seen: dict = {}
+    for r in all_rows():
+        seen[r.name] = seen.get(r.name, 0) + 1
+    dup = sorted(k for k, n in seen.items() if n > 1)
+    assert not dup, f"op-table rows sharing a name: {' '.join(dup)}"
