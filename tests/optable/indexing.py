@@ -168,7 +168,7 @@ def _np_index_add(a, idx, s):
 
 ROWS += [
     OpInfo("nonzero", lambda a: torch.nonzero(torch.round(a)), lambda a: np.argwhere(np.round(a)),
-           [S((3, 4)), S((5,))], grad=False),
+           [S((3, 4)), S((5,)), S(()), S((), domain=(-0.4, 0.4))], grad=False),
     OpInfo("nonzero_tuple", lambda a: (a > 0).nonzero(as_tuple=True), lambda a: np.nonzero(a > 0),
            [S((3, 4))], grad=False),
     OpInfo("argwhere", lambda a: torch.argwhere(a > 0.5), lambda a: np.argwhere(a > 0.5),

@@ -459,6 +459,8 @@ def nonzero(input, *, as_tuple=False):
         if d.ndim == 0:
             return (_make(np.flatnonzero(d.reshape(1)).astype(np.int64)),)
         return tuple(_make(i.astype(np.int64)) for i in np.nonzero(d))
+    if d.ndim == 0:  # one row of no columns when the value is non-zero
+        return _make(np.zeros((int(d != 0), 0), np.int64))
     return _make(np.argwhere(d).astype(np.int64).reshape(-1, d.ndim))
 
 
@@ -586,7 +588,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return _make(np.asarray(r).astype(np.int32 if out_int32 else np.int64))
 
 
-@op()
+@op(method=False)  # PyTorch has no Tensor.bucketize
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     """The bucket of each value given sorted 1-D ``boundaries``."""
     if boundaries._data.ndim != 1:
