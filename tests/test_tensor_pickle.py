@@ -252,3 +252,76 @@ def test_graph_module_deepcopy_and_copy():
     assert dyngrad.equal(deep(x), gm(x)) and dyngrad.equal(shallow(x), gm(x))
     assert deep.lin.weight is not gm.lin.weight and type(deep.c) is dyngrad.nn.Parameter
     assert shallow.lin.weight is gm.lin.weight and deep.code == gm.code
+
+
+def _fx_helper(x, k):
+    return x * k
+
+
+dyngrad.fx.wrap("_fx_helper")
+torch.fx.wrap("_fx_helper")
+
+
+def _fx_model(T):
+    F = T.nn.functional
+
+    class Inner(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = T.nn.Conv1d(2, 2, 1)
+
+        def forward(self, x):
+            return self.conv(x).flatten(1)
+
+    class M(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+            self.w = T.nn.Parameter(T.ones(6))
+            self.register_buffer("buf", T.arange(6.))
+            self.const = T.tensor([2.0])
+
+        def forward(self, x, y=None, flag=True):
+            a = self.inner(x)
+            b = F.gelu(a + self.w, approximate="tanh")
+            c = T.cat([b, self.buf.expand_as(b)], dim=-1)[:, 1:5:2]
+            d = _fx_helper(c, 3.0) + self.const
+            e = d.softmax(dim=-1).to(T.float64)
+            return {"out": e, "n": e.shape[0], "pair": (a.sum(), T.max(a, dim=1))}
+    return M()
+
+
+@pytest.mark.parametrize("concrete", [None, {"flag": True}], ids=["plain", "concrete_args"])
+def test_graph_module_pickles_as_torch_fx(concrete):
+    def run(T):
+        T.manual_seed(0)
+        gm = T.fx.symbolic_trace(_fx_model(T), concrete_args=concrete)
+        gm.meta["k"] = 1
+        gm.note = "kept"
+        x = T.ones(3, 2, 3)
+        g2 = _roundtrip(gm)
+        o1, o2 = gm(x), g2(x)
+        return (type(g2).__name__, g2.code == gm.code, str(g2.graph) == str(gm.graph),
+                T.equal(o1["out"], o2["out"]), o1["n"] == o2["n"],
+                T.equal(o1["pair"][1][0], o2["pair"][1][0]),
+                [(k, type(v).__name__, v.requires_grad) for k, v in g2.named_parameters()],
+                [k for k, _ in g2.named_buffers()], g2.meta, g2.training, g2.note,
+                g2.w is not gm.w, g2.inner.conv.weight.tolist() == gm.inner.conv.weight.tolist())
+    d, t = _both(run)
+    assert d == t
+
+
+def test_graph_module_pickle_keeps_edits_and_module_state():
+    gm = dyngrad.fx.symbolic_trace(dyngrad.nn.Sequential(dyngrad.nn.Linear(2, 2),
+                                                         dyngrad.nn.ReLU()))
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and node.target == "1":
+            with gm.graph.inserting_after(node):
+                neg = gm.graph.call_function(dyngrad.neg, (node,))
+            node.replace_all_uses_with(neg, delete_user_cb=lambda u: u is not neg)
+    gm.recompile()
+    gm.eval()
+    g2 = _roundtrip(gm)
+    x = dyngrad.ones(1, 2)
+    assert g2.code == gm.code and "torch.neg" in g2.code and not g2.training
+    assert dyngrad.equal(g2(x), gm(x))

@@ -316,6 +316,126 @@ class GraphModule(Module):
         res.meta = getattr(self, "meta", {})
         return res
 
+    def __reduce__(self):
+        # the module's state and its graph as a list of nodes, from which unpickling builds
+        # the graph again and generates the code (the class of each instance is local, so the
+        # instance cannot be pickled as it is); node metadata is not kept (but for what code
+        # generation reads) and the class is named GraphModule again, as in PyTorch
+        body = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
+        g = self._graph
+        return (_rebuild_graph_module, (body, _graph_state(g), g._codegen, g._co_fields))
+
+
+class _NodeRef:
+    """A node's argument that is another node, in a pickled graph (by the node's name)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self):
+        return (_NodeRef, (self.name,))
+
+
+class _PublicName:
+    """A dyngrad function in a pickled graph, by the name generated code calls it by
+    (``torch.relu``): the public functions are argument-checking wrappers that pickle cannot
+    find by their own module and name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __reduce__(self):
+        return (_PublicName, (self.name,))
+
+    def resolve(self):
+        import importlib
+
+        from ._names import _MODULES
+        for modname, prefix in sorted(_MODULES, key=lambda m: -len(m[1])):
+            rest = self.name[len(prefix):]
+            if self.name.startswith(prefix) and rest.isidentifier():
+                fn = getattr(importlib.import_module(modname), rest, None)
+                if callable(fn):
+                    return fn
+        raise RuntimeError(f"cannot unpickle a graph calling {self.name}: dyngrad has no such "
+                           "function")
+
+
+def _picklable(a):
+    """A node argument with nodes replaced by references and containers made plain."""
+    from .node import Node
+    if isinstance(a, Node):
+        return _NodeRef(a.name)
+    if isinstance(a, tuple):
+        t = tuple(_picklable(e) for e in a)
+        return type(a)(*t) if hasattr(a, "_fields") else t
+    if isinstance(a, list):
+        return [_picklable(e) for e in a]
+    if isinstance(a, dict):
+        return {k: _picklable(v) for k, v in a.items()}
+    if isinstance(a, slice):
+        return slice(_picklable(a.start), _picklable(a.stop), _picklable(a.step))
+    return a
+
+
+def _unpickled(a, nodes: dict):
+    if isinstance(a, _NodeRef):
+        return nodes[a.name]
+    if isinstance(a, tuple):
+        t = tuple(_unpickled(e, nodes) for e in a)
+        return type(a)(*t) if hasattr(a, "_fields") else t
+    if isinstance(a, list):
+        return [_unpickled(e, nodes) for e in a]
+    if isinstance(a, dict):
+        return {k: _unpickled(v, nodes) for k, v in a.items()}
+    if isinstance(a, slice):
+        return slice(_unpickled(a.start, nodes), _unpickled(a.stop, nodes),
+                     _unpickled(a.step, nodes))
+    return a
+
+
+def _graph_state(g: Graph) -> list:
+    from ._names import public_name
+    out = []
+    for n in g.nodes:
+        target = n.target
+        if n.op == "call_function":
+            name = public_name(target)
+            if name is not None:
+                target = _PublicName(name)
+        # of the metadata only what code generation reads
+        meta = {"is_wrapped": True} if n.meta.get("is_wrapped", False) else {}
+        out.append((n.op, n.name, target, _picklable(n.args), _picklable(n.kwargs), n.type,
+                    meta))
+    return out
+
+
+def _rebuild_graph_module(body: dict, nodes: list, codegen, co_fields: dict) -> GraphModule:
+    """A GraphModule from its pickle (``GraphModule.__reduce__``): the graph is built node
+    by node through the Graph API and the code generated from it."""
+    g = Graph(tracer_cls=body.get("_tracer_cls"))
+    g._codegen = codegen
+    g._co_fields = dict(co_fields)
+    made: dict = {}
+    for op, name, target, args, kwargs, type_expr, meta in nodes:
+        if isinstance(target, _PublicName):
+            target = target.resolve()
+        made[name] = g.create_node(op, target, _unpickled(args, made), _unpickled(kwargs, made),
+                                   name=name, type_expr=type_expr)
+        made[name].meta.update(meta)
+    fake = _CodeOnlyModule(dict(body))
+    res = GraphModule(fake, g, body.get("_graphmodule_cls_name", "GraphModule"))
+    # the other attributes the module had are kept where the new one has none of that name
+    # (so its meta and hooks start empty, as PyTorch's do)
+    for k, v in body.items():
+        if not hasattr(res, k):
+            setattr(res, k, v)
+    return res
+
 
 class _CodeOnlyModule(Module):
     """A module made of another's attribute dict (the state a copy or unpickling starts
