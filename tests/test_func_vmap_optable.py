@@ -68,10 +68,12 @@ KNOWN = {
     # PyTorch's vmap raises this same error: cumprod_ saves its output, and the batched
     # in-place write bumps that output's version before backward
     "cumprod_": "saved-version error in backward, as PyTorch's vmap gives",
-    # resize_ has no batching rule: the loop fallback reaches a BatchedTensor's storage
-    # (AttributeError), where PyTorch's vmap resizes each sample
-    **{n: "resize_ under vmap: no batching rule (AttributeError)" for n in
-       ("resize_", "resize_shrink", "resize_as_", "resize_empty")},
+    # resize_ to fewer elements: PyTorch's rule (and dyngrad's) resizes the physical tensor, so
+    # sample k reads on in the shared storage (elements 5k..5k+4), not its own first five
+    "resize_shrink": "vmap's resize_ reads the batch's storage on, as PyTorch's does",
+    # no rule for resize_as_ (AttributeError from the fallback); PyTorch's fallback loop
+    # leaves the batched shape unchanged
+    "resize_as_": "resize_as_ under vmap: no batching rule",
 }
 
 

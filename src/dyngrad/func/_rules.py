@@ -921,6 +921,20 @@ def _inplace_view(name):
     return rule
 
 
+def _resize_(orig, args, kwargs):
+    """resize_ of a batched tensor: the physical tensor resized to (batch..., *sizes), as
+    PyTorch's rule does (a sample of another size then reads on in the shared storage)."""
+    x = args[0]
+    if type(x) is not _BT:
+        return NotImplemented
+    sizes = args[1:]
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    nb = len(x._levels)
+    x._phys.resize_(*(tuple(x._phys.shape[:nb]) + tuple(int(s) for s in sizes)), **kwargs)
+    return x
+
+
 def _masked_fill(name):
     def rule(orig, args, kwargs):
         x = args[0]
@@ -1520,6 +1534,7 @@ RULES["where"] = _where
 for _n in ("squeeze_", "unsqueeze_", "t_", "transpose_"):
     RULES[_n] = _inplace_view(_n)
 RULES["masked_fill"] = _masked_fill("masked_fill")
+RULES["resize_"] = _resize_
 RULES["masked_fill_"] = _masked_fill("masked_fill_")
 RULES["copy_"] = elementwise("copy_")
 RULES["_where_method"] = _where
