@@ -935,6 +935,25 @@ def _resize_(orig, args, kwargs):
     return x
 
 
+_DYNAMIC = ("vmap: We do not support batching operators that can output dynamic shape. "
+            "Attempted to vmap over aten::{}. Please file an issue at "
+            "https://github.com/pytorch/pytorch/issues if you need this feature.")
+
+
+def _dynamic_shape(name):
+    """Ops whose output shape depends on the values (nonzero, unique...): PyTorch's vmap
+    refuses them, naming the aten op it reached."""
+    def rule(orig, args, kwargs):
+        if name == "nonzero" and kwargs.get("as_tuple"):
+            raise RuntimeError("Batching rule not implemented for aten::nonzero_numpy. We could "
+                               "not generate a fallback.")
+        aten = name
+        if name == "unique":
+            aten = "_unique2" if _arg(args, kwargs, 4, "dim") is None else "unique_dim"
+        raise RuntimeError(_DYNAMIC.format(aten))
+    return rule
+
+
 def _masked_fill(name):
     def rule(orig, args, kwargs):
         x = args[0]
@@ -1535,6 +1554,35 @@ for _n in ("squeeze_", "unsqueeze_", "t_", "transpose_"):
     RULES[_n] = _inplace_view(_n)
 RULES["masked_fill"] = _masked_fill("masked_fill")
 RULES["resize_"] = _resize_
+
+
+def _composite(fn):
+    """An op that is other (batched) ops on its one tensor argument."""
+    def rule(orig, args, kwargs):
+        if len(args) != 1 or kwargs or type(args[0]) is not _BT:
+            return NotImplemented
+        return fn(args[0])
+    return rule
+
+
+def _atleast(n):
+    def f(x):
+        while x.dim() < n:
+            x = x.unsqueeze(0) if x.dim() == 0 or n == 2 else \
+                (x.unsqueeze(0).unsqueeze(-1) if x.dim() == 1 else x.unsqueeze(-1))
+        return x
+    return f
+
+
+RULES["flipud"] = _composite(lambda x: x.flip(0))
+RULES["fliplr"] = _composite(lambda x: x.flip(1))
+RULES["adjoint"] = _composite(lambda x: x.transpose(-2, -1).conj() if x.is_complex()
+                              else x.transpose(-2, -1))
+RULES["msort"] = _composite(lambda x: x.sort(0)[0])
+for _k in (1, 2, 3):
+    RULES[f"atleast_{_k}d"] = _composite(_atleast(_k))
+for _n in ("nonzero", "unique", "unique_consecutive"):
+    RULES[_n] = _dynamic_shape(_n)
 RULES["masked_fill_"] = _masked_fill("masked_fill_")
 RULES["copy_"] = elementwise("copy_")
 RULES["_where_method"] = _where
