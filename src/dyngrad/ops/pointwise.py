@@ -12,10 +12,10 @@ from .. import _dtype as D
 from . import op
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
-from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, as_float, edge_of, edges_first,
+from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
                      record, sum_to)
 from . import _dual as X
-from ._spec import unary
+from ._spec import defop, unary
 
 _make = Tensor._make
 _isT = isinstance
@@ -490,26 +490,6 @@ def _rtruediv(self, other):
     return mul(reciprocal(self), other)
 
 
-class ReciprocalBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        y = self._saved[0].get(self, graph)
-        return -g * y * y,
-
-
-@op()
-@quiet
-def reciprocal(input):
-    """1 / input; ReciprocalBackward0."""
-    d = 1.0 / as_float(input._data)
-    if STATE.enabled and input._requires_grad:
-        res = record(d, None)
-        res._grad_fn = ReciprocalBackward0((edge_of(input),), (Saved(res, True),))
-        return notify(res)
-    return _make(d)
-
-
 # --- pow ------------------------------------------------------------------------------
 class PowBackward0(Node):
     """Tensor ** scalar."""
@@ -667,13 +647,13 @@ def positive(input):
 
 
 def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc="",
-              node=None):
+              node=None, aliases=()):
     """Declare (ops/_spec.py ``unary``) the elementwise op ``name`` with node
     ``<Name>Backward0`` (or ``node``) from a gradient formula ``formula(g, x, y)`` (x the input,
-    y the output; either None if not saved)."""
+    y the output; either None if not saved); ``aliases``: its other names."""
     saved = (("self",) if save_in else ()) + (("result",) if save_out else ())
     spec = unary(name, fn, formula, module=__name__, saved=saved,
-                 promote="float" if floating else None, node=node, doc=doc)
+                 promote="float" if floating else None, node=node, doc=doc, aliases=aliases)
     globals()[spec.node_cls.__name__] = spec.node_cls
     globals()[name] = spec.fn
     return spec.fn
@@ -690,7 +670,8 @@ _unary_op("cos", np.cos, lambda g, x, y: g * -X.sin(x), save_in=True)
 _unary_op("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), save_out=True)
 _unary_op("sigmoid", lambda d: _sigmoid_np(d), lambda g, x, y: g * (y * (1 - y)), save_out=True)
 _unary_op("sqrt", np.sqrt, _sqrt_bw, save_out=True)
-_unary_op("abs", np.abs, lambda g, x, y: g * X.sign(x), save_in=True, floating=False)
+_unary_op("abs", np.abs, lambda g, x, y: g * X.sign(x), save_in=True, floating=False,
+          aliases=("absolute",))
 class ThresholdBackwardBackward0(Node):
     """Gradient of relu's backward ``threshold_backward(g, y, 0)``: the same mask for ``g`` and
     zeros for the saved result, which PyTorch records as an input (so a first derivative taken
@@ -727,7 +708,6 @@ def _sigmoid_np(d):
 
 
 absolute = globals()["abs"]
-op("absolute")(absolute)
 
 
 def _erf_np(d):
@@ -754,6 +734,10 @@ def _keep_int(fn):
     return lambda d: d.copy() if d.dtype.kind in "biu" else fn(d)
 
 
+reciprocal = _unary_op("reciprocal", lambda d: 1.0 / d, lambda g, x, y: -g * y * y,
+                       save_out=True, doc="1 / input; ReciprocalBackward0.")
+
+
 _unary_op("rsqrt", lambda d: 1.0 / np.sqrt(d), lambda g, x, y: g * (-0.5 * y * y * y), save_out=True)
 _unary_op("expm1", np.expm1, lambda g, x, y: g * (y + 1), save_out=True)
 _unary_op("exp2", np.exp2, lambda g, x, y: g * (y * _LN2), save_out=True)
@@ -761,9 +745,12 @@ _unary_op("log1p", np.log1p, lambda g, x, y: g / (x + 1), save_in=True, node="Lo
 _unary_op("log2", np.log2, lambda g, x, y: g / (x * _LN2), save_in=True)
 _unary_op("log10", np.log10, lambda g, x, y: g / (x * _LN10), save_in=True)
 _unary_op("tan", np.tan, lambda g, x, y: g * (1 + y * y), save_out=True)
-asin = _unary_op("asin", np.arcsin, lambda g, x, y: g / X.sqrt(1 - x * x), save_in=True)
-acos = _unary_op("acos", np.arccos, lambda g, x, y: -g / X.sqrt(1 - x * x), save_in=True)
-atan = _unary_op("atan", np.arctan, lambda g, x, y: g / (1 + x * x), save_in=True)
+asin = _unary_op("asin", np.arcsin, lambda g, x, y: g / X.sqrt(1 - x * x), save_in=True,
+                  aliases=("arcsin",))
+acos = _unary_op("acos", np.arccos, lambda g, x, y: -g / X.sqrt(1 - x * x), save_in=True,
+                  aliases=("arccos",))
+atan = _unary_op("atan", np.arctan, lambda g, x, y: g / (1 + x * x), save_in=True,
+                  aliases=("arctan",))
 _unary_op("sinh", np.sinh, lambda g, x, y: g * X.cosh(x), save_in=True)
 _unary_op("cosh", np.cosh, lambda g, x, y: g * X.sinh(x), save_in=True)
 _unary_op("erf", _erf_np, lambda g, x, y: g * (_TWO_OVER_SQRT_PI * X.exp(-(x * x))), save_in=True)
@@ -782,12 +769,8 @@ _unary_op("sgn", _sign_np, _zero_grad, floating=False, save_in=True, save_out=Tr
           doc="Sign for real tensors (z/|z| for complex); zero gradient (SgnBackward0).")
 _unary_op("floor", _keep_int(np.floor), _zero_grad, floating=False)
 _unary_op("ceil", _keep_int(np.ceil), _zero_grad, floating=False)
-trunc = _unary_op("trunc", _keep_int(np.trunc), _zero_grad, floating=False)
+trunc = _unary_op("trunc", _keep_int(np.trunc), _zero_grad, floating=False, aliases=("fix",))
 _unary_op("frac", lambda d: d - np.trunc(d), lambda g, x, y: g, floating=False)
-op("arcsin")(asin)
-op("arccos")(acos)
-op("arctan")(atan)
-op("fix")(trunc)
 _round0 = _unary_op("_round0", _keep_int(np.round), _zero_grad, floating=False,
                     node="RoundBackward0")
 from . import OPS as _OPS  # noqa: E402
@@ -828,50 +811,42 @@ def square(input):
     return pow(input, 2)
 
 
-@op()
-def logit(input, eps=None):
+@defop("logit", node="LogitBackward0", saved=("self", "eps"), promote="float",
+       elementwise=True)
+def logit(self, eps=None):
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when ``eps`` is given; LogitBackward0."""
-    d = as_float(input._data)
-    x = d if eps is None else np.clip(d, eps, 1 - eps)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.log(x / (1 - x))
-    if STATE.enabled and input._requires_grad:
-        return record(r, LogitBackward0((edge_of(input),), (Saved(input), eps)))
-    return _make(r)
+    x = self if eps is None else np.clip(self, eps, 1 - eps)
+    return np.log(x / (1 - x))
 
 
-class LogitBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        x = self._saved[0].get(self, graph)
-        eps = self._saved[1]
-        r = g / (x * (1 - x))
-        if eps is not None:
-            xd = X.data(x)
-            r = X.where(X.const((xd < eps) | (xd > 1 - eps), x), X.zeros_like(g), r)
-        return r,
+@logit.backward
+def _(ctx, grad):
+    x, eps = ctx.self, ctx.eps
+    r = grad / (x * (1 - x))
+    if eps is not None:
+        xd = X.data(x)
+        r = X.where(X.const((xd < eps) | (xd > 1 - eps), x), X.zeros_like(grad), r)
+    return (r,)
 
 
-@op()
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+logit = logit.fn
+
+
+@defop("nan_to_num", node="NanToNumBackward0", saved=("self",), elementwise=True)
+def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
     """Replace NaN and infinities by finite numbers; gradient flows only where finite."""
-    d = input._data
-    if d.dtype.kind not in "fc":
-        return _make(d.copy())
-    r = np.nan_to_num(d, nan=nan, posinf=posinf, neginf=neginf)
-    if STATE.enabled and input._requires_grad:
-        return record(r, NanToNumBackward0((edge_of(input),), (np.isfinite(d), Saved(input))))
-    return _make(r)
+    if self.dtype.kind not in "fc":
+        return self.copy()
+    return np.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf)
 
 
-class NanToNumBackward0(Node):
-    __slots__ = ()
+@nan_to_num.backward
+def _(ctx, grad):
+    x = ctx.self
+    return (X.where(X.const(np.isfinite(X.data(x)), grad), grad, X.zeros_like(grad)),)
 
-    def _bw(self, g, graph):
-        finite, sx = self._saved
-        sx.get(self, False)  # the input is saved (as PyTorch's): its version is checked
-        return X.where(X.const(finite, g), g, X.zeros_like(g)),
+
+nan_to_num = nan_to_num.fn
 
 
 # --- dtype conversion and copies ------------------------------------------------------
