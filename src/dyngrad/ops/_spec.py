@@ -629,6 +629,8 @@ class _ScalarOverload:
         self.first = first
         self.number = spec.inputs[0 if first else 1]  # the name of the input that is a number
         self.saved = saved
+        # what the node keeps, by kind: 0 the result, 1 the number, 2 the tensor
+        self.plan = tuple(0 if n == "result" else 1 if n == self.number else 2 for n in saved)
         self.bw = bw
         positions = {n: i for i, n in enumerate(saved)}
         self.unpack_order = tuple(positions[n] for n in sorted(saved) if n != self.number)
@@ -650,17 +652,22 @@ def _scalar_run(input, other, overs, spec, p):
         t, v, over = input, other, overs[1]
     else:
         t, v, over = other, input, overs[0]
+        if not isinstance(t, Tensor):
+            over = None
     tv = type(v)
     if tv is not float and tv is not int and tv is not bool and tv is not complex:
         if not isinstance(v, (np.number, np.bool_)):
             raise D.bad_combo(spec.name, [input, other][1 - p:])
         v = v.item()  # a NumPy number (np.float64 is a float) as Python's
-    if over is None or not isinstance(t, Tensor):
+        tv = type(v)
+    if over is None:
         raise D.bad_combo(spec.name, [input, other][1 - p:])
     a = t._data
-    rt = D.scalar_result(D.FROM_NP[a.dtype], v).np
-    if a.dtype != rt:
-        a = a.astype(rt)
+    rt = a.dtype
+    if not (rt.kind == "f" and (tv is float or tv is int) or tv is int and rt.kind in "iu"):
+        rt = D.scalar_result(D.FROM_NP[rt], v).np  # (the common cases keep the dtype)
+        if a.dtype != rt:
+            a = a.astype(rt)
     if a.dtype.kind not in spec.kinds:
         a = spec.admit(a)
     # the number in the tensor's dtype, as PyTorch computes with it (NumPy would compute a
@@ -680,9 +687,14 @@ def _scalar_run(input, other, overs, spec, p):
     if STATE.enabled and t._requires_grad and over.node_cls is not None:
         res = _make(r)
         res._requires_grad = True
-        number = over.number
-        saved = tuple([Saved(res, True) if n == "result" else v if n == number else Saved(t)
-                       for n in over.saved])
+        plan = over.plan
+        if plan == (2, 0):
+            saved = (Saved(t), Saved(res, True))
+        elif not plan:
+            saved = ()
+        else:
+            saved = tuple([Saved(res, True) if k == 0 else v if k == 1 else Saved(t)
+                           for k in plan])
         res._grad_fn = node = over.node_cls((edge_of(t),), saved, r.dtype)
         if RECORD_HOOKS:
             for h in RECORD_HOOKS:
