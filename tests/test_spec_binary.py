@@ -402,7 +402,8 @@ def test_floor_divide_as_torch():
         res = []
         for f in (lambda x, y: L.floor_divide(x, y), lambda x, y: L.floor_divide(y, x),
                   lambda x, y: L.floor_divide(x, y.requires_grad_()), lambda x, y: x // 2,
-                  lambda x, y: 2 // x):
+                  lambda x, y: 2 // x, lambda x, y: (x * 1).floor_divide_(2),
+                  lambda x, y: (x * 1).floor_divide_(y), lambda x, y: L.remainder(2.0, x)):
             x = L.rand(3, requires_grad=True)
             y = L.rand(3) + 1
             r = f(x, y)

@@ -193,18 +193,18 @@ class OpSpec:
         ``first=True`` (``xlogy(2.0, y)``, ``.Scalar_Self``): the tensor takes the dtype PyTorch
         gives it with that number, the forward is the op's own (on the array and the number,
         in their places), and the node ``node`` keeps ``saved`` (the tensor and/or ``result``,
-        and/or the number under its input's name).  ``node`` may instead be a Node class to
-        derive the node from (PyTorch's ``NotImplemented`` node).  Decorates the overload's
-        backward ``fn(ctx, grad) -> (gradient of the tensor,)``; its forward-mode rule is
-        derived.  Arguments matching no overload are then refused as PyTorch refuses them
-        ("received an invalid combination of arguments").  An op without a derivative
-        declares its overload with ``node=None`` (no decorator needed)."""
+        and/or the number under its input's name).  Decorates the overload's backward
+        ``fn(ctx, grad) -> (gradient of the tensor,)``; its forward-mode rule is derived.
+        Arguments matching no overload are then refused as PyTorch refuses them ("received
+        an invalid combination of arguments").  Without a backward to declare (the call
+        registers the overload): ``node=None`` for an op without a derivative, or PyTorch's
+        ``NotImplemented`` node class (recorded as ``defop``'s ``node`` does)."""
         def deco(fn):
             over = _ScalarOverload(self, node, tuple(saved), fn, first)
             for hook in self._on_scalar:
                 hook(over)
             return fn
-        if node is None:
+        if node is None or isinstance(node, type):
             deco(None)
         return deco
 
@@ -635,13 +635,14 @@ class _ScalarOverload:
         positions = {n: i for i, n in enumerate(saved)}
         self.unpack_order = tuple(positions[n] for n in sorted(saved) if n != self.number)
         named = {n: (i, "same" if n == self.number else "tensor") for n, i in positions.items()}
-        base = node if isinstance(node, type) else Node
-        self.node_cls = None if node is None else type(
-            node if isinstance(node, str) else node.__name__, (base,), {
-                "__slots__": (), "__module__": spec.forward.__module__, "_spec": self,
-                "_named_saved": named, "_fw_rule": _node_fw, "_bw": _node_bw,
-                "_needs_saved": bool(self.unpack_order),
-                "__doc__": f"Backward of {spec.name} with a number (declared with defop)."})
+        if isinstance(node, type):  # PyTorch's NotImplemented node: it names the op
+            self.node_cls, self.plan = node, None
+            return
+        self.node_cls = None if node is None else type(node, (Node,), {
+            "__slots__": (), "__module__": spec.forward.__module__, "_spec": self,
+            "_named_saved": named, "_fw_rule": _node_fw, "_bw": _node_bw,
+            "_needs_saved": bool(self.unpack_order),
+            "__doc__": f"Backward of {spec.name} with a number (declared with defop)."})
 
 
 def _scalar_run(input, other, overs, spec, p):
@@ -688,7 +689,9 @@ def _scalar_run(input, other, overs, spec, p):
         res = _make(r)
         res._requires_grad = True
         plan = over.plan
-        if plan == (2, 0):
+        if plan is None:
+            saved = (spec.name,)
+        elif plan == (2, 0):
             saved = (Saved(t), Saved(res, True))
         elif not plan:
             saved = ()

@@ -155,12 +155,7 @@ def _(ctx, grad):
     return grad,
 
 
-@remainder.scalar(NotImplemented_, first=True)
-def _(ctx, grad):
-    # remainder.Scalar_Tensor: PyTorch has no derivative (its NotImplemented node)
-    raise RuntimeError("derivative for aten::remainder is not implemented")
-
-
+remainder.scalar(NotImplemented_, first=True)  # remainder.Scalar_Tensor: no derivative
 remainder = remainder.fn
 _remainder_method = OPS["_remainder_method"]["fn"]  # Tensor.remainder (positions after self)
 
@@ -188,12 +183,8 @@ floor_divide = _binop("floor_divide", _mod_np(np.floor_divide, "div_floor"), "El
                       "NotImplemented node).", node=NotImplemented_, complex_kernel="div_floor_cpu")
 
 
-def _floor_divide_bw(ctx, grad):
-    raise RuntimeError("derivative for aten::floor_divide is not implemented")
-
-
-floor_divide.scalar(NotImplemented_)(_floor_divide_bw)
-floor_divide.scalar(NotImplemented_, first=True)(_floor_divide_bw)
+floor_divide.scalar(NotImplemented_)
+floor_divide.scalar(NotImplemented_, first=True)
 floor_divide = floor_divide.fn
 _floor_divide_method = OPS["_floor_divide_method"]["fn"]
 
