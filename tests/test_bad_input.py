@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
+import threading
 import zipfile
 
 import warnings
@@ -562,7 +563,7 @@ def test_save_fails_mid_write_keeps_old_file(tmp_path, monkeypatch):
 def test_save_fails_on_unsupported_object_keeps_old_file(tmp_path):
     p = _saved(tmp_path)
     old = p.read_bytes()
-    _raises(TypeError, lambda: torch.save({"w": torch.ones(2), "f": object()}, str(p)),
+    _raises(TypeError, lambda: torch.save({"w": torch.ones(2), "f": threading.Lock()}, str(p)),
             r"object", r"pickl")
     assert p.read_bytes() == old
     assert _leftovers(tmp_path, {p.name}) == []

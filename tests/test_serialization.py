@@ -2,6 +2,7 @@
 runs code; foreign, truncated or corrupt files raise errors naming the file; atomic saves."""
 import os
 import pickle
+import threading
 import zipfile
 from collections import OrderedDict
 
@@ -82,7 +83,7 @@ def test_failed_save_leaves_existing_file(tmp_path, monkeypatch):
     torch.save({"v": torch.ones(3)}, p)
     before = p.read_bytes()
     with pytest.raises(TypeError, match="object"):
-        torch.save({"v": torch.zeros(3), "deep": [{"x": object()}]}, p)
+        torch.save({"v": torch.zeros(3), "deep": [{"x": threading.Lock()}]}, p)
     assert p.read_bytes() == before
 
     real_replace = os.replace

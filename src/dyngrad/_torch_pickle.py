@@ -8,15 +8,19 @@ bytes are the uncompressed record ``<prefix>/data/<key>``.  Before 1.6 it wrote 
 format: a magic number, a protocol version and system information, the object pickle, the
 list of storage keys, then each storage as an int64 element count and its bytes.
 
-Reading is weights-only, as ``torch.load(weights_only=True)``: ``_Unpickler`` resolves
-globals from a fixed table of stand-ins (tensor and parameter rebuilds, storage types,
-dtypes, ``torch.Size``, ``torch.device``, ``OrderedDict``, ``set``, ``complex``, bytes) and
-nothing else; it never imports a module and never calls anything outside that table.  The
-stand-ins only record their arguments; ``_Builder`` then checks everything and builds the
-dyngrad objects (tensors viewing one storage share one array).
+Reading follows ``torch.load(weights_only=True)``: ``_Unpickler`` resolves globals from a
+fixed table of stand-ins (tensor and parameter rebuilds, storage types, dtypes,
+``torch.Size``, ``torch.device``, ``OrderedDict``, ``set``, ``complex``, bytes) and the
+user's allowlist, and nothing else; it never imports a module.  The stand-ins only record
+their arguments, and NEWOBJ / REDUCE / BUILD of allowlisted globals are recorded too;
+``_Builder`` then checks everything and builds the dyngrad objects (tensors viewing one
+storage share one array), running the recorded constructions last.  With
+``weights_only=False`` other globals are imported as pickle does (but not ``_NEVER``'s).
 
-Writing emits the pickle opcodes directly (the globals are written by name, so PyTorch is
-never imported) and packs the records like ``torch.save``: stored, 64-byte aligned.
+Writing emits the pickle opcodes directly for tensors and containers (the globals are
+written by name, so PyTorch is never imported); any other object goes through
+``_FullPickler``, a ``pickle`` pickler that writes tensors the same way.  The records are
+packed like ``torch.save``'s: stored, 64-byte aligned.
 """
 from __future__ import annotations
 
@@ -46,7 +50,18 @@ class Corrupt(Exception):
 
 
 class Unsafe(Exception):
-    """The pickle names a global outside the weights-only allowlist."""
+    """The pickle names a global outside the weights-only allowlist, or asks a weights-only
+    load for a step it refuses (the message is PyTorch's WeightsUnpickler error);
+    ``global_name`` is the refused global's full name, where there is one."""
+
+    def __init__(self, msg, global_name=None):
+        super().__init__(msg)
+        self.global_name = global_name
+
+
+class SaveError(TypeError, pickle.PicklingError):
+    """``save`` of an object pickle cannot write (a lambda, a local class ...): PyTorch's
+    ``pickle.PicklingError``, and a TypeError."""
 
 
 class LocationError(RuntimeError):
@@ -144,6 +159,30 @@ class _Node(_Ref):
 
     def __init__(self, kind, args):
         self.kind, self.args = kind, args
+
+
+class _Global(_Ref):
+    """A global the load may use (allowlisted by the user, or any global of a load with
+    ``weights_only=False``): a value, or something NEWOBJ / REDUCE call in the second phase."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __repr__(self):
+        return repr(self.obj)
+
+
+class _Call(_Ref):
+    """A deferred NEWOBJ (``kind`` "new") or REDUCE ("call") of an allowed global, with the
+    BUILD / SETITEMS / APPENDS steps the pickle applies to its result, in order."""
+    __slots__ = ("kind", "func", "args", "kwargs", "ops")
+
+    def __init__(self, kind, func, args, kwargs=None):
+        self.kind, self.func, self.args, self.kwargs, self.ops = kind, func, args, kwargs, []
+
+    def __setstate__(self, state):
+        self.ops.append(("build", state))
 
 
 class _ODict(OrderedDict):
@@ -307,27 +346,237 @@ for _n, _d in _DTYPE_NAMES.items():
     _GLOBALS[f"torch.{_n}"] = _DTypeRef(_n, _d)
 for _n in _OTHER_DTYPES:
     _GLOBALS[f"torch.{_n}"] = _DTypeRef(_n, None)
+_STANDIN_FUNCS = [v for v in _GLOBALS.values() if not isinstance(v, _Ref)]
 
 
-class _Unpickler(pickle.Unpickler):
-    """Weights-only: globals come from ``_GLOBALS`` (nothing is imported), persistent ids
-    are storages, and every callable it can reach only records its arguments."""
+# --- the user's allowlist (torch.serialization.add_safe_globals and friends) ---------------
+_BLOCKED_MODULES = ("sys", "os", "posix", "nt")     # PyTorch's: never allowed, even if listed
+# what a load with weights_only=False still refuses: globals that run commands or code,
+# which no checkpoint needs (PyTorch would run them)
+_NEVER = frozenset(("subprocess", "builtins.eval", "builtins.exec", "builtins.compile",
+                    "builtins.__import__", "builtins.open", "builtins.breakpoint",
+                    "builtins.input", "builtins.getattr", "builtins.setattr",
+                    "builtins.delattr", "builtins.globals", "builtins.vars", "shutil",
+                    "importlib", "runpy", "code", "pty", "socket", "ctypes", "webbrowser",
+                    "multiprocessing", "pickle", "_pickle", "marshal", "pdb", "platform",
+                    "asyncio.subprocess"))
+_safe_globals: set = set()
 
-    def __init__(self, file, legacy=False, storages=None):
+
+def add_safe_globals(safe_globals) -> None:
+    global _safe_globals
+    _safe_globals = _safe_globals.union(set(safe_globals))
+
+
+def get_safe_globals() -> list:
+    return list(_safe_globals)
+
+
+def clear_safe_globals() -> None:
+    global _safe_globals
+    _safe_globals = set()
+
+
+def remove_safe_globals(safe_globals) -> None:
+    global _safe_globals
+    _safe_globals = _safe_globals - set(safe_globals)
+
+
+def user_allowed_globals() -> dict:
+    """{full name: object} of the allowlist, with PyTorch's checks of (object, name) pairs."""
+    rc: dict = {}
+    for f in _safe_globals:
+        if isinstance(f, tuple):
+            if len(f) != 2:
+                raise ValueError(f"Expected tuple of length 2 (global, str of callable full "
+                                 f"path), but got tuple of length: {len(f)}")
+            if type(f[1]) is not str:
+                raise TypeError(f"Expected second item in tuple to be str of callable full "
+                                f"path, but got: {type(f[1])}")
+            f, name = f
+            rc[name] = f
+        else:
+            rc[f"{f.__module__}.{f.__qualname__}"] = f
+    return rc
+
+
+def _display_name(full_path: str) -> str:
+    """The name PyTorch's message shows: builtins.X as X."""
+    if full_path.startswith("builtins"):
+        rest = full_path[len("builtins"):]
+        return rest[1:] if rest[:1] == "." else "builtins" + rest
+    return full_path
+
+
+def _blocked(full_path: str) -> bool:
+    parts = full_path.split(".")
+    return any(".".join(parts[:i]) in _NEVER for i in range(1, len(parts) + 1))
+
+
+class FullLoadRefused(Exception):
+    """A load with ``weights_only=False`` met a global dyngrad refuses whatever the flag
+    says (one that runs commands or code, or one of PyTorch's own classes)."""
+
+
+_STANDINS = {id(f) for f in _STANDIN_FUNCS}     # the stand-ins REDUCE may call
+
+
+class _Unpickler(pickle._Unpickler):
+    """PyTorch's weights-only rules over Python's pickle machine: globals come from
+    ``_GLOBALS`` (nothing is imported) or the user's allowlist; NEWOBJ and REDUCE of an
+    allowlisted global, and the BUILD of its result, are recorded (``_Call``) and run only
+    when ``_Builder`` builds the result, after every check; APPEND(S) only extend lists and
+    SETITEM(S) only fill dicts.  With ``weights_only=False`` (``full``) any global but
+    PyTorch's classes and ``_NEVER``'s is imported, as pickle does, and any step is allowed."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def __init__(self, file, legacy=False, storages=None, full=False, allowed=None):
         super().__init__(file, encoding="utf-8")
         self.legacy = legacy
         self.storages = {} if storages is None else storages
+        self.full = full
+        self.allowed = {} if allowed is None else allowed
 
     def find_class(self, module, name):
         if (module, name) in _compat_pickle.NAME_MAPPING:
             module, name = _compat_pickle.NAME_MAPPING[(module, name)]
         elif module in _compat_pickle.IMPORT_MAPPING:
             module = _compat_pickle.IMPORT_MAPPING[module]
-        found = _GLOBALS.get(f"{module}.{name}")
-        if found is None:
-            raise Unsafe(f"Unsupported global: GLOBAL {module}.{name} was not an allowed "
-                         f"global by default")
-        return found
+        full_path = f"{module}.{name}"
+        if module in _BLOCKED_MODULES or module.split(".")[0] in _BLOCKED_MODULES:
+            if self.full:
+                raise FullLoadRefused(f"GLOBAL {full_path}")
+            raise Unsafe(f"Trying to load unsupported GLOBAL {full_path} whose module "
+                         f"{module} is blocked.", full_path)
+        found = _GLOBALS.get(full_path)
+        if found is not None:
+            return found
+        if full_path in self.allowed:
+            return _Global(self.allowed[full_path])
+        if self.full:
+            if _blocked(full_path) or module == "torch" or module.startswith("torch."):
+                raise FullLoadRefused(f"GLOBAL {full_path}")
+            try:
+                return _Global(super().find_class(module, name))
+            except (ImportError, AttributeError) as e:
+                raise Corrupt(f"the pickle names {full_path}, which cannot be found "
+                              f"({type(e).__name__}: {e})") from None
+        shown = _display_name(full_path)
+        raise Unsafe(f"Unsupported global: GLOBAL {shown} was not an allowed global by "
+                     f"default. Please use `torch.serialization.add_safe_globals([{shown}])` "
+                     f"or the `torch.serialization.safe_globals([{shown}])` context manager "
+                     f"to allowlist this global if you trust this class/function.", full_path)
+
+    def _callable(self, func) -> bool:
+        return isinstance(func, _Global) or (self.full and isinstance(func, _Call))
+
+    def load_newobj(self):
+        args = self.stack.pop()
+        cls = self.stack.pop()
+        self.append(self._new(cls, args, None))
+    dispatch[pickle.NEWOBJ[0]] = load_newobj
+
+    def load_newobj_ex(self):
+        kwargs = self.stack.pop()
+        args = self.stack.pop()
+        cls = self.stack.pop()
+        self.append(self._new(cls, args, kwargs))
+    dispatch[pickle.NEWOBJ_EX[0]] = load_newobj_ex
+
+    def _new(self, cls, args, kwargs):
+        if type(args) is not tuple or (kwargs is not None and type(kwargs) is not dict):
+            raise Corrupt("NEWOBJ's arguments are not a tuple")
+        if isinstance(cls, _Marker) and cls.name == "torch.nn.parameter.Parameter" \
+                and not kwargs:
+            return _rebuild_parameter(*args[:2]) if len(args) >= 2 else \
+                _rebuild_parameter(*args, True)
+        if self._callable(cls):
+            return _Call("new", cls, args, kwargs)
+        if any(cls is v for v in _GLOBALS.values()):
+            raise Corrupt(f"the pickle applies NEWOBJ to {cls!r:.100}, which a PyTorch "
+                          f"checkpoint never does")
+        raise Unsafe(f"Can only create new object for nn.Parameter or classes allowlisted "
+                     f"via `add_safe_globals` but got {cls!r:.200}")
+
+    def load_reduce(self):
+        args = self.stack.pop()
+        func = self.stack[-1]
+        if type(args) is not tuple:
+            raise Corrupt("REDUCE's arguments are not a tuple")
+        if id(func) in _STANDINS:
+            self.stack[-1] = func(*args)
+        elif self._callable(func):
+            self.stack[-1] = _Call("call", func, args)
+        else:
+            msg = f"Trying to call reduce for unrecognized function {func!r:.200}"
+            if hasattr(func, "__self__"):
+                msg += f" which belongs to {func.__self__!r:.200}"
+            raise Unsafe(msg)
+    dispatch[pickle.REDUCE[0]] = load_reduce
+
+    def load_build(self):
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        if isinstance(inst, _Ref) or type(inst) is _ODict:
+            inst.__setstate__(state)    # recorded, or refused (Corrupt)
+        else:
+            raise Corrupt(f"Can only build Tensor, Parameter, OrderedDict or types allowlisted "
+                         f"via `add_safe_globals`, but got {type(inst)}")
+    dispatch[pickle.BUILD[0]] = load_build
+
+    def _extend(self, items, op):
+        target = self.stack[-1]
+        if type(target) is list:
+            target.extend(items)
+        elif self.full and isinstance(target, _Call):
+            target.ops.append(("appends", items))
+        else:
+            raise Corrupt(f"Can only {op} lists, but got {type(target)}")
+
+    def load_append(self):
+        self._extend([self.stack.pop()], "append to")
+    dispatch[pickle.APPEND[0]] = load_append
+
+    def load_appends(self):
+        self._extend(self.pop_mark(), "extend")
+    dispatch[pickle.APPENDS[0]] = load_appends
+
+    def _setitems(self, items, op):
+        target = self.stack[-1]
+        if type(target) in (dict, _ODict):
+            for i in range(0, len(items), 2):
+                target[items[i]] = items[i + 1]
+        elif self.full and isinstance(target, _Call):
+            target.ops.append(("setitems", items))
+        else:
+            raise Corrupt(f"Can only {op} for dict, collections.OrderedDict, "
+                         f"collections.Counter, but got {type(target)}")
+
+    def load_setitem(self):
+        v = self.stack.pop()
+        k = self.stack.pop()
+        self._setitems([k, v], "SETITEM")
+    dispatch[pickle.SETITEM[0]] = load_setitem
+
+    def load_setitems(self):
+        self._setitems(self.pop_mark(), "SETITEMS")
+    dispatch[pickle.SETITEMS[0]] = load_setitems
+
+    def load_additems(self):
+        items = self.pop_mark()
+        target = self.stack[-1]
+        if type(target) is not set:
+            raise Corrupt(f"Can only add items to sets, but got {type(target)}")
+        target.update(items)
+    dispatch[pickle.ADDITEMS[0]] = load_additems
+
+    def _refuse(self):
+        raise Corrupt("the pickle uses INST, OBJ or an extension code, which PyTorch never "
+                      "writes")
+    for _op in (pickle.INST, pickle.OBJ, pickle.EXT1, pickle.EXT2, pickle.EXT4):
+        dispatch[_op[0]] = _refuse
+    del _op
 
     def persistent_load(self, pid):
         n = 6 if self.legacy else 5
@@ -387,7 +636,7 @@ def _unpickle(f, **kw):
     _scan(f)
     try:
         return _Unpickler(f, **kw).load()
-    except (Corrupt, Unsafe):
+    except (Corrupt, Unsafe, FullLoadRefused):
         raise
     except RecursionError:
         raise Corrupt("the pickle is nested too deeply") from None
@@ -462,10 +711,12 @@ class _Builder:
     """Turns the unpickled placeholders into dyngrad objects; ``storage(ref)`` gives the
     1-D array of a storage."""
 
-    def __init__(self, storage):
+    def __init__(self, storage, full=False, allowed=None):
         self.storage = storage
         self.memo: dict = {}
         self.busy: set = set()
+        self.full = full
+        self.allowed_types = {id(v) for v in (allowed or {}).values() if isinstance(v, type)}
 
     def build(self, x):
         t = type(x)
@@ -489,6 +740,10 @@ class _Builder:
         if t is bytearray:
             out = self.memo[i] = bytearray(x)
             return out
+        if t is _Global:
+            return x.obj
+        if t is _Call:
+            return self.call(x)
         if i in self.busy:
             raise Corrupt("the pickle holds a tuple or set that contains itself")
         self.busy.add(i)
@@ -531,6 +786,64 @@ class _Builder:
         raise Corrupt(f"the pickle holds {name} as a value, which a weights-only load does "
                       f"not restore")
 
+    def call(self, x):
+        """Run a recorded NEWOBJ / REDUCE of an allowed global over the built arguments,
+        then its BUILD, SETITEMS and APPENDS steps."""
+        i = id(x)
+        if i in self.busy:
+            raise Corrupt("the pickle calls a function with its own result as argument")
+        self.busy.add(i)
+        try:
+            func = self.build(x.func)
+            args = self.build(x.args)
+            kwargs = self.build(x.kwargs) if x.kwargs else {}
+        finally:
+            self.busy.discard(i)
+        if i in self.memo:
+            return self.memo[i]
+        if x.kind == "new":
+            if not isinstance(func, type):
+                raise Corrupt(f"NEWOBJ of {func!r:.100}, which is not a class")
+            obj = func.__new__(func, *args, **kwargs)
+        else:
+            obj = func(*args)
+        self.memo[i] = obj
+        for op, value in x.ops:
+            value = self.build(value)
+            if op == "build":
+                self.set_state(obj, value)
+            elif op == "setitems":
+                for k in range(0, len(value), 2):
+                    obj[value[k]] = value[k + 1]
+            else:
+                extend = getattr(obj, "extend", None)
+                if extend is not None:
+                    extend(value)
+                else:
+                    for v in value:
+                        obj.append(v)
+        return obj
+
+    def set_state(self, inst, state):
+        """BUILD, as PyTorch's weights-only unpickler (and pickle) do it: ``__setstate__``,
+        else the ``__dict__`` update and the slots; weights-only, only for allowlisted
+        types."""
+        if not self.full and id(type(inst)) not in self.allowed_types:
+            raise Unsafe(f"Can only build Tensor, Parameter, OrderedDict or types allowlisted "
+                         f"via `add_safe_globals`, but got {type(inst)}")
+        setstate = getattr(inst, "__setstate__", None)
+        if setstate is not None:
+            setstate(state)
+            return
+        slotstate = None
+        if isinstance(state, tuple) and len(state) == 2:
+            state, slotstate = state
+        if state:
+            inst.__dict__.update(state)
+        if slotstate:
+            for k, v in slotstate.items():
+                setattr(inst, k, v)
+
     def tensor(self, spec):
         ref = spec.storage
         base = self.storage(ref.view[0] if ref.view else ref)
@@ -560,9 +873,9 @@ class _Builder:
         return out
 
 
-def _build(obj, storage):
+def _build(obj, storage, full=False, allowed=None):
     try:
-        return _Builder(storage).build(obj)
+        return _Builder(storage, full, allowed).build(obj)
     except RecursionError:
         raise Corrupt("the pickle is nested too deeply") from None
     except TypeError as e:    # e.g. a dict key that turned into an unhashable object
@@ -603,10 +916,12 @@ def _check_local_headers(buf, z):
                           f"central directory (CRC or size); the zip archive is corrupt")
 
 
-def read_zip(buf, map_location):
+def read_zip(buf, map_location, full=False, allowed=None):
+    """The object in a zip checkpoint; ``full`` for ``weights_only=False``, ``allowed`` the
+    user's allowlist ({name: object})."""
     try:
-        return _read_zip(buf, map_location)
-    except (Corrupt, Unsafe, LocationError, MapLocationError):
+        return _read_zip(buf, map_location, full, allowed)
+    except (Corrupt, Unsafe, FullLoadRefused, LocationError, MapLocationError):
         raise
     except RecursionError:
         raise Corrupt("the archive is nested too deeply") from None
@@ -617,7 +932,7 @@ def read_zip(buf, map_location):
                       f"{e})") from None
 
 
-def _read_zip(buf, map_location):
+def _read_zip(buf, map_location, full, allowed):
     try:
         z = zipfile.ZipFile(io.BytesIO(buf))
     except zipfile.BadZipFile as e:
@@ -655,7 +970,8 @@ def _read_zip(buf, map_location):
             raise Corrupt(f"the byteorder record is {order[:20]!r}, not little or big")
         little = order == b"little"
     storages: dict = {}
-    obj = _unpickle(io.BytesIO(z.read(prefix + "data.pkl")), storages=storages)
+    obj = _unpickle(io.BytesIO(z.read(prefix + "data.pkl")), storages=storages, full=full,
+                    allowed=allowed)
     loaded: dict = {}
 
     def storage(ref):
@@ -683,21 +999,21 @@ def _read_zip(buf, map_location):
         loaded[ref.key] = a = _clean_bool(a)
         return a
 
-    return _build(obj, storage)
+    return _build(obj, storage, full, allowed)
 
 
 # --- the legacy format -------------------------------------------------------------------
-def read_legacy(buf, map_location):
+def read_legacy(buf, map_location, full=False, allowed=None):
     try:
-        return _read_legacy(buf, map_location)
-    except (Corrupt, Unsafe, LocationError, MapLocationError):
+        return _read_legacy(buf, map_location, full, allowed)
+    except (Corrupt, Unsafe, FullLoadRefused, LocationError, MapLocationError):
         raise
     except Exception as e:
         raise Corrupt(f"the legacy checkpoint is truncated or corrupt ({type(e).__name__}: "
                       f"{e})") from None
 
 
-def _read_legacy(buf, map_location):
+def _read_legacy(buf, map_location, full, allowed):
     f = io.BytesIO(buf)
     magic = _unpickle(f)
     if type(magic) is not int or magic != MAGIC_NUMBER:
@@ -710,7 +1026,7 @@ def _read_legacy(buf, map_location):
     if type(little) is not bool:
         raise Corrupt("the legacy checkpoint's system information is malformed")
     storages: dict = {}
-    obj = _unpickle(f, legacy=True, storages=storages)
+    obj = _unpickle(f, legacy=True, storages=storages, full=full, allowed=allowed)
     keys = _unpickle(f)
     if type(keys) is not list or not all(type(k) is str for k in keys) \
             or len(set(keys)) != len(keys):
@@ -742,7 +1058,7 @@ def _read_legacy(buf, map_location):
             raise Corrupt(f"storage {ref.key!r} is not in the file; it is truncated or corrupt")
         return a
 
-    return _build(obj, storage)
+    return _build(obj, storage, full, allowed)
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -932,10 +1248,7 @@ class _Pickler:
             self.busy.discard(id(x))
             self._put(id(x))
         else:
-            raise TypeError(f"dyngrad.save cannot store an object of type {t.__name__} at "
-                            f"{path}: only tensors, numbers, strings, None, dtypes, devices "
-                            f"and dicts/lists/tuples/sets of them are saved (no pickling of "
-                            f"arbitrary objects)")
+            raise _NeedsPickle   # any other object: the whole object goes through pickle
 
     def _dict(self, x, path):
         if isinstance(x, OrderedDict):
@@ -1017,14 +1330,144 @@ def _collect(obj):
     return tensors, arrays
 
 
+class _NeedsPickle(Exception):
+    """``obj`` holds an object ``_Pickler`` does not write: ``_FullPickler`` writes it all."""
+
+
 def dumps(obj, legacy=False):
-    """(data.pkl bytes, storages) of ``obj``."""
+    """(data.pkl bytes, storages) of ``obj``: tensors, containers, numbers and strings are
+    written opcode by opcode; anything else (a whole module, a user's class) goes through
+    ``_FullPickler``."""
     p = _Pickler(legacy)
     tensors, p.arrays = _collect(obj)
     p.plan, storages = _plan_storages(tensors)
-    p.save(obj)
+    try:
+        p.save(obj)
+    except _NeedsPickle:
+        p = None
+    if p is None:
+        return _FullPickler.dumps(obj, legacy)
     p.out += b"."
     return bytes(p.out), storages
+
+
+class _G:
+    """A global written by name (``module.name``), never imported: PyTorch's rebuild
+    functions, storage types and dtypes."""
+    __slots__ = ("module", "name")
+    _cache: dict = {}
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def __call__(self, *args):     # pickle's save_reduce checks the function is callable
+        raise TypeError(f"{self.module}.{self.name} is PyTorch's, named in a pickle only")
+
+    @classmethod
+    def of(cls, module, name):
+        g = cls._cache.get((module, name))
+        if g is None:
+            g = cls._cache[(module, name)] = cls(module, name)
+        return g
+
+
+class _FullPickler(pickle._Pickler):
+    """Protocol-2 pickle of any picklable object, as ``torch.save`` writes it: tensors are
+    ``torch._utils._rebuild_tensor_v2`` calls over persistent storage ids (the whole memory
+    the tensor views, as PyTorch saves a whole storage), parameters
+    ``torch._utils._rebuild_parameter`` calls, dtypes ``torch.<name>``, ``torch.Size`` and
+    ``torch.device`` calls; everything else as pickle writes it (a module by its class,
+    NEWOBJ, and its ``__dict__``)."""
+
+    dispatch = dict(pickle._Pickler.dispatch)
+
+    def __init__(self, file, legacy):
+        super().__init__(file, protocol=2)
+        self.legacy = legacy
+        self.storages: list = []
+        self.by_root: dict = {}
+        self.keep: list = []
+
+    @classmethod
+    def dumps(cls, obj, legacy):
+        bio = io.BytesIO()
+        p = cls(bio, legacy)
+        try:
+            p.dump(obj)
+        except pickle.PicklingError as e:
+            raise SaveError(str(e)) from None
+        return bio.getvalue(), p.storages
+
+    def save_g(self, g):
+        self.write(f"c{g.module}\n{g.name}\n".encode())
+        self.memoize(g)
+    dispatch[_G] = save_g
+
+    def persistent_id(self, obj):
+        if type(obj) is _Storage:
+            pid = ("storage", _G.of("torch", STORAGE_NAMES[obj.dtype]), obj.key, "cpu",
+                   obj.flat.size)
+            return pid + (None,) if self.legacy else pid
+        return None
+
+    def _storage(self, a):
+        """(storage, offset, stride) of the array ``a``: the memory it views."""
+        from ._tensor import _storage_layout
+        root, offset, strides = _storage_layout(a)
+        dt = a.dtype
+        if not dt.isnative or root.nbytes % dt.itemsize or not root.flags.c_contiguous:
+            root, offset = np.ascontiguousarray(a.astype(dt.newbyteorder("="))), 0
+            strides = _contiguous_strides(a.shape)
+            dt = root.dtype
+        key = (id(root), dt.str)
+        st = self.by_root.get(key)
+        if st is None:
+            flat = root.reshape(-1).view(np.uint8).view(dt) if root.nbytes else \
+                np.empty(0, dt)
+            st = self.by_root[key] = _Storage(str(len(self.storages)), D.FROM_NP[dt], flat)
+            self.storages.append(st)
+            self.keep.append(root)
+        return st, offset, strides
+
+    def _tensor_args(self, a, rg):
+        st, offset, strides = self._storage(a)
+        return (st, offset, tuple(int(n) for n in a.shape), tuple(strides), bool(rg),
+                OrderedDict())
+
+    def reducer_override(self, obj):
+        from .nn.parameter import Parameter
+        if isinstance(obj, Tensor):
+            args = self._tensor_args(obj._data, obj._requires_grad and
+                                     not isinstance(obj, Parameter))
+            if isinstance(obj, Parameter):
+                return (_G.of("torch._utils", "_rebuild_parameter"),
+                        (_PlainTensor(args), bool(obj._requires_grad), OrderedDict()))
+            return (_G.of("torch._utils", "_rebuild_tensor_v2"), args)
+        if type(obj) is _PlainTensor:
+            return (_G.of("torch._utils", "_rebuild_tensor_v2"), obj.args)
+        if isinstance(obj, np.ndarray):
+            return (_G.of("torch._utils", "_rebuild_tensor_v2"), self._tensor_args(obj, False))
+        if isinstance(obj, D.dtype):
+            return obj.name      # a global name: save_global below writes torch.<name>
+        if isinstance(obj, Size):
+            return (_G.of("torch", "Size"), (tuple(int(s) for s in obj),))
+        if isinstance(obj, _device):
+            return (_G.of("torch", "device"), (str(obj),))
+        return NotImplemented
+
+    def save_global(self, obj, name=None):
+        if isinstance(obj, D.dtype):
+            self.save_g(_G.of("torch", obj.name))
+            return
+        super().save_global(obj, name)
+
+
+class _PlainTensor:
+    """The tensor inside a pickled Parameter (its ``_rebuild_tensor_v2`` arguments)."""
+    __slots__ = ("args",)
+
+    def __init__(self, args):
+        self.args = args
 
 
 def _aligned_zip(records):

@@ -10,13 +10,19 @@ tensors under their names in the saved structure ("0.weight", "model.0.bias"), e
 else (dict keys and order, lists, numbers, strings) as JSON in the file's metadata, with a
 CRC-32 over the structure and every tensor's description and bytes.
 
+Any other picklable object (a whole ``nn.Module``, a user's class holding tensors) is
+pickled whole, as ``torch.save`` does, with its tensors as persistent storages.
+
 ``load`` tells the formats apart by their bytes: PyTorch's zip archive, PyTorch's legacy
-(pre-1.6) pickle format, or safetensors.  Pickles are read weights-only, as
-``torch.load(weights_only=True)`` does, whatever ``weights_only`` says: a restricted unpickler
-resolves only tensor rebuilds, storage types, dtypes, ``torch.Size`` / ``torch.device`` and
-plain containers, never imports or calls anything else, and raises ``WeightsOnlyError`` (a
-``pickle.UnpicklingError``) naming any other global.  Loading checks everything before
-building anything: a truncated, corrupt or foreign file raises ``CheckpointError`` naming it.
+(pre-1.6) pickle format, or safetensors.  Pickles are read weights-only by default, as
+``torch.load`` does since PyTorch 2.6: a restricted unpickler resolves tensor rebuilds,
+storage types, dtypes, ``torch.Size`` / ``torch.device``, plain containers and the globals
+the user allowlisted (``add_safe_globals`` / ``safe_globals``), never imports anything else,
+and raises ``WeightsOnlyError`` (a ``pickle.UnpicklingError``, with PyTorch's message) naming
+any other global; allowlisted classes are constructed only after every check.
+``weights_only=False`` imports and runs what the pickle names, as PyTorch does, but refuses
+globals that run commands or code and PyTorch's own classes.  A truncated, corrupt or
+foreign file raises ``CheckpointError`` naming it.
 
 Saving is atomic: the data is written and fsynced into a new file in the target's folder,
 which is then renamed over the target, so a failed or killed save leaves an existing file
@@ -390,28 +396,109 @@ def _kind(buf) -> str:
     return "safetensors"      # its checks name what is wrong
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **kwargs):
-    """Load a checkpoint: PyTorch's zip or legacy format (weights-only, whatever
-    ``weights_only`` says: a pickle is never allowed to run code) or safetensors.  Foreign,
-    truncated or corrupt files raise ``CheckpointError`` (a RuntimeError) naming the file; a
-    pickle that names any other global raises ``WeightsOnlyError``."""
+UNSAFE_MESSAGE = (
+    "In PyTorch 2.6, we changed the default value of the `weights_only` argument in "
+    "`torch.load` from `False` to `True`. Re-running `torch.load` with `weights_only` set to "
+    "`False` will likely succeed, but it can result in arbitrary code execution. Do it only if "
+    "you got the file from a trusted source."
+)
+_DOCS_MESSAGE = (
+    "\n\nCheck the documentation of torch.load to learn more about types accepted by default "
+    "with weights_only https://pytorch.org/docs/stable/generated/torch.load.html."
+)
+
+
+def _wo_message(message: str) -> str:
+    """PyTorch's text around a WeightsUnpickler error (torch.load's _get_wo_message)."""
+    if re.search(r"GLOBAL (\S+) was not an allowed global by default.", message):
+        return ("Weights only load failed. This file can still be loaded, to do so you have "
+                "two options, \033[1mdo those steps only if you trust the source of the "
+                f"checkpoint\033[0m. \n\t(1) {UNSAFE_MESSAGE}\n\t(2) Alternatively, to load "
+                "with `weights_only=True` please check the recommended steps in the following "
+                "error message.\n\tWeightsUnpickler error: " + message + _DOCS_MESSAGE)
+    out = f"Weights only load failed. {UNSAFE_MESSAGE}\n"
+    if not re.search(r"whose module (\S+) is blocked", message):
+        out += ("Please file an issue with the following so that we can make "
+                "`weights_only=True` compatible with your use case: WeightsUnpickler error: ")
+    return out + "\n\n" + message + _DOCS_MESSAGE
+
+
+_TRUE = ("1", "y", "yes", "true")
+
+
+def _resolve_weights_only(weights_only, pickle_module, kwargs) -> bool:
+    """torch.load's choice of unpickler: the default (and the environment's overrides)."""
+    not_set = weights_only is None
+    if not_set:
+        weights_only = pickle_module is None
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or "
+                           "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were "
+                           "set.")
+    if force:
+        weights_only = True
+    elif force_no and not_set:
+        _warn_user("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since "
+                   "the`weights_only` argument was not explicitly passed to `torch.load`, "
+                   "forcing weights_only=False.")
+        weights_only = False
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is "
+                           "specified")
+    if kwargs and weights_only:
+        _warn_user("pickle_load_args only works if `weights_only=False`.")
+    return bool(weights_only)
+
+
+def _warn_user(msg: str) -> None:
+    import warnings
+    warnings.warn(msg, UserWarning, stacklevel=4)
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **kwargs):
+    """Load a checkpoint: PyTorch's zip or legacy format, or safetensors.
+
+    ``weights_only`` defaults to True, as in PyTorch 2.6+: the pickle may only rebuild
+    tensors, storages, dtypes, ``torch.Size`` / ``torch.device``, plain containers and the
+    globals allowlisted with ``add_safe_globals`` / ``safe_globals`` (constructed through
+    NEWOBJ / REDUCE and BUILD, as PyTorch's weights-only unpickler allows); any other global
+    raises ``WeightsOnlyError`` (a ``pickle.UnpicklingError``) with PyTorch's message and
+    nothing from the file is run.  ``weights_only=False`` unpickles with a full unpickler
+    (which runs the code the pickle names, as in PyTorch), except that globals which run
+    commands or code (os, subprocess, eval, exec, open ...) are refused whatever the flag
+    says, and PyTorch's own classes (a whole PyTorch module) cannot be loaded into dyngrad.
+    Foreign, truncated or corrupt files raise ``CheckpointError`` (a RuntimeError) naming
+    the file."""
+    full = not _resolve_weights_only(weights_only, pickle_module, kwargs)
     buf, name = _read_all(f)
     kind = _kind(buf)
     if kind == "safetensors":
         return _load_safetensors(buf, name)
     try:
+        allowed = TP.user_allowed_globals()
         if kind == "zip":
-            return TP.read_zip(buf, map_location)
-        return TP.read_legacy(buf, map_location)
+            return TP.read_zip(buf, map_location, full, allowed)
+        return TP.read_legacy(buf, map_location, full, allowed)
     except TP.Unsafe as e:
+        refused = f"; refused: {e.global_name}" if e.global_name else ""
         what = "PyTorch zip checkpoint" if kind == "zip" else "pickle (PyTorch's legacy format)"
+        raise WeightsOnlyError(f"{name}: {_wo_message(str(e))}\n\n(dyngrad read the pickle in "
+                               f"this {what} weights-only: nothing from the file was "
+                               f"run{refused})") from None
+    except TP.FullLoadRefused as e:
+        what = str(e)
+        if what.startswith("GLOBAL torch"):
+            why = ("it is one of PyTorch's own classes (a whole PyTorch module or object "
+                   "saved with torch.save(model)), which dyngrad cannot rebuild: save its "
+                   "state_dict() in PyTorch and load that")
+        else:
+            why = ("it runs commands or code, which a checkpoint never needs; dyngrad "
+                   "refuses it whatever weights_only says")
         raise WeightsOnlyError(
-            f"{name}: Weights only load failed. {e}. dyngrad reads the pickle in a {what} "
-            f"with a weights-only unpickler: it rebuilds tensors, storages, dtypes, "
-            f"torch.Size, torch.device and containers of numbers and strings, and never "
-            f"imports or calls anything else (with weights_only=False too). Nothing from the "
-            f"file was run. If you trust the file, load it in PyTorch and save its "
-            f"state_dict().") from None
+            f"{name}: Weights only load failed, and the load with weights_only=False refuses "
+            f"{what} too: {why}. Nothing from the file was run.") from None
     except TP.Corrupt as e:
         what = "PyTorch zip checkpoint" if kind == "zip" else "pickle"
         raise CheckpointError(f"{name}: cannot load this {what}: {e}") from None
@@ -629,9 +716,10 @@ def _write(blob, f) -> None:
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Save tensors / state dicts / nested containers to ``f`` (a path or a binary file) in
-    PyTorch's zip format (``torch.load`` reads it); a name ending in ``.safetensors`` writes
-    safetensors.  ``_use_new_zipfile_serialization=False`` writes PyTorch's legacy format."""
+    """Save ``obj`` (tensors, state dicts, containers, or any picklable object such as a whole
+    module) to ``f`` (a path or a binary file) in PyTorch's zip format (``torch.load`` reads
+    it); a name ending in ``.safetensors`` writes safetensors (tensors and containers only).
+    ``_use_new_zipfile_serialization=False`` writes PyTorch's legacy format."""
     _check_target(f)
     target = getattr(f, "name", None) if hasattr(f, "write") else os.fspath(f)
     if _is_safetensors_name(target):
@@ -647,3 +735,36 @@ def save_safetensors(obj, f) -> None:
     """Save to ``f`` in the safetensors format, whatever its name (see ``save``)."""
     _check_target(f)
     _write(_safetensors_blob(obj), f)
+
+
+# --- the weights-only allowlist (torch.serialization's API) ----------------------------------
+def add_safe_globals(safe_globals) -> None:
+    """Mark the given globals as safe for a ``weights_only`` load: allowlisted classes can be
+    instantiated and have their state set, allowlisted functions can be called.  Each item is
+    a function/class, or a ``(function/class, "module.qualname")`` pair naming it as the
+    checkpoint does (by default ``f"{obj.__module__}.{obj.__qualname__}"``)."""
+    TP.add_safe_globals(safe_globals)
+
+
+def get_safe_globals() -> list:
+    """The user-added globals that are safe for a ``weights_only`` load."""
+    return TP.get_safe_globals()
+
+
+def clear_safe_globals() -> None:
+    """Clear the list of globals that are safe for a ``weights_only`` load."""
+    TP.clear_safe_globals()
+
+
+class safe_globals:
+    """Context manager that adds the given globals as safe for a ``weights_only`` load
+    while it is active (see ``add_safe_globals``)."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        TP.add_safe_globals(self.safe_globals)
+
+    def __exit__(self, type, value, tb):
+        TP.remove_safe_globals(self.safe_globals)

@@ -146,3 +146,8 @@ def _rrelu_forward(self, input):
 
 
 RReLU.forward = _rrelu_forward
+
+
+# PyTorch defines MultiheadAttention in torch.nn.modules.activation (checkpoints' allowlists
+# name it there); dyngrad's lives with the transformer layers that use it: the same class
+from .transformer import MultiheadAttention  # noqa: E402,F401
