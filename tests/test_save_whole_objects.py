@@ -169,25 +169,14 @@ def test_refused_without_allowlist_like_pytorch(tmp_path):
             dg.load(p)
 
 
-def _torch_msg(obj):
+def _refusal(lib, obj):
+    """The UnpicklingError of ``lib.load`` (weights-only) of what ``lib.save`` wrote."""
     buf = io.BytesIO()
-    torch.save(obj, buf)
+    lib.save(obj, buf)
     buf.seek(0)
     with pytest.raises(pickle.UnpicklingError) as e:
-        torch.load(buf)
-    return type(e.value), str(e.value)
-
-
-def _dg_msg(obj):
-    buf = io.BytesIO()
-    dg.save(obj, buf)
-    buf.seek(0)
-    with pytest.raises(pickle.UnpicklingError) as e:
-        dg.load(buf)
-    msg = str(e.value)
-    prefix = "<file object>: "
-    assert msg.startswith(prefix)
-    return msg[len(prefix):msg.index("\n\n(dyngrad read the pickle")]
+        lib.load(buf)
+    return e.value
 
 
 @pytest.mark.parametrize("make", [
@@ -197,9 +186,11 @@ def _dg_msg(obj):
 ])
 def test_messages_match_pytorch(make, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    kind, ref = _torch_msg(make(torch))
-    assert issubclass(kind, pickle.UnpicklingError)
-    assert _dg_msg(make(dg)) == ref
+    ref = str(_refusal(torch, make(torch)))
+    msg = str(_refusal(dg, make(dg)))
+    prefix = "<file object>: "          # dyngrad names the file, and adds a last line
+    assert msg.startswith(prefix)
+    assert msg[len(prefix):msg.index("\n\n(dyngrad read the pickle")] == ref
     assert os.listdir(tmp_path) == []
 
 
