@@ -455,3 +455,35 @@ def test_activation_module_paths_are_the_real_classes():
                  "container.ModuleList", "normalization.LayerNorm", "dropout.Dropout"):
         sub, name = path.split(".")
         assert getattr(getattr(mods, sub), name) is getattr(dg.nn, name)
+
+
+def test_get_unsafe_globals_in_checkpoint(tmp_path):
+    p = tmp_path / "m.pt"
+    dg.save(Net(2), p)
+    names = {f"{__name__}.Net", "dyngrad.nn.modules.activation.ReLU",
+             "dyngrad.nn.modules.conv.Conv2d", "dyngrad.nn.modules.pixelshuffle.PixelShuffle"}
+    assert set(dg.serialization.get_unsafe_globals_in_checkpoint(p)) == names
+    with dg.serialization.safe_globals([Net]):
+        assert set(dg.serialization.get_unsafe_globals_in_checkpoint(p)) == \
+            names - {f"{__name__}.Net"}
+    dg.save({"w": dg.ones(2)}, p)
+    assert dg.serialization.get_unsafe_globals_in_checkpoint(p) == []
+    torch.save({"x": Plain(torch.ones(1))}, p)
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(p) == \
+        dg.serialization.get_unsafe_globals_in_checkpoint(p) == [f"{__name__}.Plain"]
+    with pytest.raises(ValueError, match="Expected input to be a checkpoint returned by "
+                                         "torch.save"):
+        dg.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(b"\x80\x02N."))
+
+
+def test_numpy_arrays_in_objects_pickle_as_numpy(tmp_path):
+    p = tmp_path / "o.pt"
+    o = Plain(dg.arange(4.0).flip(0))
+    o.mean = __import__("numpy").ones(2)
+    dg.save(o, p)
+    with dg.serialization.safe_globals([Plain]):
+        with pytest.raises(WeightsOnlyError, match="numpy"):   # as PyTorch: not by default
+            dg.load(p)
+    out = dg.load(p, weights_only=False)
+    assert type(out.mean).__name__ == "ndarray" and out.t.tolist() == [3.0, 2.0, 1.0, 0.0]
+    assert torch.load(p, weights_only=False).t.tolist() == [3.0, 2.0, 1.0, 0.0]

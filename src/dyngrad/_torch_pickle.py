@@ -1002,6 +1002,35 @@ def _read_zip(buf, map_location, full, allowed):
     return _build(obj, storage, full, allowed)
 
 
+def globals_in_zip(buf) -> set:
+    """The full names of the GLOBALs in a zip checkpoint's pickle, read statically."""
+    try:
+        z = zipfile.ZipFile(io.BytesIO(buf))
+        pkl = next((n for n in z.namelist() if n.endswith("/data.pkl")
+                    and n.count("/") == 1), None)
+        if pkl is None:
+            raise Corrupt("the zip archive has no data.pkl record; not a PyTorch checkpoint")
+        found = set()
+        for op, arg, _ in pickletools.genops(z.read(pkl)):
+            if op.name in ("GLOBAL", "INST"):
+                module, name = arg.split(" ", 1)
+                if (module, name) in _compat_pickle.NAME_MAPPING:
+                    module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+                elif module in _compat_pickle.IMPORT_MAPPING:
+                    module = _compat_pickle.IMPORT_MAPPING[module]
+                found.add(f"{module}.{name}")
+        return found
+    except Corrupt:
+        raise
+    except Exception as e:   # BadZipFile, a truncated pickle ...
+        raise Corrupt(f"the checkpoint is truncated or corrupt ({type(e).__name__}: "
+                      f"{e})") from None
+
+
+def default_global_names() -> set:
+    return set(_GLOBALS)
+
+
 # --- the legacy format -------------------------------------------------------------------
 def read_legacy(buf, map_location, full=False, allowed=None):
     try:
@@ -1377,7 +1406,7 @@ class _FullPickler(pickle._Pickler):
     the tensor views, as PyTorch saves a whole storage), parameters
     ``torch._utils._rebuild_parameter`` calls, dtypes ``torch.<name>``, ``torch.Size`` and
     ``torch.device`` calls; everything else as pickle writes it (a module by its class,
-    NEWOBJ, and its ``__dict__``)."""
+    NEWOBJ, and its ``__dict__``; NumPy arrays as NumPy pickles them, as in PyTorch)."""
 
     dispatch = dict(pickle._Pickler.dispatch)
 
@@ -1415,7 +1444,8 @@ class _FullPickler(pickle._Pickler):
         from ._tensor import _storage_layout
         root, offset, strides = _storage_layout(a)
         dt = a.dtype
-        if not dt.isnative or root.nbytes % dt.itemsize or not root.flags.c_contiguous:
+        if not dt.isnative or root.nbytes % dt.itemsize or not root.flags.c_contiguous \
+                or any(n > 1 and st < 0 for n, st in zip(a.shape, strides)):
             root, offset = np.ascontiguousarray(a.astype(dt.newbyteorder("="))), 0
             strides = _contiguous_strides(a.shape)
             dt = root.dtype
@@ -1445,8 +1475,6 @@ class _FullPickler(pickle._Pickler):
             return (_G.of("torch._utils", "_rebuild_tensor_v2"), args)
         if type(obj) is _PlainTensor:
             return (_G.of("torch._utils", "_rebuild_tensor_v2"), obj.args)
-        if isinstance(obj, np.ndarray):
-            return (_G.of("torch._utils", "_rebuild_tensor_v2"), self._tensor_args(obj, False))
         if isinstance(obj, D.dtype):
             return obj.name      # a global name: save_global below writes torch.<name>
         if isinstance(obj, Size):

@@ -756,6 +756,20 @@ def clear_safe_globals() -> None:
     TP.clear_safe_globals()
 
 
+def get_unsafe_globals_in_checkpoint(f) -> list:
+    """The GLOBALs in the pickle of the zip checkpoint ``f`` that a ``weights_only`` load
+    would refuse (neither allowed by default nor allowlisted), as "module.name" strings; the
+    pickle is disassembled, never run."""
+    buf, name = _read_all(f)
+    if _kind(buf) != "zip":
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    try:
+        found = TP.globals_in_zip(buf)
+    except TP.Corrupt as e:
+        raise CheckpointError(f"{name}: {e}") from None
+    return list(found - TP.default_global_names() - set(TP.user_allowed_globals()))
+
+
 class safe_globals:
     """Context manager that adds the given globals as safe for a ``weights_only`` load
     while it is active (see ``add_safe_globals``)."""
