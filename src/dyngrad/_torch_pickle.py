@@ -140,18 +140,21 @@ class _StorageRef(_Ref):
 
 
 class _TensorSpec(_Ref):
-    __slots__ = ("storage", "offset", "size", "stride", "requires_grad")
+    """A tensor to build; ``cls`` an allowed Tensor subclass (a ``_Global``) or None,
+    ``state`` the Python attributes set on it (a dict) or None."""
+    __slots__ = ("storage", "offset", "size", "stride", "requires_grad", "cls", "state")
 
     def __init__(self, storage, offset, size, stride, requires_grad):
         self.storage, self.offset, self.size, self.stride, self.requires_grad = \
             storage, offset, size, stride, requires_grad
+        self.cls = self.state = None
 
 
 class _ParamSpec(_Ref):
-    __slots__ = ("data", "requires_grad")
+    __slots__ = ("data", "requires_grad", "state")
 
-    def __init__(self, data, requires_grad):
-        self.data, self.requires_grad = data, requires_grad
+    def __init__(self, data, requires_grad, state=None):
+        self.data, self.requires_grad, self.state = data, requires_grad, state
 
 
 class _Node(_Ref):
@@ -245,22 +248,42 @@ def _rebuild_parameter(data, requires_grad, backward_hooks=None):
     return _ParamSpec(data, requires_grad)
 
 
+def _attributes(state):
+    """The Python attributes of a tensor's pickle: a dict of names (PyTorch's
+    ``_get_obj_state``: the ``__dict__``, or a (``__dict__``, slots) pair), or None."""
+    if isinstance(state, tuple) and len(state) == 2 and all(
+            s is None or isinstance(s, dict) for s in state):
+        merged: dict = {}
+        for s in state:
+            merged.update(s or {})
+        state = merged
+    if state is None:
+        return None
+    if not isinstance(state, dict) or not all(type(k) is str for k in state):
+        raise Corrupt("a tensor's Python attributes in the pickle are not a dict of names")
+    return state or None
+
+
 def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
-    if state not in (None, {}) and not (isinstance(state, dict) and not state):
-        raise Corrupt("a parameter in the pickle carries Python attributes dyngrad cannot "
-                      "restore")
-    return _rebuild_parameter(data, requires_grad, backward_hooks)
+    out = _rebuild_parameter(data, requires_grad, backward_hooks)
+    out.state = _attributes(state)
+    return out
 
 
 def _rebuild_from_type_v2(func, new_type, args, state):
     if func not in (_rebuild_tensor_v2, _rebuild_tensor, _rebuild_parameter) \
-            or not isinstance(new_type, _Marker) or type(args) is not tuple:
+            or not isinstance(new_type, (_Marker, _Global)) or type(args) is not tuple:
         raise Corrupt("an unsupported tensor subclass rebuild in the pickle")
-    if state is not None and not (isinstance(state, dict) and not state):
-        raise Corrupt("a tensor in the pickle carries Python attributes dyngrad cannot restore")
     out = func(*args)
-    if new_type.name == "torch.nn.parameter.Parameter" and isinstance(out, _TensorSpec):
+    if isinstance(new_type, _Global):
+        if not (isinstance(new_type.obj, type) and issubclass(new_type.obj, Tensor)
+                and isinstance(out, _TensorSpec)):
+            raise Corrupt(f"a tensor in the pickle is rebuilt as {new_type.obj!r:.100}, "
+                          f"which is not a dyngrad Tensor subclass")
+        out.cls = new_type
+    elif new_type.name == "torch.nn.parameter.Parameter" and isinstance(out, _TensorSpec):
         out = _ParamSpec(out, out.requires_grad)
+    out.state = _attributes(state)
     return out
 
 
@@ -764,7 +787,7 @@ class _Builder:
         if t is _ParamSpec:
             from .nn.parameter import Parameter
             data = self.build(x.data)
-            return Parameter(Tensor._make(data._data), x.requires_grad)
+            return self.attributes(Parameter(Tensor._make(data._data), x.requires_grad), x)
         if t is _Node:
             if x.kind == "size":
                 return Size(x.args)
@@ -867,10 +890,21 @@ class _Builder:
         if spec.requires_grad and dt.kind not in "fc":
             raise Corrupt(f"a tensor of dtype {D.FROM_NP[dt]} requires gradients; only "
                           f"floating point and complex tensors can")
-        out = Tensor._make(a)
+        if spec.cls is None:
+            out = Tensor._make(a)
+        else:
+            out = object.__new__(spec.cls.obj)
+            Tensor.__init__(out)
+            out._data = a
         if spec.requires_grad:
             out.requires_grad_(True)
-        return out
+        return self.attributes(out, spec)
+
+    def attributes(self, t, spec):
+        """``t`` with the Python attributes its pickle set on it."""
+        for k, v in (spec.state or {}).items():
+            t.__dict__[k] = self.build(v)
+        return t
 
 
 def _build(obj, storage, full=False, allowed=None):
@@ -1236,6 +1270,8 @@ class _Pickler:
         elif t is str:
             self._str(x)
         elif isinstance(x, Tensor):
+            if not self._plain_tensor(x):
+                raise _NeedsPickle   # a subclass, or attributes set on it
             self._tensor(x)
         elif isinstance(x, (np.bool_, np.integer, np.floating, np.complexfloating)):
             self.save(x.item(), path)
@@ -1299,6 +1335,12 @@ class _Pickler:
             self._str("_metadata")
             self.save(meta, f"{path}._metadata")
             self.out += b"sb"
+
+    @staticmethod
+    def _plain_tensor(t) -> bool:
+        from ._tensor import _user_state
+        from .nn.parameter import Parameter
+        return type(t) in (Tensor, Parameter) and not _user_state(t)
 
     def _tensor(self, t):
         from .nn.parameter import Parameter
@@ -1465,13 +1507,23 @@ class _FullPickler(pickle._Pickler):
                 OrderedDict())
 
     def reducer_override(self, obj):
+        from ._tensor import _user_state
         from .nn.parameter import Parameter
         if isinstance(obj, Tensor):
             args = self._tensor_args(obj._data, obj._requires_grad and
                                      not isinstance(obj, Parameter))
-            if isinstance(obj, Parameter):
+            state = _user_state(obj)
+            if isinstance(obj, Parameter):   # as PyTorch: a Parameter, whatever the subclass
+                if state:
+                    return (_G.of("torch._utils", "_rebuild_parameter_with_state"),
+                            (_PlainTensor(args), bool(obj._requires_grad), OrderedDict(),
+                             state))
                 return (_G.of("torch._utils", "_rebuild_parameter"),
                         (_PlainTensor(args), bool(obj._requires_grad), OrderedDict()))
+            if type(obj) is not Tensor or state:   # PyTorch's rebuild of a subclass
+                cls = _G.of("torch", "Tensor") if type(obj) is Tensor else type(obj)
+                return (_G.of("torch._tensor", "_rebuild_from_type_v2"),
+                        (_G.of("torch._utils", "_rebuild_tensor_v2"), cls, args, state))
             return (_G.of("torch._utils", "_rebuild_tensor_v2"), args)
         if type(obj) is _PlainTensor:
             return (_G.of("torch._utils", "_rebuild_tensor_v2"), obj.args)
