@@ -65,6 +65,8 @@ SAVED_NAMES: dict = {
     "AtanBackward0": {"self": (0, "tensor")},
     "AtanhBackward0": {"self": (0, "tensor")},
     "AvgPool2DBackward0": {"ceil_mode": (1, "same"), "self": (2, "tensor")},
+    "BaddbmmBackward0": {"batch1": (0, "tensor"), "batch2": (1, "tensor"), "beta": (3, "same"),
+                         "alpha": (4, "same")},
     "BinaryCrossEntropyWithLogitsBackward0": {"self": (0, "tensor"), "target": (1, "tensor")},
     "BmmBackward0": {"self": (0, "tensor"), "mat2": (1, "tensor")},
     "CeluBackward0": {"self": (0, "tensor")},
@@ -387,7 +389,7 @@ SAVED_NAMES: dict = {
     "TraceBackward0": {"self_sym_sizes": (0, "same")},
     "TransposeBackward0": {"dim0": (2, "dim"), "dim1": (3, "dim")},
     "TransposeBackward1": {"dim0": (2, "dim"), "dim1": (3, "dim")},
-    "TrilBackward0": {"diagonal": (0, "same")},
+    "TrilBackward0": {"diagonal": (0, "dim")},
     "TrilinearBackward0": {
         "i1": (0, "tensor"),
         "i2": (1, "tensor"),
@@ -397,7 +399,7 @@ SAVED_NAMES: dict = {
         "expand3": (5, "same"),
         "sumdim": (6, "same"),
     },
-    "TriuBackward0": {"diagonal": (0, "same")},
+    "TriuBackward0": {"diagonal": (0, "dim")},
     "UnbindBackward0": {"dim": (3, "dim")},
     "UnfoldBackward0": {
         "self_sym_sizes": (0, "same"),
