@@ -516,3 +516,33 @@ def test_tensor_attributes_and_subclasses_like_pytorch(tmp_path):
     with dg.serialization.safe_globals([MyTensor]):
         back = dg.load(p)
     assert type(back) is MyTensor and back.tolist() == [1.0, 1.0]
+
+
+class _Gadget:
+    def __init__(self, func, *args):
+        self.func, self.args = func, args
+
+    def __reduce__(self):
+        return (self.func, self.args)
+
+
+def test_weights_only_false_loads_configs_but_refuses_code_gadgets(tmp_path, monkeypatch):
+    import argparse
+    import pydoc
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "c.pt"
+    cfg = {"args": argparse.Namespace(lr=0.1), "path": Path("runs/1"), "w": dg.ones(1)}
+    dg.save(cfg, p)
+    out = dg.load(p, weights_only=False)
+    assert out["args"].lr == 0.1 and out["path"] == Path("runs/1")
+    with pytest.raises(WeightsOnlyError, match="argparse.Namespace"):
+        dg.load(p)
+    with dg.serialization.safe_globals([argparse.Namespace, type(Path("."))]):
+        assert dg.load(p)["args"] == argparse.Namespace(lr=0.1)
+    for gadget, name in [(_Gadget(eval, "print(1)"), "builtins.eval"),
+                         (_Gadget(pydoc.locate, "os.system"), "pydoc.locate"),
+                         (_Gadget(subprocess.call, ["true"]), "subprocess.call")]:
+        dg.save({"x": gadget}, p)
+        with pytest.raises(WeightsOnlyError, match=name):
+            dg.load(p, weights_only=False)
+    assert os.listdir(tmp_path) == ["c.pt"]

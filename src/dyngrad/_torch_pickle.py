@@ -382,7 +382,9 @@ _NEVER = frozenset(("subprocess", "builtins.eval", "builtins.exec", "builtins.co
                     "builtins.delattr", "builtins.globals", "builtins.vars", "shutil",
                     "importlib", "runpy", "code", "pty", "socket", "ctypes", "webbrowser",
                     "multiprocessing", "pickle", "_pickle", "marshal", "pdb", "platform",
-                    "asyncio.subprocess"))
+                    "asyncio.subprocess", "pydoc", "types.FunctionType", "types.CodeType",
+                    "types.LambdaType", "types.ModuleType", "timeit", "cProfile", "profile",
+                    "trace", "codeop", "operator", "_operator", "site"))
 _safe_globals: set = set()
 
 
