@@ -546,3 +546,13 @@ def test_weights_only_false_loads_configs_but_refuses_code_gadgets(tmp_path, mon
         with pytest.raises(WeightsOnlyError, match=name):
             dg.load(p, weights_only=False)
     assert os.listdir(tmp_path) == ["c.pt"]
+
+
+def test_tied_weights_stay_tied(tmp_path):
+    m = RNNModel("LSTM", 9, 5, 5, 1, 0.0)
+    m.decoder.weight = m.encoder.weight          # word_language_model's --tied
+    dg.save(m, tmp_path / "m.pt")
+    with dg.serialization.safe_globals(RNN_SAFE):
+        m2 = dg.load(tmp_path / "m.pt")
+    assert m2.decoder.weight is m2.encoder.weight
+    assert len(list(m2.parameters())) == len(list(m.parameters()))
