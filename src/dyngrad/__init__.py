@@ -5,7 +5,7 @@ operation, ``backward()`` walks it and frees it, and ``dyngrad.viz`` shows it.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
 from ._malloc import tune as _tune_malloc
 _tune_malloc()
