@@ -103,9 +103,12 @@ def __dir__():
 
 def __getattr__(name):
     if name in ("distributed", "multiprocessing", "distributions", "special", "func", "fx",
-                "testing"):  # loaded on first use, as they are rarer
+                "testing", "futures"):  # loaded on first use, as they are rarer
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "Future":  # torch.Future is torch.futures.Future
+        from .futures import Future
+        return Future
     if name == "vmap":  # torch.vmap is torch.func.vmap
         from .func import vmap
         return vmap
