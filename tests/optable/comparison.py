@@ -1,5 +1,7 @@
 """Rows for the comparisons (eq/ne/lt/le/gt/ge as functions, methods and operators, their
-in-place forms, equal, allclose) and the bitwise and logical ops on integer and bool tensors.
+in-place forms, equal, allclose) and the bitwise and logical ops on integer and bool tensors,
+gcd/lcm and the bit shifts (functions, methods, the ``<<``/``>>`` operators with a number on
+either side, ``<<=``/``>>=`` and the in-place forms).
 
 Comparisons of float tensors give bool tensors: not differentiable (``grad=False``); the
 in-place comparisons (``a.ge_(b)``) write 0/1 into a float tensor and record a node whose
@@ -19,6 +21,18 @@ INT1 = [S((3, 4), int_args=(0,), int_high=8), S((), int_args=(0,), int_high=8)]
 
 def _f(cmp):
     return lambda a, b: cmp(a, b).astype(a.dtype)
+
+
+def _ilshift(a, b):
+    c = a * 1
+    c <<= b
+    return c
+
+
+def _irshift(a, b):
+    c = a * 1
+    c >>= b
+    return c
 
 
 ROWS = [
@@ -80,4 +94,34 @@ ROWS = [
     OpInfo("logical_not_float_", lambda a: (a * 1).logical_not_(),
            lambda a: np.logical_not(a).astype(a.dtype), [S((3,))], grad=False,
            notes="PyTorch records no node (the output keeps MulBackward0): not differentiable"),
+    # --- gcd / lcm on integer tensors ----------------------------------------------------
+    OpInfo("gcd", torch.gcd, np.gcd, INT2, grad=False),
+    OpInfo("gcd_method", lambda a, b: a.gcd(b), np.gcd, INT2, grad=False),
+    OpInfo("gcd_", lambda a, b: torch.gcd_(a * 1, b), np.gcd, INT2, grad=False),
+    OpInfo("gcd__method", lambda a, b: (a * 1).gcd_(b), np.gcd, INT2, grad=False),
+    OpInfo("lcm", torch.lcm, np.lcm, INT2, grad=False),
+    OpInfo("lcm_method", lambda a, b: a.lcm(b), np.lcm, INT2, grad=False),
+    OpInfo("lcm_", lambda a, b: torch.lcm_(a * 1, b), np.lcm, INT2, grad=False),
+    OpInfo("lcm__method", lambda a, b: (a * 1).lcm_(b), np.lcm, INT2, grad=False),
+    # --- bit shifts on integer tensors (shift counts 0..7) ---------------------------------
+    OpInfo("bitwise_left_shift", torch.bitwise_left_shift, np.left_shift, INT2, grad=False),
+    OpInfo("bitwise_left_shift_method", lambda a, b: a.bitwise_left_shift(b) | a
+           .bitwise_left_shift(2), lambda a, b: (a << b) | (a << 2), INT2, grad=False),
+    OpInfo("lshift_operator", lambda a, b: (a << b) ^ (a << 3), lambda a, b: (a << b) ^ (a << 3),
+           INT2, grad=False),
+    OpInfo("rlshift_number", lambda a: 3 << a, lambda a: 3 << a, INT1, grad=False),
+    OpInfo("bitwise_left_shift_", lambda a, b: (a * 1).bitwise_left_shift_(b), np.left_shift,
+           INT2, grad=False),
+    OpInfo("ilshift", _ilshift, np.left_shift, INT2, grad=False),
+    OpInfo("bitwise_right_shift", torch.bitwise_right_shift, np.right_shift,
+           [S((3, 4), (3, 4), int_args=(0, 1), int_high=8), S((3, 4), (), int_args=(0, 1),
+                                                              int_high=8)], grad=False),
+    OpInfo("bitwise_right_shift_method", lambda a, b: a.bitwise_right_shift(b) + a
+           .bitwise_right_shift(1), lambda a, b: (a >> b) + (a >> 1), INT2, grad=False),
+    OpInfo("rshift_operator", lambda a, b: (a >> b) - (a >> 2), lambda a, b: (a >> b) - (a >> 2),
+           INT2, grad=False),
+    OpInfo("rrshift_number", lambda a: 200 >> a, lambda a: 200 >> a, INT1, grad=False),
+    OpInfo("bitwise_right_shift_", lambda a, b: (a * 1).bitwise_right_shift_(b), np.right_shift,
+           INT2, grad=False),
+    OpInfo("irshift", _irshift, np.right_shift, INT2, grad=False),
 ]

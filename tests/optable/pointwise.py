@@ -24,6 +24,13 @@ def _lerp(a, b, w):
     return a + w * (b - a)
 
 
+def _infs(a):
+    """``a`` with +inf above 1 and -inf below -1 (for the inf predicates); NumPy or dyngrad."""
+    if isinstance(a, np.ndarray):
+        return np.where(a > 1.0, np.inf, np.where(a < -1.0, -np.inf, a))
+    return torch.where(a > 1.0, float("inf"), torch.where(a < -1.0, float("-inf"), a))
+
+
 def _away(lo, hi, shapes, step=0.5):
     """Samples whose values avoid the jump points of rounding-like functions."""
     return [S(*shp, domain=(lo, hi)) for shp in shapes]
@@ -164,4 +171,53 @@ ROWS = [
            "LogaddexpBackward0"),
     OpInfo("logaddexp2", torch.logaddexp2, np.logaddexp2, [S((3, 4), (3, 4)), S((), (3,))],
            "Logaddexp2Backward0"),
+    # --- the Tensor-method forms of the binary ops above, torch.clip ------------------------
+    OpInfo("atan2_method", lambda a, b: a.atan2(b), np.arctan2, BC[:3], "Atan2Backward0"),
+    OpInfo("arctan2_method", lambda a, b: a.arctan2(b), np.arctan2, BC[3:], "Atan2Backward0"),
+    OpInfo("hypot_method", lambda a, b: a.hypot(b), np.hypot, BC[:2], "HypotBackward0"),
+    OpInfo("xlogy_method", lambda a, b: a.xlogy(b), lambda a, b: a * np.log(b), BCPOS[:2],
+           "XlogyBackward0"),
+    OpInfo("copysign_method", lambda a, b: a.copysign(b), np.copysign, BC[:2],
+           "CopysignBackward0"),
+    OpInfo("maximum_method", lambda a, b: a.maximum(b), np.maximum, BC[:2], "MaximumBackward0"),
+    OpInfo("minimum_method", lambda a, b: a.minimum(b), np.minimum, BC[:2], "MinimumBackward0"),
+    OpInfo("fmax_method", lambda a, b: a.fmax(b), np.fmax, BC[:2], "FmaxBackward0"),
+    OpInfo("fmin_method", lambda a, b: a.fmin(b), np.fmin, BC[:2], "FminBackward0"),
+    OpInfo("logaddexp_method", lambda a, b: a.logaddexp(b), np.logaddexp, BC[:2],
+           "LogaddexpBackward0"),
+    OpInfo("logaddexp2_method", lambda a, b: a.logaddexp2(b), np.logaddexp2, BC[:2],
+           "Logaddexp2Backward0"),
+    OpInfo("fmod_method", lambda a, b: a.fmod(b), np.fmod,
+           [S((3, 4), (4,), domain=(0.6, 2.0))], "FmodBackward1", float32_ok=False),
+    OpInfo("remainder_method", lambda a, b: a.remainder(b), np.remainder,
+           [S((3, 4), (3, 4), domain=(0.6, 2.0))], "RemainderBackward1", float32_ok=False),
+    OpInfo("floor_divide_method", lambda a, b: a.floor_divide(b), np.floor_divide,
+           [S((3, 4), (4,), domain=(0.6, 2.0))], grad=False, float32_ok=False),
+    OpInfo("clip_fn", lambda a: torch.clip(a, -0.5, 0.7), lambda a: np.clip(a, -0.5, 0.7), U[:2],
+           "ClampBackward1"),
+    # --- % and // with a number on the left, // of two tensors (no derivative in PyTorch) --
+    OpInfo("rmod_number", lambda a: 1.5 % a, lambda a: np.remainder(1.5, a),
+           [S((3, 4), domain=(0.6, 2.0))], grad=False, float32_ok=False),
+    OpInfo("floordiv_op", lambda a, b: a // b, np.floor_divide,
+           [S((3, 4), (3, 4), domain=(0.6, 2.0)), S((3, 4), (), domain=(0.6, 2.0))], grad=False,
+           float32_ok=False),
+    OpInfo("rfloordiv_number", lambda a: 2.0 // a, lambda a: np.floor_divide(2.0, a),
+           [S((3, 4), domain=(0.6, 2.0))], grad=False, float32_ok=False),
+    # --- predicates (bool results) -----------------------------------------------------------
+    OpInfo("isinf", lambda a: torch.isinf(_infs(a)), lambda a: np.isinf(_infs(a)), U, grad=False),
+    OpInfo("isposinf", lambda a: torch.isposinf(_infs(a)), lambda a: np.isposinf(_infs(a)), U,
+           grad=False),
+    OpInfo("isneginf", lambda a: torch.isneginf(_infs(a)), lambda a: np.isneginf(_infs(a)), U,
+           grad=False),
+    OpInfo("isreal", torch.isreal, np.isreal, U, grad=False),
+    OpInfo("signbit", lambda a: torch.signbit(torch.round(a)), lambda a: np.signbit(np.round(a)),
+           U, grad=False),
+    OpInfo("logical_or", lambda a, b: torch.logical_or(a > 0, b), lambda a, b: np.logical_or(
+        a > 0, b), BC, grad=False),
+    OpInfo("logical_and_method", lambda a, b: (a > 0).logical_and(b),
+           lambda a, b: np.logical_and(a > 0, b), BC[:2], grad=False),
+    OpInfo("logical_or_method", lambda a, b: a.logical_or(b < 0),
+           lambda a, b: np.logical_or(a, b < 0), BC[:2], grad=False),
+    OpInfo("logical_xor_method", lambda a, b: a.logical_xor(b > 0),
+           lambda a, b: np.logical_xor(a, b > 0), BC[:2], grad=False),
 ]
