@@ -6,7 +6,8 @@ list) would otherwise fail somewhere inside with an AttributeError or a NumPy er
 public function is wrapped once, at import: the wrapper costs nothing until something raises;
 then an error that no ``raise`` statement of dyngrad made (an internal one) becomes PyTorch's
 TypeError naming the function and the offending argument.  Errors dyngrad raises on purpose
-pass through untouched.
+pass through untouched.  A call refused for NumPy's parameter names (``axis=``) that PyTorch's
+native functions accept is made again with PyTorch's names (``_npnames``).
 """
 from __future__ import annotations
 
@@ -83,6 +84,9 @@ def guard(fn, name=None):
         try:
             r = fn(*args, **kwargs)
         except Exception as e:
+            k = _numpy_names(name, fn, kwargs) if kwargs else None
+            if k is not None:  # NumPy's parameter names (``axis=``): call with PyTorch's
+                return call(*args, **k)
             if takes_out and _out.refused(e, kwargs):
                 return _out.call(name, fn, args, kwargs)
             r = _hooked(name, fn, args, kwargs)
@@ -106,6 +110,15 @@ def guard(fn, name=None):
         return r
 
     return call
+
+
+def _numpy_names(name, fn, kwargs):
+    """``kwargs`` with NumPy's parameter names renamed when ``dyngrad.<name>`` stands for a
+    native function of PyTorch (which takes them), else None (see ``_npnames``)."""
+    from . import _npnames
+    if not _npnames.native(name, fn):
+        return None
+    return _npnames.renamed(fn, kwargs, name)
 
 
 def _hooked(name, fn, args, kwargs):

@@ -21,9 +21,12 @@ def op(name=None, *, function=True, method=True, methods=(), nodes=()):
 
 
 def attach_methods(tensor_cls):
-    """Expose every registered op as a Tensor method."""
+    """Expose every registered op as a Tensor method (taking NumPy's parameter names where
+    PyTorch's does: ``x.sum(axis=0)``)."""
+    from .._npnames import method
     for key, info in OPS.items():
         names = ((key,) if info["method"] else ()) + info["methods"]
         for n in names:
             if n not in tensor_cls.__dict__ or n.startswith("__"):
-                setattr(tensor_cls, n, info["fn"])
+                exported = OPS.get(n, {}).get("function", False) and not n.startswith("_")
+                setattr(tensor_cls, n, method(info["fn"], n, exported))
