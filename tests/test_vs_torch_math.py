@@ -103,3 +103,56 @@ def test_matches_torch(name):
                 assert g is None or not np.any(g)
             else:
                 np.testing.assert_allclose(g, e, rtol=1e-6, atol=1e-8)
+
+
+# A number with a tensor of another dtype: clamp's bounds are converted as PyTorch converts a
+# Scalar (refused when the dtype cannot hold them; an unsigned dtype wraps a negative integer
+# down to -max), complex and bool inputs refused with PyTorch's messages; the shifts wrap a
+# number the tensor's integer dtype cannot hold (either side).
+NUMBER_CASES = {
+    "clamp_uint8_negative": lambda t: t.clamp(t.tensor([0, 1, 2, 3], dtype=t.uint8), -1, 2),
+    "clamp_min_uint8_wraps": lambda t: t.clamp_min(t.tensor([0, 3], dtype=t.uint8), -255),
+    "clamp_uint8_too_negative": lambda t: t.clamp(t.tensor([1, 2], dtype=t.uint8), -256),
+    "clamp_int8_too_big": lambda t: t.clamp(t.tensor([1, 2], dtype=t.int8), 200),
+    "clamp_int64_2_63": lambda t: t.clamp(t.tensor([1, 2]), max=2 ** 63),
+    "clamp_int_beyond_uint64": lambda t: t.clamp(t.tensor([1, 2]), 2 ** 64 + 1),
+    "clamp_float32_too_big": lambda t: t.clamp(t.tensor([1.0, 2.0]), 1e39),
+    "clamp_half_too_big": lambda t: t.clamp(t.tensor([1.0, 2.0], dtype=t.float16), max=1e6),
+    "clamp_inf": lambda t: t.clamp(t.tensor([1.0, 2.0]), float("inf")),
+    "clamp_complex_bound": lambda t: t.clamp(t.tensor([1.0, 2.0]), 1j),
+    "clamp_complex_bound_real": lambda t: t.clamp(t.tensor([1.0, 2.0]), 1.5 + 0j),
+    "clamp_complex": lambda t: t.clamp(t.tensor([1j, 2]), 0, 1),
+    "clip_complex": lambda t: t.clip(t.tensor([1j, 2]), max=1),
+    "clamp_complex_tensors": lambda t: t.clamp(t.tensor([1j]), t.tensor(0.0), t.tensor(1.0)),
+    "clamp_min_complex": lambda t: t.clamp_min(t.tensor([1j]), 0),
+    "clamp_min_complex_tensor": lambda t: t.clamp_min(t.tensor([1j]), t.tensor(0.0)),
+    "clamp_max_complex_tensor": lambda t: t.clamp_max(t.tensor([1j]), t.tensor(0.0)),
+    "clamp_complex_min_tensor": lambda t: t.clamp(t.tensor([1.0, 2.0]), t.tensor([0j])),
+    "clamp__complex": lambda t: t.tensor([1j]).clamp_(0, 1),
+    "clamp_bool": lambda t: t.clamp(t.tensor([True, False]), True, False),
+    "clamp_min_bool": lambda t: t.clamp_min(t.tensor([True, False]), True),
+    "clamp_max_bool": lambda t: t.tensor([True, False]).clamp_max(False),
+    "clamp_bool_int": lambda t: t.clamp(t.tensor([True, False]), 2),
+    "clamp_bool_tensor": lambda t: t.clamp(t.tensor([True, False]), t.tensor(True)),
+    "lshift_int8_200": lambda t: t.tensor([1, -2, 3], dtype=t.int8) << 200,
+    "rshift_int8_200": lambda t: t.tensor([1, -2, 3], dtype=t.int8) >> 200,
+    "rshift_uint8_negative": lambda t: t.tensor([1, 200], dtype=t.uint8) >> -3,
+    "rlshift_int8_200": lambda t: 200 << t.tensor([0, 1, 2, 7], dtype=t.int8),
+    "rrshift_int8_300": lambda t: 300 >> t.tensor([1, 2], dtype=t.int8),
+    "rrshift_uint8_negative": lambda t: -3 >> t.tensor([0, 1, 7], dtype=t.uint8),
+    "rshift_fn_number_first": lambda t: t.bitwise_right_shift(200, t.tensor([1, 2, 3],
+                                                                        dtype=t.int8)),
+    "lshift_method_int8_200": lambda t: t.tensor([1, 2], dtype=t.int8).bitwise_left_shift(200),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMBER_CASES))
+def test_numbers_with_tensors_match_torch(name):
+    def run(lib):
+        try:
+            r = NUMBER_CASES[name](lib)
+        except Exception as e:  # noqa: BLE001 - the type and message are what is compared
+            return type(e).__name__, str(e)
+        return str(r.dtype).split(".")[-1], r.numpy().tolist()
+
+    assert run(dg) == run(real)

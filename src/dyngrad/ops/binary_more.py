@@ -80,7 +80,18 @@ lcm = _integer_op("lcm", _lcm_np, "Elementwise least common multiple of integer 
 
 
 # --- bit shifts --------------------------------------------------------------------------------
+def _wrapped(a, b):
+    """The operands as arrays: a number the tensor's integer dtype cannot hold comes as a Python
+    int (ops/_spec.py ``_scalar_run``); PyTorch converts it to that dtype, wrapping around."""
+    if isinstance(a, int):
+        a = np.asarray(a).astype(b.dtype)
+    if isinstance(b, int):
+        b = np.asarray(b).astype(a.dtype)
+    return a, b
+
+
 def _lshift_np(a, b):
+    a, b = _wrapped(a, b)
     bits = a.dtype.itemsize * 8
     ub = b.astype(a.dtype.str.replace("i", "u"), copy=False) if a.dtype.kind == "i" else b
     big = ub >= bits
@@ -89,6 +100,7 @@ def _lshift_np(a, b):
 
 
 def _rshift_np(a, b):
+    a, b = _wrapped(a, b)
     bits = a.dtype.itemsize * 8
     sb = b.astype(b.dtype.str.replace("u", "i"), copy=False) if b.dtype.kind == "u" else b
     big = (sb < 0) | (b >= bits)

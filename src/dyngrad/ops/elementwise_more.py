@@ -476,16 +476,56 @@ def clamp(input, min=None, max=None):
     return _clamp_scalar(input, min, max, ClampBackward1)
 
 
+_CTYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+           "uint8": "uint8_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+           "float32": "float", "float64": "double"}
+
+
+def _bound(v, rt):
+    """A number bound of clamp in the result dtype ``rt``, converted as PyTorch converts a
+    Scalar (c10's checked conversion): a value the dtype cannot hold is refused, except that
+    an unsigned dtype takes a negative integer down to -max (wrapping around)."""
+    if isinstance(v, complex):
+        if v.imag:  # PyTorch reads it as a double first
+            raise RuntimeError("value cannot be converted to type double without overflow")
+        v = v.real
+    if isinstance(v, int) and not isinstance(v, bool):
+        if not -2 ** 63 <= v < 2 ** 64:
+            raise OverflowError("int too big to convert")
+        if rt.kind in "iu":
+            info = np.iinfo(rt)
+            if v > info.max or v < (-info.max if rt.kind == "u" else info.min):
+                raise RuntimeError(f"value cannot be converted to type {_CTYPES[rt.name]} "
+                                   f"without overflow")
+            return np.asarray(v).astype(rt)
+    if rt.kind == "f" and np.isfinite(v) and abs(v) > float(np.finfo(rt).max):
+        raise RuntimeError(f"value cannot be converted to type {_CTYPES.get(rt.name, rt.name)} "
+                           f"without overflow")
+    return np.asarray(v, dtype=rt)
+
+
+def _no_complex_clamp(input):
+    if input._data.dtype.kind == "c":
+        raise NotImplementedError("clamp is not supported for complex types")
+
+
 def _clamp_scalar(input, lo, hi, cls):
+    _no_complex_clamp(input)
     lo = lo.item() if isinstance(lo, np.generic) else lo
     hi = hi.item() if isinstance(hi, np.generic) else hi
     rt = _result_dtype((input,), (lo, hi)).np
+    if rt.kind == "b":
+        kernel = "clamp" if lo is not None and hi is not None else \
+            "clamp_min" if lo is not None else "clamp_max"
+        raise NotImplementedError(f"\"{kernel}_scalar_cpu\" not implemented for 'Bool'")
+    blo = None if lo is None else _bound(lo, rt)
+    bhi = None if hi is None else _bound(hi, rt)
     d = input._data if input._data.dtype == rt else input._data.astype(rt)
     r = d
     if lo is not None:
-        r = np.maximum(r, np.asarray(lo, dtype=rt))
+        r = np.maximum(r, blo)
     if hi is not None:
-        r = np.minimum(r, np.asarray(hi, dtype=rt))
+        r = np.minimum(r, bhi)
     if r is d:
         r = d.copy()
     if STATE.enabled and input._requires_grad:
@@ -500,6 +540,11 @@ def _clamp_tensor(input, lo, hi, cls, both):
         hi = _make(np.asarray(hi, dtype=input._data.dtype))
     ts = [t for t in (input, lo, hi) if t is not None]
     rt = _result_dtype(ts).np
+    if rt.kind == "c":
+        if both:
+            _no_complex_clamp(input)
+        raise NotImplementedError(f"\"{'maximum' if lo is not None else 'minimum'}_cpu\" not "
+                                  f"implemented for '{D.scalar_type_name(rt)}'")
     shapes = [t._data.shape for t in ts]
     try:
         shape = np.broadcast_shapes(*shapes)
