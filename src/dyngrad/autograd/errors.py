@@ -111,7 +111,9 @@ def modified_inplace(saved, node) -> RuntimeError:
     from .._dtype import FROM_NP, TYPE_NAMES
     v = saved.value
     data = v if saved.is_output else v._data
-    tname = TYPE_NAMES.get(FROM_NP.get(data.dtype), "Tensor")
+    tname = "torch." + TYPE_NAMES.get(FROM_NP.get(data.dtype), "Tensor")
+    if data.dtype.kind == "c":  # no legacy tensor type: PyTorch prints the backend's name
+        tname = "CPU" + tname[6:-len("Tensor")] + "Type"
     shape = ", ".join(str(s) for s in data.shape)
     # an output saved by an in-place op on a view belongs to the view's new node
     owner = saved.is_output() if type(saved.is_output) is not bool else None
@@ -123,7 +125,7 @@ def modified_inplace(saved, node) -> RuntimeError:
         nr = getattr(saved, "output_nr", 0) if saved.is_output else 0
         which = f", which is output {nr} of {short_name(producer)},"
     msg = (f"one of the variables needed for gradient computation has been modified by an inplace "
-           f"operation: [torch.{tname} [{shape}]]{which} is at version {saved.counter[0]}; expected "
+           f"operation: [{tname} [{shape}]]{which} is at version {saved.counter[0]}; expected "
            f"version {saved.version} instead. Hint: enable anomaly detection to find the operation "
            f"that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, "
            f"check_nan=False).")

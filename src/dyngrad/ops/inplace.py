@@ -25,11 +25,22 @@ from .. import _warn
 _make = Tensor._make
 
 
+def _castable(src, dst):
+    """PyTorch's can_cast on NumPy dtypes: no complex to real, no floating to integer, nothing
+    but bool to bool (NumPy's same_kind also refuses a signed integer to an unsigned one, which
+    PyTorch writes wrapping around: uint8.add_(int64))."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    if src.kind == "c" and dst.kind != "c":
+        return False
+    if src.kind == "f" and dst.kind not in "fc":
+        return False
+    return not (src.kind != "b" and dst.kind == "b")
+
+
 def _check_cast(dst, src_dtype, to_bool=False):
     """PyTorch's error for writing a ``src_dtype`` result into ``dst`` (a bool ``dst`` takes
     anything unless ``to_bool``: an op's result written in place, not a copy)."""
-    if not np.can_cast(src_dtype, dst.dtype, casting="same_kind") and (
-            to_bool or dst.dtype != np.bool_):
+    if not _castable(src_dtype, dst.dtype) and (to_bool or dst.dtype != np.bool_):
         raise RuntimeError(f"result type {D.scalar_type_name(src_dtype)} can't be cast to the "
                            f"desired output type {D.scalar_type_name(dst.dtype)}")
 
@@ -213,7 +224,8 @@ def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
                     (self._view_fn, node, base._data.shape, base._data.dtype))
     _set_history(base, cs)
     # the view gets a fresh node that reads its region out of the new base history
-    _set_history(self, AsStridedBackward0(((cs, 0),), (self._view_fn, base._data.shape)))
+    _set_history(self, AsStridedBackward0(((cs, 0),), (self._view_fn, base._data.shape,
+                                                       base._data.dtype)))
     _own_outputs(node, r, self, weakref.ref(self._grad_fn))
     _refresh_views(base, self)
     if RECORD_HOOKS:
@@ -295,7 +307,8 @@ def _rebase_view(v, vb):
         # PyTorch rebuilds a view's history lazily, so until then the old node lives on, and
         # outputs saved by an in-place op on the view are still named after it
         v.__dict__["_old_fn"] = old
-    _set_history(v, lazy(AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape)),
+    _set_history(v, lazy(AsStridedBackward0((edge_of(vb),), (v._view_fn, vb._data.shape,
+                                                              vb._data.dtype)),
                          old is None or old._seq == -2), True)
 
 
@@ -444,10 +457,13 @@ class AsStridedBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        chain, shape = self._saved
+        chain, shape = self._saved[:2]
+        # the base's dtype (a view_as_real/view_as_complex chain changes it)
+        dt = self._saved[2] if len(self._saved) > 2 else g.dtype
         if graph:
             from .._factories import zeros
-            z = zeros(shape, dtype=g.dtype)
+            from .._dtype import FROM_NP
+            z = zeros(shape, dtype=FROM_NP[np.dtype(dt)])
             if 0 in tuple(g.shape):  # an empty view: PyTorch returns fresh zeros, no graph
                 return z,
             if apply_chain(z._data, chain).flags.writeable:
@@ -455,7 +471,7 @@ class AsStridedBackward0(Node):
                 return z,
             # elements sharing memory (an expand): their gradients add up
             return index_put_acc(z.reshape(-1), (self._positions(shape, chain),), g).reshape(shape),
-        z = np.zeros(shape, dtype=g.dtype)
+        z = np.zeros(shape, dtype=dt)
         r = apply_chain(z, chain)
         if r.flags.writeable:
             r[...] = g
@@ -817,6 +833,13 @@ def inplace_forms(ops):
 UNTRACKED = frozenset(("logical_and_", "logical_or_", "logical_xor_", "logical_not_"))
 
 
+# Python's augmented assignments that PyTorch's Tensor maps to these in-place forms (``x %= y``
+# changes ``x``, as ``x += y`` does with add_); without them Python rebinds ``x`` to a new tensor
+_AUGMENTED = {"remainder_": ("__imod__",), "floor_divide_": ("__ifloordiv__",),
+              "pow_": ("__ipow__",), "bitwise_and_": ("__iand__",), "bitwise_or_": ("__ior__",),
+              "bitwise_xor_": ("__ixor__",)}
+
+
 def _inplace_form(name, fn):
     if name in UNTRACKED:
         def f(self, *args, **kwargs):
@@ -827,7 +850,7 @@ def _inplace_form(name, fn):
 
     f.__name__ = name
     f.__doc__ = f"In-place {name[:-1]}; returns self."
-    return op(name, function=False)(f)
+    return op(name, function=False, methods=_AUGMENTED.get(name, ()))(f)
 
 
 def register_inplace_forms():

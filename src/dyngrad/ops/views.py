@@ -709,3 +709,187 @@ from .. import _tensor as _tensor_module  # noqa: E402
 
 # Tensor's own methods call it (the core registers nothing from above itself)
 _tensor_module.LATE.live_views = live_views
+
+
+# --- complex <-> real views -------------------------------------------------------------
+from .._record import Saved, sum_to  # noqa: E402
+from .._out import call as _out_call, handles_out  # noqa: E402
+from .. import _dtype as _D  # noqa: E402
+
+_COMPLEX_OF = {np.dtype(np.float32): np.dtype(np.complex64),
+               np.dtype(np.float64): np.dtype(np.complex128)}
+
+
+def _as_real(d):
+    """The float view of complex array ``d``: a last axis of 2 (real, imaginary), the byte
+    strides of ``d`` kept for the others."""
+    f = d.real  # a view with the float dtype and d's byte strides
+    return np.lib.stride_tricks.as_strided(f, d.shape + (2,), d.strides + (d.itemsize // 2,),
+                                           writeable=d.flags.writeable)
+
+
+def _as_complex(d):
+    """The complex view of float array ``d`` whose last axis is 2 (its two elements
+    adjacent)."""
+    if d.strides[-1] != d.itemsize:  # (a size-0 array's NumPy strides may be anything)
+        d = np.lib.stride_tricks.as_strided(d, d.shape, d.strides[:-1] + (d.itemsize,),
+                                            writeable=d.flags.writeable)
+    return d.view(_COMPLEX_OF[d.dtype])[..., 0]
+
+
+class ViewAsRealBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        if isinstance(g, Tensor):
+            return view_as_complex(g.contiguous()),
+        return np.ascontiguousarray(g).view(_COMPLEX_OF[g.dtype])[..., 0],
+
+
+class ViewAsComplexBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        if isinstance(g, Tensor):
+            return view_as_real(g.contiguous()),
+        return np.stack([g.real, g.imag], -1),
+
+
+@op(method=False)
+def view_as_real(input):
+    """A real view of a complex tensor: a last dimension of 2 holds the real and imaginary
+    parts (storage shared; strides doubled); ViewAsRealBackward0."""
+    if not isinstance(input, Tensor):
+        raise _D.not_tensor("view_as_real", "input", 1, input)
+    d = input._data
+    if d.dtype.kind != "c":
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return make_view(input, _as_real(d), ViewAsRealBackward0, (),
+                     lambda x: view_as_real(x) if isinstance(x, Tensor) else _as_real(x))
+
+
+@op(method=False)
+def view_as_complex(input):
+    """A complex view of a float tensor whose last dimension is 2 with stride 1 (other
+    strides and the storage offset even); ViewAsComplexBackward0."""
+    if not isinstance(input, Tensor):
+        raise _D.not_tensor("view_as_complex", "input", 1, input)
+    d = input._data
+    if d.dtype not in _COMPLEX_OF:
+        name = _D.scalar_type_name(d.dtype)
+        if d.dtype == np.float16:
+            raise RuntimeError("view_as_complex of a Half tensor gives a ComplexHalf "
+                               "(torch.complex32) tensor, a dtype dyngrad does not have")
+        raise RuntimeError(f"view_as_complex is only supported for half, float and double "
+                           f"tensors, but got a tensor of scalar type: {name}")
+    if d.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if d.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    # (an empty array's NumPy strides say nothing of PyTorch's: not checked)
+    st = input.stride() if d.size else (0,) * (d.ndim - 1) + (1,)
+    if st[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in st[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if d.size and input.storage_offset() % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    return make_view(input, _as_complex(d), ViewAsComplexBackward0, (),
+                     lambda x: view_as_complex(x) if isinstance(x, Tensor) else _as_complex(x))
+
+
+class PolarBackward0(Node):
+    __slots__ = ()
+    _named_saved = {"result": (0, "tensor")}
+
+    def _bw(self, g, graph):
+        y = self._saved[0].get(self, graph)
+        sa, sb = self._saved[1], self._saved[2]
+        if isinstance(g, Tensor) or isinstance(y, Tensor):
+            if not isinstance(g, Tensor):
+                g = _make(g)
+            if not isinstance(y, Tensor):
+                y = _make(y)
+            # Re(conj(g) sgn(y)) and Re(conj(g) i y), written on the real parts so the
+            # graph they record is made of real ops
+            yr, gr = view_as_real(y), view_as_real(g)
+            y0, y1, g0, g1 = yr[..., 0], yr[..., 1], gr[..., 0], gr[..., 1]
+            m2 = y0 * y0 + y1 * y1
+            ga = (g0 * y0 + g1 * y1) / (m2 + (m2 == 0).to(m2.dtype)).sqrt()
+            gb = g1 * y0 - g0 * y1
+        else:
+            gc = np.conj(g)
+            mag = np.abs(y)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                sgn = np.where(mag == 0, 0, y / np.where(mag == 0, 1, mag)).astype(y.dtype)
+            ga = np.real(gc * sgn)
+            gb = np.real(gc * (y * 1j))
+        return sum_to(ga, sa), sum_to(gb, sb)
+
+
+_POLAR_OK = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _broadcast_pair(a, b):
+    na, nb = len(a), len(b)
+    n = max(na, nb)
+    a = (1,) * (n - na) + tuple(a)
+    b = (1,) * (n - nb) + tuple(b)
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {i}")
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
+@op(method=False)
+@handles_out
+def polar(abs, angle, *, out=None):  # noqa: A002 (PyTorch's parameter name)
+    """``abs * (cos(angle) + i sin(angle))``: a complex tensor from float magnitudes and
+    angles of the same dtype; PolarBackward0.  ``out`` must have the result's complex
+    dtype (PyTorch's check), and is resized to the broadcast shape."""
+    if out is None:
+        return _polar(abs, angle)
+
+    def f(a, b):
+        r = _polar(a, b)
+        if isinstance(out, Tensor) and out._data.dtype != r._data.dtype:
+            raise RuntimeError(f"Expected object of scalar type "
+                               f"{_D.scalar_type_name(r._data.dtype)} but got scalar type "
+                               f"{_D.scalar_type_name(out._data.dtype)} for argument 'out'")
+        return r
+    return _out_call("polar", f, (abs, angle), {"out": out})
+
+
+def _polar(abs, angle):  # noqa: A002
+    if not isinstance(abs, Tensor):
+        raise _D.not_tensor("polar", "abs", 1, abs)
+    if not isinstance(angle, Tensor):
+        raise _D.not_tensor("polar", "angle", 2, angle)
+    a, b = abs._data, angle._data
+    if a.dtype not in _POLAR_OK or b.dtype not in _POLAR_OK:
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{_D.scalar_type_name(a.dtype)} and {_D.scalar_type_name(b.dtype)}")
+    if a.dtype != b.dtype:
+        raise RuntimeError(f"Expected object of scalar type {_D.scalar_type_name(a.dtype)} but "
+                           f"got scalar type {_D.scalar_type_name(b.dtype)} for second argument")
+    _broadcast_pair(a.shape, b.shape)
+    if a.dtype == np.float16:
+        raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
+    cd = _COMPLEX_OF[a.dtype]
+    r = np.empty(np.broadcast_shapes(a.shape, b.shape), cd)
+    r.real = a * np.cos(b)
+    r.imag = a * np.sin(b)
+    if STATE.enabled and (abs._requires_grad or angle._requires_grad):
+        res = _make(r)
+        res._requires_grad = True
+        res._grad_fn = PolarBackward0((edge_of(abs), edge_of(angle)),
+                                             (Saved(res, True), a.shape, b.shape), cd)
+        if RECORD_HOOKS:
+            notify(res)
+        return res
+    return _make(r)
