@@ -143,6 +143,21 @@ NUMBER_CASES = {
     "rshift_fn_number_first": lambda t: t.bitwise_right_shift(200, t.tensor([1, 2, 3],
                                                                         dtype=t.int8)),
     "lshift_method_int8_200": lambda t: t.tensor([1, 2], dtype=t.int8).bitwise_left_shift(200),
+    "rmod_uint8_negative": lambda t: -1 % t.tensor([3, 0, 6], dtype=t.uint8),
+    "rmod_uint8_wraps": lambda t: -1 % t.tensor([3, 7, 6], dtype=t.uint8),
+    "rfloordiv_int8_300": lambda t: 300 // t.tensor([3, 7, -6], dtype=t.int8),
+    # in place: a signed integer result written into an unsigned tensor (PyTorch's can_cast
+    # allows it, wrapping around); heaviside_'s own dtype check comes first
+    "add__uint8_int64": lambda t: t.tensor([3, 0, 250], dtype=t.uint8).add_(t.tensor([2, -5, 9])),
+    "remainder__uint8_int8": lambda t: t.tensor([3, 0, 250], dtype=t.uint8).remainder_(
+        t.tensor([2, -5, 9], dtype=t.int8)),
+    "gcd__uint8_int16": lambda t: t.gcd_(t.tensor([3, 0, 250], dtype=t.uint8),
+                                         t.tensor([2, -5, 9], dtype=t.int16)),
+    "ilshift_uint8_int64": lambda t: t.tensor([3, 0, 250], dtype=t.uint8).__ilshift__(
+        t.tensor([2, 5, 1])),
+    "float_into_int_refused": lambda t: t.tensor([3, 0]).fmod_(t.tensor([1.5, 2.0])),
+    "heaviside__dtypes": lambda t: t.tensor([3, 0]).heaviside_(t.tensor([1.5, 2.0])),
+    "heaviside__bool_int": lambda t: t.tensor([True, False]).heaviside_(t.tensor([1, 2])),
 }
 
 
@@ -154,5 +169,19 @@ def test_numbers_with_tensors_match_torch(name):
         except Exception as e:  # noqa: BLE001 - the type and message are what is compared
             return type(e).__name__, str(e)
         return str(r.dtype).split(".")[-1], r.numpy().tolist()
+
+    assert run(dg) == run(real)
+
+
+@pytest.mark.parametrize("sym", ["&", "|", "^", "%", "//", "**", "<<", ">>", "+", "-", "*"])
+def test_augmented_assignment_is_in_place(sym):
+    """``x op= y`` changes ``x`` itself (Tensor.__iand__, __imod__, ... as PyTorch's), so an
+    alias of ``x`` sees the new values."""
+    def run(lib):
+        x = lib.tensor([6, 3, 5])
+        alias = x
+        ns = {"x": x, "y": lib.tensor([3, 1, 2])}
+        exec(f"x {sym}= y", ns)  # noqa: S102 - the operator under test
+        return ns["x"] is alias, alias.tolist()
 
     assert run(dg) == run(real)

@@ -35,6 +35,14 @@ def _irshift(a, b):
     return c
 
 
+def _ibitwise(a, b):
+    c = a * 1
+    c &= b + 1
+    c |= b
+    c ^= 5
+    return c
+
+
 ROWS = [
     OpInfo("eq", torch.eq, np.equal, BC, grad=False),
     OpInfo("ne", lambda a, b: a.ne(b), np.not_equal, BC, grad=False),
@@ -80,6 +88,7 @@ ROWS = [
     OpInfo("bitwise_xor_", lambda a, b: (a * 1).bitwise_xor_(b), np.bitwise_xor, INT2,
            grad=False),
     OpInfo("bitwise_not_", lambda a: (a * 1).bitwise_not_(), np.invert, INT1, grad=False),
+    OpInfo("iand_ior_ixor", _ibitwise, lambda a, b: (a & (b + 1) | b) ^ 5, INT2, grad=False),
     # --- in-place logical ops (bool results written into the first tensor) -----------------
     OpInfo("logical_and_", lambda a, b: (a * 1).logical_and_(b > 0),
            lambda a, b: np.logical_and(a, b > 0).astype(a.dtype), [S((3, 4), (4,))],

@@ -1,5 +1,6 @@
 """Rows for the in-place ops of src/dyngrad/ops/inplace.py that no out-of-place row derives
-(copy_, fill_, zero_, add_/sub_/mul_ with their scalar forms, clamp_/clip_, index_put_,
+(copy_, fill_, zero_, add_/sub_/mul_ with their scalar forms, the augmented assignments
+``+=``, ``%=``, ``//=``, ``**=``, clamp_/clip_, index_put_,
 igammac_, float_power_, cumprod_, addmm_, baddbmm_, mvlgamma_), each on a non-leaf copy of its
 first input."""
 import numpy as np
@@ -36,6 +37,11 @@ ROWS = [
     OpInfo("add_scalar_", lambda a: (a * 1).add_(1.5), lambda a: a + 1.5, [S((3,))],
            "AddBackward0"),
     OpInfo("iadd", lambda a, b: _iadd(a, b), np.add, [S((3, 4), (4,))], "AddBackward0"),
+    OpInfo("imod", lambda a, b: _imod(a, b), np.remainder,
+           [S((3, 4), (4,), domain=(0.6, 2.0))], "RemainderBackward1", float32_ok=False),
+    OpInfo("ifloordiv", lambda a, b: _ifloordiv(a, b), np.floor_divide,
+           [S((3, 4), (3, 4), domain=(0.6, 2.0))], grad=False, float32_ok=False),
+    OpInfo("ipow", lambda a: _ipow(a, 3), lambda a: a ** 3, [S((3, 4)), S(())], "PowBackward0"),
     OpInfo("sub_", lambda a, b: (a * 1).sub_(b), np.subtract, [S((3, 4), (4,)), S((), ())],
            "SubBackward0"),
     OpInfo("sub_scalar_", lambda a: (a * 1).sub_(0.5, alpha=2), lambda a: a - 1.0, [S((3,))],
@@ -86,4 +92,22 @@ def _copy_into_row(a, b):
 def _iadd(a, b):
     c = a * 1
     c += b
+    return c
+
+
+def _imod(a, b):
+    c = a * 1
+    c %= b
+    return c
+
+
+def _ifloordiv(a, b):
+    c = a * 1
+    c //= b
+    return c
+
+
+def _ipow(a, e):
+    c = a * 1
+    c **= e
     return c

@@ -288,18 +288,14 @@ def _inplace(name, fn, function=False, arg=None, pre=None, dunder=()):
     names the tensor argument PyTorch requires (a number is refused with its message)."""
     def make(p):
         def f(self, other):
-            from .inplace import apply
+            from .inplace import _check_cast, apply
             if arg is not None:
                 _need_tensor(name, self, 1, "input")
                 _need_tensor(name, other, 1 + p, arg)
             if pre is not None:
                 pre(self, other)
             if isinstance(self, Tensor) and (isinstance(other, Tensor) or _is_scalar(other)):
-                rt = _operands(self, other, name)[2]
-                dt = self._data.dtype
-                if not np.can_cast(rt, dt, casting="same_kind"):
-                    raise RuntimeError(f"result type {D.scalar_type_name(rt)} can't be cast to "
-                                       f"the desired output type {D.scalar_type_name(dt)}")
+                _check_cast(self._data, _operands(self, other, name)[2], to_bool=True)
             return apply(self, fn, other)
 
         f.__name__ = f.__qualname__ = name
@@ -318,10 +314,16 @@ def _ldexp_pre(self, other):
                            f"{D.scalar_type_name(self._data.dtype)}")
 
 
+def _heaviside_pre(self, other):
+    # PyTorch's dtype check comes before the one of writing the result into self
+    if self._data.dtype != other._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+
+
 gcd_ = _inplace("gcd_", gcd, function=True, arg="other")
 lcm_ = _inplace("lcm_", lcm, function=True, arg="other")
 ldexp_ = _inplace("ldexp_", ldexp, function=True, arg="other", pre=_ldexp_pre)
-heaviside_ = _inplace("heaviside_", heaviside, arg="values")
+heaviside_ = _inplace("heaviside_", heaviside, arg="values", pre=_heaviside_pre)
 nextafter_ = _inplace("nextafter_", nextafter, arg="other")
 bitwise_left_shift_ = _inplace("bitwise_left_shift_", bitwise_left_shift,
                                dunder=("__ilshift__",))

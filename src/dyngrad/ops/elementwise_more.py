@@ -108,6 +108,12 @@ def _mod_np(np_fn, name):
     """The forward of fmod/remainder: integer division by zero and bool inputs refused as
     PyTorch refuses them (its shape error first)."""
     def forward(self, other):
+        # a number the tensor's integer dtype cannot hold comes as a Python int (ops/_spec.py
+        # _scalar_run): PyTorch converts it to that dtype, wrapping around (-1 % uint8)
+        if isinstance(self, int):
+            self = np.asarray(self).astype(other.dtype)
+        elif isinstance(other, int):
+            other = np.asarray(other).astype(self.dtype)
         if self.dtype.kind in "biu":  # the inputs' common dtype
             if self.dtype.kind == "b":
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
