@@ -158,6 +158,12 @@ NUMBER_CASES = {
     "float_into_int_refused": lambda t: t.tensor([3, 0]).fmod_(t.tensor([1.5, 2.0])),
     "heaviside__dtypes": lambda t: t.tensor([3, 0]).heaviside_(t.tensor([1.5, 2.0])),
     "heaviside__bool_int": lambda t: t.tensor([True, False]).heaviside_(t.tensor([1, 2])),
+    # an lcm the dtype cannot hold: PyTorch takes the abs in C++'s int, then narrows
+    "lcm_int16_overflow": lambda t: t.lcm(t.tensor([32767, -32768, 300], dtype=t.int16),
+                                          t.tensor([6, 3, -7], dtype=t.int16)),
+    "lcm_int8_overflow": lambda t: t.tensor([127, -128, 100], dtype=t.int8).lcm(
+        t.tensor([6, 3, 9], dtype=t.int8)),
+    "lcm_int64_overflow": lambda t: t.lcm(t.tensor([2 ** 62, -2 ** 63]), t.tensor([3, -1])),
 }
 
 

@@ -56,6 +56,13 @@ def _need_tensor(fn, v, pos, arg="other"):
 # --- gcd / lcm ---------------------------------------------------------------------------------
 def _lcm_np(a, b):
     g = np.gcd(a, b)
+    dt = np.result_type(a, b)
+    if dt.kind in "iu" and dt.itemsize < 4:
+        # PyTorch's kernel computes abs(a / g * b) in C++'s int (integer promotion), then
+        # narrows: an overflowing int8/int16 lcm wraps after the abs, not before
+        a, b, g = (np.asarray(x).astype(np.int32) for x in (a, b, g))
+        r = np.abs(a // np.where(g == 0, 1, g) * b).astype(dt)
+        return np.where(g == 0, 0, r).astype(dt)
     r = np.abs(a // np.where(g == 0, 1, g) * b)
     return np.where(g == 0, 0, r)
 
