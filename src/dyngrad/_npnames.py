@@ -14,6 +14,8 @@ then: the NumPy name is unexpected).
 """
 from __future__ import annotations
 
+import os
+
 import inspect
 
 ALIASES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input", "x1": "input",
@@ -146,7 +148,9 @@ def _exact(fn, name, ps, extra):
            f"    if {cond}:\n"
            f"        return _fn({', '.join(fwd)})\n"
            f"    return _slow(_fn, {name!r}, {{{loc}}})\n")
-    exec(compile(src, f"<numpy names of {name}>", "exec"), ns)
+    # named inside the package, so that the frame of this wrapper counts as dyngrad's where
+    # errors and warnings look for the user's line
+    exec(compile(src, os.path.join(_HERE, f"<numpy names of {name}>"), "exec"), ns)
     call = ns["_method"]
     # Python's own argument errors name the function as its code does
     call.__code__ = call.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
@@ -155,6 +159,9 @@ def _exact(fn, name, ps, extra):
     call.__wrapped__ = fn
     call.__dict__.update(fn.__dict__)
     return call
+
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _slow(fn, name, given):

@@ -921,27 +921,51 @@ def contiguous(input, memory_format=None):
 
 
 # --- comparisons and logical ops (never differentiable) --------------------------------
-def _cmp(fn, name):
+def _wide_int(v, d):
+    """A Python int outside int64 as PyTorch's scalar conversion takes it: up to 2**64 - 1 read
+    as uint64 (wrapping into an integer tensor's int64), else its OverflowError."""
+    if v < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if v >= 1 << 64:
+        raise OverflowError("int too big to convert")
+    return v - (1 << 64) if d.dtype.kind in "iu" else v
+
+
+def _cmp(fn, name, ordered):
+    """Elementwise comparison ``name``; ``ordered`` (lt, le, gt, ge): complex operands are
+    refused with PyTorch's dispatch error, as complex numbers have no order."""
     def f(input, other):
         if _isT(other, Tensor):
             od = other._data
         elif _scalar_ok(other):
             od = other
+            if type(od) is int and not -(1 << 63) <= od < (1 << 63):
+                od = _wide_int(od, input._data)
         else:
             return NotImplemented
-        return _make(np.asarray(_call2(fn, input._data, od)))
+        d = input._data
+        if ordered and (d.dtype.kind == "c" or getattr(od, "dtype", None) is not None and
+                        od.dtype.kind == "c" or type(od) is complex):
+            kind = d if d.dtype.kind == "c" else np.result_type(d, od)
+            raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                      f"'{D.scalar_type_name(np.dtype(kind.dtype if hasattr(kind, 'dtype') else kind))}'")
+        return _make(np.asarray(_call2(fn, d, od)))
 
     f.__name__ = name
     f.__doc__ = f"Elementwise {name} (bool result, no gradient)."
     return f
 
 
-eq = op("eq", methods=("__eq__",))(_cmp(np.equal, "eq"))
-ne = op("ne", methods=("__ne__", "not_equal"))(_cmp(np.not_equal, "ne"))
-lt = op("lt", methods=("__lt__", "less"))(_cmp(np.less, "lt"))
-le = op("le", methods=("__le__", "less_equal"))(_cmp(np.less_equal, "le"))
-gt = op("gt", methods=("__gt__", "greater"))(_cmp(np.greater, "gt"))
-ge = op("ge", methods=("__ge__", "greater_equal"))(_cmp(np.greater_equal, "ge"))
+eq = op("eq", methods=("__eq__",))(_cmp(np.equal, "eq", False))
+ne = op("ne", methods=("__ne__",))(_cmp(np.not_equal, "ne", False))
+lt = op("lt", methods=("__lt__",))(_cmp(np.less, "lt", True))
+le = op("le", methods=("__le__",))(_cmp(np.less_equal, "le", True))
+gt = op("gt", methods=("__gt__",))(_cmp(np.greater, "gt", True))
+ge = op("ge", methods=("__ge__",))(_cmp(np.greater_equal, "ge", True))
+# PyTorch's other names, functions and methods both
+for _alias, _fn in (("not_equal", ne), ("less", lt), ("less_equal", le), ("greater", gt),
+                    ("greater_equal", ge)):
+    op(_alias)(_fn)
 
 
 def _bool_op(fn, name, dunder):
