@@ -50,7 +50,9 @@ def record(data, node):
     t._requires_grad = True
     t._grad_fn = node
     if node is not None:
-        node._odt = data.dtype
+        node._odt = dt = data.dtype
+        if dt.kind == "c" and node._holomorphic:
+            node._conjugate_rule()
         if RECORD_HOOKS:
             for h in RECORD_HOOKS:
                 h(t, node)
@@ -62,7 +64,9 @@ def notify(t):
     graph-construction observers."""
     fn = t._grad_fn
     if fn is not None and fn._odt is None:
-        fn._odt = t._data.dtype
+        fn._odt = dt = t._data.dtype
+        if dt.kind == "c" and fn._holomorphic:
+            fn._conjugate_rule()
     if RECORD_HOOKS:
         for h in RECORD_HOOKS:
             h(t, t._grad_fn)

@@ -1,7 +1,6 @@
 """Rows for PyTorch's other names of the comparisons (``torch.less``, ``greater``,
 ``less_equal``, ``greater_equal``, ``not_equal``: functions and methods), and the complex
 refusal of the ordered ones is in tests/test_compare_vs_torch.py."""
-import numpy as np
 
 import dyngrad as torch
 from tests.optable import OpInfo, S

@@ -20,7 +20,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .node import AccumulateGrad, Node, NO_EDGE, Saved
+from .node import CONJ_OFF, AccumulateGrad, Node, NO_EDGE, Saved
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
            "UnpackedDualTensor"]
@@ -399,6 +399,7 @@ def _clone(node, memo=None):
     if c is not None:
         return c
     cls = type(node)
+    cls = cls._conj_of or cls  # the formula as written (a double vjp differentiates it)
     c = object.__new__(cls)
     memo[id(node)] = c
     for k in cls.__mro__:
@@ -426,7 +427,7 @@ def _jvp(node, tangents, outs):
     from .grad_mode import STATE
     from .engine import run_backward
     prev = STATE.enabled
-    _BUSY[0] = True
+    _BUSY[0] = CONJ_OFF[0] = True
     STATE.enabled = True
     try:
         rule = getattr(type(node), "_fw_rule", None)
@@ -472,7 +473,7 @@ def _jvp(node, tangents, outs):
         pass
     finally:
         STATE.enabled = prev
-        _BUSY[0] = False
+        _BUSY[0] = CONJ_OFF[0] = False
     res = []
     for o, w, u in zip(outs, ws, us):
         if u is None or o is None:

@@ -114,6 +114,37 @@ def keeper(cls):
     return kind
 
 
+def _conj(x):
+    """The complex conjugate of a gradient (an array or a Tensor); others as they are."""
+    if x is None:
+        return None
+    d = getattr(x, "_data", x)
+    if getattr(d, "dtype", None) is None or d.dtype.kind != "c":
+        return x
+    return np.conj(x) if x is d else x.conj()
+
+
+_CONJ_TWINS: dict = {}
+# set while forward mode derives a tangent from a backward formula (a double vjp, which
+# differentiates the formulas as written)
+CONJ_OFF = [False]
+
+
+def _conjugating(cls):
+    """The subclass of node class ``cls`` (same name) whose backward conjugates the incoming
+    gradient, runs ``cls``'s formula and conjugates what it returns."""
+    bw = cls._bw
+
+    def _bw(self, g, graph):
+        g = [_conj(x) for x in g] if type(g) is list else _conj(g)
+        return tuple(_conj(x) for x in bw(self, g, graph))
+
+    return type(cls.__name__, (cls,), {"__slots__": (), "__module__": cls.__module__,
+                                      "__qualname__": cls.__qualname__, "_bw": _bw,
+                                      "_holomorphic": False, "_conj_of": cls,
+                                      "__doc__": cls.__doc__})
+
+
 class Node:
     """Base class of every backward node.
 
@@ -134,6 +165,11 @@ class Node:
     _plain = True
     _user_code = False  # True for nodes whose backward is the user's (custom Function)
     _named_inplace = None  # nodes whose messages name the op: renamed when an in-place form records them
+    # the formula is the op's complex derivative (or real-linear with real coefficients): for
+    # a complex result the engine gets PyTorch's conjugate gradient from it (see
+    # ``_conjugate_rule``); False for nodes that write their complex gradient themselves
+    _holomorphic = True
+    _conj_of = None  # on a conjugating twin (see ``_conjugate_rule``): the class it runs
     _meta = None
     # PyTorch's names of this node's saved values -> (position in ``_saved``, kind): how
     # ``grad_fn._saved_<name>`` / ``_raw_saved_<name>`` read them (see ``_saved_value``)
@@ -155,6 +191,8 @@ class Node:
         self._saved = saved
         self._seq = next(_seq)
         self._odt = odt
+        if odt is not None and odt.kind == "c" and self._holomorphic:
+            self._conjugate_rule()
         # Where user code created this node: (code, instruction offset) of the first frame
         # outside dyngrad, resolved to file:line only when an error or a viewer asks.  The
         # depth that held last for this class is tried first (and verified), so a hit looks at
@@ -174,6 +212,20 @@ class Node:
                     return
         f = _user_frame(self.__class__)
         self._src = None if f is None else (f.f_code, f.f_lasti)
+
+    def _conjugate_rule(self):
+        """PyTorch's gradient for complex values is the conjugate Wirtinger one: for a
+        holomorphic op ``grad * conj(f'(z))``.  A formula written as ``grad * f'(z)`` gives it
+        as the conjugate of the formula applied to the conjugate gradient; this node (whose
+        result is complex) becomes an instance of its class's twin that runs backward that
+        way (same name, same saved values)."""
+        if CONJ_OFF[0]:
+            return
+        cls = self.__class__
+        twin = _CONJ_TWINS.get(cls)
+        if twin is None:
+            twin = _CONJ_TWINS[cls] = _conjugating(cls)
+        self.__class__ = twin
 
     def name(self) -> str:
         """The node's class name, as PyTorch's ``grad_fn.name()``."""

@@ -647,13 +647,14 @@ def positive(input):
 
 
 def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc="",
-              node=None, aliases=()):
+              node=None, aliases=(), complex_error=None):
     """Declare (ops/_spec.py ``unary``) the elementwise op ``name`` with node
     ``<Name>Backward0`` (or ``node``) from a gradient formula ``formula(g, x, y)`` (x the input,
     y the output; either None if not saved); ``aliases``: its other names."""
     saved = (("self",) if save_in else ()) + (("result",) if save_out else ())
     spec = unary(name, fn, formula, module=__name__, saved=saved,
-                 promote="float" if floating else None, node=node, doc=doc, aliases=aliases)
+                 promote="float" if floating else None, node=node, doc=doc, aliases=aliases,
+                 complex_error=complex_error)
     globals()[spec.node_cls.__name__] = spec.node_cls
     globals()[name] = spec.fn
     return spec.fn
@@ -670,8 +671,16 @@ _unary_op("cos", np.cos, lambda g, x, y: g * -X.sin(x), save_in=True)
 _unary_op("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), save_out=True)
 _unary_op("sigmoid", lambda d: _sigmoid_np(d), lambda g, x, y: g * (y * (1 - y)), save_out=True)
 _unary_op("sqrt", np.sqrt, _sqrt_bw, save_out=True)
-_unary_op("abs", np.abs, lambda g, x, y: g * X.sign(x), save_in=True, floating=False,
-          aliases=("absolute",))
+def _abs_bw(g, x, y):
+    """grad * sgn(x): the sign for real x, x/|x| (0 at 0) for complex x (PyTorch's rule)."""
+    if X.data(x).dtype.kind != "c":
+        return g * X.sign(x)
+    a = X.abs(x)
+    zero = X.const(X.data(a) == 0, a)
+    return X.where(zero, 0 * x, g * x / X.where(zero, 1 + 0 * a, a))
+
+
+_unary_op("abs", np.abs, _abs_bw, save_in=True, floating=False, aliases=("absolute",))
 class ThresholdBackwardBackward0(Node):
     """Gradient of relu's backward ``threshold_backward(g, y, 0)``: the same mask for ``g`` and
     zeros for the saved result, which PyTorch records as an input (so a first derivative taken
@@ -764,9 +773,31 @@ def _sign_np(d):
 
 
 _unary_op("sign", _sign_np, _zero_grad, floating=False,
-          doc="Elementwise sign (-1, 0 or 1); zero gradient (SignBackward0).")
-_unary_op("sgn", _sign_np, _zero_grad, floating=False, save_in=True, save_out=True,
-          doc="Sign for real tensors (z/|z| for complex); zero gradient (SgnBackward0).")
+          doc="Elementwise sign (-1, 0 or 1); zero gradient (SignBackward0).",
+          complex_error=(NotImplementedError, "Unlike NumPy, torch.sign is not intended to "
+                         "support complex numbers. Please use torch.sgn instead."))
+
+
+def _sgn_np(d):
+    """sign for real data, z/|z| (0 at 0) for complex (NumPy's complex sign)."""
+    return np.sign(d) if d.dtype.kind == "c" else _sign_np(d)
+
+
+def _sgn_bw(g, x, y):
+    """0 for real x; for complex x, (g - sgn(x)**2 conj(g)) / (2|x|) (0 at 0): the conjugate
+    Wirtinger gradient of z/|z|, as PyTorch's."""
+    if X.data(x).dtype.kind != "c":
+        return X.zeros_like(g)
+    a = X.abs(x)
+    zero = X.const(X.data(a) == 0, a)
+    gc = g.conj() if isinstance(g, Tensor) else np.conj(g)
+    r = (g - y * y * gc) / (2 * X.where(zero, 1 + 0 * a, a))
+    return X.where(zero, 0 * r, r)
+
+
+_unary_op("sgn", _sgn_np, _sgn_bw, floating=False, save_in=True, save_out=True,
+          doc="Sign for real tensors, z/|z| for complex (SgnBackward0).")
+SgnBackward0._holomorphic = False  # noqa: F821 - its formula is the complex gradient itself
 _unary_op("floor", _keep_int(np.floor), _zero_grad, floating=False)
 _unary_op("ceil", _keep_int(np.ceil), _zero_grad, floating=False)
 trunc = _unary_op("trunc", _keep_int(np.trunc), _zero_grad, floating=False, aliases=("fix",))

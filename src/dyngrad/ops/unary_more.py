@@ -38,8 +38,15 @@ def _angle_bw(g, x, y):
 # PyTorch has no derivative for the in-place asinh_/acosh_/atanh_ (<Name>Backward1 raises)
 asinh = unary("asinh", np.arcsinh, lambda g, x, y: g * _rsqrt(x ** 2 + 1), module=__name__,
               aliases=("arcsinh",), inplace_derivative=False).fn
-acosh = unary("acosh", np.arccosh, lambda g, x, y: g * _rsqrt(x ** 2 - 1), module=__name__,
-              aliases=("arccosh",), inplace_derivative=False).fn
+def _acosh_bw(g, x, y):
+    """1/sqrt(x**2 - 1); for complex x PyTorch's branch, 1/(sqrt(x - 1) sqrt(x + 1))."""
+    if X.data(x).dtype.kind == "c":
+        return g * _rsqrt(x - 1) * _rsqrt(x + 1)
+    return g * _rsqrt(x ** 2 - 1)
+
+
+acosh = unary("acosh", np.arccosh, _acosh_bw, module=__name__, aliases=("arccosh",),
+              inplace_derivative=False).fn
 atanh = unary("atanh", np.arctanh, lambda g, x, y: g * 1 / (1 - x ** 2), module=__name__,
               aliases=("arctanh",), inplace_derivative=False).fn
 deg2rad = unary("deg2rad", lambda d: d * _DEG2RAD, lambda g, x, y: g * _DEG2RAD,

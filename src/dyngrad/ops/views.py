@@ -739,6 +739,7 @@ def _as_complex(d):
 
 class ViewAsRealBackward0(Node):
     __slots__ = ()
+    _holomorphic = False  # its formula is the complex gradient itself
     _needs_saved = False
 
     def _bw(self, g, graph):
@@ -749,6 +750,7 @@ class ViewAsRealBackward0(Node):
 
 class ViewAsComplexBackward0(Node):
     __slots__ = ()
+    _holomorphic = False  # its formula is the complex gradient itself
     _needs_saved = False
 
     def _bw(self, g, graph):
@@ -802,6 +804,7 @@ def view_as_complex(input):
 
 class PolarBackward0(Node):
     __slots__ = ()
+    _holomorphic = False  # its formula is the complex gradient itself
     _named_saved = {"result": (0, "tensor")}
 
     def _bw(self, g, graph):
