@@ -107,7 +107,7 @@ def method(fn, name: str, function: bool = False):
 def _exact(fn, name, ps, extra):
     """The wrapper of ``method`` (generated: an exact signature is cheaper to call through
     than ``*args, **kwargs``)."""
-    ns = {"_fn": fn, "_M": _M, "_slow": _slow, "_d": []}
+    ns = {"_fn": fn, "_M": _M, "_slow": _slow, "_d": [], "_name": name}
     targets = {ALIASES[a] for a in extra}
     sig, fwd, need, star, seen_default = [], [], [], False, False
     for p in ps:
@@ -147,10 +147,14 @@ def _exact(fn, name, ps, extra):
     src = (f"def _method({', '.join(sig)}):\n"
            f"    if {cond}:\n"
            f"        return _fn({', '.join(fwd)})\n"
-           f"    return _slow(_fn, {name!r}, {{{loc}}})\n")
-    # named inside the package, so that the frame of this wrapper counts as dyngrad's where
-    # errors and warnings look for the user's line
-    exec(compile(src, os.path.join(_HERE, f"<numpy names of {name}>"), "exec"), ns)
+           f"    return _slow(_fn, _name, {{{loc}}})\n")
+    # methods of the same signature share the compiled code (each runs it in its own
+    # namespace); named inside the package, so that the frame of this wrapper counts as
+    # dyngrad's where errors and warnings look for the user's line
+    code = _CODE.get(src)
+    if code is None:
+        code = _CODE[src] = compile(src, os.path.join(_HERE, "<numpy names>"), "exec")
+    exec(code, ns)
     call = ns["_method"]
     # Python's own argument errors name the function as its code does
     call.__code__ = call.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
@@ -162,6 +166,7 @@ def _exact(fn, name, ps, extra):
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_CODE: dict = {}  # wrapper source -> its compiled code
 
 
 def _slow(fn, name, given):

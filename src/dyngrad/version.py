@@ -3,12 +3,10 @@ with (none: dyngrad runs on the CPU, so ``cuda``, ``hip``, ``rocm`` and ``xpu`` 
 in PyTorch's CPU build)."""
 from __future__ import annotations
 
-from typing import Optional
-
 __version__ = "0.1.0"
 debug = False
-cuda: Optional[str] = None
-hip: Optional[str] = None
-rocm: Optional[str] = None
-xpu: Optional[str] = None
+cuda: str | None = None
+hip: str | None = None
+rocm: str | None = None
+xpu: str | None = None
 git_version = "Unknown"
