@@ -6,22 +6,16 @@ complex upstream gradients, double backward), grad_fn names and edges, and PyTor
 Each case is one snippet run with ``torch`` bound to real PyTorch and to dyngrad; ``out`` is
 compared value by value (tensors by dtype and values; other values exactly), and an exception
 must match in type and message."""
-import textwrap
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 import dyngrad  # noqa: E402
+from tests.twin import run_snippet  # noqa: E402
 
 
-def _run(lib, code):
-    ns = {"torch": lib, "np": np}
-    try:
-        exec(textwrap.dedent(code), ns)
-    except Exception as e:  # noqa: BLE001 - compared with PyTorch's
-        return "err", e
-    return "ok", ns.get("out")
+_run = run_snippet
 
 
 def _plain(v):

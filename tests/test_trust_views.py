@@ -7,22 +7,16 @@ ops on expanded tensors.
 Each case is one snippet run with ``torch`` bound to real PyTorch and to dyngrad; ``out``
 (when set) is compared value by value, and an exception must match in type and in PyTorch's
 leading message."""
-import textwrap
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 import dyngrad  # noqa: E402
+from tests.twin import run_snippet  # noqa: E402
 
 
-def _run(lib, code):
-    ns = {"torch": lib, "np": np}
-    try:
-        exec(textwrap.dedent(code), ns)
-    except Exception as e:  # noqa: BLE001 - compared with PyTorch's
-        return "err", e
-    return "ok", ns.get("out")
+_run = run_snippet
 
 
 def _plain(v):

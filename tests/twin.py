@@ -79,3 +79,15 @@ def twin(fn):
     return _twin_value(fn, {})
 
 
+def run_snippet(lib, code: str):
+    """Run a code snippet with ``torch`` bound to ``lib`` (dyngrad or PyTorch) and ``np`` to
+    NumPy: ``("ok", the value it left in ``out``)`` or ``("err", the exception)``."""
+    import textwrap
+
+    import numpy as np
+    ns = {"torch": lib, "np": np}
+    try:
+        exec(textwrap.dedent(code), ns)
+    except Exception as e:  # noqa: BLE001 - compared with the other library's
+        return "err", e
+    return "ok", ns.get("out")
