@@ -74,3 +74,23 @@ def test_sign_refuses_complex_as_pytorch():
     for L in (dyngrad, torch):
         with pytest.raises(NotImplementedError, match="torch.sign is not intended to support"):
             L.sign(L.tensor([3 + 4j]))
+
+
+def test_real_and_imag_views_as_pytorch():
+    def run(L):
+        z = L.tensor([1 + 2j, 3 - 1j], requires_grad=True)
+        r = z.real
+        out = [r.grad_fn.name(), r.grad_fn.next_functions[0][0].name(), r._base is z, r.stride()]
+        (r * L.tensor([1., 2.]) + z.imag * L.tensor([3., 4.])).sum().backward()
+        out.append(z.grad.tolist())
+        x = L.tensor([1., 2.])
+        out.append(x.real is x)
+        with pytest.raises(RuntimeError, match="imag is not implemented for tensors with "
+                                               "non-complex dtypes"):
+            x.imag
+        w = L.tensor([1 + 2j, 3 - 1j])
+        w.real = L.tensor([5., 6.])
+        w.imag = 0.5
+        out.append(w.tolist())
+        return out
+    assert run(dyngrad) == run(torch)

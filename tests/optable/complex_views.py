@@ -18,4 +18,8 @@ ROWS = [
     OpInfo("polar", lambda a, b: torch.view_as_real(torch.polar(a, b)), _polar_np,
            [S((3,), (3,), domain=(0.5, 2.0)), S((2, 1), (3,), domain=(0.5, 2.0)),
             S((), (), domain=(0.5, 2.0))], "ViewAsRealBackward0"),
+    OpInfo("real", lambda a: torch.real(torch.view_as_complex(a)) + torch.view_as_complex(a).real,
+           lambda a: 2 * a[..., 0], [S((3, 2)), S((2, 3, 2))], "AddBackward0"),
+    OpInfo("imag", lambda a: torch.imag(torch.view_as_complex(a)) * torch.view_as_complex(a).imag,
+           lambda a: a[..., 1] ** 2, [S((3, 2))], "MulBackward0"),
 ]

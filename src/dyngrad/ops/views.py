@@ -896,3 +896,40 @@ def _polar(abs, angle):  # noqa: A002
             notify(res)
         return res
     return _make(r)
+
+
+# --- real / imag ------------------------------------------------------------------------------
+def _part(input, name, index):
+    if not isinstance(input, Tensor):
+        raise _D.not_tensor(name, "input", 1, input)
+    if input._data.dtype.kind != "c":
+        if index == 0:
+            return input  # PyTorch's real of a real tensor is the tensor itself
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    from .shape import select
+    return select(view_as_real(input), -1, index)
+
+
+@op(method=False)
+def real(input):
+    """The real part of a complex tensor, a view (``view_as_real(input)[..., 0]``, as PyTorch
+    records it: SelectBackward0 of ViewAsRealBackward0); a real tensor itself."""
+    return _part(input, "real", 0)
+
+
+@op(method=False)
+def imag(input):
+    """The imaginary part of a complex tensor, a view (``view_as_real(input)[..., 1]``)."""
+    return _part(input, "imag", 1)
+
+
+def _set_part(index):
+    def setter(self, value):
+        part = _part(self, "real" if index == 0 else "imag", index)
+        part.copy_(value) if isinstance(value, Tensor) else part.fill_(value)
+
+    return setter
+
+
+Tensor.real = property(real, _set_part(0), doc="The real part (a view; assignable).")
+Tensor.imag = property(imag, _set_part(1), doc="The imaginary part (a view; assignable).")
