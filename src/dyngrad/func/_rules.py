@@ -1574,6 +1574,9 @@ def _atleast(n):
     return f
 
 
+# the complex views work on trailing dims, so the batch dims in front pass through
+RULES["view_as_real"] = elementwise("view_as_real")
+RULES["view_as_complex"] = elementwise("view_as_complex")
 RULES["flipud"] = _composite(lambda x: x.flip(0))
 RULES["fliplr"] = _composite(lambda x: x.flip(1))
 RULES["adjoint"] = _composite(lambda x: x.transpose(-2, -1).conj() if x.is_complex()

@@ -907,7 +907,8 @@ def _part(input, name, index):
             return input  # PyTorch's real of a real tensor is the tensor itself
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     from .shape import select
-    return select(view_as_real(input), -1, index)
+    # PyTorch saves the dim as given to its select: the real view's last one, non-negative
+    return select(view_as_real(input), input._data.ndim, index)
 
 
 @op(method=False)
