@@ -7,40 +7,14 @@ Each case is one snippet run with ``torch`` bound to real PyTorch and to dyngrad
 compared value by value (tensors by dtype and values; other values exactly), and an exception
 must match in type and message."""
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 import dyngrad  # noqa: E402
-from tests.twin import run_snippet  # noqa: E402
+from tests.twin import assert_same, plain, run_snippet  # noqa: E402
 
 
 _run = run_snippet
-
-
-def _plain(v):
-    if hasattr(v, "detach") and hasattr(v, "shape"):
-        return ("tensor", str(v.dtype).replace("torch.", "").replace("dyngrad.", ""),
-                tuple(v.shape), v.detach().numpy().copy())
-    if type(v).__name__ == "dtype":
-        return str(v).replace("torch.", "").replace("dyngrad.", "")
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if hasattr(v, "__iter__") and not isinstance(v, (str, bytes, dict)):
-        return [_plain(x) for x in v]
-    return v
-
-
-def _same(a, b):
-    if isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), (a, b)
-        for x, y in zip(a, b):
-            _same(x, y)
-    elif isinstance(a, tuple) and a and a[0] == "tensor":
-        assert isinstance(b, tuple) and a[:3] == b[:3], (a[:3], b[:3])
-        np.testing.assert_allclose(a[3], b[3], rtol=1e-5, atol=1e-6)
-    else:
-        assert a == b, (a, b)
 
 
 def _check(code):
@@ -51,7 +25,7 @@ def _check(code):
         assert type(vt) is type(vd), (vt, vd)
         assert str(vd) == str(vt), (str(vd), str(vt))
     else:
-        _same(_plain(vt), _plain(vd))
+        assert_same(plain(vt), plain(vd))
 
 
 CASES = {

@@ -8,39 +8,14 @@ Each case is one snippet run with ``torch`` bound to real PyTorch and to dyngrad
 (when set) is compared value by value, and an exception must match in type and in PyTorch's
 leading message."""
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 import dyngrad  # noqa: E402
-from tests.twin import run_snippet  # noqa: E402
+from tests.twin import assert_same, plain, run_snippet  # noqa: E402
 
 
 _run = run_snippet
-
-
-def _plain(v):
-    if hasattr(v, "detach") and hasattr(v, "shape"):
-        return ("tensor", str(v.dtype).replace("torch.", "").replace("dyngrad.", ""),
-                v.detach().numpy().copy())
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    return v
-
-
-def _same(a, b):
-    if isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), (a, b)
-        for x, y in zip(a, b):
-            _same(x, y)
-        return
-    if isinstance(a, tuple) and a and a[0] == "tensor":
-        assert isinstance(b, tuple) and b[0] == "tensor", (a, b)
-        assert a[1] == b[1], f"dtype {b[1]} != torch's {a[1]}"
-        assert a[2].shape == b[2].shape, (a[2].shape, b[2].shape)
-        np.testing.assert_allclose(b[2], a[2], rtol=1e-5, atol=1e-6)
-        return
-    assert a == b, (a, b)
 
 
 def check(code):
@@ -55,7 +30,7 @@ def check(code):
         return
     if d[0] == "err":
         raise AssertionError(f"dyngrad raised {d[1]!r} where PyTorch gives {t[1]!r}") from d[1]
-    _same(_plain(t[1]), _plain(d[1]))
+    assert_same(plain(t[1]), plain(d[1]))
 
 
 # --- 1. split / chunk / unbind / tensor_split returning one piece ---------------------------

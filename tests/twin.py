@@ -91,3 +91,33 @@ def run_snippet(lib, code: str):
     except Exception as e:  # noqa: BLE001 - compared with the other library's
         return "err", e
     return "ok", ns.get("out")
+
+
+def plain(v):
+    """A snippet's result in comparable form: a tensor as ("tensor", dtype name, shape,
+    values), a dtype as its name, sequences and other iterables item by item."""
+    if hasattr(v, "detach") and hasattr(v, "shape"):
+        return ("tensor", str(v.dtype).replace("torch.", "").replace("dyngrad.", ""),
+                tuple(v.shape), v.detach().numpy().copy())
+    if type(v).__name__ == "dtype":
+        return str(v).replace("torch.", "").replace("dyngrad.", "")
+    if isinstance(v, (list, tuple)) or \
+            hasattr(v, "__iter__") and not isinstance(v, (str, bytes, dict)):
+        return [plain(x) for x in v]
+    return v
+
+
+def assert_same(expected, got):
+    """``plain`` results of PyTorch (``expected``) and dyngrad agree: tensors in dtype, shape
+    and values (to float32 rounding), everything else exactly."""
+    import numpy as np
+    if isinstance(expected, list):
+        assert isinstance(got, list) and len(expected) == len(got), (expected, got)
+        for x, y in zip(expected, got):
+            assert_same(x, y)
+    elif isinstance(expected, tuple) and expected and expected[0] == "tensor":
+        assert isinstance(got, tuple) and got[0] == "tensor", (expected, got)
+        assert expected[1:3] == got[1:3], f"dtype/shape {got[1:3]} != torch's {expected[1:3]}"
+        np.testing.assert_allclose(got[3], expected[3], rtol=1e-5, atol=1e-6)
+    else:
+        assert expected == got, (expected, got)
