@@ -9,6 +9,7 @@ import pytest
 
 import dyngrad
 from dyngrad.ops import OPS, elementwise_more as E
+from tests.call_outcome import outcome_of
 from dyngrad.ops._spec import apply_batched, defop
 
 torch = pytest.importorskip("torch")
@@ -28,18 +29,6 @@ def _values(dt):
     return [0, 1, 2]
 
 
-def _outcome(lib, fn):
-    """A call's result (dtype, shape, values, autograd state) or its error."""
-    try:
-        r = fn(lib)
-    except Exception as e:  # noqa: BLE001
-        return type(e).__name__, str(e)
-    if not isinstance(r, lib.Tensor):
-        return r
-    return (str(r.dtype).split(".")[-1], tuple(r.shape), r.tolist(), r.requires_grad,
-            r.grad_fn is None)
-
-
 def test_each_is_declared_without_a_derivative():
     for name in NAMES:
         info = OPS[name]
@@ -57,7 +46,7 @@ def test_values_and_dtype_as_torch(name, a, b):
     def call(lib):
         return getattr(lib, name)(lib.tensor(_values(a), dtype=getattr(lib, a)),
                                   lib.tensor(_values(b)[::-1], dtype=getattr(lib, b)))
-    assert _outcome(dyngrad, call) == _outcome(torch, call)
+    assert outcome_of(dyngrad, call) == outcome_of(torch, call)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -79,7 +68,7 @@ def test_broadcasting_scalars_and_argument_errors_as_torch(name):
         lambda lib: getattr(lib, name)(lib.ones(2), lib.ones(2), lib.ones(2)),
     ]
     for call in calls:
-        assert _outcome(dyngrad, call) == _outcome(torch, call)
+        assert outcome_of(dyngrad, call) == outcome_of(torch, call)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -106,7 +95,7 @@ def test_out_as_torch(name, out_dt):
         r = getattr(lib, name)(lib.tensor([1.0, 0.0, 2.0]), lib.tensor([0, 1, 1]), out=o)
         return r is o, o._version - v, str(o.dtype).split(".")[-1], o.tolist()
 
-    assert _outcome(dyngrad, call) == _outcome(torch, call)
+    assert outcome_of(dyngrad, call) == outcome_of(torch, call)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -125,7 +114,7 @@ def test_out_resized_requiring_grad_and_aliasing_as_torch(name):
         return getattr(lib, name)(x, lib.tensor([1, 1, 0]), out=x).tolist()
 
     for call in (resized, with_grad, into_input):
-        assert _outcome(dyngrad, call) == _outcome(torch, call)
+        assert outcome_of(dyngrad, call) == outcome_of(torch, call)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -141,7 +130,7 @@ def test_inplace_as_torch(name, dt):
         return getattr(lib.tensor([1.0, 0.0, 2.0]), name + "_")(lib.tensor([[1.0], [0.0]]))
 
     for c in (call, broadcast_into_smaller):
-        assert _outcome(dyngrad, c) == _outcome(torch, c)
+        assert outcome_of(dyngrad, c) == outcome_of(torch, c)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -10,6 +10,7 @@ import pytest
 
 import dyngrad
 from dyngrad.ops import OPS, elementwise_more as E
+from tests.call_outcome import error_of, outcome_of
 from dyngrad.ops._spec import apply_batched, defop, unary
 
 torch = pytest.importorskip("torch")
@@ -29,24 +30,6 @@ def _values(dt):
     if dt.startswith("float"):
         return [0.0, -0.0, 1.5, -2.0, NAN, INF, -INF]
     return [0, 1, 3, 5] if dt == "uint8" else [0, 1, -3, 5]
-
-
-def _error(fn):
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001
-        return type(e).__name__, str(e)
-    return None
-
-
-def _outcome(lib, fn):
-    """A call's result (dtype, values, autograd state) or its error."""
-    try:
-        r = fn(lib)
-    except Exception as e:  # noqa: BLE001
-        return type(e).__name__, str(e)
-    return (str(r.dtype).split(".")[-1], tuple(r.shape), r.tolist(), r.requires_grad,
-            r.grad_fn is None)
 
 
 def test_each_is_declared_without_a_derivative():
@@ -72,7 +55,7 @@ def test_values_dtype_and_errors_as_torch(name, dt):
                  lambda lib: getattr(lib.tensor(v, dtype=getattr(lib, dt)), name)(),
                  lambda lib: getattr(lib, name)(lib.tensor(v[-1], dtype=getattr(lib, dt))),
                  lambda lib: getattr(lib, name)(lib.tensor(v, dtype=getattr(lib, dt))[::2])):
-        assert _outcome(dyngrad, make) == _outcome(torch, make)
+        assert outcome_of(dyngrad, make) == outcome_of(torch, make)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -98,7 +81,7 @@ def test_argument_errors_as_torch(name):
     for call in (lambda lib: getattr(lib, name)([1.0]), lambda lib: getattr(lib, name)(1.0),
                  lambda lib: getattr(lib, name)(lib.tensor([1.0]), 2),
                  lambda lib: getattr(lib, name)(input=lib.tensor([1.0, NAN]))):
-        assert _outcome(dyngrad, call) == _outcome(torch, call)
+        assert outcome_of(dyngrad, call) == outcome_of(torch, call)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -111,8 +94,8 @@ def test_out_as_torch(name, out_dt, in_dt):
         r = getattr(lib, name)(lib.tensor([1, 0], dtype=getattr(lib, in_dt)), out=o)
         return r is o, o._version - v, str(o.dtype).split(".")[-1], o.tolist()
 
-    assert _error(lambda: call(dyngrad)) == _error(lambda: call(torch))
-    if _error(lambda: call(torch)) is None:
+    assert error_of(lambda: call(dyngrad)) == error_of(lambda: call(torch))
+    if error_of(lambda: call(torch)) is None:
         assert call(dyngrad) == call(torch)
 
 
@@ -132,7 +115,7 @@ def test_out_resized_requiring_grad_and_aliasing_as_torch(name):
         return getattr(lib, name)(x, out=x).tolist()
 
     for call in (resized, with_grad, into_input):
-        got, exp = _error(lambda: call(dyngrad)), _error(lambda: call(torch))
+        got, exp = error_of(lambda: call(dyngrad)), error_of(lambda: call(torch))
         assert got == exp
         if exp is None:
             assert call(dyngrad) == call(torch)

@@ -9,6 +9,7 @@ import pytest
 
 import dyngrad
 from dyngrad.ops import OPS, pointwise, special as S, unary_more as U
+from tests.call_outcome import error_of
 from dyngrad.ops._spec import apply_batched, defop, unary
 
 torch = pytest.importorskip("torch")
@@ -69,18 +70,10 @@ def test_node_saved_values_and_dtypes_as_torch(name):
     assert got[1:] == exp[1:]
 
 
-def _error(fn):
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001
-        return type(e).__name__, str(e)
-    return None
-
-
 @pytest.mark.parametrize("name", sorted(DECLARED))
 def test_complex_input_as_torch(name):
-    got = _error(lambda: _get(dyngrad, name)(dyngrad.tensor([0.5 + 0.25j])))
-    exp = _error(lambda: _get(torch, name)(torch.tensor([0.5 + 0.25j])))
+    got = error_of(lambda: _get(dyngrad, name)(dyngrad.tensor([0.5 + 0.25j])))
+    exp = error_of(lambda: _get(torch, name)(torch.tensor([0.5 + 0.25j])))
     assert got == exp
 
 
@@ -140,7 +133,7 @@ def test_inplace_form_without_derivative_as_torch(name):
         v = y._version
         out = getattr(y, name)()
         assert out is y and y._version == v + 1
-        res.append((type(y.grad_fn).__name__, _error(lambda: y.sum().backward()),
+        res.append((type(y.grad_fn).__name__, error_of(lambda: y.sum().backward()),
                     y.detach().numpy()))
     assert res[0][:2] == res[1][:2]
     np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-14)
