@@ -200,3 +200,8 @@ def without_rule(op: str, *, kind: str = "formula"):
         raise NotImplementedError(msg)
 
     return rule
+
+
+def no_derivative(what: str) -> NotImplementedError:
+    """PyTorch's error for a backward it declares no derivative for."""
+    return NotImplementedError(f"the derivative for '{what}' is not implemented.")

@@ -597,6 +597,20 @@ class NotImplemented_(Node):
 NotImplemented_.__name__ = NotImplemented_.__qualname__ = "NotImplemented"
 
 
+def underivable(cls_name: str, what: str, fw_op: str, module: str, **attrs):
+    """A node class for an op PyTorch declares no derivative for: its backward raises
+    "the derivative for '<what>' is not implemented." and forward mode PyTorch's refusal
+    naming ``fw_op``."""
+    def _bw(self, g, graph):
+        raise errors.no_derivative(what)
+
+    ns = {"__slots__": (), "__module__": module, "_bw": _bw, "_needs_saved": False,
+          "_fw_rule": errors.without_rule(fw_op),
+          "__doc__": f"Recorded by {fw_op}: no derivative, as in PyTorch."}
+    ns.update(attrs)
+    return type(cls_name, (Node,), ns)
+
+
 def lazy(node, had_none=False):
     """Mark ``node`` (a view's history rebuilt after an in-place change) as made at its first
     use, as PyTorch regenerates a view's grad_fn lazily: its sequence number, which orders

@@ -35,7 +35,7 @@ from . import OPS, op
 from .._record import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, sum_to
 from .. import _dtype as D
 from .._fperr import quiet_off, quiet_on
-from ..autograd.errors import without_rule
+from ..autograd.node import underivable
 from .._tensor import _dim
 
 _make = Tensor._make
@@ -451,15 +451,9 @@ def _inplace_without_derivative(spec, methods=()):
     some ops (``asinh_``: "the derivative for 'inplace version of asinh' is not
     implemented.")."""
     name = spec.name
-    msg = f"the derivative for 'inplace version of {name}' is not implemented."
-
-    def _bw(node, g, graph):
-        raise NotImplementedError(msg)
-
-    cls = type(spec.node_cls.__name__[:-1] + "1", (Node,), {
-        "__slots__": (), "__module__": spec.node_cls.__module__, "_bw": _bw,
-        "_needs_saved": False, "_spec": spec, "_fw_rule": without_rule(name + "_"),
-        "__doc__": f"In-place {name}: no derivative, as in PyTorch."})
+    cls = underivable(spec.node_cls.__name__[:-1] + "1", f"inplace version of {name}",
+                      name + "_", spec.node_cls.__module__, _spec=spec,
+                      __doc__=f"In-place {name}: no derivative, as in PyTorch.")
     out_of_place = spec._unary_public(cls)
 
     def f(self):

@@ -16,7 +16,7 @@ from .. import _dtype as D
 from .reduction import return_type, dims_of, _nonempty, raw_dim, raw_dims
 from .pointwise import UNSET
 from .gather_scatter import _T, _along, _zeros, scatter
-from ..autograd.errors import without_rule
+from ..autograd.node import underivable
 
 _make = Tensor._make
 
@@ -470,22 +470,10 @@ def argwhere(input):
     return nonzero(input)
 
 
-def _underivable(cls_name: str, op: str):
-    """The node PyTorch records for an op it declares no derivative for: backward raises
-    "the derivative for '<op>' is not implemented." and forward mode PyTorch's refusal."""
-    msg = f"the derivative for '{op}' is not implemented."
-
-    def _bw(self, g, graph):
-        raise NotImplementedError(msg)
-
-    return type(cls_name, (Node,), {
-        "__slots__": (), "__module__": __name__, "_bw": _bw, "_needs_saved": False,
-        "_fw_rule": without_rule(op), "__doc__": f"Recorded by {op}: no derivative."})
-
-
-Unique2Backward0 = _underivable("Unique2Backward0", "_unique2")
-UniqueDimBackward0 = _underivable("UniqueDimBackward0", "unique_dim")
-UniqueConsecutiveBackward0 = _underivable("UniqueConsecutiveBackward0", "unique_consecutive")
+Unique2Backward0 = underivable("Unique2Backward0", "_unique2", "_unique2", __name__)
+UniqueDimBackward0 = underivable("UniqueDimBackward0", "unique_dim", "unique_dim", __name__)
+UniqueConsecutiveBackward0 = underivable("UniqueConsecutiveBackward0", "unique_consecutive",
+                                         "unique_consecutive", __name__)
 
 
 def _values(input, vals, cls):

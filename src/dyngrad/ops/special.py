@@ -21,7 +21,7 @@ from . import _dual as X
 from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify,
                      quiet_off, quiet_on, record, sum_to)
 from ._special import sp as _sp, erfcx as _erfcx_np
-from ..autograd.errors import without_rule
+from ..autograd.errors import no_derivative, without_rule
 from ._spec import unary
 from .elementwise_more import _float_pair, _need_tensor
 from .pointwise import _binary, _scalar_ok
@@ -396,8 +396,6 @@ def _needs(node, i):
     return node.next_functions[i][0] is not None
 
 
-def _not_implemented(what):
-    return NotImplementedError(f"the derivative for '{what}' is not implemented.")
 
 
 def _xlog1py_self_grad(g, a, b):
@@ -442,7 +440,7 @@ class SpecialZetaBackward0(Node):
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
         if _needs(self, 0):
-            raise _not_implemented("zeta")
+            raise no_derivative("zeta")
         a, b = sa.get(self, graph), sb.get(self, graph)
         return None, sum_to(g * -a * _zeta_d(a + 1., b), bsh)
 
@@ -461,7 +459,7 @@ class SpecialZetaBackward2(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        raise _not_implemented("zeta")
+        raise no_derivative("zeta")
 
 
 def _igamma_other(g, a, b):
@@ -474,7 +472,7 @@ class IgammaBackward0(Node):
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
         if _needs(self, 0):
-            raise _not_implemented("igamma: input")
+            raise no_derivative("igamma: input")
         a, b = sa.get(self, graph), sb.get(self, graph)
         return None, sum_to(_igamma_other(g, a, b), bsh)
 
@@ -485,7 +483,7 @@ class IgammacBackward0(Node):
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
         if _needs(self, 0):
-            raise _not_implemented("igammac: input")
+            raise no_derivative("igammac: input")
         a, b = sa.get(self, graph), sb.get(self, graph)
         return None, sum_to(-_igamma_other(g, a, b), bsh)
 
