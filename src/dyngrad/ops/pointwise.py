@@ -975,11 +975,11 @@ def _cmp(fn, name, ordered):
         else:
             return NotImplemented
         d = input._data
-        if ordered and (d.dtype.kind == "c" or getattr(od, "dtype", None) is not None and
-                        od.dtype.kind == "c" or type(od) is complex):
-            kind = d if d.dtype.kind == "c" else np.result_type(d, od)
+        if ordered and (d.dtype.kind == "c" or type(od) is complex or
+                        type(od) is np.ndarray and od.dtype.kind == "c"):
+            dt = d.dtype if d.dtype.kind == "c" else np.result_type(d, od)
             raise NotImplementedError(f'"{name}_cpu" not implemented for '
-                                      f"'{D.scalar_type_name(np.dtype(kind.dtype if hasattr(kind, 'dtype') else kind))}'")
+                                      f"'{D.scalar_type_name(dt)}'")
         return _make(np.asarray(_call2(fn, d, od)))
 
     f.__name__ = name
