@@ -109,6 +109,8 @@ def test_post_accumulate_grad_hook_and_accumulate_node():
         (x * 2).register_post_accumulate_grad_hook(lambda t: None)
     acc = (x * 1).grad_fn.next_functions[0][0]
     assert acc.name() == "torch::autograd::AccumulateGrad"
+    with pytest.raises(RuntimeError, match="^Cannot construct$"):  # as PyTorch's node types
+        type(acc)(x)
     x.grad = None
     y = x * 2
     y.grad_fn.next_functions[0][0].register_prehook(lambda go: (go[0] * 0 + 9,))

@@ -309,8 +309,12 @@ def _seq_loop(bufs, accs, nxt, retain_graph):
                         bufs[fn] = gi
                         if fn.__class__ is ACC:
                             accs.append(fn)
-                            if not _simple_leaf(fn):
+                            if not fn._plain:  # _simple_leaf, inline
                                 switch = True
+                            else:
+                                v = fn._var
+                                if v._hooks or v._post_acc_hooks or v._grad_fn is not None:
+                                    switch = True
                             continue
                     elif gi is None:
                         continue

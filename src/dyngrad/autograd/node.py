@@ -21,6 +21,7 @@ _seq = itertools.count()
 _getframe = sys._getframe
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 ACCUMULATE_PRIORITY = 1 << 62
+_new_acc = object.__new__
 # Active saved-tensors hooks, innermost last: (pack, unpack) pairs; other entries disable them.
 # Empty in normal use, so saving a tensor costs one truth test of this list.
 SAVED_HOOKS: list = []
@@ -543,12 +544,10 @@ class AccumulateGrad(Node):
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
 
-    def __init__(self, variable):
-        self.next_functions = ()
-        self._saved = ()
-        self._seq = ACCUMULATE_PRIORITY + next(_seq)
-        self._var = variable
-        self._odt = variable._data.dtype
+    def __init__(self, *args, **kwargs):
+        # PyTorch's node types cannot be constructed from Python; dyngrad makes them with
+        # ``accumulator`` (below), which skips the type call on this per-graph path
+        raise RuntimeError("Cannot construct")
 
     @property
     def variable(self):
@@ -563,15 +562,26 @@ class AccumulateGrad(Node):
             acc = ref()
             if acc is not None:
                 return acc
-        acc = AccumulateGrad(t)
-        t._acc = _weakref(acc)
-        return acc
+        return accumulator(t)
 
     @staticmethod
     def live(t):
         """The leaf's AccumulateGrad node if one is alive, else None."""
         ref = t._acc
         return None if ref is None else ref()
+
+
+def accumulator(t) -> AccumulateGrad:
+    """A new AccumulateGrad for leaf ``t``, which refers to it weakly (``edge_of`` inlines
+    this)."""
+    acc = _new_acc(AccumulateGrad)
+    acc.next_functions = ()
+    acc._saved = ()
+    acc._seq = ACCUMULATE_PRIORITY + next(_seq)
+    acc._var = t
+    acc._odt = t._data.dtype
+    t._acc = _weakref(acc)
+    return acc
 
 
 class NotImplemented_(Node):
@@ -654,8 +664,7 @@ def edge_of(t):
                 raise RuntimeError(t._stale_view)
             if t._nograd_view:  # a view made under no_grad: PyTorch sends it nothing
                 return (None, 0)
-            acc = AccumulateGrad(t)
-            t._acc = _weakref(acc)
+            acc = accumulator(t)
         return (acc, 0)
     return (None, 0)
 
