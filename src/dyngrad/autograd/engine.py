@@ -204,12 +204,6 @@ def _run_fast(roots, grads, retain_graph, create_graph, edge_of):
 # The first node or leaf that would run user code switches to the exact engine: ``_resume``
 # replays the queue up to that point (so even ties between leaves come out as PyTorch's).
 _MISSING = object()
-def _simple_leaf(acc):
-    """Whether accumulating into ``acc``'s leaf runs no user code and cannot fail."""
-    if not acc._plain:
-        return False
-    var = acc._var
-    return not var._hooks and not var._post_acc_hooks and var._grad_fn is None
 
 
 def _run_seq(root, nr, g0, retain_graph):
@@ -309,7 +303,9 @@ def _seq_loop(bufs, accs, nxt, retain_graph):
                         bufs[fn] = gi
                         if fn.__class__ is ACC:
                             accs.append(fn)
-                            if not fn._plain:  # _simple_leaf, inline
+                            # accumulating into it may run user code or fail: the exact
+                            # engine takes over (``_resume``)
+                            if not fn._plain:
                                 switch = True
                             else:
                                 v = fn._var
