@@ -513,11 +513,22 @@ def _kernel_data(input, name):
 
 
 # --- pointwise activations ------------------------------------------------------------
+# An activation y = f(x) is declared by ``_activation``: its kernel ``f`` and derivative
+# ``d1`` on arrays (a plain backward is g * d1(x)), and what PyTorch records when the
+# gradient itself is differentiated (create_graph), one of:
+#   ``graph``: the gradient as a composite of differentiable ops (PyTorch's
+#       infinitely_differentiable_silu_backward, ...): every order follows;
+#   ``dd``: the gradient is PyTorch's ``<op>_backward`` node (<Name>BackwardBackward0), whose
+#       own backward is this node again for the incoming gradient and ``dd(gg, g, x, *prm)``
+#       (written with ops/_dual functions, so it records its own graph) for the input;
+#       ``dd=None``: the input part is zero (piecewise-linear ops).
 class _Act(Node):
-    """Backward of y = f(x): g * f'(x).  Under create_graph f'(x) is recorded as an op whose
-    own backward uses f''(x)."""
+    """Backward of y = f(x): g * f'(x) (see above)."""
     __slots__ = ()
-    _f = _d1 = _d2 = None
+    _f = _d1 = None
+    _graph = None    # the composite create_graph gradient, g, x, *prm -> Tensor
+    _dd = None       # the input part of the double backward, gg, g, x, *prm -> gradient
+    _double = None   # the node class of the differentiable gradient (made by ``_activation``)
     _no_double = None  # PyTorch's op name when it has no double backward (hardsigmoid)
     _inplace = None  # the node of the in-place form when it is another (saving the result)
 
@@ -527,21 +538,20 @@ class _Act(Node):
         return _act_grad(g, x, type(self), prm),
 
 
-class _ActDeriv(Node):
-    """y = f'(x) (recorded under create_graph); backward g * f''(x)."""
+class _ActDouble(Node):
+    """g * f'(x) recorded under create_graph (PyTorch's <op>_backward): backward gg * f'(x)
+    for the incoming gradient (this node again), ``dd`` for the input."""
     __slots__ = ()
 
-    def _bw(self, g, graph):
-        sx, cls, prm = self._saved
-        x = sx.get(self, False)
-        return g * X.const(cls._d2(x, *prm), g),
-
-
-def _act_deriv(x, cls, prm):
-    d = cls._d1(x._data, *prm).astype(x._data.dtype, copy=False)
-    if STATE.enabled and x._requires_grad:
-        return record(d, _ActDeriv((edge_of(x),), (Saved(x), cls, prm)))
-    return _make(d)
+    def _bw(self, gg, graph):
+        sg, sx, cls, prm = self._saved
+        nf = self.next_functions
+        x = sx.get(self, graph)
+        gg_g = _act_grad(gg, x, cls, prm) if nf[0][0] is not None else None
+        gx = None
+        if nf[1][0] is not None:
+            gx = X.zeros_like(gg) if cls._dd is None else cls._dd(gg, sg.get(self, graph), x, *prm)
+        return gg_g, gx
 
 
 def _jvp_busy():
@@ -551,31 +561,52 @@ def _jvp_busy():
     return _BUSY[0]
 
 
-def _no_double_backward(g, x, cls, prm):
-    """The first-order gradient of an op PyTorch gives no double backward: its graph node
-    raises PyTorch's "derivative ... is not implemented" when differentiated."""
-    from ..ops.elementwise_more import NotImplemented_
-    d = (g._data * cls._d1(x._data, *prm)).astype(g._data.dtype, copy=False)
-    edges = tuple(edge_of(t) for t in (g, x) if t._requires_grad)
-    if STATE.enabled and edges:
-        return record(d, NotImplemented_(edges, (cls._no_double,)))
-    return _make(d)
-
-
 def _act_grad_graph(g, x, cls, prm):
-    """g * f'(x) on Tensors: f'(x) recorded as _ActDeriv, or for an op PyTorch gives no double
-    backward the product recorded as one node refusing it."""
-    if cls._no_double and not _jvp_busy():
-        return _no_double_backward(g, x, cls, prm)
-    return g * _act_deriv(x, cls, prm)
+    """g * f'(x) on Tensors, differentiable as PyTorch's (see ``_activation``); for an op
+    PyTorch gives no double backward, one node refusing it."""
+    if cls._no_double:
+        d1 = X.const(cls._d1(x._data, *prm).astype(g._data.dtype, copy=False), g)
+        if _jvp_busy():  # linear in g is all a JVP needs
+            return g * d1
+        from ..ops.elementwise_more import NotImplemented_
+        edges = tuple(edge_of(t) for t in (g, x) if t._requires_grad)
+        if STATE.enabled and edges:
+            return record((g._data * d1._data).astype(g._data.dtype, copy=False),
+                          NotImplemented_(edges, (cls._no_double,)))
+        return g * d1
+    if cls._graph is not None:
+        return cls._graph(g, x, *prm)
+    d = (g._data * cls._d1(x._data, *prm)).astype(g._data.dtype, copy=False)
+    if STATE.enabled and (g._requires_grad or x._requires_grad):
+        # grad_output is saved where the input part of the double backward uses it
+        return record(d, cls._double((edge_of(g), edge_of(x)),
+                                     (Saved(g) if cls._dd else None, Saved(x), cls, prm)))
+    return _make(d)
 
 
 _act_grad = X.twin(lambda g, x, cls, prm: g * cls._d1(x, *prm), _act_grad_graph)
 
 
-def _activation(name, f, d1, d2):
-    cls = type(name, (_Act,), {"__slots__": (), "__module__": __name__, "_f": staticmethod(f),
-                               "_d1": staticmethod(d1), "_d2": staticmethod(d2)})
+def _double_node(name):
+    """The class of PyTorch's ``<op>_backward`` node ``name`` (one per name)."""
+    cls = _DOUBLES.get(name)
+    if cls is None:
+        cls = _DOUBLES[name] = type(name, (_ActDouble,), {"__slots__": (), "__module__": __name__})
+    return cls
+
+
+_DOUBLES: dict = {}
+
+
+def _activation(name, f, d1, *, graph=None, dd=None, double=None, base=None, **attrs):
+    """Declare activation node ``name`` (see above); ``double``: the name of PyTorch's
+    backward node when it is not ``name`` with BackwardBackward0 (celu's is elu's)."""
+    double = double or name[:-len("Backward0")] + "BackwardBackward0"
+    cls = type(name, (base or _Act,), {"__slots__": (), "__module__": __name__,
+                                       "_f": staticmethod(f), "_d1": staticmethod(d1),
+                                       "_graph": staticmethod(graph) if graph else None,
+                                       "_dd": staticmethod(dd) if dd else None,
+                                       "_double": _double_node(double), **attrs})
     globals()[name] = cls
     return cls
 
@@ -620,7 +651,7 @@ def _act_on_result(input, cls, prm):
 
 class _ActOnResult(_Act):
     """Backward of an in-place activation that saves its result: g * f'(x) written in terms
-    of y = f(x) (``_d1``/``_d2`` take y); PyTorch refuses a negative slope there."""
+    of y = f(x) (``_d1``/``_dd`` take y); PyTorch refuses a negative slope there."""
     __slots__ = ()
     _slope_error = None
 
@@ -632,12 +663,8 @@ class _ActOnResult(_Act):
         return _Act._bw(self, g, graph)
 
 
-def _activation_on_result(name, f, d1, d2, slope_error):
-    cls = type(name, (_ActOnResult,), {"__slots__": (), "__module__": __name__,
-                                       "_f": staticmethod(f), "_d1": staticmethod(d1),
-                                       "_d2": staticmethod(d2), "_slope_error": slope_error})
-    globals()[name] = cls
-    return cls
+def _activation_on_result(name, f, d1, slope_error, dd=None):
+    return _activation(name, f, d1, dd=dd, base=_ActOnResult, _slope_error=slope_error)
 
 
 def _sig(x):
@@ -652,16 +679,12 @@ def _ones(x):
     return np.ones_like(x)
 
 
-def _zeros(x, *a):
-    return np.zeros_like(x)
-
-
 _Hardtanh = _activation(
     "HardtanhBackward0", lambda x, lo, hi: np.clip(x, lo, hi),
-    lambda x, lo, hi: ~((x <= lo) | (x >= hi)) * np.ones((), x.dtype), _zeros)
+    lambda x, lo, hi: ~((x <= lo) | (x >= hi)) * np.ones((), x.dtype))
 _LeakyRelu = _activation(
     "LeakyReluBackward0", lambda x, s: np.where(x > 0, x, x * s),
-    lambda x, s: np.where(x > 0, 1.0, s).astype(x.dtype), _zeros)
+    lambda x, s: np.where(x > 0, 1.0, s).astype(x.dtype))
 
 
 def _elu_f(x, alpha, scale, iscale):
@@ -672,13 +695,14 @@ def _elu_d1(x, alpha, scale, iscale):
     return np.where(x > 0, scale, scale * alpha * iscale * np.exp(np.minimum(x, 0) * iscale))
 
 
-def _elu_d2(x, alpha, scale, iscale):
-    # PyTorch masks the second derivative with x < 0: zero at x == 0
-    return np.where(x >= 0, 0.0, scale * alpha * iscale * iscale * np.exp(np.minimum(x, 0) * iscale))
+def _elu_dd(gg, g, x, alpha, scale, iscale):
+    # PyTorch's elu_double_backward: elu_backward(gg * g * input_scale, x) masked with x < 0
+    mask = X.const((X.data(x) < 0).astype(X.data(g).dtype), g)
+    return _act_grad(gg * g * iscale, x, _Elu, (alpha, scale, iscale)) * mask
 
 
-_Elu = _activation("EluBackward0", _elu_f, _elu_d1, _elu_d2)
-_Celu = _activation("CeluBackward0", _elu_f, _elu_d1, _elu_d2)
+_Elu = _activation("EluBackward0", _elu_f, _elu_d1, dd=_elu_dd)
+_Celu = _activation("CeluBackward0", _elu_f, _elu_d1, dd=_elu_dd, double="EluBackwardBackward0")
 
 
 # the in-place forms save the result y: PyTorch's elu_backward(is_result) is
@@ -688,19 +712,17 @@ def _elu_d1_y(y, alpha, scale, iscale):
     return np.where(y <= 0, iscale * (y + alpha * scale), scale).astype(y.dtype, copy=False)
 
 
-def _elu_d2_y(y, alpha, scale, iscale):
-    return np.where(y < 0, iscale, 0.0).astype(y.dtype, copy=False)
+def _elu_dd_y(gg, g, y, alpha, scale, iscale):
+    return gg * g * iscale * X.const((X.data(y) < 0).astype(X.data(g).dtype), g)
 
 
 _ELU_SLOPE = ("In-place elu backward calculation is triggered with a negative slope which is not "
               "supported. This is caused by calling in-place forward function with a negative "
               "slope, please call out-of-place version instead.")
-_Elu._inplace = _activation_on_result("EluBackward1", _elu_f, _elu_d1_y, _elu_d2_y, _ELU_SLOPE)
-_Celu._inplace = _activation_on_result("CeluBackward1", _elu_f, _elu_d1_y, _elu_d2_y,
-                                       _ELU_SLOPE)
+_Elu._inplace = _activation_on_result("EluBackward1", _elu_f, _elu_d1_y, _ELU_SLOPE, _elu_dd_y)
+_Celu._inplace = _activation_on_result("CeluBackward1", _elu_f, _elu_d1_y, _ELU_SLOPE, _elu_dd_y)
 _LeakyRelu._inplace = _activation_on_result(
     "LeakyReluBackward1", _LeakyRelu._f, lambda y, s: np.where(y > 0, 1.0, s).astype(y.dtype),
-    _zeros,
     "In-place leakyReLu backward calculation is triggered with a negative slope which is not "
     "supported. This is caused by calling in-place forward function with a negative slope, "
     "please call out-of-place version instead. File an issue at "
@@ -732,17 +754,19 @@ def _gelu_d1(x, tanh_mode):
     return 0.5 * (1 + _erf(x * _SQRT1_2)) + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x)
 
 
-def _gelu_d2(x, tanh_mode):
+def _gelu_dd(gg, g, x, tanh_mode):
+    """gg * g * gelu''(x), PyTorch's gelu_double_backward."""
     if tanh_mode:
+        t = X.tanh(_K * (x + 0.044715 * x * x * x))
+        s = 1 - t * t
         u1 = _K * (1 + 3 * 0.044715 * x * x)
         u2 = _K * 6 * 0.044715 * x
-        t = np.tanh(_K * (x + 0.044715 * x ** 3))
-        s = 1 - t * t
-        return s * u1 + 0.5 * x * s * (u2 - 2 * t * u1 * u1)
-    return _INV_SQRT_2PI * np.exp(-0.5 * x * x) * (2 - x * x)
+        return gg * g * (s * u1 + 0.5 * x * s * (u2 - 2 * t * u1 * u1))
+    pdf = _INV_SQRT_2PI * X.exp(-0.5 * x * x)
+    return gg * g * (2 * pdf + x * (-x * pdf))
 
 
-_Gelu = _activation("GeluBackward0", _gelu_f, _gelu_d1, _gelu_d2)
+_Gelu = _activation("GeluBackward0", _gelu_f, _gelu_d1, dd=_gelu_dd)
 
 
 def _silu_d1(x):
@@ -750,12 +774,13 @@ def _silu_d1(x):
     return s * (1 + x * (1 - s))
 
 
-def _silu_d2(x):
-    s = _sig(x)
-    return s * (1 - s) * (2 + x * (1 - 2 * s))
+def _silu_graph(g, x):
+    """PyTorch's infinitely_differentiable_silu_backward."""
+    s = sigmoid(x)
+    return g * s * (1 + x * (1 - s))
 
 
-_Silu = _activation("SiluBackward0", lambda x: x * _sig(x), _silu_d1, _silu_d2)
+_Silu = _activation("SiluBackward0", lambda x: x * _sig(x), _silu_d1, graph=_silu_graph)
 
 
 def _softplus_np(x):
@@ -767,13 +792,15 @@ def _mish_d1(x):
     return t + x * (1 - t * t) * _sig(x)
 
 
-def _mish_d2(x):
-    t = np.tanh(_softplus_np(x))
-    s = _sig(x)
-    return (1 - t * t) * s * (2 + x * (1 - s) - 2 * x * t * s)
+def _mish_graph(g, x):
+    """PyTorch's infinitely_differentiable_mish_backward."""
+    s = sigmoid(x)
+    t = tanh(softplus(x))
+    return g * (t + x * s * (1 - t * t))
 
 
-_Mish = _activation("MishBackward0", lambda x: x * np.tanh(_softplus_np(x)), _mish_d1, _mish_d2)
+_Mish = _activation("MishBackward0", lambda x: x * np.tanh(_softplus_np(x)), _mish_d1,
+                    graph=_mish_graph)
 
 
 def _sp_f(x, beta, th):
@@ -784,28 +811,50 @@ def _sp_d1(x, beta, th):
     return np.where(x * beta > th, 1.0, _sig(x * beta))
 
 
-def _sp_d2(x, beta, th):
-    s = _sig(x * beta)
-    return np.where(x * beta > th, 0.0, beta * s * (1 - s))
+# a product with a C++ Scalar, as PyTorch's formulas record it (MulBackward1)
+_times = X.twin(lambda a, v: a * v, lambda a, v: _pw.mul_scalar(a, v))
 
 
-_Softplus = _activation("SoftplusBackward0", _sp_f, _sp_d1, _sp_d2)
+def _sp_dd(gg, g, x, beta, th):
+    """PyTorch's softplus_double_backward(gg * g, x): sigmoid_backward of (x * beta), masked
+    below the threshold, times beta."""
+    xb = _times(x, beta)
+    z = _sigmoid(xb)
+    mask = X.const((X.data(xb) < th).astype(X.data(g).dtype), g)
+    return _times(gg * g * (1 - z) * z * mask, beta)
+
+
+_Softplus = _activation("SoftplusBackward0", _sp_f, _sp_d1, dd=_sp_dd)
+_SIXTH = float(np.float32(1 / 6))
 _Hardsigmoid = _activation(
-    "HardsigmoidBackward0", lambda x: np.clip(x / 6 + 0.5, 0, 1),
-    lambda x: np.where((x > -3) & (x < 3), 1 / 6, 0.0), _zeros)
-_Hardsigmoid._no_double = "hardsigmoid_backward"
+    "HardsigmoidBackward0", lambda x: np.clip(x + 3, 0, 6) / 6,
+    # PyTorch's kernel multiplies by the float 1/6 in every dtype
+    lambda x: np.where((x > -3) & (x < 3), _SIXTH, 0.0), _no_double="hardsigmoid_backward")
+
+
+def _hardswish_dd(gg, g, x):
+    inside = (X.data(x) > -3) & (X.data(x) < 3)
+    return X.where(inside, gg * g / 3.0, X.zeros_like(gg))
+
+
 _Hardswish = _activation(
     "HardswishBackward0", lambda x: x * np.clip(x + 3, 0, 6) / 6,
-    lambda x: np.where(x <= -3, 0.0, np.where(x < 3, x / 3 + 0.5, 1.0)),
-    lambda x: np.where((x > -3) & (x < 3), 1 / 3, 0.0))
+    lambda x: np.where(x <= -3, 0.0, np.where(x < 3, x / 3 + 0.5, 1.0)), dd=_hardswish_dd)
+
+
+def _logsigmoid_dd(gg, g, x):
+    """PyTorch's log_sigmoid_double_backward(gg * g, x)."""
+    z = _sigmoid(x)
+    return gg * g * (z - 1) * z
+
+
 _LogSigmoid = _activation(
-    "LogSigmoidBackward0", lambda x: -_softplus_np(-x), lambda x: _sig(-x),
-    lambda x: -_sig(x) * _sig(-x))
+    "LogSigmoidBackward0", lambda x: -_softplus_np(-x), lambda x: _sig(-x), dd=_logsigmoid_dd)
 _Threshold = _activation(
     "ThresholdBackward0", lambda x, th, v: np.where(x > th, x, v),
-    lambda x, th, v: ~(x <= th) * np.ones((), x.dtype), _zeros)
+    lambda x, th, v: ~(x <= th) * np.ones((), x.dtype))
 # threshold_ saves a copy of the original input, as the out-of-place op: another name only
-_Threshold1 = _activation("ThresholdBackward1", _Threshold._f, _Threshold._d1, _zeros)
+_Threshold1 = _activation("ThresholdBackward1", _Threshold._f, _Threshold._d1)
 
 
 def relu6(input, inplace=False):
@@ -940,10 +989,10 @@ def _shrink_mask(x, lambd):
 _Softshrink = _activation(
     "SoftshrinkBackward0",
     lambda x, l: np.where(x > l, x - l, np.where(x < -l, x + l, x * 0)),
-    _shrink_mask, _zeros)
+    _shrink_mask)
 _Hardshrink = _activation(
     "HardshrinkBackward0", lambda x, l: np.where((x >= -l) & (x <= l), 0, x),
-    _shrink_mask, _zeros)
+    _shrink_mask)
 
 
 def _shrink_input(input, kernel):
@@ -1084,9 +1133,8 @@ def _rrelu_d1(x, a):
 
 # y = x where x > 0, x * a elsewhere: a the slope (lower + upper) / 2 in eval mode, or the noise
 # drawn per element in training (PyTorch's rrelu_with_noise; the noise is 1 where x > 0)
-_Rrelu = _activation("RreluWithNoiseBackward0", _rrelu_f, _rrelu_d1, _zeros)
-_Rrelu._inplace = _activation_on_result("RreluWithNoiseBackward1", _rrelu_f, _rrelu_d1, _zeros,
-                                        None)
+_Rrelu = _activation("RreluWithNoiseBackward0", _rrelu_f, _rrelu_d1)
+_Rrelu._inplace = _activation_on_result("RreluWithNoiseBackward1", _rrelu_f, _rrelu_d1, None)
 
 
 def rrelu(input, lower=1. / 8, upper=1. / 3, training=False, inplace=False):
