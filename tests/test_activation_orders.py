@@ -21,6 +21,9 @@ def _cases(lib):
         "softplus_beta": lambda x: F.softplus(x, beta=2.0, threshold=0.5),
         "elu": F.elu, "elu_alpha": lambda x: F.elu(x, alpha=0.5),
         "celu": lambda x: F.celu(x, alpha=2.0), "selu": F.selu,
+        # alpha not representable in single precision: PyTorch's celu derivatives round it
+        "celu_alpha": lambda x: F.celu(x, alpha=0.7),
+        "celu_alpha_": lambda x: F.celu(x * 1, alpha=0.7, inplace=True),
         "leaky_relu": lambda x: F.leaky_relu(x, 0.1), "hardtanh": F.hardtanh,
         "relu6": F.relu6, "logsigmoid": F.logsigmoid, "hardswish": F.hardswish,
         "hardsigmoid": F.hardsigmoid, "softshrink": F.softshrink, "hardshrink": F.hardshrink,

@@ -702,7 +702,23 @@ def _elu_dd(gg, g, x, alpha, scale, iscale):
 
 
 _Elu = _activation("EluBackward0", _elu_f, _elu_d1, dd=_elu_dd)
-_Celu = _activation("CeluBackward0", _elu_f, _elu_d1, dd=_elu_dd, double="EluBackwardBackward0")
+
+
+# celu's derivatives use input_scale = 1 / alpha with alpha rounded to single precision
+# (PyTorch's formula reads alpha.toFloat()); its forward uses 1 / alpha
+def _celu_scale(alpha):
+    return 1.0 / float(np.float32(alpha))
+
+
+def _celu_d1(x, alpha, scale, iscale):
+    return _elu_d1(x, alpha, scale, _celu_scale(alpha))
+
+
+def _celu_dd(gg, g, x, alpha, scale, iscale):
+    return _elu_dd(gg, g, x, alpha, scale, _celu_scale(alpha))
+
+
+_Celu = _activation("CeluBackward0", _elu_f, _celu_d1, dd=_celu_dd, double="EluBackwardBackward0")
 
 
 # the in-place forms save the result y: PyTorch's elu_backward(is_result) is
@@ -720,7 +736,9 @@ _ELU_SLOPE = ("In-place elu backward calculation is triggered with a negative sl
               "supported. This is caused by calling in-place forward function with a negative "
               "slope, please call out-of-place version instead.")
 _Elu._inplace = _activation_on_result("EluBackward1", _elu_f, _elu_d1_y, _ELU_SLOPE, _elu_dd_y)
-_Celu._inplace = _activation_on_result("CeluBackward1", _elu_f, _elu_d1_y, _ELU_SLOPE, _elu_dd_y)
+_Celu._inplace = _activation_on_result(
+    "CeluBackward1", _elu_f, lambda y, a, s, i: _elu_d1_y(y, a, s, _celu_scale(a)), _ELU_SLOPE,
+    lambda gg, g, y, a, s, i: _elu_dd_y(gg, g, y, a, s, _celu_scale(a)))
 _LeakyRelu._inplace = _activation_on_result(
     "LeakyReluBackward1", _LeakyRelu._f, lambda y, s: np.where(y > 0, 1.0, s).astype(y.dtype),
     "In-place leakyReLu backward calculation is triggered with a negative slope which is not "
