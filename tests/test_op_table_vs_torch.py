@@ -31,8 +31,9 @@ def _array(t):
     return (t + 0 if t.dtype.is_floating_point or t.dtype.is_complex else t).numpy().copy()
 
 
-def _run(lib, fn, sample):
-    """('ok', values, gradients) or ('err', exception type name)."""
+def _run(lib, fn, sample, order=1):
+    """('ok', values, gradients) or ('err', exception type name); ``order=2``: the gradients
+    are those of the first gradients' weighted sum (a Hessian-vector product)."""
     ts = sample.make(lib)
     try:
         outs = _outputs(fn(*ts, *sample.extra, **sample.kwargs))
@@ -44,8 +45,16 @@ def _run(lib, fn, sample):
             ups = [lib.from_numpy(rs.uniform(-1, 1, size=tuple(x.shape))).to(x.dtype)
                    for x in diff]
             ins = [t for t in ts if t.requires_grad]
-            grads = [None if g is None else _array(g)
-                     for g in lib.autograd.grad(diff, ins, ups, allow_unused=True)]
+            gs = lib.autograd.grad(diff, ins, ups, allow_unused=True, create_graph=order == 2)
+            if order == 2:
+                gs = [g for g in gs if g is not None and g.requires_grad]
+                if not gs:
+                    return "ok", values, []
+                rs2 = np.random.RandomState(11)
+                w = [lib.from_numpy(rs2.uniform(-1, 1, size=tuple(g.shape))).to(g.dtype)
+                     for g in gs]
+                gs = lib.autograd.grad(gs, ins, w, allow_unused=True)
+            grads = [None if g is None else _array(g) for g in gs]
     except Exception as e:  # noqa: BLE001 - compared with the other library's
         return "err", type(e).__name__
     return "ok", values, grads
@@ -62,13 +71,12 @@ def _same(a, b, what):
         np.testing.assert_array_equal(a, b, err_msg=what)
 
 
-@pytest.mark.parametrize("row,sample", CASES, ids=IDS)
-def test_values_and_gradients_match_torch(row, sample):
+def _compare(row, sample, order):
     try:
         theirs_fn = twin(row.fn)
     except NoTwin:
         pytest.skip("PyTorch has no counterpart")
-    mine, theirs = _run(dyngrad, row.fn, sample), _run(torch, theirs_fn, sample)
+    mine, theirs = _run(dyngrad, row.fn, sample, order), _run(torch, theirs_fn, sample, order)
     assert mine[0] == theirs[0], (mine, theirs)
     if mine[0] == "err":
         assert mine[1] == theirs[1]
@@ -82,3 +90,16 @@ def test_values_and_gradients_match_torch(row, sample):
             _same(a, b, f"output {i}")
     for i, (a, b) in enumerate(zip(mine[2], theirs[2])):
         _same(a, b, f"gradient of input {i}")
+
+
+@pytest.mark.parametrize("row,sample", CASES, ids=IDS)
+def test_values_and_gradients_match_torch(row, sample):
+    _compare(row, sample, 1)
+
+
+SECOND = [(r, s) for r, s in CASES if r.grad and r.gradgrad]
+
+
+@pytest.mark.parametrize("row,sample", SECOND, ids=[f"{r.name}-{s!r}" for r, s in SECOND])
+def test_second_derivatives_match_torch(row, sample):
+    _compare(row, sample, 2)
