@@ -37,6 +37,10 @@ CASES = {
     "channels_last_rank": lambda L: L.ones(2).resize_(2, memory_format=L.channels_last),
     "channels_last_ok": lambda L: L.ones(2).resize_(1, 2, 3, 4, memory_format=L.channels_last).stride(),
     "resize_as_bad": lambda L: L.ones(2).resize_as_(3),
+    # storage in another dimension order: resize_ reads it in memory order (clone keeps it)
+    "fortran_shrink": lambda L: L.arange(12.).view(3, 4).t().contiguous().t().clone().resize_(2, 3).tolist(),
+    "fortran_grow": lambda L: L.arange(12.).view(3, 4).t().contiguous().t().clone().resize_(20)[:12].tolist(),
+    "permuted_3d": lambda L: L.arange(24.).view(4, 2, 3).permute(1, 2, 0).clone().resize_(7).tolist(),
 }
 
 

@@ -28,10 +28,18 @@ def _resize_sizes(sizes):
     return out
 
 
+def _memory(owner):
+    """``owner``'s bytes in memory order, as a flat uint8 view (``owner`` owns its memory,
+    densely, in C, Fortran or another dimension order: ``reshape(-1)`` alone would copy a
+    non-C one in index order)."""
+    if not owner.flags.c_contiguous:
+        owner = owner.transpose(sorted(range(owner.ndim), key=lambda i: -owner.strides[i]))
+    return owner.reshape(-1).view(np.uint8)
+
+
 def _place(owner, offset, shape, strides, dtype):
     """An ndarray over ``owner``'s bytes from ``offset`` with ``shape`` and byte ``strides``."""
-    flat = owner.reshape(-1).view(np.uint8)
-    return np.ndarray(shape, dtype, buffer=flat, offset=offset, strides=strides)
+    return np.ndarray(shape, dtype, buffer=_memory(owner), offset=offset, strides=strides)
 
 
 def _strides(shape, itemsize, order):
@@ -66,7 +74,7 @@ def resize_(self, *sizes, memory_format=None) -> Tensor:
             raise RuntimeError("Trying to resize storage that is not resizable")
         grown = np.empty(start // item + n, d.dtype)
         if owner.size:
-            grown.view(np.uint8)[:owner.nbytes] = owner.reshape(-1).view(np.uint8)
+            grown.view(np.uint8)[:owner.nbytes] = _memory(owner)
         # every other live tensor on this storage moves with it (same offset, same strides)
         from .views import live_views
         for v in live_views(self):
