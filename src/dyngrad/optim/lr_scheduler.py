@@ -6,12 +6,14 @@ import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
-from functools import wraps
+from functools import partial, wraps
 
 from .optimizer import Optimizer
 
-__all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
-           "LambdaLR", "OneCycleLR", "ReduceLROnPlateau"]
+__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
+           "LinearLR", "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR",
+           "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR", "CosineAnnealingWarmRestarts",
+           "OneCycleLR"]
 
 EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
@@ -50,6 +52,7 @@ class LRScheduler:
     """Base class: sets each group's ``lr`` from ``get_lr()`` at every ``step()``."""
 
     _get_lr_called_within_step = False
+    _is_initial = False  # during the step the constructor makes
 
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
@@ -70,7 +73,11 @@ class LRScheduler:
 
     def _initial_step(self):
         self._step_count = 0
-        self.step()
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def state_dict(self):
         """Everything but the optimizer."""
@@ -85,6 +92,16 @@ class LRScheduler:
 
     def get_lr(self):
         raise NotImplementedError
+
+    def _outside_step(self):
+        """PyTorch's warning for ``get_lr()`` called other than by ``step()``
+        (``get_last_lr()`` is the way to read the rates)."""
+        if not self._get_lr_called_within_step:
+            warnings.warn("To get the last learning rate computed by the scheduler, please use "
+                          "`get_last_lr()`.", UserWarning)
+
+    def _group_lrs(self):
+        return [g["lr"] for g in self.optimizer.param_groups]
 
     def step(self, epoch=None):
         """Advance one epoch (or jump to ``epoch``, deprecated) and set the new rates."""
@@ -103,18 +120,27 @@ class LRScheduler:
                               "learning rate schedule. See more details at https://pytorch.org/"
                               "docs/stable/optim.html#how-to-adjust-learning-rate", UserWarning)
         self._step_count += 1
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None):
+        """Set the rates of the next epoch (of ``epoch``, by the closed form where there is
+        one)."""
         self._get_lr_called_within_step = True
         try:
             if epoch is None:
                 self.last_epoch += 1
                 values = self.get_lr()
             else:
-                warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning)
                 self.last_epoch = epoch
                 values = (self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr")
                           else self.get_lr())
         finally:
             self._get_lr_called_within_step = False
+        self._set(values)
+
+    def _set(self, values):
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
@@ -123,8 +149,11 @@ class LRScheduler:
 _LRScheduler = LRScheduler
 
 
-class LambdaLR(LRScheduler):
-    """lr = initial_lr * lr_lambda(epoch)."""
+class _WithLambdas(LRScheduler):
+    """A scheduler driven by one function of the epoch per parameter group (functions are
+    not saved in its state dict; callable objects' attributes are)."""
+
+    _check_callable = False
 
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
         self.optimizer = optimizer
@@ -135,6 +164,11 @@ class LambdaLR(LRScheduler):
                 raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
                                  f"{len(lr_lambda)}")
             self.lr_lambdas = list(lr_lambda)
+        if self._check_callable:
+            for fn in self.lr_lambdas:
+                if not callable(fn):
+                    raise TypeError(f"lr_lambda should be a function, but got "
+                                    f"{type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self):
@@ -155,8 +189,27 @@ class LambdaLR(LRScheduler):
             if fn is not None:
                 self.lr_lambdas[i].__dict__.update(fn)
 
+
+
+class LambdaLR(_WithLambdas):
+    """lr = initial_lr * lr_lambda(epoch)."""
+
     def get_lr(self):
+        self._outside_step()
         return [base * lmbda(self.last_epoch) for lmbda, base in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(_WithLambdas):
+    """Multiply the rate by ``lr_lambda(epoch)`` at every step after the first."""
+
+    _check_callable = True
+
+    def get_lr(self):
+        self._outside_step()
+        if self._is_initial:
+            return self._group_lrs()
+        return [g["lr"] * lmbda(self.last_epoch)
+                for lmbda, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
 
 
 class StepLR(LRScheduler):
@@ -168,8 +221,9 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._outside_step()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
-            return [g["lr"] for g in self.optimizer.param_groups]
+            return self._group_lrs()
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
@@ -185,14 +239,71 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._outside_step()
         if self.last_epoch not in self.milestones:
-            return [g["lr"] for g in self.optimizer.param_groups]
+            return self._group_lrs()
         return [g["lr"] * self.gamma ** self.milestones[self.last_epoch]
                 for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
         ms = sorted(self.milestones.elements())
         return [b * self.gamma ** bisect_right(ms, self.last_epoch) for b in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """The rate times ``factor`` until epoch ``total_iters``, then the rate itself."""
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._outside_step()
+        if self.last_epoch == 0:
+            return [g["lr"] * self.factor for g in self.optimizer.param_groups]
+        if self.last_epoch != self.total_iters:
+            return self._group_lrs()
+        return [g["lr"] * (1.0 / self.factor) for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [b * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for b in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """The rate times a factor going linearly from ``start_factor`` to ``end_factor`` over
+    ``total_iters`` epochs."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
+                 last_epoch=-1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
+                             "less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._outside_step()
+        if self.last_epoch == 0:
+            return [g["lr"] * self.start_factor for g in self.optimizer.param_groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._group_lrs()
+        d = self.end_factor - self.start_factor
+        return [g["lr"] * (1.0 + d / (self.total_iters * self.start_factor
+                                      + (self.last_epoch - 1) * d))
+                for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [b * (self.start_factor + (self.end_factor - self.start_factor)
+                     * min(self.total_iters, self.last_epoch) / self.total_iters)
+                for b in self.base_lrs]
 
 
 class ExponentialLR(LRScheduler):
@@ -203,12 +314,111 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        if self.last_epoch == 0:
-            return [g["lr"] for g in self.optimizer.param_groups]
+        self._outside_step()
+        if self._is_initial:
+            return self._group_lrs()
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
         return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
+
+
+def _check_members(kind, optimizer, schedulers):
+    """SequentialLR's and ChainedScheduler's checks of the schedulers they drive."""
+    for i, sch in enumerate(schedulers):
+        if not hasattr(sch, "optimizer"):
+            raise TypeError(f"{kind} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(sch, ReduceLROnPlateau):
+            raise ValueError(f"{kind} does not support `ReduceLROnPlateau` scheduler as it "
+                             "requires additional kwargs to be specified when calling `step`, "
+                             f"but got one at index {i} in the given schedulers sequence.")
+        if optimizer != sch.optimizer:
+            raise ValueError(f"{kind} expects all schedulers to belong to the same optimizer, "
+                             f"but got scheduler {type(sch).__name__} at index {i} has "
+                             f"{sch.optimizer}, which is different from "
+                             f"{type(optimizer).__name__}.")
+
+
+class _Composite(LRScheduler):
+    """A scheduler made of others: its state dict holds theirs."""
+
+    def state_dict(self):
+        sd = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        sd["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return sd
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        inner = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for sch, sd in zip(self._schedulers, inner):
+            sch.load_state_dict(sd)
+
+
+class SequentialLR(_Composite):
+    """Run ``schedulers`` one after another, switching at the epochs in ``milestones``."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        kind = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(f"{kind} expects at least one scheduler, but got no scheduler.")
+        _check_members(kind, optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError("Sequential Schedulers expects number of schedulers provided to be "
+                             "one more than the number of milestone points, but got number of "
+                             f"schedulers {len(schedulers)} and the number of milestones to be "
+                             f"equal to {len(milestones)}")
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        # the members' constructors each stepped once: back to the initial rates and epochs
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self.recursive_undo()
+        first = schedulers[bisect_right(milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def recursive_undo(self, sched=None):
+        """Take back the step each (nested) member made when it was constructed."""
+        sched = self if sched is None else sched
+        if hasattr(sched, "_schedulers"):
+            for s in sched._schedulers:
+                self.recursive_undo(s)
+        elif hasattr(sched, "last_epoch"):
+            sched.last_epoch -= 1
+
+    def step(self):
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        sched = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            sched._update_lr(0)
+        else:
+            sched.step()
+        self._last_lr = sched.get_last_lr()
+
+
+class PolynomialLR(LRScheduler):
+    """The initial rate times (1 - epoch / total_iters) ** power, then constant."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._outside_step()
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return self._group_lrs()
+        e, n = self.last_epoch, self.total_iters
+        decay = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
+        return [g["lr"] * decay for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [b * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
+                ** self.power for b in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -220,10 +430,11 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        self._outside_step()
         groups = self.optimizer.param_groups
         e, t, lo = self.last_epoch, self.T_max, self.eta_min
-        if e == 0:
-            return [g["lr"] for g in groups]
+        if self._is_initial:
+            return self._group_lrs()
         if self._step_count == 1 and e > 0:
             return [lo + (b - lo) * (1 + math.cos(e * math.pi / t)) / 2 for b in self.base_lrs]
         if (e - 1 - t) % (2 * t) == 0:
@@ -236,6 +447,193 @@ class CosineAnnealingLR(LRScheduler):
         return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch /
                                                                   self.T_max)) / 2
                 for b in self.base_lrs]
+
+
+class ChainedScheduler(_Composite):
+    """Step every scheduler of ``schedulers`` at each step (their changes compose)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        kind = type(self).__name__
+        if len(schedulers) < 1:
+            raise ValueError(f"{kind} expects at least one scheduler to be chained, but got no "
+                             "scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_members(kind, optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [g["lr"] for g in schedulers[-1].optimizer.param_groups]
+
+    def step(self):
+        for sch in self._schedulers:
+            sch.step()
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+
+class CyclicLR(LRScheduler):
+    """Cycle the rate between ``base_lr`` and ``max_lr`` (and momentum the other way) with
+    the triangular, triangular2 or exp_range policy, or a custom ``scale_fn``."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
+                                 "option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for mm, bm, group in zip(self.max_momentums, self.base_momentums,
+                                         optimizer.param_groups):
+                    self._set_momentum(group, mm)
+                    group["max_momentum"] = mm
+                    group["base_momentum"] = bm
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _set_momentum(self, group, m):
+        if self.use_beta1:
+            group["betas"] = (m, *group["betas"][1:])
+        else:
+            group["momentum"] = m
+
+    def _init_scale_fn(self):
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = self._triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = self._triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = partial(self._exp_range_scale_fn, self.gamma)
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x):
+        """The amplitude's scale at cycle (or iteration) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    @staticmethod
+    def _triangular_scale_fn(x):
+        return 1.0
+
+    @staticmethod
+    def _triangular2_scale_fn(x):
+        return 1 / (2.0 ** (x - 1))
+
+    @staticmethod
+    def _exp_range_scale_fn(gamma, x):
+        return gamma ** x
+
+    def get_lr(self):
+        self._outside_step()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        scale = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [b + (m - b) * scale * self.scale_fn(at)
+               for b, m in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, b, m in zip(self.optimizer.param_groups, self.base_momentums,
+                                   self.max_momentums):
+                self._set_momentum(group, m - (m - b) * scale * self.scale_fn(at))
+        return lrs
+
+    def state_dict(self):
+        sd = super().state_dict()
+        sd.pop("_scale_fn_ref", None)
+        fn = sd.pop("_scale_fn_custom")
+        sd["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            sd["_scale_fn_custom"] = fn.__dict__.copy()
+        return sd
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the initial rate to ``eta_min``, restarting after ``T_0`` epochs,
+    each period ``T_mult`` times the last (SGDR)."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0 = self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        self._outside_step()
+        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i))
+                / 2 for b in self.base_lrs]
+
+    def step(self, epoch=None):
+        """Advance one epoch, or go to ``epoch`` (fractional epochs allowed: restarts follow)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._get_lr_called_within_step = True
+        try:
+            values = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        self._set(values)
 
 
 class OneCycleLR(LRScheduler):
@@ -314,6 +712,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self):
+        self._outside_step()
         lrs = []
         step = self.last_epoch
         if step > self.total_steps:
