@@ -52,7 +52,9 @@ def support_table() -> str:
     sched = []
     ls = getattr(dyngrad.optim, "lr_scheduler", None)
     if ls is not None:
-        sched = sorted(n for n, v in vars(ls).items() if inspect.isclass(v) and n.endswith(("LR", "Plateau")))
+        sched = sorted(n for n, v in vars(ls).items() if inspect.isclass(v)
+                       and issubclass(v, ls.LRScheduler) and not n.startswith("_")
+                       and v is not ls.LRScheduler)
     lines += ["", "| namespace | supported |", "|---|---|",
               f"| `nn.functional` | {', '.join(f'`{n}`' for n in fn_names)} |",
               f"| `nn` modules | {', '.join(f'`{n}`' for n in mods)} |",
