@@ -1,4 +1,4 @@
-"""Adadelta, Adamax, NAdam, RAdam, ASGD and LBFGS against PyTorch: iterates, state dicts,
+"""Adadelta, Adamax, NAdam, RAdam, ASGD, LBFGS and Rprop against PyTorch: iterates, state dicts,
 load_state_dict round trips and argument errors."""
 import numpy as np
 import pytest
@@ -62,6 +62,9 @@ CASES = [
     ("ASGD", {}),
     ("ASGD", {"lr": 0.1, "lambd": 0.01, "alpha": 0.5, "t0": 3, "weight_decay": 0.05}),
     ("ASGD", {"lr": 0.05, "t0": 0, "maximize": True}),
+    ("Rprop", {}),
+    ("Rprop", {"lr": 0.05, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.1)}),
+    ("Rprop", {"lr": 0.02, "maximize": True}),
     # the two-sided lerp of the first moment (weights on both sides of 0.5)
     ("Adam", {"lr": 0.02, "betas": (0.3, 0.9)}),
     ("AdamW", {"lr": 0.02, "betas": (0.4, 0.99), "weight_decay": 0.1}),
@@ -158,6 +161,7 @@ BAD_ARGS = [
     ("RAdam", {"betas": (0.9, 2.0)}), ("RAdam", {"weight_decay": -3}),
     ("ASGD", {"lr": -0.01}), ("ASGD", {"weight_decay": -0.1}),
     ("LBFGS", {"lr": -1}),
+    ("Rprop", {"lr": -1}), ("Rprop", {"etas": (1.5, 1.2)}), ("Rprop", {"etas": (0.5, 0.9)}),
 ]
 
 
@@ -171,7 +175,8 @@ def test_argument_errors_match_torch(name, kw):
     assert str(ours.value) == str(ref.value)
 
 
-@pytest.mark.parametrize("name", ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "LBFGS"])
+@pytest.mark.parametrize("name", ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "LBFGS",
+                                  "Rprop"])
 def test_tensor_lr_must_be_one_element_and_empty_params(name):
     with pytest.raises(ValueError) as ref:
         getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))], lr=torch.ones(2))
@@ -183,7 +188,7 @@ def test_tensor_lr_must_be_one_element_and_empty_params(name):
 
 
 def test_defaults_match_torch():
-    for name in ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "LBFGS"]:
+    for name in ["Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "LBFGS", "Rprop"]:
         ours = getattr(optim, name)([dyngrad.nn.Parameter(dyngrad.ones(2))])
         ref = getattr(torch.optim, name)([torch.nn.Parameter(torch.ones(2))])
         assert list(ours.defaults.items()) == list(ref.defaults.items()), name
@@ -355,7 +360,8 @@ def test_lbfgs_stops_at_zero_gradient():
     assert opt.state[w] == {"func_evals": 1, "n_iter": 0}
 
 
-@pytest.mark.parametrize("module", ["adadelta", "adamax", "nadam", "radam", "asgd", "lbfgs"])
+@pytest.mark.parametrize("module", ["adadelta", "adamax", "nadam", "radam", "asgd", "lbfgs",
+                                    "rprop"])
 def test_docstring_examples(module):
     import doctest
     import importlib
@@ -365,7 +371,7 @@ def test_docstring_examples(module):
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta",
-                                  "Adamax", "NAdam", "RAdam", "ASGD"])
+                                  "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"])
 def test_differentiable_is_refused_not_ignored(name):
     p = dyngrad.nn.Parameter(dyngrad.ones(2))
     kw = {"lr": 0.1} if name == "SGD" else {}
