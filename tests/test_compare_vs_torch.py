@@ -17,6 +17,16 @@ CASES = [
     "T.tensor([1]) < 2**63", "T.tensor([1.]) < 2**63", "T.tensor([1]) < 2**64",
     "T.tensor([1]) < -2**63", "T.tensor([1]) < -2**63 - 1", "T.tensor([1]) == 2**64 - 1",
     "T.tensor([1.]) > 2**70", "T.tensor([1, 2]) == 'a'", "T.tensor([1, 2]) != None",
+    # a complex Python scalar makes a real tensor's result complex (it dropped the imaginary
+    # part, with NumPy's ComplexWarning)
+    "T.ones(2) * 1j", "str((T.ones(2) * 1j).dtype)", "1j * T.ones(2, dtype=T.float64)",
+    "str((T.ones(2, dtype=T.float64) + 2j).dtype)", "T.arange(3) - 1j", "str((T.arange(3) / 1j).dtype)",
+    "T.tensor([True, False]) * (1 + 2j)", "2j - T.ones(2)", "T.ones(2) ** 1j", "T.ones(2).mul(1j)",
+    "T.add(T.ones(2), 1j, alpha=2)",
+    "T.autograd.grad((T.tensor([0.5, -1.5], requires_grad=True) * 1j).abs().sum(), "
+    "T.tensor([0.5, -1.5], requires_grad=True), allow_unused=True)",
+    "(lambda x: T.autograd.grad(((x + 2j) ** 2).abs().sum(), x)[0])"
+    "(T.tensor([0.5, -1.5], dtype=T.float64, requires_grad=True))",
 ]
 
 
@@ -31,3 +41,9 @@ def _run(L, expr):
 @pytest.mark.parametrize("expr", CASES)
 def test_same_as_torch(expr):
     assert _run(dyngrad, expr) == _run(torch, expr)
+
+
+def test_half_times_complex_is_complex64():
+    """PyTorch gives its experimental complex32; dyngrad has no such dtype (docs/reliability.md)."""
+    assert dyngrad.ones(2, dtype=dyngrad.float16).mul(1j).dtype == dyngrad.complex64
+

@@ -215,5 +215,8 @@ def scalar_result(t_dt: dtype, value) -> dtype:
     if tv is bool:
         return t_dt
     if tv is complex:
-        return t_dt if t_dt._kind == 3 else (complex128 if t_dt is float64 else complex64)
+        if t_dt._kind == 3:
+            return t_dt
+        wide = t_dt is float64 or (t_dt._kind < 2 and DEFAULTS.float is float64)
+        return complex128 if wide else complex64
     return t_dt

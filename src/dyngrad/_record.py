@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._dtype import DEFAULTS, FROM_NP
+from ._dtype import DEFAULTS
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
-from .autograd.node import Node, Saved, edge_of, NO_EDGE
+from .autograd.node import Node, Saved, cast_grad, edge_of, NO_EDGE
 
 _make = Tensor._make
 
@@ -132,8 +132,4 @@ def as_float(arr):
     return arr if arr.dtype.kind in "fc" else arr.astype(DEFAULTS.float.np)
 
 
-def grad_dtype(g, like):
-    """Cast a gradient to the dtype of the input it flows into (after a promoting op)."""
-    if not isinstance(g, Tensor):
-        return g if g.dtype == like else g.astype(like)
-    return g if g._data.dtype == like else g.to(FROM_NP[like])
+grad_dtype = cast_grad  # a gradient in the dtype of the input it flows into

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import errors
 from .grad_mode import STATE
-from .node import KEEPERS, LIVE_PACKS, AccumulateGrad, edge_of, keeper
+from .node import KEEPERS, LIVE_PACKS, AccumulateGrad, cast_grad as _to_dtype, edge_of, keeper
 from .._fperr import quiet_on, quiet_off
 
 _getrefcount = sys.getrefcount
@@ -627,27 +627,6 @@ def _run(roots, grads, retain_graph, create_graph, inputs, capture, allow_unused
 def _cast_back(outs, casts):
     from .._record import grad_dtype
     return tuple(o if (o is None or c is None) else grad_dtype(o, c) for o, c in zip(outs, casts))
-
-
-def _to_dtype(g, dt):
-    """Gradient ``g`` in dtype ``dt``, the dtype of the tensor it is the gradient of, as
-    PyTorch's validate_outputs casts it (a complex gradient of a real tensor keeps its real
-    part)."""
-    if type(g) is _ndarray:
-        if g.dtype == dt:
-            return g
-        if g.dtype.kind == "c" and dt.kind != "c":
-            g = g.real
-        return g.astype(dt)
-    data = getattr(g, "_data", None)
-    if data is None:  # a NumPy or Python scalar
-        return _to_dtype(_asarray(g), dt)
-    if data.dtype == dt:
-        return g
-    if data.dtype.kind == "c" and dt.kind != "c":
-        g = g.real
-    from .._dtype import FROM_NP
-    return g.to(FROM_NP[dt])
 
 
 def _deposit(bufs, fn, nr, g):

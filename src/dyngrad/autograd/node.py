@@ -648,6 +648,27 @@ def first_use(node):
     return node
 
 
+def cast_grad(g, dt):
+    """Gradient ``g`` (an ndarray, a NumPy or Python scalar, or a Tensor) in NumPy dtype
+    ``dt``, the dtype of the tensor it is the gradient of, as PyTorch's validate_outputs casts
+    it: a complex gradient of a real tensor keeps its real part."""
+    if type(g) is np.ndarray:
+        if g.dtype == dt:
+            return g
+        if g.dtype.kind == "c" and dt.kind != "c":
+            g = g.real
+        return g.astype(dt)
+    data = getattr(g, "_data", None)
+    if data is None:  # a NumPy or Python scalar
+        return cast_grad(np.asarray(g), dt)
+    if data.dtype == dt:
+        return g
+    if data.dtype.kind == "c" and dt.kind != "c":
+        g = g.real
+    from .._dtype import FROM_NP
+    return g.to(FROM_NP[dt])
+
+
 def edge_of(t):
     """The ``(node, input_nr)`` pair that a gradient for tensor ``t`` flows into."""
     fn = t._grad_fn

@@ -55,11 +55,14 @@ _I64 = 1 << 63
 
 
 def _scalar_data(ad, value):
-    """Tensor data and a Python scalar: the result dtype never widens within a category."""
-    if type(value) is float and ad.dtype.kind not in "fc":
-        return ad.astype(D.DEFAULTS.float.np), value
+    """Tensor data and a Python scalar: the result dtype never widens within a category, and
+    a scalar of a higher category (a float with integers, a complex with reals) gives its
+    default dtype (``D.scalar_result``)."""
     if isinstance(value, (np.number, np.bool_)):
         value = value.item()
+    tv = type(value)
+    if tv is float and ad.dtype.kind not in "fc" or tv is complex and ad.dtype.kind != "c":
+        return ad.astype(D.scalar_result(D.FROM_NP[ad.dtype], value).np), value
     return ad, value
 
 
