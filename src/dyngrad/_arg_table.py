@@ -42,6 +42,7 @@ REQUIRED = {
     'chunk': ('input', 'chunks'),
     'clone': ('input',),
     'column_stack': ('tensors',),
+    'complex': ('real', 'imag'),
     'concat': ('tensors',),
     'concatenate': ('tensors',),
     'conj': ('input',),

@@ -849,31 +849,14 @@ def _broadcast_pair(a, b):
     return tuple(out)
 
 
-@op(method=False)
-@handles_out
-def polar(abs, angle, *, out=None):  # noqa: A002 (PyTorch's parameter name)
-    """``abs * (cos(angle) + i sin(angle))``: a complex tensor from float magnitudes and
-    angles of the same dtype; PolarBackward0.  ``out`` must have the result's complex
-    dtype (PyTorch's check), and is resized to the broadcast shape."""
-    if out is None:
-        return _polar(abs, angle)
-
-    def f(a, b):
-        r = _polar(a, b)
-        if isinstance(out, Tensor) and out._data.dtype != r._data.dtype:
-            raise RuntimeError(f"Expected object of scalar type "
-                               f"{_D.scalar_type_name(r._data.dtype)} but got scalar type "
-                               f"{_D.scalar_type_name(out._data.dtype)} for argument 'out'")
-        return r
-    return _out_call("polar", f, (abs, angle), {"out": out})
-
-
-def _polar(abs, angle):  # noqa: A002
-    if not isinstance(abs, Tensor):
-        raise _D.not_tensor("polar", "abs", 1, abs)
-    if not isinstance(angle, Tensor):
-        raise _D.not_tensor("polar", "angle", 2, angle)
-    a, b = abs._data, angle._data
+def _complex_parts(name, x, y, names):
+    """The float data of the two tensors that make a complex one (``polar``'s magnitudes and
+    angles, ``complex``'s real and imaginary parts), with PyTorch's argument checks."""
+    if not isinstance(x, Tensor):
+        raise _D.not_tensor(name, names[0], 1, x)
+    if not isinstance(y, Tensor):
+        raise _D.not_tensor(name, names[1], 2, y)
+    a, b = x._data, y._data
     if a.dtype not in _POLAR_OK or b.dtype not in _POLAR_OK:
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{_D.scalar_type_name(a.dtype)} and {_D.scalar_type_name(b.dtype)}")
@@ -881,6 +864,69 @@ def _polar(abs, angle):  # noqa: A002
         raise RuntimeError(f"Expected object of scalar type {_D.scalar_type_name(a.dtype)} but "
                            f"got scalar type {_D.scalar_type_name(b.dtype)} for second argument")
     _broadcast_pair(a.shape, b.shape)
+    return a, b
+
+
+def _with_out(name, fn, x, y, out):
+    """``fn(x, y)``, written into ``out`` when given (which must have the result's complex
+    dtype, PyTorch's check, and is resized to the broadcast shape)."""
+    if out is None:
+        return fn(x, y)
+
+    def f(a, b):
+        r = fn(a, b)
+        if isinstance(out, Tensor) and out._data.dtype != r._data.dtype:
+            raise RuntimeError(f"Expected object of scalar type "
+                               f"{_D.scalar_type_name(r._data.dtype)} but got scalar type "
+                               f"{_D.scalar_type_name(out._data.dtype)} for argument 'out'")
+        return r
+    return _out_call(name, f, (x, y), {"out": out})
+
+
+@op(method=False)
+@handles_out
+def polar(abs, angle, *, out=None):  # noqa: A002 (PyTorch's parameter name)
+    """``abs * (cos(angle) + i sin(angle))``: a complex tensor from float magnitudes and
+    angles of the same dtype; PolarBackward0."""
+    return _with_out("polar", _polar, abs, angle, out)
+
+
+class ComplexBackward0(Node):
+    __slots__ = ()
+    _holomorphic = False  # its formula splits the complex gradient itself
+    _named_saved = {"real": (0, "tensor"), "imag": (1, "tensor")}
+
+    def _bw(self, g, graph):
+        _, _, sa, sb = self._saved
+        nf = self.next_functions
+        return (sum_to(g.real, sa) if nf[0][0] is not None else None,
+                sum_to(g.imag, sb) if nf[1][0] is not None else None)
+
+
+@op(method=False)
+@handles_out
+def complex(real, imag, *, out=None):  # noqa: A001 (PyTorch's name)
+    """``real + i imag`` from two float tensors of the same dtype (broadcast);
+    ComplexBackward0."""
+    return _with_out("complex", _complex, real, imag, out)
+
+
+def _complex(real, imag):
+    a, b = _complex_parts("complex", real, imag, ("real", "imag"))
+    if a.dtype == np.float16:
+        raise RuntimeError("complex(): dyngrad has no complex32 (ComplexHalf) dtype for half "
+                           "inputs; convert them to float32 first")
+    r = np.empty(np.broadcast_shapes(a.shape, b.shape), _COMPLEX_OF[a.dtype])
+    r.real = a
+    r.imag = b
+    if STATE.enabled and (real._requires_grad or imag._requires_grad):
+        return record(r, ComplexBackward0((edge_of(real), edge_of(imag)),
+                                          (Saved(real), Saved(imag), a.shape, b.shape)))
+    return _make(r)
+
+
+def _polar(abs, angle):  # noqa: A002
+    a, b = _complex_parts("polar", abs, angle, ("abs", "angle"))
     if a.dtype == np.float16:
         raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
     cd = _COMPLEX_OF[a.dtype]
