@@ -605,11 +605,15 @@ def _rpow(self, other):
 
 @op()
 def float_power(input, exponent):
-    """``input ** exponent`` computed in double precision (float64 result), as PyTorch's."""
+    """``input ** exponent`` computed in double precision, as PyTorch's: complex128 when
+    either operand is complex, else float64."""
+    cx = any(v._data.dtype.kind == "c" if _isT(v, Tensor) else isinstance(v, complex)
+             for v in (input, exponent))
+    dt = D.complex128 if cx else D.float64
     if not _isT(input, Tensor):
-        return pow(input, exponent.to(D.float64))
-    x = input.to(D.float64)
-    e = exponent.to(D.float64) if _isT(exponent, Tensor) else float(exponent)
+        return pow(input, exponent.to(dt))
+    x = input.to(dt)
+    e = exponent.to(dt) if _isT(exponent, Tensor) else (complex if cx else float)(exponent)
     return pow(x, e)
 
 

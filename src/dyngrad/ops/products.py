@@ -314,17 +314,21 @@ def dist(input, other, p=2):
     a = input if input._data.dtype == rt else input.to(D.FROM_NP[rt])
     b = other if other._data.dtype == rt else other.to(D.FROM_NP[rt])
     diff = np.abs(a._data - b._data).reshape(-1)
+    real = diff.dtype  # the norm of complex values is real
     p = float(p)
+    if math.isinf(p) and not diff.size:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on an empty tensor "
+                           f"because the operation does not have an identity")
     with np.errstate(all="ignore"):
         if p == 0:
-            r = np.asarray(np.count_nonzero(diff), dtype=rt)
+            r = np.count_nonzero(diff)
         elif p == math.inf:
-            r = diff.max() if diff.size else np.zeros((), rt)
+            r = diff.max()
         elif p == -math.inf:
-            r = diff.min() if diff.size else np.zeros((), rt)
+            r = diff.min()
         else:
             r = (diff ** p).sum() ** (1.0 / p)
-    r = np.asarray(r, dtype=rt)
+    r = np.asarray(r, dtype=real)
     if _needs(a, b):
         res = record(r, None)
         res._grad_fn = DistBackward0((edge_of(a), edge_of(b)),

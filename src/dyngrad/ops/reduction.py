@@ -572,8 +572,11 @@ def _var_np(d, dims, correction, keepdim):
         else:
             m = d.mean(axis=dims, keepdims=True) if d.size else _empty_mean(d, dims, True)
             dev = d - m
-        v = X.c_order((dev * dev).sum(axis=dims, keepdims=keepdim) * _inv_dof(n, correction))
-    return v.astype(d.dtype, copy=False), (m if keepdim else m.squeeze(dims) if dims else m), n
+        # |x - mean|^2: a complex input's variance is real, of the matching real dtype
+        sq = dev * dev if d.dtype.kind != "c" else (dev * np.conj(dev)).real
+        v = X.c_order(sq.sum(axis=dims, keepdims=keepdim) * _inv_dof(n, correction))
+    real = d.dtype if d.dtype.kind != "c" else d.real.dtype
+    return v.astype(real, copy=False), (m if keepdim else m.squeeze(dims) if dims else m), n
 
 
 class VarBackward0(Node):
