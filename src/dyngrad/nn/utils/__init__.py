@@ -1,6 +1,7 @@
 """``nn.utils``: gradient clipping, parameter/vector conversion, parametrizations
 (``parametrize``, ``parametrizations``) and pruning (``prune``)."""
-from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grad_norm  # noqa: F401
+from .clip_grad import (clip_grad_norm_, clip_grad_value_, clip_grad_norm,  # noqa: F401
+                        clip_grads_with_norm_, get_total_norm)
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 from . import rnn  # noqa: F401
 from . import parametrize, parametrizations, prune  # noqa: F401

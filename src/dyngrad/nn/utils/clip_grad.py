@@ -1,49 +1,79 @@
-"""Gradient clipping."""
+"""Gradient clipping, computed as PyTorch's: each gradient's norm in its own dtype, the norm
+of those norms, and a clip coefficient clamped at 1 that multiplies every gradient."""
 from __future__ import annotations
 
-import math
+import types
 
-import numpy as np
-
+from ... import _warn
 from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
 
 
-def _grads(parameters):
-    if isinstance(parameters, Tensor):
-        parameters = [parameters]
-    return [p._grad for p in parameters if p._grad is not None]
+def _tensor_list(tensors):
+    return [tensors] if isinstance(tensors, Tensor) else list(tensors)
+
+
+def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach=None) -> Tensor:
+    """The ``norm_type``-norm of all ``tensors`` together (the norm of their norms)."""
+    from ... import linalg, stack, tensor
+    with no_grad():
+        tensors = _tensor_list(tensors)
+        norm_type = float(norm_type)
+        if not tensors:
+            return tensor(0.0)
+        norms = [linalg.vector_norm(t, norm_type) for t in tensors]
+        total = linalg.vector_norm(stack(norms), norm_type)
+        if error_if_nonfinite and bool(total.isnan() | total.isinf()):
+            raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                               "`parameters` is non-finite, so it cannot be clipped. To disable "
+                               "this error and scale the gradients by the non-finite norm "
+                               "anyway, set `error_if_nonfinite=False`")
+        return total
+
+
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:
+    """Scale the gradients of ``parameters`` by ``max_norm / (total_norm + 1e-6)``, at most 1."""
+    from ... import clamp
+    with no_grad():
+        grads = [p.grad for p in _tensor_list(parameters) if p.grad is not None]
+        if not grads:
+            return
+        coef = clamp(float(max_norm) / (total_norm + 1e-6), max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach=None) -> Tensor:
     """Scale gradients in place so their joint norm is at most ``max_norm``; returns the norm."""
-    grads = _grads(parameters)
-    norm_type = float(norm_type)
-    if not grads:
-        return Tensor._make(np.asarray(0.0, np.float32))
-    if norm_type == math.inf:
-        total = max(float(np.abs(g._data).max()) for g in grads)
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
     else:
-        total = float(sum(float((np.abs(g._data.astype(np.float64)) ** norm_type).sum())
-                          for g in grads) ** (1.0 / norm_type))
-    if error_if_nonfinite and not math.isfinite(total):
-        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
-                           f"is non-finite, so it cannot be clipped. To disable this error and "
-                           f"scale the gradients by the non-finite norm anyway, set "
-                           f"`error_if_nonfinite=False`")
-    coef = max_norm / (total + 1e-6)
-    if coef < 1:
-        for g in grads:
-            g._data *= g._data.dtype.type(coef)
-            g._vc[0] += 1
-    return Tensor._make(np.asarray(total, grads[0]._data.dtype))
+        generator = isinstance(parameters, types.GeneratorType)
+        parameters = list(parameters)
+        if generator and not parameters:
+            _warn.warn("`parameters` is an empty generator, no gradient clipping will occur.",
+                       UserWarning)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
+    return total
 
 
-clip_grad_norm = clip_grad_norm_
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach=None) -> Tensor:
+    """Deprecated name of ``clip_grad_norm_``."""
+    _warn.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+               "`torch.nn.utils.clip_grad_norm_`.", FutureWarning)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element to [-clip_value, clip_value] in place."""
-    for g in _grads(parameters):
-        np.clip(g._data, -clip_value, clip_value, out=g._data)
-        g._vc[0] += 1
+    clip_value = float(clip_value)
+    with no_grad():
+        for p in _tensor_list(parameters):
+            if p.grad is not None:  # two in-place steps, as PyTorch's foreach kernels
+                p.grad.clamp_(min=-clip_value)
+                p.grad.clamp_(max=clip_value)
