@@ -53,8 +53,6 @@ DELIBERATE = {
     "gather": {"sparse_grad": "the gradient is dense; its values are the sparse one's"},
     "compute_mask": {"t": "PyTorch's CustomFromMask ignores it too"},
     "embedding": {"sparse": "the gradient is dense; its values are PyTorch's sparse one's"},
-    "get_total_norm": {"foreach": "a faster path to the same result"},
-    "clip_grads_with_norm_": {"foreach": "a faster path to the same result"},
     "clip_grad_value_": {"foreach": "a faster path to the same result"},
     "topk": {"sorted": "results are always sorted; PyTorch's unsorted order is unspecified"},
     "svdvals": {"driver": "a CUDA-only choice of algorithm"},

@@ -5,8 +5,11 @@ from __future__ import annotations
 import types
 
 from ... import _warn
+from ..._factories import tensor
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
+from ...ops import OPS
+from ...ops.reduction import vector_norm
 
 
 def _tensor_list(tensors):
@@ -16,14 +19,13 @@ def _tensor_list(tensors):
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach=None) -> Tensor:
     """The ``norm_type``-norm of all ``tensors`` together (the norm of their norms)."""
-    from ... import linalg, stack, tensor
     with no_grad():
         tensors = _tensor_list(tensors)
         norm_type = float(norm_type)
         if not tensors:
             return tensor(0.0)
-        norms = [linalg.vector_norm(t, norm_type) for t in tensors]
-        total = linalg.vector_norm(stack(norms), norm_type)
+        norms = [vector_norm(t, norm_type) for t in tensors]
+        total = vector_norm(OPS["stack"]["fn"](norms), norm_type)
         if error_if_nonfinite and bool(total.isnan() | total.isinf()):
             raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
                                "`parameters` is non-finite, so it cannot be clipped. To disable "
@@ -34,12 +36,11 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
 
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor, foreach=None) -> None:
     """Scale the gradients of ``parameters`` by ``max_norm / (total_norm + 1e-6)``, at most 1."""
-    from ... import clamp
     with no_grad():
         grads = [p.grad for p in _tensor_list(parameters) if p.grad is not None]
         if not grads:
             return
-        coef = clamp(float(max_norm) / (total_norm + 1e-6), max=1.0)
+        coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(coef.to(g.dtype))
 
