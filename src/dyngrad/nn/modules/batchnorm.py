@@ -12,6 +12,8 @@ from .module import Module
 class _NormBase(Module):
     """Affine parameters and running-statistics buffers shared by BatchNorm/InstanceNorm."""
 
+    _version = 2  # the state-dict format version PyTorch's norms record (num_batches_tracked)
+
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None):
         super().__init__()

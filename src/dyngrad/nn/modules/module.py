@@ -2,6 +2,7 @@
 assignment, traversal with PyTorch's names and order, state dicts, hooks and repr."""
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import OrderedDict, namedtuple
 
@@ -76,7 +77,9 @@ class Module:
         d["_backward_hooks"] = OrderedDict()
         d["_backward_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
+        d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
+        d["_load_state_dict_post_hooks"] = OrderedDict()
 
     forward: callable
 
@@ -223,6 +226,31 @@ class Module:
                 raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
             mod = getattr(mod, item)
         return mod
+
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target`` (its parent must exist; with
+        ``strict``, so must the attribute it replaces)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
+
+    def get_buffer(self, target: str):
+        """The buffer at the dotted path ``target``."""
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        if name not in mod._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return mod._buffers[name]
 
     def get_parameter(self, target: str):
         mod_path, _, name = target.rpartition(".")
@@ -400,6 +428,22 @@ class Module:
         return self
 
     # -- state dict ----------------------------------------------------------------------
+    def get_extra_state(self):
+        """State beyond parameters and buffers that ``state_dict`` saves (as
+        ``<prefix>_extra_state``) when a subclass overrides this and ``set_extra_state``."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be "
+                           "called. Please file an issue at https://github.com/pytorch/pytorch/"
+                           "issues/new?template=bug-report.yml to report this bug.")
+
+    def set_extra_state(self, state) -> None:
+        """Restore what ``get_extra_state`` returned (called by ``load_state_dict``)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be "
+                           "called. Please file an issue at https://github.com/pytorch/pytorch/"
+                           "issues/new?template=bug-report.yml to report this bug.")
+
+    def _has_extra_state(self, which="get_extra_state"):
+        return getattr(type(self), which) is not getattr(Module, which)
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, p in self._parameters.items():
             if p is not None:
@@ -407,6 +451,8 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if self._has_extra_state():
+            destination[prefix + _EXTRA] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """Parameters and persistent buffers by dotted name (detached, sharing storage)."""
@@ -416,13 +462,22 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self.__dict__.get("_state_dict_pre_hooks", {}).values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
-            r = hook(self, destination, prefix, {})
-            if r is not None:
+            r = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if r is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif r is not None:
                 destination = r
         return destination
 
@@ -430,52 +485,103 @@ class Module:
         out = OrderedDict()
         for pre, mod in self.named_modules(remove_duplicate=False):
             p = pre + "." if pre else ""
-            for n, v in mod._parameters.items():
-                if v is not None:
-                    out[p + n] = (mod, "_parameters", n, v)
-            for n, v in mod._buffers.items():
-                if v is not None and n not in mod._non_persistent_buffers_set:
-                    out[p + n] = (mod, "_buffers", n, v)
+            for n, entry in mod._expected_own():
+                out[p + n] = entry
         return out
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Copy values from ``state_dict``.  Every key and shape is checked first; on any
-        error nothing is changed, and the error names each offending key."""
+        """Copy values from ``state_dict``.  On any error nothing is changed (the error names
+        each offending key): without load hooks every key and shape is checked first; with
+        them the model is loaded module by module in PyTorch's order (a module's pre-hooks,
+        its own values, its children, its post-hooks) and put back if the load fails."""
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)  # the pre-hooks may change it; the caller's stays
+        if metadata is not None:
+            state_dict._metadata = metadata
+        if any(m.__dict__.get("_load_state_dict_pre_hooks") or
+               m.__dict__.get("_load_state_dict_post_hooks") for m in self.modules()):
+            return self._load_with_hooks(state_dict, metadata, strict, assign)
         expected = self._expected_state()
         missing = [k for k in expected if k not in state_dict]
         unexpected = [k for k in state_dict if k not in expected
                       and not k.endswith("num_batches_tracked")]
-        errors = []
-        for k, (mod, kind, n, cur) in expected.items():
-            if k not in state_dict:
-                continue
-            v = state_dict[k]
-            if not isinstance(v, Tensor):
-                errors.append(f'While copying the parameter named "{k}", expected torch.Tensor or '
-                              f'Tensor-like object from checkpoint but received {type(v)}')
-                continue
-            if tuple(v._data.shape) != tuple(cur._data.shape):
-                errors.append(f"size mismatch for {k}: copying a param with shape {v.shape} from "
-                              f"checkpoint, the shape in current model is {cur.shape}.")
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: "
-                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: "
-                              + ", ".join(f'"{k}"' for k in missing) + ". ")
-        if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
-                               + "\n\t".join(errors) + "\nNothing was changed.")
+        errors = [e for k, (_, kind, _, cur) in expected.items()
+                  if k in state_dict and kind != _EXTRA
+                  for e in [_entry_error(k, state_dict[k], cur)] if e]
+        if errors or (strict and (missing or unexpected)):
+            raise _load_error(self, strict, missing, unexpected, errors)
+        self._assign_state(expected.items(), state_dict, assign)
+        return _IncompatibleKeys(missing, unexpected)
+
+    def _load_with_hooks(self, state_dict, metadata, strict, assign):
+        missing, unexpected, errors = [], [], []
+        keys = _IncompatibleKeys(missing, unexpected)
+        undo = _snapshot(self)
+
+        def load(mod, prefix):
+            local = {} if metadata is None else metadata.get(prefix[:-1], {})
+            for hook in list(mod.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+                hook(state_dict, prefix, local, strict, missing, unexpected, errors)
+            own = [(prefix + n, v) for n, v in mod._expected_own()]
+            names = {k[len(prefix):] for k, _ in own}
+            for k in state_dict:  # PyTorch's test: neither this module's nor a child's
+                if k.startswith(prefix) and not k.endswith("num_batches_tracked"):
+                    head = k[len(prefix):].split(".", 1)
+                    if (head[0] not in mod._modules) if len(head) > 1 else (head[0] not in names):
+                        unexpected.append(k)
+            ok = []
+            for k, v in own:
+                if k not in state_dict:
+                    missing.append(k)
+                    continue
+                e = _entry_error(k, state_dict[k], v[3]) if v[1] != _EXTRA else None
+                if e:
+                    errors.append(e)
+                else:
+                    ok.append((k, v))
+            self._assign_state(ok, state_dict, assign)
+            for n, child in mod._modules.items():
+                if child is not None:
+                    load(child, prefix + n + ".")
+            for hook in list(mod.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+                if hook(mod, keys) is not None:
+                    raise AssertionError("Hooks registered with "
+                                         "``register_load_state_dict_post_hook`` are not expected "
+                                         "to return new values, if incompatible_keys need to be "
+                                         "modified, it should be done inplace.")
+        try:
+            load(self, "")
+        except BaseException:
+            undo()
+            raise
+        if errors or (strict and (missing or unexpected)):
+            undo()
+            raise _load_error(self, strict, missing, unexpected, errors)
+        return keys
+
+    def _expected_own(self):
+        """This module's own state-dict entries: (name, (module, kind, name, tensor))."""
+        for n, v in self._parameters.items():
+            if v is not None:
+                yield n, (self, "_parameters", n, v)
+        for n, v in self._buffers.items():
+            if v is not None and n not in self._non_persistent_buffers_set:
+                yield n, (self, "_buffers", n, v)
+        if self._has_extra_state("set_extra_state"):
+            yield _EXTRA, (self, _EXTRA, _EXTRA, None)
+
+    def _assign_state(self, entries, state_dict, assign):
         from ...autograd.grad_mode import no_grad
         with no_grad():
-            for k, (mod, kind, n, cur) in expected.items():
+            for k, (mod, kind, n, cur) in entries:
                 if k not in state_dict:
                     continue
                 v = state_dict[k]
-                if assign:
+                if kind == _EXTRA:
+                    mod.set_extra_state(v)
+                elif assign:
                     if kind == "_parameters":
                         mod._parameters[n] = Parameter(v.detach(), cur.requires_grad)
                     else:
@@ -483,7 +589,35 @@ class Module:
                 else:
                     cur._data[...] = v._data.astype(cur._data.dtype, copy=False)
                     cur._vc[0] += 1
-        return _IncompatibleKeys(missing, unexpected)
+
+    def register_state_dict_pre_hook(self, hook):
+        """``hook(module, prefix, keep_vars)`` before this module's ``state_dict`` is made."""
+        return _register(self, "_state_dict_pre_hooks", hook)
+
+    def register_state_dict_post_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata)`` after this module's entries
+        are in ``state_dict``; it changes the dict in place and returns None."""
+        hook._from_public_api = True
+        return _register(self, "_state_dict_hooks", hook)
+
+    def _register_state_dict_hook(self, hook):
+        """As ``register_state_dict_post_hook``, but a returned dict replaces the state dict."""
+        return _register(self, "_state_dict_hooks", hook)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` before ``load_state_dict`` loads this module."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        if with_module:
+            hook = functools.partial(hook, self)
+        return _register(self, "_load_state_dict_pre_hooks", hook)
+
+    def register_load_state_dict_post_hook(self, hook):
+        """``hook(module, incompatible_keys)`` after ``load_state_dict`` has loaded this module
+        and its children; it may clear the missing/unexpected key lists in place."""
+        return _register(self, "_load_state_dict_post_hooks", hook)
 
     # -- calling and hooks ---------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -595,10 +729,6 @@ class Module:
             self._backward_pre_hooks.move_to_end(h.id, last=False)
         return h
 
-    def register_state_dict_hook(self, hook):
-        h = _Handle(self._state_dict_hooks)
-        self._state_dict_hooks[h.id] = hook
-        return h
 
     # -- repr ----------------------------------------------------------------------------
     def extra_repr(self) -> str:
@@ -631,6 +761,60 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+_EXTRA = "_extra_state"
+
+
+def _register(module, store, hook):
+    """Add ``hook`` to the module's hook dict ``store`` (made for modules pickled before it
+    existed); returns the handle that removes it."""
+    d = module.__dict__.setdefault(store, OrderedDict())
+    h = _Handle(d)
+    d[h.id] = hook
+    return h
+
+
+def _load_error(module, strict, missing, unexpected, errors):
+    errors = list(errors)
+    if strict:
+        if unexpected:
+            errors.insert(0, "Unexpected key(s) in state_dict: "
+                          + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+        if missing:
+            errors.insert(0, "Missing key(s) in state_dict: "
+                          + ", ".join(f'"{k}"' for k in missing) + ". ")
+    return RuntimeError(f"Error(s) in loading state_dict for {type(module).__name__}:\n\t"
+                        + "\n\t".join(errors) + "\nNothing was changed.")
+
+
+def _entry_error(key, value, current):
+    """Why ``value`` cannot be loaded into ``current`` (PyTorch's message), or None."""
+    if not isinstance(value, Tensor):
+        return (f'While copying the parameter named "{key}", expected torch.Tensor or '
+                f'Tensor-like object from checkpoint but received {type(value)}')
+    if tuple(value._data.shape) != tuple(current._data.shape):
+        return (f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                f"checkpoint, the shape in current model is {current.shape}.")
+    return None
+
+
+def _snapshot(module):
+    """A function putting back the module tree's current parameters, buffers and their
+    values."""
+    saved = []
+    for _, mod in module.named_modules(remove_duplicate=False):
+        for store in (mod._parameters, mod._buffers):
+            for n, t in store.items():
+                saved.append((store, n, t, None if t is None else (t._data.copy(), t._vc[0])))
+
+    def undo():
+        for store, n, t, data in saved:
+            store[n] = t
+            if t is not None:
+                t._data[...] = data[0]
+                t._vc[0] = data[1]
+    return undo
 
 
 _GLOBAL_HOOKS: list = []

@@ -84,7 +84,7 @@ class SpectralNorm:
         module.register_buffer(fn.name + "_u", u)
         module.register_buffer(fn.name + "_v", v)
         module.register_forward_pre_hook(fn)
-        module.register_state_dict_hook(SpectralNormStateDictHook(fn))
+        module._register_state_dict_hook(SpectralNormStateDictHook(fn))
         return fn
 
 
