@@ -189,3 +189,30 @@ def test_module_matches_torch(name):
     theirs, state = _run(torch, name, None)
     mine, _ = _run(dyngrad, name, state)
     _same(mine, theirs, name)
+
+
+CONVERSIONS = ["m.to(L.int64)", "m.to(L.bool)", "m.to(L.complex64)", "m.to(L.float64)", "m.half()",
+               "m.to('cpu', L.float64)", "m.to(L.ones(1, dtype=L.float64))", "m.type(L.float64)",
+               "m.double().float()"]
+
+
+@pytest.mark.parametrize("expr", CONVERSIONS)
+def test_module_conversions_as_torch(expr):
+    """Which tensors a conversion changes (floating and complex ones for ``to``, all for
+    ``type``), gradients included, its warnings and its refusals."""
+    import warnings
+
+    def run(L):
+        L.manual_seed(0)
+        m = L.nn.Sequential(L.nn.Linear(2, 2), L.nn.BatchNorm1d(2))
+        m[0].weight.grad = L.ones(2, 2)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            try:
+                r = eval(expr, {"m": m, "L": L})
+            except Exception as e:  # noqa: BLE001 - compared with PyTorch's
+                return type(e).__name__, str(e)
+        return (r is m, [str(v.dtype) for v in m.state_dict().values()],
+                str(m[0].weight.grad.dtype), type(m[0].weight).__name__,
+                [str(x.message) for x in w])
+    assert run(dyngrad) == run(torch)

@@ -399,7 +399,18 @@ class Module:
         if dt is None:
             return self
         dt = to_dtype(dt)
-        return self._apply_tensors(lambda t: t.to(dt) if t.is_floating_point() else t)
+        if not (dt.is_floating_point or dt.is_complex):
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={dt}")
+        if dt.is_complex:
+            from ... import _warn
+            _warn.warn("Complex modules are a new feature under active development whose design "
+                       "may change, and some modules might not work as expected when using "
+                       "complex tensors as parameters or buffers. Please file an issue at "
+                       "https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml "
+                       "if a complex module does not work as expected.", UserWarning)
+        return self._apply_tensors(
+            lambda t: t.to(dt) if t.is_floating_point() or t.is_complex() else t)
 
     def float(self):
         return self.to(FROM_NP[__import__("numpy").dtype("float32")])
@@ -411,7 +422,8 @@ class Module:
         return self.to(FROM_NP[__import__("numpy").dtype("float16")])
 
     def type(self, dst_type):
-        return self.to(dst_type)
+        """Cast every parameter and buffer (integer ones too) to ``dst_type``."""
+        return self._apply_tensors(lambda t: t.type(dst_type))
 
     def cpu(self):
         return self
