@@ -7,6 +7,7 @@ modules (see ``ops/__init__.py``), which attach themselves to this class.
 """
 from __future__ import annotations
 
+import numbers
 import re
 import weakref
 
@@ -672,6 +673,88 @@ class Tensor:
     def is_shared(self) -> bool:
         from ._shared_memory import is_shared
         return is_shared(self)
+
+    def cfloat(self) -> "Tensor":
+        return self.to(D.complex64)
+
+    def cdouble(self) -> "Tensor":
+        return self.to(D.complex128)
+
+    def is_set_to(self, tensor) -> bool:
+        """Whether both tensors view the same storage with the same offset, sizes and
+        strides."""
+        a, b = self._data, tensor._data
+        return (_storage_root(a) is _storage_root(b) and a.shape == b.shape
+                and a.strides == b.strides and a.dtype == b.dtype
+                and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+    def is_pinned(self) -> bool:
+        """Never: the CPU build has no pinned memory."""
+        return False
+
+    is_mkldnn = False
+
+    @property
+    def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is (0 for leaves)."""
+        return self._output_nr
+
+    def dim_order(self) -> tuple:
+        """The dimensions from outermost to innermost in memory (by stride, largest first)."""
+        st = self.stride()
+        return tuple(sorted(range(len(st)), key=lambda i: -st[i]))
+
+    def new(self, *args, device=None) -> "Tensor":
+        """PyTorch's legacy constructor: ``new()`` (empty), ``new(*sizes)`` or
+        ``new(torch.Size)`` (uninitialised, this tensor's dtype), ``new(tensor)`` (an alias of
+        a tensor of this dtype), ``new(data)`` (a copy of a sequence in this dtype)."""
+        from . import _factories as F
+        if not args:
+            return F.empty(0, dtype=self.dtype)
+        a = args[0]
+        if len(args) == 1 and isinstance(a, Tensor):
+            if a._data.dtype != self._data.dtype:
+                raise TypeError(f"expected TensorOptions(dtype={D.c_name(self._data.dtype)}, "
+                                "device=cpu, layout=Strided, requires_grad=false (default), "
+                                "pinned_memory=false (default), memory_format=(nullopt))")
+            return a.detach()
+        if len(args) > 1 or isinstance(a, Size) or isinstance(a, int) and not isinstance(a, bool):
+            sizes = tuple(a) if len(args) == 1 and isinstance(a, Size) else args
+            return F.empty(*sizes, dtype=self.dtype)
+        if isinstance(a, str) or not hasattr(a, "__len__"):
+            what = "invalid data type 'str'" if isinstance(a, str) else \
+                f"data must be a sequence (got {type(a).__name__})"
+            raise TypeError(f"new(): {what}")
+        return F.tensor(a, dtype=self.dtype)
+
+    def apply_(self, callable) -> "Tensor":
+        """Replace each element ``v`` by ``callable(v)``, in place (a Python loop)."""
+        return self._map_elements("apply_", callable, ())
+
+    def map_(self, tensor, callable) -> "Tensor":
+        """Replace each element ``v`` by ``callable(v, w)``, ``w`` the matching element of
+        ``tensor`` (broadcast), in place."""
+        return self._map_elements("map_", callable, (tensor,))
+
+    def _map_elements(self, name, fn, others):
+        if self._requires_grad:
+            raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                               f"var.detach().{name}() instead.")
+        d = self._data
+        arrays = [np.broadcast_to(o._data, d.shape) for o in others]
+        kind = D.FROM_NP[d.dtype]
+        cast = complex if kind.is_complex else float if kind.is_floating_point else \
+            bool if d.dtype == np.bool_ else int
+        for idx in np.ndindex(d.shape):
+            d[idx] = cast(fn(d[idx].item(), *(a[idx].item() for a in arrays)))
+        self._vc[0] += 1
+        return self
+
+    def __contains__(self, element) -> bool:
+        if isinstance(element, (Tensor, numbers.Number)):
+            return bool((element == self).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
+                           f"in a {type(element)}.")
 
     # -- Python protocol -------------------------------------------------------------
     def __len__(self) -> int:
