@@ -99,10 +99,15 @@ def guard(fn, name=None):
                 raise RuntimeError(stale) from None
             if not isinstance(e, (AttributeError, TypeError, ValueError, IndexError, KeyError)):
                 raise
+            base = fn.__name__
+            if type(e) is TypeError and str(e).startswith(base + "("):
+                p = _parser_form(name, TypeError(name + str(e)[len(base):]), args, kwargs)
+                if p is not e and str(p) != str(e):
+                    raise p from None
             t = translate(name, args, kwargs, e, fn)
             if t is None:
                 raise
-            raise t from None
+            raise _parser_form(name, t, args, kwargs) from None
         if r is NotImplemented:  # an operator's refusal of an operand: an error when called
             r = _hooked(name, fn, args, kwargs)
             if r is NotImplemented:
@@ -110,6 +115,23 @@ def guard(fn, name=None):
         return r
 
     return call
+
+
+def _parser_form(name, err, args, kwargs):
+    """``err`` as PyTorch's argument parser words it for ``name``: an alias's errors name the
+    alias (the caller renames them), and a function of several signatures reports a wrong
+    argument as an invalid combination of arguments."""
+    from ._arg_table import SIGNATURES
+    sigs = SIGNATURES.get(name)
+    if sigs is None or type(err) is not TypeError or \
+            not str(err).startswith(name + "(): argument "):
+        return err
+    # PyTorch's parser words the error of the one signature that fits the argument count
+    # (its min to max number of arguments); with several, it lists them all
+    n = len(args) + len(kwargs)
+    fits = sum(1 for _, params in sigs
+               if sum(1 for _, f in params if not f & 1) <= n <= len(params))
+    return err if fits == 1 else D.bad_combo(name, args, kwargs)
 
 
 def _numpy_names(name, fn, kwargs):
