@@ -13,7 +13,7 @@ from . import op
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
-                     record, sum_to)
+                     grad_dtype, record, sum_to)
 from . import _dual as X
 from ._spec import defop, unary
 
@@ -893,21 +893,18 @@ class ToCopyBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        src = self._saved[0]
-        if not isinstance(g, Tensor):
-            return g.astype(src) if g.dtype != src else g,
-        return g.to(D.FROM_NP[src]),
+        return grad_dtype(g, self._saved[0]),
 
 
 def to_dtype(x, dt, memory_format=None):
     """A copy of ``x`` in dtype ``dt`` (laid out as ``memory_format`` asks, else keeping the
-    layout); differentiable between floating dtypes (NaN, inf and overflow convert silently,
-    as in PyTorch)."""
+    layout); differentiable between floating and complex dtypes (a complex gradient reaching a
+    real input keeps its real part; NaN, inf and overflow convert silently, as in PyTorch)."""
     with np.errstate(all="ignore"):
         d = x._data.astype(dt.np)
     if memory_format is not None:
         d = layout_copy(d, memory_format)
-    if STATE.enabled and x._requires_grad and dt.is_floating_point:
+    if STATE.enabled and x._requires_grad and dt.np.kind in "fc":
         return record(d, ToCopyBackward0((edge_of(x),), (x._data.dtype,)))
     return _make(d)
 

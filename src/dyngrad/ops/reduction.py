@@ -599,6 +599,9 @@ class VarMeanBackward0(Node):
     _nout = 2
     _std = False
     _dof0 = False
+    # for a complex input the formula is already PyTorch's gradient (the variance is real, the
+    # mean's gradient real-linear): no conjugating twin
+    _holomorphic = False
 
     def _bw(self, g, graph):
         gv, gm = g
@@ -687,7 +690,10 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
         if dof0:
             a._grad_fn._dof0 = True
         notify(a)
-        return a, notify(b)
+        notify(b)
+        if r.dtype != m.dtype:  # a complex input: real variance, complex mean (no one dtype
+            a._grad_fn._odt = None  # to cast the incoming gradients to)
+        return a, b
     return _make(r), _make(m)
 
 
