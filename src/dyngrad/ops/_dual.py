@@ -40,6 +40,19 @@ def _sign_np(d):
 
 
 sign = _pick(_sign_np, "sign")
+
+
+def _sgn_np(d):
+    """PyTorch's sgn: sign for real values, z / |z| (0 at 0) for complex ones."""
+    d = np.asarray(d)
+    if d.dtype.kind != "c":
+        return _sign_np(d)
+    a = np.abs(d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(a == 0, 0, d / np.where(a == 0, 1, a)).astype(d.dtype, copy=False)
+
+
+sgn = _pick(_sgn_np, "sgn")
 sqrt = _pick(np.sqrt, "sqrt")
 tanh = _pick(np.tanh, "tanh")
 abs = _pick(np.abs, "abs")

@@ -752,15 +752,16 @@ class LinalgVectorNormBackward0(Node):
         if p == 0:  # PyTorch's gradient of the 0-"norm" (a count) is undefined: None
             return None,
         g = _keep(g, dims, keepdim, len(shape))
-        if p == 1:
-            return g * X.sign(x),
+        if p == 1:  # PyTorch's sgn(x) * grad (z / |z| for complex x)
+            return X.sgn(x) * g,
         od = od if keepdim or not dims else np.expand_dims(od, dims)
         if _math.isinf(p):
             # PyTorch's: sgn(x) * ((g / count) * mask), mask = (|x| == norm) | isnan(x); the
             # sgn keeps the gradient depending on x under create_graph (zero second order)
             m = (np.abs(xd) == od) | np.isnan(xd)
-            cnt = np.maximum(m.sum(axis=dims, keepdims=True), 1).astype(xd.dtype)
-            return X.sign(x) * ((g / X.const(cnt, g)) * X.const(m.astype(xd.dtype), g)),
+            rdt = od.dtype
+            cnt = np.maximum(m.sum(axis=dims, keepdims=True), 1).astype(rdt)
+            return X.sgn(x) * ((g / X.const(cnt, g)) * X.const(m.astype(rdt), g)),
         o = _keep(so.get(self, graph), dims, keepdim, len(shape))
         zero = X.const(np.broadcast_to(od == 0, od.shape), g)
         safe = X.where(zero, 1 + 0 * o, o)
@@ -1063,8 +1064,10 @@ def _norm_backward(g, x, p, norm):
 
 class RenormBackward0(FormulaNode):
     """PyTorch's renorm_backward: where the slice's norm exceeded maxnorm, the gradient of
-    x * maxnorm / (norm + 1e-7); elsewhere the gradient passes."""
+    x * maxnorm / (norm + 1e-7); elsewhere the gradient passes.  Written as PyTorch's for
+    complex input too (there the norm's gradient takes real(conj(x) * grad))."""
     __slots__ = ()
+    _holomorphic = False
 
     def formula(self, g, x, p, dim, maxnorm):
         from .elementwise_more import where
@@ -1072,7 +1075,8 @@ class RenormBackward0(FormulaNode):
         dims = [i for i in range(x.dim()) if i != dim]
         acc = x.float() if x.dtype == D.float16 else x
         norm = vector_norm(acc, p, dims, True)
-        go = (acc * g).sum(dims, True)
+        go = (acc.conj() * g).real if acc.is_complex() else acc * g
+        go = go.sum(dims, True)
         nb = _norm_backward(go, acc, p, norm)
         inv = (norm + 1e-7).reciprocal()
         factor = inv * maxnorm
