@@ -88,6 +88,14 @@ def transpose_last(a):
     return a.transpose(-1, -2)
 
 
+def adjoint_last(a):
+    """The conjugate transpose of the last two dimensions (``.mH``; ``.mT`` for real values)."""
+    if not isinstance(a, Tensor):
+        a = a.swapaxes(-1, -2)
+        return np.conj(a) if a.dtype.kind == "c" else a
+    return a.mH if a.is_complex() else a.transpose(-1, -2)
+
+
 def expand_to(g, shape):
     """Broadcast ``g`` to ``shape`` (read-only view for arrays; ExpandBackward for Tensors)."""
     if not isinstance(g, Tensor):

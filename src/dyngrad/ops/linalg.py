@@ -985,16 +985,25 @@ def det(input):
 
 
 class LinalgSlogdetBackward0(Node):
+    """PyTorch's slogdet_backward: (grad_logabsdet - i imag(conj(grad_sign) sign)) A^{-H}
+    (the sign's gradient only for complex A), written in PyTorch's convention for complex
+    input, so no conjugating twin."""
     __slots__ = ()
     _nout = 2
+    _holomorphic = False
 
     def _bw(self, g, graph):
-        gl = g[1]
+        gs, gl = g
+        a = self._saved[0].get(self, graph)
+        ad = X.data(a)
+        if ad.dtype.kind == "c" and gs is not None:
+            sign = slogdet(a)[0] if graph else np.linalg.slogdet(ad)[0]
+            rot = (gs.conj() * sign).imag * -1j
+            gl = rot if gl is None else gl + rot
         if gl is None:
             return None,
-        a = self._saved[0].get(self, graph)
-        nd = X.data(a).ndim
-        return X.unsqueeze_dims(gl, (nd - 2, nd - 1), nd) * X.transpose_last(_inv_any(a)),
+        nd = ad.ndim
+        return X.unsqueeze_dims(gl, (nd - 2, nd - 1), nd) * X.adjoint_last(_inv_any(a)),
 
 
 def _rt_slogdet():
@@ -1016,6 +1025,9 @@ def slogdet(input):
         node = LinalgSlogdetBackward0((edge_of(input),), (Saved(input),))
         ts, tl = record(s, node), record(l, node)
         tl._output_nr = 1
+        if s.dtype != l.dtype:  # complex input: a complex sign, a real log|det|, no one dtype
+            node._odt = None  # for the incoming gradients
+
         return RT_SLOGDET(ts, tl)
     return RT_SLOGDET(_make(s), _make(l))
 
