@@ -438,6 +438,15 @@ def _jvp(node, tangents, outs):
             ws = rule(node, list(tangents))
             us = [o if o is not None and o._data.dtype.kind in "fc" else None for o in outs]
             raise _Done
+        # a node with complex values that is not a conjugating twin has a formula written as
+        # PyTorch's complex gradient itself (var, the norms, view_as_real, ...): its vjp F is
+        # only real-linear, so the tangent w is the gradient (PyTorch's convention, the
+        # conjugating twins on) of Re sum(conj(v) F(u)), as Re<w, u> = Re<v, F(u)>
+        wirtinger = type(node)._conj_of is None and (
+            any(o is not None and o._data.dtype.kind == "c" for o in outs) or
+            any(v is not None and v._data.dtype.kind == "c" for v in tangents))
+        if wirtinger:
+            CONJ_OFF[0] = False
         c = _clone(node)
         us = []
         for o in outs:
@@ -456,7 +465,10 @@ def _jvp(node, tangents, outs):
         for gi, v in zip(gin, tangents):
             if gi is None or v is None or not isinstance(gi, Tensor):
                 continue
-            term = (gi * v).sum()
+            if wirtinger and (gi.is_complex() or v.is_complex()):
+                term = (gi.conj() * v).real.sum()
+            else:
+                term = (gi * v).sum()
             s = term if s is None else s + term
         live = [u for u in us if u is not None]
         if not live:

@@ -757,6 +757,11 @@ def _node_fw(self, tangents):
     if spec.elementwise and len(spec.inputs) == 1:
         # elementwise: the Jacobian is diagonal, so the vjp of the tangent is the jvp
         t = tangents[0]
+        if t is not None and t._data.dtype.kind == "c" and self._odt is not None and \
+                self._odt.kind != "c":
+            # a real result of a complex input (abs, angle): the formula is PyTorch's gradient
+            # u * c, whose jvp is real(conj(c) * t) = real(formula(conj(t)))
+            return [spec.bw(ctx, t.conj())[0].real]
         return [None if t is None else spec.bw(ctx, t)[0]]
     if spec.binary:
         # each input's Jacobian is diagonal once the tangent is broadcast to the output: the

@@ -523,7 +523,9 @@ class PowBackward1(Node):
             ga = sum_to(X.where(b == 0, X.zeros_like(g), g * b * a ** (b - 1)), ash)
         if self.next_functions[1][0] is not None:
             o = so.get(self, graph)
-            gb = sum_to(X.where((a == 0) & (b >= 0), X.zeros_like(g), g * o * X.log(a)), bsh)
+            # PyTorch's mask: a == 0 and real(b) >= 0
+            gb = sum_to(X.where((a == 0) & (b.real >= 0), X.zeros_like(g), g * o * X.log(a)),
+                        bsh)
         return ga, gb
 
 
