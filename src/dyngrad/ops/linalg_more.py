@@ -27,6 +27,12 @@ def _pkg():
     return importlib.import_module(__name__.split(".")[0])
 
 
+def _h(x):
+    """``x.mH`` for complex values, ``x.mT`` (the same graph as before) for real ones: the
+    factorizations' formulas below are PyTorch's complex ones, reducing to the real ones."""
+    return x.mH if x.is_complex() else x.mT
+
+
 def _lin_err():
     from .linalg import LinAlgError
     return LinAlgError
@@ -89,15 +95,19 @@ def _outputs(arrays, node_fn, needs, layout=None):
     for o in outs:
         o._grad_fn = node
         notify(o)
+    # complex factors beside real values (S, L): no one dtype to cast the gradients to
+    if len({o._data.dtype for o in outs if o._data.dtype.kind in "fc"}) > 1:
+        node._odt = None
     return outs
 
 
 # --- SVD -----------------------------------------------------------------------------------
 class LinalgSvdBackward0(FormulaNode):
-    """PyTorch's svd_backward (real case), U / Vh narrowed to the k singular vectors first
-    when full_matrices."""
+    """PyTorch's svd_backward, U / Vh narrowed to the k singular vectors first when
+    full_matrices; for complex A the formula is PyTorch's complex gradient itself."""
     __slots__ = ()
     _nout = 3
+    _holomorphic = False
     _saved_outputs = {0: 0, 1: 1, 2: 2}
 
     def formula(self, g, U, S, Vh, full):
@@ -122,11 +132,11 @@ class LinalgSvdBackward0(FormulaNode):
         E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye  # 1 on the diagonal
         UhgU = VhgV = None
         if gU is not None:
-            x = t.matmul(U.mT, gU)
-            UhgU = x - x.mT
+            x = t.matmul(_h(U), gU)
+            UhgU = x - _h(x)
         if gVh is not None:
-            x = t.matmul(Vh, gVh.mT)
-            VhgV = x - x.mT
+            x = t.matmul(Vh, _h(gVh))
+            VhgV = x - _h(x)
         if UhgU is not None and VhgV is not None:
             gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
         elif UhgU is not None:
@@ -135,15 +145,18 @@ class LinalgSvdBackward0(FormulaNode):
             gA = (S.unsqueeze(-1) / E) * VhgV
         if gS is not None:
             gA = gA + t.diag_embed(gS)
+        if UhgU is not None and VhgV is not None and UhgU.is_complex():
+            # the imaginary diagonal of U^H gU (the phase the singular vectors share)
+            gA = gA + t.diag_embed(UhgU.diagonal(0, -2, -1) / (S * 2))
         if m > n and gU is not None:
             gA = t.matmul(U, gA)
             gUSinv = gU / S.unsqueeze(-2)
-            gA = gA + gUSinv - t.matmul(U, t.matmul(U.mT, gUSinv))
+            gA = gA + gUSinv - t.matmul(U, t.matmul(_h(U), gUSinv))
             gA = t.matmul(gA, Vh)
         elif m < n and gVh is not None:
             gA = t.matmul(gA, Vh)
             SinvgVh = gVh / S.unsqueeze(-1)
-            gA = gA + SinvgVh - t.matmul(t.matmul(SinvgVh, Vh.mT), Vh)
+            gA = gA + SinvgVh - t.matmul(t.matmul(SinvgVh, _h(Vh)), Vh)
             gA = t.matmul(U, gA)
         else:
             gA = t.matmul(U, t.matmul(gA, Vh)) if m >= n else t.matmul(t.matmul(U, gA), Vh)
@@ -248,9 +261,11 @@ def matrix_exp(A):
 
 # --- symmetric eigendecomposition ------------------------------------------------------------
 class LinalgEighBackward0(FormulaNode):
-    """PyTorch's linalg_eig_backward for Hermitian input (distinct eigenvalues)."""
+    """PyTorch's linalg_eig_backward for Hermitian input (distinct eigenvalues); for complex
+    A the formula is PyTorch's complex gradient itself."""
     __slots__ = ()
     _nout = 2
+    _holomorphic = False
     _saved_outputs = {0: 0, 1: 1}
 
     def formula(self, g, L, V):
@@ -259,15 +274,17 @@ class LinalgEighBackward0(FormulaNode):
         if gV is None:
             if gL is None:
                 return None,
-            return t.matmul(V * gL.unsqueeze(-2), V.mT),
+            return t.matmul(V * gL.unsqueeze(-2), _h(V)),
         n = L.shape[-1]
-        x = t.matmul(V.mT, gV)
-        VhgV = 0.5 * (x - x.mT)
+        x = t.matmul(_h(V), gV)
+        VhgV = 0.5 * (x - _h(x))
         E = L.unsqueeze(-2) - L.unsqueeze(-1) + t.eye(n, dtype=L.dtype)
         gA = VhgV / E
         if gL is not None:
+            if gA.is_complex():  # PyTorch's diagonal is gL's (the imaginary part dropped)
+                gA = gA - t.diag_embed(gA.diagonal(0, -2, -1))
             gA = gA + t.diag_embed(gL)
-        return t.matmul(V, t.matmul(gA, V.mT)),
+        return t.matmul(V, t.matmul(gA, _h(V))),
 
 
 def _eigh(A, UPLO, fn):
@@ -297,9 +314,11 @@ def eigvalsh(A, UPLO="L"):
 
 # --- Cholesky --------------------------------------------------------------------------------
 class LinalgCholeskyExBackward0(FormulaNode):
-    """PyTorch's cholesky_backward: gA = L^{-H} phi(L^H gL) L^{-1}, symmetrised."""
+    """PyTorch's cholesky_backward: gA = L^{-H} phi(L^H gL) L^{-1}, symmetrised (for complex
+    A, PyTorch's complex gradient itself)."""
     __slots__ = ()
     _nout = 2
+    _holomorphic = False
 
     def formula(self, g, L, upper):
         t = _pkg()
@@ -307,12 +326,12 @@ class LinalgCholeskyExBackward0(FormulaNode):
         if gL is None:
             return None,
         if upper:
-            L, gL = L.mT, gL.mT
-        gA = t.matmul(L.mT, gL).tril()
-        gA = 0.5 * (gA + gA.tril(-1).mT)
-        Lt = L.mT
+            L, gL = _h(L), _h(gL)
+        gA = t.matmul(_h(L), gL).tril()
+        gA = 0.5 * (gA + _h(gA.tril(-1)))
+        Lt = _h(L)
         gA = t.linalg.solve(Lt, gA)                 # L^{-H} gA
-        gA = t.linalg.solve(Lt, gA.mT).mT           # (...) L^{-1}
+        gA = _h(t.linalg.solve(Lt, _h(gA)))         # (...) L^{-1}
         return gA,
 
 
@@ -323,7 +342,9 @@ def _cholesky(A, upper, fn):
     Ls = np.zeros_like(flat)
     bad = None
     for i, a in enumerate(flat):
-        sym = np.tril(a) + np.tril(a, -1).T if not upper else np.triu(a) + np.triu(a, 1).T
+        # the Hermitian matrix the named triangle defines
+        sym = np.tril(a) + np.tril(a, -1).conj().T if not upper else \
+            np.triu(a) + np.triu(a, 1).conj().T
         try:
             Ls[i] = np.linalg.cholesky(sym)
         except np.linalg.LinAlgError:
@@ -334,8 +355,8 @@ def _cholesky(A, upper, fn):
             if bad is None:
                 bad = (i, k)
     L = Ls.reshape(d.shape)
-    if upper:
-        L = np.swapaxes(L, -1, -2)
+    if upper:  # U = L^H
+        L = np.swapaxes(L, -1, -2).conj() if L.dtype.kind == "c" else np.swapaxes(L, -1, -2)
     needs = STATE.enabled and A._requires_grad
     outs = _outputs((L, info), lambda o: LinalgCholeskyExBackward0(
         (edge_of(A),), (Saved(o[0], True), upper)), needs, (True, False))
@@ -384,9 +405,11 @@ def cholesky(A, *, upper=False):
 # --- QR ------------------------------------------------------------------------------------
 class LinalgQrBackward0(FormulaNode):
     """QR backward (reduced mode): for m >= n, M = R gR^T - gQ^T Q and
-    gA = (gQ + Q copyltu(M)) R^{-T}; a wide A is split as [X | Y] with X square."""
+    gA = (gQ + Q copyltu(M)) R^{-T}; a wide A is split as [X | Y] with X square (for complex
+    A with conjugate transposes: PyTorch's complex gradient itself)."""
     __slots__ = ()
     _nout = 2
+    _holomorphic = False
     _saved_outputs = {0: 0, 1: 1}
 
     def formula(self, g, Q, R, mode):
@@ -398,7 +421,8 @@ class LinalgQrBackward0(FormulaNode):
 
 def _copyltu(M):
     low = M.tril(-1)
-    return low + low.mT + _pkg().diag_embed(M.diagonal(0, -2, -1))
+    d = M.diagonal(0, -2, -1)
+    return low + _h(low) + _pkg().diag_embed(d.real if d.is_complex() else d)
 
 
 def _qr_bw(gQ, gR, Q, R):
@@ -409,15 +433,15 @@ def _qr_bw(gQ, gR, Q, R):
     if gR is None:
         gR = t.zeros_like(R)
     if m >= n:
-        M = t.matmul(R, gR.mT) - t.matmul(gQ.mT, Q)
+        M = t.matmul(R, _h(gR)) - t.matmul(_h(gQ), Q)
         b = gQ + t.matmul(Q, _copyltu(M))
-        # b R^{-T}: solve R X^T = b^T
-        return t.linalg.solve(R, b.mT).mT
+        # b R^{-H}: solve R X^H = b^H
+        return _h(t.linalg.solve(R, _h(b)))
     # wide: A = [X | Y], X = Q U (square), Y = Q V
     U, V = R[..., :, :m], R[..., :, m:]
     gU, gV = gR[..., :, :m], gR[..., :, m:]
     Y = t.matmul(Q, V)
-    gX = _qr_bw(gQ + t.matmul(Y, gV.mT), gU, Q, U)
+    gX = _qr_bw(gQ + t.matmul(Y, _h(gV)), gU, Q, U)
     gY = t.matmul(Q, gV)
     return t.cat([gX, gY], -1)
 
