@@ -319,8 +319,7 @@ class OpSpec:
                     saved.append(Saved(tensors[spec.inputs.index(n)]))
                 else:
                     saved.append(raw[n])
-            node = spec.node_cls(tuple(edge_of(t) for t in tensors), tuple(saved))
-            node._odt = r.dtype
+            node = spec.node_cls(tuple(edge_of(t) for t in tensors), tuple(saved), r.dtype)
             res._grad_fn = node
             if RECORD_HOOKS:
                 for h in RECORD_HOOKS:

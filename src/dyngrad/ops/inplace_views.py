@@ -45,8 +45,7 @@ def _inplace_view(self, view, node_cls, *args):
         self._view_fn = v._view_fn  # in-place ops on it rewrite the base through the new shape
     old = v._grad_fn
     if old is not None:
-        node = node_cls(old.next_functions, old._saved)
-        node._odt = self._data.dtype
+        node = node_cls(old.next_functions, old._saved, self._data.dtype)
         _set_history(self, node)
         notify(self)
     return self

@@ -3,6 +3,7 @@ comparisons.  Backward formulas use only operators and the dual helpers, so they
 ndarrays (plain backward) and on Tensors (``create_graph=True``) alike."""
 from __future__ import annotations
 
+import cmath
 import math
 from numbers import Number
 
@@ -538,8 +539,11 @@ class PowBackward2(Node):
         se.get(self, False)  # the exponent is saved (as PyTorch's) and unpacked first
         o = so.get(self, graph)
         if base == 0:
-            return X.where(o == 0, X.zeros_like(g), g * o * math.log(base) if base > 0 else g * 0),
-        return g * o * math.log(base),
+            return X.where(o == 0, X.zeros_like(g), g * 0),
+        # log of the base: complex for a complex base, nan for a negative real one (as PyTorch's)
+        lb = cmath.log(base) if isinstance(base, complex) else \
+            math.log(base) if base > 0 else math.nan
+        return g * o * lb,
 
 
 @op(methods=("__pow__",))
@@ -592,9 +596,7 @@ def _rpow(self, other):
     """scalar ** tensor."""
     if not _scalar_ok(other):
         return NotImplemented
-    ed = self._data
-    if type(other) is float and ed.dtype.kind not in "fc":
-        ed = ed.astype(D.DEFAULTS.float.np)
+    ed, other = _scalar_data(self._data, other)
     data = np.power(other, ed)
     if data.dtype != ed.dtype:
         data = data.astype(ed.dtype if ed.dtype.kind in "fc" else data.dtype)

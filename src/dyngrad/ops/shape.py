@@ -244,7 +244,7 @@ def _make_views(src, datas, node_cls, saved, fns, single=False):
         for o in outs:
             o._creation = MULTI_OUTPUT_NODE
     if STATE.enabled and src._requires_grad:
-        node = node_cls((edge_of(src),), saved)
+        node = node_cls((edge_of(src),), saved, src._data.dtype)
         node.__dict__["_nout"] = len(outs)
         for i, o in enumerate(outs):
             o._requires_grad = True

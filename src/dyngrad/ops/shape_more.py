@@ -122,7 +122,7 @@ def _unsafe_pieces(input, sizes, k, node_cls, raw):
         outs.append(_make(d[(slice(None),) * k + (slice(start, start + s),)]))
         start += s
     if STATE.enabled and input._requires_grad:
-        node = node_cls((edge_of(input),), (k, tuple(sizes), d.shape, d.dtype, raw))
+        node = node_cls((edge_of(input),), (k, tuple(sizes), d.shape, d.dtype, raw), d.dtype)
         node.__dict__["_nout"] = len(outs)
         for i, o in enumerate(outs):
             o._requires_grad = True

@@ -215,9 +215,8 @@ def _run(x, kern, cls, save_in, save_out, extra=(), name=None):
         return _make(r)
     res = _make(r)
     res._requires_grad = True
-    res._grad_fn = node = cls((edge_of(x),), (Saved(x) if save_in else None,
-                                              Saved(res, True) if save_out else None) + extra)
-    node._odt = r.dtype
+    res._grad_fn = cls((edge_of(x),), (Saved(x) if save_in else None,
+                                       Saved(res, True) if save_out else None) + extra, r.dtype)
     return notify(res) if RECORD_HOOKS else res
 
 

@@ -50,8 +50,7 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
             t._creation = src._creation
     if node_cls is not None and STATE.enabled and src._requires_grad:
         t._requires_grad = True
-        t._grad_fn = node = node_cls((edge_of(src),), saved)
-        node._odt = t._data.dtype
+        t._grad_fn = node_cls((edge_of(src),), saved, t._data.dtype)
         if RECORD_HOOKS:
             notify(t)
     return t
