@@ -50,7 +50,22 @@ def _flat(xs):
     return lambda L: L.cat([x.reshape(-1) for x in xs(L)])
 
 
-F = "nn.functional"
+def _square_fn(L):
+    """A custom Function whose backward is written in PyTorch's convention (grad * 2 conj(x)):
+    its gradient is used as given, never conjugated."""
+    class Square(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return 2 * g * x.conj()
+    return Square
+
+
 # name -> (function of (library, *inputs), inputs)
 CASES = {
     # views and shapes
@@ -91,11 +106,20 @@ CASES = {
     "broadcast_to": (lambda L, v: L.broadcast_to(v, (3, 4)), [V]),
     "contiguous": (lambda L, a: a.t().contiguous(), [A]),
     "diff": (lambda L, a: L.diff(a, dim=1), [A]),
+    "sum_to_size": (lambda L, a: a.sum_to_size(1, 4), [A]),
+    "expand_as": (lambda L, a: a[:1].expand_as(a) * a, [A]),
+    "unsafe_split": (lambda L, a: L.cat([p * (i + 1j) for i, p in
+                                         enumerate(a.unsafe_split(2, 1))], 1), [A]),
+    "t_": (lambda L, a: (a * 1).t_() * (1 + 1j), [A]),
+    "unsqueeze_": (lambda L, a: (a * 1).unsqueeze_(0) ** 2, [A]),
     # dtype conversions
     "to_complex64_and_back": (lambda L, a: a.to(L.complex64).to(L.complex128), [A]),
     "real_to_complex": (lambda L, r: r.to(L.complex128) * (1 + 2j), [R]),
     "complex_times_real": (lambda L, a, r: a * r, [A, R]),
     "real_times_complex_scalar": (lambda L, r: (r * (1 - 2j)) ** 2, [R]),
+    "cumsum_of_real_times_i": (lambda L, r: (r * 1j).cumsum(0), [R]),
+    "angle_sgn_polar_of_real": (lambda L, r, q: L.polar(r.abs(), q) * r.angle() + r.sgn(),
+                                [R, R * 2]),
     # indexing, gather / scatter, masked ops
     "index_int": (lambda L, a: a[L.tensor([0, 2, 2])], [A]),
     "index_bool": (lambda L, a: a[L.tensor(MASK)], [A]),
@@ -119,6 +143,10 @@ CASES = {
     "copy_into_view": (_copy_into_view, [A, B]),
     "mul_": (lambda L, a, b: (a * 1).mul_(b), [A, B]),
     "sigmoid_": (lambda L, a: (a * 1).sigmoid_(), [A]),
+    "copy_real_into_complex": (lambda L, a, r: (a * 1).copy_(r * 2), [A, R]),
+    "masked_fill_": (lambda L, a: (a * 1).masked_fill_(L.tensor(R > 0), 2j), [A]),
+    "index_put_": (lambda L, a, b: (a * 1).index_put_((L.tensor([0, 2]),), b[:2] * 1j,
+                                                      accumulate=True), [A, B]),
     # cat / stack
     "cat": (lambda L, a, b: L.cat([a, b * a], 0), [A, B]),
     "stack": (lambda L, a, b: L.stack([a, b], 1), [A, B]),
@@ -141,6 +169,13 @@ CASES = {
     "norm_dim": (lambda L, a: a.norm(dim=1), [A]),
     "norm_p1": (lambda L, a: a.norm(p=1, dim=1), [A]),
     "norm_p3": (lambda L, a: a.norm(p=3), [A]),
+    "norm_p3_dim": (lambda L, a: a.norm(p=3, dim=1), [A]),
+    "norm_p1_all": (lambda L, a: a.norm(p=1), [A]),
+    "norm_inf_dim": (lambda L, a: a.norm(p=float("inf"), dim=1), [A]),
+    "norm_fro_dims": (lambda L, a: L.norm(a, "fro", dim=(0, 1)), [A]),
+    "norm_nuc": (lambda L, a: L.norm(a, "nuc"), [A]),
+    "mean_all": (lambda L, a: a.mean((0, 1)), [A]),
+    "std_all": (lambda L, a: a.std(), [A]),
     "vector_norm": (lambda L, a: L.linalg.vector_norm(a, 3, 1), [A]),
     "vector_norm_inf": (lambda L, a: L.linalg.vector_norm(a, float("inf"), 1), [A]),
     "matrix_norm": (lambda L, a: L.linalg.matrix_norm(a), [A]),
@@ -187,6 +222,8 @@ CASES = {
     "solve": (lambda L, s, a: L.linalg.solve(s, a), [S, A]),
     "solve_vector": (lambda L, s, a: L.linalg.solve(s, a[:, 0]), [S, A]),
     "matrix_exp": (lambda L, s: L.linalg.matrix_exp(s * 0.3), [S]),
+    "pinverse_wide": (lambda L, a: L.pinverse(a), [A]),
+    "pinverse_tall": (lambda L, a: L.pinverse(a.mT), [A]),
     "multi_dot": (lambda L, a, m, s: L.linalg.multi_dot([a, m, s]), [A, M, S]),
     "cholesky": (lambda L, s: L.linalg.cholesky(s @ s.mH), [S]),
     "cholesky_upper": (lambda L, s: L.linalg.cholesky(s @ s.mH, upper=True), [S]),
@@ -228,6 +265,7 @@ CASES = {
     "pixel_shuffle": (lambda L, a: L.nn.functional.pixel_shuffle(a.reshape(1, 4, 3, 1), 2), [A]),
     "unfold_patches": (lambda L, a: L.nn.functional.unfold(a.reshape(1, 1, 3, 4), 2), [A]),
     "tanh": (lambda L, a: L.nn.functional.tanh(a), [A]),
+    "custom_function": (lambda L, a: _square_fn(L).apply(a), [A]),
 }
 
 
@@ -283,7 +321,7 @@ def _forward(L, name):
         return [None if tangent is None else tangent.numpy()]
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", [n for n in CASES if n != "custom_function"])
 def test_forward_mode_tangent_is_pytorchs(name):
     _same(_forward(dyngrad, name), _forward(torch, name))
 

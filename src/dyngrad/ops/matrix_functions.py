@@ -59,9 +59,11 @@ def _matrix_power(p, input, n):
 
 # --- pinverse ------------------------------------------------------------------------------------
 class LinalgPinvBackward0(FormulaNode):
-    """PyTorch's pinv_backward (written for the smaller of the matrix's two sizes)."""
+    """PyTorch's pinv_backward (written for the smaller of the matrix's two sizes); with its
+    conjugate transposes it is PyTorch's complex gradient itself, so no conjugating twin."""
     __slots__ = ()
     _saved_outputs = {1: 0}
+    _holomorphic = False
 
     def formula(self, g, a, pinv):
         m, n = a.shape[-2], a.shape[-1]
