@@ -202,6 +202,7 @@ CASES = {
     "addcdiv": (lambda L, a, b: L.addcdiv(a, a, b, value=0.5), [A, B]),
     "lerp": (lambda L, a, b: L.lerp(a, b, 0.3), [A, B]),
     "lerp_tensor": (lambda L, a, b: L.lerp(a, b, b), [A, B]),
+    "logaddexp": (lambda L, a, b: L.logaddexp(a, b * 0.5), [A, B]),
     # powers
     "pow_real_scalar": (lambda L, a: a ** 2.5, [A]),
     "pow_complex_scalar": (lambda L, a: a ** (1.5 + 0.5j), [A]),
@@ -387,3 +388,18 @@ def test_scalar_base_gradient_for_negative_and_complex_bases():
         g2, = L.autograd.grad(((1 - 2j) ** z).abs().sum(), z)
         return [g1.numpy(), g2.numpy()]
     _same(run(dyngrad), run(torch))
+
+
+@pytest.mark.parametrize("k", [0, 2])
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3)])
+def test_phase_dependent_loss_through_svd_or_eigh_raises_as_pytorch(shape, k):
+    def run(L):
+        a = L.tensor(A[:shape[0], :shape[1]], requires_grad=True)
+        out = []
+        for f in (lambda: L.view_as_real(L.linalg.svd(a, full_matrices=False)[k]).sum(),
+                  lambda: L.view_as_real(L.linalg.eigh(a @ a.mH)[1]).sum()):
+            with pytest.raises(RuntimeError) as e:
+                f().backward()
+            out.append(str(e.value))
+        return out
+    assert run(dyngrad) == run(torch)

@@ -343,19 +343,13 @@ def logaddexp(self, other):
     return np.logaddexp(self, other)
 
 
-def _conj(x):
-    if X.data(x).dtype.kind != "c":
-        return x
-    return x.conj() if isinstance(x, Tensor) else np.conj(x)
-
-
 @logaddexp.backward
 def _(ctx, grad):
     # PyTorch's formula, which does not save the result: changing it in place does not
-    # break backward
+    # break backward (the derivative as written: a complex result's node conjugates it)
     a, b = ctx.self, ctx.other
-    return (grad / _conj(1 + X.exp(b - a)) if ctx.needs(0) else None,
-            grad / _conj(1 + X.exp(a - b)) if ctx.needs(1) else None)
+    return (grad / (1 + X.exp(b - a)) if ctx.needs(0) else None,
+            grad / (1 + X.exp(a - b)) if ctx.needs(1) else None)
 
 
 logaddexp = logaddexp.fn

@@ -137,6 +137,17 @@ class LinalgSvdBackward0(FormulaNode):
         if gVh is not None:
             x = t.matmul(Vh, _h(gVh))
             VhgV = x - _h(x)
+        if U.is_complex():
+            # PyTorch's check: a loss that depends on the phase the singular vectors share
+            # has no gradient
+            zero = np.zeros(tuple(S.shape))
+            iu = zero if UhgU is None else np.imag(UhgU.diagonal(0, -2, -1)._data)
+            iv = zero if VhgV is None else np.imag(VhgV.diagonal(0, -2, -1)._data)
+            if not np.allclose(iu, -iv, rtol=1e-2, atol=1e-2):
+                raise RuntimeError(
+                    "svd_backward: The singular vectors in the complex case are specified up "
+                    "to multiplication by e^{i phi}. The specified loss function depends on "
+                    "this phase term, making it ill-defined.")
         if UhgU is not None and VhgV is not None:
             gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
         elif UhgU is not None:
@@ -277,6 +288,13 @@ class LinalgEighBackward0(FormulaNode):
             return t.matmul(V * gL.unsqueeze(-2), _h(V)),
         n = L.shape[-1]
         x = t.matmul(_h(V), gV)
+        if x.is_complex() and not np.allclose(np.imag(x.diagonal(0, -2, -1)._data), 0,
+                                              rtol=1e-2, atol=1e-2):
+            # PyTorch's check: a loss that depends on the eigenvectors' phases has no gradient
+            raise RuntimeError(
+                "linalg_eigh_backward: The eigenvectors in the complex case are specified up to "
+                "multiplication by e^{i phi}. The specified loss function depends on this "
+                "quantity, so it is ill-defined.")
         VhgV = 0.5 * (x - _h(x))
         E = L.unsqueeze(-2) - L.unsqueeze(-1) + t.eye(n, dtype=L.dtype)
         gA = VhgV / E
