@@ -406,26 +406,6 @@ def test_phase_dependent_loss_through_svd_or_eigh_raises_as_pytorch(shape, k):
 
 
 # --- open differences (docs/reliability.md) -----------------------------------------------------
-REFUSED = {"silu": lambda L, z: L.nn.functional.silu(z),
-           "soft_margin_loss": lambda L, z: L.nn.functional.soft_margin_loss(z, z.detach()),
-           "_trilinear": lambda L, z: L.nn.functional.bilinear(z[:2].reshape(1, 2),
-                                                               z[:2].reshape(1, 2),
-                                                               L.stack([z[:2], z[1:]])[None]),
-           "embedding": lambda L, z: L.nn.functional.embedding(L.tensor([0, 2]), z.reshape(3, 1)),
-           "nan_to_num": lambda L, z: L.nan_to_num(z)}
-
-
-@pytest.mark.xfail(strict=True, reason="dyngrad records these ops' complex outputs; PyTorch "
-                                       "refuses to (docs/reliability.md)")
-@pytest.mark.parametrize("name", list(REFUSED))
-def test_ops_pytorch_does_not_differentiate_for_complex_outputs(name):
-    for L in (torch, dyngrad):
-        z = L.tensor(Z, requires_grad=True)
-        with pytest.raises(RuntimeError, match=f"^{name} does not support automatic "
-                                               f"differentiation for outputs with complex dtype"):
-            REFUSED[name](L, z)
-
-
 @pytest.mark.xfail(strict=True, reason="PyTorch's silu tangent for complex input is "
                                        "conj(silu'(z)) * t (docs/reliability.md)")
 def test_silu_tangent_on_complex_input_is_pytorchs():
