@@ -1577,6 +1577,8 @@ def _atleast(n):
 # the complex views work on trailing dims, so the batch dims in front pass through
 RULES["view_as_real"] = elementwise("view_as_real")
 RULES["view_as_complex"] = elementwise("view_as_complex")
+RULES["complex"] = elementwise("complex")  # elementwise on broadcast operands
+RULES["polar"] = elementwise("polar")
 RULES["flipud"] = _composite(lambda x: x.flip(0))
 RULES["fliplr"] = _composite(lambda x: x.flip(1))
 RULES["adjoint"] = _composite(lambda x: x.transpose(-2, -1).conj() if x.is_complex()
