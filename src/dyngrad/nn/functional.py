@@ -509,7 +509,41 @@ def _kernel_data(input, name):
     if x is not input._data and name in _FLOAT_KERNELS:
         raise NotImplementedError(f'"{_FLOAT_KERNELS[name]}" not implemented for '
                                   f"'{D.scalar_type_name(input._data.dtype)}'")
+    if x.dtype == np.bool_ and name == "threshold":
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    if x.dtype == np.bool_ and name in ("hardtanh", "relu6"):
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     return x
+
+
+def _checked_scalar(v, dt):
+    """A Python number as PyTorch's kernels read it in integer dtype ``dt`` (c10's checked
+    conversion): a float must lie within the dtype's range, an integer must fit (an unsigned
+    dtype takes a negative one down to -max, wrapping around); else PyTorch's overflow error."""
+    from ..ops.elementwise_more import _CTYPES, _bound
+    if isinstance(v, float):
+        info = np.iinfo(dt)
+        if not info.min <= v <= info.max:  # NaN too
+            raise RuntimeError(f"value cannot be converted to type {_CTYPES[dt.name]} without "
+                               f"overflow")
+        return np.asarray(int(v)).astype(dt)
+    return _bound(int(v), dt)
+
+
+def _int_prm(x, name, prm):
+    """The scalar parameters of hardtanh/relu6/threshold on an integer input, converted to its
+    dtype as PyTorch's kernels convert them (hardtanh's limits through int64 first)."""
+    if x.dtype.kind not in "iu":
+        from ..ops.elementwise_more import _bound
+        for v in prm:  # a float dtype refuses a finite value beyond its range
+            _bound(v, x.dtype)
+        return prm
+    if name == "threshold":
+        return tuple(_checked_scalar(v, x.dtype) for v in prm)
+    lim = tuple(int(_checked_scalar(float(v), np.dtype(np.int64))) for v in prm)
+    if x.dtype.kind == "u" and min(lim) < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    return tuple(_checked_scalar(v, x.dtype) for v in lim)
 
 
 # --- pointwise activations ------------------------------------------------------------
@@ -613,6 +647,8 @@ def _activation(name, f, d1, *, graph=None, dd=None, double=None, base=None, **a
 
 def _act(input, cls, prm, inplace=False, fname=""):
     x = _kernel_data(input, fname)
+    if fname in _ANY_KERNELS:
+        prm = _int_prm(x, fname, prm)
     if inplace:
         return _inplace_result(input, cls, prm, fname)
     with np.errstate(all="ignore"):  # inf/nan silently, as PyTorch
