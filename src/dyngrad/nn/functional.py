@@ -500,6 +500,7 @@ _FLOAT_KERNELS = {"elu": "elu_cpu", "selu": "elu_cpu", "celu": "elu_cpu",
                   "rrelu_train": "rrelu_with_noise_out_cpu", "glu": "glu_cpu",
                   "prelu": "prelu_cpu"}
 _ANY_KERNELS = frozenset(("hardtanh", "relu6", "threshold"))  # integers too, in their dtype
+_INTS = ("uint8", "int8", "int16", "int32", "int64")
 
 
 def _kernel_data(input, name):
@@ -2345,6 +2346,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, "max_pool2d",
                             ceil_mode=ceil_mode)
     x = input._data
+    _pool.need_kernel(x, "max_pool2d", *_INTS)
     x4 = x if x.ndim == 4 else x[None]
     idx, unique, vals = _pool.max_pool2d_indices(x4, k, s, p, d, ceil_mode)
     if x.ndim == 3:
@@ -2374,6 +2376,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         o = _pool.pool_out(input._data.shape[-1], k[0], s[0], pd[0], dl[0], ceil_mode)
         if o < 1:
             raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
+    if not return_indices:  # PyTorch's own kernel then, floating types only
+        _pool.need_kernel(input, "max_pool1d_impl")
     r = max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + _pair(padding, 1),
                    (1,) + _pair(dilation, 1), ceil_mode, return_indices)
     if return_indices:
@@ -2386,6 +2390,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """Window means over (N, C, H, W); AvgPool2DBackward0."""
     k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, "avg_pool2d",
                             ceil_mode=ceil_mode)
+    _pool.need_kernel(input, "avg_pool2d", "int64")
     H, W = input._data.shape[-2:]
     mats = []
     for axis, n, kk, ss, pp in ((-2, H, k[0], s[0], p[0]), (-1, W, k[1], s[1], p[1])):
@@ -2433,6 +2438,7 @@ def adaptive_avg_pool2d(input, output_size):
     oh, ow = _out_size(output_size, (H, W), 2)
     if oh == 1 and ow == 1:  # PyTorch: the mean over the spatial dims (MeanBackward1)
         return input.mean((-1, -2), keepdim=True)
+    _pool.need_kernel(input, "adaptive_avg_pool2d")
     mats = [(-2, _pool.adaptive_avg_matrix(H, oh)), (-1, _pool.adaptive_avg_matrix(W, ow))]
     return _pool.axis_linear(input, mats, _pool.AdaptiveAvgPool2DBackward0)
 
@@ -2451,6 +2457,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     x = input._data
     H, W = x.shape[-2:]
     oh, ow = _out_size(output_size, (H, W), 2)
+    _pool.need_kernel(x, "adaptive_max_pool2d")
     idx = _pool.adaptive_max_indices(x, oh, ow)
     out = _pool.gather_op(input, idx, False, x.ndim - 2, _pool.AdaptiveMaxPool2DBackward0)
     if return_indices:
@@ -2512,6 +2519,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, "max_pool3d", nd=3,
                             ceil_mode=ceil_mode)
     x = input._data
+    _pool.need_kernel(x, "max_pool3d", *_INTS)
     idx, unique, vals = _pool.max_pool_nd_indices(x, k, s, p, d, ceil_mode)
     out = _pool.gather_op(input, idx, unique, x.ndim - 3, _pool.MaxPool3DWithIndicesBackward0,
                           vals)
@@ -2536,6 +2544,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                            f"than kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
     k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, "avg_pool3d", nd=3,
                             ceil_mode=ceil_mode)
+    _pool.need_kernel(input, "avg_pool3d_out_frame", "int64", half=False)
     mats = []
     for i, (n, kk, ss, pp) in enumerate(zip(sizes, k, s, p)):
         o = _pool.pool_out(n, kk, ss, pp, 1, ceil_mode)
@@ -2558,6 +2567,7 @@ def adaptive_avg_pool3d(input, output_size):
     outs = _out_size(output_size, sizes, 3)
     if outs == (1, 1, 1):  # PyTorch: the mean over the spatial dims (MeanBackward1)
         return input.mean((-1, -2, -3), keepdim=True)
+    _pool.need_kernel(input, "adaptive_avg_pool3d_cpu")
     mats = [(i - 3, _pool.adaptive_avg_matrix(n, o)) for i, (n, o) in enumerate(zip(sizes, outs))]
     return _pool.axis_linear(input, mats, _pool.AdaptiveAvgPool3DBackward0)
 
@@ -2569,6 +2579,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
                            f"{list(input.shape)}")
     x = input._data
     outs = _out_size(output_size, x.shape[-3:], 3)
+    _pool.need_kernel(x, "adaptive_max_pool3d_cpu")
     idx = _pool.adaptive_max_indices_nd(x, outs)
     out = _pool.gather_op(input, idx, False, x.ndim - 3, _pool.AdaptiveMaxPool3DBackward0)
     if return_indices:
@@ -2646,12 +2657,19 @@ def _interpolate_grid(input, size, scale_factor, mode, align_corners, recompute_
     if mode in ("nearest", "nearest-exact"):
         name = f"Upsample{'NearestExact' if mode == 'nearest-exact' else 'Nearest'}{nd}DBackward0"
         cls = getattr(_pool, name, None) or _pool._node_pair(name)
+        _pool.need_kernel(input, "upsample_nearest2d_channels_last" if nd == 2 else
+                          "compute_indices_weights_nearest", "uint8")
     elif mode == "area":
         cls = _pool.AdaptiveAvgPool2DBackward0 if nd == 2 else _pool.AvgPool3DBackward0
+        _pool.need_kernel(input, "adaptive_avg_pool3d_cpu" if nd == 3 else "adaptive_avg_pool2d")
     else:
         cls = {1: _pool.UpsampleLinear1DBackward0, 2: _pool.UpsampleBilinear2DBackward0,
                3: _pool.UpsampleTrilinear3DBackward0}[nd]
-    return _pool.axis_linear(input, mats, cls)
+        if nd == 2:
+            _pool.need_kernel(input, "upsample_bilinear2d_channels_last", "uint8")
+        else:
+            _pool.need_kernel(input, "compute_indices_weights_linear")
+    return _pool.axis_linear(input, mats, cls, rounding=mode not in ("nearest", "nearest-exact"))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -2687,6 +2705,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if training and n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
+    _pool.need_kernel(x, "batch_norm")
+    if use_batch:
         out, mean, var = _norm.normalize_affine(input, weight, bias, x.shape, axes, bshape, axes,
                                                 eps, _norm.NativeBatchNormBackward0)
         if training and running_mean is not None:
@@ -2720,6 +2740,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     axes = tuple(range(x.ndim - k, x.ndim))
     lead = tuple(range(x.ndim - k))
     wb = (1,) * (x.ndim - k) + ns
+    _pool.need_kernel(x, "LayerNormKernelImpl")
     return _norm.normalize_affine(input, weight, bias, x.shape, axes, wb, lead, eps,
                                   _norm.NativeLayerNormBackward0, layout=_c_layout)[0]
 
@@ -2746,6 +2767,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"weight of shape {list(weight.shape)} and normalized_shape = "
                            f"{list(ns)}")
     dims = tuple(range(x.ndim - 1, x.ndim - 1 - k, -1))
+    _pool.need_kernel(x, "rms_norm")
     op = D.float32 if x.dtype == np.float16 else D.FROM_NP[x.dtype]
     if eps is None:
         eps = float(np.finfo(op.np).eps)
@@ -2768,6 +2790,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     rs = (N, num_groups, (C // num_groups) * sp)
     wb = (1, C) + (1,) * (x.ndim - 2)
     wa = (0,) + tuple(range(2, x.ndim))
+    _pool.need_kernel(x, "GroupNormKernelImpl")
     return _norm.normalize_affine(input, weight, bias, rs, (2,), wb, wa, eps,
                                   _norm.NativeGroupNormBackward0)[0]
 
