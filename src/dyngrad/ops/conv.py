@@ -284,13 +284,16 @@ def _check(input, weight, bias, groups, transposed, nd, params=()):
                            f"({D.c_name(bias._data.dtype)}) should be the same")
 
 
-def _kernel_dtype(x, transposed, nd):
-    """PyTorch's CPU kernels' dtype dispatch: no bool convolution, transposed convolution only
-    for floating types and int64."""
+def _kernel_dtype(x, transposed, nd, dilated=False):
+    """PyTorch's CPU kernels' dtype dispatch: no bool convolution, transposed and dilated
+    convolution only for floating types and int64."""
     k = x.dtype.kind
     if transposed:
         ok = k in "fc" or x.dtype == np.int64
         kernel = f"slow_conv_transpose{3 if nd == 3 else 2}d_out_cpu"
+    elif dilated:
+        ok = k in "fc" or x.dtype == np.int64
+        kernel = "slow_conv_dilated<>"
     else:
         ok = k != "b"
         kernel = "compute_columns3d" if nd == 3 else "slow_conv2d_cpu"
@@ -392,7 +395,7 @@ def _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd, meta):
     lift = None
     if x4 != input._data.shape or w4 != weight._data.shape:
         lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(os_[-nd:]))
-    _kernel_dtype(input._data, False, nd)
+    _kernel_dtype(input._data, False, nd, any(v > 1 for v in d))
     return _conv_graph("C", input, weight, P, bias, ConvolutionBackward0, keep_cols=True,
                        lift=lift, meta=meta)
 
