@@ -376,6 +376,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
     if weight is not None:
         _check_class_weight(weight, C, x.dtype)
+    _pool.need_kernel(x, "nll_loss2d_forward_out_frame" if x.ndim == 4 else "nll_loss_out_frame")
     valid = t != ignore_index
     all_valid = bool(valid.all())
     tv = t if all_valid else t[valid]
@@ -1433,6 +1434,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to "
                            "argument 'target'. This input cannot have requires_grad True.")
     x, t = input._data, target._data
+    if x.dtype == np.bool_:  # PyTorch's kernel negates the input first: its error
+        -input
     if t.dtype != x.dtype:  # the loss has the input's dtype
         rt = D.result_type(D.FROM_NP[x.dtype], x.ndim, D.FROM_NP[t.dtype], t.ndim)
         if x.dtype.kind not in "fc" and rt.np != x.dtype:
@@ -1444,6 +1447,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         if b is not None and b != x.shape:  # PyTorch's kernel writes into the input's shape
             raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast "
                                f"shape {list(b)}")
+    if x.dtype.kind in "iu":  # PyTorch's kernel: exp_ in place on the integer product
+        raise _cast_error(D.get_default_dtype().np, x.dtype)
     if x.dtype.kind not in "fc" or (x.shape != t.shape and b is None):
         return _loss_reduce(softplus(-(target * input)), reduction)  # PyTorch's errors
     r = _reduce(_softplus_np(-(t * x)), reduction)
