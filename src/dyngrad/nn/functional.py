@@ -1826,6 +1826,8 @@ def _trilinear(i1, i2, i3, e1, e2, e3, sumdim):
     """PyTorch's at::_trilinear (the kernel of bilinear); TrilinearBackward0."""
     if not i1._data.ndim + len(e1) == i2._data.ndim + len(e2) == i3._data.ndim + len(e3):
         raise RuntimeError("number of dimensions must match")
+    if i1._data.dtype == np.bool_:  # PyTorch computes it with bmm, which has no bool kernel
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
     r = _trilinear_np(i1._data, i2._data, i3._data, e1, e2, e3, sumdim)
     if STATE.enabled and (i1._requires_grad or i2._requires_grad or i3._requires_grad):
         m1, m2, m3 = i1._requires_grad, i2._requires_grad, i3._requires_grad
