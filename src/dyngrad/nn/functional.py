@@ -1489,7 +1489,8 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
                            f"target: {target.shape} ")
-    out = _add_scalar(-target * (input1 - input2), margin)
+    diff = input1 - input2  # first, as PyTorch's C++ expression evaluates it
+    out = _add_scalar(-target * diff, margin)
     return _loss_reduce(out.clamp_min_(0), reduction)
 
 
@@ -1499,7 +1500,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     reduction = _reduction_enum(reduction, size_average, reduce)
     from ..ops.elementwise_more import where
     zeros = _make(np.zeros_like(input._data))
-    clamp = _rsub_scalar(margin, input).clamp_min_(0)
+    clamp = _rsub_scalar(float(margin), input).clamp_min_(0)  # a C++ double
     out = where(target != 1, clamp, zeros) + where(target != -1, input, zeros)
     return _loss_reduce(out, reduction)
 
@@ -1633,10 +1634,12 @@ def _div_scalar(t, s):
 
 
 def _rsub_scalar(s, t):
-    """``s - t`` as PyTorch's C++ ``Scalar - Tensor`` records it."""
+    """``s - t`` as PyTorch's C++ ``Scalar - Tensor`` computes and records it (for integer
+    and bool ``t``: a tensor of its dtype filled with ``s``, minus ``t``)."""
     d = t._data
     if d.dtype.kind not in "fc":
-        return s - t
+        v = _checked_scalar(s, d.dtype) if d.dtype.kind in "iu" else s
+        return _make(np.full(d.shape, v, d.dtype)) - t
     r = np.asarray(s - d, dtype=d.dtype)
     if STATE.enabled and t._requires_grad:
         return record(r, SubBackward0(((None, 0), edge_of(t)), ()))
