@@ -2243,17 +2243,22 @@ def _embedding_bag(weight, input, offs, scale_grad_by_freq, mode, psw, include_l
     w = weight._data
     idx = input._data.astype(np.int64).reshape(-1)
     n, num = idx.size, w.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{num} "
+                               f"through {num - 1}, but got {padding_idx}")
+        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
+    if w.dtype.kind in "iub":  # PyTorch's kernel takes floating weights only
+        got = "CPUBoolType" if w.dtype == np.bool_ else f"torch.{D.TYPE_NAMES[D.FROM_NP[w.dtype]]}"
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following "
+                           f"scalar types: Half, BFloat16, Float, Double; but got {got} instead "
+                           f"(while checking arguments for embedding_bag)")
     if offs.size and offs[0] != 0:
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
                            f"has to start from position 0. However, got {int(offs[0])}")
     if offs.size and offs[-1] > n:
         raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
                            f"offsets[-1] of {int(offs[-1])}")
-    if padding_idx is not None:
-        if not -num <= padding_idx < num:
-            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{num} "
-                               f"through {num - 1}, but got {padding_idx}")
-        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
     bad = (idx < 0) | (idx >= num)
     if bad.any():
         raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found "
