@@ -44,9 +44,14 @@ def _sparse_axis(y, M, axis):
 
 
 def _apply_mats(d, mats, transpose=False):
+    """The maps applied axis by axis; float16 computed in float32 and rounded once, as
+    PyTorch's half kernels accumulate in float."""
+    half = d.dtype == np.float16
+    if half:
+        d = d.astype(np.float32)
     for axis, M in (reversed(mats) if transpose else mats):
         d = _apply_axis(d, (M.T if transpose else M).astype(d.dtype, copy=False), axis)
-    return d
+    return d.astype(np.float16) if half else d
 
 
 class _AxisLinear(Node):
