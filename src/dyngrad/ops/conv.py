@@ -110,7 +110,19 @@ def _adj_w(x, g, P, wshape, cols=None):
 
 
 # kinds: "C" y = conv(a=x, b=w); "X" x-shaped = adj_x(a=g, b=w); "W" w-shaped = adj_w(a=x, b=g)
-def _apply_np(kind, a, b, P, cols=None):
+def _apply_np(kind, a, b, P, cols=None, bias=None):
+    """One of the three maps (plus ``bias``, an array, for the forward); float16 computed in
+    float32 and rounded once, as PyTorch's half kernels accumulate (the bias included) in
+    float."""
+    if a.dtype == np.float16:
+        f = np.float32
+        r = _apply_np(kind, a.astype(f), b.astype(f), P, None if cols is None else cols.astype(f),
+                      None if bias is None else bias.astype(f))
+        return r.astype(np.float16)
+    if bias is not None:
+        r = _apply_np(kind, a, b, P, cols)
+        r += bias.reshape((1, -1) + (1,) * len(P.ks))
+        return r
     if kind == "C":
         return _fwd(a, b, P, cols)
     if kind == "X":
@@ -181,9 +193,7 @@ def _conv_graph(kind, a, b, P, bias=None, node_cls=ConvolutionBackwardBackward0,
     cols = None
     if kind != "X" and keep_cols:
         cols = _im2col(ad, P)
-    data = _apply_np(kind, ad, bd, P, cols)
-    if bias is not None:
-        data += bias._data.reshape((1, -1) + (1,) * len(P.ks))
+    data = _apply_np(kind, ad, bd, P, cols, None if bias is None else bias._data)
     if lift is not None:
         y4 = data.shape
         data = data.reshape(lift[2])
