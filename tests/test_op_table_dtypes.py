@@ -26,6 +26,9 @@ _DIFFERENCES = [
      "float16",
      'view_as_complex of float16 raises (no complex32) where PyTorch computes; in '
      'ops/views.py'),
+    ("complex",
+     "float16",
+     'complex of float16 parts raises (no complex32) where PyTorch computes; in ops/views.py'),
     ("pow_tensor pow_bcast",
      "bool",
      'pow of bool tensors computes (int8) where PyTorch raises "pow" not implemented for '
