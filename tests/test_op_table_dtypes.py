@@ -306,3 +306,17 @@ def test_dtype_outcome_matches_torch(row, theirs, random, sample, dtype):
                                        err_msg=f"output {i}")
         else:
             np.testing.assert_array_equal(x, y, err_msg=f"output {i}")
+
+
+@pytest.mark.parametrize("kw", [
+    dict(scale_factor=2, mode="bilinear"), dict(size=(5, 13), mode="bilinear", align_corners=True),
+    dict(size=(5, 4), mode="bicubic"), dict(size=(11, 17), mode="bicubic"),
+    dict(size=(3, 4), mode="bilinear", antialias=True), dict(size=(3, 3), mode="bicubic", antialias=True),
+    dict(size=(5, 4), mode="nearest-exact")], ids=repr)
+def test_uint8_resampling_matches_torch_exactly(kw):
+    """uint8 images over their whole range: PyTorch's fixed-point passes, to the last unit."""
+    x = np.random.RandomState(0).randint(0, 256, (2, 3, 7, 9)).astype(np.uint8)
+    ours = dyngrad.nn.functional.interpolate(dyngrad.from_numpy(x.copy()), **kw)
+    theirs = torch.nn.functional.interpolate(torch.from_numpy(x.copy()), **kw)
+    assert ours.dtype == dyngrad.uint8
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -100,13 +100,18 @@ def _apply_mats_int(d, mats, rounding):
     """Integer data through per-axis maps as PyTorch's integer kernels compute them: window
     sums in int64 divided by the window's count truncating towards zero (average pooling,
     padding and nearest resampling, whose rows hold one repeated weight), or, ``rounding``,
-    one pass per axis from the last, each rounded half up and clamped to the dtype (uint8
-    interpolation)."""
+    PyTorch's uint8 resampling (Pillow's): one pass per axis from the last, with the weights
+    in fixed point (as many fraction bits as keep the largest below 2**15), each pass rounded
+    half up and clamped to the dtype."""
     if rounding:
         info = np.iinfo(d.dtype)
-        y = d.astype(np.float64)
+        y = d.astype(np.int64)
         for axis, M in reversed(mats):
-            y = np.clip(np.floor(_apply_axis(y, M, axis) + 0.5), info.min, info.max)
+            top = float(np.abs(M).max())
+            bits = next((b for b in range(22) if int(0.5 + top * (1 << (b + 1))) >= 1 << 15), 22)
+            W = M * (1 << bits)
+            Mi = np.where(W >= 0, np.floor(W + 0.5), np.ceil(W - 0.5)).astype(np.int64)
+            y = np.clip((_apply_axis(y, Mi, axis) + (1 << bits >> 1)) >> bits, info.min, info.max)
         return y.astype(d.dtype)
     num = d.astype(np.int64)
     den = np.ones((1,) * d.ndim, np.int64)
