@@ -43,6 +43,8 @@ class _Resample(Node):
 def _resample(x, fwd, bwd, mats, transpose, cls, is_fwd, meta):
     """Apply ``mats`` to x, recording ``cls``; ``meta`` is PyTorch's saved arguments
     (align_corners, output_size, scales_h, scales_w, input sizes)."""
+    if x._data.dtype.kind in "iu":  # uint8 images: PyTorch's rounded passes
+        return _make(np.ascontiguousarray(_pool._apply_mats_int(x._data, mats, True)))
     y = np.ascontiguousarray(_pool._apply_mats(x._data, mats, transpose))
     if STATE.enabled and x._requires_grad:
         return record(y, cls((edge_of(x),), (fwd, bwd, is_fwd) + tuple(meta)))
@@ -203,12 +205,10 @@ def filtered_resize(input, size, scale_factor, mode, align_corners, recompute_sc
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
     x = input._data
-    if x.dtype.kind != "f":
-        kernel = ("compute_index_ranges_weights" if antialias else
-                  "compute_indices_weights_cubic")
-        from .. import _dtype as D
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{D.scalar_type_name(x.dtype)}'")
+    if antialias:
+        _pool.need_kernel(x, "compute_index_ranges_weights", "uint8", half=False)
+    else:
+        _pool.need_kernel(x, "compute_indices_weights_cubic", "uint8")
     mats = []
     for ax, (n, o, sc) in enumerate(zip(insz, outsz, scales)):
         if antialias:

@@ -54,7 +54,8 @@ def _geometry(H, W, k, d, p, s):
 
 
 def _kernel_dtype(x, kernel):
-    if x.dtype.kind not in "fc":
+    """im2col/col2im have floating and bool kernels (PyTorch's dispatch)."""
+    if x.dtype.kind not in "fcb":
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{D.scalar_type_name(x.dtype)}'")
 

@@ -26,7 +26,8 @@ def _frames(x):
 
 
 def _check_float(x, kernel):
-    if x.dtype.kind != "f":
+    """The margin losses' kernels: float32 and float64 only (PyTorch's CPU dispatch)."""
+    if x.dtype.kind != "f" or x.dtype == np.float16:
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{D.scalar_type_name(x.dtype)}'")
 

@@ -376,6 +376,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
     if weight is not None:
         _check_class_weight(weight, C, x.dtype)
+    _pool.need_kernel(x, "nll_loss2d_forward_out_frame" if x.ndim == 4 else "nll_loss_out_frame")
     valid = t != ignore_index
     all_valid = bool(valid.all())
     tv = t if all_valid else t[valid]
@@ -500,6 +501,7 @@ _FLOAT_KERNELS = {"elu": "elu_cpu", "selu": "elu_cpu", "celu": "elu_cpu",
                   "rrelu_train": "rrelu_with_noise_out_cpu", "glu": "glu_cpu",
                   "prelu": "prelu_cpu"}
 _ANY_KERNELS = frozenset(("hardtanh", "relu6", "threshold"))  # integers too, in their dtype
+_INTS = ("uint8", "int8", "int16", "int32", "int64")
 
 
 def _kernel_data(input, name):
@@ -509,7 +511,41 @@ def _kernel_data(input, name):
     if x is not input._data and name in _FLOAT_KERNELS:
         raise NotImplementedError(f'"{_FLOAT_KERNELS[name]}" not implemented for '
                                   f"'{D.scalar_type_name(input._data.dtype)}'")
+    if x.dtype == np.bool_ and name == "threshold":
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    if x.dtype == np.bool_ and name in ("hardtanh", "relu6"):
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     return x
+
+
+def _checked_scalar(v, dt):
+    """A Python number as PyTorch's kernels read it in integer dtype ``dt`` (c10's checked
+    conversion): a float must lie within the dtype's range, an integer must fit (an unsigned
+    dtype takes a negative one down to -max, wrapping around); else PyTorch's overflow error."""
+    from ..ops.elementwise_more import _CTYPES, _bound
+    if isinstance(v, float):
+        info = np.iinfo(dt)
+        if not info.min <= v <= info.max:  # NaN too
+            raise RuntimeError(f"value cannot be converted to type {_CTYPES[dt.name]} without "
+                               f"overflow")
+        return np.asarray(int(v)).astype(dt)
+    return _bound(int(v), dt)
+
+
+def _int_prm(x, name, prm):
+    """The scalar parameters of hardtanh/relu6/threshold on an integer input, converted to its
+    dtype as PyTorch's kernels convert them (hardtanh's limits through int64 first)."""
+    if x.dtype.kind not in "iu":
+        from ..ops.elementwise_more import _bound
+        for v in prm:  # a float dtype refuses a finite value beyond its range
+            _bound(v, x.dtype)
+        return prm
+    if name == "threshold":
+        return tuple(_checked_scalar(v, x.dtype) for v in prm)
+    lim = tuple(int(_checked_scalar(float(v), np.dtype(np.int64))) for v in prm)
+    if x.dtype.kind == "u" and min(lim) < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    return tuple(_checked_scalar(v, x.dtype) for v in lim)
 
 
 # --- pointwise activations ------------------------------------------------------------
@@ -613,6 +649,8 @@ def _activation(name, f, d1, *, graph=None, dd=None, double=None, base=None, **a
 
 def _act(input, cls, prm, inplace=False, fname=""):
     x = _kernel_data(input, fname)
+    if fname in _ANY_KERNELS:
+        prm = _int_prm(x, fname, prm)
     if inplace:
         return _inplace_result(input, cls, prm, fname)
     with np.errstate(all="ignore"):  # inf/nan silently, as PyTorch
@@ -1396,6 +1434,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to "
                            "argument 'target'. This input cannot have requires_grad True.")
     x, t = input._data, target._data
+    if x.dtype == np.bool_:  # PyTorch's kernel negates the input first: its error
+        -input
     if t.dtype != x.dtype:  # the loss has the input's dtype
         rt = D.result_type(D.FROM_NP[x.dtype], x.ndim, D.FROM_NP[t.dtype], t.ndim)
         if x.dtype.kind not in "fc" and rt.np != x.dtype:
@@ -1407,6 +1447,8 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         if b is not None and b != x.shape:  # PyTorch's kernel writes into the input's shape
             raise RuntimeError(f"output with shape {list(x.shape)} doesn't match the broadcast "
                                f"shape {list(b)}")
+    if x.dtype.kind in "iu":  # PyTorch's kernel: exp_ in place on the integer product
+        raise _cast_error(D.get_default_dtype().np, x.dtype)
     if x.dtype.kind not in "fc" or (x.shape != t.shape and b is None):
         return _loss_reduce(softplus(-(target * input)), reduction)  # PyTorch's errors
     r = _reduce(_softplus_np(-(t * x)), reduction)
@@ -1447,7 +1489,8 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
                            f"target: {target.shape} ")
-    out = _add_scalar(-target * (input1 - input2), margin)
+    diff = input1 - input2  # first, as PyTorch's C++ expression evaluates it
+    out = _add_scalar(-target * diff, margin)
     return _loss_reduce(out.clamp_min_(0), reduction)
 
 
@@ -1457,7 +1500,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     reduction = _reduction_enum(reduction, size_average, reduce)
     from ..ops.elementwise_more import where
     zeros = _make(np.zeros_like(input._data))
-    clamp = _rsub_scalar(margin, input).clamp_min_(0)
+    clamp = _rsub_scalar(float(margin), input).clamp_min_(0)  # a C++ double
     out = where(target != 1, clamp, zeros) + where(target != -1, input, zeros)
     return _loss_reduce(out, reduction)
 
@@ -1591,10 +1634,12 @@ def _div_scalar(t, s):
 
 
 def _rsub_scalar(s, t):
-    """``s - t`` as PyTorch's C++ ``Scalar - Tensor`` records it."""
+    """``s - t`` as PyTorch's C++ ``Scalar - Tensor`` computes and records it (for integer
+    and bool ``t``: a tensor of its dtype filled with ``s``, minus ``t``)."""
     d = t._data
     if d.dtype.kind not in "fc":
-        return s - t
+        v = _checked_scalar(s, d.dtype) if d.dtype.kind in "iu" else s
+        return _make(np.full(d.shape, v, d.dtype)) - t
     r = np.asarray(s - d, dtype=d.dtype)
     if STATE.enabled and t._requires_grad:
         return record(r, SubBackward0(((None, 0), edge_of(t)), ()))
@@ -1784,6 +1829,8 @@ def _trilinear(i1, i2, i3, e1, e2, e3, sumdim):
     """PyTorch's at::_trilinear (the kernel of bilinear); TrilinearBackward0."""
     if not i1._data.ndim + len(e1) == i2._data.ndim + len(e2) == i3._data.ndim + len(e3):
         raise RuntimeError("number of dimensions must match")
+    if i1._data.dtype == np.bool_:  # PyTorch computes it with bmm, which has no bool kernel
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
     r = _trilinear_np(i1._data, i2._data, i3._data, e1, e2, e3, sumdim)
     if STATE.enabled and (i1._requires_grad or i2._requires_grad or i3._requires_grad):
         m1, m2, m3 = i1._requires_grad, i2._requires_grad, i3._requires_grad
@@ -2196,17 +2243,22 @@ def _embedding_bag(weight, input, offs, scale_grad_by_freq, mode, psw, include_l
     w = weight._data
     idx = input._data.astype(np.int64).reshape(-1)
     n, num = idx.size, w.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{num} "
+                               f"through {num - 1}, but got {padding_idx}")
+        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
+    if w.dtype.kind in "iub":  # PyTorch's kernel takes floating weights only
+        got = "CPUBoolType" if w.dtype == np.bool_ else f"torch.{D.TYPE_NAMES[D.FROM_NP[w.dtype]]}"
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following "
+                           f"scalar types: Half, BFloat16, Float, Double; but got {got} instead "
+                           f"(while checking arguments for embedding_bag)")
     if offs.size and offs[0] != 0:
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
                            f"has to start from position 0. However, got {int(offs[0])}")
     if offs.size and offs[-1] > n:
         raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
                            f"offsets[-1] of {int(offs[-1])}")
-    if padding_idx is not None:
-        if not -num <= padding_idx < num:
-            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{num} "
-                               f"through {num - 1}, but got {padding_idx}")
-        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
     bad = (idx < 0) | (idx >= num)
     if bad.any():
         raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found "
@@ -2309,6 +2361,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, "max_pool2d",
                             ceil_mode=ceil_mode)
     x = input._data
+    _pool.need_kernel(x, "max_pool2d", *_INTS)
     x4 = x if x.ndim == 4 else x[None]
     idx, unique, vals = _pool.max_pool2d_indices(x4, k, s, p, d, ceil_mode)
     if x.ndim == 3:
@@ -2338,6 +2391,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         o = _pool.pool_out(input._data.shape[-1], k[0], s[0], pd[0], dl[0], ceil_mode)
         if o < 1:
             raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
+    if not return_indices:  # PyTorch's own kernel then, floating types only
+        _pool.need_kernel(input, "max_pool1d_impl")
     r = max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + _pair(padding, 1),
                    (1,) + _pair(dilation, 1), ceil_mode, return_indices)
     if return_indices:
@@ -2350,6 +2405,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """Window means over (N, C, H, W); AvgPool2DBackward0."""
     k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, "avg_pool2d",
                             ceil_mode=ceil_mode)
+    _pool.need_kernel(input, "avg_pool2d", "int64")
     H, W = input._data.shape[-2:]
     mats = []
     for axis, n, kk, ss, pp in ((-2, H, k[0], s[0], p[0]), (-1, W, k[1], s[1], p[1])):
@@ -2397,6 +2453,7 @@ def adaptive_avg_pool2d(input, output_size):
     oh, ow = _out_size(output_size, (H, W), 2)
     if oh == 1 and ow == 1:  # PyTorch: the mean over the spatial dims (MeanBackward1)
         return input.mean((-1, -2), keepdim=True)
+    _pool.need_kernel(input, "adaptive_avg_pool2d")
     mats = [(-2, _pool.adaptive_avg_matrix(H, oh)), (-1, _pool.adaptive_avg_matrix(W, ow))]
     return _pool.axis_linear(input, mats, _pool.AdaptiveAvgPool2DBackward0)
 
@@ -2415,6 +2472,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     x = input._data
     H, W = x.shape[-2:]
     oh, ow = _out_size(output_size, (H, W), 2)
+    _pool.need_kernel(x, "adaptive_max_pool2d")
     idx = _pool.adaptive_max_indices(x, oh, ow)
     out = _pool.gather_op(input, idx, False, x.ndim - 2, _pool.AdaptiveMaxPool2DBackward0)
     if return_indices:
@@ -2476,6 +2534,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, "max_pool3d", nd=3,
                             ceil_mode=ceil_mode)
     x = input._data
+    _pool.need_kernel(x, "max_pool3d", *_INTS)
     idx, unique, vals = _pool.max_pool_nd_indices(x, k, s, p, d, ceil_mode)
     out = _pool.gather_op(input, idx, unique, x.ndim - 3, _pool.MaxPool3DWithIndicesBackward0,
                           vals)
@@ -2500,6 +2559,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                            f"than kernel size (kT: {k[0]} kH: {k[1]} kW: {k[2]})")
     k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, "avg_pool3d", nd=3,
                             ceil_mode=ceil_mode)
+    _pool.need_kernel(input, "avg_pool3d_out_frame", "int64", half=False)
     mats = []
     for i, (n, kk, ss, pp) in enumerate(zip(sizes, k, s, p)):
         o = _pool.pool_out(n, kk, ss, pp, 1, ceil_mode)
@@ -2522,6 +2582,7 @@ def adaptive_avg_pool3d(input, output_size):
     outs = _out_size(output_size, sizes, 3)
     if outs == (1, 1, 1):  # PyTorch: the mean over the spatial dims (MeanBackward1)
         return input.mean((-1, -2, -3), keepdim=True)
+    _pool.need_kernel(input, "adaptive_avg_pool3d_cpu")
     mats = [(i - 3, _pool.adaptive_avg_matrix(n, o)) for i, (n, o) in enumerate(zip(sizes, outs))]
     return _pool.axis_linear(input, mats, _pool.AdaptiveAvgPool3DBackward0)
 
@@ -2533,6 +2594,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
                            f"{list(input.shape)}")
     x = input._data
     outs = _out_size(output_size, x.shape[-3:], 3)
+    _pool.need_kernel(x, "adaptive_max_pool3d_cpu")
     idx = _pool.adaptive_max_indices_nd(x, outs)
     out = _pool.gather_op(input, idx, False, x.ndim - 3, _pool.AdaptiveMaxPool3DBackward0)
     if return_indices:
@@ -2610,12 +2672,19 @@ def _interpolate_grid(input, size, scale_factor, mode, align_corners, recompute_
     if mode in ("nearest", "nearest-exact"):
         name = f"Upsample{'NearestExact' if mode == 'nearest-exact' else 'Nearest'}{nd}DBackward0"
         cls = getattr(_pool, name, None) or _pool._node_pair(name)
+        _pool.need_kernel(input, "upsample_nearest2d_channels_last" if nd == 2 else
+                          "compute_indices_weights_nearest", "uint8")
     elif mode == "area":
         cls = _pool.AdaptiveAvgPool2DBackward0 if nd == 2 else _pool.AvgPool3DBackward0
+        _pool.need_kernel(input, "adaptive_avg_pool3d_cpu" if nd == 3 else "adaptive_avg_pool2d")
     else:
         cls = {1: _pool.UpsampleLinear1DBackward0, 2: _pool.UpsampleBilinear2DBackward0,
                3: _pool.UpsampleTrilinear3DBackward0}[nd]
-    return _pool.axis_linear(input, mats, cls)
+        if nd == 2:
+            _pool.need_kernel(input, "upsample_bilinear2d_channels_last", "uint8")
+        else:
+            _pool.need_kernel(input, "compute_indices_weights_linear")
+    return _pool.axis_linear(input, mats, cls, rounding=mode not in ("nearest", "nearest-exact"))
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -2651,6 +2720,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if training and n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
+    _pool.need_kernel(x, "batch_norm")
+    if use_batch:
         out, mean, var = _norm.normalize_affine(input, weight, bias, x.shape, axes, bshape, axes,
                                                 eps, _norm.NativeBatchNormBackward0)
         if training and running_mean is not None:
@@ -2684,6 +2755,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     axes = tuple(range(x.ndim - k, x.ndim))
     lead = tuple(range(x.ndim - k))
     wb = (1,) * (x.ndim - k) + ns
+    _pool.need_kernel(x, "LayerNormKernelImpl")
     return _norm.normalize_affine(input, weight, bias, x.shape, axes, wb, lead, eps,
                                   _norm.NativeLayerNormBackward0, layout=_c_layout)[0]
 
@@ -2710,6 +2782,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"weight of shape {list(weight.shape)} and normalized_shape = "
                            f"{list(ns)}")
     dims = tuple(range(x.ndim - 1, x.ndim - 1 - k, -1))
+    _pool.need_kernel(x, "rms_norm")
     op = D.float32 if x.dtype == np.float16 else D.FROM_NP[x.dtype]
     if eps is None:
         eps = float(np.finfo(op.np).eps)
@@ -2732,6 +2805,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     rs = (N, num_groups, (C // num_groups) * sp)
     wb = (1, C) + (1,) * (x.ndim - 2)
     wa = (0,) + tuple(range(2, x.ndim))
+    _pool.need_kernel(x, "GroupNormKernelImpl")
     return _norm.normalize_affine(input, weight, bias, rs, (2,), wb, wa, eps,
                                   _norm.NativeGroupNormBackward0)[0]
 

@@ -110,7 +110,19 @@ def _adj_w(x, g, P, wshape, cols=None):
 
 
 # kinds: "C" y = conv(a=x, b=w); "X" x-shaped = adj_x(a=g, b=w); "W" w-shaped = adj_w(a=x, b=g)
-def _apply_np(kind, a, b, P, cols=None):
+def _apply_np(kind, a, b, P, cols=None, bias=None):
+    """One of the three maps (plus ``bias``, an array, for the forward); float16 computed in
+    float32 and rounded once, as PyTorch's half kernels accumulate (the bias included) in
+    float."""
+    if a.dtype == np.float16:
+        f = np.float32
+        r = _apply_np(kind, a.astype(f), b.astype(f), P, None if cols is None else cols.astype(f),
+                      None if bias is None else bias.astype(f))
+        return r.astype(np.float16)
+    if bias is not None:
+        r = _apply_np(kind, a, b, P, cols)
+        r += bias.reshape((1, -1) + (1,) * len(P.ks))
+        return r
     if kind == "C":
         return _fwd(a, b, P, cols)
     if kind == "X":
@@ -181,9 +193,7 @@ def _conv_graph(kind, a, b, P, bias=None, node_cls=ConvolutionBackwardBackward0,
     cols = None
     if kind != "X" and keep_cols:
         cols = _im2col(ad, P)
-    data = _apply_np(kind, ad, bd, P, cols)
-    if bias is not None:
-        data += bias._data.reshape((1, -1) + (1,) * len(P.ks))
+    data = _apply_np(kind, ad, bd, P, cols, None if bias is None else bias._data)
     if lift is not None:
         y4 = data.shape
         data = data.reshape(lift[2])
@@ -284,13 +294,16 @@ def _check(input, weight, bias, groups, transposed, nd, params=()):
                            f"({D.c_name(bias._data.dtype)}) should be the same")
 
 
-def _kernel_dtype(x, transposed, nd):
-    """PyTorch's CPU kernels' dtype dispatch: no bool convolution, transposed convolution only
-    for floating types and int64."""
+def _kernel_dtype(x, transposed, nd, dilated=False):
+    """PyTorch's CPU kernels' dtype dispatch: no bool convolution, transposed and dilated
+    convolution only for floating types and int64."""
     k = x.dtype.kind
     if transposed:
         ok = k in "fc" or x.dtype == np.int64
         kernel = f"slow_conv_transpose{3 if nd == 3 else 2}d_out_cpu"
+    elif dilated:
+        ok = k in "fc" or x.dtype == np.int64
+        kernel = "slow_conv_dilated<>"
     else:
         ok = k != "b"
         kernel = "compute_columns3d" if nd == 3 else "slow_conv2d_cpu"
@@ -392,7 +405,7 @@ def _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd, meta):
     lift = None
     if x4 != input._data.shape or w4 != weight._data.shape:
         lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(os_[-nd:]))
-    _kernel_dtype(input._data, False, nd)
+    _kernel_dtype(input._data, False, nd, any(v > 1 for v in d))
     return _conv_graph("C", input, weight, P, bias, ConvolutionBackward0, keep_cols=True,
                        lift=lift, meta=meta)
 

@@ -98,24 +98,27 @@ def normalize_affine(input, weight, bias, rs, axes, wb, wa, eps, node_cls, stats
     x = input._data
     if x.dtype.kind != "f":
         raise RuntimeError(f"expected a floating point input, got {input.dtype}")
-    xr = x.reshape(rs)
+    # float16 is computed in float32 and rounded once, as PyTorch's half kernels
+    cdt = np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
+    xr = x.reshape(rs).astype(cdt, copy=False)
     if stats is None:
         mean = xr.mean(axis=axes, keepdims=True)
         xc = xr - mean
         var = (xc * xc).mean(axis=axes, keepdims=True)
         fixed = False
     else:
-        mean = stats[0].astype(x.dtype, copy=False)
-        var = stats[1].astype(x.dtype, copy=False)
+        mean = stats[0].astype(cdt, copy=False)
+        var = stats[1].astype(cdt, copy=False)
         xc = xr - mean
         fixed = True
-    invstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
+    invstd = (1.0 / np.sqrt(var + eps)).astype(cdt, copy=False)
     y = (xc * invstd).reshape(x.shape)
     if weight is not None:
         y = y * weight._data.reshape(wb)
     if bias is not None:
         y = y + bias._data.reshape(wb)
     y = layout(x, y.astype(x.dtype, copy=False))
+    mean, var, invstd = (a.astype(x.dtype, copy=False) for a in (mean, var, invstd))
     if STATE.enabled and (input._requires_grad or (weight is not None and weight._requires_grad)
                           or (bias is not None and bias._requires_grad)):
         edges = (edge_of(input), edge_of(weight) if weight is not None else NO_EDGE,

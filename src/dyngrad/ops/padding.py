@@ -87,6 +87,8 @@ def pad(input, pad, mode="constant", value=None):
         cls = _pool.CircularPadBackward0
     else:
         cls = getattr(_pool, f"{'Reflection' if mode == 'reflect' else 'Replication'}Pad{k}DBackward0")
+    _pool.need_kernel(input, f"{'reflection' if mode == 'reflect' else 'replication'}_pad{k}d",
+                      "uint8", "int8", "int16", "int32", "int64")
     return _pool.axis_linear(input, mats, cls)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dtype as D
 from .._record import STATE, Node, Saved, Tensor, edge_of, record
 from . import _dual as X
 
@@ -43,9 +44,14 @@ def _sparse_axis(y, M, axis):
 
 
 def _apply_mats(d, mats, transpose=False):
+    """The maps applied axis by axis; float16 computed in float32 and rounded once, as
+    PyTorch's half kernels accumulate in float."""
+    half = d.dtype == np.float16
+    if half:
+        d = d.astype(np.float32)
     for axis, M in (reversed(mats) if transpose else mats):
         d = _apply_axis(d, (M.T if transpose else M).astype(d.dtype, copy=False), axis)
-    return d
+    return d.astype(np.float16) if half else d
 
 
 class _AxisLinear(Node):
@@ -79,10 +85,53 @@ def _with_zero(gx, zshape):
     return gx, X.zeros(zshape, gx)
 
 
-def axis_linear(x, mats, node_cls, transpose=False, dep=None):
+def need_kernel(x, kernel, *extra, half=True):
+    """PyTorch's CPU dispatch of ``kernel``: the floating dtypes (float16 unless ``half`` is
+    False), complex ones and the NumPy dtype names ``extra`` have one; any other dtype is its
+    NotImplementedError."""
+    d = x._data if isinstance(x, Tensor) else x
+    n = d.dtype.name
+    if n in extra or (d.dtype.kind in "fc" and (half or n != "float16")):
+        return
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(d.dtype)}\'')
+
+
+def _apply_mats_int(d, mats, rounding):
+    """Integer data through per-axis maps as PyTorch's integer kernels compute them: window
+    sums in int64 divided by the window's count truncating towards zero (average pooling,
+    padding and nearest resampling, whose rows hold one repeated weight), or, ``rounding``,
+    PyTorch's uint8 resampling (Pillow's): one pass per axis from the last, with the weights
+    in fixed point (as many fraction bits as keep the largest below 2**15), each pass rounded
+    half up and clamped to the dtype."""
+    if rounding:
+        info = np.iinfo(d.dtype)
+        y = d.astype(np.int64)
+        for axis, M in reversed(mats):
+            top = float(np.abs(M).max())
+            bits = next((b for b in range(22) if int(0.5 + top * (1 << (b + 1))) >= 1 << 15), 22)
+            W = M * (1 << bits)
+            Mi = np.where(W >= 0, np.floor(W + 0.5), np.ceil(W - 0.5)).astype(np.int64)
+            y = np.clip((_apply_axis(y, Mi, axis) + (1 << bits >> 1)) >> bits, info.min, info.max)
+        return y.astype(d.dtype)
+    num = d.astype(np.int64)
+    den = np.ones((1,) * d.ndim, np.int64)
+    for axis, M in mats:
+        num = _apply_axis(num, (M != 0).astype(np.int64), axis)
+        top = np.abs(M).max(axis=1)
+        c = np.where(top > 0, np.rint(1 / np.where(top > 0, top, 1)), 1).astype(np.int64)
+        shape = [1] * d.ndim
+        shape[axis % d.ndim] = -1
+        den = den * c.reshape(shape)
+    return (np.sign(num) * (np.abs(num) // den)).astype(d.dtype)
+
+
+def axis_linear(x, mats, node_cls, transpose=False, dep=None, rounding=False):
     """Apply the per-axis matrices ``mats`` [(axis, M)] to ``x``, recording ``node_cls``
-    (also depending on ``dep``, see ``_dep_edges``)."""
+    (also depending on ``dep``, see ``_dep_edges``); integer inputs (which the caller's
+    ``need_kernel`` let through) as ``_apply_mats_int``."""
     d = x._data
+    if d.dtype.kind in "iu":
+        return _make(np.ascontiguousarray(_apply_mats_int(d, mats, rounding)))
     if d.dtype.kind not in "fc":
         raise RuntimeError(f"expected a floating point input, got {x.dtype}")
     y = _apply_mats(d, mats, transpose)

@@ -1,0 +1,322 @@
+"""Every op-table row against PyTorch with integer, bool and float16 inputs: the outcome
+(a result, or the exception type and the first line of its message), the result dtypes and
+shapes and the values (exactly for integer and bool results, to float16 rounding for float16
+ones) agree.  Bad input must raise PyTorch's exception, valid input give PyTorch's result
+dtype; NumPy's own exceptions (UFuncTypeError, ...) must never leak.  One sample per row; the
+random ops' rows (their stream is dyngrad's own) are compared on dtype and shape only.
+
+KNOWN lists the differences whose code is not fixed yet, as strict expected failures: a fix
+makes the test say so."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import dyngrad  # noqa: E402
+from tests.optable import all_rows  # noqa: E402
+from tests.twin import NoTwin, twin  # noqa: E402
+
+DTYPES = ("int64", "int32", "uint8", "bool", "float16")
+INTS = "int64 int32 uint8"
+
+# (row names, dtypes they differ in, what differs; in the file whose code differs)
+_DIFFERENCES = [
+    ("view_as_real view_as_complex_slice real imag",
+     "float16",
+     'view_as_complex of float16 raises (no complex32) where PyTorch computes; in '
+     'ops/views.py'),
+    ("complex",
+     "float16",
+     'complex of float16 parts raises (no complex32) where PyTorch computes; in ops/views.py'),
+    ("pow_tensor pow_bcast",
+     "bool",
+     'pow of bool tensors computes (int8) where PyTorch raises "pow" not implemented for '
+     "'Bool'; in ops/pointwise.py"),
+    ("abs abs_u absolute absolute_method",
+     "bool",
+     'abs of bool computes where PyTorch raises "abs_cpu" not implemented; in '
+     'ops/pointwise.py'),
+    ("F.softsign",
+     "bool",
+     'softsign is x / (|x| + 1): abs of bool computes where PyTorch raises "abs_cpu" not '
+     'implemented; in ops/pointwise.py'),
+    ("relu",
+     "bool",
+     "relu of bool computes where PyTorch raises 'Boolean inputs not supported for relu'; in"
+     ' ops/pointwise.py'),
+    ("floor ceil trunc round fix fix_method",
+     "bool",
+     'floor/ceil/trunc/round of bool compute where PyTorch raises "<op>_vml_cpu" not '
+     'implemented; in ops/pointwise.py'),
+    ("nonzero argwhere_method unique unique_inverse_counts unique_dim unique_consecutive "
+     "unique_consecutive_counts signbit heaviside_zero heaviside_",
+     "bool",
+     'the row rounds first: round of bool computes where PyTorch raises "round_vml_cpu" not '
+     'implemented; in ops/pointwise.py'),
+    ("round_decimals",
+     "float16",
+     "round(decimals=2) of float16: values differ from PyTorch's beyond float16 rounding; "
+     'in ops/pointwise.py'),
+    ("frac frac_",
+     INTS + " bool",
+     'frac of integers/bool computes (or NumPy\'s TypeError) where PyTorch raises "frac_cpu" '
+     'not implemented; in ops/pointwise.py'),
+    ("clamp_tensor",
+     "bool",
+     'clamp of bool computes where PyTorch raises "clamp_cpu" not implemented; in '
+     'ops/elementwise_more.py'),
+    ("float_power_ float_power_tensor_",
+     INTS + " bool float16",
+     "float_power_ on a non-double base: PyTorch's 'the base given to float_power_ has dtype"
+     " ...' error (float16 computes); in ops/pointwise.py"),
+    ("mvlgamma_",
+     INTS + " bool",
+     "mvlgamma_ cast error lacks PyTorch's 'mvlgamma: ' prefix and has the dtypes swapped; "
+     'in ops/special.py'),
+    ("mvlgamma_1 mvlgamma_3 special.multigammaln",
+     "bool",
+     "mvlgamma of bool computes where PyTorch raises 'The input tensor may not be a boolean "
+     "tensor.'; in ops/special.py"),
+    ("igamma_forward igamma_",
+     INTS + " bool",
+     'igamma of integers/bool computes (igamma_: a cast error) where PyTorch raises '
+     '"igamma_cpu" not implemented; in ops/special.py'),
+    ("special.zeta_scalar_self special.zeta_forward special.erfcx special.ndtri "
+     "special.log_ndtr special.bessel_j0 special.bessel_j1 special.bessel_y0 special.bessel_y1 "
+     "special.modified_bessel_i0 special.modified_bessel_i1 special.modified_bessel_k0 "
+     "special.modified_bessel_k1 special.scaled_modified_bessel_k0 "
+     "special.scaled_modified_bessel_k1 special.spherical_bessel_j0 special.airy_ai",
+     "float16",
+     'float16 computes where PyTorch\'s kernel has no Half version ("<op>_cpu" not '
+     "implemented for 'Half'); in ops/special.py"),
+    ("mm matmul_batched addmm matmul_2d matmul_dot matmul_mv matmul_vm matmul_bcast "
+     "matmul_2d_3d matmul_op mm_fn bmm mv dot einsum_mm einsum_batch einsum_ellipsis "
+     "einsum_three baddbmm_method",
+     "bool",
+     'bool matrix products compute where PyTorch raises '
+     '"addmm_impl_cpu_"/"bmm"/"dot"/"addmv_impl_cpu"/"baddbmm" not implemented; in '
+     'ops/linalg.py'),
+    ("matrix_power matrix_power_batch matrix_power_6",
+     "bool",
+     'matrix_power multiplies with matmul: bool matmul computes where PyTorch raises '
+     '"addmm_impl_cpu_"/"bmm" not implemented; in ops/linalg.py'),
+    ("addmm_full baddbmm",
+     INTS + " bool",
+     "addmm/baddbmm with float beta/alpha on integers leak NumPy's UFuncTypeError (PyTorch "
+     'computes; bool: its NotImplementedError); in ops/linalg.py'),
+    ("addmm_ baddbmm_",
+     INTS,
+     "addmm_/baddbmm_ with float beta/alpha on integers leak NumPy's UFuncTypeError where "
+     'PyTorch computes (uint8 baddbmm_: its overflow error); in ops/linalg.py'),
+    ("einsum_trace einsum_sum",
+     "int32 uint8 bool",
+     "einsum's sums keep the small integer/bool dtype where PyTorch's give int64; in "
+     'ops/linalg.py'),
+    ("inv inverse det slogdet solve solve_vec",
+     "float16",
+     "float16 leaks NumPy's TypeError where PyTorch raises 'Low precision dtypes not "
+     'supported\' / "lu_cpu" not implemented; in ops/linalg.py'),
+    ("matrix_power_neg",
+     "float16",
+     "linalg.inv of float16 leaks NumPy's TypeError where PyTorch raises 'linalg.inv: Low "
+     "precision dtypes not supported. Got Half'; in ops/linalg.py"),
+    ("logdet logdet_method",
+     INTS + " bool float16",
+     "logdet's errors name linalg.slogdet where PyTorch's name logdet (bool: PyTorch's addmm"
+     " error; float16: NumPy's TypeError leaks); in ops/linalg.py"),
+    ("svdvals",
+     INTS + " bool float16",
+     "svdvals' error names linalg.svdvals where PyTorch's names linalg.svd (float16: NumPy's"
+     ' TypeError leaks); in ops/linalg_more.py'),
+    ("svd_polar svd_polar_batch svd_full torch_svd cholesky cholesky_upper qr",
+     "float16",
+     'float16 leaks NumPy\'s TypeError where PyTorch raises "<kernel>_cpu" not implemented '
+     "for 'Half'; in ops/linalg_more.py"),
+    ("eigvalsh eigh",
+     INTS + " bool float16",
+     'RuntimeError (float16: NumPy\'s TypeError) where PyTorch raises "linalg_eigh_cpu" not '
+     'implemented; in ops/linalg_more.py'),
+    ("matrix_exp linalg_matrix_exp",
+     "float16",
+     "float16 values differ from PyTorch's beyond float16 rounding; in ops/linalg_more.py"),
+    ("addmv",
+     "bool",
+     'bool addmv computes where PyTorch raises "addmv_impl_cpu" not implemented; in '
+     'ops/products.py'),
+    ("addmv_ab",
+     "uint8 bool",
+     "uint8 with a negative alpha leaks NumPy's OverflowError (PyTorch: 'value cannot be "
+     "converted to type uint8_t without overflow'); bool computes; in ops/products.py"),
+    ("dist dist_p dist_p1 dist_inf",
+     "bool",
+     "dist of bool raises norm's error where PyTorch raises its bool subtraction error; in "
+     'ops/products.py'),
+    ("cross linalg_cross",
+     "bool",
+     'cross of bool leaks NumPy\'s TypeError where PyTorch raises "cross" not implemented; in'
+     ' ops/products.py'),
+    ("tensordot tensordot_lists tensordot_outer inner multi_dot multi_dot2 chain_matmul",
+     "bool",
+     'bool products compute where PyTorch raises "addmm_impl_cpu_" not implemented; in '
+     'ops/products.py'),
+    ("argmax argmin_dim",
+     "bool",
+     "argmax/argmin of bool compute where PyTorch raises 'argmax(): does not support bool "
+     "input'; in ops/reduction.py"),
+    ("std_mean var_mean var_mean_sum",
+     INTS + " bool",
+     "the error says 'std and var only support ...' where PyTorch's says "
+     "'std_mean'/'var_mean only support ...'; in ops/reduction.py"),
+    ("median_dim median_keepdim nanmedian_dim",
+     "bool",
+     'the kernel in the error is "median_cpu" where PyTorch\'s is "median_out"; in '
+     'ops/sorting.py'),
+    ("topk topk_smallest",
+     "bool",
+     "topk of bool computes where PyTorch raises 'topk does not support bool dtypes on CPU';"
+     ' in ops/sorting.py'),
+    ("kthvalue kthvalue_keepdim",
+     "bool",
+     'kthvalue of bool computes where PyTorch raises "kthvalue_cpu" not implemented; in '
+     'ops/sorting.py'),
+    ("searchsorted_sorter",
+     "bool",
+     'searchsorted of bool computes where PyTorch raises "searchsorted_out_cpu" not '
+     'implemented; in ops/sorting.py'),
+    ("setitem_adv setitem_mixed",
+     "bool",
+     "setitem of a bool value into an int64 tensor computes where PyTorch raises 'Index put "
+     "requires the source and destination dtypes match'; in ops/indexing.py"),
+    ("index_put_ index_put_set_",
+     "bool",
+     "index_put_ of bool values into int64 computes where PyTorch raises 'Index put requires"
+     " the source and destination dtypes match'; in ops/inplace.py"),
+    ("scatter_inplace scatter_ scatter_add_ scatter_view_",
+     "bool",
+     "scatter of a bool source into int64 computes where PyTorch raises 'scatter(): Expected"
+     " self.dtype to be equal to src.dtype'; in ops/gather_scatter.py"),
+    ("index_copy_",
+     "bool",
+     'index_copy_ of a bool source into int64 computes where PyTorch raises its same-dtype '
+     'error; in ops/gather_scatter.py'),
+    ("masked_scatter_",
+     "bool",
+     'masked_scatter_ of a bool source into int64 computes where PyTorch raises its same-'
+     'dtype error; in ops/gather_scatter.py'),
+    ("masked_fill",
+     "uint8",
+     "masked_fill of uint8 with -1.0 computes where PyTorch raises 'value cannot be "
+     "converted to type uint8_t without overflow'; in ops/gather_scatter.py"),
+    ("index_fill",
+     "uint8",
+     "index_fill of uint8 with -2.0 leaks NumPy's OverflowError where PyTorch raises 'value "
+     "cannot be converted to type uint8_t without overflow'; in ops/gather_scatter.py"),
+    ("fill_diagonal_wrap",
+     "uint8",
+     "fill_diagonal_ of uint8 with -1.0 computes where PyTorch raises 'value cannot be "
+     "converted to type uint8_t without overflow'; in ops/shape_more.py"),
+    ("histc histc_method",
+     "uint8 bool",
+     'histc of uint8 with a negative min raises "histogram_cpu" not implemented where '
+     'PyTorch raises its overflow error (bool: PyTorch names "linspace_cpu"); in '
+     'ops/statistics.py'),
+    ("histc_minmax",
+     "bool",
+     'histc of bool: the kernel in the error is "histogram_cpu" where PyTorch\'s is '
+     '"linspace_cpu"; in ops/statistics.py'),
+]
+# row name -> (dtypes, reason): a strict expected failure for each
+KNOWN = {n: (d, r) for names, d, r in _DIFFERENCES for n in names.split()}
+
+
+def _make(lib, sample, dtype):
+    """The sample's tensors in ``dtype`` (integer arguments stay int64 indices)."""
+    rs = np.random.RandomState(0)
+    out = []
+    for i, shp in enumerate(sample.shapes):
+        if i in sample.int_args:
+            hi = sample.int_high if sample.int_high is not None else 2
+            out.append(lib.from_numpy(rs.randint(0, hi, size=shp).astype(np.int64)))
+            continue
+        lo, hi = sample.domain
+        arr = rs.uniform(lo, hi, size=shp)
+        if dtype in ("int64", "int32", "uint8"):
+            arr = np.round(arr * 3)
+        if dtype == "uint8":
+            arr = np.abs(arr)
+        if dtype == "bool":
+            arr = arr > 0
+        out.append(lib.tensor(arr, dtype=getattr(lib, dtype)))
+    return out
+
+
+def _run(lib, fn, sample, dtype):
+    """("ok", [(dtype name, shape, values) or a plain value, ...]) or ("err", exception type
+    name, first line of its message)."""
+    try:
+        o = fn(*_make(lib, sample, dtype), *sample.extra, **sample.kwargs)
+    except Exception as e:  # noqa: BLE001 - compared with the other library's
+        return "err", type(e).__name__, str(e).split("\n")[0]
+    res = []
+    for x in o if isinstance(o, (tuple, list)) else (o,):
+        if hasattr(x, "dtype") and hasattr(x, "shape"):
+            res.append((str(x.dtype).split(".")[-1], tuple(x.shape), x.detach().numpy().copy()))
+        else:
+            res.append(x)
+    return "ok", res
+
+
+def _cases():
+    out = []
+    for row in all_rows():
+        try:
+            theirs = twin(row.fn)
+        except NoTwin:
+            continue
+        random = row.fn.__module__ == "tests.optable.sampling"
+        for dtype in DTYPES:
+            marks = []
+            dts, reason = KNOWN.get(row.name, ("", ""))
+            if dtype in dts.split():
+                marks = [pytest.mark.xfail(strict=True, reason=reason)]
+            out.append(pytest.param(row, theirs, random, row.samples[0], dtype, marks=marks,
+                                    id=f"{row.name}-{dtype}"))
+    return out
+
+
+@pytest.mark.parametrize("row,theirs,random,sample,dtype", _cases())
+def test_dtype_outcome_matches_torch(row, theirs, random, sample, dtype):
+    mine, ref = _run(dyngrad, row.fn, sample, dtype), _run(torch, theirs, sample, dtype)
+    if ref[0] == "err" or mine[0] == "err":
+        assert mine == ref
+        return
+    assert len(mine[1]) == len(ref[1]), (mine, ref)
+    for i, (a, b) in enumerate(zip(mine[1], ref[1])):
+        if not isinstance(b, tuple):
+            assert a == b, f"output {i}"
+            continue
+        assert isinstance(a, tuple) and a[:2] == b[:2], f"output {i}: {a[:2]} != torch's {b[:2]}"
+        if random:
+            continue
+        x, y = a[2], b[2]
+        if y.dtype.kind in "fc":
+            tol = (4e-3, 1e-3) if b[0] == "float16" else (1e-5, 1e-6)
+            np.testing.assert_allclose(x, y, rtol=tol[0], atol=tol[1], equal_nan=True,
+                                       err_msg=f"output {i}")
+        else:
+            np.testing.assert_array_equal(x, y, err_msg=f"output {i}")
+
+
+@pytest.mark.parametrize("kw", [
+    dict(scale_factor=2, mode="bilinear"), dict(size=(5, 13), mode="bilinear", align_corners=True),
+    dict(size=(5, 4), mode="bicubic"), dict(size=(11, 17), mode="bicubic"),
+    dict(size=(3, 4), mode="bilinear", antialias=True), dict(size=(3, 3), mode="bicubic", antialias=True),
+    dict(size=(5, 4), mode="nearest-exact")], ids=repr)
+def test_uint8_resampling_matches_torch_exactly(kw):
+    """uint8 images over their whole range: PyTorch's fixed-point passes, to the last unit."""
+    x = np.random.RandomState(0).randint(0, 256, (2, 3, 7, 9)).astype(np.uint8)
+    ours = dyngrad.nn.functional.interpolate(dyngrad.from_numpy(x.copy()), **kw)
+    theirs = torch.nn.functional.interpolate(torch.from_numpy(x.copy()), **kw)
+    assert ours.dtype == dyngrad.uint8
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
