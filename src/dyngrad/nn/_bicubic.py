@@ -206,9 +206,9 @@ def filtered_resize(input, size, scale_factor, mode, align_corners, recompute_sc
             raise ValueError("Lanczos mode requires antialias=True")
     x = input._data
     if antialias:
-        _pool.need_kernel(x, "compute_index_ranges_weights", "uint8", half=False)
+        _pool.need_kernel(x, "compute_index_ranges_weights", "uint8", half=False, complex=False)
     else:
-        _pool.need_kernel(x, "compute_indices_weights_cubic", "uint8")
+        _pool.need_kernel(x, "compute_indices_weights_cubic", "uint8", complex=False)
     mats = []
     for ax, (n, o, sc) in enumerate(zip(insz, outsz, scales)):
         if antialias:

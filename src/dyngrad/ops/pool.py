@@ -85,13 +85,14 @@ def _with_zero(gx, zshape):
     return gx, X.zeros(zshape, gx)
 
 
-def need_kernel(x, kernel, *extra, half=True):
+def need_kernel(x, kernel, *extra, half=True, complex=True):
     """PyTorch's CPU dispatch of ``kernel``: the floating dtypes (float16 unless ``half`` is
-    False), complex ones and the NumPy dtype names ``extra`` have one; any other dtype is its
-    NotImplementedError."""
+    False), complex ones (unless ``complex`` is False) and the NumPy dtype names ``extra``
+    have one; any other dtype is its NotImplementedError."""
     d = x._data if isinstance(x, Tensor) else x
     n = d.dtype.name
-    if n in extra or (d.dtype.kind in "fc" and (half or n != "float16")):
+    k = d.dtype.kind
+    if n in extra or (k == "f" and (half or n != "float16")) or (k == "c" and complex):
         return
     raise NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(d.dtype)}\'')
 
