@@ -22,8 +22,8 @@ from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify
                      quiet_off, quiet_on, record, sum_to)
 from ._special import sp as _sp, erfcx as _erfcx_np
 from ..autograd.errors import no_derivative, without_rule
-from ._spec import unary
-from .elementwise_more import _float_pair, _need_tensor
+from ._spec import defop, unary
+from .elementwise_more import _float_pair
 from .pointwise import _binary, _scalar_ok
 
 _make = Tensor._make
@@ -367,27 +367,34 @@ def _polygamma_(self, n):
 op("polygamma_", function=False)(_polygamma_)
 
 
-class MvlgammaBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        x = self._saved[0].get(self, graph)
-        p = self._saved[2]
-        args = _mvlgamma_args(p, X.data(x).dtype)
-        if _isT(x, Tensor):
-            s = digamma(x.unsqueeze(-1) + X.const(args, x)).sum(-1)
-        else:
-            s = K["digamma"](x[..., None] + args).sum(-1)
-        return g * s,
-
-
-@op()
-def mvlgamma(input, p):
+@defop("mvlgamma", node="MvlgammaBackward0", saved=("self", "p"), elementwise=True)
+def mvlgamma(self, p):
     """The multivariate log-gamma function of dimension ``p``; MvlgammaBackward0."""
+    if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
+        raise TypeError(f"mvlgamma(): argument 'p' (position 2) must be int, not "
+                        f"{D.type_name(p)}")
+    if self.dtype == np.bool_:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    return _run(input, K["mvlgamma"], MvlgammaBackward0, True, False, (int(p),),
-                name="arange_cpu")
+    if self.dtype.kind == "c":  # PyTorch's arange of the input's dtype refuses it
+        raise NotImplementedError(f'"arange_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(self.dtype)}'")
+    if self.dtype.kind != "f":
+        self = self.astype(D.DEFAULTS.float.np)
+    return K["mvlgamma"](self, int(p))
+
+
+@mvlgamma.backward
+def _(ctx, grad):
+    x, p = ctx.self, ctx.p
+    # the sum of digamma over the p shifted arguments
+    args = X.const(_mvlgamma_args(p, X.data(grad).dtype), grad)
+    return (grad * X.sum_dims(digamma_d(X.unsqueeze_dims(x, (X.data(x).ndim,), 0) + args),
+                              (X.data(x).ndim,), keepdim=False),)
+
+
+mvlgamma = mvlgamma.fn
 
 
 # --- binary ops: xlog1py, zeta, igamma, igammac --------------------------------------------
@@ -461,36 +468,9 @@ class SpecialZetaBackward2(Node):
         raise no_derivative("zeta")
 
 
-def _igamma_other(g, a, b):
-    return g * X.exp((a - 1) * X.log(b) - b - lgamma_d(a))
-
-
-class IgammaBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        if _needs(self, 0):
-            raise no_derivative("igamma: input")
-        a, b = sa.get(self, graph), sb.get(self, graph)
-        return None, sum_to(_igamma_other(g, a, b), bsh)
-
-
-class IgammacBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        if _needs(self, 0):
-            raise no_derivative("igammac: input")
-        a, b = sa.get(self, graph), sb.get(self, graph)
-        return None, sum_to(-_igamma_other(g, a, b), bsh)
-
-
-# PyTorch has no forward-mode formula for zeta, igamma and igammac
+# PyTorch has no forward-mode formula for zeta (nor for igamma and igammac, below)
 for _cls, _op in ((SpecialZetaBackward0, "special_zeta"), (SpecialZetaBackward1, "special_zeta"),
-                  (SpecialZetaBackward2, "special_zeta"), (IgammaBackward0, "igamma"),
-                  (IgammacBackward0, "igammac")):
+                  (SpecialZetaBackward2, "special_zeta")):
     _cls._fw_rule = without_rule(_op)
 
 
@@ -539,21 +519,39 @@ def special_zeta(input, other):
                            SpecialZetaBackward1, SpecialZetaBackward2)
 
 
-def _igamma_op(name, kern, cls):
-    def f(input, other):
-        _need_tensor(name, input, 1, "input")
-        _need_tensor(name, other)
-        a, b = _float_pair(input, other)
-        return _binary(a, b, kern, cls, True, True)
+def _igamma_decl(name, upper, doc):
+    """Declare igamma/igammac: an elementwise op of two floating tensors (integer ones are
+    refused, as PyTorch's kernel refuses them) differentiable in ``other`` only, without a
+    forward-mode formula (as in PyTorch)."""
+    kern = K[name]
 
-    f.__name__ = f.__qualname__ = name
-    return f
+    def forward(self, other):
+        return kern(self, other)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = doc
+    forward.kernel = kern
+    spec = defop(name, node=name.capitalize() + "Backward0", inputs=("self", "other"),
+                 saved=("self", "other"), floating_kernel=name + "_cpu",
+                 complex_kernel=name + "_cpu", elementwise=True)(forward)
+
+    @spec.backward
+    def _(ctx, grad):
+        if ctx.needs(0):
+            raise no_derivative(f"{name}: input")
+        a, b = ctx.self, ctx.other
+        # d/dx of the regularized gamma function: x**(a-1) e**-x / Gamma(a)
+        g = grad * X.exp((a - 1) * X.log(b) - b - lgamma_d(a))
+        return None, -g if upper else g
+
+    spec.node_cls._fw_rule = without_rule(name)
+    return spec.fn
 
 
-igamma = op("igamma")(_igamma_op("igamma", K["igamma"], IgammaBackward0))
-igammac = op("igammac")(_igamma_op("igammac", K["igammac"], IgammacBackward0))
-igamma.__doc__ = "The regularized lower incomplete gamma function; IgammaBackward0."
-igammac.__doc__ = "The regularized upper incomplete gamma function; IgammacBackward0."
+igamma = _igamma_decl("igamma", False, "The regularized lower incomplete gamma function; "
+                      "IgammaBackward0.")
+igammac = _igamma_decl("igammac", True, "The regularized upper incomplete gamma function; "
+                       "IgammacBackward0.")
 
 
 # --- functions PyTorch does not differentiate (the result never requires grad) -------------
