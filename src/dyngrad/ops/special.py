@@ -16,10 +16,9 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from . import op
+from . import OPS, op
 from . import _dual as X
-from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify,
-                     quiet_off, quiet_on, record, sum_to)
+from .._record import (STATE, Node, Saved, Tensor, edge_of, quiet_off, quiet_on, record, sum_to)
 from ._special import sp as _sp, erfcx as _erfcx_np
 from ..autograd.errors import no_derivative, without_rule
 from ._spec import defop, unary
@@ -196,28 +195,21 @@ def _where(mask, a, b):
 
 
 # --- unary ops ----------------------------------------------------------------------------
-def _run(x, kern, cls, save_in, save_out, extra=(), name=None):
-    """Shared forward of polygamma, mvlgamma and the functions PyTorch does not differentiate:
-    integer/bool input becomes the default float; the node saves the input and/or output (and
-    ``extra`` values)."""
+def _run(x, kern, name):
+    """Shared forward of the functions PyTorch does not differentiate: integer/bool input
+    becomes the default float, complex input is refused naming kernel ``name``; the result
+    never requires grad."""
     d = x._data
     if d.dtype.kind not in "fc":
         d = d.astype(D.DEFAULTS.float.np)
-    elif d.dtype.kind == "c" and name is not None:
+    elif d.dtype.kind == "c":
         raise NotImplementedError(f'"{name}" not implemented for '
                                   f"'{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}'")
     tok = quiet_on()
     try:
-        r = kern(d, *[e for e in extra if not _isT(e, Saved)])
+        return _make(kern(d))
     finally:
         quiet_off(tok)
-    if cls is None or not (STATE.enabled and x._requires_grad):
-        return _make(r)
-    res = _make(r)
-    res._requires_grad = True
-    res._grad_fn = cls((edge_of(x),), (Saved(x) if save_in else None,
-                                       Saved(res, True) if save_out else None) + extra, r.dtype)
-    return notify(res) if RECORD_HOOKS else res
 
 
 def _lgamma_bw(g, x, y):
@@ -321,28 +313,46 @@ def special_ndtr(input):
 
 
 # --- polygamma / mvlgamma ----------------------------------------------------------------
-class PolygammaBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        x = self._saved[0].get(self, graph)
-        return g * polygamma_d(self._saved[2] + 1, x),
-
-
 def _polygamma_check(n):
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
                         f"{D.type_name(n)}")
+
+
+@defop("_polygamma", node="PolygammaBackward0", saved=("self", "n"), promote="float",
+       elementwise=True, function=False, method=False)
+def _polygamma(self, n):
+    """polygamma with the tensor first: the declaration behind ``polygamma(n, input)`` and
+    ``Tensor.polygamma(n)``."""
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if self.dtype.kind == "c":  # PyTorch's kernel of that order names itself
+        raise NotImplementedError(f'"{("digamma", "trigamma")[n] if n < 2 else "polygamma"}" '
+                                  f"not implemented for '{D.scalar_type_name(self.dtype)}'")
+    return K["polygamma"](self, n)
+
+
+@_polygamma.backward
+def _(ctx, grad):
+    return (grad * polygamma_d(ctx.n + 1, ctx.self),)
+
+
+_POLYGAMMA = _polygamma
+_polygamma = _polygamma.fn
 
 
 @op(method=False)
 def polygamma(n, input):
     """The n-th derivative of digamma; PolygammaBackward0."""
     _polygamma_check(n)
-    return _run(input, K["polygamma"], PolygammaBackward0, True, False, (int(n),),
-                name=("digamma", "trigamma")[n] if n < 2 else "polygamma")
+    if not _isT(input, Tensor):
+        raise D.not_tensor("polygamma", "input", 2, input)
+    return _polygamma(input, int(n))
+
+
+# the public function is the declaration's (its tensor second, as PyTorch's signature)
+OPS["polygamma"].update(spec=_POLYGAMMA, nodes=("PolygammaBackward0",))
+OPS.pop("_polygamma")
 
 
 @op("_polygamma_method", function=False, method=False, methods=("polygamma",))
@@ -351,17 +361,25 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
-class PolygammaBackward1(PolygammaBackward0):
-    """The node of the in-place ``polygamma_``."""
-    __slots__ = ()
+# the node of the in-place ``polygamma_`` (PyTorch's own name), with the declared backward
+PolygammaBackward1 = type("PolygammaBackward1", (_POLYGAMMA.node_cls,), {
+    "__slots__": (), "__module__": __name__, "__doc__": "The node of the in-place polygamma_."})
+
+
+def _polygamma1(t, n):
+    """polygamma(n, t) recording PolygammaBackward1 (what ``polygamma_`` applies in place)."""
+    r = _polygamma(t, n)
+    node = r.grad_fn
+    if node is not None:
+        node.__class__ = PolygammaBackward1
+    return r
 
 
 def _polygamma_(self, n):
     """In-place ``polygamma(n, self)``; returns self (PolygammaBackward1)."""
     from .inplace import apply
     _polygamma_check(n)
-    return apply(self, lambda t: _run(t, K["polygamma"], PolygammaBackward1, True, False,
-                                      (int(n),)))
+    return apply(self, _polygamma1, int(n))
 
 
 op("polygamma_", function=False)(_polygamma_)
@@ -559,7 +577,7 @@ def _plain(name):
     kern = K[name]
 
     def f(input):
-        return _run(input, kern, None, False, False, name=name + "_cpu")
+        return _run(input, kern, name + "_cpu")
 
     f.__name__ = f.__qualname__ = "special_" + name
     f.__doc__ = f"Elementwise {name} (PyTorch records no gradient for it)."
