@@ -42,8 +42,7 @@ def test_each_is_declared_without_a_derivative():
         assert not spec.differentiable and spec.node_cls is None and info["nodes"] == ()
         assert dyngrad.Tensor.__dict__[name] is spec.fn
     for name, info in OPS.items():  # no predicate of this module is hand-written any more
-        if info["module"] == "elementwise_more" and name.startswith(("is", "signbit")) and \
-                name not in ("isclose",):
+        if info["module"] == "elementwise_more" and name.startswith(("is", "signbit")):
             assert info.get("spec") is not None, name
 
 
@@ -193,3 +192,50 @@ def test_defop_without_derivative_in_the_general_path():
         assert OPS["_above_test"]["nodes"] == ()
     finally:
         del OPS["_above_test"]
+
+
+def _isclose_calls():
+    a = [1.0, 2.0, NAN, INF]
+    b = [1.0, 2.1, NAN, INF]
+    return [
+        lambda lib: lib.isclose(lib.tensor(a), lib.tensor(b)),
+        lambda lib: lib.isclose(lib.tensor(a), lib.tensor(b), equal_nan=True),
+        lambda lib: lib.tensor(a).isclose(lib.tensor(b), 0.1, 0.1),
+        lambda lib: lib.isclose(lib.tensor(a), lib.tensor(b), 1e-5, 1e-8, True),
+        lambda lib: lib.isclose(input=lib.tensor(a), other=lib.tensor(b)),
+        lambda lib: lib.isclose(lib.tensor([[1.0], [2.0]]), lib.tensor([1.0, 2.05]), atol=0.1),
+        lambda lib: lib.isclose(lib.tensor([1, 2]), lib.tensor([2, 2]), atol=1.5),
+        lambda lib: lib.isclose(lib.tensor([True, False]), lib.tensor([True, True])),
+        lambda lib: lib.isclose(lib.tensor([1j, 2]), lib.tensor([1j, 3])),
+        lambda lib: lib.isclose(lib.tensor(a, requires_grad=True), lib.tensor(b)).requires_grad,
+        # PyTorch's errors, in its order
+        lambda lib: lib.isclose(lib.tensor(a), 1.0),
+        lambda lib: lib.isclose(1.0, lib.tensor(a)),
+        lambda lib: lib.isclose(lib.tensor(a)),
+        lambda lib: lib.isclose(lib.tensor(a), lib.tensor(b), 1e-5, 1e-8, True, 5),
+        lambda lib: lib.isclose(lib.tensor(a), lib.tensor(b, dtype=lib.float64), rtol=-1),
+        lambda lib: lib.isclose(lib.ones(2), lib.ones(3), rtol=-1),
+        lambda lib: lib.isclose(lib.ones(2), lib.ones(3), atol=-0.5e-7),
+        lambda lib: lib.isclose(lib.ones(2), lib.ones(3)),
+        lambda lib: lib.isclose(lib.ones(2), lib.ones(2), rtol="x"),
+        lambda lib: lib.isclose(lib.ones(2), lib.ones(2), equal_nan=None),
+        lambda lib: lib.isclose(lib.ones(2), lib.ones(2), foo=1),
+        lambda lib: lib.isclose(lib.ones(2), lib.ones(2), 0.1, rtol=0.1),
+    ]
+
+
+@pytest.mark.parametrize("i", range(len(_isclose_calls())))
+def test_isclose_as_torch(i):
+    call = _isclose_calls()[i]
+    assert outcome_of(dyngrad, call) == outcome_of(torch, call)
+
+
+def test_isclose_is_declared_and_batched_as_torch():
+    spec = OPS["isclose"]["spec"]
+    assert spec is not None and not spec.differentiable and OPS["isclose"]["fn"] is spec.fn
+    x = np.array([[1.0, NAN, 2.0], [3.0, 4.0, INF]])
+    y = np.array([[1.05, NAN, 2.5], [3.0, 4.2, INF]])
+    exp = torch.func.vmap(lambda a, b: torch.isclose(a, b, atol=0.1, equal_nan=True))(
+        torch.from_numpy(x), torch.from_numpy(y)).numpy()
+    np.testing.assert_array_equal(
+        apply_batched("isclose", [x, y], {"atol": 0.1, "equal_nan": True}), exp)

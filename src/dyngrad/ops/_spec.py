@@ -252,6 +252,11 @@ class OpSpec:
             f = None
 
         public = ("input",) + self.inputs[1:]  # the tensor inputs' keyword names
+        # how many arguments may come by position, and how many must (PyTorch's "takes from
+        # 2 to 5 positional arguments" when some have defaults)
+        positional = [v for v in sig.parameters.values() if v.kind is v.POSITIONAL_OR_KEYWORD]
+        n_pos = len(positional)
+        n_req = sum(1 for v in positional if v.default is inspect.Parameter.empty)
 
         def general(*args, **kwargs):
             if len(args) < n_in and kwargs:  # tensor inputs given by keyword
@@ -278,9 +283,12 @@ class OpSpec:
                 n = n_in + len(params)
                 raise TypeError(f"{name}() takes {n} positional argument{'s' * (n != 1)} but "
                                 f"{len(args)} were given")
+            if len(args) > n_pos:
+                raise TypeError(f"{name}() takes from {n_req} to {n_pos} positional arguments "
+                                f"but {len(args)} were given")
             try:
                 bound = sig.bind(*(t._data for t in tensors), *args[n_in:], **kwargs)
-            except TypeError:
+            except TypeError as e:
                 missing = [p for p in params if p not in kwargs and
                            sig.parameters[p].default is inspect.Parameter.empty][
                                max(0, len(args) - n_in):]
@@ -288,7 +296,9 @@ class OpSpec:
                     raise TypeError(f"{name}() missing {len(missing)} required positional "
                                     f"arguments: " + ", ".join(f'"{m}"' for m in missing)) \
                         from None
-                raise
+                # Python's words for a keyword it cannot take, as PyTorch says them
+                msg = str(e)
+                raise TypeError(f"{name}() {'got ' * msg.startswith('multiple')}{msg}") from None
             bound.apply_defaults()
             pvals = {p: bound.arguments[p] for p in params}
             raw = pvals.copy()  # saved as given (PyTorch shows a negative dim as given)

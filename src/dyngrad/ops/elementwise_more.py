@@ -790,11 +790,22 @@ logical_or = _logical(np.logical_or, "logical_or")
 logical_xor = _logical(np.logical_xor, "logical_xor")
 
 
-@op()
-def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
-    """|input - other| <= atol + rtol * |other| elementwise (bool result)."""
-    od = other._data if _isT(other, Tensor) else other
-    if _isT(other, Tensor) and input._data.dtype != od.dtype:
-        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
-    return _make(np.asarray(_call2(lambda a, b: np.isclose(a, b, rtol=rtol, atol=atol,
-                                                            equal_nan=equal_nan), input._data, od)))
+@defop("isclose", node=None, inputs=("self", "other"), differentiable=False, elementwise=True)
+def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False):
+    """|input - other| <= atol + rtol * |other| elementwise (bool result); PyTorch's checks of
+    the arguments first, in its order."""
+    for k, v in (("rtol", rtol), ("atol", atol)):
+        if not isinstance(v, (int, float, np.number)):
+            raise TypeError(f"isclose(): argument '{k}' must be float, not {D.type_name(v)}")
+    D.arg_bools("isclose", equal_nan=equal_nan)
+    if self.dtype != other.dtype:
+        raise RuntimeError(f"{D.scalar_type_name(self.dtype)} did not match "
+                           f"{D.scalar_type_name(other.dtype)}")
+    for k, v in (("rtol", rtol), ("atol", atol)):
+        if v < 0:
+            raise RuntimeError(f"{k} must be greater than or equal to zero, but got {v:g}")
+    return np.asarray(_call2(lambda a, b: np.isclose(a, b, rtol=rtol, atol=atol,
+                                                     equal_nan=equal_nan), self, other))
+
+
+isclose = isclose.fn
