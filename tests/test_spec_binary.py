@@ -413,3 +413,59 @@ def test_floor_divide_as_torch():
                         _outcome(lambda: r.sum().backward())])
         out[L] = res
     assert out[dyngrad] == out[torch]
+
+
+# --- the comparisons (eq, ne, lt, le, gt, ge): no derivative, a bool result ----------------
+CMP = ["eq", "ne", "lt", "le", "gt", "ge"]
+CMP_DTYPES = ["float32", "float64", "float16", "int64", "int8", "uint8", "bool", "complex64"]
+# numbers as PyTorch's Scalar takes them: wrapped into an integer dtype, beyond int64 read as
+# uint64, beyond that an OverflowError; complex refused by the ordered comparisons
+CMP_NUMBERS = [1, 1.5, True, -1, 300, -300, 2 ** 63, 2 ** 64 - 1, 2 ** 64, -2 ** 63 - 1, 1j,
+               float("nan"), 1e10]
+
+
+def test_comparisons_are_declared():
+    for name in CMP:
+        spec = OPS[name]["spec"]
+        assert spec is not None and not spec.differentiable and OPS[name]["fn"] is spec.fn
+
+
+@pytest.mark.parametrize("name", CMP)
+@pytest.mark.parametrize("da", CMP_DTYPES)
+def test_comparison_dtypes_and_numbers_as_torch(name, da):
+    for db in CMP_DTYPES:
+        if {da, db} == {"float16", "complex64"}:
+            continue  # a 0-d complex64 with float16 is ComplexHalf in PyTorch (not in dyngrad)
+        for call in (lambda L: getattr(L, name)(_make(L, da, (3,), 0), _make(L, db, (3,), 1)),
+                     lambda L: getattr(_make(L, da, (2, 3), 0), name)(_make(L, db, (), 1)),
+                     lambda L: getattr(L, name)(_make(L, da, (), 0), _make(L, db, (3,), 1))):
+            assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch)), db
+    for v in CMP_NUMBERS:
+        if da == "bool" and isinstance(v, int) and v >= 2 ** 63:
+            continue  # PyTorch refuses to promote bool with uint64 (dyngrad reads it as int64)
+        if da == "float16" and isinstance(v, complex):
+            continue  # PyTorch names ComplexHalf, which dyngrad has no dtype for
+        for call in (lambda L: getattr(L, name)(_make(L, da, (3,), 0), v),
+                     lambda L: getattr(_make(L, da, (3,), 0), name)(v)):
+            assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch)), v
+
+
+@pytest.mark.parametrize("name", CMP)
+def test_comparison_errors_operators_and_autograd_as_torch(name):
+    sym = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}[name]
+    for call in (lambda L: getattr(L, name)(2, L.ones(2)),
+                 lambda L: getattr(L, name)(L.ones(2), "x"),
+                 lambda L: getattr(L, name)(L.ones(2), L.ones(3)),
+                 lambda L: getattr(L, name)(L.ones(2)),
+                 lambda L: getattr(L, name)(input=L.ones(2), other=L.zeros(2)),
+                 lambda L: eval(f"a {sym} 'x'", {"a": L.ones(2)}),
+                 lambda L: eval(f"a {sym} None", {"a": L.ones(2)}),
+                 lambda L: eval(f"1 {sym} a", {"a": L.tensor([0.5, 1.0, 2.0])}),
+                 lambda L: eval(f"a {sym} b", {"a": L.tensor([0.5, 1.0]), "b": L.ones(2, 1)})):
+        assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch))
+    res = []
+    for L in (dyngrad, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        r = getattr(x * 2, name)(x)
+        res.append((r.requires_grad, r.grad_fn is None, str(r.dtype).split(".")[-1]))
+    assert res[0] == res[1]

@@ -51,6 +51,8 @@ ROWS = [
            BC, grad=False),
     OpInfo("gt", lambda a, b: torch.gt(a, b), np.greater, BC, grad=False),
     OpInfo("ge", lambda a, b: a.ge(b), np.greater_equal, BC, grad=False),
+    OpInfo("compare_methods", lambda a, b: a.eq(b) | a.lt(0.5) & a.gt(b) | a.eq(0.25),
+           lambda a, b: (a == b) | (a < 0.5) & (a > b) | (a == 0.25), BC, grad=False),
     OpInfo("compare_operators", lambda a, b: (a == b) | (a != 0.5) & (a < b) | (a <= b) & (a > 0)
            | (a >= b), lambda a, b: (a == b) | (a != 0.5) & (a < b) | (a <= b) & (a > 0)
            | (a >= b), BC[:2], grad=False),

@@ -479,6 +479,7 @@ def _inplace_without_derivative(spec, methods=()):
 
 
 _MISSING = object()
+_I64 = 1 << 63
 
 
 def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
@@ -666,6 +667,9 @@ def _scalar_run(input, other, overs, spec, p):
         tv = type(v)
     if over is None:
         raise D.bad_combo(spec.name, [input, other][1 - p:])
+    if tv is int and not -_I64 <= v < 2 * _I64:  # PyTorch's Scalar takes int64 and uint64
+        raise OverflowError("can't convert negative int to unsigned" if v < 0 else
+                            "int too big to convert")
     a = t._data
     rt = a.dtype
     if not (rt.kind == "f" and (tv is float or tv is int) or tv is int and rt.kind in "iu"):
@@ -674,19 +678,20 @@ def _scalar_run(input, other, overs, spec, p):
             a = a.astype(rt)
     if a.dtype.kind not in spec.kinds:
         a = spec.admit(a)
-    # the number in the tensor's dtype, as PyTorch computes with it (NumPy would compute a
-    # function of the number alone in float64); an integer it cannot hold stays as it is
-    try:
-        n = rt.type(v)
-    except OverflowError:
-        n = v
     tok = quiet_on() if a.dtype.kind in "fc" else None  # as in _binary_run
     try:
+        # the number in the tensor's dtype, as PyTorch computes with it (NumPy would compute
+        # a function of the number alone in float64): a float beyond the dtype's range is
+        # inf, silently; an integer the dtype cannot hold stays as it is
+        try:
+            n = rt.type(v)
+        except OverflowError:
+            n = v
         r = over.forward(n, a) if over.first else over.forward(a, n)
     finally:
         if tok is not None:
             quiet_off(tok)
-    if r.dtype != a.dtype:
+    if r.dtype != a.dtype and r.dtype.kind != "b":  # (a comparison's bool result is kept)
         r = r.astype(a.dtype)
     if STATE.enabled and t._requires_grad and over.node_cls is not None:
         res = _make(r)

@@ -960,47 +960,48 @@ def contiguous(input, memory_format=None):
 
 
 # --- comparisons and logical ops (never differentiable) --------------------------------
-def _wide_int(v, d):
-    """A Python int outside int64 as PyTorch's scalar conversion takes it: up to 2**64 - 1 read
-    as uint64 (wrapping into an integer tensor's int64), else its OverflowError."""
-    if v < 0:
-        raise OverflowError("can't convert negative int to unsigned")
-    if v >= 1 << 64:
-        raise OverflowError("int too big to convert")
-    return v - (1 << 64) if d.dtype.kind in "iu" else v
+_NUMBERS = (int, float, bool, complex)
 
 
-def _cmp(fn, name, ordered):
-    """Elementwise comparison ``name``; ``ordered`` (lt, le, gt, ge): complex operands are
-    refused with PyTorch's dispatch error, as complex numbers have no order."""
-    def f(input, other):
-        if _isT(other, Tensor):
-            od = other._data
-        elif _scalar_ok(other):
-            od = other
-            if type(od) is int and not -(1 << 63) <= od < (1 << 63):
-                od = _wide_int(od, input._data)
-        else:
+def _cmp(np_fn, name, ordered):
+    """Declare the elementwise comparison ``name`` (bool result, no derivative) of two tensors
+    or a tensor and a number, and its operator method; ``ordered`` (lt, le, gt, ge): complex
+    operands are refused with PyTorch's dispatch error, as complex numbers have no order."""
+    def forward(self, other):
+        # a number the tensor's dtype cannot hold comes as a Python int (ops/_spec.py
+        # ``_scalar_run``): PyTorch converts it to that dtype, wrapping around (``uint8 == -1``
+        # compares with 255; a number from 2**63 to 2**64 - 1 is read as uint64 first)
+        if other.__class__ is int:
+            other = np.asarray(other).astype(self.dtype)
+        return np_fn(self, other)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"Elementwise {name} (bool result, no gradient)."
+    spec = defop(name, node=None, inputs=("self", "other"), differentiable=False,
+                 elementwise=True, complex_kernel=name + "_cpu" if ordered else None)(forward)
+    spec.scalar(None)  # eq(x, 1.5): the number as the second input only, as PyTorch's
+    method = _OPS[f"_{name}_method"]["fn"]
+    dunder = f"__{name}__"
+
+    def operator(self, other):
+        # another operand is left to Python (``x == "a"`` is False, ``x < "a"`` a TypeError)
+        if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
             return NotImplemented
-        d = input._data
-        if ordered and (d.dtype.kind == "c" or type(od) is complex or
-                        type(od) is np.ndarray and od.dtype.kind == "c"):
-            dt = d.dtype if d.dtype.kind == "c" else np.result_type(d, od)
-            raise NotImplementedError(f'"{name}_cpu" not implemented for '
-                                      f"'{D.scalar_type_name(dt)}'")
-        return _make(np.asarray(_call2(fn, d, od)))
+        return method(self, other)
 
-    f.__name__ = name
-    f.__doc__ = f"Elementwise {name} (bool result, no gradient)."
-    return f
+    operator.__name__ = operator.__qualname__ = dunder
+    operator.__doc__ = f"``self {_SYMBOLS[name]} other``."
+    op(f"_{name}", function=False, method=False, methods=(dunder,))(operator)
+    return spec.fn
 
 
-eq = op("eq", methods=("__eq__",))(_cmp(np.equal, "eq", False))
-ne = op("ne", methods=("__ne__",))(_cmp(np.not_equal, "ne", False))
-lt = op("lt", methods=("__lt__",))(_cmp(np.less, "lt", True))
-le = op("le", methods=("__le__",))(_cmp(np.less_equal, "le", True))
-gt = op("gt", methods=("__gt__",))(_cmp(np.greater, "gt", True))
-ge = op("ge", methods=("__ge__",))(_cmp(np.greater_equal, "ge", True))
+_SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+eq = _cmp(np.equal, "eq", False)
+ne = _cmp(np.not_equal, "ne", False)
+lt = _cmp(np.less, "lt", True)
+le = _cmp(np.less_equal, "le", True)
+gt = _cmp(np.greater, "gt", True)
+ge = _cmp(np.greater_equal, "ge", True)
 # PyTorch's other names, functions and methods both
 for _alias, _fn in (("not_equal", ne), ("less", lt), ("less_equal", le), ("greater", gt),
                     ("greater_equal", ge)):
