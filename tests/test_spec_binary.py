@@ -469,3 +469,36 @@ def test_comparison_errors_operators_and_autograd_as_torch(name):
         r = getattr(x * 2, name)(x)
         res.append((r.requires_grad, r.grad_fn is None, str(r.dtype).split(".")[-1]))
     assert res[0] == res[1]
+
+
+# --- bitwise and/or/xor/not: integer or bool tensors, no derivative ------------------------
+BITWISE = ["bitwise_and", "bitwise_or", "bitwise_xor"]
+BIT_DTYPES = ["int64", "int32", "int8", "uint8", "bool", "float32", "complex64"]
+
+
+@pytest.mark.parametrize("name", BITWISE)
+@pytest.mark.parametrize("da", BIT_DTYPES)
+def test_bitwise_dtypes_numbers_and_errors_as_torch(name, da):
+    assert OPS[name]["spec"] is not None and not OPS[name]["spec"].differentiable
+    for db in BIT_DTYPES:
+        for call in (lambda L: getattr(L, name)(_make(L, da, (3,), 0), _make(L, db, (3,), 1)),
+                     lambda L: getattr(_make(L, da, (2, 3), 0), name)(_make(L, db, (), 1)),
+                     lambda L: getattr(L, name)(_make(L, da, (2,), 0), _make(L, db, (3,), 1))):
+            assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch)), db
+    for v in (1, True, 1.5, -1, 300, 2 ** 64, 1j):
+        for call in (lambda L: getattr(L, name)(_make(L, da, (3,), 0), v),
+                     lambda L: getattr(L, name)(v, _make(L, da, (3,), 0)),
+                     lambda L: getattr(_make(L, da, (3,), 0), name)(v)):
+            assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch)), v
+
+
+@pytest.mark.parametrize("da", BIT_DTYPES)
+def test_bitwise_not_and_operators_as_torch(da):
+    for call in (lambda L: L.bitwise_not(_make(L, da, (3,), 0)),
+                 lambda L: _make(L, da, (3,), 0).bitwise_not(),
+                 lambda L: ~_make(L, da, (3,), 0),
+                 lambda L: _make(L, da, (3,), 0) & 3, lambda L: 3 | _make(L, da, (3,), 0),
+                 lambda L: _make(L, da, (3,), 0) ^ _make(L, "bool", (3,), 1),
+                 lambda L: _make(L, da, (3,), 0) & "x", lambda L: None | _make(L, da, (3,), 0),
+                 lambda L: L.bitwise_not(1), lambda L: L.bitwise_not(_make(L, da, (3,), 0), 1)):
+        assert _outcome(lambda: call(dyngrad)) == _outcome(lambda: call(torch))

@@ -76,6 +76,8 @@ ROWS = [
            lambda a, b: np.array(np.allclose(a, b, rtol=0.1)), [S((3, 4), (3, 4))], grad=False),
     # --- bitwise ops on integer tensors -----------------------------------------------------
     OpInfo("bitwise_and", torch.bitwise_and, np.bitwise_and, INT2, grad=False),
+    OpInfo("bitwise_and_method", lambda a, b: a.bitwise_and(b) | (3 & a),
+           lambda a, b: np.bitwise_and(a, b) | (3 & a), INT2, grad=False),
     OpInfo("bitwise_or", lambda a, b: a.bitwise_or(b), np.bitwise_or, INT2, grad=False),
     OpInfo("bitwise_xor", lambda a, b: torch.bitwise_xor(a, b) ^ a.bitwise_xor(3),
            lambda a, b: np.bitwise_xor(a, b) ^ (a ^ 3), INT2, grad=False),

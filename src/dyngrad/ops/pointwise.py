@@ -1008,23 +1008,71 @@ for _alias, _fn in (("not_equal", ne), ("less", lt), ("less_equal", le), ("great
     op(_alias)(_fn)
 
 
-def _bool_op(fn, name, dunder):
-    def f(input, other):
-        od = other._data if _isT(other, Tensor) else other
-        return _make(np.asarray(_call2(fn, input._data, od)))
-
-    f.__name__ = name
-    return op(name, function=True, methods=dunder)(f)
-
-
-bitwise_and = _bool_op(np.bitwise_and, "bitwise_and", ("__and__", "__rand__"))
-bitwise_or = _bool_op(np.bitwise_or, "bitwise_or", ("__or__", "__ror__"))
-bitwise_xor = _bool_op(np.bitwise_xor, "bitwise_xor", ("__xor__", "__rxor__"))
+def _integral(name, d, other=None):
+    """PyTorch's refusal of a floating or complex dtype by a bitwise kernel (after the shape
+    check of its two inputs, as PyTorch sizes the output first)."""
+    if d.dtype.kind in "fc":
+        if other is not None:
+            np.broadcast_shapes(np.shape(d), np.shape(other))  # ValueError: the shape error
+        raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(d.dtype)}'")
 
 
-@op(methods=("__invert__",))
-def bitwise_not(input):
-    return _make(np.invert(input._data))
+def _bitwise(np_fn, name, symbol):
+    """Declare the bitwise op ``name`` of integer or bool tensors (their common dtype), with a
+    number as either input (its Scalar overloads), without a derivative; and its operator
+    methods ``__<symbol>__``/``__r<symbol>__``, which leave other operands to Python."""
+    def forward(self, other):
+        # a number the tensor's dtype cannot hold comes as a Python int (ops/_spec.py
+        # ``_scalar_run``): PyTorch converts it to that dtype, wrapping around
+        if other.__class__ is int:
+            other = np.asarray(other).astype(self.dtype)
+        elif self.__class__ is int:
+            self = np.asarray(self).astype(other.dtype)
+        _integral(name, self, other)
+        return np_fn(self, other)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"Elementwise bitwise {name[8:].upper()} of integer or bool tensors."
+    spec = defop(name, node=None, inputs=("self", "other"), differentiable=False,
+                 elementwise=True)(forward)
+    spec.scalar(None)
+    spec.scalar(None, first=True)
+    method = _OPS[f"_{name}_method"]["fn"]
+
+    def operator(self, other):
+        if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
+            return NotImplemented
+        return method(self, other)  # (commutative: ``3 & x`` is ``x & 3``)
+
+    operator.__name__ = operator.__qualname__ = f"__{symbol}__"
+    operator.__doc__ = f"``self {symbol} other``, either way round."
+    op(f"_{symbol}", function=False, method=False, methods=(f"__{symbol}__",
+                                                            f"__r{symbol}__"))(operator)
+    return spec.fn
+
+
+bitwise_and = _bitwise(np.bitwise_and, "bitwise_and", "and")
+bitwise_or = _bitwise(np.bitwise_or, "bitwise_or", "or")
+bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor", "xor")
+
+
+def _invert_np(d):
+    _integral("bitwise_not", d)
+    return np.invert(d)
+
+
+bitwise_not = unary("bitwise_not", _invert_np, None, module=__name__, promote=None,
+                    doc="Elementwise bitwise NOT of an integer or bool tensor.").fn
+
+
+@op("_invert", function=False, method=False, methods=("__invert__",))
+def _invert(self):
+    """``~self``: bitwise NOT; Python's TypeError for a floating or complex tensor."""
+    if self._data.dtype.kind in "fc":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return bitwise_not(self)
 
 
 @op()
