@@ -75,6 +75,10 @@ CASES = [
     # round: decimals= (0 included) selects RoundBackward1
     "torch.round(x, decimals=0)", "x.round()", "torch.special.round(x)",
     "torch.round(torch.tensor([1, 2]), decimals=0)", "torch.round(torch.tensor([1, 2]))",
+    "torch.round(x, decimals=2)", "torch.round(x, decimals=-1)", "x.round(decimals=1)",
+    "torch.round(torch.tensor([1, 2]), decimals=1)", "torch.round(torch.tensor([1j]), decimals=0)",
+    "torch.round(torch.tensor([1j]), decimals=1)", "torch.round(x, decimals=1.5)",
+    "torch.round(x, 1)",
     # ndtr: PyTorch's composition with Scalar nodes
     "torch.special.ndtr(x)", "torch.special.ndtr(torch.tensor([1, -2]))",
     # index ops: the index/mask gets no edge, in-place forms and through a view

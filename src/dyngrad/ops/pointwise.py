@@ -817,10 +817,24 @@ _round0 = _unary_op("_round0", _keep_int(np.round), _zero_grad, floating=False,
                     node="RoundBackward0")
 from . import OPS as _OPS  # noqa: E402
 _OPS.pop("_round0")
-_round1_cls = type("RoundBackward1", (Node,), {"__slots__": (), "__module__": __name__,
-                                               "_needs_saved": False,
-                                               "_bw": lambda self, g, graph: (X.zeros_like(g),)})
-RoundBackward1 = _round1_cls
+
+
+@defop("_round1", node="RoundBackward1", elementwise=True, function=False, method=False)
+def _round1(self, decimals):
+    """Round half to even to ``decimals`` places (PyTorch's round.decimals); RoundBackward1."""
+    if self.dtype.kind not in "f":  # the kernel PyTorch names depends on the overload's path
+        raise NotImplementedError(f'"{"round_vml_cpu" if decimals == 0 else "round_cpu"}" not '
+                                  f"implemented for '{D.scalar_type_name(self.dtype)}'")
+    return np.round(self, decimals)
+
+
+@_round1.backward
+def _(ctx, grad):
+    return (X.zeros_like(grad),)
+
+
+_round1 = _round1.fn
+_OPS.pop("_round1")  # reached through round(input, decimals=...)
 
 
 @op()
@@ -829,15 +843,9 @@ def round(input, *, decimals=UNSET):
     RoundBackward1 when ``decimals`` is given (even 0: PyTorch's round.decimals overload)."""
     if decimals is UNSET:
         return _round0(input)
-    d = input._data
-    if d.dtype.kind in "biu":
-        kernel = "round_vml_cpu" if decimals == 0 else "round_cpu"
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}'")
-    r = np.round(d, decimals)
-    if STATE.enabled and input._requires_grad:
-        return record(r, RoundBackward1((edge_of(input),), ()))
-    return _make(r)
+    if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool):
+        raise D.bad_combo("round", (input,), {"decimals": decimals})
+    return _round1(input, decimals)
 
 
 def special_round(input, *, decimals=0):
