@@ -667,9 +667,13 @@ def _scalar_run(input, other, overs, spec, p):
         tv = type(v)
     if over is None:
         raise D.bad_combo(spec.name, [input, other][1 - p:])
-    if tv is int and not -_I64 <= v < 2 * _I64:  # PyTorch's Scalar takes int64 and uint64
-        raise OverflowError("can't convert negative int to unsigned" if v < 0 else
-                            "int too big to convert")
+    if tv is int and not -_I64 <= v < _I64:  # PyTorch's Scalar takes int64 and uint64
+        if not -_I64 <= v < 2 * _I64:
+            raise OverflowError("can't convert negative int to unsigned" if v < 0 else
+                                "int too big to convert")
+        if t._data.dtype.kind == "b":  # a uint64 number does not promote with bool
+            raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                               "attempted to promote Bool and UInt64")
     a = t._data
     rt = a.dtype
     if not (rt.kind == "f" and (tv is float or tv is int) or tv is int and rt.kind in "iu"):
