@@ -74,14 +74,6 @@ _DIFFERENCES = [
      INTS + " bool",
      "mvlgamma_ cast error lacks PyTorch's 'mvlgamma: ' prefix and has the dtypes swapped; "
      'in ops/special.py'),
-    ("mvlgamma_1 mvlgamma_3 special.multigammaln",
-     "bool",
-     "mvlgamma of bool computes where PyTorch raises 'The input tensor may not be a boolean "
-     "tensor.'; in ops/special.py"),
-    ("igamma_forward igamma_",
-     INTS + " bool",
-     'igamma of integers/bool computes (igamma_: a cast error) where PyTorch raises '
-     '"igamma_cpu" not implemented; in ops/special.py'),
     ("special.zeta_scalar_self special.zeta_forward special.erfcx special.ndtri "
      "special.log_ndtr special.bessel_j0 special.bessel_j1 special.bessel_y0 special.bessel_y1 "
      "special.modified_bessel_i0 special.modified_bessel_i1 special.modified_bessel_k0 "
