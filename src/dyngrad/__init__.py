@@ -10,8 +10,8 @@ from .version import __version__
 from ._malloc import tune as _tune_malloc
 _tune_malloc()
 from . import _dtype  # noqa: E402
-from ._dtype import (dtype, float16, float32, float64, int8, int16, int32, int64, uint8,
-                     complex64, complex128, get_default_dtype, set_default_dtype)
+from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8,
+                     complex64, complex128, get_default_dtype, set_default_dtype, finfo)
 from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
 from ._tensor import (Tensor, Size, device, is_tensor, set_default_device, get_default_device,
                       typename)
@@ -22,7 +22,7 @@ from ._random import Generator, manual_seed, seed, initial_seed, get_rng_state, 
 from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like,
                          ones_like, empty_like, full_like, rand_like, randn_like, randint_like,
                          arange, linspace, logspace, eye, rand, randn, randint, randperm,
-                         multinomial, FloatTensor, DoubleTensor, HalfTensor,
+                         multinomial, FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor,
                          LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor)
 from .ops.sampling import bernoulli, normal
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,

@@ -1,6 +1,7 @@
 """dtypes: PyTorch-named wrappers around NumPy dtypes, and PyTorch's promotion rules."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 
@@ -12,9 +13,9 @@ class dtype:
     def __init__(self, name: str, np_dtype, kind: int):
         self.name = name
         self.np = np.dtype(np_dtype)
-        self.is_floating_point = self.np.kind == "f"
-        self.is_complex = self.np.kind == "c"
-        self.is_signed = self.np.kind in "fic"
+        self.is_floating_point = kind == 2  # bfloat16's NumPy kind is "V", so not np.kind
+        self.is_complex = kind == 3
+        self.is_signed = kind >= 2 or self.np.kind == "i"
         self.itemsize = self.np.itemsize
         self._kind = kind  # 0 bool, 1 integer, 2 floating, 3 complex
 
@@ -29,6 +30,15 @@ class dtype:
     def to_real(self) -> "dtype":
         return {complex64: float32, complex128: float64}.get(self, self)
 
+    def to_complex(self) -> "dtype":
+        """The complex dtype of this floating dtype's precision (bfloat16 gives complex64)."""
+        if self._kind == 3:
+            return self
+        c = {float32: complex64, bfloat16: complex64, float64: complex128}.get(self)
+        if c is None:
+            raise RuntimeError(f"Unknown Complex ScalarType for {scalar_type_name(self.np)}")
+        return c
+
 
 bool_ = dtype("bool", np.bool_, 0)
 uint8 = dtype("uint8", np.uint8, 1)
@@ -37,13 +47,20 @@ int16 = dtype("int16", np.int16, 1)
 int32 = dtype("int32", np.int32, 1)
 int64 = dtype("int64", np.int64, 1)
 float16 = dtype("float16", np.float16, 2)
+bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, 2)
 float32 = dtype("float32", np.float32, 2)
 float64 = dtype("float64", np.float64, 2)
 complex64 = dtype("complex64", np.complex64, 3)
 complex128 = dtype("complex128", np.complex128, 3)
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128,
+       bfloat16)
 FROM_NP = {d.np: d for d in ALL}
+BF16 = bfloat16.np
+# The NumPy dtypes of floating (and floating or complex) tensors: the test for "is floating"
+# on arrays, since bfloat16's NumPy kind is "V" and ``kind in "fc"`` misses it.
+FLOATING = frozenset(d.np for d in ALL if d._kind == 2)
+INEXACT = frozenset(d.np for d in ALL if d._kind >= 2)
 _NAMES = {d.name: d for d in ALL}
 _NAMES.update({"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
                "short": int16, "cfloat": complex64, "cdouble": complex128})
@@ -52,7 +69,38 @@ _NAMES.update({"float": float32, "double": float64, "half": float16, "long": int
 TYPE_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", float16: "HalfTensor",
               int64: "LongTensor", int32: "IntTensor", int16: "ShortTensor", int8: "CharTensor",
               uint8: "ByteTensor", bool_: "BoolTensor", complex64: "ComplexFloatTensor",
-              complex128: "ComplexDoubleTensor"}
+              complex128: "ComplexDoubleTensor", bfloat16: "BFloat16Tensor"}
+
+
+class finfo:
+    """Machine limits of a floating dtype (``torch.finfo``), from NumPy's and ml_dtypes'
+    finfo; a complex dtype gives those of its real part."""
+
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
+
+    def __init__(self, type: dtype | None = None):  # noqa: A002 - PyTorch's argument name
+        if type is None:
+            type = DEFAULTS.float  # noqa: A001
+        if not isinstance(type, dtype):
+            raise TypeError(f"finfo(): argument 'type' (position 1) must be torch.dtype, not "
+                            f"{type_name(type)}")
+        if type._kind < 2:
+            raise TypeError("torch.finfo() requires a floating point input type. Use "
+                            "torch.iinfo to handle 'torch.finfo'")
+        real = type.to_real()
+        fi = ml_dtypes.finfo(real.np)
+        self.bits = real.itemsize * 8
+        self.eps, self.max, self.min = float(fi.eps), float(fi.max), float(fi.min)
+        self.tiny = self.smallest_normal = float(fi.smallest_normal)
+        self.resolution = 10.0 ** -int(fi.precision)
+        self.dtype = real.name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+    __str__ = __repr__
 
 
 def scalar_type_name(np_dtype) -> str:
@@ -133,7 +181,7 @@ def bad_combo(fn: str, args, kwargs=None) -> TypeError:
 C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
            "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
            "bool": "bool", "complex64": "c10::complex<float>",
-           "complex128": "c10::complex<double>"}
+           "complex128": "c10::complex<double>", "bfloat16": "c10::BFloat16"}
 
 
 def c_name(np_dtype) -> str:
@@ -184,6 +232,8 @@ def promote(a: dtype, b: dtype) -> dtype:
         lo, hi = (a, b) if a._kind < b._kind else (b, a)
         if lo._kind < 2:  # a bool or integer type never widens a floating or complex one
             return hi
+    if a is bfloat16 or b is bfloat16:  # with another floating or complex type, as float32
+        return FROM_NP[np.promote_types(float32.np, b.np if a is bfloat16 else a.np)]
     return FROM_NP[np.promote_types(a.np, b.np)]
 
 

@@ -75,11 +75,12 @@ _SUPPORTED = ("float64, float32, float16, complex64, complex128, int64, int32, i
 
 
 def _np_dtype(dt):
-    """The dyngrad dtype of a NumPy dtype, or PyTorch's error for one it cannot hold."""
+    """The dyngrad dtype of a NumPy dtype, or PyTorch's error for one it cannot hold (its
+    NumPy bridge has no bfloat16, so an ml_dtypes bfloat16 array is refused too)."""
     r = D.FROM_NP.get(dt)
-    if r is None:
-        raise TypeError(f"can't convert np.ndarray of type numpy.{dt.type.__name__}. The only "
-                        f"supported types are: {_SUPPORTED}.")
+    if r is None or r is D.bfloat16:
+        raise TypeError(f"can't convert np.ndarray of type {dt.type.__module__}."
+                        f"{dt.type.__name__}. The only supported types are: {_SUPPORTED}.")
     return r
 
 
@@ -717,6 +718,7 @@ def _is_data(args):
 FloatTensor = _legacy("FloatTensor", D.float32)
 DoubleTensor = _legacy("DoubleTensor", D.float64)
 HalfTensor = _legacy("HalfTensor", D.float16)
+BFloat16Tensor = _legacy("BFloat16Tensor", D.bfloat16)
 LongTensor = _legacy("LongTensor", D.int64)
 IntTensor = _legacy("IntTensor", D.int32)
 ShortTensor = _legacy("ShortTensor", D.int16)

@@ -179,7 +179,7 @@ def _add_suffixes(s, suffixes, indent):
 
 def array_str(a: np.ndarray, indent: int = 7) -> str:
     """The bracketed values of an array, laid out as PyTorch prints them."""
-    if a.dtype == np.float16:
+    if a.dtype == np.float16 or a.dtype == D.BF16:  # printed as float32, as PyTorch does
         a = a.astype(np.float32)
     summarize = a.size > OPTS.threshold
     shown = _summarized(a) if summarize else a
