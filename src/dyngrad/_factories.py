@@ -19,7 +19,7 @@ _make = Tensor._make
 def _finish(data, requires_grad, factory=True):
     t = _make(data)
     if requires_grad:
-        if data.dtype.kind not in "fc":
+        if data.dtype not in D.INEXACT:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t._requires_grad = True
     return t
@@ -539,7 +539,7 @@ def arange(start=0, end=None, step=1, *, dtype=None, layout=None, device=None,
         is_float = any(isinstance(v, float) for v in vals)
         dt = D.DEFAULTS.float.np if is_float else np.int64
     n = int(np.ceil((vals[1] - vals[0]) / vals[2]))
-    data = (vals[0] + np.arange(n, dtype=np.float64) * vals[2]).astype(dt) if np.dtype(dt).kind == "f" \
+    data = (vals[0] + np.arange(n, dtype=np.float64) * vals[2]).astype(dt) if np.dtype(dt) in D.FLOATING \
         else np.arange(vals[0], vals[1], vals[2]).astype(dt)
     return _finish(data, requires_grad)
 
@@ -590,7 +590,7 @@ def rand(*size, generator=None, dtype=None, layout=None, device=None,
     """Uniform random numbers in [0, 1)."""
     _check_device(device)
     dt = np.dtype(_dt(dtype, "rand"))
-    if dt.kind not in "fc":
+    if dt not in D.INEXACT:
         raise NotImplementedError(f'"check_uniform_bounds" not implemented for '
                                   f"'{D.scalar_type_name(dt)}'")
     shape = _size(size, "rand")
@@ -606,7 +606,7 @@ def randn(*size, generator=None, dtype=None, layout=None, device=None,
     """Standard normal random numbers."""
     _check_device(device)
     dt = np.dtype(_dt(dtype, "randn"))
-    if dt.kind not in "fc":
+    if dt not in D.INEXACT:
         raise NotImplementedError(f'"normal_kernel_cpu" not implemented for '
                                   f"'{D.scalar_type_name(dt)}'")
     shape = _size(size, "randn")
@@ -665,7 +665,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None) -> Ten
         raise TypeError(f"multinomial(): argument 'num_samples' (position 2) must be int, not "
                         f"{D.type_name(num_samples)}")
     p = input._data
-    if p.dtype.kind != "f":
+    if p.dtype not in D.FLOATING:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
                            f"{D.scalar_type_name(p.dtype)}")
     if p.ndim not in (1, 2):

@@ -180,7 +180,7 @@ def _can_cast(src, dst) -> bool:
     """PyTorch's can_cast on NumPy dtypes."""
     if src.kind == "c" and dst.kind != "c":
         return False
-    if src.kind == "f" and dst.kind not in "fc":
+    if src in D.FLOATING and dst not in D.INEXACT:
         return False
     return not (src.kind != "b" and dst.kind == "b")
 

@@ -53,7 +53,7 @@ class _Formatter:
     """Chooses one width and notation for every element, as PyTorch does."""
 
     def __init__(self, arr: np.ndarray):
-        self.floating = arr.dtype.kind == "f"
+        self.floating = arr.dtype in D.FLOATING
         self.int_mode = True
         self.sci_mode = False
         self.max_width = 1

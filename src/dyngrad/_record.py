@@ -16,6 +16,7 @@ __all__ = ["Node", "Saved", "edge_of", "edges_first", "NO_EDGE", "STATE", "Tenso
 
 
 from ._fperr import quiet_on, quiet_off  # noqa: E402,F401  (re-exported for the ops)
+from . import _dtype as _DT
 
 
 # Observers of graph construction: callables ``hook(tensor, node)`` run after every recorded
@@ -129,7 +130,7 @@ def broadcast_view(g, shape):
 
 def as_float(arr):
     """``arr`` itself when floating, else converted to the default float dtype."""
-    return arr if arr.dtype.kind in "fc" else arr.astype(DEFAULTS.float.np)
+    return arr if arr.dtype in _DT.INEXACT else arr.astype(DEFAULTS.float.np)
 
 
 grad_dtype = cast_grad  # a gradient in the dtype of the input it flows into

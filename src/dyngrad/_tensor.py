@@ -266,7 +266,7 @@ class Tensor:
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
-        if value and self._data.dtype.kind not in "fc":
+        if value and self._data.dtype not in D.INEXACT:
             raise RuntimeError(errors.FLOAT_ONLY)
         if value and self._inference and not _GRAD_STATE.inference:
             raise RuntimeError(_INFERENCE_REQUIRES_GRAD)
@@ -276,7 +276,7 @@ class Tensor:
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set ``requires_grad`` in place and return self."""
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and self._data.dtype not in D.INEXACT:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._inference and not _GRAD_STATE.inference:
             raise RuntimeError(_INFERENCE_REQUIRES_GRAD)
@@ -292,7 +292,7 @@ class Tensor:
         if not interior:
             base = self._base
             if not requires_grad and base is not None and base._requires_grad and \
-                    self._data.dtype.kind in "fc":
+                    self._data.dtype in D.INEXACT:
                 self.__dict__.pop("_own_rg", None)
                 return self  # a view of a base that requires grad still does (PyTorch)
             self._requires_grad = bool(requires_grad)
@@ -420,7 +420,7 @@ class Tensor:
             LATE.run_backward((self,), (gradient._data.copy(),), bool(retain_graph), False)
             return
         if (gradient is None and inputs is None and not create_graph and self._grad_fn is not None
-                and self._data.size == 1 and self._data.dtype.kind == "f"):
+                and self._data.size == 1 and self._data.dtype in D.FLOATING):
             # the common loss.backward(): skip argument normalisation
             one = _ONES.get((self._data.dtype, self._data.shape))
             if one is None:
@@ -499,7 +499,7 @@ class Tensor:
         return self._data.itemsize
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return self._data.dtype in D.FLOATING
 
     def is_complex(self) -> bool:
         return self._data.dtype.kind == "c"

@@ -889,7 +889,7 @@ class _Builder:
                               f"{base.size} elements; the file is corrupt")
             a = np.ndarray(size, dt, buffer=base, offset=off * dt.itemsize,
                            strides=tuple(s * dt.itemsize for s in stride))
-        if spec.requires_grad and dt.kind not in "fc":
+        if spec.requires_grad and dt not in D.INEXACT:
             raise Corrupt(f"a tensor of dtype {D.FROM_NP[dt]} requires gradients; only "
                           f"floating point and complex tensors can")
         if spec.cls is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from . import _dtype as _DT
 
 __all__ = ["diagnose", "Diagnosis"]
 
@@ -107,7 +108,7 @@ def diagnose(model, loss=None, print_report: bool = False) -> Diagnosis:
         g = p.grad if p.is_leaf else None
         if g is not None:
             a = np.asarray(g._data)
-            if a.dtype.kind in "fc":
+            if a.dtype in _DT.INEXACT:
                 nan = int(np.isnan(a).sum())
                 inf = int(np.isinf(a).sum())
                 if nan or inf:

@@ -21,7 +21,7 @@ def _matrix_norm_checks(A, dim, dtype, low_precision):
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
     dt = A._data.dtype
-    if dt.kind not in "fc":
+    if dt not in D.INEXACT:
         raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.scalar_type_name(dt)}")
     if not low_precision and dt.itemsize < (8 if dt.kind == "c" else 4):
@@ -36,7 +36,7 @@ def _matrix_norm_checks(A, dim, dtype, low_precision):
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     if dtype is not None:
         want = D.to_dtype(dtype).np
-        if want.kind not in "fc":
+        if want not in D.INEXACT:
             raise RuntimeError(f"linalg.matrix_norm: dtype should be floating point or complex, "
                                f"but got {D.scalar_type_name(want)}")
         if (dt.kind == "c") != (want.kind == "c"):

@@ -223,7 +223,7 @@ def _decode_tensor(node, tensors, used):
             raise _Bad(f"tensor {key!r}: bad 'as' {node['as']!r} for a {a.dtype} array of "
                        f"shape {a.shape}")
         a = a.view(np.complex128)[..., 0]
-    if rg and a.dtype.kind not in "fc":
+    if rg and a.dtype not in D.INEXACT:
         raise _Bad(f"tensor {key!r} of dtype {a.dtype} cannot require gradients")
     used.add(key)
     t = Tensor._make(a)

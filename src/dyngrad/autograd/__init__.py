@@ -12,6 +12,7 @@ from .anomaly import (detect_anomaly, set_detect_anomaly, is_anomaly_enabled,
 from . import errors, graph
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from .. import _warn
+from .. import _dtype as _DT
 
 __all__ = ["backward", "grad", "Variable", "Function", "FunctionCtx", "once_differentiable",
            "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
@@ -88,7 +89,7 @@ def _make_grads(outputs, grad_outputs, create_graph, is_grads_batched=False):
             if not out._requires_grad:
                 grads.append(None)
                 continue
-            if out._data.dtype.kind not in "fc":
+            if out._data.dtype not in _DT.INEXACT:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
                                    f"but got {out.dtype}")
             arr = np.ones(out._data.shape, out._data.dtype)
@@ -100,7 +101,7 @@ def _make_grads(outputs, grad_outputs, create_graph, is_grads_batched=False):
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                f"{g.shape} and output[{i}] has a shape of {out.shape}.")
         if g._data.dtype.kind != out._data.dtype.kind and not (
-                g._data.dtype.kind in "fc" and out._data.dtype.kind in "fc"):
+                g._data.dtype in _DT.INEXACT and out._data.dtype in _DT.INEXACT):
             raise RuntimeError(f"For complex Tensors, both grad_output and output are required to "
                                f"have the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype "
                                f"of {g.dtype} and output[{i}] has a dtype of {out.dtype}.")

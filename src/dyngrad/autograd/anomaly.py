@@ -11,6 +11,7 @@ import numpy as np
 
 from .engine import HOOKS
 from .. import _warn
+from .. import _dtype as _DT
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled"]
@@ -68,7 +69,7 @@ def check_outputs(node, outs):
         if g is None:
             continue
         d = g if isinstance(g, np.ndarray) else getattr(g, "_data", None)
-        if d is not None and d.dtype.kind in "fc" and np.isnan(d).any():
+        if d is not None and d.dtype in _DT.INEXACT and np.isnan(d).any():
             raise RuntimeError(f"Function '{type(node).__name__}' returned nan values in its "
                                f"{i}th output.")
 

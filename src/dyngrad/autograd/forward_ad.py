@@ -21,6 +21,7 @@ from collections import namedtuple
 import numpy as np
 
 from .node import CONJ_OFF, AccumulateGrad, Node, NO_EDGE, Saved
+from .. import _dtype as _DT
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
            "UnpackedDualTensor"]
@@ -104,10 +105,10 @@ def make_dual(tensor, tangent, *, level=None):
     if not _LEVEL:
         raise _no_level()
     from .._dtype import FROM_NP
-    if tensor._data.dtype.kind not in "fc":
+    if tensor._data.dtype not in _DT.INEXACT:
         raise ValueError(f"Expected primal to be floating point or complex, but got: "
                          f"{FROM_NP[tensor._data.dtype]}")
-    if tangent._data.dtype.kind not in "fc":
+    if tangent._data.dtype not in _DT.INEXACT:
         raise ValueError(f"Expected tangent to be floating point or complex, but got: "
                          f"{FROM_NP[tangent._data.dtype]}")
     if tensor._data.shape != tangent._data.shape:
@@ -436,7 +437,7 @@ def _jvp(node, tangents, outs):
             STATE.enabled = not node.__dict__.get("_dual_only", False) or any(
                 v is not None and v._requires_grad for v in tangents)
             ws = rule(node, list(tangents))
-            us = [o if o is not None and o._data.dtype.kind in "fc" else None for o in outs]
+            us = [o if o is not None and o._data.dtype in _DT.INEXACT else None for o in outs]
             raise _Done
         # a node with complex values that is not a conjugating twin has a formula written as
         # PyTorch's complex gradient itself (var, the norms, view_as_real, ...): its vjp F is
@@ -450,7 +451,7 @@ def _jvp(node, tangents, outs):
         c = _clone(node)
         us = []
         for o in outs:
-            if o is None or o._data.dtype.kind not in "fc":
+            if o is None or o._data.dtype not in _DT.INEXACT:
                 us.append(None)
                 continue
             u = Tensor._make(np.zeros(o._data.shape, o._data.dtype))

@@ -10,6 +10,7 @@ from . import errors
 from .grad_mode import STATE
 from .node import Node, Saved, edge_of
 from .. import _warn
+from .. import _dtype as _DT
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable",
            "InplaceFunction", "NestedIOFunction"]
@@ -260,7 +261,7 @@ class Function(metaclass=_FunctionMeta):
                 v._vc = o._vc
                 v._base = o if o._base is None else o._base
                 o = v
-            if any(o is x for x in non_diff) or o._data.dtype.kind not in "fc":
+            if any(o is x for x in non_diff) or o._data.dtype not in _DT.INEXACT:
                 if not is_dirty:
                     o._requires_grad = False
             else:

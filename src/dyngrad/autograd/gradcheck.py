@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from .. import _warn
+from .. import _dtype as _DT
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -33,7 +34,7 @@ def _flat_outputs(out):
 
 
 def _diff(o):
-    return o._data.dtype.kind in "fc"
+    return o._data.dtype in _DT.INEXACT
 
 
 def _fmt(m):

@@ -38,13 +38,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
                            f"query.dtype: {D.c_name(qd)} key.dtype: {D.c_name(kd)} and "
                            f"value.dtype: {D.c_name(vd)} instead.")
-    if qd.kind != "f":
+    if qd not in D.FLOATING:
         names = {"int32": "Int", "int64": "Long", "int16": "Short", "int8": "Char",
                  "uint8": "Byte", "bool": "Bool"}
         raise RuntimeError(f"expected scalar type Float but found {names.get(str(qd), str(qd))}")
     if attn_mask is not None:
         md = attn_mask._data.dtype
-        if md != np.bool_ and md.kind != "f" and md != qd:
+        if md != np.bool_ and md not in D.FLOATING and md != qd:
             raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                                f"dtype, but got attn_mask.dtype: {D.c_name(md)} and  query.dtype: "
                                f"{D.c_name(qd)} instead.")
@@ -442,7 +442,7 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     ``other_type``)."""
     if mask is not None:
         dt = mask._data.dtype
-        is_float = dt.kind == "f"
+        is_float = dt in D.FLOATING
         if dt != np.bool_ and not is_float:
             raise AssertionError(f"only bool and floating types of {mask_name} are supported")
         if check_other and other_type is not None and mask.dtype != other_type:

@@ -55,7 +55,7 @@ def _geometry(H, W, k, d, p, s):
 
 def _kernel_dtype(x, kernel):
     """im2col/col2im have floating and bool kernels (PyTorch's dispatch)."""
-    if x.dtype.kind not in "fcb":
+    if x.dtype not in D.INEXACT and x.dtype.kind != "b":
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{D.scalar_type_name(x.dtype)}'")
 

@@ -224,7 +224,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         raise RuntimeError(f"inconsistent target size: {list(t.shape)} for input of size: "
                            f"{list(x.shape)}")
     frame_shape = (nframe,) if (reduction == "none" and t.ndim > 1) else ()
-    is_target = np.zeros(x.shape, x.dtype if x.dtype.kind == "f" else np.float32)
+    is_target = np.zeros(x.shape, x.dtype if x.dtype in D.FLOATING else np.float32)
     if x.size:
         if ((t < -1) | (t >= dim)).any():
             raise RuntimeError("argument #2 'target' is out of range")

@@ -96,7 +96,7 @@ def pdist(input, p=2):
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     x = input._data
-    if x.dtype.kind != "f":
+    if x.dtype not in D.FLOATING:
         raise RuntimeError("pdist only supports floating-point dtypes")
     p = float(p)
     if p < 0:

@@ -132,7 +132,7 @@ def _loss_dtype(input, target, kernel):
     broadcasting them to one shape); an integer result has no kernel, as in PyTorch."""
     x, t = input._data, target._data
     rt = x.dtype if x.dtype is t.dtype else D.promote(D.FROM_NP[x.dtype], D.FROM_NP[t.dtype]).np
-    if rt.kind not in "fc":
+    if rt not in D.INEXACT:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(rt)}\'')
     return rt
 
@@ -223,7 +223,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     _not_differentiable("binary_cross_entropy", weight=weight)
     _same_dtype_loss(target._data.dtype, input._data.dtype)
-    if input._data.dtype.kind not in "fc":
+    if input._data.dtype not in D.INEXACT:
         raise NotImplementedError(f'"binary_cross_entropy" not implemented for '
                                   f"'{D.scalar_type_name(input._data.dtype)}'")
     x, t = input._data, target._data
@@ -413,7 +413,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _reduction_enum(reduction, size_average, reduce)
     dim = 0 if input._data.ndim == 1 else 1
     if input._data.shape == target._data.shape:  # class probabilities
-        if target._data.dtype.kind != "f":
+        if target._data.dtype not in D.FLOATING:
             raise RuntimeError(f"Expected floating point type for target with class "
                                f"probabilities, got {D.scalar_type_name(target._data.dtype)}")
         if ignore_index >= 0:
@@ -1052,7 +1052,7 @@ _Hardshrink = _activation(
 
 
 def _shrink_input(input, kernel):
-    if isinstance(input, Tensor) and input._data.dtype.kind not in "fc":
+    if isinstance(input, Tensor) and input._data.dtype not in D.INEXACT:
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{D.scalar_type_name(input._data.dtype)}'")
 
@@ -1282,7 +1282,7 @@ def _diff_loss(input, target, reduction, cls, values, prm, kernel, out_dtype=Non
     x, t = input._data, target._data
     dt = _loss_dtype(input, target, kernel)
     if out_dtype is not None and dt != out_dtype:
-        if out_dtype.kind not in "fc":
+        if out_dtype not in D.INEXACT:
             raise _cast_error(dt, out_dtype)
     else:
         out_dtype = dt
@@ -1375,13 +1375,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                          f"({input.shape})")
     _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
     x, t = input._data, target._data
-    if x.dtype.kind not in "fc":
+    if x.dtype not in D.INEXACT:
         raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for '
                                   f"'{D.scalar_type_name(x.dtype)}'")
     # PyTorch computes (1 - target) * input - log_sigmoid(input) in place on (1 - target):
     # the loss has the target's dtype
     out_dt = t.dtype
-    if out_dt.kind not in "fc":
+    if out_dt not in D.INEXACT:
         raise _cast_error(x.dtype, out_dt)
     if out_dt != x.dtype:
         cdt = np.promote_types(x.dtype, out_dt)
@@ -1414,7 +1414,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                    "support size.'batchmean' divides only by the batch size, and aligns with "
                    "the KL div math definition.'mean' will be changed to behave the same as "
                    "'batchmean' in the next major release.", UserWarning)
-    if input._data.dtype.kind not in "fc" or target._data.dtype.kind not in "fc":
+    if input._data.dtype not in D.INEXACT or target._data.dtype not in D.INEXACT:
         raise RuntimeError("kl_div: Integral inputs not supported.")
     # PyTorch's composite: exp(t) * (t - x), or xlogy(t, t) - t * x, then reduced
     if log_target:
@@ -1438,7 +1438,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         -input
     if t.dtype != x.dtype:  # the loss has the input's dtype
         rt = D.result_type(D.FROM_NP[x.dtype], x.ndim, D.FROM_NP[t.dtype], t.ndim)
-        if x.dtype.kind not in "fc" and rt.np != x.dtype:
+        if x.dtype not in D.INEXACT and rt.np != x.dtype:
             raise _cast_error(rt.np, x.dtype)
         target = _make(t.astype(x.dtype))
         t = target._data
@@ -1449,7 +1449,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
                                f"shape {list(b)}")
     if x.dtype.kind in "iu":  # PyTorch's kernel: exp_ in place on the integer product
         raise _cast_error(D.get_default_dtype().np, x.dtype)
-    if x.dtype.kind not in "fc" or (x.shape != t.shape and b is None):
+    if x.dtype not in D.INEXACT or (x.shape != t.shape and b is None):
         return _loss_reduce(softplus(-(target * input)), reduction)  # PyTorch's errors
     r = _reduce(_softplus_np(-(t * x)), reduction)
     if STATE.enabled and input._requires_grad:
@@ -1637,7 +1637,7 @@ def _rsub_scalar(s, t):
     """``s - t`` as PyTorch's C++ ``Scalar - Tensor`` computes and records it (for integer
     and bool ``t``: a tensor of its dtype filled with ``s``, minus ``t``)."""
     d = t._data
-    if d.dtype.kind not in "fc":
+    if d.dtype not in D.INEXACT:
         v = _checked_scalar(s, d.dtype) if d.dtype.kind in "iu" else s
         return _make(np.full(d.shape, v, d.dtype)) - t
     r = np.asarray(s - d, dtype=d.dtype)
@@ -1657,7 +1657,7 @@ def _add2(a, b):
 def _scalar_op(t, s, fn, cls):
     """``fn(t, s)`` for a Tensor and a Python number, recorded as PyTorch's Scalar overload."""
     d = t._data
-    if d.dtype.kind not in "fc":  # an integer tensor and a float number: the default float
+    if d.dtype not in D.INEXACT:  # an integer tensor and a float number: the default float
         return fn(t, s)
     r = fn(d, s)
     if type(r) is not np.ndarray or r.dtype != d.dtype:
@@ -1700,12 +1700,12 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     d1, d2 = x1._data.dtype, x2._data.dtype
     common = d1 if d1 is d2 else D.result_type(D.FROM_NP[d1], x1._data.ndim, D.FROM_NP[d2],
                                               x2._data.ndim).np
-    if common.kind != "f":
+    if common not in D.FLOATING:
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{D.scalar_type_name(common)}")
-    if d1.kind not in "fc":
+    if d1 not in D.INEXACT:
         x1 = x1.to(D.FROM_NP[common])
-    if d2.kind not in "fc":
+    if d2 not in D.INEXACT:
         x2 = x2.to(D.FROM_NP[common])
     s1, s2 = x1._data.shape, x2._data.shape
     if s1 != s2:  # expand_outplace: both expanded to the broadcast shape
@@ -1897,7 +1897,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     from .._random import rng
     x = input._data
-    dt = x.dtype if x.dtype.kind == "f" else D.DEFAULTS.float.np
+    dt = x.dtype if x.dtype in D.FLOATING else D.DEFAULTS.float.np
     if p == 1:
         mask = np.zeros(x.shape, dt)
     else:
@@ -2179,7 +2179,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                   padding_idx=None):
     """Sums, means or maxima of bags of embedding rows (2-d input: one bag per row; 1-d input:
     bags starting at ``offsets``), as PyTorch's; EmbeddingBagBackward0."""
-    if weight._data.dtype == np.int64 and input._data.dtype.kind == "f":
+    if weight._data.dtype == np.int64 and input._data.dtype in D.FLOATING:
         _warn.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
                    "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
                    "`embedding_bag(input, weight, ...)`.")

@@ -508,7 +508,7 @@ def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
             raise
     # NumPy's floating-point warnings off (PyTorch gives inf/nan silently); integer kernels
     # raise none (the forwards check integer division by zero), so they skip that
-    tok = quiet_on() if a.dtype.kind in "fc" else None
+    tok = quiet_on() if a.dtype in D.INEXACT else None
     try:
         r = forward(a, b)
     except ValueError:
@@ -676,13 +676,13 @@ def _scalar_run(input, other, overs, spec, p):
                                "attempted to promote Bool and UInt64")
     a = t._data
     rt = a.dtype
-    if not (rt.kind == "f" and (tv is float or tv is int) or tv is int and rt.kind in "iu"):
+    if not (rt in D.FLOATING and (tv is float or tv is int) or tv is int and rt.kind in "iu"):
         rt = D.scalar_result(D.FROM_NP[rt], v).np  # (the common cases keep the dtype)
         if a.dtype != rt:
             a = a.astype(rt)
     if a.dtype.kind not in spec.kinds:
         a = spec.admit(a)
-    tok = quiet_on() if a.dtype.kind in "fc" else None  # as in _binary_run
+    tok = quiet_on() if a.dtype in D.INEXACT else None  # as in _binary_run
     try:
         # the number in the tensor's dtype, as PyTorch computes with it (NumPy would compute
         # a function of the number alone in float64): a float beyond the dtype's range is

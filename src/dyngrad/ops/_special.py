@@ -4,6 +4,7 @@ Results keep the input's floating dtype (the default float for integer input).""
 from __future__ import annotations
 
 import numpy as np
+from .. import _dtype as _DT
 
 _SP: list = []
 
@@ -18,7 +19,7 @@ def sp():
 
 def _float(d):
     d = np.asarray(d)
-    return d if d.dtype.kind in "fc" else d.astype(np.float64)
+    return d if d.dtype in _DT.INEXACT else d.astype(np.float64)
 
 
 def _call(fn, d):

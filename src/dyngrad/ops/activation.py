@@ -20,7 +20,7 @@ def _softmax_dim(ndim):
 def _need_float_kernel(input, k, name):
     """PyTorch has no integer (or bool) softmax kernels: a non-empty one is an error."""
     d = input._data
-    if d.dtype.kind not in "fc" and d.size:
+    if d.dtype not in D.INEXACT and d.size:
         kernel = f"{name}_lastdim_kernel_impl" if d.ndim == 0 or k == d.ndim - 1 else \
             f"{name}_kernel_impl"
         raise NotImplementedError(f'"{kernel}" not implemented for '

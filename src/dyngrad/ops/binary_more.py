@@ -252,7 +252,7 @@ def frexp(input):
     FrexpBackward0 on the mantissa."""
     _need_tensor("frexp", input, 1, "input")
     d = input._data
-    if d.dtype.kind != "f":
+    if d.dtype not in D.FLOATING:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     m, e = np.frexp(d)
     m = np.asarray(m).astype(d.dtype, copy=False)
@@ -316,7 +316,7 @@ def _inplace(name, fn, function=False, arg=None, pre=None, dunder=()):
 
 
 def _ldexp_pre(self, other):
-    if self._data.dtype.kind not in "fc":
+    if self._data.dtype not in D.INEXACT:
         raise RuntimeError(f"ldexp can't be cast to the desired output type "
                            f"{D.scalar_type_name(self._data.dtype)}")
 

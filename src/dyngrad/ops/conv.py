@@ -283,7 +283,7 @@ def _check(input, weight, bias, groups, transposed, nd, params=()):
                            f"1-dimensional with {O} elements, but got bias of size "
                            f"{list(bias._data.shape)} instead")
     if x.dtype != w.dtype:
-        if nd == 3 or x.dtype.kind != "f":  # the 3-d CPU kernel's check
+        if nd == 3 or x.dtype not in D.FLOATING:  # the 3-d CPU kernel's check
             ex, fd = (x, w) if nd == 3 else (w, x)
             raise RuntimeError(f"expected scalar type {D.scalar_type_name(ex.dtype)} but found "
                                f"{D.scalar_type_name(fd.dtype)}")

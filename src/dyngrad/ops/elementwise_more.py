@@ -26,10 +26,10 @@ def _needs(node, i):
 
 def _float_pair(a, b):
     """Integer/bool operands of an op with a floating result become the default float."""
-    if a._data.dtype.kind not in "fc":
+    if a._data.dtype not in D.INEXACT:
         a = a.to(D.DEFAULTS.float)
     if _isT(b, Tensor):
-        if b._data.dtype.kind not in "fc":
+        if b._data.dtype not in D.INEXACT:
             b = b.to(D.DEFAULTS.float)
     elif _scalar_ok(b) and not isinstance(b, complex):
         b = float(b)
@@ -498,7 +498,7 @@ def _bound(v, rt):
                 raise RuntimeError(f"value cannot be converted to type {_CTYPES[rt.name]} "
                                    f"without overflow")
             return np.asarray(v).astype(rt)
-    if rt.kind == "f" and np.isfinite(v) and abs(v) > float(np.finfo(rt).max):
+    if rt in D.FLOATING and np.isfinite(v) and abs(v) > float(np.finfo(rt).max):
         raise RuntimeError(f"value cannot be converted to type {_CTYPES.get(rt.name, rt.name)} "
                            f"without overflow")
     return np.asarray(v, dtype=rt)
@@ -716,7 +716,7 @@ def lerp(input, end, weight):
     if ad.dtype != bd.dtype:
         raise RuntimeError(f"expected dtype {D.c_name(ad.dtype)} for `end` but got dtype "
                            f"{D.c_name(bd.dtype)}")
-    if ad.dtype.kind not in "fc":
+    if ad.dtype not in D.INEXACT:
         kernel = "lerp_kernel_tensor" if _isT(weight, Tensor) else "lerp_kernel_scalar"
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{D.scalar_type_name(ad.dtype)}'")

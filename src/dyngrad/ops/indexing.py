@@ -7,6 +7,7 @@ import numpy as np
 
 from .._record import STATE, Node, Tensor, edge_of, record
 from .views import make_view, alias, expand_shape, UnsqueezeBackward0
+from .. import _dtype as _DT
 
 _make = Tensor._make
 _INT64_MAX = (1 << 63) - 1
@@ -25,7 +26,7 @@ def _to_np_index(k):
         return d
     if isinstance(k, (list, tuple)):
         arr = np.asarray([x._data if isinstance(x, Tensor) else x for x in k])
-        if arr.dtype.kind == "f":
+        if arr.dtype in _DT.FLOATING:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         if arr.dtype.kind in "USO":
             bad = "str" if arr.dtype.kind != "O" else type(arr.flat[0]).__name__

@@ -32,7 +32,7 @@ def _castable(src, dst):
     src, dst = np.dtype(src), np.dtype(dst)
     if src.kind == "c" and dst.kind != "c":
         return False
-    if src.kind == "f" and dst.kind not in "fc":
+    if src in D.FLOATING and dst not in D.INEXACT:
         return False
     return not (src.kind != "b" and dst.kind == "b")
 
@@ -517,7 +517,7 @@ def _copy_fn(old, src, node=CopyBackwards, strict=False):
         # copying into an integer or bool tensor records nothing (it cannot require grad);
         # fill_ with a 0-d tensor records even then, as PyTorch does
         if STATE.enabled and (old._requires_grad or src._requires_grad) and \
-                (node is FillBackward3 or old._data.dtype.kind in "fc"):
+                (node is FillBackward3 or old._data.dtype in D.INEXACT):
             saved = (sd.shape, sd.dtype) if sd is src._data else (sd.shape, sd.dtype, src._data.shape)
             return record(data, node((edge_of(old), edge_of(src)), saved))
         return _make(data)
@@ -553,7 +553,7 @@ def _copy_into(self, src, strict=False):
         if isinstance(src, (int, float, bool, np.number)):
             return apply(self, _copy_fn, src)
         src = _make(np.asarray(src))
-    if src._requires_grad and self._data.dtype.kind not in "fc" and (
+    if src._requires_grad and self._data.dtype not in D.INEXACT and (
             strict or src._data.ndim != 0 or self._data.ndim == 0):
         # PyTorch's copy_ asks for a gradient only into a differentiable dtype, so copying into
         # an integer tensor (even a view that refuses in-place changes) checks nothing of

@@ -893,7 +893,7 @@ def _square(name, a):
             raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
-    if a.dtype.kind not in "fc":
+    if a.dtype not in D.INEXACT:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{D.TYPE_NAMES[D.FROM_NP[a.dtype]].replace('Tensor', '')}")
 

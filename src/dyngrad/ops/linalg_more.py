@@ -45,7 +45,7 @@ def _check(A, fn, square=False):
     d = A._data
     if d.ndim < 2:
         raise RuntimeError(f"linalg.{fn}: The input tensor A must have at least 2 dimensions.")
-    if d.dtype.kind not in "fc":
+    if d.dtype not in D.INEXACT:
         raise RuntimeError(f"linalg.{fn}: Expected a floating point or complex tensor as input. "
                            f"Got {D.scalar_type_name(d.dtype)}")
     if square and d.shape[-1] != d.shape[-2]:

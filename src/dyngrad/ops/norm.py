@@ -8,6 +8,7 @@ from .._tensor import channels_last_format
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
 from .pointwise import layout_copy
 from . import _dual as X
+from .. import _dtype as _DT
 
 _make = Tensor._make
 
@@ -96,7 +97,7 @@ def normalize_affine(input, weight, bias, rs, axes, wb, wa, eps, node_cls, stats
     output out from the input's (PyTorch's rule by default).  Returns the output and the batch
     (mean, biased var) arrays."""
     x = input._data
-    if x.dtype.kind != "f":
+    if x.dtype not in _DT.FLOATING:
         raise RuntimeError(f"expected a floating point input, got {input.dtype}")
     # float16 is computed in float32 and rounded once, as PyTorch's half kernels
     cdt = np.dtype(np.float32) if x.dtype == np.float16 else x.dtype

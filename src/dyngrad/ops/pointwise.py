@@ -62,7 +62,7 @@ def _scalar_data(ad, value):
     if isinstance(value, (np.number, np.bool_)):
         value = value.item()
     tv = type(value)
-    if tv is float and ad.dtype.kind not in "fc" or tv is complex and ad.dtype.kind != "c":
+    if tv is float and ad.dtype not in D.INEXACT or tv is complex and ad.dtype.kind != "c":
         return ad.astype(D.scalar_result(D.FROM_NP[ad.dtype], value).np), value
     return ad, value
 
@@ -127,7 +127,7 @@ def _binary(a, b, fn, cls, save_a, save_b, extra=()):
         data = fn(ad, bv)
     finally:
         quiet_off(tok)
-    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+    if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
         data = data.astype(ad.dtype)
     if STATE.enabled and a._requires_grad:
         node = cls((edge_of(a), NO_EDGE),
@@ -217,7 +217,7 @@ def _scalar_op(a, value, fn, cls):
         data = fn(ad, v)
     finally:
         quiet_off(tok)
-    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+    if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
         data = data.astype(ad.dtype)
     if STATE.enabled and a._requires_grad:
         return record(data, cls((edge_of(a),), (v,)))
@@ -262,7 +262,7 @@ def alpha_check(dtype, alpha):
         if dtype != np.bool_:
             raise RuntimeError("Boolean alpha only supported for Boolean results.")
         return
-    if dtype.kind not in "fc" and not isinstance(alpha, (int, np.integer)):
+    if dtype not in D.INEXACT and not isinstance(alpha, (int, np.integer)):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
                            "point number.")
     if dtype.kind != "c" and isinstance(alpha, (complex, np.complexfloating)):
@@ -319,7 +319,7 @@ def rsub(input, other, *, alpha=1):
     if alpha.__class__ is not int:
         alpha_check(_alpha_dtype(input, other), alpha)
     data = v - ad if alpha == 1 else v - ad * alpha
-    if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+    if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
         data = data.astype(ad.dtype)
     if STATE.enabled and input._requires_grad:
         return record(data, RsubBackward1((edge_of(input),), (alpha,)))
@@ -391,7 +391,7 @@ def div(input, other, *, rounding_mode=UNSET):
         return _binary(a, b, np.true_divide, DivBackward0, b._requires_grad, True)
     if not _scalar_ok(other):
         return NotImplemented
-    a = input if input._data.dtype.kind in "fc" else input.to(D.DEFAULTS.float)
+    a = input if input._data.dtype in D.INEXACT else input.to(D.DEFAULTS.float)
     # a Python int is kept (PyTorch saves it as a wrapped int64 number); others as float
     ov = other if type(other) is int and -_I64 <= other < _I64 else \
         float(other) if not isinstance(other, complex) else other
@@ -407,7 +407,7 @@ def _true_div(input, other, cls, extra=()):
         return _binary(a, b, np.true_divide, cls, b._requires_grad, True, extra)
     if not _scalar_ok(other):
         return NotImplemented
-    a = input if input._data.dtype.kind in "fc" else input.to(D.DEFAULTS.float)
+    a = input if input._data.dtype in D.INEXACT else input.to(D.DEFAULTS.float)
     ov = float(other) if not isinstance(other, complex) else other
     return _binary(a, ov, np.true_divide, cls, False, False, extra)
 
@@ -578,11 +578,11 @@ def pow(input, exponent):
     try:
         if e == 2:
             data = ad * ad
-        elif e == 0.5 and ad.dtype.kind == "f":
+        elif e == 0.5 and ad.dtype in D.FLOATING:
             data = np.sqrt(ad)
         else:
             data = np.power(ad, e)
-            if data.dtype != ad.dtype and ad.dtype.kind in "fc":
+            if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
                 data = data.astype(ad.dtype)
     finally:
         quiet_off(tok)
@@ -599,7 +599,7 @@ def _rpow(self, other):
     ed, other = _scalar_data(self._data, other)
     data = np.power(other, ed)
     if data.dtype != ed.dtype:
-        data = data.astype(ed.dtype if ed.dtype.kind in "fc" else data.dtype)
+        data = data.astype(ed.dtype if ed.dtype in D.INEXACT else data.dtype)
     if STATE.enabled and self._requires_grad:
         res = record(data, None)
         res._grad_fn = PowBackward2((edge_of(self),), (other, Saved(res, True), Saved(self)))
@@ -885,7 +885,7 @@ logit = logit.fn
 @defop("nan_to_num", node="NanToNumBackward0", saved=("self",), elementwise=True)
 def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
     """Replace NaN and infinities by finite numbers; gradient flows only where finite."""
-    if self.dtype.kind not in "fc":
+    if self.dtype not in D.INEXACT:
         return self.copy()
     return np.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf)
 

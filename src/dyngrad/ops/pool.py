@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype as D
 from .._record import STATE, Node, Saved, Tensor, edge_of, record
 from . import _dual as X
+from .. import _dtype as _DT
 
 _make = Tensor._make
 
@@ -27,7 +28,7 @@ def _apply_axis(y, M, axis):
             r = np.matmul(M, y)
         else:
             r = np.moveaxis(np.tensordot(M, y, axes=([1], [axis])), 0, axis)
-    if r.dtype.kind in "fc" and np.isnan(r).any():
+    if r.dtype in _DT.INEXACT and np.isnan(r).any():
         # an inf or nan times a zero weight is nan: only the weights that are there count,
         # as PyTorch's window loops
         return _sparse_axis(y, M, axis)
@@ -133,7 +134,7 @@ def axis_linear(x, mats, node_cls, transpose=False, dep=None, rounding=False):
     d = x._data
     if d.dtype.kind in "iu":
         return _make(np.ascontiguousarray(_apply_mats_int(d, mats, rounding)))
-    if d.dtype.kind not in "fc":
+    if d.dtype not in _DT.INEXACT:
         raise RuntimeError(f"expected a floating point input, got {x.dtype}")
     y = _apply_mats(d, mats, transpose)
     if STATE.enabled and (x._requires_grad or (dep is not None and dep._requires_grad)):
@@ -393,14 +394,14 @@ def max_pool2d_indices(x, k, s, p, d, ceil_mode):
     Hp = max(H + 2 * ph, (oh - 1) * sh + dh * (kh - 1) + 1)
     Wp = max(W + 2 * pw, (ow - 1) * sw + dw * (kw - 1) + 1)
     if (ph or pw or Hp != H or Wp != W):
-        fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        fill = -np.inf if x.dtype in _DT.FLOATING else np.iinfo(x.dtype).min
         xp = np.full((N, C, Hp, Wp), fill, x.dtype)
         xp[:, :, ph:ph + H, pw:pw + W] = x
     else:
         xp = x
     # running maximum over the kh*kw window offsets (strided views, no window copy); strict
     # ">" keeps the first maximum, and NaN wins as in PyTorch
-    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
+    nan = x.dtype in _DT.FLOATING and bool(np.isnan(x).any())
     best = None
     at = np.int8 if kh * kw < 128 else np.int32
     arg = np.zeros((N, C, oh, ow), at)
@@ -438,7 +439,7 @@ def adaptive_max_indices(x, oh, ow):
     wi = np.minimum(ws[:, None] + np.arange(kw), we[:, None] - 1)
     win = x[..., hi[:, None, :, None], wi[None, :, None, :]]   # (..., oh, ow, kh, kw)
     win = win.reshape(win.shape[:-2] + (kh * kw,))
-    if x.dtype.kind == "f" and np.isnan(win).any():
+    if x.dtype in _DT.FLOATING and np.isnan(win).any():
         a = np.where(np.isnan(win), np.inf, win).argmax(-1)
     else:
         a = win.argmax(-1)
@@ -466,12 +467,12 @@ def max_pool_nd_indices(x, k, s, p, d, ceil_mode):
     Sp = [max(n + 2 * pp, (o - 1) * ss + dd * (kk - 1) + 1)
           for n, kk, ss, pp, dd, o in zip(S, k, s, p, d, outs)]
     if any(pp for pp in p) or list(Sp) != list(S):
-        fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        fill = -np.inf if x.dtype in _DT.FLOATING else np.iinfo(x.dtype).min
         xp = np.full(lead + tuple(Sp), fill, x.dtype)
         xp[(Ellipsis,) + tuple(slice(pp, pp + n) for pp, n in zip(p, S))] = x
     else:
         xp = x
-    nan = x.dtype.kind == "f" and bool(np.isnan(x).any())
+    nan = x.dtype in _DT.FLOATING and bool(np.isnan(x).any())
     K = int(np.prod(k))
     at = np.int8 if K < 128 else np.int32
     arg = np.zeros(lead + tuple(outs), at)
@@ -521,7 +522,7 @@ def adaptive_max_indices_nd(x, outs):
     win = x[(Ellipsis,) + tuple(arrays)]          # (..., o1..on, k1..kn)
     K = int(np.prod(ks))
     win = win.reshape(win.shape[:x.ndim] + (K,))
-    if x.dtype.kind == "f" and np.isnan(win).any():
+    if x.dtype in _DT.FLOATING and np.isnan(win).any():
         a = np.where(np.isnan(win), np.inf, win).argmax(-1)
     else:
         a = win.argmax(-1)

@@ -48,7 +48,7 @@ def _scalar_check(dtype, v, name):
     """PyTorch's checks of a beta/alpha/value scalar against the result dtype."""
     if isinstance(v, (bool, np.bool_)):
         return
-    if dtype.kind not in "fc" and isinstance(v, (float, np.floating)):
+    if dtype not in D.INEXACT and isinstance(v, (float, np.floating)):
         raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating "
                            f"point number.")
     if dtype.kind != "c" and isinstance(v, (complex, np.complexfloating)):
@@ -115,7 +115,7 @@ def _addc(name, input, args, value, kwargs):
     r = np.asarray(np.broadcast_to(r, shape)).astype(rt, copy=False)
     if r.base is not None or not r.flags.writeable:
         r = r.copy(order="K")  # the operands' layout, as PyTorch's kernel gives it
-    if rt.kind in "fc" and _needs(input, t1, t2):
+    if rt in D.INEXACT and _needs(input, t1, t2):
         cls = AddcmulBackward0 if name == "addcmul" else AddcdivBackward0
         s1 = Saved(t1) if t2._requires_grad else _Shape(t1)
         s2 = Saved(t2) if t1._requires_grad or (name == "addcdiv" and t2._requires_grad) \
@@ -209,7 +209,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
                            f"{names[0]}, and {names[1]}")
     r = _blend(a, m @ v, beta, alpha, (m.shape[0],), m.dtype)
-    if m.dtype.kind in "fc" and _needs(input, mat, vec):
+    if m.dtype in D.INEXACT and _needs(input, mat, vec):
         return record(r, AddmvBackward0((edge_of(input), edge_of(mat), edge_of(vec)),
                                         (_Shape(input), _keep(mat, vec), _keep(vec, mat),
                                          beta, alpha)))
@@ -238,7 +238,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     _scalar_check(rt, alpha, "alpha")
     r = _blend(a.astype(rt, copy=False), np.multiply.outer(v1, v2).astype(rt, copy=False),
                beta, alpha, shape, rt)
-    if rt.kind in "fc" and _needs(input, vec1, vec2):
+    if rt in D.INEXACT and _needs(input, vec1, vec2):
         return record(r, AddrBackward0((edge_of(input), edge_of(vec1), edge_of(vec2)),
                                        (_Shape(input), _keep(vec1, vec2), _keep(vec2, vec1),
                                         beta, alpha)))
@@ -263,7 +263,7 @@ def trace(input):
     if d.dtype == np.bool_:
         raise NotImplementedError('"trace" not implemented for \'Bool\'')
     r = np.asarray(np.trace(d, dtype=np.int64 if d.dtype.kind in "iu" else d.dtype))
-    if d.dtype.kind in "fc" and _needs(input):
+    if d.dtype in D.INEXACT and _needs(input):
         return record(r, TraceBackward0((edge_of(input),), (d.shape,)))
     return _make(r)
 
@@ -306,7 +306,7 @@ def dist(input, other, p=2):
     if not isinstance(p, (int, float, np.number)) or isinstance(p, bool):
         raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {D.type_name(p)}")
     rt = _result_dtype((input, other)).np
-    if rt.kind not in "fc":
+    if rt not in D.INEXACT:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
                            f"Got {D.scalar_type_name(rt)} instead.")
     _bcast(input._data.shape, other._data.shape)
@@ -361,7 +361,7 @@ def _cross(input, other, dim):
                            f"{a.shape[k]} and {b.shape[k]}")
     r = np.cross(np.broadcast_to(a, shape), np.broadcast_to(b, shape), axis=k)
     r = np.ascontiguousarray(r, dtype=a.dtype)
-    if a.dtype.kind in "fc" and _needs(input, other):
+    if a.dtype in D.INEXACT and _needs(input, other):
         return record(r, LinalgCrossBackward0((edge_of(input), edge_of(other)),
                                               (_keep(input, other), _keep(other, input),
                                                raw_dim(dim))))

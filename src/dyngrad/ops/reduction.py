@@ -108,7 +108,7 @@ def _sum_dtype(d, dtype):
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Sum of all elements, or over ``dim``; SumBackward0 / SumBackward1."""
     d = input._data
-    if dim is None and axis is None and dtype is None and d.dtype.kind in "fc":
+    if dim is None and axis is None and dtype is None and d.dtype in D.INEXACT:
         # the common full sum of a float tensor: one ufunc call into a 0-d buffer
         r = _add_reduce(d, None, d.dtype, _empty((), d.dtype))
         if STATE.enabled and input._requires_grad:
@@ -151,7 +151,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
     d = input._data
     if dtype is not None:
         d = d.astype(D.to_dtype(dtype).np)
-    if d.dtype.kind not in "fc":
+    if d.dtype not in D.INEXACT:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: "
                            f"{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}")
@@ -426,11 +426,11 @@ def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim,
 
 
 def _nanmax(d):
-    return d.max() if d.dtype.kind != "f" or not np.isnan(d).any() else np.array(np.nan, d.dtype)
+    return d.max() if d.dtype not in D.FLOATING or not np.isnan(d).any() else np.array(np.nan, d.dtype)
 
 
 def _nanmin(d):
-    return d.min() if d.dtype.kind != "f" or not np.isnan(d).any() else np.array(np.nan, d.dtype)
+    return d.min() if d.dtype not in D.FLOATING or not np.isnan(d).any() else np.array(np.nan, d.dtype)
 
 
 @op()
@@ -507,7 +507,7 @@ def _arg(input, dim, keepdim, name, np_fn):
                              f"input.numel() == 0.")
         flat = d.reshape(-1)
         i = np_fn(flat)
-        if flat.dtype.kind == "f" and np.isnan(flat).any():
+        if flat.dtype in D.FLOATING and np.isnan(flat).any():
             i = np.argmax(np.isnan(flat))
         r = np.asarray(i, np.int64)
         return _make(r.reshape((1,) * d.ndim) if keepdim else r)
@@ -517,7 +517,7 @@ def _arg(input, dim, keepdim, name, np_fn):
     if d.size == 0:
         _nonempty(name, d, k)
     i = np_fn(d, axis=k)
-    if d.dtype.kind == "f":
+    if d.dtype in D.FLOATING:
         nan = np.isnan(d)
         if nan.any():
             i = np.where(nan.any(axis=k), np.argmax(nan, axis=k), i)
@@ -541,7 +541,7 @@ def argmin(input, dim=None, keepdim=False):
 def _var_args(name, d, dim, correction, unbiased, keepdim):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
-    if d.dtype.kind not in "fc":
+    if d.dtype not in D.INEXACT:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
@@ -561,7 +561,7 @@ def _inv_dof(n, correction):
 def _var_np(d, dims, correction, keepdim):
     n = _count(d.shape, dims) if d.ndim else 1
     with np.errstate(divide="ignore", invalid="ignore"):
-        if d.size and dims and d.dtype.kind in "fc":
+        if d.size and dims and d.dtype in D.INEXACT:
             # deviations from each slice's first element: a slice of equal values has exactly
             # zero variance (as PyTorch's Welford reduction gives), not rounding noise
             ref = d[tuple(slice(0, 1) if i in dims else slice(None) for i in range(d.ndim))]
@@ -778,7 +778,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     d = x._data
     if dtype is not None:
         d = d.astype(D.to_dtype(dtype).np)
-    if d.dtype.kind not in "fc":
+    if d.dtype not in D.INEXACT:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.scalar_type_name(d.dtype)}")
     if isinstance(ord, str):
@@ -841,7 +841,7 @@ class LogsumexpBackward0(Node):
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, computed without overflow; LogsumexpBackward0."""
     d = input._data
-    if d.dtype.kind not in "fc":
+    if d.dtype not in D.INEXACT:
         d = d.astype(D.DEFAULTS.float.np)
     dims = dims_of(dim, d.ndim, "logsumexp")
     if d.size == 0:

@@ -149,10 +149,10 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
     dt = self._data.dtype
     if dt.kind == "c" and not self._data.size:
         return _inplace(self, UniformBackward0, _nothing)
-    if dt.kind not in "fc":
+    if dt not in D.INEXACT:
         raise _not_impl("check_uniform_bounds", dt)
     fi = _finfo(dt)
-    name = D.c_name(dt if dt.kind == "f" else fi.dtype)
+    name = D.c_name(dt if dt in D.FLOATING else fi.dtype)
     if not float(fi.min) <= lo <= float(fi.max):
         raise RuntimeError(f"from is out of bounds for {name}")
     if not float(fi.min) <= hi <= float(fi.max):
@@ -177,7 +177,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     if not s >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(s)}")
     dt = self._data.dtype
-    if dt.kind not in "fc" and self._data.size:
+    if dt not in D.INEXACT and self._data.size:
         raise _not_impl("normal_kernel_cpu", dt)
     g = _gen(generator)
     if dt.kind == "c":
@@ -188,7 +188,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
 # --- bernoulli_ / bernoulli ----------------------------------------------------------------------
 def _check_p_tensor(p):
     pd = p._data
-    if pd.dtype.kind != "f":
+    if pd.dtype not in D.FLOATING:
         raise _not_impl("bernoulli_tensor_cpu_p_", pd.dtype)
     if not ((pd >= 0) & (pd <= 1)).all():
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
@@ -271,7 +271,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
     if not lam > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lam)}")
     dt = self._data.dtype
-    if dt.kind != "f" and self._data.size:
+    if dt not in D.FLOATING and self._data.size:
         raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
                            f"{D.scalar_type_name(dt)}")
@@ -302,7 +302,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     if not s > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(s)}")
     dt = self._data.dtype
-    if dt.kind != "f" and self._data.size:
+    if dt not in D.FLOATING and self._data.size:
         raise _not_impl("log_normal_cpu", dt)
     g = _gen(generator)
     return _inplace(self, LogNormalBackward0,
@@ -317,7 +317,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     if not s > 0.0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(s)}")
     dt = self._data.dtype
-    if dt.kind != "f":
+    if dt not in D.FLOATING:
         raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified {D.c_name(dt)}")
     g = _gen(generator)
@@ -366,7 +366,7 @@ def _update_to(v, dt):
 
 
 def _check_range(lo, hi_inc, dt):
-    if dt.kind == "f":
+    if dt in D.FLOATING:
         fi = np.finfo(dt)
         for v, name in ((lo, "from"), (hi_inc, "to - 1")):
             if not float(fi.min) <= v <= float(fi.max):
@@ -396,7 +396,7 @@ def _integers(g, lo, hi_inc):
 
 
 def _dtype_max(dt):
-    if dt.kind == "f":
+    if dt in D.FLOATING:
         return 1 << _digits(dt)
     if dt.kind == "b":
         return 1
@@ -433,7 +433,7 @@ def random_(self, *args, generator=None, **kwargs):
         if not lo < to:
             raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={lo} "
                                f">= to={to}")
-        if dt.kind == "f":
+        if dt in D.FLOATING:
             lo, to = _update_from(lo, dt), _update_to(to, dt)
             if not lo < to:
                 raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than 'to' "
@@ -450,7 +450,7 @@ def random_(self, *args, generator=None, **kwargs):
             raise RuntimeError("random_full_64_bits_range_kernel_cpu handles only int64, double, "
                                "float and bfloat16")
         return _inplace(self, RandomBackward0, _integers(g, _I64_MIN, _I64_MAX))
-    if dt.kind == "f":
+    if dt in D.FLOATING:
         hi = min(1 << _digits(dt), _I64_MAX)
         lo = _update_from(lo, dt)
         if not lo < hi:
@@ -493,7 +493,7 @@ def _normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None
             raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(s)}")
         from .._factories import _dt, _finish, _size
         dt = np.dtype(_dt(dtype, "normal"))
-        if dt.kind not in "fc":
+        if dt not in D.INEXACT:
             raise _not_impl("normal_kernel_cpu", dt)
         g = _gen(generator)
         shape = _size((size,), "normal")
@@ -520,7 +520,7 @@ def _normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None
             raise RuntimeError("normal expects all elements of std >= 0.0")
         m = _float_arg("normal", "mean", 1, mean)
         dt, cls, shape, s = std._data.dtype, NormalBackward2, std._data.shape, std._data
-    if dt.kind not in "fc":
+    if dt not in D.INEXACT:
         raise _not_impl("normal_kernel_cpu", dt)
     g = _gen(generator)
     data = np.asarray(g.standard_normal(shape) * s + m).astype(dt, copy=False)
@@ -559,7 +559,7 @@ def _normal_tensor_out(mean, std, size, generator, out, kwargs):
     if STATE.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in (mean, std, out)):
         raise RuntimeError("normal(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
-    if od.kind not in "fc":
+    if od not in D.INEXACT:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
                                   f"'{D.scalar_type_name(od)}'")
     from ..autograd.grad_mode import no_grad

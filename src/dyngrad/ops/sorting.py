@@ -137,9 +137,9 @@ def _median_all(input, name, ignore_nan, cls):
         raise _not_impl("median_cpu", d.dtype)
     flat = d.reshape(-1)
     if flat.size == 0:
-        r = np.array(np.nan, d.dtype) if d.dtype.kind in "fc" else np.array(0, d.dtype)
+        r = np.array(np.nan, d.dtype) if d.dtype in D.INEXACT else np.array(0, d.dtype)
     else:
-        if d.dtype.kind == "f":
+        if d.dtype in D.FLOATING:
             nan = np.isnan(flat)
             if ignore_nan:
                 flat = flat[~nan]
@@ -172,7 +172,7 @@ def _median_dim(input, dim, keepdim, name, ignore_nan, cls, rt):
     a = np.moveaxis(d, k, -1)
     n = a.shape[-1]
     order = np.argsort(a, axis=-1, kind="stable")  # NaN sort last
-    if d.dtype.kind == "f":
+    if d.dtype in D.FLOATING:
         nan = np.isnan(a)
         cnt = nan.sum(-1)
         if ignore_nan:
@@ -230,7 +230,7 @@ def mode(input, dim=-1, keepdim=False):
         best = u[np.argmax(c)]  # np.unique sorts: the smallest of the most frequent
         vals[r] = best
         hit = np.flatnonzero((row == best) | (np.isnan(row) & np.isnan(best))
-                             if d.dtype.kind == "f" else row == best)
+                             if d.dtype in D.FLOATING else row == best)
         idx[r] = hit[-1] if hit.size else 0
     vals, idx = vals.reshape(lead), idx.reshape(lead)
     if keepdim:
@@ -253,7 +253,7 @@ def _cum_extreme(input, dim, name, better, cls, rt):
     idx = np.empty(a.shape, np.int64)
     cur, ci = a[0].copy(), np.zeros(a.shape[1:], np.int64)
     vals[0], idx[0] = cur, ci
-    isf = d.dtype.kind == "f"
+    isf = d.dtype in D.FLOATING
     for i in range(1, a.shape[0]):
         x = a[i]
         # PyTorch: x >= cur (ties move the index on); a NaN takes over and stays
@@ -304,7 +304,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over the non-NaN elements: nansum / count (DivBackward0 of NansumBackward0)."""
     d = input._data
-    if d.dtype.kind not in "fc":
+    if d.dtype not in D.INEXACT:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
                            f"but got {D.scalar_type_name(d.dtype)}")
     dims = dims_of(dim, d.ndim, "nanmean")

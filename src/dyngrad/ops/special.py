@@ -200,7 +200,7 @@ def _run(x, kern, name):
     becomes the default float, complex input is refused naming kernel ``name``; the result
     never requires grad."""
     d = x._data
-    if d.dtype.kind not in "fc":
+    if d.dtype not in D.INEXACT:
         d = d.astype(D.DEFAULTS.float.np)
     elif d.dtype.kind == "c":
         raise NotImplementedError(f'"{name}" not implemented for '
@@ -497,7 +497,7 @@ def _binary_special(name, input, other, kern, cls0, cls1, cls2):
     if not _isT(input, Tensor):
         if not _scalar_ok(input) or not _isT(other, Tensor):
             raise D.bad_combo(name, (input, other), {})
-        b = other if other._data.dtype.kind in "fc" else other.to(D.DEFAULTS.float)
+        b = other if other._data.dtype in D.INEXACT else other.to(D.DEFAULTS.float)
         a = float(input)
         tok = quiet_on()
         try:

@@ -81,7 +81,7 @@ def _histc(p, input, bins=100, min=0, max=0):
         raise RuntimeError(f"torch.histc: range of [{shown(lo)}, {shown(hi)}] is not finite")
     if not lo < hi:
         raise RuntimeError("torch.histc: max must be larger than min")
-    if d.dtype.kind != "f":
+    if d.dtype not in D.FLOATING:
         raise _not_impl("histogram_cpu", d.dtype)
     dt = d.dtype.type
     left, right = dt(lo), dt(hi)  # the outer bin edges, in the input's dtype
@@ -252,7 +252,7 @@ def _check_cov_weights(name, wt, pos, n):
         raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
                            f"{name} with {a.ndim} dimensions")
     integral = name == "fweights"
-    if (a.dtype.kind in "iu") != integral or (not integral and a.dtype.kind != "f"):
+    if (a.dtype.kind in "iu") != integral or (not integral and a.dtype not in D.FLOATING):
         kind = "integral" if integral else "floating point"
         raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
                            f"{D.scalar_type_name(a.dtype)} dtype")

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .optimizer import Optimizer, _check_lr
+from .. import _dtype as _DT
 
 
 def _dot(a, b):
@@ -394,7 +395,7 @@ class LBFGS(Optimizer):
         def cast(v):
             if isinstance(v, Tensor):
                 a = v._data.copy()
-                return Tensor._make(a.astype(dtype) if a.dtype.kind == "f" else a)
+                return Tensor._make(a.astype(dtype) if a.dtype in _DT.FLOATING else a)
             if isinstance(v, list):
                 return [cast(x) for x in v]
             return deepcopy(v)

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from .. import _warn
+from .. import _dtype as _DT
 
 
 class _Required:
@@ -278,9 +279,9 @@ def _sub_scaled_(d, g, lr) -> None:
     scratch chunk for large arrays: the full-size temporary ``lr * g`` would be written and
     read back through memory (about half of an SGD step's time on a BLAS-sized model)."""
     n = d.size
-    if (n < 4 * _CHUNK or d.dtype.kind != "f" or g.dtype != d.dtype or g.shape != d.shape
+    if (n < 4 * _CHUNK or d.dtype not in _DT.FLOATING or g.dtype != d.dtype or g.shape != d.shape
             or not (d.flags.c_contiguous and g.flags.c_contiguous)):
-        d -= d.dtype.type(lr) * g if d.dtype.kind == "f" else lr * g
+        d -= d.dtype.type(lr) * g if d.dtype in _DT.FLOATING else lr * g
         return
     lr = d.dtype.type(lr)
     tmp = np.empty(_CHUNK, d.dtype)  # per call: steps may run in several threads

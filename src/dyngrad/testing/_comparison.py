@@ -95,7 +95,7 @@ def _tensor_message(a: np.ndarray, e: np.ndarray, matches: np.ndarray, rtol, ato
     text = _header("Tensor-likes", rtol, atol) + \
         f"Mismatched elements: {wrong} / {total} ({wrong / total:.1%})\n"
     a, e, hit = a.reshape(-1), e.reshape(-1), matches.reshape(-1)
-    if a.dtype.kind not in "fc":
+    if a.dtype not in D.INEXACT:
         a, e = a.astype(np.int64), e.astype(np.int64)
     with np.errstate(all="ignore"):
         abs_diff = _abs(a - e)
@@ -123,7 +123,7 @@ def _abs(x: np.ndarray) -> np.ndarray:
 def _nan_first(x: np.ndarray) -> np.ndarray:
     """An array whose argmax is the first NaN of ``x`` if there is one (torch.max's choice),
     else ``x``'s own argmax."""
-    if x.dtype.kind == "f":
+    if x.dtype in D.FLOATING:
         nan = np.isnan(x)
         if nan.any():
             return nan
@@ -134,7 +134,7 @@ def _isclose(a: np.ndarray, e: np.ndarray, rtol, atol, equal_nan) -> np.ndarray:
     """torch.isclose on two arrays of one dtype."""
     with np.errstate(all="ignore"):
         close = np.asarray(a == e)
-        if equal_nan and a.dtype.kind in "fc":
+        if equal_nan and a.dtype in D.INEXACT:
             close |= np.isnan(a) & np.isnan(e)
         if rtol == 0 and atol == 0:
             return close

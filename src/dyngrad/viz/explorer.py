@@ -21,6 +21,7 @@ import numpy as np
 
 from ..autograd import errors
 from ..autograd.node import AccumulateGrad, Saved
+from .. import _dtype as _DT
 
 __all__ = ["record", "Recorder", "summarize", "parse_iterations"]
 
@@ -217,7 +218,7 @@ class Recorder:
             if kind != "grad":
                 self._counts[-1][1] += 1
                 if self._losses[-1] is None and getattr(first, "_data", None) is not None \
-                        and first._data.size == 1 and first._data.dtype.kind == "f":
+                        and first._data.size == 1 and first._data.dtype in _DT.FLOATING:
                     self._losses[-1] = _num(first._data.reshape(-1)[0])
             if self._live:
                 fn = getattr(first, "_grad_fn", None)
