@@ -542,7 +542,8 @@ class Tensor:
             for k, v in D.TYPE_NAMES.items():
                 if dtype.endswith(v):
                     return self.to(k)
-        return self.to(D.to_dtype(dtype))
+        legacy = getattr(dtype, "_dtype", None)  # a legacy type such as dyngrad.FloatTensor
+        return self.to(legacy if type(legacy) is D.dtype else D.to_dtype(dtype))
 
     def type_as(self, other) -> "Tensor":
         """This tensor cast to ``other``'s dtype (itself when they match)."""
@@ -590,13 +591,12 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if self._data.dtype == D.BF16:
+            raise TypeError("Got unsupported ScalarType BFloat16")  # PyTorch's NumPy bridge
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        if self._requires_grad:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
-        return self._data if dtype is None else self._data.astype(dtype)
+        return self.numpy() if dtype is None else self.numpy().astype(dtype)
 
     def to(self, *args, **kwargs) -> "Tensor":
         """Convert dtype and/or device; returns self when nothing changes."""
@@ -642,6 +642,9 @@ class Tensor:
 
     def half(self):
         return self.to(D.float16)
+
+    def bfloat16(self):
+        return self.to(D.bfloat16)
 
     def long(self):
         return self.to(D.int64)

@@ -120,7 +120,8 @@ class OpSpec:
         self.complex_error = complex_error
         self.differentiable = differentiable
         # the dtype kinds the kernel takes as they come (others go through ``admit``)
-        self.kinds = "f" if complex_kernel or real_only or complex_error else "fc"
+        # ("V" is bfloat16's NumPy kind; no other tensor dtype has it)
+        self.kinds = "fV" if complex_kernel or real_only or complex_error else "fcV"
         if promote != "float" and not floating_kernel:
             self.kinds += "biu"  # integer and bool inputs are taken as they are
         if integer_kernel:

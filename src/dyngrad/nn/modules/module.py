@@ -7,7 +7,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from ..._tensor import Tensor
-from ..._dtype import FROM_NP
+from ..._dtype import FROM_NP, bfloat16 as _bfloat16
 from ...autograd.node import AccumulateGrad
 from ..parameter import Parameter
 
@@ -420,6 +420,9 @@ class Module:
 
     def half(self):
         return self.to(FROM_NP[__import__("numpy").dtype("float16")])
+
+    def bfloat16(self):
+        return self.to(_bfloat16)
 
     def type(self, dst_type):
         """Cast every parameter and buffer (integer ones too) to ``dst_type``."""
