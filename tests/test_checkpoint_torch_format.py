@@ -270,16 +270,19 @@ def test_plain_values_from_torch(tmp_path):
     assert out["big"] == 2 ** 70
 
 
-def test_bfloat16_is_refused_clearly(tmp_path):
-    assert not hasattr(dg, "bfloat16")     # if dyngrad gains bfloat16, load it instead
-    torch.save({"w": torch.ones(2, dtype=torch.bfloat16)}, tmp_path / "bf.pt")
-    with pytest.raises(CheckpointError, match="bfloat16") as e:
-        dg.load(tmp_path / "bf.pt")
-    assert str(tmp_path / "bf.pt") in str(e.value)
+def test_bfloat16_loads_and_other_dtypes_are_refused_clearly(tmp_path):
+    w = torch.tensor([1.5, -2.703125], dtype=torch.bfloat16)
+    torch.save({"w": w}, tmp_path / "bf.pt")
+    got = dg.load(tmp_path / "bf.pt")["w"]
+    assert got.dtype is dg.bfloat16 and got.tolist() == w.tolist()
     from safetensors.torch import save_file
-    save_file({"w": torch.ones(2, dtype=torch.bfloat16)}, str(tmp_path / "bf.safetensors"))
-    with pytest.raises(CheckpointError, match="bfloat16"):
-        dg.load(tmp_path / "bf.safetensors")
+    save_file({"w": w}, str(tmp_path / "bf.safetensors"))
+    got = dg.load(tmp_path / "bf.safetensors")["w"]
+    assert got.dtype is dg.bfloat16 and got.tolist() == w.tolist()
+    torch.save({"w": torch.ones(2, dtype=torch.float8_e4m3fn)}, tmp_path / "f8.pt")
+    with pytest.raises(CheckpointError) as e:
+        dg.load(tmp_path / "f8.pt")
+    assert str(tmp_path / "f8.pt") in str(e.value)
 
 
 def test_map_location(tmp_path):
@@ -449,7 +452,7 @@ def test_crafted_pickles_give_checkpoint_errors(tmp_path):
         "int_grad": (tmp_path / "int.pt",
                      lambda p: p.replace(b"\x89ccollections", b"\x88ccollections", 1)),
         "hooks": (ok, lambda p: b"\x80\x02" + _TENSOR[:-3] + b"}K\x01K\x02stR."),
-        "dtype_value": (ok, lambda p: b"\x80\x02ctorch\nbfloat16\n."),
+        "dtype_value": (ok, lambda p: b"\x80\x02ctorch\nqint8\n."),
         "unhashable": (ok, lambda p: b"\x80\x02}]\x85K\x01s."),
         "setitem_tensor": (ok, lambda p: b"\x80\x02" + _TENSOR + b"K\x01K\x02s."),
         "append_odict": (ok, lambda p: b"\x80\x02ccollections\nOrderedDict\n)RK\x01a."),

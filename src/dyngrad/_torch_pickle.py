@@ -77,17 +77,17 @@ _STORAGE_DTYPES = {"HalfStorage": D.float16, "FloatStorage": D.float32,
                    "DoubleStorage": D.float64, "CharStorage": D.int8, "ShortStorage": D.int16,
                    "IntStorage": D.int32, "LongStorage": D.int64, "ByteStorage": D.uint8,
                    "BoolStorage": D.bool_, "ComplexFloatStorage": D.complex64,
-                   "ComplexDoubleStorage": D.complex128}
+                   "ComplexDoubleStorage": D.complex128, "BFloat16Storage": D.bfloat16}
 STORAGE_NAMES = {v: k for k, v in _STORAGE_DTYPES.items()}
 # storage types PyTorch has and dyngrad has no dtype for
-_OTHER_STORAGES = {"BFloat16Storage": "bfloat16", "QInt8Storage": "qint8",
+_OTHER_STORAGES = {"QInt8Storage": "qint8",
                    "QUInt8Storage": "quint8", "QInt32Storage": "qint32",
                    "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4"}
 _DTYPE_NAMES = {d.name: d for d in D.ALL}
 _DTYPE_NAMES.update({"float": D.float32, "double": D.float64, "half": D.float16,
                      "long": D.int64, "int": D.int32, "short": D.int16, "cfloat": D.complex64,
                      "cdouble": D.complex128})
-_OTHER_DTYPES = {"bfloat16", "complex32", "chalf", "qint8", "quint8", "qint32", "quint4x2",
+_OTHER_DTYPES = {"complex32", "chalf", "qint8", "quint8", "qint32", "quint4x2",
                  "quint2x4", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
                  "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "uint16", "uint32",
                  "uint64", "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2"}
@@ -95,9 +95,8 @@ _OTHER_DTYPES |= {f"int{i}" for i in range(1, 8)} | {f"uint{i}" for i in range(1
 
 
 def _no_dtype(name: str) -> Corrupt:
-    hint = " (convert it with .float() in PyTorch before saving)" if name == "bfloat16" else ""
     return Corrupt(f"it holds a tensor of dtype torch.{name}, and dyngrad has no {name} "
-                   f"dtype{hint}; nothing was loaded")
+                   f"dtype; nothing was loaded")
 
 
 # --- placeholders the unpickler builds -----------------------------------------------------

@@ -51,7 +51,7 @@ from ._tensor import Tensor
 FORMAT = "dyngrad.v1"
 _ST_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "I8": np.int8,
               "I16": np.int16, "I32": np.int32, "I64": np.int64, "U8": np.uint8, "BOOL": np.bool_,
-              "C64": np.complex64}
+              "C64": np.complex64, "BF16": D.BF16}
 _NP_TO_ST = {np.dtype(v): k for k, v in _ST_DTYPES.items()}
 _MAX_NDIM = 64          # NumPy's limit
 
@@ -318,9 +318,6 @@ def _from_bytes(buf, name: str):
             raise CheckpointError(f"{name}: entry {k!r} has a malformed description {info!r}; it "
                                   f"needs exactly dtype, shape and data_offsets")
         dt, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-        if dt == "BF16":
-            raise CheckpointError(f"{name}: entry {k!r} has the dtype BF16 (bfloat16), and "
-                                  f"dyngrad has no bfloat16 dtype; nothing was loaded")
         if not isinstance(dt, str) or dt not in _ST_DTYPES:
             raise CheckpointError(f"{name}: entry {k!r} has the unsupported dtype {dt!r}")
         if not (isinstance(shape, list) and len(shape) <= _MAX_NDIM

@@ -120,8 +120,8 @@ class OpSpec:
         self.complex_error = complex_error
         self.differentiable = differentiable
         # the dtype kinds the kernel takes as they come (others go through ``admit``)
-        # ("V" is bfloat16's NumPy kind; no other tensor dtype has it)
-        self.kinds = "fV" if complex_kernel or real_only or complex_error else "fcV"
+        # (bfloat16, NumPy kind "V", goes through ``admit``: computed in float32, rounded once)
+        self.kinds = "f" if complex_kernel or real_only or complex_error else "fc"
         if promote != "float" and not floating_kernel:
             self.kinds += "biu"  # integer and bool inputs are taken as they are
         if integer_kernel:
@@ -224,6 +224,8 @@ class OpSpec:
             raise NotImplementedError(f'"{self.integer_kernel}" not implemented for '
                                       f"'{D.scalar_type_name(a.dtype)}'")
         if kind != "c":
+            if a.dtype == D.BF16:  # computed in float32 (see ``rounding``), as PyTorch does
+                return a.astype(np.float32)
             if self.promote == "float":
                 a = a.astype(D.DEFAULTS.float.np)
             elif self.floating_kernel:
@@ -309,10 +311,13 @@ class OpSpec:
                     pvals[p] = _dim(int(pvals[p]), tensors[0]._data.ndim)
             kinds = spec.kinds
             arrays = [t._data for t in tensors]
+            forward = spec.forward
+            if any(a.dtype == D.BF16 for a in arrays):
+                forward = rounding(forward)
             arrays = [a if a.dtype.kind in kinds else spec.admit(a) for a in arrays]
             tok = quiet_on()
             try:
-                r = spec.forward(*arrays, **pvals)
+                r = forward(*arrays, **pvals)
             finally:
                 quiet_off(tok)
             if not (spec.differentiable and STATE.enabled and
@@ -367,6 +372,18 @@ class OpSpec:
         return f
 
 
+def rounding(forward):
+    """``forward`` with its float32 results rounded to bfloat16: a bfloat16 op runs on float32
+    copies of its inputs (``admit``) and rounds once at the end, as PyTorch's kernels compute
+    bfloat16 in float32."""
+    def rounded(*args, **kwargs):
+        r = forward(*args, **kwargs)
+        if isinstance(r, tuple):
+            return tuple(x.astype(D.BF16) if x.dtype == np.float32 else x for x in r)
+        return r.astype(D.BF16) if r.dtype == np.float32 else r
+    return rounded
+
+
 def _unary_run(input, forward, kinds, cls, saves):
     """The body of the function ``_unary_public`` makes, which passes it the op's facts (the
     rare cases read the declaration from the node class).  Kept apart from that function:
@@ -378,6 +395,8 @@ def _unary_run(input, forward, kinds, cls, saves):
         raise TypeError(f"{cls._spec.name}(): argument 'input' (position 1) must be Tensor, "
                         f"not {D.type_name(input)}") from None
     if d.dtype.kind not in kinds:
+        if d.dtype == D.BF16:
+            forward = rounding(forward)
         d = cls._spec.admit(d)
     tok = quiet_on()
     try:
@@ -414,6 +433,8 @@ def _unary_plain(input, forward, kinds, spec):
         raise TypeError(f"{spec.name}(): argument 'input' (position 1) must be Tensor, "
                         f"not {D.type_name(input)}") from None
     if d.dtype.kind not in kinds:
+        if d.dtype == D.BF16:
+            forward = rounding(forward)
         d = spec.admit(d)
     tok = quiet_on()
     try:
@@ -502,6 +523,8 @@ def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
         a = a if a.dtype == rt else a.astype(rt)
         b = b if b.dtype == rt else b.astype(rt)
     if a.dtype.kind not in kinds:
+        if a.dtype == D.BF16:
+            forward = rounding(forward)
         try:
             a, b = spec.admit(a), spec.admit(b)
         except NotImplementedError:
@@ -681,8 +704,12 @@ def _scalar_run(input, other, overs, spec, p):
         rt = D.scalar_result(D.FROM_NP[rt], v).np  # (the common cases keep the dtype)
         if a.dtype != rt:
             a = a.astype(rt)
+    forward = over.forward
     if a.dtype.kind not in spec.kinds:
+        if a.dtype == D.BF16:
+            forward = rounding(forward)
         a = spec.admit(a)
+    odt = D.BF16 if forward is not over.forward else a.dtype
     tok = quiet_on() if a.dtype in D.INEXACT else None  # as in _binary_run
     try:
         # the number in the tensor's dtype, as PyTorch computes with it (NumPy would compute
@@ -692,12 +719,12 @@ def _scalar_run(input, other, overs, spec, p):
             n = rt.type(v)
         except OverflowError:
             n = v
-        r = over.forward(n, a) if over.first else over.forward(a, n)
+        r = forward(n, a) if over.first else forward(a, n)
     finally:
         if tok is not None:
             quiet_off(tok)
-    if r.dtype != a.dtype and r.dtype.kind != "b":  # (a comparison's bool result is kept)
-        r = r.astype(a.dtype)
+    if r.dtype != odt and r.dtype.kind != "b":  # (a comparison's bool result is kept)
+        r = r.astype(odt)
     if STATE.enabled and t._requires_grad and over.node_cls is not None:
         res = _make(r)
         res._requires_grad = True
