@@ -72,6 +72,11 @@ TYPE_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", float16: "HalfTen
               complex128: "ComplexDoubleTensor", bfloat16: "BFloat16Tensor"}
 
 
+def np_finfo(np_dtype):
+    """NumPy's finfo of a NumPy dtype, bfloat16 included (ml_dtypes' finfo extends NumPy's)."""
+    return ml_dtypes.finfo(np_dtype)
+
+
 class finfo:
     """Machine limits of a floating dtype (``torch.finfo``), from NumPy's and ml_dtypes'
     finfo; a complex dtype gives those of its real part."""

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from .._dtype import np_finfo
 from .._tensor import Size
 from . import constraints
 from .distribution import Distribution
@@ -101,7 +100,7 @@ class Categorical(Distribution):
         return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self):
-        min_real = float(np.finfo(self.logits._data.dtype).min)
+        min_real = float(np_finfo(self.logits._data.dtype).min)
         logits = self.logits.clamp(min=min_real)
         p_log_p = logits * self.probs
         return -p_log_p.sum(-1)

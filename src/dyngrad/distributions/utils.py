@@ -9,7 +9,7 @@ from numbers import Number
 import numpy as np
 
 from .. import linalg
-from .._dtype import get_default_dtype
+from .._dtype import get_default_dtype, np_finfo
 from .._factories import arange, eye, randn, tensor
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
@@ -72,7 +72,7 @@ def logits_to_probs(logits, is_binary=False):
 
 
 def clamp_probs(probs):
-    eps = float(np.finfo(probs._data.dtype).eps)
+    eps = float(np_finfo(probs._data.dtype).eps)
     return probs.clamp(min=eps, max=1 - eps)
 
 

@@ -2785,7 +2785,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     _pool.need_kernel(x, "rms_norm")
     op = D.float32 if x.dtype == np.float16 else D.FROM_NP[x.dtype]
     if eps is None:
-        eps = float(np.finfo(op.np).eps)
+        eps = float(D.np_finfo(op.np).eps)
     up = input.to(op)
     r = _add_scalar(up.pow(2).mean(dims, keepdim=True), eps).rsqrt()
     y = up.mul(r).type_as(input)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _dual as X
+from .._dtype import np_finfo
 from ._spec import batch_along, defop
 
 
@@ -24,7 +25,7 @@ def _(ctx, grad):
     self, result, dim = ctx.self, ctx.result, ctx.dim
     if X.data(self).ndim == 0:
         return (grad,)
-    lowest = np.finfo(X.data(result).dtype).min
+    lowest = np_finfo(X.data(result).dtype).min
     floor = X.const(np.asarray(lowest, X.data(result).dtype), grad)
 
     def rev(x):

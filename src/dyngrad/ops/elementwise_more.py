@@ -498,7 +498,7 @@ def _bound(v, rt):
                 raise RuntimeError(f"value cannot be converted to type {_CTYPES[rt.name]} "
                                    f"without overflow")
             return np.asarray(v).astype(rt)
-    if rt in D.FLOATING and np.isfinite(v) and abs(v) > float(np.finfo(rt).max):
+    if rt in D.FLOATING and np.isfinite(v) and abs(v) > float(D.np_finfo(rt).max):
         raise RuntimeError(f"value cannot be converted to type {_CTYPES.get(rt.name, rt.name)} "
                            f"without overflow")
     return np.asarray(v, dtype=rt)

@@ -133,7 +133,7 @@ def _gen(generator):
 
 # --- uniform_ / normal_ --------------------------------------------------------------------------
 def _finfo(dt):
-    return np.finfo(np.float32 if dt.kind == "c" and dt.itemsize == 8 else
+    return D.np_finfo(np.float32 if dt.kind == "c" and dt.itemsize == 8 else
                     np.float64 if dt.kind == "c" else dt)
 
 
@@ -367,7 +367,7 @@ def _update_to(v, dt):
 
 def _check_range(lo, hi_inc, dt):
     if dt in D.FLOATING:
-        fi = np.finfo(dt)
+        fi = D.np_finfo(dt)
         for v, name in ((lo, "from"), (hi_inc, "to - 1")):
             if not float(fi.min) <= v <= float(fi.max):
                 raise RuntimeError(f"{name} is out of bounds for {D.c_name(dt)}")

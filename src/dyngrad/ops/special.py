@@ -234,8 +234,8 @@ def _i0e_bw(g, x, y):
 
 def _i1_safe(x):
     xd = X.data(x)
-    not_tiny = np.abs(xd) > np.finfo(xd.dtype).eps
-    return not_tiny, _where(not_tiny, x, float(np.finfo(xd.dtype).eps))
+    not_tiny = np.abs(xd) > D.np_finfo(xd.dtype).eps
+    return not_tiny, _where(not_tiny, x, float(D.np_finfo(xd.dtype).eps))
 
 
 def _i1_bw(g, x, y):

@@ -71,7 +71,7 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
         low, high = _limits(dtype, low, high, int(info.min), highest, -9, 10)
         result = randint(low, high, shape, device=device, dtype=dtype)
     elif dtype in _FLOATING + _COMPLEX:
-        info = np.finfo(dtype.np)
+        info = D.np_finfo(dtype.np)
         low, high = _limits(dtype, low, high, float(info.min), float(info.max), -9, 9)
         result = empty(shape, device=device, dtype=dtype)
         real = dtype.to_real().np
@@ -96,7 +96,7 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
         d = result._data
         zero = d == 0
         if zero.any():
-            d[zero] = 1 if exact else np.finfo(dtype.np).tiny
+            d[zero] = 1 if exact else D.np_finfo(dtype.np).tiny
     if dtype in _FLOATING + _COMPLEX:
         result.requires_grad = requires_grad
     return result

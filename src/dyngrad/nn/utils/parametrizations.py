@@ -14,6 +14,7 @@ from enum import Enum, auto
 
 import numpy as np
 
+from ..._dtype import np_finfo
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
@@ -78,7 +79,7 @@ def _np_geqrf(a):
 
 def _is_orthogonal(Q):
     n, k = Q.shape[-2], Q.shape[-1]
-    eps = 10.0 * n * np.finfo(Q._data.dtype).eps
+    eps = 10.0 * n * np_finfo(Q._data.dtype).eps
     q = Q._data
     return bool(np.allclose(np.swapaxes(q, -1, -2).conj() @ q, np.eye(k), rtol=1e-5, atol=eps))
 
