@@ -72,6 +72,26 @@ TYPE_NAMES = {float32: "FloatTensor", float64: "DoubleTensor", float16: "HalfTen
               complex128: "ComplexDoubleTensor", bfloat16: "BFloat16Tensor"}
 
 
+def rounding(forward):
+    """``forward`` with its float32 results rounded to bfloat16: a bfloat16 op runs on float32
+    copies of its inputs and rounds once at the end, as PyTorch's kernels compute bfloat16 in
+    float32."""
+    def rounded(*args, **kwargs):
+        r = forward(*args, **kwargs)
+        if isinstance(r, tuple):
+            return tuple(x.astype(BF16) if x.dtype == np.float32 else x for x in r)
+        return r.astype(BF16) if r.dtype == np.float32 else r
+    return rounded
+
+
+def opmath(forward, x, *args, **kwargs):
+    """``forward(x, *args, **kwargs)`` on array ``x``; a bfloat16 ``x`` is computed in float32
+    and the result rounded once (``rounding``)."""
+    if x.dtype == BF16:
+        return rounding(forward)(x.astype(np.float32), *args, **kwargs)
+    return forward(x, *args, **kwargs)
+
+
 def np_finfo(np_dtype):
     """NumPy's finfo of a NumPy dtype, bfloat16 included (ml_dtypes' finfo extends NumPy's)."""
     return ml_dtypes.finfo(np_dtype)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._dtype import BF16
 from .._tensor import Tensor
 from .._record import broadcast_view as _broadcast_view
 
@@ -77,8 +78,17 @@ def zeros_like(a):
 
 def matmul(a, b):
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-        return a @ b
+        return matmul_np(a, b)
     return _t().matmul(a, b)
+
+
+def matmul_np(a, b):
+    """``a @ b`` on arrays; NumPy gives two bfloat16 operands a float32 product (accumulated
+    in float32, as PyTorch's kernels do), rounded here to bfloat16 as PyTorch's result is."""
+    r = a @ b
+    if a.dtype == BF16 and b.dtype == BF16:
+        return np.asarray(r).astype(BF16)
+    return r
 
 
 def transpose_last(a):

@@ -224,7 +224,7 @@ class OpSpec:
             raise NotImplementedError(f'"{self.integer_kernel}" not implemented for '
                                       f"'{D.scalar_type_name(a.dtype)}'")
         if kind != "c":
-            if a.dtype == D.BF16:  # computed in float32 (see ``rounding``), as PyTorch does
+            if a.dtype == D.BF16:  # computed in float32 (``_dtype.rounding``), as PyTorch does
                 return a.astype(np.float32)
             if self.promote == "float":
                 a = a.astype(D.DEFAULTS.float.np)
@@ -313,7 +313,7 @@ class OpSpec:
             arrays = [t._data for t in tensors]
             forward = spec.forward
             if any(a.dtype == D.BF16 for a in arrays):
-                forward = rounding(forward)
+                forward = D.rounding(forward)
             arrays = [a if a.dtype.kind in kinds else spec.admit(a) for a in arrays]
             tok = quiet_on()
             try:
@@ -372,18 +372,6 @@ class OpSpec:
         return f
 
 
-def rounding(forward):
-    """``forward`` with its float32 results rounded to bfloat16: a bfloat16 op runs on float32
-    copies of its inputs (``admit``) and rounds once at the end, as PyTorch's kernels compute
-    bfloat16 in float32."""
-    def rounded(*args, **kwargs):
-        r = forward(*args, **kwargs)
-        if isinstance(r, tuple):
-            return tuple(x.astype(D.BF16) if x.dtype == np.float32 else x for x in r)
-        return r.astype(D.BF16) if r.dtype == np.float32 else r
-    return rounded
-
-
 def _unary_run(input, forward, kinds, cls, saves):
     """The body of the function ``_unary_public`` makes, which passes it the op's facts (the
     rare cases read the declaration from the node class).  Kept apart from that function:
@@ -396,7 +384,7 @@ def _unary_run(input, forward, kinds, cls, saves):
                         f"not {D.type_name(input)}") from None
     if d.dtype.kind not in kinds:
         if d.dtype == D.BF16:
-            forward = rounding(forward)
+            forward = D.rounding(forward)
         d = cls._spec.admit(d)
     tok = quiet_on()
     try:
@@ -434,7 +422,7 @@ def _unary_plain(input, forward, kinds, spec):
                         f"not {D.type_name(input)}") from None
     if d.dtype.kind not in kinds:
         if d.dtype == D.BF16:
-            forward = rounding(forward)
+            forward = D.rounding(forward)
         d = spec.admit(d)
     tok = quiet_on()
     try:
@@ -524,7 +512,7 @@ def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
         b = b if b.dtype == rt else b.astype(rt)
     if a.dtype.kind not in kinds:
         if a.dtype == D.BF16:
-            forward = rounding(forward)
+            forward = D.rounding(forward)
         try:
             a, b = spec.admit(a), spec.admit(b)
         except NotImplementedError:
@@ -707,7 +695,7 @@ def _scalar_run(input, other, overs, spec, p):
     forward = over.forward
     if a.dtype.kind not in spec.kinds:
         if a.dtype == D.BF16:
-            forward = rounding(forward)
+            forward = D.rounding(forward)
         a = spec.admit(a)
     odt = D.BF16 if forward is not over.forward else a.dtype
     tok = quiet_on() if a.dtype in D.INEXACT else None  # as in _binary_run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
+from .._dtype import BF16
 from .._record import STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
 
@@ -36,7 +37,7 @@ def mm(input, mat2):
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype is not b.dtype:
         edges_first(input, mat2)
         _mm_check(a, b)
-    r = a @ b
+    r = a @ b if a.dtype is not BF16 else X.matmul_np(a, b)
     if STATE.enabled and (input._requires_grad or mat2._requires_grad):
         return record(r, MmBackward0((edge_of(input), edge_of(mat2)),
                                      (Saved(input) if mat2._requires_grad else None,
@@ -216,7 +217,7 @@ def matmul(input, other, _cls=None):
                 other._requires_grad or a.size == 0 or _folds_without_copy(a))):
         a = a.astype(b.dtype)
     try:
-        r = np.matmul(a, b)
+        r = np.matmul(a, b) if a.dtype is not BF16 else X.matmul_np(a, b)
     except ValueError:
         from .pointwise import broadcast_error
         raise broadcast_error(a.shape[:-2], b.shape[:-2]) from None
