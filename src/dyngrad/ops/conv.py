@@ -67,7 +67,7 @@ def _fwd(x, w, P, cols=None):
     O = w.shape[0]
     if cols is None:
         cols = _im2col(x, P)
-    y = np.matmul(w.reshape(P.G, O // P.G, -1), cols)
+    y = X.matmul_np(w.reshape(P.G, O // P.G, -1), cols)
     return np.ascontiguousarray(y.reshape((O, N) + P.os).swapaxes(0, 1))
 
 
@@ -76,7 +76,7 @@ def _adj_x(g, w, P, N):
     O, Cg = w.shape[:2]
     ks = w.shape[2:]
     C = Cg * P.G
-    dcols = np.matmul(w.reshape(P.G, O // P.G, -1).transpose(0, 2, 1), _g_cols(g, P.G))
+    dcols = X.matmul_np(w.reshape(P.G, O // P.G, -1).transpose(0, 2, 1), _g_cols(g, P.G))
     dcols = dcols.reshape((C,) + ks + (N,) + P.os)
     return _col2im(dcols, P, np.result_type(g.dtype, w.dtype))
 
@@ -105,7 +105,7 @@ def _adj_w(x, g, P, wshape, cols=None):
     """Weight-adjoint of conv: (x, grad of output) -> weight-shaped gradient."""
     if cols is None:
         cols = _im2col(x, P)
-    gw = np.matmul(_g_cols(g, P.G), cols.transpose(0, 2, 1))
+    gw = X.matmul_np(_g_cols(g, P.G), cols.transpose(0, 2, 1))
     return gw.reshape(wshape)
 
 

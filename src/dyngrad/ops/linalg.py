@@ -458,6 +458,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     except ValueError:
         _expand_check(c.shape, r.shape)
         raise
+    if a.dtype is BF16:  # NumPy's float32 product, the bias added in float32, rounded once
+        r = r.astype(BF16)
     if STATE.enabled and (input._requires_grad or mat1._requires_grad or mat2._requires_grad):
         node = AddmmBackward0((edge_of(input), edge_of(mat1), edge_of(mat2)),
                               (Saved(mat1) if mat2._requires_grad else None,
@@ -500,6 +502,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
         r += c
     elif beta != 0:
         r += beta * c
+    if a.dtype is BF16:  # computed in float32 (NumPy's product), rounded once
+        r = r.astype(BF16)
     if STATE.enabled and (input._requires_grad or batch1._requires_grad or batch2._requires_grad):
         return record(r, BaddbmmBackward0((edge_of(input), edge_of(batch1), edge_of(batch2)),
                                           (Saved(batch1) if batch2._requires_grad else None,
