@@ -654,7 +654,7 @@ def _act(input, cls, prm, inplace=False, fname=""):
     if inplace:
         return _inplace_result(input, cls, prm, fname)
     with np.errstate(all="ignore"):  # inf/nan silently, as PyTorch
-        y = cls._f(x, *prm)
+        y = D.opmath(cls._f, x, *prm)
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
     if STATE.enabled and input._requires_grad:
@@ -677,7 +677,7 @@ def _act_on_result(input, cls, prm):
     """y = f(x) recorded with a node that saves y and differentiates through it."""
     x = input._data
     with np.errstate(all="ignore"):
-        y = cls._f(x, *prm)
+        y = D.opmath(cls._f, x, *prm)
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
     if STATE.enabled and input._requires_grad:

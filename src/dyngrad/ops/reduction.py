@@ -659,10 +659,13 @@ def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
         from .._warn import warn
         warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
              f"than the reduction factor (input numel divided by output numel).")
-    v, m, _ = _var_np(d, dims, c, keepdim)
+    low = d.dtype == D.BF16  # computed in float32 and rounded once, as PyTorch does
+    v, m, _ = _var_np(d.astype(np.float32) if low else d, dims, c, keepdim)
+    r = np.sqrt(v) if std else v
+    if low:
+        r, m = r.astype(D.BF16), np.asarray(m).astype(D.BF16)
     m = X.c_order(m)
     raw = None if isinstance(dim, bool) else raw_dims(dim)
-    r = np.sqrt(v) if std else v
     rec = STATE.enabled and input._requires_grad
     dof0 = (dim is None or isinstance(dim, bool) or d.ndim == 0) and d.size - c <= 0
     # the node saves the correction as PyTorch shows it: None when neither it, unbiased nor dim
@@ -866,7 +869,7 @@ def logsumexp(input, dim, keepdim=False):
 
 # --- cumulative ops --------------------------------------------------------------------------------
 _WIDE = {np.dtype(np.float32): np.float64, np.dtype(np.float16): np.float64,
-         np.dtype(np.complex64): np.complex128}
+         D.BF16: np.float64, np.dtype(np.complex64): np.complex128}
 
 
 def _cum(fn, d, axis, rt):
