@@ -85,11 +85,14 @@ def rounding(forward):
 
 
 def opmath(forward, x, *args, **kwargs):
-    """``forward(x, *args, **kwargs)`` on array ``x``; a bfloat16 ``x`` is computed in float32
-    and the result rounded once (``rounding``)."""
-    if x.dtype == BF16:
-        return rounding(forward)(x.astype(np.float32), *args, **kwargs)
-    return forward(x, *args, **kwargs)
+    """``forward(x, *args, **kwargs)`` on array ``x``; for a bfloat16 ``x`` it and the other
+    bfloat16 array arguments are computed in float32 and the result rounded once
+    (``rounding``)."""
+    if x.dtype != BF16:
+        return forward(x, *args, **kwargs)
+    args = [a.astype(np.float32) if isinstance(a, np.ndarray) and a.dtype == BF16 else a
+            for a in args]
+    return rounding(forward)(x.astype(np.float32), *args, **kwargs)
 
 
 def np_finfo(np_dtype):

@@ -27,14 +27,24 @@ def _need_float_kernel(input, k, name):
                                   f"'{D.scalar_type_name(d.dtype)}'")
 
 
+def _softmax_grad(g, y, dim):
+    gy = g * y
+    return gy - y * X.sum_dims(gy, dim)
+
+
+def _log_softmax_grad(g, y, dim):
+    return g - X.exp(y) * X.sum_dims(g, dim)
+
+
 class SoftmaxBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
         sy, dim, _ = self._saved
         y = sy.get(self, graph)
-        gy = g * y
-        return gy - y * X.sum_dims(gy, dim),
+        if graph:
+            return _softmax_grad(g, y, dim),
+        return D.opmath(_softmax_grad, g, y, dim),  # bfloat16 in float32, as PyTorch
 
 
 class LogSoftmaxBackward0(Node):
@@ -43,7 +53,9 @@ class LogSoftmaxBackward0(Node):
     def _bw(self, g, graph):
         sy, dim, _ = self._saved
         y = sy.get(self, graph)
-        return g - X.exp(y) * X.sum_dims(g, dim),
+        if graph:
+            return _log_softmax_grad(g, y, dim),
+        return D.opmath(_log_softmax_grad, g, y, dim),  # bfloat16 in float32, as PyTorch
 
 
 def _dim_arg(input, dim, name):
