@@ -96,8 +96,10 @@ def _call2(fn, ad, bd):
         raise
 
 
-def _binary(a, b, fn, cls, save_a, save_b, extra=()):
-    """Shared forward of tensor-tensor and tensor-scalar binary ops."""
+def _binary(a, b, fn, cls, save_a, save_b, extra=(), number_first=False):
+    """Shared forward of tensor-tensor and tensor-scalar binary ops.  ``number_first``: a
+    number operand is converted to a bfloat16 tensor's dtype before the op (PyTorch's add and
+    sub do; mul and div compute with it in float32)."""
     if _isT(b, Tensor):
         ad, bd = a._data, b._data
         casts = None
@@ -122,6 +124,8 @@ def _binary(a, b, fn, cls, save_a, save_b, extra=()):
     if not _scalar_ok(b):
         return NotImplemented
     ad, bv = _scalar_data(a._data, b)
+    if number_first and ad.dtype == D.BF16:
+        bv = float(D.BF16.type(bv))
     tok = quiet_on()
     try:
         data = fn(ad, bv)
@@ -186,10 +190,18 @@ class RsubBackward0(Node):
         return sum_to(-g if alpha == 1 else g * -alpha, sa), sum_to(g, sb)
 
 
-def _add_np(alpha):
-    if alpha == 1:
+def _add_np(alpha, sign=1):
+    """x + alpha * y (x - alpha * y with ``sign`` -1) on arrays; with bfloat16 arrays alpha
+    is rounded to bfloat16 and the rest computed in float32 and rounded once, as PyTorch."""
+    if alpha == 1 and sign == 1:
         return np.add
-    return lambda x, y: x + y * alpha
+
+    def f(x, y):
+        if x.dtype == D.BF16:
+            a = sign * np.float32(D.BF16.type(alpha))
+            return (x.astype(np.float32) + y.astype(np.float32) * a).astype(D.BF16)
+        return x + y * alpha if sign == 1 else x - y * alpha
+    return f
 
 
 class AddBackward1(Node):
@@ -241,7 +253,7 @@ def add(input, other, *, alpha=1):
     if not _isT(input, Tensor):
         input, other = other, input
     r = _binary(input, other, np.add if alpha == 1 else _add_np(alpha), AddBackward0,
-                False, False, (alpha,))
+                False, False, (alpha,), True)
     if alpha.__class__ is not int:
         alpha_check(_alpha_dtype(input, other), alpha)
     return r
@@ -291,8 +303,8 @@ def sub(input, other, *, alpha=1):
     if input._data.dtype == np.bool_ or (other._data.dtype == np.bool_ if _isT(other, Tensor)
                                           else _isT(other, (bool, np.bool_))):
         raise _bool_sub_error(input, other)
-    r = _binary(input, other, np.subtract if alpha == 1 else (lambda x, y: x - y * alpha),
-                SubBackward0, False, False, (alpha,))
+    r = _binary(input, other, np.subtract if alpha == 1 else _add_np(alpha, -1),
+                SubBackward0, False, False, (alpha,), True)
     if alpha.__class__ is not int:
         alpha_check(_alpha_dtype(input, other), alpha)
     return r
@@ -318,6 +330,8 @@ def rsub(input, other, *, alpha=1):
     ad, v = _scalar_data(input._data, other)
     if alpha.__class__ is not int:
         alpha_check(_alpha_dtype(input, other), alpha)
+    if ad.dtype == D.BF16:  # PyTorch converts the number (the first operand) to bfloat16 first
+        v = float(D.BF16.type(v))
     data = v - ad if alpha == 1 else v - ad * alpha
     if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
         data = data.astype(ad.dtype)

@@ -97,6 +97,15 @@ class MeanBackward1(Node):
         return X.expand_to(g / n, shape),
 
 
+def _sum_np(d, axis, keepdims, rt):
+    """``d.sum`` into dtype ``rt``; a bfloat16 sum is accumulated in float32 and rounded once,
+    as PyTorch's."""
+    if rt != D.BF16:
+        return d.sum(axis=axis, keepdims=keepdims, dtype=rt)
+    return d.astype(D.BF16, copy=False).sum(axis=axis, keepdims=keepdims,
+                                            dtype=np.float32).astype(D.BF16)
+
+
 def _sum_dtype(d, dtype):
     if dtype is not None:
         return D.to_dtype(dtype).np
@@ -108,7 +117,7 @@ def _sum_dtype(d, dtype):
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Sum of all elements, or over ``dim``; SumBackward0 / SumBackward1."""
     d = input._data
-    if dim is None and axis is None and dtype is None and d.dtype in D.INEXACT:
+    if dim is None and axis is None and dtype is None and d.dtype.kind in "fc":
         # the common full sum of a float tensor: one ufunc call into a 0-d buffer
         r = _add_reduce(d, None, d.dtype, _empty((), d.dtype))
         if STATE.enabled and input._requires_grad:
@@ -120,12 +129,12 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
         keepdim = keepdims
     rt = _sum_dtype(d, dtype)
     if dim is None:
-        r = np.asarray(d.sum(dtype=rt))
+        r = np.asarray(_sum_np(d, None, False, rt))
         if STATE.enabled and input._requires_grad:
             return record(r, SumBackward0((edge_of(input),), (d.shape,)))
         return _make(r)
     dims = dims_of(dim, d.ndim, "sum")
-    r = X.c_order(d.sum(axis=dims, keepdims=keepdim, dtype=rt))
+    r = X.c_order(_sum_np(d, dims, keepdim, rt))
     if STATE.enabled and input._requires_grad:
         return record(r, SumBackward1((edge_of(input),), (d.shape, dims, keepdim,
                                                           raw_dims(dim))))
@@ -155,14 +164,16 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: "
                            f"{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}")
+    acc = np.float32 if d.dtype == D.BF16 else d.dtype  # bfloat16 in float32, rounded once
     if dim is None:
-        r = np.asarray(d.mean(dtype=d.dtype) if d.size else _empty_mean(d, None, False))
+        r = np.asarray(d.mean(dtype=acc).astype(d.dtype, copy=False) if d.size else
+                       _empty_mean(d, None, False))
         if STATE.enabled and input._requires_grad:
             return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)))
         return _make(r)
     dims = dims_of(dim, d.ndim, "mean")
-    r = X.c_order(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype) if d.size else
-                   _empty_mean(d, dims, keepdim))
+    r = X.c_order(d.mean(axis=dims, keepdims=keepdim, dtype=acc).astype(d.dtype, copy=False)
+                  if d.size else _empty_mean(d, dims, keepdim))
     if STATE.enabled and input._requires_grad:
         n = 1
         for k in dims:
