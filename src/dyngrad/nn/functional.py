@@ -98,10 +98,12 @@ def _weighted_loss(loss, weight, input, reduction, mean_over_weights=True):
 
 
 def _reduce(loss, reduction):
+    acc = np.float32 if loss.dtype == D.BF16 else loss.dtype  # bfloat16 summed in float32
     if reduction == "mean":
-        return np.asarray(loss.mean(dtype=loss.dtype)) if loss.size else np.asarray(np.nan, loss.dtype)
+        return np.asarray(loss.mean(dtype=acc), loss.dtype) if loss.size else \
+            np.asarray(np.nan, loss.dtype)
     if reduction == "sum":
-        return np.asarray(loss.sum(dtype=loss.dtype))
+        return np.asarray(loss.sum(dtype=acc), loss.dtype)
     return loss
 
 
@@ -391,13 +393,14 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     idx = _nll_index(x.shape, tc)
     picked = x[idx].reshape(tc.shape)
     losses = -picked * w_t
-    total = w_t.sum()
+    acc = np.float32 if x.dtype == D.BF16 else None  # bfloat16 summed in float32
+    total = w_t.sum(dtype=acc)
     if reduction == "none":
         r = losses.astype(x.dtype)
     elif reduction == "sum":
-        r = np.asarray(losses.sum(), x.dtype)
+        r = np.asarray(losses.sum(dtype=acc), x.dtype)
     else:
-        r = np.asarray(losses.sum() / total if total else np.nan, x.dtype)
+        r = np.asarray(losses.sum(dtype=acc) / total if total else np.nan, x.dtype)
     if STATE.enabled and input._requires_grad:
         cls = NllLoss2DBackward0 if x.ndim == 4 else NllLossBackward0
         return record(r, cls((edge_of(input),),

@@ -797,6 +797,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
                            f"input. Got {D.scalar_type_name(d.dtype)}")
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got '{ord}'")
+    out_dt = d.dtype
+    if out_dt == D.BF16:  # accumulated in float32 and rounded once, as PyTorch
+        d = d.astype(np.float32)
     p = float(ord)
     dims = dims_of(dim, d.ndim, "linalg.vector_norm")
     a = np.abs(d)
@@ -814,7 +817,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         r = np.sqrt((a * a).sum(**kw))
     else:
         r = ((a ** p).sum(**kw)) ** (1.0 / p)
-    r = X.c_order(np.asarray(r, dtype=a.dtype))
+    r = X.c_order(np.asarray(r, dtype=out_dt))
     if STATE.enabled and x._requires_grad:
         res = record(r, None)
         src = x if dtype is None else x.to(D.to_dtype(dtype))
@@ -857,6 +860,9 @@ def logsumexp(input, dim, keepdim=False):
     d = input._data
     if d.dtype not in D.INEXACT:
         d = d.astype(D.DEFAULTS.float.np)
+    out_dt = d.dtype
+    if out_dt == D.BF16:  # computed in float32 and rounded once
+        d = d.astype(np.float32)
     dims = dims_of(dim, d.ndim, "logsumexp")
     if d.size == 0:
         with np.errstate(divide="ignore"):
@@ -868,7 +874,7 @@ def logsumexp(input, dim, keepdim=False):
             r = np.log(np.exp(d - m).sum(axis=dims, keepdims=True)) + m
         if not keepdim and dims:
             r = r.squeeze(dims)
-    r = X.c_order(np.asarray(r, dtype=d.dtype))  # a contiguous result, as PyTorch's
+    r = X.c_order(np.asarray(r, dtype=out_dt))  # a contiguous result, as PyTorch's
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
         res._grad_fn = LogsumexpBackward0((edge_of(input),),
@@ -1121,10 +1127,10 @@ def renorm(input, p, dim, maxnorm):
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {d.ndim} dimensions")
     k = _dim_of(dim, d.ndim)
     dims = [i for i in range(d.ndim) if i != k]
-    half = d.dtype == np.float16
+    half = d.dtype == np.float16 or d.dtype == D.BF16
     prev = STATE.enabled
     STATE.enabled = False
-    try:  # the norm, in float32 for float16 input (PyTorch's accumulate type)
+    try:  # the norm, in float32 for float16/bfloat16 input (PyTorch's accumulate type)
         norm = vector_norm(_make(d.astype(np.float32) if half else d), pv, dims, True)._data
     finally:
         STATE.enabled = prev
