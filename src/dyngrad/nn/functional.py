@@ -2726,7 +2726,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     _pool.need_kernel(x, "batch_norm")
     if use_batch:
         out, mean, var = _norm.normalize_affine(input, weight, bias, x.shape, axes, bshape, axes,
-                                                eps, _norm.NativeBatchNormBackward0)
+                                                eps, _norm.NativeBatchNormBackward0,
+                                                rounded_stats=True)
         if training and running_mean is not None:
             m = momentum
             rm = running_mean._data
@@ -2770,7 +2771,7 @@ def _c_layout(x, y):
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x * rsqrt(mean(x^2) + eps) over the trailing dims, times weight: PyTorch's composite
-    (computed in float32 for half types; eps their epsilon by default)."""
+    (computed in float32 for float16 and bfloat16; eps their epsilon by default)."""
     if isinstance(normalized_shape, int):
         raise TypeError(f"rms_norm(): argument 'normalized_shape' (position 2) must be tuple of "
                         f"ints, not {type(normalized_shape).__name__}")
@@ -2786,7 +2787,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"{list(ns)}")
     dims = tuple(range(x.ndim - 1, x.ndim - 1 - k, -1))
     _pool.need_kernel(x, "rms_norm")
-    op = D.float32 if x.dtype == np.float16 else D.FROM_NP[x.dtype]
+    op = D.float32 if x.dtype == np.float16 or x.dtype == D.BF16 else D.FROM_NP[x.dtype]
     if eps is None:
         eps = float(D.np_finfo(op.np).eps)
     up = input.to(op)

@@ -729,7 +729,7 @@ def lerp(input, end, weight):
             raise RuntimeError(f"expected dtype {D.c_name(ad.dtype)} for `weight` but got dtype "
                                f"{D.c_name(wd.dtype)}")
         try:
-            r = _lerp_np(ad, bd, wd)
+            r = D.opmath(_lerp_np, ad, bd, wd)  # bfloat16 in float32, rounded once
         except ValueError:
             raise broadcast_error(ad.shape, bd.shape, wd.shape) from None
         if STATE.enabled and (input._requires_grad or end._requires_grad or weight._requires_grad):
@@ -741,7 +741,7 @@ def lerp(input, end, weight):
             return record(r, node)
         return _make(r)
     w = float(weight)
-    r = np.asarray(_call2(lambda x, y: _lerp_np(x, y, w), ad, bd))
+    r = np.asarray(_call2(lambda x, y: D.opmath(_lerp_np, x, y, w), ad, bd))
     if STATE.enabled and (input._requires_grad or end._requires_grad):
         return record(r, LerpBackward0((edge_of(input), edge_of(end)), (w, ad.shape, bd.shape)))
     return _make(r)

@@ -631,6 +631,9 @@ def zero_(self):
 
 
 # --- arithmetic in place ------------------------------------------------------------------
+_NUMBER_FIRST = (np.add, np.subtract)  # ops that convert a number to bfloat16 first
+
+
 def _arith(name, fn_name, np_fn):
     def f(self, other, *args, **kwargs):
         from . import pointwise as P
@@ -656,6 +659,8 @@ def _arith(name, fn_name, np_fn):
                 _check_cast(d, od.dtype, True)
             if not d.flags.writeable:
                 d = _writable(self)
+            if od.__class__ is float and d.dtype == D.BF16 and np_fn in _NUMBER_FIRST:
+                od = float(D.BF16.type(od))  # as add/sub do (pointwise._binary)
             np_fn(d, od, out=d, casting="unsafe")
             self._vc[0] += 1
             _after_untracked_write(self)

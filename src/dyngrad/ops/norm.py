@@ -90,22 +90,28 @@ def suggested_layout(x, y):
 
 
 def normalize_affine(input, weight, bias, rs, axes, wb, wa, eps, node_cls, stats=None,
-                     layout=suggested_layout):
+                     layout=suggested_layout, rounded_stats=False):
     """Normalise ``input`` (viewed as shape ``rs``) over ``axes``, then scale/shift by weight
     and bias (broadcast as ``wb``, reduced over ``wa`` in backward).  ``stats`` = fixed
     (mean, var) arrays broadcastable to ``rs``; else batch statistics; ``layout`` lays the
     output out from the input's (PyTorch's rule by default).  Returns the output and the batch
-    (mean, biased var) arrays."""
+    (mean, biased var) arrays.  ``rounded_stats``: bfloat16 batch statistics and invstd are
+    rounded to bfloat16 (PyTorch's batch norm; its layer and group norms keep them in
+    float32)."""
     x = input._data
     if x.dtype not in _DT.FLOATING:
         raise RuntimeError(f"expected a floating point input, got {input.dtype}")
-    # float16 is computed in float32 and rounded once, as PyTorch's half kernels
-    cdt = np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
+    # float16 and bfloat16 are computed in float32 and rounded once, as PyTorch's kernels
+    cdt = np.dtype(np.float32) if x.dtype == np.float16 or x.dtype == _DT.BF16 else x.dtype
     xr = x.reshape(rs).astype(cdt, copy=False)
     if stats is None:
         mean = xr.mean(axis=axes, keepdims=True)
         xc = xr - mean
         var = (xc * xc).mean(axis=axes, keepdims=True)
+        if rounded_stats and x.dtype == _DT.BF16:
+            mean = mean.astype(x.dtype).astype(cdt)
+            var = var.astype(x.dtype).astype(cdt)
+            xc = xr - mean
         fixed = False
     else:
         mean = stats[0].astype(cdt, copy=False)
@@ -113,6 +119,8 @@ def normalize_affine(input, weight, bias, rs, axes, wb, wa, eps, node_cls, stats
         xc = xr - mean
         fixed = True
     invstd = (1.0 / np.sqrt(var + eps)).astype(cdt, copy=False)
+    if rounded_stats and not fixed and x.dtype == _DT.BF16:
+        invstd = invstd.astype(x.dtype).astype(cdt)
     y = (xc * invstd).reshape(x.shape)
     if weight is not None:
         y = y * weight._data.reshape(wb)

@@ -611,6 +611,8 @@ def _rpow(self, other):
     if not _scalar_ok(other):
         return NotImplemented
     ed, other = _scalar_data(self._data, other)
+    if ed.dtype == D.BF16:  # PyTorch converts the base to bfloat16 first
+        other = float(D.BF16.type(other))
     data = np.power(other, ed)
     if data.dtype != ed.dtype:
         data = data.astype(ed.dtype if ed.dtype in D.INEXACT else data.dtype)

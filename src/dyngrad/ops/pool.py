@@ -45,14 +45,14 @@ def _sparse_axis(y, M, axis):
 
 
 def _apply_mats(d, mats, transpose=False):
-    """The maps applied axis by axis; float16 computed in float32 and rounded once, as
-    PyTorch's half kernels accumulate in float."""
-    half = d.dtype == np.float16
-    if half:
+    """The maps applied axis by axis; float16 and bfloat16 computed in float32 and rounded once,
+    as PyTorch's reduced-precision kernels accumulate in float."""
+    low = d.dtype if d.dtype == np.float16 or d.dtype == _DT.BF16 else None
+    if low is not None:
         d = d.astype(np.float32)
     for axis, M in (reversed(mats) if transpose else mats):
         d = _apply_axis(d, (M.T if transpose else M).astype(d.dtype, copy=False), axis)
-    return d.astype(np.float16) if half else d
+    return d.astype(low) if low is not None else d
 
 
 class _AxisLinear(Node):

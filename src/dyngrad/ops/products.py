@@ -109,7 +109,8 @@ def _addc(name, input, args, value, kwargs):
         raise NotImplementedError('"addcmul_cpu_out" not implemented for \'Bool\'')
     shape = _bcast(input._data.shape, t1._data.shape, t2._data.shape)
     v = int(value) if rt.kind in "biu" else value
-    a, b, c = (x._data.astype(rt, copy=False) for x in (input, t1, t2))
+    op = np.float32 if rt == D.BF16 else rt  # bfloat16 computed in float32, rounded once
+    a, b, c = (x._data.astype(rt, copy=False).astype(op, copy=False) for x in (input, t1, t2))
     with np.errstate(all="ignore"):
         r = a + v * (b * c if name == "addcmul" else b / c)
     r = np.asarray(np.broadcast_to(r, shape)).astype(rt, copy=False)
