@@ -94,8 +94,11 @@ def sum_to(g, shape):
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                       if s == 1 and gs[i + lead] != 1)
     if not isinstance(g, Tensor):
-        r = g.sum(axis=axes) if axes else g
-        return r.reshape(shape)
+        if not axes:
+            return g.reshape(shape)
+        if g.dtype is _DT.BF16:  # accumulated in float32, as PyTorch's sum
+            return g.sum(axis=axes, dtype=np.float32).astype(_DT.BF16).reshape(shape)
+        return g.sum(axis=axes).reshape(shape)
     r = g.sum(dim=axes) if axes else g
     return r.reshape(shape)
 

@@ -1806,7 +1806,7 @@ def _trilinear_np(a, b, c, e1, e2, e3, sumdim):
                  for i in keep]
         return np.zeros(shape, a.dtype)
     out = "".join(_LETTERS[i] for i in keep)
-    r = np.einsum(f"{subs[0]},{subs[1]},{subs[2]}->{out}", a, b, c, optimize=True)
+    r = X.einsum_np(f"{subs[0]},{subs[1]},{subs[2]}->{out}", a, b, c, optimize=True)
     return np.asarray(r, dtype=a.dtype)
 
 

@@ -82,6 +82,16 @@ def matmul(a, b):
     return _t().matmul(a, b)
 
 
+def einsum_np(eq, *arrays, **kwargs):
+    """``np.einsum`` (which has no bfloat16 loops): bfloat16 operands are computed in float32
+    and the result rounded to bfloat16 once, as PyTorch's products are."""
+    if not any(a.dtype == BF16 for a in arrays):
+        return np.einsum(eq, *arrays, **kwargs)
+    r = np.einsum(eq, *(a.astype(np.float32) if a.dtype == BF16 else a for a in arrays),
+                  **kwargs)
+    return np.asarray(r).astype(BF16)
+
+
 def matmul_np(a, b):
     """``a @ b`` on arrays; NumPy gives two bfloat16 operands a float32 product (accumulated
     in float32, as PyTorch's kernels do), rounded here to bfloat16 as PyTorch's result is."""
@@ -148,15 +158,17 @@ def const(arr, like):
 
 
 def sum_dims(x, dims, keepdim=True):
-    """Sum over ``dims`` (a tuple of non-negative axes)."""
+    """Sum over ``dims`` (a tuple of non-negative axes); bfloat16 accumulates in float32."""
     if not isinstance(x, Tensor):
+        if x.dtype is BF16:
+            return x.sum(axis=dims, keepdims=keepdim, dtype=np.float32).astype(BF16)
         return x.sum(axis=dims, keepdims=keepdim)
     return x.sum(dim=dims, keepdim=keepdim)
 
 
 def einsum(eq, *ops):
     if not any(isinstance(o, Tensor) for o in ops):
-        return np.einsum(eq, *ops)
+        return einsum_np(eq, *ops)
     return _t().einsum(eq, *(o if isinstance(o, Tensor) else _t().from_numpy(o) for o in ops))
 
 

@@ -854,7 +854,7 @@ def _einsum_numpy(plan, operands):
         subs.append("".join(s))
         arrs.append(np.broadcast_to(d, full) if d.ndim and d.shape != full else d)
     eq = ",".join(subs) + "->" + "".join(letter[k] for k in range(plan.out_num_dim))
-    r = np.asarray(np.einsum(eq, *arrs, optimize=len(arrs) > 2))
+    r = np.asarray(X.einsum_np(eq, *arrs, optimize=len(arrs) > 2))
     if r.base is not None or not r.flags.writeable:
         r = r.copy()
     return _make(r)
