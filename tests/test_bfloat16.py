@@ -20,7 +20,7 @@ def bits(t):
 
 def same(d, t, exact=True):
     """dyngrad tensor ``d`` equals torch tensor ``t``: dtype, shape, and values (bit for bit
-    with ``exact``, else within one bfloat16 rounding)."""
+    with ``exact``, else within a few bfloat16 roundings)."""
     assert str(d.dtype) == str(t.dtype)
     assert tuple(d.shape) == tuple(t.shape)
     if t.dtype != torch.bfloat16:
@@ -30,9 +30,10 @@ def same(d, t, exact=True):
         np.testing.assert_array_equal(d.detach().float()._data.astype(np.float64) != d.detach()
                                       .float()._data.astype(np.float64), nan)
         np.testing.assert_array_equal(bits(d)[~nan], bits(t)[~nan])
-    else:
-        np.testing.assert_allclose(d.detach().float()._data, t.detach().float().numpy(),
-                                   rtol=2 ** -7, atol=1e-6)
+    else:  # a few bfloat16 roundings apart, relative to the tensor's scale
+        tv = t.detach().float().numpy()
+        np.testing.assert_allclose(d.detach().float()._data, tv, rtol=2 ** -5,
+                                   atol=2 ** -7 * float(np.abs(tv).max(initial=0)))
 
 
 def pair(values, dtype="bfloat16", requires_grad=False):
@@ -183,13 +184,18 @@ def test_printing(values):
 # -- ops: values bit for bit ------------------------------------------------------------------
 _UNARY = ["exp", "tanh", "relu", "sigmoid", "neg", "abs", "sqrt", "log", "sin", "cos", "floor",
           "square", "reciprocal", "rsqrt", "expm1", "log1p", "erf"]
+# PyTorch's bfloat16 kernels that do not round once from float32 on CPU: rsqrt's scalar loop
+# (small tensors, the tail of large ones) computes 1 / round(sqrt(x)); log_softmax over the
+# last dim rounds x - max, exp, the running sum and log to bfloat16 on the way.  dyngrad rounds
+# once, so these agree within bfloat16 rounding.
+_ROUNDS_TWICE = {"rsqrt", "log_softmax"}
 
 
 @pytest.mark.parametrize("name", _UNARY)
 def test_unary(name):
     d, t = pair([[abs(v) + 0.01 for v in row] for row in _X] if name in ("sqrt", "log", "rsqrt")
                 else _X)
-    same(getattr(d, name)(), getattr(t, name)())
+    same(getattr(d, name)(), getattr(t, name)(), name not in _ROUNDS_TWICE)
 
 
 _OPS = {
@@ -229,7 +235,7 @@ _OPS = {
 @pytest.mark.parametrize("name", list(_OPS))
 def test_op_values(name):
     (dx, tx), (dy, ty) = pair(_X), pair(_Y)
-    same(_OPS[name](dyngrad, dx, dy), _OPS[name](torch, tx, ty))
+    same(_OPS[name](dyngrad, dx, dy), _OPS[name](torch, tx, ty), name not in _ROUNDS_TWICE)
 
 
 def test_cross_entropy_and_conv2d():
@@ -264,27 +270,65 @@ def _mlp(m):
     return m.nn.Sequential(m.nn.Linear(4, 8), m.nn.Tanh(), m.nn.Linear(8, 3))
 
 
-@pytest.mark.parametrize("opt", ["SGD", "Adam"])
-def test_mlp_training_steps(opt):
+_OPTIMIZERS = {"SGD": {}, "SGD_momentum": {"momentum": 0.9}, "Adam": {},
+               "AdamW": {"weight_decay": 0.1}, "Adam_amsgrad": {"amsgrad": True}}
+
+
+def _train(m, net, opt, loss_fn, steps):
+    o = getattr(m.optim, opt.split("_")[0])(net.parameters(), lr=0.05, **_OPTIMIZERS[opt])
+    x = m.tensor(_X, dtype=m.bfloat16)
+    for _ in range(steps):
+        o.zero_grad()
+        loss = loss_fn(m, net(x))
+        loss.backward()
+        o.step()
+    return loss
+
+
+def _same_start():
     torch.manual_seed(0)
     nets = {torch: _mlp(torch).bfloat16(), dyngrad: _mlp(dyngrad).bfloat16()}
-    with dyngrad.no_grad():  # the same starting weights
+    with dyngrad.no_grad():
         for a, b in zip(nets[dyngrad].parameters(), nets[torch].parameters()):
             a.copy_(dyngrad.tensor(b.detach().float().tolist()).bfloat16())
-    losses = {}
-    for m, net in nets.items():
-        o = getattr(m.optim, opt)(net.parameters(), lr=0.05)
-        x = m.tensor(_X, dtype=m.bfloat16)
-        for _ in range(2):
-            o.zero_grad()
-            loss = m.nn.functional.cross_entropy(net(x), m.tensor([2, 0]))
-            loss.backward()
-            o.step()
-        losses[m] = loss
-    same(losses[dyngrad], losses[torch], exact=False)
+    return nets
+
+
+@pytest.mark.parametrize("opt", list(_OPTIMIZERS))
+def test_mlp_training_steps(opt):
+    """Three steps of a bfloat16 MLP with an MSE loss: losses, gradients and parameters equal
+    PyTorch's bit for bit with Adam (every op on the way rounds once from float32, as
+    PyTorch's).  SGD's ``add_(grad, alpha=-lr)`` is rounded once, as PyTorch's vectorized
+    loop does; PyTorch's scalar loop over the last elements of a tensor that do not fill a
+    SIMD vector rounds twice, so there the parameters agree within rounding."""
+    nets = _same_start()
+    mse = lambda m, y: m.nn.functional.mse_loss(y, m.ones(2, 3, dtype=m.bfloat16) * 0.5)  # noqa: E731
+    losses = {m: _train(m, net, opt, mse, 3) for m, net in nets.items()}
+    exact = opt.startswith("Adam")
+    same(losses[dyngrad], losses[torch], exact)
     for a, b in zip(nets[dyngrad].parameters(), nets[torch].parameters()):
-        assert a.dtype is BF
-        same(a, b, exact=False)
+        assert a.dtype is BF and a.grad.dtype is BF
+        same(a, b, exact)
+        same(a.grad, b.grad, exact)
+
+
+def test_mlp_cross_entropy_steps():
+    """With cross_entropy the first step is bit for bit; later ones agree within rounding
+    (PyTorch's bfloat16 log_softmax over the last dim rounds its intermediate steps, see
+    test_log_softmax_within_rounding)."""
+    nets = _same_start()
+    ce = lambda m, y: m.nn.functional.cross_entropy(y, m.tensor([2, 0]))  # noqa: E731
+    for steps in (1, 2):
+        if steps == 2:
+            nets = _same_start()
+        losses = {m: _train(m, net, "Adam", ce, steps) for m, net in nets.items()}
+        for a, b in zip(nets[dyngrad].parameters(), nets[torch].parameters()):
+            if steps == 1:
+                same(a, b)
+            else:
+                np.testing.assert_allclose(a.detach().float()._data, b.detach().float().numpy(),
+                                           rtol=2 ** -7, atol=2e-3)
+        same(losses[dyngrad], losses[torch], exact=steps == 1)
 
 
 # -- checkpoints ------------------------------------------------------------------------------

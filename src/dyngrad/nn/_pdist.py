@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dtype as D
 from .._tensor import Tensor
 from .._record import STATE, Node, Saved, edge_of, notify, record
 from ._losses_more import no_forward_ad
@@ -90,7 +91,6 @@ class PdistBackward0(Node):
 def pdist(input, p=2):
     """Distances ||x_i - x_j||_p of every row pair i < j, in row-major pair order."""
     if not isinstance(p, (int, float, np.integer, np.floating)):
-        from .. import _dtype as D
         raise TypeError(f"pdist(): argument 'p' (position 2) must be float, not "
                         f"{D.type_name(p)}")
     if input.dim() != 2:
@@ -102,7 +102,6 @@ def pdist(input, p=2):
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     if x.dtype.itemsize < 4:
-        from .. import _dtype as D
         raise NotImplementedError(f'"pdist" not implemented for \'{D.scalar_type_name(x.dtype)}\'')
     if not x.flags.c_contiguous:
         input = input.contiguous()

@@ -763,10 +763,23 @@ class _Args:
             setattr(self, name, None if v is None else v.get(node, graph))
 
 
+def _bw_of(g, args, bw):
+    """``bw(args, g)`` with the bfloat16 arrays of ``args`` in float32 (for ``opmath``)."""
+    for name in ("self", "other", "result"):
+        v = getattr(args, name, None)
+        if isinstance(v, np.ndarray) and v.dtype == D.BF16:
+            setattr(args, name, v.astype(np.float32))
+    return tuple(bw(args, g))
+
+
 def _node_bw2(self, g, graph):
     """The backward of an elementwise op of two tensors: the formula's gradients (of the
     broadcast shape) summed back to each input's shape, kept after the saved values."""
-    ga, gb = type(self)._spec.bw(_Args(self, graph), g)
+    args = _Args(self, graph)
+    if self._odt is D.BF16 and not graph:  # in float32, rounded once, as PyTorch's kernels
+        ga, gb = D.opmath(_bw_of, g, args, type(self)._spec.bw)
+    else:
+        ga, gb = type(self)._spec.bw(args, g)
     sv = self._saved
     if ga is not None and ga.shape != sv[-2]:
         ga = sum_to(ga, sv[-2])
@@ -913,6 +926,8 @@ def unary(name: str, np_fn: Callable, formula: Callable | None, *, module: str,
         sv = self._saved
         y = sv[iy].get(self, graph) if iy is not None else None
         x = sv[ix].get(self, graph) if ix is not None else None
+        if self._odt is D.BF16 and not graph:  # in float32, rounded once, as PyTorch's kernels
+            return D.opmath(formula, g, x, y),
         return formula(g, x, y),
 
     spec.node_cls._bw = fast_bw

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from .._dtype import BF16
 from .optimizer import Optimizer, _check_adam_args, _check_lr, _lerp_, _weight_decay
 
 
@@ -39,13 +40,17 @@ class Adam(Optimizer):
                 g = _weight_decay(d, g, wd, lr, decoupled)
                 m = st["exp_avg"]._data
                 v = st["exp_avg_sq"]._data
-                _lerp_(m, g, b1, f)
-                v *= f(b2)
-                v += f(1 - b2) * g * g
                 bc1 = 1 - b1 ** step
                 bc2 = 1 - b2 ** step
                 step_size = lr / bc1
                 bc2_sqrt = math.sqrt(bc2)
+                if d.dtype == BF16:
+                    mx = st["max_exp_avg_sq"]._data if ams else None
+                    _bf16_step(d, g, m, v, mx, b1, b2, eps, step_size, bc2_sqrt)
+                    continue
+                _lerp_(m, g, b1, f)
+                v *= f(b2)
+                v += f(1 - b2) * g * g
                 if ams:
                     mx = st["max_exp_avg_sq"]._data
                     np.maximum(mx, v, out=mx)
@@ -54,6 +59,25 @@ class Adam(Optimizer):
                     denom = np.sqrt(v) / f(bc2_sqrt) + f(eps)
                 d += f(-step_size) * (m / denom)
         return self._stepped(loss)
+
+
+def _bf16_step(d, g, m, v, mx, b1, b2, eps, step_size, bc2_sqrt):
+    """Adam's update of bfloat16 state, rounded to bfloat16 after each of PyTorch's tensor
+    ops (lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_), each computed in float32 with
+    float32 scalars (add_'s number converted to bfloat16 first, as PyTorch's add does)."""
+    f = np.float32
+    g, m32 = g.astype(f), m.astype(f)
+    w = f(1 - b1)
+    m[...] = m32 + w * (g - m32) if w < 0.5 else g - (g - m32) * (f(1) - w)
+    v[...] = v.astype(f) * f(b2)
+    v[...] = v.astype(f) + f(1 - b2) * g * g
+    if mx is not None:
+        np.maximum(mx, v, out=mx)
+        v = mx
+    denom = np.sqrt(v.astype(f)).astype(BF16)
+    denom = (denom.astype(f) / f(bc2_sqrt)).astype(BF16)
+    denom = (denom.astype(f) + f(BF16.type(eps))).astype(BF16)
+    d[...] = d.astype(f) + f(-step_size) * (m.astype(f) / denom.astype(f))
 
 
 class AdamW(Adam):

@@ -278,6 +278,9 @@ def _sub_scaled_(d, g, lr) -> None:
     """``d -= lr * g`` in place, the same arithmetic and rounding, but through a cache-sized
     scratch chunk for large arrays: the full-size temporary ``lr * g`` would be written and
     read back through memory (about half of an SGD step's time on a BLAS-sized model)."""
+    if d.dtype == _DT.BF16:  # PyTorch's add_(g, alpha=-lr): alpha in bfloat16, one rounding
+        d[...] = d.astype(np.float32) - np.float32(_DT.BF16.type(lr)) * g.astype(np.float32)
+        return
     n = d.size
     if (n < 4 * _CHUNK or d.dtype not in _DT.FLOATING or g.dtype != d.dtype or g.shape != d.shape
             or not (d.flags.c_contiguous and g.flags.c_contiguous)):
