@@ -238,6 +238,82 @@ def test_op_values(name):
     same(_OPS[name](dyngrad, dx, dy), _OPS[name](torch, tx, ty), name not in _ROUNDS_TWICE)
 
 
+# a larger input (PyTorch runs its vectorized loops over it), values bit for bit
+_LARGE = {
+    "softmax": lambda m, x, w: m.softmax(x, 1),
+    "sum": lambda m, x, w: x.sum(),
+    "sum1": lambda m, x, w: x.sum(1),
+    "mean": lambda m, x, w: x.mean(),
+    "mean0": lambda m, x, w: x.mean(0),
+    "cumsum": lambda m, x, w: x.cumsum(1),
+    "var": lambda m, x, w: x.var(1),
+    "std": lambda m, x, w: x.std(0),
+    "norm": lambda m, x, w: x.norm(),
+    "mm": lambda m, x, w: x @ w.T,
+    "linear": lambda m, x, w: m.nn.functional.linear(x, w, w[:, 0]),
+    "bmm": lambda m, x, w: m.bmm(x.reshape(4, 16, 100), w[:48].reshape(4, 12, 100).transpose(1, 2)),
+    "einsum": lambda m, x, w: m.einsum("ij,kj->ik", x, w),
+    "matmul3": lambda m, x, w: x.reshape(4, 16, 100) @ w.T,
+    "conv1d": lambda m, x, w: m.nn.functional.conv1d(x.reshape(8, 8, 100), w[:8, :24].reshape(8, 8, 3)),
+    "sigmoid": lambda m, x, w: m.sigmoid(x),
+    "tanh": lambda m, x, w: m.tanh(x),
+    "silu": lambda m, x, w: m.nn.functional.silu(x),
+    "softplus": lambda m, x, w: m.nn.functional.softplus(x),
+    "elu": lambda m, x, w: m.nn.functional.elu(x),
+    "log": lambda m, x, w: x.abs().log(),
+    "sqrt": lambda m, x, w: x.abs().sqrt(),
+    "erf": lambda m, x, w: m.erf(x),
+    "sin": lambda m, x, w: m.sin(x),
+    "div_number": lambda m, x, w: x / 3.3,
+    "number_div": lambda m, x, w: 2.0 / x,
+    "add_number": lambda m, x, w: 1.7 + x,
+    "sub_number": lambda m, x, w: x - 1.7,
+    "number_sub": lambda m, x, w: 1.7 - x,
+    "mul_number": lambda m, x, w: 1.7 * x,
+    "pow_number": lambda m, x, w: x.abs() ** 2.5,
+    "number_pow": lambda m, x, w: 1.1 ** x,
+    "add_alpha": lambda m, x, w: m.add(x, x.flip(0), alpha=0.3),
+    "add_": lambda m, x, w: x.clone().add_(1.7),
+    "mul_": lambda m, x, w: x.clone().mul_(x.flip(0)),
+    "atan2": lambda m, x, w: m.atan2(x, x.flip(0)),
+    "mse": lambda m, x, w: m.nn.functional.mse_loss(x, x.flip(0)),
+    "l1": lambda m, x, w: m.nn.functional.l1_loss(x, x.flip(0)),
+    "smooth_l1": lambda m, x, w: m.nn.functional.smooth_l1_loss(x, x.flip(0)),
+    "cross_entropy": lambda m, x, w: m.nn.functional.cross_entropy(x, m.arange(64) % 100),
+    "bce_logits": lambda m, x, w: m.nn.functional.binary_cross_entropy_with_logits(
+        x, (x > 0).bfloat16()),
+    "batch_norm": lambda m, x, w: m.nn.functional.batch_norm(x, None, None, training=True),
+    "group_norm": lambda m, x, w: m.nn.functional.group_norm(x.reshape(8, 8, 100), 4),
+    "avg_pool": lambda m, x, w: m.nn.functional.avg_pool1d(x.reshape(8, 8, 100), 2),
+    "max_pool": lambda m, x, w: m.nn.functional.max_pool1d(x.reshape(8, 8, 100), 2),
+    "cosine_similarity": lambda m, x, w: m.nn.functional.cosine_similarity(x, x.flip(0)),
+    "normalize": lambda m, x, w: m.nn.functional.normalize(x),
+    "cumprod": lambda m, x, w: (x[:, :6] / 4).cumprod(1),
+    "sort": lambda m, x, w: x.sort(1).values,
+    "round": lambda m, x, w: (x * 3.3).round(),
+}
+
+
+@pytest.mark.parametrize("name", list(_LARGE))
+def test_op_values_large(name):
+    torch.manual_seed(0)
+    tx, tw = (torch.randn(64, 100) * 3).bfloat16(), torch.randn(50, 100).bfloat16()
+    dx, dw = (dyngrad.tensor(t.float().tolist()).bfloat16() for t in (tx, tw))
+    same(_LARGE[name](dyngrad, dx, dw), _LARGE[name](torch, tx, tw))
+
+
+def test_assert_close_tolerance():
+    a = dyngrad.tensor([1.0, 2.0], dtype=BF)
+    dyngrad.testing.assert_close(a, a + 0.01)
+    msgs = []
+    for m, x in ((dyngrad, a), (torch, torch.tensor([1.0, 2.0], dtype=torch.bfloat16))):
+        with pytest.raises(AssertionError) as e:
+            m.testing.assert_close(x, x + 0.1)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    assert dyngrad.testing.make_tensor(3, dtype=BF, device="cpu").dtype is BF
+
+
 def test_cross_entropy_and_conv2d():
     dx, tx = pair(_X)
     dl, tl = dyngrad.tensor([3, 0]), torch.tensor([3, 0])

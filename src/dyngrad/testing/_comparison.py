@@ -21,8 +21,8 @@ from .._tensor import Tensor
 from .._factories import as_tensor
 
 # (rtol, atol) by dtype; dtypes not listed compare exactly
-_TOLERANCES = {D.float16: (0.001, 1e-5), D.float32: (1.3e-6, 1e-5), D.float64: (1e-7, 1e-7),
-               D.complex64: (1.3e-6, 1e-5), D.complex128: (1e-7, 1e-7)}
+_TOLERANCES = {D.float16: (0.001, 1e-5), D.bfloat16: (0.016, 1e-5), D.float32: (1.3e-6, 1e-5),
+               D.float64: (1e-7, 1e-7), D.complex64: (1.3e-6, 1e-5), D.complex128: (1e-7, 1e-7)}
 # the dtype a Python number stands for when choosing tolerances
 _NUMBER_DTYPE = {int: D.int64, float: D.float64, complex: D.complex128}
 

@@ -13,7 +13,7 @@ from .._factories import empty, randint
 from .._random import rng
 
 _INTEGRAL = (D.uint8, D.int8, D.int16, D.int32, D.int64)
-_FLOATING = (D.float16, D.float32, D.float64)
+_FLOATING = (D.float16, D.bfloat16, D.float32, D.float64)
 _COMPLEX = (D.complex64, D.complex128)
 
 
