@@ -116,8 +116,10 @@ def _cat(tensors, dim, name):
                                    f"number {i} in the list.")
     rt = _common_dtype(tensors)
     parts = [t._data for t in live]
-    data = np.ascontiguousarray(np.concatenate(parts, axis=k).astype(rt, copy=False)) if parts \
-        else np.empty((0,), dtype=rt)
+    # each part cast straight to the result dtype (NumPy has no common type of bfloat16 and
+    # float16)
+    data = np.ascontiguousarray(np.concatenate(parts, axis=k, dtype=rt, casting="unsafe")) \
+        if parts else np.empty((0,), dtype=rt)
     sizes = tuple(None if (t._data.ndim == 1 and t._data.shape[0] == 0) else t._data.shape[k]
                   for t in tensors)
     casts = None
@@ -163,7 +165,8 @@ def stack(tensors, dim=0):
                                f"entry 0 and {list(t._data.shape)} at entry {i}")
     rt = _common_dtype(tensors)
     # PyTorch's result is contiguous whatever the inputs' layout
-    data = np.ascontiguousarray(np.stack([t._data for t in tensors], axis=k).astype(rt, copy=False))
+    data = np.ascontiguousarray(np.stack([t._data for t in tensors], axis=k, dtype=rt,
+                                         casting="unsafe"))
     casts = None
     if any(t._data.dtype != rt for t in tensors):
         casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
