@@ -83,7 +83,8 @@ def _num(v):
 
 
 def _float_arg(fn, name, pos, v):
-    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "biuf":
+    if isinstance(v, Tensor) and v._data.ndim == 0 and (v._data.dtype.kind in "biu"
+                                                       or v._data.dtype in D.FLOATING):
         return float(v._data)
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, _NUMBER):
         raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be float, not "
@@ -288,7 +289,7 @@ def geometric_(self, p=None, *, generator=None):
     if not 0.0 < pv < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(pv)}")
     dt = self._data.dtype
-    if dt.kind not in "fiu" and self._data.size:
+    if dt.kind not in "iu" and dt not in D.FLOATING and self._data.size:
         raise _not_impl("geometric_cpu", dt)
     g = _gen(generator)
     return _inplace(self, GeometricBackward0, lambda s, d: g.geometric(pv, s))
@@ -337,7 +338,8 @@ def _int_arg(v, what):
 
 
 def _digits(dt):
-    return {np.dtype(np.float16): 11, np.dtype(np.float32): 24, np.dtype(np.float64): 53}[dt]
+    return {np.dtype(np.float16): 11, D.BF16: 8, np.dtype(np.float32): 24,
+            np.dtype(np.float64): 53}[dt]
 
 
 def _as_float(v, dt):
@@ -421,7 +423,7 @@ def random_(self, *args, generator=None, **kwargs):
     dt = d.dtype
     g = _gen(generator)
     if not given:
-        if dt.kind not in "biuf":
+        if dt.kind not in "biu" and dt not in D.FLOATING:
             if not d.size:
                 return _inplace(self, RandomBackward2, _nothing)
             raise _not_impl("random_kernel_cpu", dt)
@@ -446,7 +448,7 @@ def random_(self, *args, generator=None, **kwargs):
             return _inplace(self, RandomBackward0, _nothing)
         if dt.kind in "bc" or dt == np.float16:
             raise _not_impl("random_full_64_bits_range_kernel_cpu", dt)
-        if dt not in (np.int64, np.float32, np.float64):
+        if dt not in (np.int64, np.float32, np.float64, D.BF16):
             raise RuntimeError("random_full_64_bits_range_kernel_cpu handles only int64, double, "
                                "float and bfloat16")
         return _inplace(self, RandomBackward0, _integers(g, _I64_MIN, _I64_MAX))

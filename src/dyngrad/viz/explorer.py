@@ -39,7 +39,7 @@ def summarize(x) -> dict | None:
         except Exception:
             return {"repr": repr(x)[:80]}
     out = {"shape": list(arr.shape), "dtype": str(arr.dtype)}
-    if arr.size and arr.dtype.kind in "biuf":
+    if arr.size and (arr.dtype.kind in "biu" or arr.dtype in _DT.FLOATING):
         a = arr.astype(np.float64, copy=False)
         finite = np.isfinite(a)
         with np.errstate(all="ignore"):
