@@ -568,7 +568,9 @@ def writeable_alias(a):
     iface = dict(a.__array_interface__)
     iface["data"] = (iface["data"][0], False)
     iface["strides"] = a.strides  # the interface says None for any C-contiguous layout
-    return np.asarray(_Interface(iface, a))
+    r = np.asarray(_Interface(iface, a))
+    # the interface describes an extension dtype (bfloat16) only as raw bytes ("|V2")
+    return r if r.dtype == a.dtype else r.view(a.dtype)
 
 
 @op(function=False)
