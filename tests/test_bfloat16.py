@@ -302,6 +302,27 @@ def test_op_values_large(name):
     same(_LARGE[name](dyngrad, dx, dw), _LARGE[name](torch, tx, tw))
 
 
+def test_attention_and_batched_views():
+    """Scaled dot-product attention and a transformer layer run in bfloat16 (their batched
+    products go through expanded, reshaped views), close to PyTorch's."""
+    torch.manual_seed(0)
+    tq = torch.randn(1, 2, 5, 8).bfloat16()
+    dq = dyngrad.tensor(tq.float().tolist()).bfloat16()
+    same(dyngrad.nn.functional.scaled_dot_product_attention(dq, dq * 0.5, dq),
+         torch.nn.functional.scaled_dot_product_attention(tq, tq * 0.5, tq), exact=False)
+    tl = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).bfloat16()
+    dl = dyngrad.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).bfloat16()
+    with dyngrad.no_grad():
+        for a, b in zip(dl.parameters(), tl.parameters()):
+            a.copy_(dyngrad.tensor(b.detach().float().tolist()).bfloat16())
+    to, do = tl(tq[0]), dl(dq[0])
+    same(do, to, exact=False)
+    to.float().square().mean().backward()
+    do.float().square().mean().backward()
+    for a, b in zip(dl.parameters(), tl.parameters()):
+        assert a.grad.dtype is BF
+
+
 def test_assert_close_tolerance():
     a = dyngrad.tensor([1.0, 2.0], dtype=BF)
     dyngrad.testing.assert_close(a, a + 0.01)
