@@ -92,6 +92,42 @@ def test_random_and_empty_dtype(fn):
     assert getattr(dyngrad, fn)(3, dtype=BF).dtype is BF
 
 
+def test_gradient_through_conversions():
+    grads = {}
+    for m in (dyngrad, torch):
+        x = m.tensor([1.1, 2.2], requires_grad=True)
+        y = x.bfloat16()
+        assert type(y.grad_fn).__name__ == "ToCopyBackward0"
+        (y * y).sum().backward()
+        z = m.tensor([1.5], dtype=m.bfloat16, requires_grad=True)
+        (z.float() * 2).sum().backward()
+        grads[m] = (x.grad, z.grad)
+    for a, b in zip(grads[dyngrad], grads[torch]):
+        same(a, b)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.nn.functional.avg_pool1d(x[None], 2),
+    lambda m, x: m.nn.functional.max_pool1d(x[None], 2),
+    lambda m, x: m.nn.functional.pad(x[None], (1, 1), mode="reflect"),
+    lambda m, x: m.nn.functional.interpolate(x[None, None], scale_factor=2, mode="bilinear",
+                                             antialias=True),
+    lambda m, x: m.nn.functional.avg_pool3d(x[None, None, None], 1),
+    lambda m, x: m.nn.functional.multi_margin_loss(x, m.tensor([1, 0, 3])),
+])
+def test_kernel_dispatch(call):
+    """bfloat16 has PyTorch's CPU kernels where float16 has them (the same refusals)."""
+    d, t = pair(_X[:1] * 3)
+    try:
+        expected = call(torch, t)
+    except NotImplementedError as e:
+        with pytest.raises(NotImplementedError) as got:
+            call(dyngrad, d)
+        assert str(got.value) == str(e)
+        return
+    same(call(dyngrad, d), expected)
+
+
 def test_module_bfloat16():
     lin = dyngrad.nn.Linear(3, 2).bfloat16()
     assert lin.weight.dtype is BF and lin.bias.dtype is BF

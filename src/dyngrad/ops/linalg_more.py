@@ -96,7 +96,7 @@ def _outputs(arrays, node_fn, needs, layout=None):
         o._grad_fn = node
         notify(o)
     # complex factors beside real values (S, L): no one dtype to cast the gradients to
-    if len({o._data.dtype for o in outs if o._data.dtype.kind in "fc"}) > 1:
+    if len({o._data.dtype for o in outs if o._data.dtype in D.INEXACT}) > 1:
         node._odt = None
     return outs
 

@@ -932,7 +932,7 @@ def to_dtype(x, dt, memory_format=None):
         d = x._data.astype(dt.np)
     if memory_format is not None:
         d = layout_copy(d, memory_format)
-    if STATE.enabled and x._requires_grad and dt.np.kind in "fc":
+    if STATE.enabled and x._requires_grad and dt.np in D.INEXACT:
         return record(d, ToCopyBackward0((edge_of(x),), (x._data.dtype,)))
     return _make(d)
 

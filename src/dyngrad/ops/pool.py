@@ -87,13 +87,14 @@ def _with_zero(gx, zshape):
 
 
 def need_kernel(x, kernel, *extra, half=True, complex=True):
-    """PyTorch's CPU dispatch of ``kernel``: the floating dtypes (float16 unless ``half`` is
-    False), complex ones (unless ``complex`` is False) and the NumPy dtype names ``extra``
+    """PyTorch's CPU dispatch of ``kernel``: the floating dtypes (float16 and bfloat16 unless
+    ``half`` is False), complex ones (unless ``complex`` is False) and the NumPy dtype names ``extra``
     have one; any other dtype is its NotImplementedError."""
     d = x._data if isinstance(x, Tensor) else x
     n = d.dtype.name
     k = d.dtype.kind
-    if n in extra or (k == "f" and (half or n != "float16")) or (k == "c" and complex):
+    if n in extra or (k == "c" and complex) or (
+            d.dtype in _DT.FLOATING and (half or n not in ("float16", "bfloat16"))):
         return
     raise NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(d.dtype)}\'')
 
