@@ -657,7 +657,7 @@ def _act(input, cls, prm, inplace=False, fname=""):
     if inplace:
         return _inplace_result(input, cls, prm, fname)
     with np.errstate(all="ignore"):  # inf/nan silently, as PyTorch
-        y = D.opmath(cls._f, x, *prm)
+        y = cls._f(x, *prm) if x.dtype is not D.BF16 else D.opmath(cls._f, x, *prm)
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
     if STATE.enabled and input._requires_grad:
@@ -680,7 +680,7 @@ def _act_on_result(input, cls, prm):
     """y = f(x) recorded with a node that saves y and differentiates through it."""
     x = input._data
     with np.errstate(all="ignore"):
-        y = D.opmath(cls._f, x, *prm)
+        y = cls._f(x, *prm) if x.dtype is not D.BF16 else D.opmath(cls._f, x, *prm)
     if y.dtype != x.dtype:
         y = y.astype(x.dtype)
     if STATE.enabled and input._requires_grad:

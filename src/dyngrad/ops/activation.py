@@ -80,7 +80,8 @@ def _along(input, dim, dtype, name, node_cls, scalar, kernel):
     elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
         y = np.empty_like(x)
     else:
-        y = np.ascontiguousarray(D.opmath(kernel, x, k))  # PyTorch's layout
+        y = np.ascontiguousarray(kernel(x, k) if x.dtype is not D.BF16 else
+                                 D.opmath(kernel, x, k))  # PyTorch's layout
     if STATE.enabled and input._requires_grad:
         res = record(y, None)
         res._grad_fn = node_cls((edge_of(input),),

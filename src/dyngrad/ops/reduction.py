@@ -98,10 +98,7 @@ class MeanBackward1(Node):
 
 
 def _sum_np(d, axis, keepdims, rt):
-    """``d.sum`` into dtype ``rt``; a bfloat16 sum is accumulated in float32 and rounded once,
-    as PyTorch's."""
-    if rt != D.BF16:
-        return d.sum(axis=axis, keepdims=keepdims, dtype=rt)
+    """``d.sum`` into bfloat16 ``rt``: accumulated in float32 and rounded once, as PyTorch's."""
     return d.astype(D.BF16, copy=False).sum(axis=axis, keepdims=keepdims,
                                             dtype=np.float32).astype(D.BF16)
 
@@ -129,12 +126,13 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
         keepdim = keepdims
     rt = _sum_dtype(d, dtype)
     if dim is None:
-        r = np.asarray(_sum_np(d, None, False, rt))
+        r = np.asarray(d.sum(dtype=rt) if rt is not D.BF16 else _sum_np(d, None, False, rt))
         if STATE.enabled and input._requires_grad:
             return record(r, SumBackward0((edge_of(input),), (d.shape,)))
         return _make(r)
     dims = dims_of(dim, d.ndim, "sum")
-    r = X.c_order(_sum_np(d, dims, keepdim, rt))
+    r = X.c_order(d.sum(axis=dims, keepdims=keepdim, dtype=rt) if rt is not D.BF16 else
+                  _sum_np(d, dims, keepdim, rt))
     if STATE.enabled and input._requires_grad:
         return record(r, SumBackward1((edge_of(input),), (d.shape, dims, keepdim,
                                                           raw_dims(dim))))
@@ -147,6 +145,22 @@ def _empty_mean(d, dims, keepdim):
     n = _count(d.shape, dims if dims is not None else range(d.ndim))
     s = d.sum(axis=dims, keepdims=keepdim, dtype=d.dtype)
     return s / n if n else np.full(np.shape(s), np.nan, d.dtype)
+
+
+def _bf16_mean(input, dim, keepdim, d):
+    """``mean`` of bfloat16 data ``d``: computed on float32 and rounded once (the nodes are
+    those of the float path, recorded on the bfloat16 input)."""
+    r = mean(_make(d.astype(np.float32)), dim, keepdim)._data.astype(D.BF16)
+    if not (STATE.enabled and input._requires_grad):
+        return _make(r)
+    if dim is None:
+        return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)))
+    dims = dims_of(dim, d.ndim, "mean")
+    n = 1
+    for k in dims:
+        n *= d.shape[k]
+    return record(r, MeanBackward1((edge_of(input),), (d.shape, dims, keepdim, n,
+                                                       raw_dims(dim))))
 
 
 @op()
@@ -164,16 +178,16 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: "
                            f"{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}")
-    acc = np.float32 if d.dtype == D.BF16 else d.dtype  # bfloat16 in float32, rounded once
+    if d.dtype is D.BF16:  # accumulated in float32 and rounded once, as PyTorch
+        return _bf16_mean(input, dim, keepdim, d)
     if dim is None:
-        r = np.asarray(d.mean(dtype=acc).astype(d.dtype, copy=False) if d.size else
-                       _empty_mean(d, None, False))
+        r = np.asarray(d.mean(dtype=d.dtype) if d.size else _empty_mean(d, None, False))
         if STATE.enabled and input._requires_grad:
             return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)))
         return _make(r)
     dims = dims_of(dim, d.ndim, "mean")
-    r = X.c_order(d.mean(axis=dims, keepdims=keepdim, dtype=acc).astype(d.dtype, copy=False)
-                  if d.size else _empty_mean(d, dims, keepdim))
+    r = X.c_order(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype) if d.size else
+                  _empty_mean(d, dims, keepdim))
     if STATE.enabled and input._requires_grad:
         n = 1
         for k in dims:
