@@ -740,9 +740,18 @@ _WARNING_CASES = {
 
 
 def _warnings_of(m, case):
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        _WARNING_CASES[case](m)
+    # PyTorch gives some warnings once per process unless told to warn always (another test
+    # of the session may have triggered it first)
+    always = m is torch and not torch.is_warn_always_enabled()
+    if always:
+        torch.set_warn_always(True)
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            _WARNING_CASES[case](m)
+    finally:
+        if always:
+            torch.set_warn_always(False)
     return [(x.category, str(x.message).split(" (Triggered internally at")[0], x.filename,
              x.lineno) for x in w]
 
