@@ -214,3 +214,17 @@ def twin(fast, diff):
     f.__name__ = getattr(diff, "__name__", "twin")
     f.__doc__ = diff.__doc__
     return f
+
+
+def cat(parts, dim):
+    """Join ``parts`` along ``dim`` (CatBackward0 when they are Tensors)."""
+    if not any(isinstance(p, Tensor) for p in parts):
+        return np.concatenate(parts, axis=dim)
+    return _t().cat(parts, dim)
+
+
+def stack(parts, dim):
+    """Stack ``parts`` along a new ``dim`` (StackBackward0 when they are Tensors)."""
+    if not any(isinstance(p, Tensor) for p in parts):
+        return np.stack(parts, axis=dim)
+    return _t().stack(parts, dim)

@@ -10,7 +10,8 @@ from .. import _dtype as D
 from . import op
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
 from .._tensor import _dim
-from .shape import SplitBackward0, cat, diag_embed, narrow
+from .shape import cat, diag_embed, narrow
+from .views import SplitBackward0
 
 _make = Tensor._make
 

@@ -1,7 +1,10 @@
 """View ops: results share storage and the version counter with their base, remember how to
-re-create themselves from it (for in-place ops on views), and record PyTorch's view nodes."""
+re-create themselves from it (for in-place ops on views), and record PyTorch's view nodes.
+The split family (split, chunk, unbind, tensor_split, hsplit...) gives several views of one
+tensor."""
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -9,6 +12,7 @@ import numpy as np
 from . import op
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, raw_dim, raw_dims, record
 from .._tensor import Size, _dim
+from . import _dual as X
 
 _make = Tensor._make
 _weakref = weakref.ref
@@ -591,6 +595,158 @@ def alias(input):
     return make_view(input, input._data.view(), AliasBackward0, (), lambda x: x)
 
 
+# --- split family: several views of one tensor, one multi-output node ----------------------
+def _make_views(src, datas, node_cls, saved, fns, single=False):
+    """Views ``datas`` of ``src`` that share one backward node (one output each)."""
+    outs = [make_view(src, d, None, (), f) for d, f in zip(datas, fns)]
+    if STATE.enabled:
+        for o in outs:
+            o._creation = MULTI_OUTPUT_NODE
+    if STATE.enabled and src._requires_grad:
+        node = node_cls((edge_of(src),), saved, src._data.dtype)
+        node.__dict__["_nout"] = len(outs)
+        for i, o in enumerate(outs):
+            o._requires_grad = True
+            o._grad_fn = node
+            if i:
+                o._output_nr = i
+            if RECORD_HOOKS:
+                notify(o)
+    return outs
+
+
+class SplitBackward0(Node):
+    """Gradient of split/chunk: the outputs' gradients joined (zeros where none arrived)."""
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        dim, sizes, shape, dtype = self._saved[:4]
+        if self._nout == 1:  # one piece: the engine passes its gradient alone
+            g = (g,)
+        like = next(gi for gi in g if gi is not None)
+        parts = []
+        for gi, s in zip(g, sizes):
+            if gi is None:
+                gi = X.zeros(shape[:dim] + (s,) + shape[dim + 1:], like, dtype)
+            parts.append(gi)
+        return X.cat(parts, dim),
+
+
+class SplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+class UnbindBackward0(Node):
+    __slots__ = ()
+    _needs_saved = False
+
+    def _bw(self, g, graph):
+        dim, shape, dtype = self._saved[:3]
+        if self._nout == 1:  # one piece: the engine passes its gradient alone
+            g = (g,)
+        sub = shape[:dim] + shape[dim + 1:]
+        like = next(gi for gi in g if gi is not None)
+        return X.stack([gi if gi is not None else X.zeros(sub, like, dtype) for gi in g], dim),
+
+
+def _split_sizes(input, sizes, dim, node_cls, raw):
+    d = input._data
+    k = _dim(dim, d.ndim)
+    datas, fns, start = [], [], 0
+    for s in sizes:
+        key = (slice(None),) * k + (slice(start, start + s),)
+        datas.append(d[key])
+        fns.append(lambda x, key=key: x[key])
+        start += s
+    return tuple(_make_views(input, datas, node_cls, (k, tuple(sizes), d.shape, d.dtype,
+                                                      raw_dim(raw)), fns))
+
+
+@op()
+def split(tensor, split_size_or_sections, dim=0):
+    """Views of consecutive pieces along ``dim``: equal ``int`` sizes (last may be smaller) or
+    the listed sizes; SplitBackward0 / SplitWithSizesBackward0."""
+    d = tensor._data
+    if d.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    k = _dim(dim, d.ndim)
+    n = d.shape[k]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                               f"tensor's size at dimension {k}), but got split_sizes={sizes}")
+        return _split_sizes(tensor, sizes, k, SplitWithSizesBackward0, dim)
+    ss = int(split_size_or_sections)
+    if ss < 0 or (ss == 0 and n != 0):
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {n}")
+    if n == 0:
+        sizes = [0]
+    else:
+        sizes = [ss] * (n // ss) + ([n % ss] if n % ss else [])
+    return _split_sizes(tensor, sizes, k, SplitBackward0, dim)
+
+
+op("split_with_sizes", function=False)(lambda self, split_sizes, dim=0: split(self, list(split_sizes), dim))
+
+
+@op()
+def chunk(input, chunks, dim=0):
+    """At most ``chunks`` views of equal size (the last may be smaller); SplitBackward0."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    n = d.shape[_dim(dim, d.ndim)]
+    if n == 0:  # PyTorch: ``chunks`` empty pieces (SplitWithSizesBackward0)
+        return split(input, [0] * chunks, dim)
+    return split(input, max(math.ceil(n / chunks), 1), dim)
+
+
+@op()
+def tensor_split(input, indices_or_sections, dim=0):
+    """Pieces of ``input`` along ``dim`` at the given indices, or as ``n`` near-equal parts."""
+    from .shape import narrow
+    d = input._data
+    if d.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    k = _dim(dim, d.ndim)
+    n = d.shape[k]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, (list, tuple)):
+        bounds = [0] + [min(max(int(i) if i >= 0 else int(i) + n, 0), n) for i in indices_or_sections] + [n]
+    else:
+        sec = int(indices_or_sections)
+        if sec <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sec}")
+        q, r = divmod(n, sec)
+        bounds = [0]
+        for i in range(sec):
+            bounds.append(bounds[-1] + q + (1 if i < r else 0))
+    return tuple(narrow(input, k, min(s, n), max(e - s, 0)) for s, e in zip(bounds[:-1], bounds[1:]))
+
+
+@op()
+def unbind(input, dim=0):
+    """Views of each slice along ``dim`` (the dimension removed); UnbindBackward0."""
+    d = input._data
+    if d.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    k = _dim(dim, d.ndim)
+    datas, fns = [], []
+    for i in range(d.shape[k]):
+        key = (slice(None),) * k + (i, Ellipsis)  # Ellipsis: a 0-d view, not a scalar copy
+        datas.append(d[key])
+        fns.append(lambda x, key=key: x[key])
+    return tuple(_make_views(input, datas, UnbindBackward0, (k, d.shape, d.dtype, raw_dim(dim)),
+                             fns))
+
+
 # --- hsplit / vsplit / dsplit ---------------------------------------------------------------
 def _dir_split(name, input, indices_or_sections, min_dim, method):
     """hsplit/vsplit/dsplit: tensor_split along their dim, sections dividing the size exactly
@@ -615,7 +771,6 @@ def _dir_split(name, input, indices_or_sections, min_dim, method):
             raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
                                f"size of the dimension {n} is not divisible by the split_size "
                                f"{s}!")
-    from .shape import tensor_split
     return tensor_split(input, indices_or_sections, dim)
 
 
