@@ -94,6 +94,9 @@ ROWS = [
            [S((2, 3))], "IndexFillBackward0"),
     OpInfo("index_fill_tensor", lambda a, v: a.index_fill(1, I(0, 2), v),
            lambda a, v: _np_set(a, (slice(None), [0, 2]), v), [S((2, 3), ())], "IndexFillBackward1"),
+    # a repeated index: the value's gradient counts each filled slice once
+    OpInfo("index_fill_tensor_repeat", lambda a, v: a.index_fill(1, I(0, 2, 0), v),
+           lambda a, v: _np_set(a, (slice(None), [0, 2]), v), [S((2, 3), ())], "IndexFillBackward1"),
     OpInfo("index_copy", lambda a, s: a.index_copy(0, I(2, 0), s), lambda a, s: _np_set(a, [2, 0], s),
            [S((3, 2), (2, 2))], "IndexCopyBackward0"),
     OpInfo("index_put", lambda a, v: a.index_put((I(0, 2, 0),), v, accumulate=True),

@@ -228,3 +228,19 @@ def stack(parts, dim):
     if not any(isinstance(p, Tensor) for p in parts):
         return np.stack(parts, axis=dim)
     return _t().stack(parts, dim)
+
+
+def assign(dst, src):
+    """Write ``src`` into ``dst`` (a view of a buffer being built): ``dst[...] = src`` on
+    arrays, ``copy_`` (recorded) on Tensors."""
+    if isinstance(dst, Tensor):
+        dst.copy_(src)
+    else:
+        dst[...] = src
+
+
+def sum_all(x):
+    """The sum of every element of ``x`` (a 0-d array of its dtype; SumBackward0 on Tensors)."""
+    if not isinstance(x, Tensor):
+        return np.asarray(x.sum(), dtype=x.dtype)
+    return x.sum()

@@ -1,6 +1,7 @@
 """Ops driven by index tensors: gather/scatter, index_select/add/fill/copy, masked_fill/
-select/scatter, take.  Each gradient is the matching scatter or gather of the other.  (Sorting,
-searching and the index-producing ops are in ``sorting.py``.)"""
+select/scatter, take.  Each gradient is the matching scatter or gather of the other, written
+once with the ``_any`` kernels below (NumPy on arrays, the recorded op on Tensors under
+``create_graph``).  (Sorting, searching and the index-producing ops are in ``sorting.py``.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +12,7 @@ from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _dtype as D
 from .reduction import raw_dim
+from . import _dual as X
 
 _make = Tensor._make
 
@@ -48,13 +50,6 @@ def _check_along(d, index, dim, name):
             raise RuntimeError(f"index {v} is out of bounds for dimension {dim} with size {n}")
 
 
-def _zeros(shape, dtype, graph):
-    if not graph:
-        return np.zeros(shape, dtype=dtype)
-    from .._factories import zeros
-    return zeros(shape, dtype=dtype)
-
-
 def _T(a):
     return _make(a)
 
@@ -66,11 +61,7 @@ class GatherBackward0(Node):
     def _bw(self, g, graph):
         shape, dim, index, sx, _ = self._saved
         sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
-        if not graph:
-            z = np.zeros(shape, dtype=g.dtype)
-            np.add.at(z, _along(index, dim), g)
-            return z,
-        return scatter_add(_zeros(shape, g.dtype, True), dim, _T(index), g),
+        return _scatter_add_any(g, shape, dim, index),
 
 
 @op()
@@ -139,15 +130,10 @@ class ScatterBackward0(Node):
         dim, index, sshape, _ = self._saved
         gself = gsrc = None
         if self.next_functions[0][0] is not None:
-            if not graph:
-                gself = g.copy()
-                gself[_along(index, dim)] = 0
-            else:
-                gself = scatter(g, dim, _T(index), 0.0)
+            gself = _scatter_zero_any(g, dim, index)
         if len(self.next_functions) > 1:
             if self.next_functions[1][0] is not None:
-                gs = g[_along(index, dim)] if not graph else gather(g, dim, _T(index))
-                gsrc = _src_grad(gs, sshape, type(self).__name__)
+                gsrc = _src_grad(_gather_any(g, dim, index), sshape, type(self).__name__)
             return gself, gsrc
         return gself,
 
@@ -164,8 +150,7 @@ class ScatterAddBackward0(Node):
         dim, index, sshape, _ = self._saved
         gsrc = None
         if self.next_functions[1][0] is not None:
-            gs = g[_along(index, dim)] if not graph else gather(g, dim, _T(index))
-            gsrc = _src_grad(gs, sshape, type(self).__name__)
+            gsrc = _src_grad(_gather_any(g, dim, index), sshape, type(self).__name__)
         return g, gsrc
 
 
@@ -263,11 +248,7 @@ class IndexSelectBackward0(Node):
 
     def _bw(self, g, graph):
         shape, dim, idx = self._saved[:3]
-        if not graph:
-            z = np.zeros(shape, dtype=g.dtype)
-            np.add.at(z if shape else z.reshape(1), (slice(None),) * dim + (idx,), g)
-            return z,
-        return index_add(_zeros(shape, g.dtype, True), dim, _T(idx), g),
+        return _index_add_any(g, shape, dim, idx),
 
 
 @op()
@@ -294,10 +275,7 @@ class IndexAddBackward0(Node):
         gs = None
         if self.next_functions[1][0] is not None:
             ss.get(self, False)  # source is saved for its gradient, as PyTorch's
-            if not graph:
-                gs = np.take(g, idx, axis=dim) if g.ndim else g.reshape(1)[idx]
-            else:
-                gs = index_select(g, dim, _T(idx))
+            gs = _index_select_any(g, dim, idx)
             if alpha != 1:
                 gs = gs * alpha
             gs = gs.reshape(sshape)
@@ -368,18 +346,10 @@ class IndexFillBackward0(Node):
 
     def _bw(self, g, graph):
         dim, idx = self._saved[:2]
-        if not graph:
-            gs = g.copy()
-            (gs if gs.ndim else gs.reshape(1))[_dim_key(gs, dim, idx)] = 0
-        else:
-            gs = index_fill(g, dim, _T(idx), 0.0)
+        gs = _index_zero_any(g, dim, idx)
         gv = None
         if len(self.next_functions) > 1 and self.next_functions[1][0] is not None:
-            if not graph:
-                gv = (np.take(g, idx, axis=dim) if g.ndim else g.reshape(1)[idx]).sum()
-                gv = np.asarray(gv, dtype=g.dtype)
-            else:
-                gv = index_select(g, dim, _T(np.unique(idx))).sum()
+            gv = X.sum_all(_index_select_any(g, dim, np.unique(idx)))
         return (gs,) + ((gv,) if len(self.next_functions) > 1 else ())
 
 
@@ -421,17 +391,9 @@ class IndexCopyBackward0(Node):
             ss.get(self, False)  # source is saved for its gradient, as PyTorch's
         gself = gs = None
         if self.next_functions[0][0] is not None:
-            if not graph:
-                gself = g.copy()
-                (gself if gself.ndim else gself.reshape(1))[_dim_key(gself, dim, idx)] = 0
-            else:
-                gself = index_fill(g, dim, _T(idx), 0.0)
+            gself = _index_zero_any(g, dim, idx)
         if self.next_functions[1][0] is not None:
-            if not graph:
-                gs = np.take(g, idx, axis=dim) if g.ndim else g.reshape(1)[idx]
-            else:
-                gs = index_select(g, dim, _T(idx))
-            gs = gs.reshape(sshape)
+            gs = _index_select_any(g, dim, idx).reshape(sshape)
         return gself, gs
 
 
@@ -474,16 +436,10 @@ class MaskedFillBackward0(Node):
 
     def _bw(self, g, graph):
         mask, shape = self._saved
-        if not graph:
-            gs = sum_to(np.where(mask, 0, g).astype(g.dtype, copy=False), shape)
-        else:
-            gs = sum_to(masked_fill(g, _T(mask), 0.0), shape)
+        gs = sum_to(_masked_zero_any(g, mask), shape)
         gv = None
         if len(self.next_functions) > 1 and self.next_functions[1][0] is not None:
-            if not graph:
-                gv = np.asarray(np.where(mask, g, 0).sum(), dtype=g.dtype)
-            else:
-                gv = masked_fill(g, _T(~mask), 0.0).sum()
+            gv = X.sum_all(_masked_zero_any(g, ~mask))
         return (gs,) + ((gv,) if len(self.next_functions) > 1 else ())
 
 
@@ -531,14 +487,7 @@ class MaskedSelectBackward0(Node):
     def _bw(self, g, graph):
         mask, shape, sx = self._saved
         sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
-        bshape = mask.shape
-        if not graph:
-            z = np.zeros(bshape, dtype=g.dtype)
-            z[mask] = g
-            return sum_to(z, shape),
-        from .inplace import _index_put_fn
-        z = _index_put_fn(_zeros(bshape, g.dtype, True), (mask,), g)
-        return sum_to(z, shape),
+        return sum_to(_mask_place_any(g, mask), shape),
 
 
 @op()
@@ -562,19 +511,10 @@ class MaskedScatterBackward0(Node):
 
     def _bw(self, g, graph):
         mask, n, sshape = self._saved
-        if not graph:
-            gs = np.where(mask, 0, g).astype(g.dtype, copy=False)
-            sel = g[mask]
-            gsrc = np.zeros(int(np.prod(sshape)), dtype=g.dtype)
-            gsrc[:n] = sel
-            return gs, gsrc.reshape(sshape)
-        gs = masked_fill(g, _T(mask), 0.0)
-        from .shape import cat
-        from .._factories import zeros
-        sel = masked_select(g, _T(mask))
+        sel = _masked_select_any(g, mask)
         rest = int(np.prod(sshape)) - n
-        gsrc = cat([sel, zeros(rest, dtype=g.dtype)]) if rest else sel
-        return gs, gsrc.reshape(sshape)
+        gsrc = X.cat([sel, X.zeros(rest, g)], 0) if rest else sel
+        return _masked_zero_any(g, mask), gsrc.reshape(sshape)
 
 
 @op()
@@ -601,14 +541,7 @@ class TakeBackward0(Node):
     def _bw(self, g, graph):
         shape, idx, sx = self._saved
         sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
-        n = int(np.prod(shape))
-        if not graph:
-            z = np.zeros(n, dtype=g.dtype)
-            np.add.at(z, idx.reshape(-1), g.reshape(-1))
-            return z.reshape(shape),
-        from .inplace import _index_put_fn
-        z = _index_put_fn(_zeros((n,), g.dtype, True), (idx.reshape(-1),), g.reshape(-1), True)
-        return z.reshape(shape),
+        return _put_add_any(g.reshape(-1), int(np.prod(shape)), idx.reshape(-1)).reshape(shape),
 
 
 @op()
@@ -628,6 +561,91 @@ def take(input, index):
     if STATE.enabled and input._requires_grad:
         return record(data, TakeBackward0((edge_of(input),), (d.shape, idx, Saved(input))))
     return _make(data)
+
+
+# --- the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph) ----------
+def _scatter_add_np(g, shape, dim, index):
+    z = np.zeros(shape, dtype=g.dtype)
+    np.add.at(z, _along(index, dim), g)
+    return z
+
+
+def _scatter_zero_np(g, dim, index):
+    r = g.copy()
+    r[_along(index, dim)] = 0
+    return r
+
+
+def _scatter_place_np(g, shape, dim, index):
+    z = np.zeros(shape, dtype=g.dtype)
+    z[_along(index, dim)] = g
+    return z
+
+
+def _index_add_np(g, shape, dim, idx):
+    z = np.zeros(shape, dtype=g.dtype)
+    np.add.at(z if shape else z.reshape(1), (slice(None),) * dim + (idx,), g)
+    return z
+
+
+def _index_zero_np(g, dim, idx):
+    r = g.copy()
+    (r if r.ndim else r.reshape(1))[_dim_key(r, dim, idx)] = 0
+    return r
+
+
+def _mask_place_np(g, mask):
+    z = np.zeros(mask.shape, dtype=g.dtype)
+    z[mask] = g
+    return z
+
+
+def _mask_place_t(g, mask):
+    from .inplace import _index_put_fn
+    return _index_put_fn(X.zeros(mask.shape, g), (mask,), g)
+
+
+def _put_add_np(g, n, idx):
+    z = np.zeros(n, dtype=g.dtype)
+    np.add.at(z, idx, g)
+    return z
+
+
+def _put_add_t(g, n, idx):
+    from .inplace import _index_put_fn
+    return _index_put_fn(X.zeros((n,), g), (idx,), g, True)
+
+
+# zeros of ``shape`` with ``g`` added at ``index`` along ``dim`` (gather's gradient)
+_scatter_add_any = X.twin(_scatter_add_np, lambda g, shape, dim, index: scatter_add(
+    X.zeros(shape, g), dim, _T(index), g))
+# zeros of ``shape`` with ``g`` written at ``index`` along ``dim`` (sort's gradient)
+_scatter_place_any = X.twin(_scatter_place_np, lambda g, shape, dim, index: scatter(
+    X.zeros(shape, g), dim, _T(index), g))
+# ``g`` with zeros written at ``index`` along ``dim``
+_scatter_zero_any = X.twin(_scatter_zero_np, lambda g, dim, index: scatter(g, dim, _T(index), 0.0))
+# ``g`` at ``index`` along ``dim``
+_gather_any = X.twin(lambda g, dim, index: g[_along(index, dim)],
+                     lambda g, dim, index: gather(g, dim, _T(index)))
+# zeros of ``shape`` with the slices of ``g`` added at ``idx`` (a vector) along ``dim``
+_index_add_any = X.twin(_index_add_np, lambda g, shape, dim, idx: index_add(
+    X.zeros(shape, g), dim, _T(idx), g))
+# the slices of ``g`` at ``idx`` along ``dim``
+_index_select_any = X.twin(
+    lambda g, dim, idx: np.take(g, idx, axis=dim) if g.ndim else g.reshape(1)[idx],
+    lambda g, dim, idx: index_select(g, dim, _T(idx)))
+# ``g`` with the slices at ``idx`` along ``dim`` zeroed
+_index_zero_any = X.twin(_index_zero_np, lambda g, dim, idx: index_fill(g, dim, _T(idx), 0.0))
+# ``g`` with zeros where ``mask`` is True
+_masked_zero_any = X.twin(lambda g, mask: np.where(mask, 0, g).astype(g.dtype, copy=False),
+                          lambda g, mask: masked_fill(g, _T(mask), 0.0))
+# the elements of ``g`` where ``mask`` is True
+_masked_select_any = X.twin(lambda g, mask: g[mask],
+                            lambda g, mask: masked_select(g, _T(mask)))
+# zeros of ``mask``'s shape with ``g`` written where it is True
+_mask_place_any = X.twin(_mask_place_np, _mask_place_t)
+# zeros of ``n`` elements with ``g`` added at ``idx``
+_put_add_any = X.twin(_put_add_np, _put_add_t)
 
 
 # --- in-place forms -----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import numpy as np
 from .._record import STATE, Node, Tensor, edge_of, record
 from .views import make_view, alias, expand_shape, UnsqueezeBackward0
 from .. import _dtype as _DT
+from . import _dual as X
 
 _make = Tensor._make
 _INT64_MAX = (1 << 63) - 1
@@ -51,7 +52,7 @@ class SelectBackward0(Node):
     def _bw(self, g, graph):
         shape, dim, idx = self._saved[:3]
         key = (slice(None),) * dim + (idx, Ellipsis)
-        return _scatter(shape, key, g, graph),
+        return _scatter_any(g, shape, key),
 
 
 class SliceBackward0(SelectBackward0):
@@ -64,29 +65,30 @@ class IndexBackward0(Node):
 
     def _bw(self, g, graph):
         shape, key = self._saved
-        return _scatter(shape, key, g, graph, accumulate=True),
+        return _scatter_any(g, shape, key, True),
 
 
-def _scatter(shape, key, g, graph, accumulate=False):
-    """A zero tensor of ``shape`` with ``g`` placed (or added) at ``key``."""
-    if not graph:
-        z = np.zeros(shape, dtype=g.dtype)
-        if accumulate:
-            np.add.at(z, key, g)
-        else:
-            z[key] = g
-        return z
-    from .._factories import zeros
-    z = zeros(shape, dtype=g.dtype)
+def _scatter_np(g, shape, key, accumulate=False):
+    z = np.zeros(shape, dtype=g.dtype)
     if accumulate:
-        return _index_put_graph(z, key, g)
+        np.add.at(z, key, g)
+    else:
+        z[key] = g
+    return z
+
+
+def _scatter_t(g, shape, key, accumulate=False):
+    z = X.zeros(shape, g)
+    if accumulate:
+        from .inplace import index_put_acc
+        return index_put_acc(z, key, g)
     z[key] = g
     return z
 
 
-def _index_put_graph(z, key, g):
-    from .inplace import index_put_acc
-    return index_put_acc(z, key, g)
+# zeros of ``shape`` with ``g`` placed (or added, ``accumulate``) at ``key``: NumPy on arrays,
+# recorded (CopySlices / IndexPutBackward0) on Tensors
+_scatter_any = X.twin(_scatter_np, _scatter_t)
 
 
 def _expand_key(key, ndim):

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import op
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
+from . import _dual as X
 from ._dual import c_order, zeros_like
 from ..autograd.node import AccumulateGrad, Saved, lazy
 from .._record import edges_first
@@ -420,26 +421,9 @@ class CopySlices(Node):
 
     def _bw(self, g, graph):
         chain, node, shape, dtype = self._unpack()
-        if graph:
-            res = g.clone()
-            gv = apply_chain(g, chain)
-            outs = node._bw(gv.contiguous() if hasattr(gv, "contiguous") else gv, graph)
-            region = apply_chain(res, chain)
-            if outs[0] is None:
-                region.zero_()
-            else:
-                region.copy_(outs[0])  # refuses a region whose elements overlap, as PyTorch
-            return (res,) + tuple(outs[1:])
-        res = np.array(g, dtype=g.dtype, copy=True)
-        gv = apply_chain(g, chain)
-        outs = node._bw(c_order(gv), graph)
-        region = apply_chain(res, chain)
-        if not region.flags.writeable:  # a slice of an expand
-            if outs[0] is not None and overlapping(region):
-                # PyTorch copies the region's gradient in with copy_, which refuses overlap
-                raise _internal_overlap()
-            region = writeable_alias(region)
-        region[...] = 0 if outs[0] is None else outs[0]
+        res = _clone_any(g)
+        outs = node._bw(_contiguous_any(apply_chain(g, chain)), graph)
+        _region_set_any(apply_chain(res, chain), outs[0])
         return (res,) + tuple(outs[1:])
 
     def _release(self):
@@ -460,29 +444,63 @@ class AsStridedBackward0(Node):
         chain, shape = self._saved[:2]
         # the base's dtype (a view_as_real/view_as_complex chain changes it)
         dt = self._saved[2] if len(self._saved) > 2 else g.dtype
-        if graph:
-            from .._factories import zeros
-            from .._dtype import FROM_NP
-            z = zeros(shape, dtype=FROM_NP[np.dtype(dt)])
-            if 0 in tuple(g.shape):  # an empty view: PyTorch returns fresh zeros, no graph
-                return z,
-            if apply_chain(z._data, chain).flags.writeable:
-                apply_chain(z, chain).copy_(g)
-                return z,
-            # elements sharing memory (an expand): their gradients add up
-            return index_put_acc(z.reshape(-1), (self._positions(shape, chain),), g).reshape(shape),
-        z = np.zeros(shape, dtype=dt)
-        r = apply_chain(z, chain)
-        if r.flags.writeable:
-            r[...] = g
-        else:
-            np.add.at(z.reshape(-1), self._positions(shape, chain), g)
-        return z,
+        return _strided_place_any(g, shape, chain, dt),
 
     @staticmethod
     def _positions(shape, chain):
         """Where each element of the view lies in the flattened base."""
         return apply_chain(np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape), chain)
+
+
+def _region_set_np(region, g):
+    if not region.flags.writeable:  # a slice of an expand
+        if g is not None and overlapping(region):
+            # PyTorch copies the region's gradient in with copy_, which refuses overlap
+            raise _internal_overlap()
+        region = writeable_alias(region)
+    region[...] = 0 if g is None else g
+
+
+def _region_set_t(region, g):
+    if g is None:
+        region.zero_()
+    else:
+        region.copy_(g)  # refuses a region whose elements overlap, as PyTorch
+
+
+def _strided_place_np(g, shape, chain, dt):
+    z = np.zeros(shape, dtype=dt)
+    r = apply_chain(z, chain)
+    if r.flags.writeable:
+        r[...] = g
+    else:
+        np.add.at(z.reshape(-1), AsStridedBackward0._positions(shape, chain), g)
+    return z
+
+
+def _strided_place_t(g, shape, chain, dt):
+    from .._factories import zeros
+    from .._dtype import FROM_NP
+    z = zeros(shape, dtype=FROM_NP[np.dtype(dt)])
+    if 0 in tuple(g.shape):  # an empty view: PyTorch returns fresh zeros, no graph
+        return z
+    if apply_chain(z._data, chain).flags.writeable:
+        apply_chain(z, chain).copy_(g)
+        return z
+    # elements sharing memory (an expand): their gradients add up
+    positions = AsStridedBackward0._positions(shape, chain)
+    return index_put_acc(z.reshape(-1), (positions,), g).reshape(shape)
+
+
+# the backward kernels of the in-place history nodes: NumPy on arrays, the recorded ops on
+# Tensors (create_graph)
+_clone_any = X.twin(lambda g: np.array(g, dtype=g.dtype, copy=True), lambda g: g.clone())
+_contiguous_any = X.twin(c_order, lambda g: g.contiguous())
+# the region (a view of the base's gradient) set to the in-place op's gradient, zeros for None
+_region_set_any = X.twin(_region_set_np, _region_set_t)
+# zeros of the base's ``shape`` with ``g`` written (added, where elements share memory) in the
+# view ``chain`` gives
+_strided_place_any = X.twin(_strided_place_np, _strided_place_t)
 
 
 # --- copy_ and fill_ --------------------------------------------------------------------
@@ -877,18 +895,19 @@ class IndexPutBackward0(Node):
         if self.next_functions[0][0] is not None:
             if accumulate:
                 gself = g
-            elif graph:
-                gself = g.clone()
-                gself[key] = 0.0
             else:
-                gself = g.copy()
-                gself[key] = 0
+                gself = _clone_any(g)
+                gself[key] = 0.0
         gv = None
         if self.next_functions[1][0] is not None:
-            sel = g[key] if graph is False else g[tuple(_make(k) if isinstance(k, np.ndarray) else k
-                                                        for k in key) if isinstance(key, tuple) else key]
-            gv = sum_to(sel, vshape)
+            gv = sum_to(_index_any(g, key), vshape)
         return gself, gv
+
+
+# ``g[key]``; a Tensor is indexed with the key's arrays as Tensors (IndexBackward0)
+_index_any = X.twin(lambda g, key: g[key], lambda g, key: g[
+    tuple(_make(k) if isinstance(k, np.ndarray) else k for k in key)
+    if isinstance(key, tuple) else key])
 
 
 def _index_put_fn(old, key, values, accumulate=False):

@@ -1,6 +1,6 @@
 """Shape ops beyond the basic views: joining (cat, stack), reordering (flip, roll, movedim),
-repetition, diagonals and triangles.  Backward formulas branch on ``graph``: NumPy on arrays,
-differentiable dyngrad ops on Tensors."""
+repetition, diagonals and triangles.  Each backward is written once: ``X.twin`` pairs a NumPy
+kernel (arrays) with the differentiable op (Tensors, under ``create_graph``)."""
 from __future__ import annotations
 
 
@@ -21,13 +21,6 @@ def _ints(args):
     if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
         return tuple(int(a) for a in args[0])
     return tuple(int(a) for a in args)
-
-
-def _zeros(shape, like, graph):
-    if not graph:
-        return np.zeros(shape, dtype=like.dtype)
-    from .._factories import zeros
-    return zeros(shape, dtype=like.dtype)
 
 
 # --- cat / stack ---------------------------------------------------------------------------
@@ -321,7 +314,7 @@ class FlipBackward0(Node):
 
     def _bw(self, g, graph):
         dims = self._saved[0]
-        return (np.flip(g, dims).copy() if not graph else flip(g, dims)),
+        return _flip_any(g, dims),
 
 
 @op()
@@ -362,7 +355,7 @@ class RollBackward0(Node):
     def _bw(self, g, graph):
         shifts, dims, _ = self._saved
         neg = tuple(-s for s in shifts)
-        return (_np_roll(g, neg, dims) if not graph else roll(g, neg, dims if dims else None)),
+        return _roll_any(g, neg, dims),
 
 
 def _np_roll(d, shifts, dims):
@@ -399,7 +392,7 @@ class Rot90Backward0(Node):
 
     def _bw(self, g, graph):
         k, dims, _ = self._saved
-        return (np.rot90(g, -k, dims).copy() if not graph else rot90(g, -k, dims)),
+        return _rot90_any(g, -k, dims),
 
 
 @op()
@@ -437,10 +430,8 @@ class RepeatBackward0(Node):
             inter += [r, s]
         axes = tuple(range(0, 2 * len(reps), 2))
         if 0 in inter:
-            return _zeros(shape, g, graph),
-        if not graph:
-            return g.reshape(inter).sum(axis=axes).reshape(shape),
-        return g.reshape(inter).sum(dim=axes).reshape(shape),
+            return X.zeros(shape, g),
+        return X.sum_dims(g.reshape(inter), axes, keepdim=False).reshape(shape),
 
 
 @op(function=False)
@@ -619,19 +610,25 @@ class DiagonalBackward0(Node):
 
     def _bw(self, g, graph):
         shape, offset, d1, d2 = self._saved[:4]
-        if not graph:
-            z = np.zeros(shape, dtype=g.dtype)
-            _np_diag_view(z, offset, d1, d2)[...] = g
-            return z,
-        return diag_embed(g, offset, d1, d2) if _embed_shape(tuple(g.shape), offset, d1, d2) == shape \
-            else _diag_place(shape, g, offset, d1, d2),
+        return _diag_place_any(g, shape, offset, d1, d2),
 
 
-def _diag_place(shape, g, offset, d1, d2):
-    from .._factories import zeros
-    z = zeros(shape, dtype=g.dtype)
+def _diag_place_np(g, shape, offset, d1, d2):
+    z = np.zeros(shape, dtype=g.dtype)
+    _np_diag_view(z, offset, d1, d2)[...] = g
+    return z
+
+
+def _diag_place_t(g, shape, offset, d1, d2):
+    if _embed_shape(tuple(g.shape), offset, d1, d2) == shape:
+        return diag_embed(g, offset, d1, d2)
+    z = X.zeros(shape, g)
     diagonal(z, offset, d1, d2).copy_(g)
     return z
+
+
+# ``g`` placed on the diagonal of zeros of ``shape`` (DiagonalBackward0's gradient)
+_diag_place_any = X.twin(_diag_place_np, _diag_place_t)
 
 
 class DiagonalBackward0Copy(DiagonalBackward0):
@@ -670,9 +667,7 @@ class DiagEmbedBackward0(Node):
 
     def _bw(self, g, graph):
         offset, d1, d2 = self._saved[:3]
-        if not graph:
-            return _np_diag_view(g, offset, d1, d2).copy(),
-        return diagonal(g, offset, d1, d2).clone(),
+        return _diagonal_copy_any(g, offset, d1, d2),
 
 
 @op()
@@ -712,7 +707,7 @@ class TrilBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        return (np.tril(g, self._saved[0]) if not graph else tril(g, self._saved[0])),
+        return _tril_any(g, self._saved[0]),
 
 
 class TriuBackward0(Node):
@@ -720,7 +715,7 @@ class TriuBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        return (np.triu(g, self._saved[0]) if not graph else triu(g, self._saved[0])),
+        return _triu_any(g, self._saved[0]),
 
 
 def _tri(input, k, np_fn, cls, name):
@@ -744,6 +739,17 @@ def tril(input, diagonal=0):
 def triu(input, diagonal=0):
     """The upper triangle (on and above diagonal ``diagonal``) of the last two dims; TriuBackward0."""
     return _tri(input, diagonal, np.triu, TriuBackward0, "triu")
+
+
+# the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph)
+_flip_any = X.twin(lambda g, dims: np.flip(g, dims).copy(), lambda g, dims: flip(g, dims))
+_roll_any = X.twin(_np_roll, lambda g, shifts, dims: roll(g, shifts, dims if dims else None))
+_rot90_any = X.twin(lambda g, k, dims: np.rot90(g, k, dims).copy(),
+                    lambda g, k, dims: rot90(g, k, dims))
+_diagonal_copy_any = X.twin(lambda g, offset, d1, d2: _np_diag_view(g, offset, d1, d2).copy(),
+                            lambda g, offset, d1, d2: diagonal(g, offset, d1, d2).clone())
+_tril_any = X.twin(np.tril, lambda g, k: tril(g, k))
+_triu_any = X.twin(np.triu, lambda g, k: triu(g, k))
 
 
 def _inplace_tri(name):

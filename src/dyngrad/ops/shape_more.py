@@ -12,6 +12,7 @@ from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
 from .._tensor import _dim
 from .shape import cat, diag_embed, narrow
 from .views import SplitBackward0
+from . import _dual as X
 
 _make = Tensor._make
 
@@ -56,20 +57,30 @@ class NarrowCopyBackward0(Node):
             # negative start whose slice reaches the end selects nothing there
             raise RuntimeError(f"The size of tensor a (0) must match the size of tensor b "
                                f"({length}) at non-singleton dimension {dim}")
-        if not graph:
-            r = np.zeros(shape, g.dtype)
-            r[(slice(None),) * dim + (slice(start, start + length),)] = g
-            return r,
-        from .._factories import zeros
-        parts = []
-        before = shape[:dim] + (start,) + shape[dim + 1:]
-        after = shape[:dim] + (shape[dim] - start - length,) + shape[dim + 1:]
-        if start:
-            parts.append(zeros(before, dtype=g.dtype))
-        parts.append(g)
-        if after[dim]:
-            parts.append(zeros(after, dtype=g.dtype))
-        return (cat(parts, dim) if len(parts) > 1 else g.clone()),
+        return _narrow_place_any(g, shape, dim, start, length),
+
+
+def _narrow_place_np(g, shape, dim, start, length):
+    r = np.zeros(shape, g.dtype)
+    r[(slice(None),) * dim + (slice(start, start + length),)] = g
+    return r
+
+
+def _narrow_place_t(g, shape, dim, start, length):
+    parts = []
+    before = shape[:dim] + (start,) + shape[dim + 1:]
+    after = shape[:dim] + (shape[dim] - start - length,) + shape[dim + 1:]
+    if start:
+        parts.append(X.zeros(before, g))
+    parts.append(g)
+    if after[dim]:
+        parts.append(X.zeros(after, g))
+    return cat(parts, dim) if len(parts) > 1 else g.clone()
+
+
+# ``g`` placed at [start, start + length) along ``dim`` of zeros of ``shape``: NumPy on arrays,
+# PyTorch's recorded composition (zeros joined by CatBackward0) on Tensors
+_narrow_place_any = X.twin(_narrow_place_np, _narrow_place_t)
 
 
 def _narrow_copy(p, input, dim, start, length):
@@ -301,13 +312,8 @@ class _DiagRegionBackward(Node):
 
     def _bw(self, g, graph):
         fn, shape = self._saved
-        if not graph:
-            z = np.zeros(shape, g.dtype)
-            fn(z)[...] = g
-            return z,
-        from .._factories import zeros
-        z = zeros(shape, dtype=g.dtype)
-        fn(z).copy_(g)
+        z = X.zeros(shape, g)
+        X.assign(fn(z), g)
         return z,
 
 

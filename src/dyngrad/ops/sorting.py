@@ -15,7 +15,7 @@ from .._tensor import _dim
 from .. import _dtype as D
 from .reduction import return_type, dims_of, _nonempty, raw_dim, raw_dims
 from .pointwise import UNSET
-from .gather_scatter import _T, _along, _zeros, scatter
+from .gather_scatter import _scatter_place_any
 from ..autograd.node import underivable
 
 _make = Tensor._make
@@ -339,11 +339,7 @@ class SortBackward0(Node):
             idx = np.expand_dims(idx, dim)
         if not shape:
             return g.reshape(()),
-        if not graph:
-            z = np.zeros(shape, dtype=g.dtype)
-            z[_along(idx, dim)] = g.reshape(idx.shape)
-            return z,
-        return scatter(_zeros(shape, g.dtype, True), dim, _T(idx), g.reshape(idx.shape)),
+        return _scatter_place_any(g.reshape(idx.shape), shape, dim, idx),
 
 
 class TopkBackward0(SortBackward0):

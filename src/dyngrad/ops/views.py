@@ -822,18 +822,29 @@ class UnfoldBackward0(Node):
         shape, dim, size, step = self._saved[:4]
         if not shape:
             return g.reshape(()),
-        count = (shape[dim] - size) // step + 1
-        if not graph:
-            r = np.zeros(shape, g.dtype)
-            for k in range(size):  # element k of every window
-                idx = (slice(None),) * dim + (slice(k, k + step * (count - 1) + 1, step),)
-                r[idx] += g[..., k]
-            return r,
-        from .._factories import zeros, from_numpy
-        pos = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
-        gm = g.movedim(-1, dim + 1)
-        gm = gm.reshape(shape[:dim] + (count * size,) + shape[dim + 1:])
-        return zeros(shape, dtype=g.dtype).index_add(dim, from_numpy(pos), gm),
+        return _unfold_back_any(g, shape, dim, size, step),
+
+
+def _unfold_back_np(g, shape, dim, size, step):
+    count = (shape[dim] - size) // step + 1
+    r = np.zeros(shape, g.dtype)
+    for k in range(size):  # element k of every window
+        idx = (slice(None),) * dim + (slice(k, k + step * (count - 1) + 1, step),)
+        r[idx] += g[..., k]
+    return r
+
+
+def _unfold_back_t(g, shape, dim, size, step):
+    count = (shape[dim] - size) // step + 1
+    pos = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+    gm = g.movedim(-1, dim + 1)
+    gm = gm.reshape(shape[:dim] + (count * size,) + shape[dim + 1:])
+    return X.zeros(shape, g).index_add(dim, X.const(pos, g), gm)
+
+
+# the windows' gradients ``g`` added back into zeros of ``shape``: NumPy on arrays, index_add
+# (recorded) on Tensors
+_unfold_back_any = X.twin(_unfold_back_np, _unfold_back_t)
 
 
 @op(function=False)
