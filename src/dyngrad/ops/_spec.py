@@ -45,10 +45,11 @@ ELEMENTWISE = "elementwise"
 
 def batch_along(param: str) -> Callable:
     """Batching rule of an op that works along the dimension argument ``param``: with a
-    leading batch axis, a non-negative dim moves one to the right."""
+    leading batch axis, a non-negative dim moves one to the right (a dim not given: the
+    forward's default)."""
     def rule(spec, arrays, params):
         p = dict(params)
-        d = p[param]
+        d = p[param] if param in p else inspect.signature(spec.forward).parameters[param].default
         nd = arrays[0].ndim - 1
         p[param] = (d + nd if d < 0 else d) + 1
         return spec.forward(*arrays, **p)
@@ -111,8 +112,15 @@ class OpSpec:
     def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
                  real_only=False, aliases=(), differentiable=True, complex_error=None,
-                 saved_for=None, integer_kernel=None):
+                 saved_for=None, integer_kernel=None, outputs=()):
         self.name = name
+        # several outputs (values, indices): the first is ``result``, the others are returned
+        # without a gradient; the public function returns them as PyTorch's named tuple
+        self.outputs = tuple(outputs)
+        self.extra_outputs = self.outputs[1:]
+        if outputs:
+            from .reduction import return_type
+            self.return_type = return_type(name, self.outputs)
         self.integer_kernel = integer_kernel
         self.floating_kernel = floating_kernel
         self.complex_kernel = complex_kernel
@@ -154,11 +162,12 @@ class OpSpec:
                                for k, need in zip(self.saved_inputs, self.saved_for))
         self.unpack_order = tuple(positions[n] for n in sorted(
             saved, key=lambda n: (self.binary and n == "result", n))
-            if n in inputs or n == "result")  # two inputs: their result after them
+            if n in inputs or n == "result" or n in self.extra_outputs)
+        # (two inputs: their result after them)
         self.unpack_seq = tuple((p, saved[p]) for p in self.unpack_order)
         named = {}
         for n in saved:
-            kind = "tensor" if (n in inputs or n == "result") else \
+            kind = "tensor" if (n in inputs or n == "result" or n in self.extra_outputs) else \
                 "dim" if "dim" in n else "same"
             named[n] = (positions[n], kind)
         # an op without a derivative (``differentiable=False``) records no node; one that
@@ -320,9 +329,12 @@ class OpSpec:
                 r = forward(*arrays, **pvals)
             finally:
                 quiet_off(tok)
+            extra = ()
+            if spec.outputs:
+                r, extra = r[0], tuple(_make(o) for o in r[1:])
             if not (spec.differentiable and STATE.enabled and
                     any(t._requires_grad for t in tensors)):
-                return _make(r)
+                return spec.return_type(_make(r), *extra) if extra else _make(r)
             if spec.bw is None:
                 raise RuntimeError(f"the derivative for '{name}' is not implemented.")
             res = _make(r)
@@ -334,13 +346,13 @@ class OpSpec:
                 elif n in spec.inputs:
                     saved.append(Saved(tensors[spec.inputs.index(n)]))
                 else:
-                    saved.append(raw[n])
+                    saved.append(_derived(spec, n, tensors, extra, raw))
             node = spec.node_cls(tuple(edge_of(t) for t in tensors), tuple(saved), r.dtype)
             res._grad_fn = node
             if RECORD_HOOKS:
                 for h in RECORD_HOOKS:
                     h(res, node)
-            return res
+            return spec.return_type(res, *extra) if extra else res
 
         if f is None:
             f = general
@@ -834,7 +846,8 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
           floating_kernel: str | None = None, dims: tuple = (),
           complex_kernel: str | None = None, real_only: bool = False, aliases: tuple = (),
           differentiable: bool = True, complex_error: tuple | None = None,
-          saved_for: dict | None = None, integer_kernel: str | None = None):
+          saved_for: dict | None = None, integer_kernel: str | None = None,
+          outputs: tuple = ()):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
@@ -869,12 +882,18 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     that require grad records it, with the edges of those inputs only, and its backward
     raises PyTorch's error.  ``integer_kernel``: an op of integer tensors only (``gcd``); other
     dtypes (bool included) are refused with PyTorch's NotImplementedError naming that
-    kernel."""
+    kernel.
+
+    ``outputs``: the names of the outputs of an op whose forward returns several arrays
+    (``("values", "indices")``, topk): the public function returns them as PyTorch's named
+    tuple, the first (``result`` in ``saved``) carries the gradient, the others are returned
+    without one and may be saved by their names (``indices``).  A saved name
+    ``<input>_sym_sizes`` is that input's shape (``self_sym_sizes``)."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
                       elementwise, method, function, floating_kernel, tuple(dims),
                       complex_kernel, real_only, tuple(aliases), differentiable,
-                      complex_error, saved_for, integer_kernel)
+                      complex_error, saved_for, integer_kernel, outputs)
     return deco
 
 
@@ -949,3 +968,13 @@ def apply_batched(name: str, arrays, params: dict):
 
 
 __all__ = ["defop", "unary", "batch_along", "apply_batched", "ELEMENTWISE", "Ctx", "OpSpec"]
+
+
+def _derived(spec, n, tensors, extra, raw):
+    """A saved value of the general path that is not an input or the result: an extra output
+    (``indices``), an input's shape (``self_sym_sizes``) or a parameter as given."""
+    if n in spec.extra_outputs:
+        return Saved(extra[spec.extra_outputs.index(n)])
+    if n.endswith("_sym_sizes") and n[:-10] in spec.inputs:
+        return tuple(tensors[spec.inputs.index(n[:-10])]._data.shape)
+    return raw[n]

@@ -10,6 +10,8 @@ import numpy as np
 from . import op
 from ._formula import FormulaNode
 from ._dual import c_order
+from . import _dual as X
+from ._spec import batch_along, defop
 from .._record import STATE, Node, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
@@ -314,9 +316,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 # --- sorting ---------------------------------------------------------------------------------
-topk_rt = return_type("topk", ("values", "indices"))
 sort_rt = return_type("sort", ("values", "indices"))
-kthvalue_rt = return_type("kthvalue", ("values", "indices"))
 
 
 def _argsort(d, axis, descending=False):
@@ -340,14 +340,6 @@ class SortBackward0(Node):
         if not shape:
             return g.reshape(()),
         return _scatter_place_any(g.reshape(idx.shape), shape, dim, idx),
-
-
-class TopkBackward0(SortBackward0):
-    __slots__ = ()
-
-
-class KthvalueBackward0(SortBackward0):
-    __slots__ = ()
 
 
 def _values_indices(input, vals, idx, node_cls, k, rt, raw, squeezed=False, keepdim=False):
@@ -410,40 +402,82 @@ def msort(input):
     return sort(input, 0).values
 
 
-@op()
-def topk(input, k, dim=-1, largest=True, sorted=True):
+@defop("topk", node="TopkBackward0", saved=("self_sym_sizes", "dim", "indices"), dims=("dim",),
+       outputs=("values", "indices"), batch=batch_along("dim"), complex_error=(
+           RuntimeError, " topk does not support complex dtypes on CPU"))
+def topk(self, k, dim=-1, largest=True, sorted=True):
     """The ``k`` largest (or smallest) values along ``dim`` and their indices; TopkBackward0."""
-    d = input._data
-    kd = _dim(dim, d.ndim)
-    n = d.shape[kd] if d.ndim else 1
+    n = self.shape[dim] if self.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
-    if d.ndim == 0:
-        return _values_indices(input, d.copy(), np.zeros((), np.int64), TopkBackward0, 0, topk_rt,
-                               dim)
-    idx = _argsort(d, kd, largest).astype(np.int64)
-    idx = np.take(idx, np.arange(k), axis=kd)
-    return _values_indices(input, np.take_along_axis(d, idx, kd), idx, TopkBackward0, kd, topk_rt,
-                           dim)
+    if self.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
+    if self.ndim == 0:
+        return self.copy(), np.zeros((), np.int64)
+    idx = np.take(_argsort(self, dim, largest).astype(np.int64), np.arange(k), axis=dim)
+    return np.take_along_axis(self, idx, dim), idx
 
 
-@op()
-def kthvalue(input, k, dim=-1, keepdim=False):
+@topk.backward
+def _(ctx, grad):
+    return _selected_grad(grad, ctx.self_sym_sizes, ctx.dim, ctx.indices, True),
+
+
+@topk.jvp
+def _(ctx, tangent):
+    return _selected(tangent, ctx.dim, ctx.indices, True)
+
+
+@defop("kthvalue", node="KthvalueBackward0", saved=("self_sym_sizes", "dim", "keepdim", "indices"),
+       dims=("dim",), outputs=("values", "indices"), batch=batch_along("dim"),
+       complex_kernel="kthvalue_cpu")
+def kthvalue(self, k, dim=-1, keepdim=False):
     """The ``k``-th smallest value along ``dim`` and its index; KthvalueBackward0."""
-    d = input._data
-    kd = _dim(dim, d.ndim)
-    n = d.shape[kd] if d.ndim else 1
+    n = self.shape[dim] if self.ndim else 1
     if not 1 <= k <= n:
-        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {kd}")
-    if d.ndim == 0:
-        return _values_indices(input, d.copy(), np.zeros((), np.int64), KthvalueBackward0, 0,
-                               kthvalue_rt, dim, keepdim=keepdim)
-    idx = np.take(_argsort(d, kd), [k - 1], axis=kd).astype(np.int64)
-    vals = np.take_along_axis(d, idx, kd)
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    if self.dtype == np.bool_:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
+    if self.ndim == 0:
+        return self.copy(), np.zeros((), np.int64)
+    idx = np.take(_argsort(self, dim), [k - 1], axis=dim).astype(np.int64)
+    vals = np.take_along_axis(self, idx, dim)
     if not keepdim:
-        return _values_indices(input, vals.squeeze(kd), idx.squeeze(kd), KthvalueBackward0, kd,
-                               kthvalue_rt, dim, True, False)
-    return _values_indices(input, vals, idx, KthvalueBackward0, kd, kthvalue_rt, dim, False, True)
+        return vals.squeeze(dim), idx.squeeze(dim)
+    return vals, idx
+
+
+@kthvalue.backward
+def _(ctx, grad):
+    return _selected_grad(grad, ctx.self_sym_sizes, ctx.dim, ctx.indices, ctx.keepdim),
+
+
+@kthvalue.jvp
+def _(ctx, tangent):
+    return _selected(tangent, ctx.dim, ctx.indices, ctx.keepdim)
+
+
+def _selected_grad(grad, shape, dim, indices, keepdim):
+    """The gradient of values picked at ``indices`` along ``dim`` (kept as a size-1 dim unless
+    ``keepdim`` is False): each goes back to where it came from, zeros elsewhere."""
+    if not shape:
+        return grad.reshape(())
+    dim = dim % len(shape)  # saved as the caller gave it
+    idx = X.data(indices)
+    if not keepdim:
+        idx = np.expand_dims(idx, dim)
+    return _scatter_place_any(grad.reshape(idx.shape), shape, dim, idx)
+
+
+def _selected(tangent, dim, indices, keepdim):
+    """The elements of ``tangent`` at ``indices`` along ``dim`` (PyTorch's
+    gather_with_keepdimed_indices): the forward-mode tangent of a selecting op."""
+    if tangent.ndim == 0:
+        return tangent.clone()
+    dim = dim % tangent.ndim
+    if keepdim:
+        return tangent.gather(dim, indices)
+    return tangent.gather(dim, indices.unsqueeze(dim)).squeeze(dim)
 
 
 # --- index-producing ops (no gradient) ---------------------------------------------------------
