@@ -101,6 +101,8 @@ HAND = [
     ("T.ones(2, 3).chunk(0)", None), ("T.ones(2, 3).flip(2)", None), ("T.ones(2, 3).roll(1, 5)", None),
     ("T.ones(2, 3).narrow(1, 2, 5)", None), ("T.ones(2, 3).unfold(1, 5, 1)", None),
     ("T.ones(2, 3).repeat(2)", None), ("T.ones(2, 3).topk(5)", None), ("T.ones(2, 3).kthvalue(5)", None),
+    ("T.ones(2, dtype=T.complex64).topk(1)", None), ("T.ones(2, dtype=T.bool).topk(1)", None),
+    ("T.ones(2, dtype=T.complex64).kthvalue(1)", None), ("T.ones(2, dtype=T.bool).kthvalue(1)", None),
     ("T.ones(2, 2, 2).diag()", None),
     ("T.ones(2, 3).masked_fill(T.ones(2, 3), 1.)", None),
     ("T.ones(2, 3).masked_fill(T.ones(3, 3, dtype=T.bool), 1.)", None),
