@@ -65,10 +65,13 @@ def test_batching_rule_agrees_with_a_loop(name):
             if any(a.ndim < 2 for a in stacked) and spec.dims:
                 continue  # a 0-d sample has no dim to move
             got = apply_batched(name, stacked, params)
-            exp = np.stack([spec.forward(*b, **{k: (v + b[0].ndim if k in spec.dims and v < 0
-                                                    else v) for k, v in params.items()})
-                            for b in batch])
-            np.testing.assert_allclose(got, exp, rtol=1e-12, atol=0, equal_nan=True)
+            each = [spec.forward(*b, **{k: (v + b[0].ndim if k in spec.dims and v < 0 else v)
+                                        for k, v in params.items()}) for b in batch]
+            if not spec.outputs:  # one output, else each of them (values, indices)
+                got, each = (got,), [(e,) for e in each]
+            for i, g in enumerate(got):
+                np.testing.assert_allclose(g, np.stack([e[i] for e in each]), rtol=1e-12, atol=0,
+                                           equal_nan=True)
 
 
 def test_an_op_without_a_forward_rule_raises_in_forward_mode():

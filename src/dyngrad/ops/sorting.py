@@ -17,16 +17,13 @@ from .._tensor import _dim
 from .. import _dtype as D
 from .reduction import return_type, dims_of, _nonempty, raw_dim, raw_dims
 from .pointwise import UNSET
-from .gather_scatter import _scatter_place_any
+from .gather_scatter import _scatter_add_any, _scatter_place_any
 from ..autograd.node import underivable
 
 _make = Tensor._make
 
 RT_MEDIAN = return_type("median", ("values", "indices"))
 RT_NANMEDIAN = return_type("nanmedian", ("values", "indices"))
-RT_MODE = return_type("mode", ("values", "indices"))
-RT_CUMMAX = return_type("cummax", ("values", "indices"))
-RT_CUMMIN = return_type("cummin", ("values", "indices"))
 
 
 def _pkg():
@@ -82,30 +79,6 @@ class MedianBackward1(_ValueSelecting):
 
 
 class NanmedianBackward1(_ValueSelecting):
-    __slots__ = ()
-
-
-class ModeBackward0(_ValueSelecting):
-    __slots__ = ()
-
-
-class _CumExtreme(FormulaNode):
-    """cummax/cummin: each output's gradient is added at the index it came from."""
-    __slots__ = ()
-
-    def formula(self, g, x, dim, idx):
-        t = _pkg()
-        shape = tuple(x.shape)
-        if not shape:
-            return g,
-        return t.zeros(shape, dtype=g.dtype).scatter_add(dim, idx, g),
-
-
-class CummaxBackward0(_CumExtreme):
-    __slots__ = ()
-
-
-class CumminBackward0(_CumExtreme):
     __slots__ = ()
 
 
@@ -209,47 +182,48 @@ def nanmedian(input, dim=None, keepdim=False):
     return _median_dim(input, dim, keepdim, "nanmedian", True, NanmedianBackward1, RT_NANMEDIAN)
 
 
-@op()
-def mode(input, dim=-1, keepdim=False):
+@defop("mode", node="ModeBackward0", saved=("self_sym_sizes", "dim", "keepdim", "indices"),
+       dims=("dim",), outputs=("values", "indices"), batch=batch_along("dim"))
+def mode(self, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` (the smallest among equally frequent ones) and
     the index of its last occurrence; ModeBackward0."""
-    d = input._data
-    k = _dim(dim, d.ndim)
-    if d.ndim == 0:
-        return _pair(input, d.copy(), np.zeros((), np.int64),
-                     lambda it: ModeBackward0((edge_of(input),),
-                                              ((), raw_dim(dim), keepdim, Saved(it))),
-                     RT_MODE)
-    if d.shape[k] == 0:
-        raise IndexError(f"mode(): Expected reduction dim {k} to have non-zero size.")
-    a = np.moveaxis(d, k, -1)
+    if self.ndim == 0:
+        return self.copy(), np.zeros((), np.int64)
+    if self.shape[dim] == 0:
+        raise IndexError(f"mode(): Expected reduction dim {dim} to have non-zero size.")
+    a = np.moveaxis(self, dim, -1)
     lead = a.shape[:-1]
     rows = a.reshape(-1, a.shape[-1])
-    vals = np.empty(rows.shape[0], d.dtype)
+    vals = np.empty(rows.shape[0], self.dtype)
     idx = np.empty(rows.shape[0], np.int64)
     for r, row in enumerate(rows):
         u, c = np.unique(row, return_counts=True)
         best = u[np.argmax(c)]  # np.unique sorts: the smallest of the most frequent
         vals[r] = best
         hit = np.flatnonzero((row == best) | (np.isnan(row) & np.isnan(best))
-                             if d.dtype in D.FLOATING else row == best)
+                             if self.dtype in D.FLOATING else row == best)
         idx[r] = hit[-1] if hit.size else 0
     vals, idx = vals.reshape(lead), idx.reshape(lead)
     if keepdim:
-        vals, idx = np.expand_dims(vals, k), np.expand_dims(idx, k)
-    return _pair(input, vals, idx,
-                 lambda it: ModeBackward0((edge_of(input),),
-                                          (d.shape, raw_dim(dim), keepdim, Saved(it))),
-                 RT_MODE)
+        vals, idx = np.expand_dims(vals, dim), np.expand_dims(idx, dim)
+    return vals, idx
 
 
-def _cum_extreme(input, dim, name, better, cls, rt):
-    d = input._data
-    k = _dim(dim, d.ndim)
+@mode.backward
+def _(ctx, grad):
+    return _selected_grad(grad, ctx.self_sym_sizes, ctx.dim, ctx.indices, ctx.keepdim),
+
+
+@mode.jvp
+def _(ctx, tangent):
+    return _selected(tangent, ctx.dim, ctx.indices, ctx.keepdim)
+
+
+def _cum_extreme(d, k, better):
+    """The running extreme of ``d`` along ``k`` (``better(x, cur)``: x takes over) and the
+    index where it was reached."""
     if d.ndim == 0 or d.size == 0:
-        return _pair(input, d.copy(), np.zeros(d.shape, np.int64),
-                     lambda it: cls((edge_of(input),), (Saved(input), raw_dim(dim), Saved(it))),
-                     rt)
+        return d.copy(), np.zeros(d.shape, np.int64)
     a = np.moveaxis(d, k, 0)
     vals = np.empty_like(a)
     idx = np.empty(a.shape, np.int64)
@@ -265,22 +239,37 @@ def _cum_extreme(input, dim, name, better, cls, rt):
         cur = np.where(take, x, cur)
         ci = np.where(take, i, ci)
         vals[i], idx[i] = cur, ci
-    vals, idx = np.moveaxis(vals, 0, k), np.moveaxis(idx, 0, k)
-    return _pair(input, vals, idx,
-                 lambda it: cls((edge_of(input),), (Saved(input), raw_dim(dim), Saved(it))),
-                     rt)
+    return c_order(np.moveaxis(vals, 0, k)), c_order(np.moveaxis(idx, 0, k))
 
 
-@op()
-def cummax(input, dim):
+@defop("cummax", node="CummaxBackward0", saved=("self", "dim", "indices"), dims=("dim",),
+       outputs=("values", "indices"), batch=batch_along("dim"))
+def cummax(self, dim):
     """Running maximum along ``dim`` and the index where it was reached; CummaxBackward0."""
-    return _cum_extreme(input, dim, "cummax", np.greater_equal, CummaxBackward0, RT_CUMMAX)
+    return _cum_extreme(self, dim, np.greater_equal)
 
 
-@op()
-def cummin(input, dim):
+@defop("cummin", node="CumminBackward0", saved=("self", "dim", "indices"), dims=("dim",),
+       outputs=("values", "indices"), batch=batch_along("dim"))
+def cummin(self, dim):
     """Running minimum along ``dim`` and the index where it was reached; CumminBackward0."""
-    return _cum_extreme(input, dim, "cummin", np.less_equal, CumminBackward0, RT_CUMMIN)
+    return _cum_extreme(self, dim, np.less_equal)
+
+
+@cummax.backward
+@cummin.backward
+def _(ctx, grad):
+    # each value's gradient added where it was reached (PyTorch's cummaxmin_backward)
+    shape = tuple(ctx.self.shape)
+    if not shape:
+        return grad,
+    return _scatter_add_any(grad, shape, ctx.dim % len(shape), X.data(ctx.indices)),
+
+
+@cummax.jvp
+@cummin.jvp
+def _(ctx, tangent):
+    return _selected(tangent, ctx.dim, ctx.indices, True)
 
 
 @op()
