@@ -191,6 +191,8 @@ def mode(self, dim=-1, keepdim=False):
         return self.copy(), np.zeros((), np.int64)
     if self.shape[dim] == 0:
         raise IndexError(f"mode(): Expected reduction dim {dim} to have non-zero size.")
+    if self.dtype.kind == "c" and self.size:  # PyTorch's kernel refuses complex values
+        raise _not_impl("mode_cpu", self.dtype)
     a = np.moveaxis(self, dim, -1)
     lead = a.shape[:-1]
     rows = a.reshape(-1, a.shape[-1])
@@ -219,11 +221,13 @@ def _(ctx, tangent):
     return _selected(tangent, ctx.dim, ctx.indices, ctx.keepdim)
 
 
-def _cum_extreme(d, k, better):
+def _cum_extreme(d, k, better, kernel):
     """The running extreme of ``d`` along ``k`` (``better(x, cur)``: x takes over) and the
-    index where it was reached."""
+    index where it was reached (``kernel``: PyTorch's, named when it refuses complex values)."""
     if d.ndim == 0 or d.size == 0:
         return d.copy(), np.zeros(d.shape, np.int64)
+    if d.dtype.kind == "c":
+        raise _not_impl(kernel, d.dtype)
     a = np.moveaxis(d, k, 0)
     vals = np.empty_like(a)
     idx = np.empty(a.shape, np.int64)
@@ -246,14 +250,14 @@ def _cum_extreme(d, k, better):
        outputs=("values", "indices"), batch=batch_along("dim"))
 def cummax(self, dim):
     """Running maximum along ``dim`` and the index where it was reached; CummaxBackward0."""
-    return _cum_extreme(self, dim, np.greater_equal)
+    return _cum_extreme(self, dim, np.greater_equal, "cummax_cpu")
 
 
 @defop("cummin", node="CumminBackward0", saved=("self", "dim", "indices"), dims=("dim",),
        outputs=("values", "indices"), batch=batch_along("dim"))
 def cummin(self, dim):
     """Running minimum along ``dim`` and the index where it was reached; CumminBackward0."""
-    return _cum_extreme(self, dim, np.less_equal)
+    return _cum_extreme(self, dim, np.less_equal, "cummin_cpu")
 
 
 @cummax.backward
