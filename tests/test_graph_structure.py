@@ -126,3 +126,26 @@ def test_recorded_graph_matches_pytorch(row):
             pytest.xfail(KNOWN[row.name])
         pytest.fail(f"{row.name} now matches PyTorch: remove it from KNOWN")
     assert not diffs, "\n".join(diffs)
+
+
+_VIEWS = {
+    "select": lambda x: x[1], "select_neg": lambda x: x.select(1, -1),
+    "slice": lambda x: x[:, 1:3], "slice_step": lambda x: x[1:, ::2],
+    "narrow": lambda x: x.narrow(1, 1, 2), "tensor_split": lambda x: x.tensor_split(2, 1)[1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_VIEWS))
+def test_gradient_of_a_view_records_pytorchs_backward_node(name):
+    """Under create_graph the gradient of a select or slice view is PyTorch's select_backward /
+    slice_backward node (SelectBackwardBackward0, SliceBackwardBackward0), with its saved
+    values and its graph down to the leaf."""
+    graphs, saved = [], []
+    for lib in (dyngrad, torch):
+        x = lib.tensor([[0.5, -1.0, 2.0, 0.25], [1.5, 0.0, -0.5, 3.0], [2.5, -2.0, 1.0, 0.75]],
+                       dtype=lib.float64, requires_grad=True)
+        (g,) = lib.autograd.grad(_VIEWS[name](x).exp().sum(), x, create_graph=True)
+        graphs.append(walk(g, [x]))
+        saved.append({a: getattr(g.grad_fn, a) for a in dir(g.grad_fn) if a.startswith("_saved_")})
+    assert graphs[0] == graphs[1], _first_difference(*graphs)
+    assert saved[0] == saved[1]

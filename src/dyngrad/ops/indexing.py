@@ -50,13 +50,56 @@ class SelectBackward0(Node):
     _needs_saved = False
 
     def _bw(self, g, graph):
-        shape, dim, idx = self._saved[:3]
-        key = (slice(None),) * dim + (idx, Ellipsis)
-        return _scatter_any(g, shape, key),
+        return _view_grad_any(g, self),
 
 
 class SliceBackward0(SelectBackward0):
     __slots__ = ()
+
+
+class SelectBackwardBackward0(Node):
+    """PyTorch's select_backward recorded under create_graph (the gradient of a select placed
+    in zeros): its own gradient is the same select of the incoming one."""
+    __slots__ = ()
+    _needs_saved = False
+    # saved: the view's (dim, index or slice) then PyTorch's values as given
+    _named_saved = {"dim": (2, "dim"), "index": (3, "dim")}
+
+    def _bw(self, g, graph):
+        dim, idx = self._saved[:2]
+        return _view_of_any(g, (slice(None),) * dim + (idx, Ellipsis)),
+
+
+class SliceBackwardBackward0(SelectBackwardBackward0):
+    """PyTorch's slice_backward recorded under create_graph."""
+    __slots__ = ()
+    _named_saved = {"dim": (2, "dim"), "start": (3, "dim"), "end": (4, "dim"),
+                    "step": (5, "same")}
+
+
+SelectBackward0._double = SelectBackwardBackward0
+SliceBackward0._double = SliceBackwardBackward0
+
+
+def _view_grad_np(g, node):
+    shape, dim, idx = node._saved[:3]
+    return _scatter_np(g, shape, (slice(None),) * dim + (idx, Ellipsis))
+
+
+def _view_grad_t(g, node):
+    shape, dim, idx = node._saved[:3]
+    z = np.zeros(shape, dtype=g._data.dtype)
+    z[(slice(None),) * dim + (idx, Ellipsis)] = g._data
+    if not (STATE.enabled and g._requires_grad):
+        return _make(z)
+    return record(z, node._double((edge_of(g),), node._saved[1:]))
+
+
+# the gradient of a select/slice view: zeros of its base's shape with ``g`` placed where the
+# view lies (NumPy on arrays; PyTorch's select_backward / slice_backward node on Tensors)
+_view_grad_any = X.twin(_view_grad_np, _view_grad_t)
+# ``g`` at ``key`` (a copy on arrays; the recorded view on Tensors)
+_view_of_any = X.twin(lambda g, key: g[key].copy(), lambda g, key: g[key])
 
 
 class IndexBackward0(Node):
@@ -87,7 +130,7 @@ def _scatter_t(g, shape, key, accumulate=False):
 
 
 # zeros of ``shape`` with ``g`` placed (or added, ``accumulate``) at ``key``: NumPy on arrays,
-# recorded (CopySlices / IndexPutBackward0) on Tensors
+# recorded (IndexPutBackward0, CopySlices) on Tensors
 _scatter_any = X.twin(_scatter_np, _scatter_t)
 
 
