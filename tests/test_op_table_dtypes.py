@@ -164,14 +164,6 @@ _DIFFERENCES = [
      "bool",
      'the kernel in the error is "median_cpu" where PyTorch\'s is "median_out"; in '
      'ops/sorting.py'),
-    ("topk topk_smallest",
-     "bool",
-     "topk of bool computes where PyTorch raises 'topk does not support bool dtypes on CPU';"
-     ' in ops/sorting.py'),
-    ("kthvalue kthvalue_keepdim",
-     "bool",
-     'kthvalue of bool computes where PyTorch raises "kthvalue_cpu" not implemented; in '
-     'ops/sorting.py'),
     ("searchsorted_sorter",
      "bool",
      'searchsorted of bool computes where PyTorch raises "searchsorted_out_cpu" not '
