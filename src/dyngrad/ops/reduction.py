@@ -811,7 +811,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
                            f"input. Got {D.scalar_type_name(d.dtype)}")
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.vector_norm: ord must be a number, got '{ord}'")
-    out_dt = d.dtype
+    out_dt = d.dtype if d.dtype.kind != "c" else d.real.dtype  # the norm of complex is real
     if out_dt == D.BF16:  # accumulated in float32 and rounded once, as PyTorch
         d = d.astype(np.float32)
     p = float(ord)
