@@ -54,7 +54,6 @@ DELIBERATE = {
     "compute_mask": {"t": "PyTorch's CustomFromMask ignores it too"},
     "embedding": {"sparse": "the gradient is dense; its values are PyTorch's sparse one's"},
     "clip_grad_value_": {"foreach": "a faster path to the same result"},
-    "topk": {"sorted": "results are always sorted; PyTorch's unsorted order is unspecified"},
     "svdvals": {"driver": "a CUDA-only choice of algorithm"},
     "load": {"mmap": "the file is read whole"},
     "save": {"pickle_module": "PyTorch's own format is written",

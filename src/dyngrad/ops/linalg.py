@@ -955,9 +955,10 @@ class LinalgDetBackward0(Node):
         sa, so = self._saved
         a = sa.get(self, graph)
         ad = X.data(a)
+        det = so.get(self, graph)  # unpacked (version-checked) even when unused, as PyTorch
         if ad.shape[-1] == 1:  # d det / dA = 1: the gradient is the incoming one (as PyTorch)
             return X.unsqueeze_dims(g, (ad.ndim - 2, ad.ndim - 1), ad.ndim),
-        gg = X.unsqueeze_dims(g * so.get(self, graph), (ad.ndim - 2, ad.ndim - 1), ad.ndim)
+        gg = X.unsqueeze_dims(g * det, (ad.ndim - 2, ad.ndim - 1), ad.ndim)
         try:
             inv = _inv_any(a)
             if not np.isfinite(X.data(inv)).all():

@@ -1064,7 +1064,9 @@ class ComplexBackward0(Node):
     _named_saved = {"real": (0, "tensor"), "imag": (1, "tensor")}
 
     def _bw(self, g, graph):
-        _, _, sa, sb = self._saved
+        real, imag, sa, sb = self._saved
+        imag.get(self, graph)  # PyTorch unpacks (version-checks) both, in name order
+        real.get(self, graph)
         nf = self.next_functions
         return (sum_to(g.real, sa) if nf[0][0] is not None else None,
                 sum_to(g.imag, sb) if nf[1][0] is not None else None)
