@@ -244,3 +244,10 @@ def sum_all(x):
     if not isinstance(x, Tensor):
         return np.asarray(x.sum(), dtype=x.dtype)
     return x.sum()
+
+
+def outer(a, b):
+    """The outer product of two vectors (``ger``)."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return np.multiply.outer(a, b)
+    return _t().outer(a, b)

@@ -112,8 +112,9 @@ class OpSpec:
     def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
                  real_only=False, aliases=(), differentiable=True, complex_error=None,
-                 saved_for=None, integer_kernel=None, outputs=()):
+                 saved_for=None, integer_kernel=None, outputs=(), broadcast=False):
         self.name = name
+        self.broadcast = broadcast
         # several outputs (values, indices): the first is ``result``, the others are returned
         # without a gradient; the public function returns them as PyTorch's named tuple
         self.outputs = tuple(outputs)
@@ -157,6 +158,10 @@ class OpSpec:
         # which tensor inputs' gradients need each saved tensor (None: it is always kept)
         saved_for = saved_for or {}
         self.saved_for = tuple(saved_for.get(n) for n in saved if n == "result" or n in inputs)
+        self.kept_for = dict(saved_for)  # the same, by name (an op of any number of inputs)
+        # ``<input>_sym_sizes``: the shape of that input (PyTorch keeps it, not the tensor)
+        self.sizes_of = {n: inputs.index(n[:-10]) for n in saved
+                         if n.endswith("_sym_sizes") and n[:-10] in inputs}
         # (tensor code, kept for input 0's gradient, for input 1's) per saved tensor
         self.save_plan = tuple((k, need is None or 0 in need, need is None or 1 in need)
                                for k, need in zip(self.saved_inputs, self.saved_for))
@@ -177,7 +182,7 @@ class OpSpec:
             node, (Node,), {
                 "__slots__": (), "__module__": forward.__module__, "_spec": self,
                 "_named_saved": named, "_fw_rule": _node_fw,
-                "_bw": _node_bw2 if self.binary else _node_bw,
+                "_bw": _node_bw2 if self.binary else _node_bw_summed if broadcast else _node_bw,
                 # a node that keeps no tensor has nothing to free: a second backward through
                 # it runs, as PyTorch's
                 "_needs_saved": any(kind == "tensor" for _, kind in named.values()),
@@ -270,7 +275,7 @@ class OpSpec:
         n_pos = len(positional)
         n_req = sum(1 for v in positional if v.default is inspect.Parameter.empty)
 
-        def general(*args, **kwargs):
+        def general(*args, _p=1, **kwargs):
             if len(args) < n_in and kwargs:  # tensor inputs given by keyword
                 for nm in public[len(args):]:
                     if nm not in kwargs:
@@ -280,7 +285,7 @@ class OpSpec:
             for i, t in enumerate(tensors):
                 if not isinstance(t, Tensor):
                     raise TypeError(f"{name}(): argument '{spec.inputs[i] if i else 'input'}' "
-                                    f"(position {i + 1}) must be Tensor, not "
+                                    f"(position {i + _p}) must be Tensor, not "
                                     f"{D.type_name(t)}")
             if len(tensors) < n_in:
                 missing = list(public[len(tensors):]) + [
@@ -327,6 +332,9 @@ class OpSpec:
             tok = quiet_on()
             try:
                 r = forward(*arrays, **pvals)
+            except RuntimeError:
+                edges_first(*tensors)  # a stale view's error comes before the op's own
+                raise
             finally:
                 quiet_off(tok)
             extra = ()
@@ -341,12 +349,21 @@ class OpSpec:
             res._requires_grad = True
             saved = []
             for n in spec.saved:
-                if n == "result":
+                if n in spec.kept_for and not any(tensors[i]._requires_grad
+                                                  for i in spec.kept_for[n]):
+                    saved.append(None)  # no input whose gradient uses it requires grad
+                elif n == "result":
                     saved.append(Saved(res, True))
                 elif n in spec.inputs:
                     saved.append(Saved(tensors[spec.inputs.index(n)]))
+                elif n in spec.sizes_of:
+                    saved.append(tuple(tensors[spec.sizes_of[n]]._data.shape))
                 else:
-                    saved.append(_derived(spec, n, tensors, extra, raw))
+                    saved.append(_derived(spec, n, extra, raw))
+            if spec.broadcast:  # the inputs' shapes, to sum the gradients back to
+                saved += [t._data.shape for t in tensors]
+            # (given the output dtype, a complex result's node gives PyTorch's conjugate
+            # gradient from the formula)
             node = spec.node_cls(tuple(edge_of(t) for t in tensors), tuple(saved), r.dtype)
             res._grad_fn = node
             if RECORD_HOOKS:
@@ -368,6 +385,15 @@ class OpSpec:
         # namespace such as ``dyngrad.special``) is registered privately, out of the support
         # table and of the in-place rule
         self.key = name if function or method or name.startswith("_") else "_" + name
+        if method and f is general and n_in > 1:
+            # the method numbers its arguments after self, as PyTorch's errors do
+            def m(*args, **kwargs):
+                return general(*args, _p=0, **kwargs)
+            m.__name__ = m.__qualname__ = name
+            m.__module__ = f.__module__
+            m.__doc__ = f.__doc__
+            for key in (self.key,) + self.aliases:
+                op(f"_{key}_method", function=False, method=False, methods=(key,))(m)
         if method and f is not general and n_in == 2:
             # the method numbers its arguments after self (PyTorch's "(position 1)"); it is
             # registered first so that Tensor.<name> is this one
@@ -847,7 +873,7 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
           complex_kernel: str | None = None, real_only: bool = False, aliases: tuple = (),
           differentiable: bool = True, complex_error: tuple | None = None,
           saved_for: dict | None = None, integer_kernel: str | None = None,
-          outputs: tuple = ()):
+          outputs: tuple = (), broadcast: bool = False):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
@@ -887,13 +913,22 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     ``outputs``: the names of the outputs of an op whose forward returns several arrays
     (``("values", "indices")``, topk): the public function returns them as PyTorch's named
     tuple, the first (``result`` in ``saved``) carries the gradient, the others are returned
-    without one and may be saved by their names (``indices``).  A saved name
-    ``<input>_sym_sizes`` is that input's shape (``self_sym_sizes``)."""
+    without one and may be saved by their names (``indices``).
+
+    Any other op (the general path): ``saved_for`` keeps a saved tensor only when one of
+    the listed inputs requires grad (``dot`` keeps ``self`` for ``tensor``'s gradient only:
+    ``{"self": (1,), "tensor": (0,)}``), else it reads as None; a saved name
+    ``<input>_sym_sizes`` keeps that input's shape (``trace``); ``broadcast=True``: the tensor
+    inputs broadcast together, and each gradient the backward returns (of the broadcast
+    shape) is summed back to its input's shape.  With two or more tensor inputs,
+    ``Tensor.<name>`` numbers its arguments after self in its errors, as PyTorch's.  An
+    error the forward raises (PyTorch's argument checks, on the arrays) comes after a
+    stale view's, as in PyTorch."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
                       elementwise, method, function, floating_kernel, tuple(dims),
                       complex_kernel, real_only, tuple(aliases), differentiable,
-                      complex_error, saved_for, integer_kernel, outputs)
+                      complex_error, saved_for, integer_kernel, outputs, broadcast)
     return deco
 
 
@@ -970,11 +1005,18 @@ def apply_batched(name: str, arrays, params: dict):
 __all__ = ["defop", "unary", "batch_along", "apply_batched", "ELEMENTWISE", "Ctx", "OpSpec"]
 
 
-def _derived(spec, n, tensors, extra, raw):
-    """A saved value of the general path that is not an input or the result: an extra output
-    (``indices``), an input's shape (``self_sym_sizes``) or a parameter as given."""
+def _derived(spec, n, extra, raw):
+    """A saved value of the general path that is not an input, an input's shape or the
+    result: an extra output (``indices``) or a parameter as given."""
     if n in spec.extra_outputs:
         return Saved(extra[spec.extra_outputs.index(n)])
-    if n.endswith("_sym_sizes") and n[:-10] in spec.inputs:
-        return tuple(tensors[spec.inputs.index(n[:-10])]._data.shape)
     return raw[n]
+
+
+def _node_bw_summed(self, g, graph):
+    """The backward of a declared op whose inputs broadcast (``defop(broadcast=True)``): each
+    gradient summed back to its input's shape, kept at the end of the saved values."""
+    out = _node_bw(self, g, graph)
+    shapes = self._saved[len(self._saved) - len(out):]
+    return tuple(o if o is None or tuple(o.shape) == s else sum_to(o, s)
+                 for o, s in zip(out, shapes))

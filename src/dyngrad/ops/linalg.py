@@ -8,6 +8,8 @@ from . import op
 from .._dtype import BF16
 from .._record import STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
+from ._spec import defop
+from .. import _dtype as D
 
 _make = Tensor._make
 
@@ -61,16 +63,10 @@ class MatmulBackward(Node):
     """Backward of a general matmul: batch dims broadcast, 1-D operands promoted and squeezed."""
     __slots__ = ()
 
-    _b_first = False  # PyTorch unpacks saved values by name (bmm: mat2 before self)
-
     def _bw(self, g, graph):
         sa, sb, ash, bsh = self._saved
-        if self._b_first:
-            b = sb.get(self, graph) if sb is not None else None
-            a = sa.get(self, graph) if sa is not None else None
-        else:
-            a = sa.get(self, graph) if sa is not None else None
-            b = sb.get(self, graph) if sb is not None else None
+        a = sa.get(self, graph) if sa is not None else None
+        b = sb.get(self, graph) if sb is not None else None
         a2 = a if a is None or len(ash) != 1 else a.reshape((1,) + ash)
         b2 = b if b is None or len(bsh) != 1 else b.reshape(bsh + (1,))
         g2 = g
@@ -88,19 +84,6 @@ class MatmulBackward(Node):
         if self.next_functions[1][0] is not None:
             gb = sum_to(X.matmul(X.transpose_last(a2), g2), b2shape).reshape(bsh)
         return ga, gb
-
-
-class DotBackward0(MatmulBackward):
-    __slots__ = ()
-
-
-class MvBackward0(MatmulBackward):
-    __slots__ = ()
-
-
-class BmmBackward0(MatmulBackward):
-    __slots__ = ()
-    _b_first = True
 
 
 class UnsafeViewBackward0(MatmulBackward):
@@ -190,7 +173,7 @@ def _matmul_check(a, b, ka, kb, fold_t=False, unfolded=False):
 
 
 @op(methods=("__matmul__",))
-def matmul(input, other, _cls=None):
+def matmul(input, other):
     """Matrix product with NumPy's/PyTorch's shape rules (1-D, 2-D, batched, broadcast)."""
     if not isinstance(other, Tensor):
         return NotImplemented
@@ -200,7 +183,9 @@ def matmul(input, other, _cls=None):
                            f"{a.ndim}D and {b.ndim}D")
     if a.ndim == 2 and b.ndim == 2:
         return mm(input, other)
-    if _cls is None and (a.ndim >= 3 or b.ndim >= 3 or (a.ndim == 1 and b.ndim == 2)) and \
+    if b.ndim == 1 and a.ndim <= 2:  # PyTorch's matmul is dot or mv for these
+        return dot(input, other) if a.ndim == 1 else mv(input, other)
+    if (a.ndim >= 3 or b.ndim >= 3 or (a.ndim == 1 and b.ndim == 2)) and \
             STATE.enabled and (input._requires_grad or other._requires_grad):
         # recorded: PyTorch's composition, whose mm/mv/bmm raise its errors in its order
         return _matmul_graph(input, other)
@@ -223,13 +208,7 @@ def matmul(input, other, _cls=None):
         raise broadcast_error(a.shape[:-2], b.shape[:-2]) from None
     r = np.asarray(r)
     if STATE.enabled and (input._requires_grad or other._requires_grad):
-        if _cls is not None:
-            cls = _cls
-        elif a.ndim == 1 and b.ndim == 1:
-            cls = DotBackward0
-        elif a.ndim == 2 and b.ndim == 1:
-            cls = MvBackward0
-        elif a.ndim == 1 and b.ndim == 2:
+        if a.ndim == 1 and b.ndim == 2:
             cls = SqueezeBackward4
         elif fold_t:
             cls = TransposeBackward0Matmul if r.shape[-1] == 1 or r.shape[-2] == 1 or \
@@ -323,8 +302,6 @@ def _folds_without_copy(a):
 def _matmul_copies(a, b, first, cls):
     """Whether PyTorch's matmul of arrays ``a @ b`` (at least one of them batched) keeps a
     copy of the first (``first``) or second operand rather than a view of it."""
-    if cls is BmmBackward0:  # bmm itself (not matmul's folding) saves its operands as given
-        return False
     if a.ndim <= 1 and b.ndim <= 2 or b.ndim == 1 and a.ndim <= 2:
         return False
     if isinstance(cls, type) and issubclass(cls, TransposeBackward0Matmul) or (
@@ -340,41 +317,129 @@ def _matmul_copies(a, b, first, cls):
     return x.shape[:-2] != batch or not x.flags.c_contiguous
 
 
-@op()
-def bmm(input, mat2):
+def _no_bool(name, *arrays):
+    """PyTorch's CPU kernels of the products have no bool instance."""
+    if arrays[0].dtype == np.bool_:
+        raise NotImplementedError(f'"{name}" not implemented for \'Bool\'')
+
+
+def _batched_matmul(spec, arrays, params):
+    """Batching rule of dot, mv and bmm: one matmul over the leading batch axis (a vector
+    operand as a column, then dropped)."""
+    a, b = arrays
+    if a.ndim == 2:  # dot: a batch of rows times a batch of columns
+        return np.matmul(a[:, None, :], b[:, :, None])[:, 0, 0]
+    if b.ndim == 2:  # mv
+        return np.matmul(a, b[..., None])[..., 0]
+    return np.matmul(a, b)
+
+
+@defop("bmm", node="BmmBackward0", inputs=("self", "mat2"), saved=("self", "mat2"),
+       saved_for={"self": (1,), "mat2": (0,)}, batch=_batched_matmul)
+def bmm(self, mat2):
     """Batched matrix product of two 3-D tensors; BmmBackward0."""
-    if not isinstance(mat2, Tensor):
-        raise D.not_tensor("bmm", "mat2", 2, mat2)
-    if input.dim() != 3:
+    if self.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
-    if mat2.dim() != 3:
+    if mat2.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
-    a, b = input.shape, mat2.shape
+    a, b = self.shape, mat2.shape
     if b[0] != a[0] or b[1] != a[2]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{a[0]}, {a[2]}] but got: [{b[0]}, {b[1]}].")
-    return matmul(input, mat2, BmmBackward0)
+    if self.dtype != mat2.dtype:
+        if self.size and mat2.size:
+            raise RuntimeError(f"expected scalar type {D.scalar_type_name(self.dtype)} but found "
+                               f"{D.scalar_type_name(mat2.dtype)}")
+        self = self.astype(mat2.dtype)  # an empty product skips the check: mat2's dtype
+    _no_bool("bmm", self)
+    return np.matmul(self, mat2)
 
 
-@op()
-def mv(input, vec):
+@bmm.backward
+def _(ctx, grad):
+    return (X.matmul(grad, X.transpose_last(ctx.mat2)) if ctx.needs(0) else None,
+            X.matmul(X.transpose_last(ctx.self), grad) if ctx.needs(1) else None)
+
+
+@bmm.jvp
+def _(ctx, ta, tb):
+    return _bilinear_jvp(ctx.self, ctx.mat2, ta, tb, X.matmul)
+
+
+bmm = bmm.fn
+
+
+def _bilinear_jvp(a, b, ta, tb, prod):
+    """The tangent of ``prod(a, b)``, a product linear in each operand: ``prod(ta, b) +
+    prod(a, tb)`` over the operands that have a tangent."""
+    out = None if ta is None else prod(ta, b)
+    if tb is not None:
+        out = prod(a, tb) if out is None else out + prod(a, tb)
+    return out
+
+
+@defop("mv", node="MvBackward0", inputs=("self", "vec"), saved=("self", "vec"),
+       saved_for={"self": (1,), "vec": (0,)}, batch=_batched_matmul)
+def mv(self, vec):
     """Matrix-vector product; MvBackward0."""
-    if not isinstance(vec, Tensor):
-        raise D.not_tensor("mv", "vec", 2, vec)
-    if input.dim() != 2 or vec.dim() != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, {vec.dim()}")
-    if input.shape[1] != vec.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat "
-                           f"({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
-    return matmul(input, vec)
+    if self.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim}")
+    if self.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({self.shape[0]}), mat "
+                           f"({self.shape[0]}x{self.shape[1]}), vec ({vec.shape[0]})")
+    if self.dtype != vec.dtype:
+        sn = D.scalar_type_name
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{sn(vec.dtype)}, {sn(self.dtype)}, and {sn(vec.dtype)}")
+    _no_bool("addmv_impl_cpu", self)
+    return np.matmul(self, vec)
 
 
-@op()
-def dot(input, other):
+@mv.backward
+def _(ctx, grad):
+    return (X.outer(grad, ctx.vec) if ctx.needs(0) else None,
+            X.matmul(X.transpose_last(ctx.self), grad) if ctx.needs(1) else None)
+
+
+@mv.jvp
+def _(ctx, ta, tb):
+    return _bilinear_jvp(ctx.self, ctx.vec, ta, tb, X.matmul)
+
+
+mv = mv.fn
+
+
+@defop("dot", node="DotBackward0", inputs=("self", "tensor"), saved=("self", "tensor"),
+       saved_for={"self": (1,), "tensor": (0,)}, batch=_batched_matmul)
+def dot(self, tensor):
     """Dot product of two 1-D tensors; DotBackward0."""
-    if input.dim() != 1 or other.dim() != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
-    return matmul(input, other)
+    if self.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {tensor.ndim}D "
+                           f"tensors")
+    if self.dtype != tensor.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{D.scalar_type_name(self.dtype)} and "
+                           f"{D.scalar_type_name(tensor.dtype)}")
+    if self.shape != tensor.shape:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{self.shape[0]}] and src "
+                           f"[{tensor.shape[0]}] to have the same number of elements, but got "
+                           f"{self.shape[0]} and {tensor.shape[0]} elements respectively")
+    _no_bool("dot", self)
+    return np.asarray(np.dot(self, tensor))
+
+
+@dot.backward
+def _(ctx, grad):
+    return (grad * ctx.tensor if ctx.needs(0) else None,
+            grad * ctx.self if ctx.needs(1) else None)
+
+
+@dot.jvp
+def _(ctx, ta, tb):
+    return _bilinear_jvp(ctx.self, ctx.tensor, ta, tb, X.matmul)
+
+
+dot = dot.fn
 
 
 class AddmmBackward0(Node):
@@ -516,7 +581,6 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
 import string as _string  # noqa: E402
 from collections import Counter as _Counter  # noqa: E402
 
-from .. import _dtype as D  # noqa: E402
 from .._record import notify  # noqa: E402
 
 
