@@ -32,7 +32,8 @@ def _rows_of(name):
     for r in ROWS.values():
         code = getattr(r.fn, "__code__", None)
         names = code.co_names if code is not None else ()
-        if r.fn in fns or name in names or ("special" in names and special & set(names)):
+        if r.fn in fns or getattr(r.fn, "__wrapped__", None) is fn or name in names or (
+                "special" in names and special & set(names)):
             out.append(r)
     return out
 

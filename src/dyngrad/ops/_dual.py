@@ -251,3 +251,12 @@ def outer(a, b):
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         return np.multiply.outer(a, b)
     return _t().outer(a, b)
+
+
+def product_rule(a, b, ta, tb, prod):
+    """The tangent of ``prod(a, b)``, a product linear in each operand (dot, mm, cross...):
+    ``prod(ta, b) + prod(a, tb)`` over the operands that have a tangent (None: none)."""
+    out = None if ta is None else prod(ta, b)
+    if tb is not None:
+        out = prod(a, tb) if out is None else out + prod(a, tb)
+    return out

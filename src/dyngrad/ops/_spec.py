@@ -225,7 +225,8 @@ class OpSpec:
 
     def pack(self, x, res):
         """The node's saved values for input ``x`` and result ``res`` (a one-tensor op)."""
-        return tuple(Saved(res, True) if n == "result" else Saved(x) for n in self.saved)
+        return tuple(Saved(res, True) if n == "result" else tuple(x._data.shape)
+                     if n in self.sizes_of else Saved(x) for n in self.saved)
 
     def admit(self, a):
         """An input array whose dtype kind is not in ``kinds``, as the kernel takes it:
@@ -482,7 +483,8 @@ def _unary_public(self, cls=None):
             return _unary_plain(input, forward, kinds, spec)
 
         return plain
-    where = () if cls else tuple("out" if n == "result" else "in" for n in self.saved)
+    where = () if cls else tuple("out" if n == "result" else "size" if n in self.sizes_of
+                                 else "in" for n in self.saved)
     cls = cls or self.node_cls
     # what the node keeps, as one number tested inline in _unary_run (the common layouts
     # first; others go through pack); 0 while the op has no backward: it then refuses to
@@ -835,7 +837,8 @@ def _node_fw(self, tangents):
     if spec.linear:
         # a linear op's derivative is the op itself: apply it to the tangents (none -> 0)
         ts = [t if t is not None else None for t in tangents]
-        params = {n: getattr(ctx, n) for n in spec.saved if n not in spec.inputs and n != "result"}
+        params = {n: getattr(ctx, n) for n in spec.saved if n not in spec.inputs and
+                  n != "result" and n not in spec.sizes_of}
         if any(t is None for t in ts):
             raise NotImplementedError(f"forward AD of {spec.name} with some inputs untangented")
         return [OPS[spec.name]["fn"](*ts, **params)]
@@ -1020,3 +1023,14 @@ def _node_bw_summed(self, g, graph):
     shapes = self._saved[len(self._saved) - len(out):]
     return tuple(o if o is None or tuple(o.shape) == s else sum_to(o, s)
                  for o, s in zip(out, shapes))
+
+
+def _ctx_shape(self, i: int) -> tuple:
+    """The shape of tensor input ``i`` of an op declared with ``broadcast=True`` (for a
+    formula that sums or expands to it)."""
+    saved = self._node._saved
+    n = len(type(self._node)._spec.inputs)
+    return tuple(saved[len(saved) - n + i])
+
+
+Ctx.shape = _ctx_shape

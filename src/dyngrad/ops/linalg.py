@@ -363,19 +363,10 @@ def _(ctx, grad):
 
 @bmm.jvp
 def _(ctx, ta, tb):
-    return _bilinear_jvp(ctx.self, ctx.mat2, ta, tb, X.matmul)
+    return X.product_rule(ctx.self, ctx.mat2, ta, tb, X.matmul)
 
 
 bmm = bmm.fn
-
-
-def _bilinear_jvp(a, b, ta, tb, prod):
-    """The tangent of ``prod(a, b)``, a product linear in each operand: ``prod(ta, b) +
-    prod(a, tb)`` over the operands that have a tangent."""
-    out = None if ta is None else prod(ta, b)
-    if tb is not None:
-        out = prod(a, tb) if out is None else out + prod(a, tb)
-    return out
 
 
 @defop("mv", node="MvBackward0", inputs=("self", "vec"), saved=("self", "vec"),
@@ -403,7 +394,7 @@ def _(ctx, grad):
 
 @mv.jvp
 def _(ctx, ta, tb):
-    return _bilinear_jvp(ctx.self, ctx.vec, ta, tb, X.matmul)
+    return X.product_rule(ctx.self, ctx.vec, ta, tb, X.matmul)
 
 
 mv = mv.fn
@@ -436,7 +427,7 @@ def _(ctx, grad):
 
 @dot.jvp
 def _(ctx, ta, tb):
-    return _bilinear_jvp(ctx.self, ctx.tensor, ta, tb, X.matmul)
+    return X.product_rule(ctx.self, ctx.tensor, ta, tb, X.matmul)
 
 
 dot = dot.fn
@@ -534,18 +525,12 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return _make(r)
 
 
-class BaddbmmBackward0(AddmmBackward0):
-    __slots__ = ()
-
-    @staticmethod
-    def _g2(g, m1):
-        return X.matmul(X.transpose_last(m1), g)
-
-
-@op()
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+@defop("baddbmm", node="BaddbmmBackward0", inputs=("self", "batch1", "batch2"),
+       saved=("batch1", "batch2", "beta", "alpha"), saved_for={"batch1": (2,), "batch2": (1,)},
+       broadcast=True, batch=lambda spec, arrays, params: _baddbmm_batched(*arrays, **params))
+def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (batch1 @ batch2) for batches of matrices; BaddbmmBackward0."""
-    a, b, c = batch1._data, batch2._data, input._data
+    a, b, c = batch1, batch2, self
     if not (a.dtype is b.dtype is c.dtype):
         if c.dtype != a.dtype:
             raise RuntimeError(f"Input dtypes must be the same, got: input {D.c_name(c.dtype)}, "
@@ -558,23 +543,58 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
                            f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
     if a.dtype is not b.dtype and _matmul_check(a, b, a.shape[2], b.shape[1]):
         a = a.astype(b.dtype)
+    if a.dtype == np.bool_:
+        raise NotImplementedError('"baddbmm" not implemented for \'Bool\'')
     r = np.matmul(a, b)
-    if alpha != 1:
-        r *= alpha
     if c.shape != r.shape:
         _expand_check(c.shape, r.shape)
+    r = _baddbmm_blend(c, r, beta, alpha)
+    return r.astype(BF16) if a.dtype is BF16 else r  # bfloat16: computed in float32, rounded once
+
+
+def _baddbmm_blend(c, r, beta, alpha):
+    """``beta * c + alpha * r`` into ``r`` (``c`` ignored when beta is 0)."""
+    if alpha != 1:
+        r *= alpha
     if beta == 1:
         r += c
     elif beta != 0:
         r += beta * c
-    if a.dtype is BF16:  # computed in float32 (NumPy's product), rounded once
-        r = r.astype(BF16)
-    if STATE.enabled and (input._requires_grad or batch1._requires_grad or batch2._requires_grad):
-        return record(r, BaddbmmBackward0((edge_of(input), edge_of(batch1), edge_of(batch2)),
-                                          (Saved(batch1) if batch2._requires_grad else None,
-                                           Saved(batch2) if batch1._requires_grad else None,
-                                           c.shape, beta, alpha)))
-    return _make(r)
+    return r
+
+
+def _baddbmm_batched(c, a, b, beta=1, alpha=1):
+    """baddbmm over a leading batch axis (the input's dims aligned after it)."""
+    r = np.matmul(a, b)
+    c = c.reshape(c.shape[:1] + (1,) * (r.ndim - c.ndim) + c.shape[1:])
+    return _baddbmm_blend(c, r, beta, alpha)
+
+
+@baddbmm.backward
+def _(ctx, grad):
+    beta, alpha = ctx.beta, ctx.alpha
+    g1 = X.matmul(grad, X.transpose_last(ctx.batch2)) if ctx.needs(1) else None
+    g2 = X.matmul(X.transpose_last(ctx.batch1), grad) if ctx.needs(2) else None
+    if alpha != 1:
+        g1 = None if g1 is None else g1 * alpha
+        g2 = None if g2 is None else g2 * alpha
+    return (grad if beta == 1 else grad * beta) if ctx.needs(0) else None, g1, g2
+
+
+@baddbmm.jvp
+def _(ctx, tx, t1, t2):
+    s1, s2 = ctx.shape(1), ctx.shape(2)
+    beta, alpha = ctx.beta, ctx.alpha
+    out = X.product_rule(ctx.batch1, ctx.batch2, t1, t2, X.matmul)
+    if out is not None and alpha != 1:
+        out = out * alpha
+    if tx is None:
+        return out
+    tx = tx if beta == 1 else tx * beta
+    return X.expand_to(tx, (s1[0], s1[1], s2[2])) if out is None else out + tx
+
+
+baddbmm = baddbmm.fn
 
 
 # --- outer / einsum ----------------------------------------------------------------------------

@@ -9,7 +9,9 @@ import math
 import numpy as np
 
 from . import op
+from . import _dual as X
 from ._formula import FormulaNode
+from ._spec import defop
 from .._record import STATE, Saved, Tensor, edge_of, notify, raw_dim, record, sum_to
 from .views import unsafe_view as _unsafe_view
 from .._tensor import _dim
@@ -153,20 +155,6 @@ def _keep(t, other):
 
 
 # --- addmv / addr ---------------------------------------------------------------------------
-class AddmvBackward0(FormulaNode):
-    __slots__ = ()
-
-    def formula(self, g, x, mat, vec, beta, alpha):
-        t = _pkg()
-        gi = sum_to(g if beta == 1 else g * beta, x.shape) if self.needs(0) else None
-        gm = t.outer(g, vec) if self.needs(1) else None
-        gv = t.mv(mat.transpose(0, 1), g) if self.needs(2) else None
-        if alpha != 1:
-            gm = gm * alpha if gm is not None else None
-            gv = gv * alpha if gv is not None else None
-        return gi, gm, gv
-
-
 class AddrBackward0(FormulaNode):
     __slots__ = ()
 
@@ -194,10 +182,12 @@ def _blend(inp, prod, beta, alpha, shape, rt):
     return np.array(np.broadcast_to(r, shape), dtype=rt)
 
 
-@op()
-def addmv(input, mat, vec, *, beta=1, alpha=1):
+@defop("addmv", node="AddmvBackward0", inputs=("self", "mat", "vec"),
+       saved=("mat", "vec", "beta", "alpha"), saved_for={"mat": (2,), "vec": (1,)},
+       broadcast=True, batch=lambda spec, arrays, params: _addmv_batched(*arrays, **params))
+def addmv(self, mat, vec, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat @ vec)``; AddmvBackward0."""
-    a, m, v = input._data, mat._data, vec._data
+    a, m, v = self, mat, vec
     if m.ndim != 2 or v.ndim != 1 or a.ndim > 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {a.ndim}, {m.ndim}, {v.ndim}")
     if m.shape[1] != v.shape[0] or (a.ndim == 1 and a.shape[0] not in (1, m.shape[0])):
@@ -209,12 +199,47 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
         names = names.rsplit(", ", 1)
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
                            f"{names[0]}, and {names[1]}")
-    r = _blend(a, m @ v, beta, alpha, (m.shape[0],), m.dtype)
-    if m.dtype in D.INEXACT and _needs(input, mat, vec):
-        return record(r, AddmvBackward0((edge_of(input), edge_of(mat), edge_of(vec)),
-                                        (_Shape(input), _keep(mat, vec), _keep(vec, mat),
-                                         beta, alpha)))
-    return _make(r)
+    if m.dtype == np.bool_:
+        raise NotImplementedError('"addmv_impl_cpu" not implemented for \'Bool\'')
+    return _blend(a, m @ v, beta, alpha, (m.shape[0],), m.dtype)
+
+
+def _addmv_batched(x, m, v, beta=1, alpha=1):
+    """addmv over a leading batch axis (the input's own dims after it, as a row)."""
+    prod = np.matmul(m, v[..., None])[..., 0]
+    return _blend(x.reshape(len(x), -1), prod, beta, alpha, prod.shape, prod.dtype)
+
+
+@addmv.backward
+def _(ctx, grad):
+    beta, alpha = ctx.beta, ctx.alpha
+    gm = X.outer(grad, ctx.vec) if ctx.needs(1) else None
+    gv = X.matmul(X.transpose_last(ctx.mat), grad) if ctx.needs(2) else None
+    if alpha != 1:
+        gm = None if gm is None else gm * alpha
+        gv = None if gv is None else gv * alpha
+    return (grad if beta == 1 else grad * beta) if ctx.needs(0) else None, gm, gv
+
+
+@addmv.jvp
+def _(ctx, tx, tm, tv):
+    return _blend_jvp(ctx, tx, X.product_rule(ctx.mat, ctx.vec, tm, tv, X.matmul),
+                      (ctx.shape(1)[0],))
+
+
+def _blend_jvp(ctx, tx, tprod, shape):
+    """The tangent of ``beta * input + alpha * prod`` (the result of ``shape``) from the
+    input's tangent and the product's (None: none)."""
+    beta, alpha = ctx.beta, ctx.alpha
+    if tprod is not None and alpha != 1:
+        tprod = tprod * alpha
+    if tx is None:
+        return tprod
+    tx = tx if beta == 1 else tx * beta
+    return X.expand_to(tx, shape) if tprod is None else tprod + tx
+
+
+addmv = addmv.fn
 
 
 @op()
@@ -247,26 +272,29 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 
 
 # --- trace, dist, cross ---------------------------------------------------------------------
-class TraceBackward0(FormulaNode):
-    __slots__ = ()
-
-    def formula(self, g, shape):
-        t = _pkg()
-        return t.eye(shape[0], shape[1], dtype=g.dtype) * g,
-
-
-@op()
-def trace(input):
+@defop("trace", node="TraceBackward0", saved=("self_sym_sizes",), linear=True,
+       batch=lambda spec, arrays, params: _trace(arrays[0], 1, 2))
+def trace(self):
     """Sum of the main diagonal of a matrix; TraceBackward0."""
-    d = input._data
-    if d.ndim != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {d.ndim}")
-    if d.dtype == np.bool_:
+    if self.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+    if self.dtype == np.bool_:
         raise NotImplementedError('"trace" not implemented for \'Bool\'')
-    r = np.asarray(np.trace(d, dtype=np.int64 if d.dtype.kind in "iu" else d.dtype))
-    if d.dtype in D.INEXACT and _needs(input):
-        return record(r, TraceBackward0((edge_of(input),), (d.shape,)))
-    return _make(r)
+    return _trace(self, 0, 1)
+
+
+def _trace(a, axis1, axis2):
+    """The trace over two axes, integers summed in int64 as PyTorch's."""
+    return np.asarray(np.trace(a, axis1=axis1, axis2=axis2,
+                               dtype=np.int64 if a.dtype.kind in "iu" else a.dtype))
+
+
+@trace.backward
+def _(ctx, grad):
+    return X.const(np.eye(*ctx.self_sym_sizes, dtype=X.data(grad).dtype), grad) * grad,
+
+
+trace = trace.fn
 
 
 class DistBackward0(FormulaNode):
@@ -338,40 +366,65 @@ def dist(input, other, p=2):
     return _make(r)
 
 
-class LinalgCrossBackward0(FormulaNode):
-    __slots__ = ()
-
-    def formula(self, g, a, b, dim):
-        t = _pkg()
-        ga = sum_to(t.linalg.cross(b, g, dim=dim), a.shape) if self.needs(0) else None
-        gb = sum_to(t.linalg.cross(g, a, dim=dim), b.shape) if self.needs(1) else None
-        return ga, gb
+def _cross_batched(spec, arrays, params):
+    """linalg.cross over a leading batch axis: the dim moves one to the right."""
+    a, b = arrays
+    d = params.get("dim", -1)
+    return spec.forward(a, b, dim=d if d < 0 else d + 1)
 
 
-def _cross(input, other, dim):
-    a, b = input._data, other._data
+@defop("linalg_cross", node="LinalgCrossBackward0", inputs=("self", "other"),
+       saved=("self", "other", "dim"), saved_for={"self": (1,), "other": (0,)}, broadcast=True,
+       function=False, method=False, batch=_cross_batched)
+def linalg_cross(self, other, *, dim=-1):
+    """``torch.linalg.cross``: cross product along ``dim`` (default the last), the inputs
+    broadcast; LinalgCrossBackward0."""
+    a, b = self, other
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected scalar type {D.scalar_type_name(a.dtype)} but found "
                            f"{D.scalar_type_name(b.dtype)}")
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"linalg_cross(): argument 'dim' must be int, not {D.type_name(dim)}")
     shape = _bcast(a.shape, b.shape)
-    k = _dim(dim, len(shape))
+    k = _dim(int(dim), len(shape))
     if a.shape[k] != 3 or b.shape[k] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{a.shape[k]} and {b.shape[k]}")
+    if a.dtype == np.bool_:
+        raise NotImplementedError('"cross" not implemented for \'Bool\'')
     r = np.cross(np.broadcast_to(a, shape), np.broadcast_to(b, shape), axis=k)
-    r = np.ascontiguousarray(r, dtype=a.dtype)
-    if a.dtype in D.INEXACT and _needs(input, other):
-        return record(r, LinalgCrossBackward0((edge_of(input), edge_of(other)),
-                                              (_keep(input, other), _keep(other, input),
-                                               raw_dim(dim))))
-    return _make(r)
+    return np.ascontiguousarray(r, dtype=a.dtype)
+
+
+def _cross_of(ctx):
+    """linalg.cross along the node's dim, for arrays or Tensors."""
+    return lambda a, b: ctx.op("_linalg_cross", a, b, dim=ctx.dim)
+
+
+@linalg_cross.backward
+def _(ctx, grad):
+    cross = _cross_of(ctx)
+    return (cross(ctx.other, grad) if ctx.needs(0) else None,
+            cross(grad, ctx.self) if ctx.needs(1) else None)
+
+
+@linalg_cross.jvp
+def _(ctx, ta, tb):
+    return X.product_rule(ctx.self, ctx.other, ta, tb, _cross_of(ctx))
+
+
+linalg_cross = linalg_cross.fn
+linalg_cross.__name__ = "cross"
 
 
 @op()
 def cross(input, other, dim=None):
-    """Cross product along ``dim`` (by default the first dim of size 3, deprecated)."""
+    """Cross product along ``dim`` (by default the first dim of size 3, deprecated):
+    ``linalg.cross`` along it."""
+    if not isinstance(other, Tensor):
+        raise D.not_tensor("cross", "other", 2, other)
     if dim is None:
         _warn.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
                    "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
@@ -382,15 +435,7 @@ def cross(input, other, dim=None):
         if not dims:
             raise RuntimeError("no dimension of size 3 in input")
         dim = dims[0]
-    return _cross(input, other, dim)
-
-
-def linalg_cross(input, other, *, dim=-1):
-    """``torch.linalg.cross``: cross product along ``dim`` (default the last)."""
-    return _cross(input, other, dim)
-
-
-linalg_cross.__name__ = "cross"
+    return linalg_cross(input, other, dim=raw_dim(dim))
 
 
 # --- kron, tensordot, inner, multi_dot ------------------------------------------------------
