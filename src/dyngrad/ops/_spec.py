@@ -21,8 +21,9 @@ A declaration::
 In ``backward``/``jvp``, ``ctx.<name>`` is a saved value (``self``, ``result``, ``dim``...):
 arrays in a plain backward, Tensors under ``create_graph`` (so the formula, written with the
 ``_dual`` functions and operators, builds a differentiable graph), version-checked in
-PyTorch's unpack order (names in alphabetical order; an op of two tensors unpacks its result
-last).  ``ctx.needs(i)`` says whether input ``i`` wants a gradient.  See docs/engine.md, "Adding an op".
+PyTorch's unpack order (names in alphabetical order; an op of two or more tensors unpacks
+its result last).  ``ctx.needs(i)`` says whether input ``i`` wants a gradient.  See
+docs/engine.md, "Adding an op".
 """
 from __future__ import annotations
 
@@ -166,9 +167,9 @@ class OpSpec:
         self.save_plan = tuple((k, need is None or 0 in need, need is None or 1 in need)
                                for k, need in zip(self.saved_inputs, self.saved_for))
         self.unpack_order = tuple(positions[n] for n in sorted(
-            saved, key=lambda n: (self.binary and n == "result", n))
+            saved, key=lambda n: (len(inputs) > 1 and n == "result", n))
             if n in inputs or n == "result" or n in self.extra_outputs)
-        # (two inputs: their result after them)
+        # (two or more inputs: their result after them)
         self.unpack_seq = tuple((p, saved[p]) for p in self.unpack_order)
         named = {}
         for n in saved:
@@ -326,6 +327,9 @@ class OpSpec:
                     pvals[p] = _dim(int(pvals[p]), tensors[0]._data.ndim)
             kinds = spec.kinds
             arrays = [t._data for t in tensors]
+            casts = None
+            if spec.promote == "common":
+                arrays, casts = _to_common(tensors, arrays)
             forward = spec.forward
             if any(a.dtype == D.BF16 for a in arrays):
                 forward = D.rounding(forward)
@@ -336,6 +340,10 @@ class OpSpec:
             except RuntimeError:
                 edges_first(*tensors)  # a stale view's error comes before the op's own
                 raise
+            except TypeError as e:
+                # the forward's "<name>(): argument '<p>' must be ..." names the position of
+                # an argument given by position, as PyTorch's does
+                raise _positioned(e, name, params, len(args) - n_in, n_in + _p) from None
             finally:
                 quiet_off(tok)
             extra = ()
@@ -366,6 +374,8 @@ class OpSpec:
             # (given the output dtype, a complex result's node gives PyTorch's conjugate
             # gradient from the formula)
             node = spec.node_cls(tuple(edge_of(t) for t in tensors), tuple(saved), r.dtype)
+            if casts is not None:
+                node._casts = casts
             res._grad_fn = node
             if RECORD_HOOKS:
                 for h in RECORD_HOOKS:
@@ -923,7 +933,10 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     ``{"self": (1,), "tensor": (0,)}``), else it reads as None; a saved name
     ``<input>_sym_sizes`` keeps that input's shape (``trace``); ``broadcast=True``: the tensor
     inputs broadcast together, and each gradient the backward returns (of the broadcast
-    shape) is summed back to its input's shape.  With two or more tensor inputs,
+    shape) is summed back to its input's shape; ``promote="common"``: the tensor inputs are
+    converted to PyTorch's common dtype (a dimensioned tensor's category beats a 0-d one's)
+    before the forward, and each gradient is cast back to its input's dtype.  With two or
+    more tensor inputs,
     ``Tensor.<name>`` numbers its arguments after self in its errors, as PyTorch's.  An
     error the forward raises (PyTorch's argument checks, on the arrays) comes after a
     stale view's, as in PyTorch."""
@@ -1005,7 +1018,8 @@ def apply_batched(name: str, arrays, params: dict):
     return rule(spec, arrays, params)
 
 
-__all__ = ["defop", "unary", "batch_along", "apply_batched", "ELEMENTWISE", "Ctx", "OpSpec"]
+__all__ = ["defop", "unary", "batch_along", "apply_batched", "ELEMENTWISE", "Ctx", "OpSpec",
+           "batch_aligned"]
 
 
 def _derived(spec, n, extra, raw):
@@ -1034,3 +1048,35 @@ def _ctx_shape(self, i: int) -> tuple:
 
 
 Ctx.shape = _ctx_shape
+
+
+def _to_common(tensors, arrays):
+    """The input arrays in PyTorch's common dtype of ``tensors``, and the dtypes to cast each
+    input's gradient back to (None when all already had it)."""
+    from .elementwise_more import _result_dtype
+    rt = _result_dtype(tensors).np
+    if all(a.dtype == rt for a in arrays):
+        return arrays, None
+    return ([a if a.dtype == rt else a.astype(rt) for a in arrays],
+            tuple(None if a.dtype == rt else a.dtype for a in arrays))
+
+
+def batch_aligned(arrays) -> list:
+    """Inputs with a leading batch axis, each given the dims it lacks (as size 1) after that
+    axis, so they broadcast as the unbatched inputs did (a batching rule's first step)."""
+    n = max(a.ndim for a in arrays)
+    return [a if a.ndim == n else a.reshape(a.shape[:1] + (1,) * (n - a.ndim) + a.shape[1:])
+            for a in arrays]
+
+
+def _positioned(err: TypeError, name: str, params: list, given: int, first: int) -> TypeError:
+    """``err`` from a forward, with the argument's position (``first`` for the first
+    parameter after the tensors) when it names one of the ``given`` parameters passed by
+    position."""
+    msg = str(err)
+    for i, p in enumerate(params[:given]):
+        head = f"{name}(): argument '{p}' must be"
+        if msg.startswith(head):
+            return TypeError(f"{name}(): argument '{p}' (position {first + i}) must be" +
+                             msg[len(head):])
+    return err

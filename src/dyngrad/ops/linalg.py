@@ -8,7 +8,7 @@ from . import op
 from .._dtype import BF16
 from .._record import STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
-from ._spec import defop
+from ._spec import batch_aligned, defop
 from .. import _dtype as D
 
 _make = Tensor._make
@@ -566,8 +566,7 @@ def _baddbmm_blend(c, r, beta, alpha):
 def _baddbmm_batched(c, a, b, beta=1, alpha=1):
     """baddbmm over a leading batch axis (the input's dims aligned after it)."""
     r = np.matmul(a, b)
-    c = c.reshape(c.shape[:1] + (1,) * (r.ndim - c.ndim) + c.shape[1:])
-    return _baddbmm_blend(c, r, beta, alpha)
+    return _baddbmm_blend(batch_aligned((c, r))[0], r, beta, alpha)
 
 
 @baddbmm.backward

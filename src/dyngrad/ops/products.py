@@ -11,8 +11,8 @@ import numpy as np
 from . import op
 from . import _dual as X
 from ._formula import FormulaNode
-from ._spec import defop
-from .._record import STATE, Saved, Tensor, edge_of, notify, raw_dim, record, sum_to
+from ._spec import batch_aligned, defop
+from .._record import STATE, Saved, Tensor, edge_of, raw_dim, record, sum_to
 from .views import unsafe_view as _unsafe_view
 from .._tensor import _dim
 from .. import _dtype as D
@@ -155,20 +155,6 @@ def _keep(t, other):
 
 
 # --- addmv / addr ---------------------------------------------------------------------------
-class AddrBackward0(FormulaNode):
-    __slots__ = ()
-
-    def formula(self, g, x, v1, v2, beta, alpha):
-        t = _pkg()
-        gi = sum_to(g if beta == 1 else g * beta, x.shape) if self.needs(0) else None
-        g1 = t.mv(g, v2) if self.needs(1) else None
-        g2 = t.mv(g.transpose(0, 1), v1) if self.needs(2) else None
-        if alpha != 1:
-            g1 = g1 * alpha if g1 is not None else None
-            g2 = g2 * alpha if g2 is not None else None
-        return gi, g1, g2
-
-
 def _blend(inp, prod, beta, alpha, shape, rt):
     """beta * input + alpha * prod (input ignored, NaN included, when beta is 0)."""
     if rt.kind in "biu":
@@ -242,33 +228,62 @@ def _blend_jvp(ctx, tx, tprod, shape):
 addmv = addmv.fn
 
 
-@op()
-def addr(input, vec1, vec2, *, beta=1, alpha=1):
-    """``beta * input + alpha * outer(vec1, vec2)``; AddrBackward0."""
-    a, v1, v2 = input._data, vec1._data, vec2._data
+@defop("addr", node="AddrBackward0", inputs=("self", "vec1", "vec2"),
+       saved=("vec1", "vec2", "beta", "alpha"), saved_for={"vec1": (2,), "vec2": (1,)},
+       broadcast=True, promote="common",
+       batch=lambda spec, arrays, params: _addr_batched(*arrays, **params))
+def addr(self, vec1, vec2, *, beta=1, alpha=1):
+    """``beta * input + alpha * outer(vec1, vec2)`` (the inputs in their common dtype);
+    AddrBackward0."""
+    a, v1, v2 = self, vec1, vec2
     for nm, x in (("vec1", v1), ("vec2", v2)):
         if x.ndim != 1:
             raise RuntimeError(f"addr: Expected 1-D argument {nm}, but got {x.ndim}-D")
     shape = (v1.shape[0], v2.shape[0])
-    if a.ndim > 2 or any(x != y and x != 1 for x, y in zip(a.shape[::-1], shape[::-1])):
-        input.expand(*shape)  # PyTorch's expand error
-    rt = _result_dtype((input, vec1, vec2)).np
+    from .linalg import _expand_check
+    _expand_check(a.shape, shape)
+    return _addr(a, v1[:, None], v2[None, :], beta, alpha, shape)
+
+
+def _addr(a, col, row, beta, alpha, shape):
+    """addr of ``col`` times ``row`` (each broadcasting to ``shape``, batched or not)."""
+    rt = a.dtype
     if rt == np.bool_:
         if not isinstance(beta, (bool, np.bool_, int)) or isinstance(beta, float):
             raise RuntimeError("For integral input tensors, argument beta must not be a floating "
                                "point number.")
-        outer = np.logical_and.outer(v1, v2)
-        r = np.array(np.broadcast_to((a & bool(beta)) | (outer & bool(alpha)), shape))
-        return _make(r)
+        return np.array(np.broadcast_to((a & bool(beta)) | (col & row & bool(alpha)), shape))
     _scalar_check(rt, beta, "beta")
     _scalar_check(rt, alpha, "alpha")
-    r = _blend(a.astype(rt, copy=False), np.multiply.outer(v1, v2).astype(rt, copy=False),
-               beta, alpha, shape, rt)
-    if rt in D.INEXACT and _needs(input, vec1, vec2):
-        return record(r, AddrBackward0((edge_of(input), edge_of(vec1), edge_of(vec2)),
-                                       (_Shape(input), _keep(vec1, vec2), _keep(vec2, vec1),
-                                        beta, alpha)))
-    return _make(r)
+    return _blend(a, col * row, beta, alpha, shape, rt)
+
+
+def _addr_batched(a, v1, v2, beta=1, alpha=1):
+    """addr over a leading batch axis (the input's dims aligned after it)."""
+    shape = (len(v1), v1.shape[1], v2.shape[1])
+    a = batch_aligned((a, np.empty(shape, bool)))[0]
+    return _addr(a, v1[:, :, None], v2[:, None, :], beta, alpha, shape)
+
+
+@addr.backward
+def _(ctx, grad):
+    beta, alpha = ctx.beta, ctx.alpha
+    # mv, as PyTorch's formula: vectors of another dtype than the result fail as in PyTorch
+    g1 = ctx.op("mv", grad, ctx.vec2) if ctx.needs(1) else None
+    g2 = ctx.op("mv", X.transpose_last(grad), ctx.vec1) if ctx.needs(2) else None
+    if alpha != 1:
+        g1 = None if g1 is None else g1 * alpha
+        g2 = None if g2 is None else g2 * alpha
+    return (grad if beta == 1 else grad * beta) if ctx.needs(0) else None, g1, g2
+
+
+@addr.jvp
+def _(ctx, tx, t1, t2):
+    return _blend_jvp(ctx, tx, X.product_rule(ctx.vec1, ctx.vec2, t1, t2, X.outer),
+                      (ctx.shape(1)[0], ctx.shape(2)[0]))
+
+
+addr = addr.fn
 
 
 # --- trace, dist, cross ---------------------------------------------------------------------
@@ -297,73 +312,93 @@ def _(ctx, grad):
 trace = trace.fn
 
 
-class DistBackward0(FormulaNode):
-    __slots__ = ()
-    _unpack_order = (1, 0)  # other, self
-
-    def formula(self, g, a, b, res, p):
-        t = _pkg()
-        diff = a - b
-        if p == 0:
-            gd = t.zeros_like(diff)
-        elif p == 1:
-            gd = t.sgn(diff) * g
-        elif p == 2:
-            gd = t.where(res == 0, t.zeros((), dtype=diff.dtype), diff / res) * g
-        elif math.isinf(p):
-            ad = diff.abs()
-            m = (ad == res).to(diff.dtype)
-            gd = t.sgn(diff) * m * (g / m.sum())
-        else:
-            ad = diff.abs()
-            if p < 2:
-                num = t.sgn(diff) * ad.pow(p - 1)
-            else:
-                num = diff * ad.pow(p - 2)
-            gd = t.where(res == 0, t.zeros((), dtype=diff.dtype), num / res.pow(p - 1)) * g
-        ga = sum_to(gd, a.shape) if self.needs(0) else None
-        gb = -sum_to(gd, b.shape) if self.needs(1) else None
-        return ga, gb
-
-
-@op()
-def dist(input, other, p=2):
-    """The p-norm of ``input - other`` (broadcast); DistBackward0."""
-    _need_tensor("dist", "other", 2, other)
+def _dist_p(p):
+    """dist's ``p`` as a float (a 0-d tensor gives its value), with PyTorch's TypeError."""
     if isinstance(p, Tensor):
         p = p.item()
     if not isinstance(p, (int, float, np.number)) or isinstance(p, bool):
-        raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not {D.type_name(p)}")
-    rt = _result_dtype((input, other)).np
+        raise TypeError(f"dist(): argument 'p' must be Number, not {D.type_name(p)}")
+    return float(p)
+
+
+@defop("dist", node="DistBackward0", inputs=("self", "other"),
+       saved=("self", "other", "result", "p"), broadcast=True, promote="common",
+       batch=lambda spec, arrays, params: _dist_batched(*arrays, **params))
+def dist(self, other, p=2):
+    """The p-norm of ``input - other`` (broadcast, in their common dtype); DistBackward0."""
+    p = _dist_p(p)
+    rt = self.dtype
     if rt not in D.INEXACT:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
                            f"Got {D.scalar_type_name(rt)} instead.")
-    _bcast(input._data.shape, other._data.shape)
-    # PyTorch casts an operand of another dtype first (ToCopyBackward0)
-    a = input if input._data.dtype == rt else input.to(D.FROM_NP[rt])
-    b = other if other._data.dtype == rt else other.to(D.FROM_NP[rt])
-    diff = np.abs(a._data - b._data).reshape(-1)
-    real = diff.dtype  # the norm of complex values is real
-    p = float(p)
+    _bcast(self.shape, other.shape)
+    return _dist(self - other, p, None)
+
+
+def _dist_batched(a, b, p=2):
+    """dist over a leading batch axis."""
+    a, b = batch_aligned((a, b))
+    return _dist(a - b, p, tuple(range(1, a.ndim)))
+
+
+def _dist(diff, p, axis):
+    """The p-norm of ``diff`` over ``axis`` (None: all of it), in its real dtype."""
+    diff = np.abs(diff)
+    p = _dist_p(p)
     if math.isinf(p) and not diff.size:
         raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on an empty tensor "
                            f"because the operation does not have an identity")
-    with np.errstate(all="ignore"):
-        if p == 0:
-            r = np.count_nonzero(diff)
-        elif p == math.inf:
-            r = diff.max()
-        elif p == -math.inf:
-            r = diff.min()
-        else:
-            r = (diff ** p).sum() ** (1.0 / p)
-    r = np.asarray(r, dtype=real)
-    if _needs(a, b):
-        res = record(r, None)
-        res._grad_fn = DistBackward0((edge_of(a), edge_of(b)),
-                                     (Saved(a), Saved(b), Saved(res, True), p))
-        return notify(res)
-    return _make(r)
+    if p == 0:
+        r = np.count_nonzero(diff, axis=axis)
+    elif p == math.inf:
+        r = diff.max(axis=axis)
+    elif p == -math.inf:
+        r = diff.min(axis=axis)
+    else:
+        r = (diff ** p).sum(axis=axis) ** (1.0 / p)
+    return np.asarray(r, dtype=diff.dtype)
+
+
+def _dist_direction(ctx, g):
+    """The gradient of dist for ``self`` (of the broadcast shape; ``other``'s is its
+    negative), PyTorch's norm_backward of ``self - other``."""
+    a, b, res = ctx.self, ctx.other, ctx.result
+    p = _dist_p(ctx.p)
+    diff = a - b
+    zero = X.data(res) == 0
+    if p == 0:
+        return X.zeros_like(diff) * g
+    if p == 1:
+        return X.sgn(diff) * g
+    if p == 2:
+        safe = X.where(X.const(zero, res), 1 + 0 * res, res)
+        return X.where(X.const(zero, res), 0 * diff, diff / safe) * g
+    ad = X.abs(diff)
+    if math.isinf(p):
+        m = X.const((X.data(ad) == X.data(res)).astype(X.data(diff).dtype), diff)
+        return X.sgn(diff) * m * (g / m.sum())
+    num = X.sgn(diff) * ad ** (p - 1)
+    safe = X.where(X.const(zero, res), 1 + 0 * res, res)
+    return X.where(X.const(zero, res), 0 * num, num / safe ** (p - 1)) * g
+
+
+@dist.backward
+def _(ctx, grad):
+    gd = _dist_direction(ctx, grad)
+    return gd if ctx.needs(0) else None, -gd if ctx.needs(1) else None
+
+
+@dist.jvp
+def _(ctx, ta, tb):
+    # a scalar of the inputs: the tangent is the gradient's dot product with the tangents
+    gd = _dist_direction(ctx, 1)
+    out = None if ta is None else (gd * ta).sum()
+    if tb is not None:
+        out = -(gd * tb).sum() if out is None else out - (gd * tb).sum()
+    return out
+
+
+dist = dist.fn
 
 
 def _cross_batched(spec, arrays, params):
@@ -435,6 +470,8 @@ def cross(input, other, dim=None):
         if not dims:
             raise RuntimeError("no dimension of size 3 in input")
         dim = dims[0]
+    elif not isinstance(dim, Tensor):
+        D.arg_int(dim, "cross", "dim", 3)
     return linalg_cross(input, other, dim=raw_dim(dim))
 
 
