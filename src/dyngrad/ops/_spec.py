@@ -276,6 +276,12 @@ class OpSpec:
         positional = [v for v in sig.parameters.values() if v.kind is v.POSITIONAL_OR_KEYWORD]
         n_pos = len(positional)
         n_req = sum(1 for v in positional if v.default is inspect.Parameter.empty)
+        # for binding the other arguments without inspect (the common calls)
+        pos_params = [p for p in params
+                      if sig.parameters[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        n_more, n_params, keywords = len(pos_params), len(params), frozenset(params)
+        defaults = {p: sig.parameters[p].default for p in params
+                    if sig.parameters[p].default is not inspect.Parameter.empty}
 
         def general(*args, _p=1, **kwargs):
             if len(args) < n_in and kwargs:  # tensor inputs given by keyword
@@ -305,21 +311,22 @@ class OpSpec:
             if len(args) > n_pos:
                 raise TypeError(f"{name}() takes from {n_req} to {n_pos} positional arguments "
                                 f"but {len(args)} were given")
-            try:
-                bound = sig.bind(*(t._data for t in tensors), *args[n_in:], **kwargs)
-            except TypeError as e:
-                missing = [p for p in params if p not in kwargs and
-                           sig.parameters[p].default is inspect.Parameter.empty][
-                               max(0, len(args) - n_in):]
-                if missing:
-                    raise TypeError(f"{name}() missing {len(missing)} required positional "
-                                    f"arguments: " + ", ".join(f'"{m}"' for m in missing)) \
-                        from None
-                # Python's words for a keyword it cannot take, as PyTorch says them
-                msg = str(e)
-                raise TypeError(f"{name}() {'got ' * msg.startswith('multiple')}{msg}") from None
-            bound.apply_defaults()
-            pvals = {p: bound.arguments[p] for p in params}
+            pvals = None
+            given = len(args) - n_in
+            if given <= n_more:
+                pvals = dict(defaults)
+                if given:
+                    pvals.update(zip(pos_params, args[n_in:]))
+                if kwargs:
+                    if kwargs.keys() <= keywords and not any(k in pos_params[:given]
+                                                             for k in kwargs):
+                        pvals.update(kwargs)
+                    else:
+                        pvals = None
+                if pvals is not None and len(pvals) != n_params:
+                    pvals = None  # a required argument is missing: inspect says which
+            if pvals is None:
+                pvals = _bind(sig, params, tensors, args, kwargs, name, n_in)
             raw = pvals.copy()  # saved as given (PyTorch shows a negative dim as given)
             for pos, p in enumerate(params):
                 if p in spec.dims:
@@ -1080,3 +1087,22 @@ def _positioned(err: TypeError, name: str, params: list, given: int, first: int)
             return TypeError(f"{name}(): argument '{p}' (position {first + i}) must be" +
                              msg[len(head):])
     return err
+
+
+def _bind(sig, params, tensors, args, kwargs, name, n_in) -> dict:
+    """The other arguments of a declared op's call bound by ``inspect`` (the calls the quick
+    binding in the public function does not take), with PyTorch's TypeErrors."""
+    try:
+        bound = sig.bind(*(t._data for t in tensors), *args[n_in:], **kwargs)
+    except TypeError as e:
+        missing = [p for p in params if p not in kwargs and
+                   sig.parameters[p].default is inspect.Parameter.empty][
+                       max(0, len(args) - n_in):]
+        if missing:
+            raise TypeError(f"{name}() missing {len(missing)} required positional "
+                            f"arguments: " + ", ".join(f'"{m}"' for m in missing)) from None
+        # Python's words for a keyword it cannot take, as PyTorch says them
+        msg = str(e)
+        raise TypeError(f"{name}() {'got ' * msg.startswith('multiple')}{msg}") from None
+    bound.apply_defaults()
+    return {p: bound.arguments[p] for p in params}
