@@ -8,7 +8,15 @@ from tests.optable import OpInfo, S
 M = [S((3, 4)), S((2, 3, 4))]
 
 
+def _axes(dim):
+    """A dim argument as NumPy's axis (an empty list: every axis)."""
+    if isinstance(dim, (tuple, list)):
+        return tuple(dim) or None
+    return dim
+
+
 def _lse(a, axis, keepdims=False):
+    axis = _axes(axis)
     m = a.max(axis=axis, keepdims=True)
     r = np.log(np.exp(a - m).sum(axis=axis, keepdims=True)) + m
     return r if keepdims else np.squeeze(r, axis)
@@ -38,6 +46,12 @@ ROWS = [
            "AmaxBackward0"),
     OpInfo("amin_keepdim", lambda a: a.amin(1, keepdim=True), lambda a: a.min(1, keepdims=True),
            M, "AminBackward0"),
+    OpInfo("amax_kw", torch.amax, lambda a, dim=(), keepdim=False: a.max(_axes(dim), keepdims=keepdim),
+           [S((2, 3, 4), kwargs={"dim": (-1, 0)}), S((3, 4), kwargs={"dim": 1, "keepdim": True}),
+            S((3, 4), kwargs={"dim": ()})], "AmaxBackward0"),
+    OpInfo("amin_kw", torch.amin, lambda a, dim=(), keepdim=False: a.min(_axes(dim), keepdims=keepdim),
+           [S((2, 3, 4), kwargs={"dim": [2, 1], "keepdim": True}), S((3, 4), kwargs={"dim": -1})],
+           "AminBackward0"),
     OpInfo("argmax", lambda a: a.argmax(), lambda a: np.argmax(a), M, grad=False),
     OpInfo("argmin_dim", lambda a: torch.argmin(a, 1, keepdim=True),
            lambda a: np.argmin(a, 1)[:, None], M, grad=False),
@@ -68,6 +82,9 @@ ROWS = [
            "LogsumexpBackward0"),
     OpInfo("logsumexp_keep", lambda a: a.logsumexp((0, 1), keepdim=True),
            lambda a: _lse(a, (0, 1), True), [S((3, 4))], "LogsumexpBackward0"),
+    OpInfo("logsumexp_kw", torch.logsumexp, lambda a, dim, keepdim=False: _lse(a, dim, keepdim),
+           [S((2, 3, 4), kwargs={"dim": (-1, 0)}), S((3, 4), kwargs={"dim": -2, "keepdim": True})],
+           "LogsumexpBackward0"),
     OpInfo("cumsum", lambda a: torch.cumsum(a, 1), lambda a: np.cumsum(a, 1), M, "CumsumBackward0"),
     OpInfo("cumsum_0d", lambda a: a.cumsum(0), lambda a: a, [S(()), S((0,))], "CumsumBackward0"),
     OpInfo("cumprod", lambda a: torch.cumprod(a, -1), lambda a: np.cumprod(a, -1), M,

@@ -27,18 +27,6 @@ SAVED_NAMES: dict = {
         "beta": (3, "same"),
         "alpha": (4, "same"),
     },
-    "AmaxBackward0": {
-        "self": (0, "tensor"),
-        "result": (1, "tensor"),
-        "dim": (4, "dim"),
-        "keepdim": (3, "same"),
-    },
-    "AminBackward0": {
-        "self": (0, "tensor"),
-        "result": (1, "tensor"),
-        "dim": (4, "dim"),
-        "keepdim": (3, "same"),
-    },
     "AminmaxBackward0": {
         "self": (0, "tensor"),
         "min": (1, "tensor"),
@@ -168,12 +156,6 @@ SAVED_NAMES: dict = {
     "Logaddexp2Backward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "LogaddexpBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "LogitBackward0": {"self": (0, "tensor"), "eps": (1, "same")},
-    "LogsumexpBackward0": {
-        "self": (0, "tensor"),
-        "result": (1, "tensor"),
-        "dim": (4, "dim"),
-        "keepdim": (3, "same"),
-    },
     "MaskedFillBackward0": {"mask": (0, "array")},
     "MaskedFillBackward1": {"mask": (0, "array")},
     "MaskedScatterBackward0": {"mask": (0, "array"), "source_sym_sizes": (2, "same")},

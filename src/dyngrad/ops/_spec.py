@@ -33,7 +33,8 @@ from typing import Callable
 import numpy as np
 
 from . import OPS, op
-from .._record import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, sum_to
+from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, raw_dims,
+                       sum_to)
 from .. import _dtype as D
 from .._fperr import quiet_off, quiet_on
 from ..autograd.node import underivable
@@ -113,9 +114,10 @@ class OpSpec:
     def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
                  real_only=False, aliases=(), differentiable=True, complex_error=None,
-                 saved_for=None, integer_kernel=None, outputs=(), broadcast=False):
+                 saved_for=None, integer_kernel=None, outputs=(), broadcast=False, dim_lists=()):
         self.name = name
         self.broadcast = broadcast
+        self.dim_lists = dim_lists
         # several outputs (values, indices): the first is ``result``, the others are returned
         # without a gradient; the public function returns them as PyTorch's named tuple
         self.outputs = tuple(outputs)
@@ -349,7 +351,10 @@ class OpSpec:
                 raise
             except TypeError as e:
                 # the forward's "<name>(): argument '<p>' must be ..." names the position of
-                # an argument given by position, as PyTorch's does
+                # an argument given by position, as PyTorch's does (an op of one tensor shares
+                # its function with the method, which may pass keywords by position: not there)
+                if n_in == 1:
+                    raise
                 raise _positioned(e, name, params, len(args) - n_in, n_in + _p) from None
             finally:
                 quiet_off(tok)
@@ -374,6 +379,8 @@ class OpSpec:
                     saved.append(Saved(tensors[spec.inputs.index(n)]))
                 elif n in spec.sizes_of:
                     saved.append(tuple(tensors[spec.sizes_of[n]]._data.shape))
+                elif n in spec.dim_lists:  # (checked by the forward)
+                    saved.append(raw_dims(raw[n]))
                 else:
                     saved.append(_derived(spec, n, extra, raw))
             if spec.broadcast:  # the inputs' shapes, to sum the gradients back to
@@ -893,7 +900,7 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
           complex_kernel: str | None = None, real_only: bool = False, aliases: tuple = (),
           differentiable: bool = True, complex_error: tuple | None = None,
           saved_for: dict | None = None, integer_kernel: str | None = None,
-          outputs: tuple = (), broadcast: bool = False):
+          outputs: tuple = (), broadcast: bool = False, dim_lists: tuple = ()):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
@@ -946,12 +953,16 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     more tensor inputs,
     ``Tensor.<name>`` numbers its arguments after self in its errors, as PyTorch's.  An
     error the forward raises (PyTorch's argument checks, on the arrays) comes after a
-    stale view's, as in PyTorch."""
+    stale view's, as in PyTorch.  ``dim_lists``: parameters that are a dim or a list of dims
+    (an int, a tuple or list, None; None and an empty list mean every dim), which the forward
+    reads with ``dims_of`` (PyTorch's errors; a sorted tuple of axes is taken as it is): the
+    node keeps them as given, as a tuple (``batch_along_dims`` is their batching rule)."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
                       elementwise, method, function, floating_kernel, tuple(dims),
                       complex_kernel, real_only, tuple(aliases), differentiable,
-                      complex_error, saved_for, integer_kernel, outputs, broadcast)
+                      complex_error, saved_for, integer_kernel, outputs, broadcast,
+                      tuple(dim_lists))
     return deco
 
 
@@ -1106,3 +1117,57 @@ def _bind(sig, params, tensors, args, kwargs, name, n_in) -> dict:
         raise TypeError(f"{name}() {'got ' * msg.startswith('multiple')}{msg}") from None
     bound.apply_defaults()
     return {p: bound.arguments[p] for p in params}
+
+
+def _int_dims(dim, name):
+    """``dim`` given as something other than ints: 0-d integer tensors count as ints (as in
+    PyTorch); anything else is PyTorch's TypeError naming the function."""
+    seq = dim if isinstance(dim, (tuple, list)) else (dim,)
+    out = []
+    for d in seq:
+        if isinstance(d, (int, np.integer)):
+            out.append(d)
+        elif isinstance(d, Tensor) and d._data.ndim == 0 and d._data.dtype.kind in "iu":
+            out.append(int(d._data))
+        else:
+            raise TypeError(f"{name + '(): ' if name else ''}argument 'dim' must be tuple of "
+                            f"ints, not {D.type_name(d)}")
+    return out
+
+
+def dims_of(dim, ndim, name=None):
+    """Normalise ``dim`` (int, tuple, list or None) to a sorted tuple of non-negative axes;
+    None and an empty tuple or list mean every dim, as in PyTorch.  ``name`` (the function)
+    is named in the error for a ``dim`` of the wrong type."""
+    if dim is None or (type(dim) in (tuple, list) and not dim):
+        return tuple(range(ndim))
+    if isinstance(dim, (int, np.integer)):
+        dim = (int(dim),)
+    elif not isinstance(dim, (tuple, list)) or \
+            not all(isinstance(d, (int, np.integer)) for d in dim):
+        dim = _int_dims(dim, name)
+    n = ndim if ndim > 1 else 1
+    out = []
+    for d in dim:
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                             f"but got {d})")
+        d = d + n if d < 0 else d
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    if ndim == 0:
+        return ()
+    return tuple(sorted(out))
+
+
+def batch_along_dims(param: str) -> Callable:
+    """Batching rule of an op that works along the dims argument ``param`` (a ``dim_lists``
+    parameter): with a leading batch axis, each of them moves one to the right (every dim of
+    the sample, when it names all of them)."""
+    def rule(spec, arrays, params):
+        p = dict(params)
+        p[param] = tuple(d + 1 for d in dims_of(p.get(param, ()), arrays[0].ndim - 1,
+                                                spec.name)) or tuple(range(1, arrays[0].ndim))
+        return spec.forward(*arrays, **p)
+    return rule

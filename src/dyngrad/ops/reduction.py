@@ -10,52 +10,11 @@ from . import op
 from .._fperr import quiet
 from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
 from . import _dual as X
+from ._spec import _int_dims, batch_aligned, batch_along_dims, defop, dims_of  # noqa: F401
 
 _make = Tensor._make
 _add_reduce = np.add.reduce
 _empty = np.empty
-
-
-def _int_dims(dim, name):
-    """``dim`` given as something other than ints: 0-d integer tensors count as ints (as in
-    PyTorch); anything else is PyTorch's TypeError naming the function."""
-    seq = dim if isinstance(dim, (tuple, list)) else (dim,)
-    out = []
-    for d in seq:
-        if isinstance(d, (int, np.integer)):
-            out.append(d)
-        elif isinstance(d, Tensor) and d._data.ndim == 0 and d._data.dtype.kind in "iu":
-            out.append(int(d._data))
-        else:
-            raise TypeError(f"{name + '(): ' if name else ''}argument 'dim' must be tuple of "
-                            f"ints, not {D.type_name(d)}")
-    return out
-
-
-def dims_of(dim, ndim, name=None):
-    """Normalise ``dim`` (int, tuple, list or None) to a sorted tuple of non-negative axes;
-    None and an empty tuple or list mean every dim, as in PyTorch.  ``name`` (the function)
-    is named in the error for a ``dim`` of the wrong type."""
-    if dim is None or (type(dim) in (tuple, list) and not dim):
-        return tuple(range(ndim))
-    if isinstance(dim, (int, np.integer)):
-        dim = (int(dim),)
-    elif not isinstance(dim, (tuple, list)) or \
-            not _bi.all(isinstance(d, (int, np.integer)) for d in dim):
-        dim = _int_dims(dim, name)
-    n = ndim if ndim > 1 else 1
-    out = []
-    for d in dim:
-        if not -n <= d < n:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                             f"but got {d})")
-        d = d + n if d < 0 else d
-        if d in out:
-            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        out.append(d)
-    if ndim == 0:
-        return ()
-    return tuple(sorted(out))
 
 
 class SumBackward0(Node):
@@ -359,16 +318,6 @@ class MinBackward0(MaxBackward0):
     __slots__ = ()
 
 
-class AmaxBackward0(Node):
-    """Ties within each reduced slice share its gradient evenly."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, so, dims, keepdim, _ = self._saved
-        xd = X.data(sx.get(self, False))
-        return _share_extreme(xd, so.get(self, False), g, dims, keepdim),
-
-
 def _share_extreme(xd, val, g, dims, keepdim):
     """The gradient ``g`` of an extreme value ``val`` of ``xd`` over ``dims``, split evenly
     among the elements equal to it: PyTorch's (g / mask.sum()) * mask, so a NaN extreme (equal
@@ -378,10 +327,6 @@ def _share_extreme(xd, val, g, dims, keepdim):
     cnt = m.sum(axis=dims, keepdims=True).astype(xd.dtype)
     g = _keep(g, dims, keepdim, xd.ndim)
     return X.expand_to(g / X.const(cnt, g), xd.shape) * X.const(m.astype(xd.dtype), g)
-
-
-class AminBackward0(AmaxBackward0):
-    __slots__ = ()
 
 
 class AminmaxBackward0(Node):
@@ -472,31 +417,43 @@ def min(input, dim=None, keepdim=False, *, other=None):
                     MinBackward0, RT_MIN)
 
 
-def _amaxmin(input, dim, keepdim, name, np_fn, cls):
-    d = input._data
-    dims = dims_of(dim, d.ndim, name)
-    if d.size == 0:
-        edges_first(input)
-        _nonempty(name, d, dim)
-    r = X.c_order(np_fn(d, axis=dims, keepdims=keepdim))
-    if STATE.enabled and input._requires_grad:
-        res = record(r, None)
-        res._grad_fn = cls((edge_of(input),), (Saved(input), Saved(res, True), dims, keepdim,
-                                               raw_dims(dim)))
-        return notify(res)
-    return _make(r)
+def _amaxmin(name, np_fn):
+    """amax or amin, declared: the extreme over ``dim`` (every dim by default); elements tied
+    with it share its gradient."""
+    def forward(self, dim=(), keepdim=False):
+        dims = dims_of(dim, self.ndim, name)
+        if self.size == 0:
+            _nonempty(name, self, dim)
+        return X.c_order(np_fn(self, axis=dims, keepdims=keepdim))
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = (f"{'Maximum' if name == 'amax' else 'Minimum'} over ``dim`` (all dims by "
+                       f"default); ties share the gradient ({name.capitalize()}Backward0).")
+    spec = defop(name, node=f"{name.capitalize()}Backward0",
+                 saved=("self", "dim", "keepdim", "result"), dim_lists=("dim",),
+                 batch=batch_along_dims("dim"))(forward)
+
+    @spec.backward
+    def _(ctx, grad):
+        xd = X.data(ctx.self)
+        dims = dims_of(ctx.dim, xd.ndim)
+        return _share_extreme(xd, X.data(ctx.result), grad, dims, ctx.keepdim),
+
+    @spec.jvp
+    def _(ctx, t):
+        # the tangents of the tied elements, averaged
+        xd = X.data(ctx.self)
+        dims = dims_of(ctx.dim, xd.ndim)
+        v = X.data(ctx.result)
+        m = xd == (v if ctx.keepdim else np.expand_dims(v, dims))
+        w = m / m.sum(axis=dims, keepdims=True).astype(xd.dtype)
+        return X.sum_dims(t * X.const(w.astype(xd.dtype), t), dims, ctx.keepdim)
+
+    return spec.fn
 
 
-@op()
-def amax(input, dim=(), keepdim=False):
-    """Maximum over ``dim`` (all dims by default); ties share the gradient (AmaxBackward0)."""
-    return _amaxmin(input, dim, keepdim, "amax", np.max, AmaxBackward0)
-
-
-@op()
-def amin(input, dim=(), keepdim=False):
-    """Minimum over ``dim`` (all dims by default); ties share the gradient (AminBackward0)."""
-    return _amaxmin(input, dim, keepdim, "amin", np.min, AminBackward0)
+amax = _amaxmin("amax", np.max)
+amin = _amaxmin("amin", np.min)
 
 
 @op()
@@ -856,46 +813,44 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 # --- logsumexp -------------------------------------------------------------------------------------
-class LogsumexpBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, so, dims, keepdim, _ = self._saved
-        x = sx.get(self, graph)
-        nd = len(X.data(x).shape)
-        o = _keep(so.get(self, graph), dims, keepdim, nd)
-        return _keep(g, dims, keepdim, nd) * X.exp(x - o),
-
-
-@op()
-@quiet
-def logsumexp(input, dim, keepdim=False):
+@defop("logsumexp", node="LogsumexpBackward0", saved=("self", "dim", "keepdim", "result"),
+       promote="float", dim_lists=("dim",), batch=batch_along_dims("dim"))
+def logsumexp(self, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, computed without overflow; LogsumexpBackward0."""
-    d = input._data
-    if d.dtype not in D.INEXACT:
-        d = d.astype(D.DEFAULTS.float.np)
-    out_dt = d.dtype
-    if out_dt == D.BF16:  # computed in float32 and rounded once
-        d = d.astype(np.float32)
+    d = self
     dims = dims_of(dim, d.ndim, "logsumexp")
     if d.size == 0:
-        with np.errstate(divide="ignore"):
-            r = np.log(np.exp(d).sum(axis=dims, keepdims=keepdim))
+        r = np.log(np.exp(d).sum(axis=dims, keepdims=keepdim))
     else:
         m = d.max(axis=dims, keepdims=True)
         m = np.where(np.isfinite(m), m, 0)
-        with np.errstate(divide="ignore"):
-            r = np.log(np.exp(d - m).sum(axis=dims, keepdims=True)) + m
+        r = np.log(np.exp(d - m).sum(axis=dims, keepdims=True)) + m
         if not keepdim and dims:
             r = r.squeeze(dims)
-    r = X.c_order(np.asarray(r, dtype=out_dt))  # a contiguous result, as PyTorch's
-    if STATE.enabled and input._requires_grad:
-        res = record(r, None)
-        res._grad_fn = LogsumexpBackward0((edge_of(input),),
-                                          (Saved(input), Saved(res, True), dims, keepdim,
-                                           raw_dims(dim)))
-        return notify(res)
-    return _make(r)
+    return X.c_order(np.asarray(r, dtype=d.dtype))  # a contiguous result, as PyTorch's
+
+
+def _lse_weights(ctx):
+    """exp(self - result): the softmax of the input over the reduced dims, and those dims."""
+    x = ctx.self
+    nd = X.data(x).ndim
+    dims = dims_of(ctx.dim, nd)
+    return X.exp(x - _keep(ctx.result, dims, ctx.keepdim, nd)), dims, nd
+
+
+@logsumexp.backward
+def _(ctx, grad):
+    w, dims, nd = _lse_weights(ctx)
+    return _keep(grad, dims, ctx.keepdim, nd) * w,
+
+
+@logsumexp.jvp
+def _(ctx, t):
+    w, dims, _ = _lse_weights(ctx)
+    return X.sum_dims(t * w, dims, ctx.keepdim)
+
+
+logsumexp = logsumexp.fn
 
 
 # --- cumulative ops --------------------------------------------------------------------------------
