@@ -33,8 +33,8 @@ from typing import Callable
 import numpy as np
 
 from . import OPS, op
-from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, raw_dims,
-                       sum_to)
+from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, raw_dim,
+                       raw_dims, sum_to)
 from .. import _dtype as D
 from .._fperr import quiet_off, quiet_on
 from ..autograd.node import underivable
@@ -332,8 +332,11 @@ class OpSpec:
             raw = pvals.copy()  # saved as given (PyTorch shows a negative dim as given)
             for pos, p in enumerate(params):
                 if p in spec.dims:
-                    D.arg_int(pvals[p], name, p, n_in + pos + 1)
-                    pvals[p] = _dim(int(pvals[p]), tensors[0]._data.ndim)
+                    v = pvals[p]
+                    if type(v) is not int:
+                        v = raw[p] = _int_arg(v, name, p, n_in + pos + _p if pos < given
+                                              else None)
+                    pvals[p] = _dim(int(v), tensors[0]._data.ndim)
             kinds = spec.kinds
             arrays = [t._data for t in tensors]
             casts = None
@@ -911,8 +914,9 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     ``complex_kernel``: the CPU kernel PyTorch's NotImplementedError names for integer/bool
     (not promoted) / complex inputs, which it has no instance for; ``real_only``: complex
     inputs are refused by PyTorch's RuntimeError "<name> is not supported for complex
-    tensors." before any kernel.  ``dims``: parameters that are dimensions (checked as ints,
-    wrapped into range; a saved dim keeps the wrapped value).  ``method``/``function``:
+    tensors." before any kernel.  ``dims``: parameters that are dimensions (ints or 0-d
+    integer tensors, else PyTorch's TypeError; wrapped into range for the forward, kept by
+    the node as given).  ``method``/``function``:
     exposed as ``Tensor.<name>``/``dyngrad.<name>`` (an op that is neither is registered as
     ``_<name>``); ``aliases``: other names of both (``arcsinh`` for ``asinh``).
     ``differentiable=False``: PyTorch has no derivative for the op and its result never
@@ -1171,3 +1175,15 @@ def batch_along_dims(param: str) -> Callable:
                                                 spec.name)) or tuple(range(1, arrays[0].ndim))
         return spec.forward(*arrays, **p)
     return rule
+
+
+def _int_arg(v, name: str, param: str, pos: int | None) -> int:
+    """An int argument given as something else: a NumPy integer or a 0-d integer tensor
+    counts (as a Python int, which PyTorch's node keeps); anything else is PyTorch's
+    TypeError, with the position of an argument given by position (``pos``)."""
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu":
+        return raw_dim(v)
+    where = "" if pos is None else f" (position {pos})"
+    raise TypeError(f"{name}(): argument '{param}'{where} must be int, not {D.type_name(v)}")

@@ -10,7 +10,8 @@ from . import op
 from .._fperr import quiet
 from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
 from . import _dual as X
-from ._spec import _int_dims, batch_aligned, batch_along_dims, defop, dims_of  # noqa: F401
+from ._spec import (_int_dims, batch_aligned, batch_along, batch_along_dims, defop,  # noqa: F401
+                    dims_of)
 
 _make = Tensor._make
 _add_reduce = np.add.reduce
@@ -876,29 +877,24 @@ def _revcumsum(g, dim):
     return cumsum(g.flip(dim), dim).flip(dim)
 
 
-class CumsumBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        dim = self._saved[0]
-        if X.data(g).size <= 1 or g.shape[dim] == 1:  # PyTorch returns the gradient as it is
-            return g,
-        return _revcumsum(g, dim),
-
-
-@op()
-@quiet
-def cumsum(input, dim, *, dtype=None):
+@defop("cumsum", node="CumsumBackward0", saved=("dim",), dims=("dim",), linear=True,
+       batch=batch_along("dim"))
+def cumsum(self, dim, *, dtype=None):
     """Running sum along ``dim`` (integers accumulate in int64); CumsumBackward0."""
-    d = input._data
-    rt = _sum_dtype(d, dtype)
-    (k,) = dims_of(dim, d.ndim, "cumsum") or (0,)
+    rt = _sum_dtype(self, dtype)
     # PyTorch's cumulative ops write a contiguous result whatever the input's layout
-    r = np.ascontiguousarray(_cum(np.cumsum, d, k, rt)) if d.ndim else d.astype(rt)
-    if STATE.enabled and input._requires_grad:
-        return record(r, CumsumBackward0((edge_of(input),), (k, raw_dim(dim))))
-    return _make(r)
+    return np.ascontiguousarray(_cum(np.cumsum, self, dim, rt)) if self.ndim else self.astype(rt)
+
+
+@cumsum.backward
+def _(ctx, grad):
+    dim = ctx.dim
+    if X.numel(grad) <= 1 or grad.shape[dim] == 1:  # PyTorch returns the gradient as it is
+        return grad,
+    return _revcumsum(grad, dim),
+
+
+cumsum = cumsum.fn
 
 
 def _cumprod_grad_np(x, g, axis):
@@ -915,19 +911,47 @@ def _cumprod_grad_np(x, g, axis):
     return np.moveaxis(out, -1, axis)
 
 
-class CumprodBackward0(Node):
-    __slots__ = ()
+@defop("cumprod", node="CumprodBackward0", saved=("self", "dim", "result"), dims=("dim",),
+       batch=batch_along("dim"))
+def cumprod(self, dim, *, dtype=None):
+    """Running product along ``dim``; CumprodBackward0."""
+    rt = _sum_dtype(self, dtype)
+    return np.ascontiguousarray(_cum(np.cumprod, self, dim, rt)) if self.ndim else self.astype(rt)
 
-    def _bw(self, g, graph):
-        sx, so, dim, _ = self._saved
-        x = sx.get(self, graph)
-        o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
-        xd = X.data(x)
-        if xd.size <= 1 or xd.shape[dim] == 1:  # PyTorch returns the gradient as it is
-            return g,
-        if (xd != 0).all():
-            return _revcumsum(g * o, dim) / x,
-        return _cumprod_grad_any(x, xd, o, g, dim),
+
+@cumprod.backward
+def _(ctx, grad):
+    x, o = ctx.self, ctx.result  # both unpacked (version-checked) on every path, as PyTorch
+    xd = X.data(x)
+    if xd.size <= 1:
+        return grad,
+    dim = ctx.dim % xd.ndim
+    if xd.shape[dim] == 1:  # PyTorch returns the gradient as it is
+        return grad,
+    if (xd != 0).all():
+        return _revcumsum(grad * o, dim) / x,
+    return _cumprod_grad_any(x, xd, o, grad, dim),
+
+
+@cumprod.jvp
+def _(ctx, t):
+    x, o = ctx.self, ctx.result
+    xd = X.data(x)
+    if xd.ndim == 0:
+        return t
+    dim = ctx.dim % xd.ndim
+    if (xd != 0).all():
+        return o * cumsum(t / x, dim)
+    # with zeros: the tangent of position k is the sum over j <= k of t_j times the product
+    # of x_i over i <= k, i != j (x_j set to 1 in a running product)
+    k = np.arange(xd.shape[dim]).reshape((-1,) + (1,) * (xd.ndim - dim - 1))
+    out = None
+    for j in range(xd.shape[dim]):
+        at = X.const(np.broadcast_to(k == j, xd.shape), x)
+        term = cumprod(X.where(at, 1 + 0 * x, x), dim) * t.narrow(dim, j, 1) * \
+            X.const((k >= j).astype(xd.dtype), x)
+        out = term if out is None else out + term
+    return out
 
 
 def _cumprod_grad_zeros(x, xd, o, g, dim):
@@ -951,21 +975,7 @@ def _cumprod_grad_zeros(x, xd, o, g, dim):
 _cumprod_grad_any = X.twin(lambda x, xd, o, g, dim: _cumprod_grad_np(xd, g, dim),
                            _cumprod_grad_zeros)
 
-
-@op()
-@quiet
-def cumprod(input, dim, *, dtype=None):
-    """Running product along ``dim``; CumprodBackward0."""
-    d = input._data
-    rt = _sum_dtype(d, dtype)
-    (k,) = dims_of(dim, d.ndim, "cumprod") or (0,)
-    r = np.ascontiguousarray(_cum(np.cumprod, d, k, rt)) if d.ndim else d.astype(rt)
-    if STATE.enabled and input._requires_grad:
-        res = record(r, None)
-        res._grad_fn = CumprodBackward0((edge_of(input),), (Saved(input), Saved(res, True), k,
-                                                            raw_dim(dim)))
-        return notify(res)
-    return _make(r)
+cumprod = cumprod.fn
 
 
 # --- boolean reductions ----------------------------------------------------------------------------
