@@ -114,7 +114,8 @@ class OpSpec:
     def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
                  real_only=False, aliases=(), differentiable=True, complex_error=None,
-                 saved_for=None, integer_kernel=None, outputs=(), broadcast=False, dim_lists=()):
+                 saved_for=None, integer_kernel=None, outputs=(), broadcast=False, dim_lists=(),
+                 names=None):
         self.name = name
         self.broadcast = broadcast
         self.dim_lists = dim_lists
@@ -177,7 +178,7 @@ class OpSpec:
         for n in saved:
             kind = "tensor" if (n in inputs or n == "result" or n in self.extra_outputs) else \
                 "dim" if "dim" in n else "same"
-            named[n] = (positions[n], kind)
+            named[(names or {}).get(n, n)] = (positions[n], kind)
         # an op without a derivative (``differentiable=False``) records no node; one that
         # records PyTorch's NotImplemented node gives that class (see ``defop``)
         self.not_implemented = isinstance(node, type)
@@ -903,7 +904,8 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
           complex_kernel: str | None = None, real_only: bool = False, aliases: tuple = (),
           differentiable: bool = True, complex_error: tuple | None = None,
           saved_for: dict | None = None, integer_kernel: str | None = None,
-          outputs: tuple = (), broadcast: bool = False, dim_lists: tuple = ()):
+          outputs: tuple = (), broadcast: bool = False, dim_lists: tuple = (),
+          names: dict | None = None):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
@@ -960,13 +962,15 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     stale view's, as in PyTorch.  ``dim_lists``: parameters that are a dim or a list of dims
     (an int, a tuple or list, None; None and an empty list mean every dim), which the forward
     reads with ``dims_of`` (PyTorch's errors; a sorted tuple of axes is taken as it is): the
-    node keeps them as given, as a tuple (``batch_along_dims`` is their batching rule)."""
+    node keeps them as given, as a tuple (``batch_along_dims`` is their batching rule).
+    ``names``: PyTorch's names of saved values where they differ from the declaration's
+    (``{"result": "inverse"}``: linalg.inv's node shows its output as ``_saved_inverse``)."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
                       elementwise, method, function, floating_kernel, tuple(dims),
                       complex_kernel, real_only, tuple(aliases), differentiable,
                       complex_error, saved_for, integer_kernel, outputs, broadcast,
-                      tuple(dim_lists))
+                      tuple(dim_lists), names)
     return deco
 
 

@@ -986,17 +986,6 @@ def _square(name, a):
                            f"{D.TYPE_NAMES[D.FROM_NP[a.dtype]].replace('Tensor', '')}")
 
 
-_inv_any = X.twin(np.linalg.inv, lambda x: inverse(x))
-
-
-class LinalgInvExBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        y = X.transpose_last(self._saved[0].get(self, graph))
-        return -X.matmul(X.matmul(y, g), y),
-
-
 def _singular_pivot(a):
     """1-based index of the first zero pivot of LU (for PyTorch's singular-matrix message)."""
     try:
@@ -1011,66 +1000,84 @@ def _singular_pivot(a):
         return a.shape[-1]
 
 
-@op()
-def inverse(input):
+@defop("inverse", node="LinalgInvExBackward0", saved=("result",), names={"result": "inverse"},
+       batch=lambda spec, arrays, params: spec.forward(arrays[0]))
+def inverse(self):
     """Inverse of a square matrix (or a batch); LinalgInvExBackward0."""
-    a = input._data
-    _square("linalg.inv", a)
+    _square("linalg.inv", self)
     try:
-        r = np.linalg.inv(a)
+        r = np.linalg.inv(self)
     except np.linalg.LinAlgError:
-        raise LinAlgError(f"linalg.inv: The diagonal element {_singular_pivot(a)} is zero, the "
-                          f"inversion could not be completed because the input matrix is "
+        raise LinAlgError(f"linalg.inv: The diagonal element {_singular_pivot(self)} is zero, "
+                          f"the inversion could not be completed because the input matrix is "
                           f"singular.") from None
     # each matrix stored column by column, as LAPACK's result PyTorch returns (strides (1, n))
-    r = _col_major(r)
-    if STATE.enabled and input._requires_grad:
-        res = record(r, None)
-        res._grad_fn = LinalgInvExBackward0((edge_of(input),), (Saved(res, True),))
-        return notify(res)
-    return _make(r)
+    return _col_major(r)
 
 
-class LinalgDetBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, so = self._saved
-        a = sa.get(self, graph)
-        ad = X.data(a)
-        det = so.get(self, graph)  # unpacked (version-checked) even when unused, as PyTorch
-        if ad.shape[-1] == 1:  # d det / dA = 1: the gradient is the incoming one (as PyTorch)
-            return X.unsqueeze_dims(g, (ad.ndim - 2, ad.ndim - 1), ad.ndim),
-        gg = X.unsqueeze_dims(g * det, (ad.ndim - 2, ad.ndim - 1), ad.ndim)
-        try:
-            inv = _inv_any(a)
-            if not np.isfinite(X.data(inv)).all():
-                raise np.linalg.LinAlgError
-            return gg * X.transpose_last(inv),
-        except (np.linalg.LinAlgError, RuntimeError):
-            # singular: the gradient is the adjugate (cofactor matrix), from the SVD
-            u, s, vt = np.linalg.svd(ad)
-            n = ad.shape[-1]
-            adj = np.zeros_like(ad)
-            for k in range(n):
-                prod = np.prod(np.delete(s, k, axis=-1), axis=-1)
-                adj += prod[..., None, None] * (u[..., :, k:k + 1] * vt[..., k:k + 1, :])
-            adj = adj * (np.linalg.det(u) * np.linalg.det(vt))[..., None, None]
-            gd = np.asarray(X.data(g))[..., None, None]
-            return X.const(gd * adj, g),
+@inverse.backward
+def _(ctx, grad):
+    y = X.transpose_last(ctx.result)
+    return -X.matmul(X.matmul(y, grad), y),
 
 
-@op()
-def det(input):
+@inverse.jvp
+def _(ctx, t):
+    y = ctx.result
+    return -X.matmul(X.matmul(y, t), y)
+
+
+inverse = inverse.fn
+_inv_any = X.twin(np.linalg.inv, inverse)
+
+
+@defop("det", node="LinalgDetBackward0", inputs=("A",), saved=("A", "result"),
+       batch=lambda spec, arrays, params: spec.forward(arrays[0]))
+def det(A):
     """Determinant of a square matrix (or a batch); LinalgDetBackward0."""
-    a = input._data
-    _square("linalg.det", a)
-    r = _col_major(np.linalg.det(a), False)
-    if STATE.enabled and input._requires_grad:
-        res = record(r, None)
-        res._grad_fn = LinalgDetBackward0((edge_of(input),), (Saved(input), Saved(res, True)))
-        return notify(res)
-    return _make(r)
+    _square("linalg.det", A)
+    return _col_major(np.linalg.det(A), False)
+
+
+def _det_grad(ctx, g):
+    """The gradient of det for ``g``: g * det * inverse^T, or the adjugate from the SVD for a
+    singular matrix."""
+    a = ctx.A
+    ad = X.data(a)
+    if ad.shape[-1] == 1:  # d det / dA = 1: the gradient is the incoming one (as PyTorch)
+        return X.unsqueeze_dims(g, (ad.ndim - 2, ad.ndim - 1), ad.ndim)
+    gg = X.unsqueeze_dims(g * ctx.result, (ad.ndim - 2, ad.ndim - 1), ad.ndim)
+    try:
+        inv = _inv_any(a)
+        if not np.isfinite(X.data(inv)).all():
+            raise np.linalg.LinAlgError
+        return gg * X.transpose_last(inv)
+    except (np.linalg.LinAlgError, RuntimeError):
+        # singular: the gradient is the adjugate (cofactor matrix), from the SVD
+        u, s, vt = np.linalg.svd(ad)
+        n = ad.shape[-1]
+        adj = np.zeros_like(ad)
+        for k in range(n):
+            prod = np.prod(np.delete(s, k, axis=-1), axis=-1)
+            adj += prod[..., None, None] * (u[..., :, k:k + 1] * vt[..., k:k + 1, :])
+        adj = adj * (np.linalg.det(u) * np.linalg.det(vt))[..., None, None]
+        gd = np.asarray(X.data(g))[..., None, None]
+        return X.const(gd * adj, g)
+
+
+@det.backward
+def _(ctx, grad):
+    return _det_grad(ctx, grad),
+
+
+@det.jvp
+def _(ctx, t):
+    # the gradient for a unit cotangent, contracted with the tangent over each matrix
+    g = _det_grad(ctx, 1 + 0 * ctx.result)
+    return X.sum_dims(g * t, (t.dim() - 2, t.dim() - 1), False)
+
+
+det = det.fn
 
 
 class LinalgSlogdetBackward0(Node):
