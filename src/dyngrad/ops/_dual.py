@@ -260,3 +260,7 @@ def product_rule(a, b, ta, tb, prod):
     if tb is not None:
         out = prod(a, tb) if out is None else out + prod(a, tb)
     return out
+
+
+conj = _pick(np.conj, "conj")
+real = _pick(np.real, "real")

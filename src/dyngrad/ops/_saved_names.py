@@ -246,12 +246,6 @@ SAVED_NAMES: dict = {
     },
     "ReciprocalBackward0": {"result": (0, "tensor")},
     "ReflectionPad2DBackward0": {"self": (2, "tensor")},
-    "RenormBackward0": {
-        "self": (0, "tensor"),
-        "p": (1, "same"),
-        "dim": (2, "dim"),
-        "maxnorm": (3, "same"),
-    },
     "ReluBackward0": {"result": (1, "tensor")},
     "RemainderBackward1": {"self": (0, "tensor"), "other": (1, "tensor")},
     "RepeatBackward0": {"repeats": (0, "same"), "self_sym_sizes": (1, "same")},

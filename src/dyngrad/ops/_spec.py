@@ -115,7 +115,7 @@ class OpSpec:
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
                  real_only=False, aliases=(), differentiable=True, complex_error=None,
                  saved_for=None, integer_kernel=None, outputs=(), broadcast=False, dim_lists=(),
-                 names=None):
+                 names=None, holomorphic=True):
         self.name = name
         self.broadcast = broadcast
         self.dim_lists = dim_lists
@@ -185,7 +185,7 @@ class OpSpec:
         self.node_cls = None if node is None else node if self.not_implemented else type(
             node, (Node,), {
                 "__slots__": (), "__module__": forward.__module__, "_spec": self,
-                "_named_saved": named, "_fw_rule": _node_fw,
+                "_named_saved": named, "_fw_rule": _node_fw, "_holomorphic": holomorphic,
                 "_bw": _node_bw2 if self.binary else _node_bw_summed if broadcast else _node_bw,
                 # a node that keeps no tensor has nothing to free: a second backward through
                 # it runs, as PyTorch's
@@ -905,7 +905,7 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
           differentiable: bool = True, complex_error: tuple | None = None,
           saved_for: dict | None = None, integer_kernel: str | None = None,
           outputs: tuple = (), broadcast: bool = False, dim_lists: tuple = (),
-          names: dict | None = None):
+          names: dict | None = None, holomorphic: bool = True):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
@@ -964,13 +964,16 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     reads with ``dims_of`` (PyTorch's errors; a sorted tuple of axes is taken as it is): the
     node keeps them as given, as a tuple (``batch_along_dims`` is their batching rule).
     ``names``: PyTorch's names of saved values where they differ from the declaration's
-    (``{"result": "inverse"}``: linalg.inv's node shows its output as ``_saved_inverse``)."""
+    (``{"result": "inverse"}``: linalg.inv's node shows its output as ``_saved_inverse``).
+    ``holomorphic=False``: the backward writes PyTorch's gradient for complex input itself (a
+    formula through norms, as renorm's), so it is not conjugated around as an op's complex
+    derivative is."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
                       elementwise, method, function, floating_kernel, tuple(dims),
                       complex_kernel, real_only, tuple(aliases), differentiable,
                       complex_error, saved_for, integer_kernel, outputs, broadcast,
-                      tuple(dim_lists), names)
+                      tuple(dim_lists), names, holomorphic)
     return deco
 
 
@@ -1117,9 +1120,10 @@ def _bind(sig, params, tensors, args, kwargs, name, n_in) -> dict:
         missing = [p for p in params if p not in kwargs and
                    sig.parameters[p].default is inspect.Parameter.empty][
                        max(0, len(args) - n_in):]
-        if missing:
+        if missing:  # PyTorch's wording ("1 ... arguments", "2 ... argument")
             raise TypeError(f"{name}() missing {len(missing)} required positional "
-                            f"arguments: " + ", ".join(f'"{m}"' for m in missing)) from None
+                            f"argument{'s' if len(missing) == 1 else ''}: " +
+                            ", ".join(f'"{m}"' for m in missing)) from None
         # Python's words for a keyword it cannot take, as PyTorch says them
         msg = str(e)
         raise TypeError(f"{name}() {'got ' * msg.startswith('multiple')}{msg}") from None

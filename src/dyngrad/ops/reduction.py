@@ -1039,47 +1039,42 @@ def sum_to_size(input, *size):
 
 
 # --- renorm ----------------------------------------------------------------------------------------
-from ._formula import FormulaNode  # noqa: E402
 def _norm_backward(g, x, p, norm):
     """PyTorch's norm_backward with keepdim: the gradient of ``norm`` (the ``p``-norm of ``x``
-    over the dims ``norm`` keeps as size 1) times ``g``, written with dyngrad ops."""
+    over the dims ``norm`` keeps as size 1) times ``g``, on arrays or Tensors."""
     if p == 1.0:
-        return x.sgn() * g
+        return X.sgn(x) * g
+    xd, nd = X.data(x), X.data(norm)
+    zero = X.const(nd == 0, norm)
+    safe = X.where(zero, 1 + 0 * norm, norm)  # (no division by a zero norm)
     if p == 2.0:
-        return g * (x / norm).masked_fill_(norm == 0, 0)
+        return g * X.where(zero, 0 * x, x / safe)
     if _math.isinf(p):
-        ax = x.abs()
-        mask = ax.eq(norm).logical_or(ax.isnan())
-        dims = [i for i in range(x.dim()) if norm.shape[i] == 1 and x.shape[i] != 1]
-        return x.sgn() * ((g / mask.sum(dims, True)) * mask)
+        ax = np.abs(xd)
+        m = X.const(((ax == nd) | np.isnan(ax)).astype(xd.dtype), x)
+        dims = tuple(i for i in range(xd.ndim) if nd.shape[i] == 1 and xd.shape[i] != 1)
+        return X.sgn(x) * ((g / X.sum_dims(m, dims, True)) * m)
     if p < 1.0:
-        scaled = x.sgn() * x.abs().pow_(p - 1).masked_fill_(x == 0, 0)
-        return scaled * g * norm.pow(1 - p)
-    scaled = x.sgn() * x.abs().pow_(p - 1) if p < 2.0 else x * x.abs().pow_(p - 2)
-    scale = g / norm.pow(p - 1)
-    scale.masked_fill_(norm == 0, 0)
-    return scaled * scale
+        xzero = X.const(xd == 0, x)
+        ax = X.where(xzero, 1 + 0 * x, X.abs(x))
+        scaled = X.sgn(x) * X.where(xzero, 0 * x, ax ** (p - 1))
+        return scaled * g * norm ** (1 - p)
+    scaled = X.sgn(x) * X.abs(x) ** (p - 1) if p < 2.0 else x * X.abs(x) ** (p - 2)
+    return scaled * X.where(zero, 0 * g, g / safe ** (p - 1))
 
 
-class RenormBackward0(FormulaNode):
-    """PyTorch's renorm_backward: where the slice's norm exceeded maxnorm, the gradient of
-    x * maxnorm / (norm + 1e-7); elsewhere the gradient passes.  Written as PyTorch's for
-    complex input too (there the norm's gradient takes real(conj(x) * grad))."""
-    __slots__ = ()
-    _holomorphic = False
-
-    def formula(self, g, x, p, dim, maxnorm):
-        from .elementwise_more import where
-        dim = dim % x.dim()  # saved as the caller gave it
-        dims = [i for i in range(x.dim()) if i != dim]
-        acc = x.float() if x.dtype == D.float16 else x
-        norm = vector_norm(acc, p, dims, True)
-        go = (acc.conj() * g).real if acc.is_complex() else acc * g
-        go = go.sum(dims, True)
-        nb = _norm_backward(go, acc, p, norm)
-        inv = (norm + 1e-7).reciprocal()
-        factor = inv * maxnorm
-        return where(norm > maxnorm, factor * g - (maxnorm * inv * inv * nb).to(x.dtype), g),
+def _slice_norms(x, p, dims):
+    """vector_norm of ``x`` over ``dims``, kept: recorded for a Tensor, an array for an
+    array (in float32 for float16, PyTorch's accumulate type)."""
+    if isinstance(x, Tensor):
+        return vector_norm(x.float() if x.dtype == D.float16 else x, p, dims, True)
+    prev = STATE.enabled
+    STATE.enabled = False
+    try:
+        return vector_norm(_make(x.astype(np.float32) if x.dtype == np.float16 else x), p,
+                           dims, True)._data
+    finally:
+        STATE.enabled = prev
 
 
 def _real_scalar(v, what):
@@ -1090,36 +1085,90 @@ def _real_scalar(v, what):
     return float(v)
 
 
-@op()
-@quiet
-def renorm(input, p, dim, maxnorm):
+def _renorm(d, p, maxnorm, keep):
+    """renorm's value: the slices of ``d`` along the axes ``keep`` scaled down to norm
+    ``maxnorm`` where their ``p``-norm exceeds it."""
+    norm = _slice_norms(d, p, [i for i in range(d.ndim) if i not in keep])
+    nt = norm.dtype.type
+    factor = np.where(norm > nt(maxnorm), nt(maxnorm) / (norm + nt(1e-7)), nt(1)).astype(d.dtype)
+    return X.c_order(d * factor)  # contiguous, as PyTorch's
+
+
+@defop("renorm", node="RenormBackward0", saved=("self", "p", "dim", "maxnorm"),
+       holomorphic=False, batch=lambda spec, arrays, params: _renorm_batched(arrays[0], **params))
+def renorm(self, p, dim, maxnorm):
     """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to norm
     ``maxnorm`` (times 1 / (1 + 1e-7 / norm)); RenormBackward0."""
+    pv, mx = _renorm_args(p, maxnorm)
+    if self.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {self.ndim} "
+                           f"dimensions")
+    return _renorm(self, pv, mx, (_dim_of(dim, self.ndim),))
+
+
+def _renorm_args(p, maxnorm):
+    """renorm's p and maxnorm as floats, with PyTorch's checks."""
     pv = _real_scalar(p, "p")
     if not pv > 0.0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     mx = _real_scalar(maxnorm, "maxnorm")
     if not mx >= 0.0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {mx:g}")
-    d = input._data
-    if d.ndim <= 1:
-        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {d.ndim} dimensions")
-    k = _dim_of(dim, d.ndim)
-    dims = [i for i in range(d.ndim) if i != k]
-    half = d.dtype == np.float16 or d.dtype == D.BF16
-    prev = STATE.enabled
-    STATE.enabled = False
-    try:  # the norm, in float32 for float16/bfloat16 input (PyTorch's accumulate type)
-        norm = vector_norm(_make(d.astype(np.float32) if half else d), pv, dims, True)._data
-    finally:
-        STATE.enabled = prev
-    nt = norm.dtype.type
-    factor = np.where(norm > nt(mx), nt(mx) / (norm + nt(1e-7)), nt(1)).astype(d.dtype)
-    data = X.c_order(d * factor)  # contiguous, as PyTorch's
-    if STATE.enabled and input._requires_grad:
-        return record(data, RenormBackward0((edge_of(input),), (Saved(input), pv, raw_dim(dim),
-                                                                mx)))
-    return _make(data)
+    return pv, mx
+
+
+def _renorm_batched(d, p, dim, maxnorm):
+    """renorm over a leading batch axis: each sample's slices on their own."""
+    pv, mx = _renorm_args(p, maxnorm)
+    return _renorm(d, pv, mx, (0, _dim_of(dim, d.ndim - 1) + 1))
+
+
+def _renorm_parts(ctx):
+    """What renorm's derivatives share: the input (in its accumulate type), the reduced dims,
+    maxnorm, the slice norms and where they exceed maxnorm."""
+    x = ctx.self
+    xd = X.data(x)
+    dim = _dim_of(ctx.dim, xd.ndim)  # saved as the caller gave it
+    dims = tuple(i for i in range(xd.ndim) if i != dim)
+    p, mx = _renorm_args(ctx.p, ctx.maxnorm)
+    half = xd.dtype == np.float16 or xd.dtype == D.BF16  # (accumulated in float32)
+    acc = x if not half else x.float() if isinstance(x, Tensor) else xd.astype(np.float32)
+    norm = _slice_norms(acc, p, dims)
+    return acc, dims, p, mx, norm, X.const(X.data(norm) > mx, norm)
+
+
+def _to_dtype_of(v, x):
+    """``v`` in ``x``'s dtype (a float32 accumulation of float16 input, rounded back)."""
+    dt = X.data(x).dtype
+    if X.data(v).dtype == dt:
+        return v
+    return v.to(x.dtype) if isinstance(v, Tensor) else v.astype(dt)
+
+
+@renorm.backward
+def _(ctx, grad):
+    # PyTorch's renorm_backward: where the slice's norm exceeded maxnorm, the gradient of
+    # x * maxnorm / (norm + 1e-7); elsewhere the gradient passes
+    acc, dims, p, mx, norm, over = _renorm_parts(ctx)
+    # (for complex input the norm's gradient takes real(conj(x) * grad), as PyTorch's)
+    go = X.real(X.conj(acc) * grad) if X.data(acc).dtype.kind == "c" else acc * grad
+    nb = _norm_backward(X.sum_dims(go, dims, True), acc, p, norm)
+    inv = 1 / (norm + 1e-7)
+    return X.where(over, inv * mx * grad - _to_dtype_of(mx * inv * inv * nb, ctx.self), grad),
+
+
+@renorm.jvp
+def _(ctx, t):
+    # the tangent of x * maxnorm / (norm + 1e-7) where the norm exceeded maxnorm
+    acc, dims, p, mx, norm, over = _renorm_parts(ctx)
+    dn = _norm_backward(1 + 0 * norm, acc, p, norm)  # d norm / d x (d x* for complex x)
+    dn = X.real(X.conj(dn) * t) if X.data(acc).dtype.kind == "c" else dn * t
+    dnorm = X.sum_dims(dn, dims, True)
+    inv = 1 / (norm + 1e-7)
+    return X.where(over, inv * mx * t - _to_dtype_of(mx * inv * inv * dnorm * acc, ctx.self), t)
+
+
+renorm = renorm.fn
 
 
 def _dim_of(dim, ndim):
