@@ -82,25 +82,23 @@ _DIFFERENCES = [
      "float16",
      'float16 computes where PyTorch\'s kernel has no Half version ("<op>_cpu" not '
      "implemented for 'Half'); in ops/special.py"),
-    ("mm matmul_batched addmm matmul_2d matmul_dot matmul_mv matmul_vm matmul_bcast "
-     "matmul_2d_3d matmul_op mm_fn bmm mv dot einsum_mm einsum_batch einsum_ellipsis "
-     "einsum_three baddbmm_method",
+    ("mm matmul_batched addmm matmul_2d matmul_vm matmul_bcast "
+     "matmul_2d_3d matmul_op mm_fn einsum_mm einsum_batch einsum_ellipsis einsum_three",
      "bool",
      'bool matrix products compute where PyTorch raises '
-     '"addmm_impl_cpu_"/"bmm"/"dot"/"addmv_impl_cpu"/"baddbmm" not implemented; in '
-     'ops/linalg.py'),
+     '"addmm_impl_cpu_"/"bmm" not implemented; in ops/linalg.py'),
     ("matrix_power matrix_power_batch matrix_power_6",
      "bool",
      'matrix_power multiplies with matmul: bool matmul computes where PyTorch raises '
      '"addmm_impl_cpu_"/"bmm" not implemented; in ops/linalg.py'),
-    ("addmm_full baddbmm",
+    ("addmm_full",
      INTS + " bool",
-     "addmm/baddbmm with float beta/alpha on integers leak NumPy's UFuncTypeError (PyTorch "
+     "addmm with float beta/alpha on integers leaks NumPy's UFuncTypeError (PyTorch "
      'computes; bool: its NotImplementedError); in ops/linalg.py'),
-    ("addmm_ baddbmm_",
+    ("addmm_",
      INTS,
-     "addmm_/baddbmm_ with float beta/alpha on integers leak NumPy's UFuncTypeError where "
-     'PyTorch computes (uint8 baddbmm_: its overflow error); in ops/linalg.py'),
+     "addmm_ with float beta/alpha on integers leaks NumPy's UFuncTypeError where "
+     'PyTorch computes; in ops/linalg.py'),
     ("einsum_trace einsum_sum",
      "int32 uint8 bool",
      "einsum's sums keep the small integer/bool dtype where PyTorch's give int64; in "
@@ -132,22 +130,6 @@ _DIFFERENCES = [
     ("matrix_exp linalg_matrix_exp",
      "float16",
      "float16 values differ from PyTorch's beyond float16 rounding; in ops/linalg_more.py"),
-    ("addmv",
-     "bool",
-     'bool addmv computes where PyTorch raises "addmv_impl_cpu" not implemented; in '
-     'ops/products.py'),
-    ("addmv_ab",
-     "uint8 bool",
-     "uint8 with a negative alpha leaks NumPy's OverflowError (PyTorch: 'value cannot be "
-     "converted to type uint8_t without overflow'); bool computes; in ops/products.py"),
-    ("dist dist_p dist_p1 dist_inf",
-     "bool",
-     "dist of bool raises norm's error where PyTorch raises its bool subtraction error; in "
-     'ops/products.py'),
-    ("cross linalg_cross",
-     "bool",
-     'cross of bool leaks NumPy\'s TypeError where PyTorch raises "cross" not implemented; in'
-     ' ops/products.py'),
     ("tensordot tensordot_lists tensordot_outer inner multi_dot multi_dot2 chain_matmul",
      "bool",
      'bool products compute where PyTorch raises "addmm_impl_cpu_" not implemented; in '

@@ -553,7 +553,10 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
 
 
 def _baddbmm_blend(c, r, beta, alpha):
-    """``beta * c + alpha * r`` into ``r`` (``c`` ignored when beta is 0)."""
+    """``beta * c + alpha * r`` into ``r`` (``c`` ignored when beta is 0; integer results
+    take beta and alpha truncated to ints, as PyTorch's)."""
+    if r.dtype.kind in "biu":
+        beta, alpha = int_coefficients(r.dtype, beta, alpha)
     if alpha != 1:
         r *= alpha
     if beta == 1:
@@ -561,6 +564,14 @@ def _baddbmm_blend(c, r, beta, alpha):
     elif beta != 0:
         r += beta * c
     return r
+
+
+def int_coefficients(dtype, *coefs) -> tuple:
+    """The scalar coefficients (beta, alpha) of a product into an integer result: truncated
+    to ints, as PyTorch's; a negative one for uint8 is PyTorch's overflow error."""
+    if dtype == np.uint8 and any(c < 0 for c in coefs):
+        raise RuntimeError("value cannot be converted to type uint8_t without overflow")
+    return tuple(int(c) for c in coefs)
 
 
 def _baddbmm_batched(c, a, b, beta=1, alpha=1):

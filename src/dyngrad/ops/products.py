@@ -158,7 +158,8 @@ def _keep(t, other):
 def _blend(inp, prod, beta, alpha, shape, rt):
     """beta * input + alpha * prod (input ignored, NaN included, when beta is 0)."""
     if rt.kind in "biu":
-        beta, alpha = int(beta), int(alpha)
+        from .linalg import int_coefficients
+        beta, alpha = int_coefficients(rt, beta, alpha)
     with np.errstate(all="ignore"):
         p = prod if alpha == 1 else prod * alpha
         if beta == 0:
@@ -328,6 +329,9 @@ def dist(self, other, p=2):
     """The p-norm of ``input - other`` (broadcast, in their common dtype); DistBackward0."""
     p = _dist_p(p)
     rt = self.dtype
+    if rt == np.bool_:  # (PyTorch subtracts first)
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
     if rt not in D.INEXACT:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
                            f"Got {D.scalar_type_name(rt)} instead.")
