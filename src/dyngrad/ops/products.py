@@ -395,10 +395,16 @@ def _(ctx, grad):
 @dist.jvp
 def _(ctx, ta, tb):
     # a scalar of the inputs: the tangent is the gradient's dot product with the tangents
+    # (of complex inputs, a real function: the real part of conj(gradient) * tangent)
     gd = _dist_direction(ctx, 1)
-    out = None if ta is None else (gd * ta).sum()
+    cplx = X.data(gd).dtype.kind == "c"
+
+    def dot(t):
+        return (X.real(X.conj(gd) * t) if cplx else gd * t).sum()
+
+    out = None if ta is None else dot(ta)
     if tb is not None:
-        out = -(gd * tb).sum() if out is None else out - (gd * tb).sum()
+        out = -dot(tb) if out is None else out - dot(tb)
     return out
 
 

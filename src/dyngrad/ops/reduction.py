@@ -432,7 +432,7 @@ def _amaxmin(name, np_fn):
                        f"default); ties share the gradient ({name.capitalize()}Backward0).")
     spec = defop(name, node=f"{name.capitalize()}Backward0",
                  saved=("self", "dim", "keepdim", "result"), dim_lists=("dim",),
-                 batch=batch_along_dims("dim"))(forward)
+                 complex_kernel=f"{name[1:]}_values_cpu", batch=batch_along_dims("dim"))(forward)
 
     @spec.backward
     def _(ctx, grad):
