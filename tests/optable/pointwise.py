@@ -158,6 +158,8 @@ ROWS = [
     OpInfo("isfinite", torch.isfinite, np.isfinite, U, grad=False),
     OpInfo("isclose", lambda a, b: torch.isclose(a, b, atol=0.5), lambda a, b: np.isclose(a, b, atol=0.5),
            BC, grad=False),
+    OpInfo("isclose_method", lambda a, b: a.isclose(b, rtol=0.1), lambda a, b: np.isclose(a, b, rtol=0.1),
+           BC, grad=False),
     OpInfo("logical_and", lambda a, b: torch.logical_and(a > 0, b > 0),
            lambda a, b: np.logical_and(a > 0, b > 0), BC, grad=False),
     OpInfo("logical_xor", lambda a, b: torch.logical_xor(a > 0, b), lambda a, b: np.logical_xor(a > 0, b),
