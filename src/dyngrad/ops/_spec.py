@@ -285,6 +285,17 @@ class OpSpec:
         n_more, n_params, keywords = len(pos_params), len(params), frozenset(params)
         defaults = {p: sig.parameters[p].default for p in params
                     if sig.parameters[p].default is not inspect.Parameter.empty}
+        # what the node keeps, in order: (kind, name, input index, inputs whose gradient needs
+        # it or None); kinds 0 the result, 1 an input, 2 an input's shape, 3 dims, 4 as given,
+        # 5 an extra output (``indices``, by its index among them)
+        plan = tuple(
+            (0, n, None, spec.kept_for.get(n)) if n == "result" else
+            (1, n, spec.inputs.index(n), spec.kept_for.get(n)) if n in spec.inputs else
+            (2, n, spec.sizes_of[n], None) if n in spec.sizes_of else
+            (3, n, None, None) if n in spec.dim_lists else
+            (5, n, spec.extra_outputs.index(n), None) if n in spec.extra_outputs else
+            (4, n, None, None)
+            for n in spec.saved)
 
         def general(*args, _p=1, **kwargs):
             if len(args) < n_in and kwargs:  # tensor inputs given by keyword
@@ -365,28 +376,34 @@ class OpSpec:
             extra = ()
             if spec.outputs:
                 r, extra = r[0], tuple(_make(o) for o in r[1:])
-            if not (spec.differentiable and STATE.enabled and
-                    any(t._requires_grad for t in tensors)):
+            rg = [t._requires_grad for t in tensors]
+            if not (spec.differentiable and STATE.enabled and True in rg):
                 return spec.return_type(_make(r), *extra) if extra else _make(r)
             if spec.bw is None:
                 raise RuntimeError(f"the derivative for '{name}' is not implemented.")
             res = _make(r)
             res._requires_grad = True
             saved = []
-            for n in spec.saved:
-                if n in spec.kept_for and not any(tensors[i]._requires_grad
-                                                  for i in spec.kept_for[n]):
-                    saved.append(None)  # no input whose gradient uses it requires grad
-                elif n == "result":
+            for kind, n, i, need in plan:
+                if need is not None:
+                    for j in need:
+                        if rg[j]:
+                            break
+                    else:
+                        saved.append(None)  # no input whose gradient uses it requires grad
+                        continue
+                if kind == 0:
                     saved.append(Saved(res, True))
-                elif n in spec.inputs:
-                    saved.append(Saved(tensors[spec.inputs.index(n)]))
-                elif n in spec.sizes_of:
-                    saved.append(tuple(tensors[spec.sizes_of[n]]._data.shape))
-                elif n in spec.dim_lists:  # (checked by the forward)
+                elif kind == 1:
+                    saved.append(Saved(tensors[i]))
+                elif kind == 2:
+                    saved.append(tuple(tensors[i]._data.shape))
+                elif kind == 3:  # (checked by the forward)
                     saved.append(raw_dims(raw[n]))
+                elif kind == 5:
+                    saved.append(Saved(extra[i]))
                 else:
-                    saved.append(_derived(spec, n, extra, raw))
+                    saved.append(raw[n])
             if spec.broadcast:  # the inputs' shapes, to sum the gradients back to
                 saved += [t._data.shape for t in tensors]
             # (given the output dtype, a complex result's node gives PyTorch's conjugate
@@ -1049,14 +1066,6 @@ def apply_batched(name: str, arrays, params: dict):
 
 __all__ = ["defop", "unary", "batch_along", "apply_batched", "ELEMENTWISE", "Ctx", "OpSpec",
            "batch_aligned"]
-
-
-def _derived(spec, n, extra, raw):
-    """A saved value of the general path that is not an input, an input's shape or the
-    result: an extra output (``indices``) or a parameter as given."""
-    if n in spec.extra_outputs:
-        return Saved(extra[spec.extra_outputs.index(n)])
-    return raw[n]
 
 
 def _node_bw_summed(self, g, graph):
