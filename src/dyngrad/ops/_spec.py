@@ -438,6 +438,7 @@ class OpSpec:
             m.__name__ = m.__qualname__ = name
             m.__module__ = f.__module__
             m.__doc__ = f.__doc__
+            m.__signature__ = f.__signature__
             for key in (self.key,) + self.aliases:
                 op(f"_{key}_method", function=False, method=False, methods=(key,))(m)
         if method and f is not general and n_in == 2:
@@ -447,6 +448,7 @@ class OpSpec:
             m.__name__ = m.__qualname__ = name
             m.__module__ = f.__module__
             m.__doc__ = f.__doc__
+            m.__signature__ = f.__signature__
             for key in (self.key,) + self.aliases:
                 op(f"_{key}_method", function=False, method=False, methods=(key,))(m)
         for key in (self.key,) + self.aliases:
