@@ -297,87 +297,20 @@ class OpSpec:
             (4, n, None, None)
             for n in spec.saved)
 
-        def general(*args, _p=1, **kwargs):
-            if len(args) < n_in and kwargs:  # tensor inputs given by keyword
-                for nm in public[len(args):]:
-                    if nm not in kwargs:
-                        break
-                    args += (kwargs.pop(nm),)
-            tensors = args[:n_in]
-            for i, t in enumerate(tensors):
-                if not isinstance(t, Tensor):
-                    raise TypeError(f"{name}(): argument '{spec.inputs[i] if i else 'input'}' "
-                                    f"(position {i + _p}) must be Tensor, not "
-                                    f"{D.type_name(t)}")
-            if len(tensors) < n_in:
-                missing = list(public[len(tensors):]) + [
-                    p for p in params if p not in kwargs and
-                    sig.parameters[p].default is inspect.Parameter.empty]
-                # PyTorch's wording ("1 ... arguments", "2 ... argument")
-                raise TypeError(f"{name}() missing {len(missing)} required positional "
-                                f"argument{'s' if len(missing) == 1 else ''}: " +
-                                ", ".join(f'"{m}"' for m in missing))
-            if len(args) > n_in + len(params) and all(
-                    v.default is inspect.Parameter.empty for v in sig.parameters.values()):
-                n = n_in + len(params)
-                raise TypeError(f"{name}() takes {n} positional argument{'s' * (n != 1)} but "
-                                f"{len(args)} were given")
-            if len(args) > n_pos:
-                raise TypeError(f"{name}() takes from {n_req} to {n_pos} positional arguments "
-                                f"but {len(args)} were given")
-            pvals = None
-            given = len(args) - n_in
-            if given <= n_more:
-                pvals = dict(defaults)
-                if given:
-                    pvals.update(zip(pos_params, args[n_in:]))
-                if kwargs:
-                    if kwargs.keys() <= keywords and not any(k in pos_params[:given]
-                                                             for k in kwargs):
-                        pvals.update(kwargs)
-                    else:
-                        pvals = None
-                if pvals is not None and len(pvals) != n_params:
-                    pvals = None  # a required argument is missing: inspect says which
-            if pvals is None:
-                pvals = _bind(sig, params, tensors, args, kwargs, name, n_in)
-            raw = pvals.copy()  # saved as given (PyTorch shows a negative dim as given)
-            for pos, p in enumerate(params):
-                if p in spec.dims:
-                    v = pvals[p]
-                    if type(v) is not int:
-                        v = raw[p] = _int_arg(v, name, p, n_in + pos + _p if pos < given
-                                              else None)
-                    pvals[p] = _dim(int(v), tensors[0]._data.ndim)
-            kinds = spec.kinds
-            arrays = [t._data for t in tensors]
-            casts = None
-            if spec.promote == "common":
-                arrays, casts = _to_common(tensors, arrays)
-            forward = spec.forward
-            if any(a.dtype == D.BF16 for a in arrays):
-                forward = D.rounding(forward)
-            arrays = [a if a.dtype.kind in kinds else spec.admit(a) for a in arrays]
-            tok = quiet_on()
-            try:
-                r = forward(*arrays, **pvals)
-            except RuntimeError:
-                edges_first(*tensors)  # a stale view's error comes before the op's own
-                raise
-            except TypeError as e:
-                # the forward's "<name>(): argument '<p>' must be ..." names the position of
-                # an argument given by position, as PyTorch's does (an op of one tensor shares
-                # its function with the method, which may pass keywords by position: not there)
-                if n_in == 1:
-                    raise
-                raise _positioned(e, name, params, len(args) - n_in, n_in + _p) from None
-            finally:
-                quiet_off(tok)
+        # the declaration's fixed facts, read as locals on every call
+        outputs, differentiable, broadcast = spec.outputs, spec.differentiable, spec.broadcast
+        node_cls, state = spec.node_cls, STATE
+
+        def record(r, tensors, raw, casts=None):
+            """The op's result for the forward's result ``r`` (an array, or a tuple of them
+            with ``outputs``) of ``tensors`` and the parameters ``raw`` (as given), with its
+            node when an input requires grad: the general path's end, which a caller that
+            checked the arguments and ran ``forward`` itself (matmul's mv) calls directly."""
             extra = ()
-            if spec.outputs:
+            if outputs:
                 r, extra = r[0], tuple(_make(o) for o in r[1:])
             rg = [t._requires_grad for t in tensors]
-            if not (spec.differentiable and STATE.enabled and True in rg):
+            if not (differentiable and state.enabled and True in rg):
                 return spec.return_type(_make(r), *extra) if extra else _make(r)
             if spec.bw is None:
                 raise RuntimeError(f"the derivative for '{name}' is not implemented.")
@@ -404,11 +337,11 @@ class OpSpec:
                     saved.append(Saved(extra[i]))
                 else:
                     saved.append(raw[n])
-            if spec.broadcast:  # the inputs' shapes, to sum the gradients back to
+            if broadcast:  # the inputs' shapes, to sum the gradients back to
                 saved += [t._data.shape for t in tensors]
             # (given the output dtype, a complex result's node gives PyTorch's conjugate
             # gradient from the formula)
-            node = spec.node_cls(tuple(edge_of(t) for t in tensors), tuple(saved), r.dtype)
+            node = node_cls(tuple(map(edge_of, tensors)), tuple(saved), r.dtype)
             if casts is not None:
                 node._casts = casts
             res._grad_fn = node
@@ -416,6 +349,89 @@ class OpSpec:
                 for h in RECORD_HOOKS:
                     h(res, node)
             return spec.return_type(res, *extra) if extra else res
+
+        self.record = record
+
+        dim_params = tuple((pos, p) for pos, p in enumerate(params) if p in spec.dims)
+        kinds, common = spec.kinds, spec.promote == "common"
+
+        def general(*args, _p=1, **kwargs):
+            if len(args) < n_in and kwargs:  # tensor inputs given by keyword
+                for nm in public[len(args):]:
+                    if nm not in kwargs:
+                        break
+                    args += (kwargs.pop(nm),)
+            tensors = args[:n_in]
+            for i, t in enumerate(tensors):
+                if not isinstance(t, Tensor):
+                    raise TypeError(f"{name}(): argument '{spec.inputs[i] if i else 'input'}' "
+                                    f"(position {i + _p}) must be Tensor, not "
+                                    f"{D.type_name(t)}")
+            if len(tensors) < n_in:
+                missing = list(public[len(tensors):]) + [
+                    p for p in params if p not in kwargs and
+                    sig.parameters[p].default is inspect.Parameter.empty]
+                # PyTorch's wording ("1 ... arguments", "2 ... argument")
+                raise TypeError(f"{name}() missing {len(missing)} required positional "
+                                f"argument{'s' if len(missing) == 1 else ''}: " +
+                                ", ".join(f'"{m}"' for m in missing))
+            if len(args) > n_in + n_params and all(
+                    v.default is inspect.Parameter.empty for v in sig.parameters.values()):
+                n = n_in + n_params
+                raise TypeError(f"{name}() takes {n} positional argument{'s' * (n != 1)} but "
+                                f"{len(args)} were given")
+            if len(args) > n_pos:
+                raise TypeError(f"{name}() takes from {n_req} to {n_pos} positional arguments "
+                                f"but {len(args)} were given")
+            pvals = None
+            given = len(args) - n_in
+            if given <= n_more:
+                pvals = dict(defaults)
+                if given:
+                    pvals.update(zip(pos_params, args[n_in:]))
+                if kwargs:
+                    if kwargs.keys() <= keywords and not any(k in pos_params[:given]
+                                                             for k in kwargs):
+                        pvals.update(kwargs)
+                    else:
+                        pvals = None
+                if pvals is not None and len(pvals) != n_params:
+                    pvals = None  # a required argument is missing: inspect says which
+            if pvals is None:
+                pvals = _bind(sig, params, tensors, args, kwargs, name, n_in)
+            raw = pvals.copy()  # saved as given (PyTorch shows a negative dim as given)
+            for pos, p in dim_params:
+                v = pvals[p]
+                if type(v) is not int:
+                    v = raw[p] = _int_arg(v, name, p, n_in + pos + _p if pos < given else None)
+                pvals[p] = _dim(int(v), tensors[0]._data.ndim)
+            arrays = [t._data for t in tensors]
+            casts = None
+            if common:
+                arrays, casts = _to_common(tensors, arrays)
+            forward = spec.forward
+            for a in arrays:
+                if a.dtype.kind not in kinds:  # (bfloat16's kind is never among them)
+                    if any(a.dtype == D.BF16 for a in arrays):
+                        forward = D.rounding(forward)
+                    arrays = [a if a.dtype.kind in kinds else spec.admit(a) for a in arrays]
+                    break
+            tok = quiet_on()
+            try:
+                r = forward(*arrays, **pvals)
+            except RuntimeError:
+                edges_first(*tensors)  # a stale view's error comes before the op's own
+                raise
+            except TypeError as e:
+                # the forward's "<name>(): argument '<p>' must be ..." names the position of
+                # an argument given by position, as PyTorch's does (an op of one tensor shares
+                # its function with the method, which may pass keywords by position: not there)
+                if n_in == 1:
+                    raise
+                raise _positioned(e, name, params, len(args) - n_in, n_in + _p) from None
+            finally:
+                quiet_off(tok)
+            return record(r, tensors, raw, casts)
 
         if f is None:
             f = general

@@ -10,6 +10,7 @@ from .._record import STATE, Node, Saved, Tensor, edge_of, edges_first, record, 
 from . import _dual as X
 from ._spec import batch_aligned, defop
 from .. import _dtype as D
+from .._fperr import quiet_off, quiet_on
 
 _make = Tensor._make
 
@@ -184,6 +185,15 @@ def matmul(input, other):
     if a.ndim == 2 and b.ndim == 2:
         return mm(input, other)
     if b.ndim == 1 and a.ndim <= 2:  # PyTorch's matmul is dot or mv for these
+        if a.ndim == 2 and a.dtype is b.dtype and a.dtype.kind in "fc" and \
+                a.shape[1] == b.shape[0]:
+            # mv's arguments are valid: its kernel and node directly, without binding them
+            tok = quiet_on()
+            try:
+                r = _mv.forward(a, b)
+            finally:
+                quiet_off(tok)
+            return _mv.record(r, (input, other), None)
         return dot(input, other) if a.ndim == 1 else mv(input, other)
     if (a.ndim >= 3 or b.ndim >= 3 or (a.ndim == 1 and b.ndim == 2)) and \
             STATE.enabled and (input._requires_grad or other._requires_grad):
@@ -397,6 +407,7 @@ def _(ctx, ta, tb):
     return X.product_rule(ctx.self, ctx.vec, ta, tb, X.matmul)
 
 
+_mv = mv  # its declaration (matmul's matrix-vector case records it directly)
 mv = mv.fn
 
 
