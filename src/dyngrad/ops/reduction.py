@@ -860,7 +860,7 @@ _WIDE = {np.dtype(np.float32): np.float64, np.dtype(np.float16): np.float64,
 
 
 def _cum(fn, d, axis, rt):
-    """``fn`` (np.cumsum / np.cumprod) along ``axis`` into dtype ``rt``, accumulated in double
+    """``fn`` (ndarray.cumsum / cumprod) along ``axis`` into dtype ``rt``, accumulated in double
     precision for float32/float16/complex64 as PyTorch's CPU kernels do, then rounded."""
     rt = np.dtype(rt)
     wide = _WIDE.get(rt)
@@ -873,7 +873,7 @@ def _revcumsum(g, dim):
     """Sums from each position to the end of ``dim`` (PyTorch's reversed_cumsum: flip, cumsum,
     flip), on arrays or, under create_graph, Tensors."""
     if not isinstance(g, Tensor):
-        return np.flip(_cum(np.cumsum, np.flip(g, dim), dim, g.dtype), dim)
+        return np.flip(_cum(np.ndarray.cumsum, np.flip(g, dim), dim, g.dtype), dim)
     return cumsum(g.flip(dim), dim).flip(dim)
 
 
@@ -883,7 +883,7 @@ def cumsum(self, dim, *, dtype=None):
     """Running sum along ``dim`` (integers accumulate in int64); CumsumBackward0."""
     rt = _sum_dtype(self, dtype)
     # PyTorch's cumulative ops write a contiguous result whatever the input's layout
-    return np.ascontiguousarray(_cum(np.cumsum, self, dim, rt)) if self.ndim else self.astype(rt)
+    return np.ascontiguousarray(_cum(np.ndarray.cumsum, self, dim, rt)) if self.ndim else self.astype(rt)
 
 
 @cumsum.backward
@@ -916,7 +916,7 @@ def _cumprod_grad_np(x, g, axis):
 def cumprod(self, dim, *, dtype=None):
     """Running product along ``dim``; CumprodBackward0."""
     rt = _sum_dtype(self, dtype)
-    return np.ascontiguousarray(_cum(np.cumprod, self, dim, rt)) if self.ndim else self.astype(rt)
+    return np.ascontiguousarray(_cum(np.ndarray.cumprod, self, dim, rt)) if self.ndim else self.astype(rt)
 
 
 @cumprod.backward
