@@ -619,7 +619,7 @@ def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
         try:
             a, b = spec.admit(a), spec.admit(b)
         except NotImplementedError:
-            _broadcast_first(input, other, a, b)  # PyTorch sizes the output before dispatch
+            _broadcast_first(input, other, a, b, spec)  # PyTorch sizes the output first
             raise
     # NumPy's floating-point warnings off (PyTorch gives inf/nan silently); integer kernels
     # raise none (the forwards check integer division by zero), so they skip that
@@ -627,7 +627,7 @@ def _binary_run(input, other, forward, kinds, cls, saves, spec, p):
     try:
         r = forward(a, b)
     except ValueError:
-        _broadcast_first(input, other, a, b)
+        _broadcast_first(input, other, a, b, spec)
         raise
     finally:
         if tok is not None:
@@ -675,14 +675,17 @@ def _not_tensors(spec, input, other, p):
                     f"Tensor, not {D.type_name(other)}") from None
 
 
-def _broadcast_first(input, other, a, b):
-    """PyTorch's error for shapes that do not broadcast, raised before the op's own."""
+def _broadcast_first(input, other, a, b, spec):
+    """PyTorch's error for shapes that do not broadcast, raised before the op's own (after
+    a stale view's, which collecting the inputs' history raises first; an op without a
+    derivative collects none)."""
     if a.shape != b.shape:
         try:
             np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
             from .pointwise import broadcast_error
-            edges_first(input, other)
+            if spec.differentiable:
+                edges_first(input, other)
             raise broadcast_error(a.shape, b.shape) from None
 
 
