@@ -8,10 +8,10 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record
+from .._record import STATE, Node, Tensor, edge_of, record
 from .._tensor import _dim
 from .shape import cat, diag_embed, narrow
-from .views import SplitBackward0
+from .views import SplitBackward0, share_node
 from . import _dual as X
 
 _make = Tensor._make
@@ -134,15 +134,8 @@ def _unsafe_pieces(input, sizes, k, node_cls, raw):
         outs.append(_make(d[(slice(None),) * k + (slice(start, start + s),)]))
         start += s
     if STATE.enabled and input._requires_grad:
-        node = node_cls((edge_of(input),), (k, tuple(sizes), d.shape, d.dtype, raw), d.dtype)
-        node.__dict__["_nout"] = len(outs)
-        for i, o in enumerate(outs):
-            o._requires_grad = True
-            o._grad_fn = node
-            if i:
-                o._output_nr = i
-            if RECORD_HOOKS:
-                notify(o)
+        share_node(outs, node_cls((edge_of(input),), (k, tuple(sizes), d.shape, d.dtype, raw),
+                                  d.dtype))
     return tuple(outs)
 
 

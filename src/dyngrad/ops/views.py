@@ -603,16 +603,20 @@ def _make_views(src, datas, node_cls, saved, fns, single=False):
         for o in outs:
             o._creation = MULTI_OUTPUT_NODE
     if STATE.enabled and src._requires_grad:
-        node = node_cls((edge_of(src),), saved, src._data.dtype)
-        node.__dict__["_nout"] = len(outs)
-        for i, o in enumerate(outs):
-            o._requires_grad = True
-            o._grad_fn = node
-            if i:
-                o._output_nr = i
-            if RECORD_HOOKS:
-                notify(o)
+        share_node(outs, node_cls((edge_of(src),), saved, src._data.dtype))
     return outs
+
+
+def share_node(outs, node):
+    """Make ``node`` the grad_fn of every tensor of ``outs``, output ``i`` the i-th."""
+    node.__dict__["_nout"] = len(outs)
+    for i, o in enumerate(outs):
+        o._requires_grad = True
+        o._grad_fn = node
+        if i:
+            o._output_nr = i
+        if RECORD_HOOKS:
+            notify(o)
 
 
 class SplitBackward0(Node):
