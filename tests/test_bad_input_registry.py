@@ -21,8 +21,7 @@ DELIBERATE = {
     # dyngrad raises the TypeError naming the argument
     ("norm", "str"): "", ("norm", "none"): "", ("norm", "dict"): "",
 }
-KNOWN = {("dot", "str_second"): "an AttributeError escapes (ops/linalg.py)",
-         ("permute", "str_second"): "RuntimeError where PyTorch raises TypeError (ops/views.py)"}
+KNOWN = {("permute", "str_second"): "RuntimeError where PyTorch raises TypeError (ops/views.py)"}
 
 
 def _type(L, name, case):
