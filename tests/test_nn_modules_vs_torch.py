@@ -216,3 +216,19 @@ def test_module_conversions_as_torch(expr):
                 str(m[0].weight.grad.dtype), type(m[0].weight).__name__,
                 [str(x.message) for x in w])
     assert run(dyngrad) == run(torch)
+
+
+def test_uninitialized_parameter_as_torch():
+    def run(L):
+        p = L.nn.UninitializedParameter()
+        out = [repr(p)]
+        try:
+            p.shape
+        except RuntimeError as e:
+            out.append(str(e))
+        p.materialize((2, 3))
+        q = L.nn.UninitializedParameter(requires_grad=False)
+        q.materialize(4, dtype=L.float64)
+        return out + [type(p).__name__, tuple(p.shape), p.requires_grad, type(q).__name__,
+                      str(q.dtype), q.requires_grad]
+    assert run(dyngrad) == run(torch)

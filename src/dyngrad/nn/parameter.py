@@ -68,5 +68,38 @@ class Buffer(Tensor):
         return t
 
 
+_UNINITIALIZED = ("Can't access the shape of an uninitialized parameter or buffer. This error "
+                  "usually happens in `load_state_dict` when trying to load an uninitialized "
+                  "parameter into an initialized one. Call `forward` to initialize the parameters "
+                  "before accessing their attributes.")
+
+
 class UninitializedParameter(Parameter):
-    pass
+    """A parameter whose shape is not known yet (a lazy module's, before its first call):
+    ``materialize(shape)`` gives it data and makes it a plain ``Parameter``."""
+
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        super().__init__(None, requires_grad)
+        self.__dict__["_lazy_dtype"] = dtype
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the parameter uninitialised data of ``shape`` (in ``dtype``, else the one
+        given at construction, else the default) and make it a ``Parameter``."""
+        from .._factories import empty
+        dt = dtype if dtype is not None else self.__dict__.pop("_lazy_dtype", None)
+        self._data = empty(*(shape if isinstance(shape, (tuple, list)) else (shape,)),
+                           dtype=dt)._data
+        self.__dict__.pop("_lazy_dtype", None)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(_UNINITIALIZED)
+
+    def size(self, dim=None):
+        raise RuntimeError(_UNINITIALIZED)
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
