@@ -447,20 +447,15 @@ class OpSpec:
         # namespace such as ``dyngrad.special``) is registered privately, out of the support
         # table and of the in-place rule
         self.key = name if function or method or name.startswith("_") else "_" + name
+        m = None
         if method and f is general and n_in > 1:
-            # the method numbers its arguments after self, as PyTorch's errors do
             def m(*args, **kwargs):
                 return general(*args, _p=0, **kwargs)
-            m.__name__ = m.__qualname__ = name
-            m.__module__ = f.__module__
-            m.__doc__ = f.__doc__
-            m.__signature__ = f.__signature__
-            for key in (self.key,) + self.aliases:
-                op(f"_{key}_method", function=False, method=False, methods=(key,))(m)
-        if method and f is not general and n_in == 2:
-            # the method numbers its arguments after self (PyTorch's "(position 1)"); it is
-            # registered first so that Tensor.<name> is this one
+        elif method and f is not general and n_in == 2:
             m = self._binary_public(0)
+        if m is not None:
+            # the method numbers its arguments after self, as PyTorch's errors do ("(position
+            # 1)"); it is registered first so that Tensor.<name> is this one
             m.__name__ = m.__qualname__ = name
             m.__module__ = f.__module__
             m.__doc__ = f.__doc__

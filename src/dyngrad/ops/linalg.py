@@ -591,15 +591,21 @@ def _baddbmm_batched(c, a, b, beta=1, alpha=1):
     return _baddbmm_blend(batch_aligned((c, r))[0], r, beta, alpha)
 
 
-@baddbmm.backward
-def _(ctx, grad):
+def blend_grads(ctx, grad, g1, g2):
+    """The gradients of ``beta * input + alpha * prod(a, b)`` (addmv, addr, baddbmm) from the
+    product's ``g1``, ``g2`` (None where not needed)."""
     beta, alpha = ctx.beta, ctx.alpha
-    g1 = X.matmul(grad, X.transpose_last(ctx.batch2)) if ctx.needs(1) else None
-    g2 = X.matmul(X.transpose_last(ctx.batch1), grad) if ctx.needs(2) else None
     if alpha != 1:
         g1 = None if g1 is None else g1 * alpha
         g2 = None if g2 is None else g2 * alpha
     return (grad if beta == 1 else grad * beta) if ctx.needs(0) else None, g1, g2
+
+
+@baddbmm.backward
+def _(ctx, grad):
+    return blend_grads(ctx, grad,
+                       X.matmul(grad, X.transpose_last(ctx.batch2)) if ctx.needs(1) else None,
+                       X.matmul(X.transpose_last(ctx.batch1), grad) if ctx.needs(2) else None)
 
 
 @baddbmm.jvp

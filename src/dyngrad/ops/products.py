@@ -14,6 +14,7 @@ from ._formula import FormulaNode
 from ._spec import batch_aligned, defop
 from .._record import STATE, Saved, Tensor, edge_of, raw_dim, record, sum_to
 from .views import unsafe_view as _unsafe_view
+from .linalg import blend_grads
 from .._tensor import _dim
 from .. import _dtype as D
 from .elementwise_more import _result_dtype
@@ -199,13 +200,8 @@ def _addmv_batched(x, m, v, beta=1, alpha=1):
 
 @addmv.backward
 def _(ctx, grad):
-    beta, alpha = ctx.beta, ctx.alpha
-    gm = X.outer(grad, ctx.vec) if ctx.needs(1) else None
-    gv = X.matmul(X.transpose_last(ctx.mat), grad) if ctx.needs(2) else None
-    if alpha != 1:
-        gm = None if gm is None else gm * alpha
-        gv = None if gv is None else gv * alpha
-    return (grad if beta == 1 else grad * beta) if ctx.needs(0) else None, gm, gv
+    return blend_grads(ctx, grad, X.outer(grad, ctx.vec) if ctx.needs(1) else None,
+                       X.matmul(X.transpose_last(ctx.mat), grad) if ctx.needs(2) else None)
 
 
 @addmv.jvp
@@ -268,14 +264,9 @@ def _addr_batched(a, v1, v2, beta=1, alpha=1):
 
 @addr.backward
 def _(ctx, grad):
-    beta, alpha = ctx.beta, ctx.alpha
     # mv, as PyTorch's formula: vectors of another dtype than the result fail as in PyTorch
-    g1 = ctx.op("mv", grad, ctx.vec2) if ctx.needs(1) else None
-    g2 = ctx.op("mv", X.transpose_last(grad), ctx.vec1) if ctx.needs(2) else None
-    if alpha != 1:
-        g1 = None if g1 is None else g1 * alpha
-        g2 = None if g2 is None else g2 * alpha
-    return (grad if beta == 1 else grad * beta) if ctx.needs(0) else None, g1, g2
+    return blend_grads(ctx, grad, ctx.op("mv", grad, ctx.vec2) if ctx.needs(1) else None,
+                       ctx.op("mv", X.transpose_last(grad), ctx.vec1) if ctx.needs(2) else None)
 
 
 @addr.jvp
