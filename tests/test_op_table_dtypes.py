@@ -33,27 +33,6 @@ _DIFFERENCES = [
      "bool",
      'pow of bool tensors computes (int8) where PyTorch raises "pow" not implemented for '
      "'Bool'; in ops/pointwise.py"),
-    ("abs abs_u absolute absolute_method",
-     "bool",
-     'abs of bool computes where PyTorch raises "abs_cpu" not implemented; in '
-     'ops/pointwise.py'),
-    ("F.softsign",
-     "bool",
-     'softsign is x / (|x| + 1): abs of bool computes where PyTorch raises "abs_cpu" not '
-     'implemented; in ops/pointwise.py'),
-    ("relu",
-     "bool",
-     "relu of bool computes where PyTorch raises 'Boolean inputs not supported for relu'; in"
-     ' ops/pointwise.py'),
-    ("floor ceil trunc round fix fix_method",
-     "bool",
-     'floor/ceil/trunc/round of bool compute where PyTorch raises "<op>_vml_cpu" not '
-     'implemented; in ops/pointwise.py'),
-    ("nonzero argwhere_method unique unique_inverse_counts unique_dim unique_consecutive "
-     "unique_consecutive_counts signbit heaviside_zero heaviside_",
-     "bool",
-     'the row rounds first: round of bool computes where PyTorch raises "round_vml_cpu" not '
-     'implemented; in ops/pointwise.py'),
     ("round_decimals",
      "float16",
      "round(decimals=2) of float16: values differ from PyTorch's beyond float16 rounding; "

@@ -89,7 +89,7 @@ def _make_grads(outputs, grad_outputs, create_graph, is_grads_batched=False):
             if not out._requires_grad:
                 grads.append(None)
                 continue
-            if out._data.dtype not in _DT.INEXACT:
+            if out._data.dtype not in _DT.FLOATING:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs "
                                    f"but got {out.dtype}")
             arr = np.ones(out._data.shape, out._data.dtype)

@@ -469,11 +469,13 @@ class OpSpec:
         return f
 
 
-def _unary_run(input, forward, kinds, cls, saves):
+def _unary_run(input, forward, kinds, cls, saves, quiet):
     """The body of the function ``_unary_public`` makes, which passes it the op's facts (the
     rare cases read the declaration from the node class).  Kept apart from that function:
     with the node created one call further from the caller, recording measured about 0.1 us
-    faster per op (Node.__init__ looks up the caller's frame)."""
+    faster per op (Node.__init__ looks up the caller's frame).  ``quiet``: NumPy's
+    floating-point error state is set to ignore around the kernel (False for a kernel that
+    never raises one on real input, ``fp_safe``)."""
     try:
         d = input._data
     except AttributeError:
@@ -483,11 +485,14 @@ def _unary_run(input, forward, kinds, cls, saves):
         if d.dtype == D.BF16:
             forward = D.rounding(forward)
         d = cls._spec.admit(d)
-    tok = quiet_on()
-    try:
+    if quiet or d.dtype.kind == "c":
+        tok = quiet_on()
+        try:
+            r = forward(d)
+        finally:
+            quiet_off(tok)
+    else:
         r = forward(d)
-    finally:
-        quiet_off(tok)
     if STATE.enabled and input._requires_grad:
         res = _make(r)
         res._requires_grad = True
@@ -556,8 +561,10 @@ def _unary_public(self, cls=None):
 
     self._on_backward.append(has_backward)
 
+    quiet = not getattr(self.forward, "fp_safe", False)
+
     def f(input):
-        return _unary_run(input, forward, kinds, cls, saves)
+        return _unary_run(input, forward, kinds, cls, saves, quiet)
 
     return f
 
@@ -1014,7 +1021,8 @@ def unary(name: str, np_fn: Callable, formula: Callable | None, *, module: str,
           saved: tuple = ("self",), promote: str | None = "float", node: str | None = None,
           doc: str = "", complex_kernel: str | None = None, real_only: bool = False,
           aliases: tuple = (), inplace_derivative: bool = True, method: bool = True,
-          function: bool = True, complex_error: tuple | None = None) -> OpSpec:
+          function: bool = True, complex_error: tuple | None = None,
+          fp_safe: bool = False) -> OpSpec:
     """Declare an elementwise op of one tensor: ``np_fn`` on arrays forward;
     ``formula(grad, x, y)`` its gradient from the saved input ``x`` and/or result ``y`` (None
     when not saved), written once for arrays and Tensors.  Forward mode and batching follow
@@ -1024,7 +1032,9 @@ def unary(name: str, np_fn: Callable, formula: Callable | None, *, module: str,
     whose backward raises, as PyTorch's for ops it has no in-place derivative for.
     ``formula=None``: an op PyTorch has no derivative for (``isnan``): no node, nothing
     saved, the result never requires grad (``promote=None`` then takes every dtype as it
-    is).  The other keywords are ``defop``'s."""
+    is).  ``fp_safe``: ``np_fn`` never sets a NumPy floating-point error on real or
+    integer input (checked by tests/test_fperr.py), so the hot path skips quieting them.  The other keywords are
+    ``defop``'s."""
     if formula is None:
         saved = ()
     else:
@@ -1038,6 +1048,8 @@ def unary(name: str, np_fn: Callable, formula: Callable | None, *, module: str,
     forward.__doc__ = doc or (f"Elementwise {name}; records {node}." if node else
                               f"Elementwise {name} (no derivative).")
     forward.kernel = np_fn  # what the public function calls directly
+    if fp_safe:
+        forward.fp_safe = True
     spec = defop(name, node=node, saved=saved, promote=promote, elementwise=True,
                  complex_kernel=complex_kernel, real_only=real_only, aliases=aliases,
                  method=method, function=function, differentiable=formula is not None,

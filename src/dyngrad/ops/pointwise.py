@@ -121,9 +121,14 @@ def _binary(a, b, fn, cls, save_a, save_b, extra=(), number_first=False):
                 node._casts = casts
             return record(data, node)
         return _make(data)
-    if not _scalar_ok(b):
+    ad = a._data
+    tb = b.__class__
+    if tb is int or tb is float and ad.dtype.kind in "fc":  # _scalar_data's common case
+        bv = b
+    elif not _scalar_ok(b):
         return NotImplemented
-    ad, bv = _scalar_data(a._data, b)
+    else:
+        ad, bv = _scalar_data(ad, b)
     if number_first and ad.dtype == D.BF16:
         bv = float(D.BF16.type(bv))
     tok = quiet_on()
@@ -674,14 +679,14 @@ def positive(input):
 
 
 def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc="",
-              node=None, aliases=(), complex_error=None):
+              node=None, aliases=(), complex_error=None, fp_safe=False):
     """Declare (ops/_spec.py ``unary``) the elementwise op ``name`` with node
     ``<Name>Backward0`` (or ``node``) from a gradient formula ``formula(g, x, y)`` (x the input,
     y the output; either None if not saved); ``aliases``: its other names."""
     saved = (("self",) if save_in else ()) + (("result",) if save_out else ())
     spec = unary(name, fn, formula, module=__name__, saved=saved,
                  promote="float" if floating else None, node=node, doc=doc, aliases=aliases,
-                 complex_error=complex_error)
+                 complex_error=complex_error, fp_safe=fp_safe)
     globals()[spec.node_cls.__name__] = spec.node_cls
     globals()[name] = spec.fn
     return spec.fn
@@ -695,7 +700,7 @@ _unary_op("exp", np.exp, lambda g, x, y: g * y, save_out=True)
 _unary_op("log", np.log, lambda g, x, y: g / x, save_in=True)
 _unary_op("sin", np.sin, lambda g, x, y: g * X.cos(x), save_in=True)
 _unary_op("cos", np.cos, lambda g, x, y: g * -X.sin(x), save_in=True)
-_unary_op("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), save_out=True)
+_unary_op("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), save_out=True, fp_safe=True)
 _unary_op("sigmoid", lambda d: _sigmoid_np(d), lambda g, x, y: g * (y * (1 - y)), save_out=True)
 _unary_op("sqrt", np.sqrt, _sqrt_bw, save_out=True)
 def _abs_bw(g, x, y):
@@ -707,7 +712,14 @@ def _abs_bw(g, x, y):
     return X.where(zero, 0 * x, g * x / X.where(zero, 1 + 0 * a, a))
 
 
-_unary_op("abs", np.abs, _abs_bw, save_in=True, floating=False, aliases=("absolute",))
+def _abs_np(d):
+    if d.dtype.kind == "b":
+        raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
+    return np.abs(d)
+
+
+_unary_op("abs", _abs_np, _abs_bw, save_in=True, floating=False, aliases=("absolute",),
+          fp_safe=True)
 class ThresholdBackwardBackward0(Node):
     """Gradient of relu's backward ``threshold_backward(g, y, 0)``: the same mask for ``g`` and
     zeros for the saved result, which PyTorch records as an input (so a first derivative taken
@@ -733,8 +745,15 @@ def _threshold_bw(g, y):
     return _make(data)
 
 
-_unary_op("relu", lambda d: np.maximum(d, 0) if d.dtype.kind != "b" else d,
-          lambda g, x, y: _threshold_bw(g, y), save_out=True, floating=False)
+def _relu_np(d):
+    if d.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return np.maximum(d, 0)
+
+
+_unary_op("relu", _relu_np,
+          lambda g, x, y: _threshold_bw(g, y), save_out=True, floating=False, fp_safe=True,
+          complex_error=(NotImplementedError, "clamp is not supported for complex types"))
 
 
 def _sigmoid_np(d):
@@ -766,8 +785,16 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _keep_int(fn):
-    """A rounding function that leaves integer and bool data as they are (a copy)."""
-    return lambda d: d.copy() if d.dtype.kind in "biu" else fn(d)
+    """A rounding function that leaves integer data as it is (a copy) and refuses bool, as
+    PyTorch's ``<name>_vml_cpu`` kernels."""
+    def f(d):
+        k = d.dtype.kind
+        if k in "iu":
+            return d.copy()
+        if k == "b":
+            raise NotImplementedError(f'"{fn.__name__}_vml_cpu" not implemented for \'Bool\'')
+        return fn(d)
+    return f
 
 
 reciprocal = _unary_op("reciprocal", lambda d: 1.0 / d, lambda g, x, y: -g * y * y,
