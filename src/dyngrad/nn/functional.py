@@ -502,15 +502,31 @@ _FLOAT_KERNELS = {"elu": "elu_cpu", "selu": "elu_cpu", "celu": "elu_cpu",
                   "hardswish": "hardswish_cpu", "logsigmoid": "log_sigmoid_cpu",
                   "leaky_relu": "leaky_relu_cpu", "rrelu": "leaky_relu_cpu",
                   "rrelu_train": "rrelu_with_noise_out_cpu", "glu": "glu_cpu",
-                  "prelu": "prelu_cpu"}
+                  "prelu": "prelu_cpu", "softshrink": "softshrink_check",
+                  "hardshrink": "hardshrink_cpu"}
 _ANY_KERNELS = frozenset(("hardtanh", "relu6", "threshold"))  # integers too, in their dtype
 _INTS = ("uint8", "int8", "int16", "int32", "int64")
 
 
-def _kernel_data(input, name):
+def _complex_refusal(input, name):
+    """PyTorch's error for activation ``name`` of a complex input: its kernels are real only
+    (hardtanh and relu6 are clamps; silu computes, but has no complex derivative)."""
+    if name in ("hardtanh", "relu6"):
+        raise NotImplementedError("clamp is not supported for complex types")
+    if name == "silu":  # (its out-of-place form refuses to record: see ``silu``)
+        return
+    kernel = _FLOAT_KERNELS.get(name, name + "_cpu")
+    raise NotImplementedError(f'"{kernel}" not implemented for '
+                              f"'{D.scalar_type_name(input._data.dtype)}'")
+
+
+def _kernel_data(input, name, inplace=False):
     """The input's data for activation ``name``: integers kept where PyTorch's kernel takes
-    them, refused with its error where it has no such kernel."""
+    them, refused with its error where it has no such kernel (a complex input: after the
+    in-place checks when ``inplace``)."""
     x = _fl(input, name) if name not in _ANY_KERNELS else input._data
+    if x.dtype.kind == "c" and not inplace:
+        _complex_refusal(input, name)
     if x is not input._data and name in _FLOAT_KERNELS:
         raise NotImplementedError(f'"{_FLOAT_KERNELS[name]}" not implemented for '
                                   f"'{D.scalar_type_name(input._data.dtype)}'")
@@ -651,7 +667,7 @@ def _activation(name, f, d1, *, graph=None, dd=None, double=None, base=None, **a
 
 
 def _act(input, cls, prm, inplace=False, fname=""):
-    x = _kernel_data(input, fname)
+    x = _kernel_data(input, fname, inplace)
     if fname in _ANY_KERNELS:
         prm = _int_prm(x, fname, prm)
     if inplace:
@@ -673,12 +689,14 @@ def _inplace_result(input, cls, prm, fname):
     icls = cls._inplace
     if icls is None:
         return apply(input, _act, cls, prm, False, fname)
-    return apply(input, _act_on_result, icls, prm)
+    return apply(input, _act_on_result, icls, prm, fname)
 
 
-def _act_on_result(input, cls, prm):
+def _act_on_result(input, cls, prm, fname=""):
     """y = f(x) recorded with a node that saves y and differentiates through it."""
     x = input._data
+    if x.dtype.kind == "c":
+        _complex_refusal(input, fname)
     with np.errstate(all="ignore"):
         y = cls._f(x, *prm) if x.dtype is not D.BF16 else D.opmath(cls._f, x, *prm)
     if y.dtype != x.dtype:
@@ -975,6 +993,10 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     """x * sigmoid(x); SiluBackward0."""
+    if (not inplace and STATE.enabled and getattr(input, "_requires_grad", False)
+            and input._data.dtype.kind == "c"):
+        raise RuntimeError("silu does not support automatic differentiation for outputs with "
+                           "complex dtype.")
     return _act(input, _Silu, (), inplace, "silu")
 
 

@@ -679,14 +679,14 @@ def positive(input):
 
 
 def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc="",
-              node=None, aliases=(), complex_error=None, fp_safe=False):
+              node=None, aliases=(), complex_error=None, fp_safe=False, complex_kernel=None):
     """Declare (ops/_spec.py ``unary``) the elementwise op ``name`` with node
     ``<Name>Backward0`` (or ``node``) from a gradient formula ``formula(g, x, y)`` (x the input,
     y the output; either None if not saved); ``aliases``: its other names."""
     saved = (("self",) if save_in else ()) + (("result",) if save_out else ())
     spec = unary(name, fn, formula, module=__name__, saved=saved,
                  promote="float" if floating else None, node=node, doc=doc, aliases=aliases,
-                 complex_error=complex_error, fp_safe=fp_safe)
+                 complex_error=complex_error, fp_safe=fp_safe, complex_kernel=complex_kernel)
     globals()[spec.node_cls.__name__] = spec.node_cls
     globals()[name] = spec.fn
     return spec.fn
@@ -816,9 +816,10 @@ atan = _unary_op("atan", np.arctan, lambda g, x, y: g / (1 + x * x), save_in=Tru
                   aliases=("arctan",))
 _unary_op("sinh", np.sinh, lambda g, x, y: g * X.cosh(x), save_in=True)
 _unary_op("cosh", np.cosh, lambda g, x, y: g * X.sinh(x), save_in=True)
-_unary_op("erf", _erf_np, lambda g, x, y: g * (_TWO_OVER_SQRT_PI * X.exp(-(x * x))), save_in=True)
+_unary_op("erf", _erf_np, lambda g, x, y: g * (_TWO_OVER_SQRT_PI * X.exp(-(x * x))), save_in=True,
+          complex_kernel="erf_vml_cpu")
 _unary_op("erfc", _erfc_np, lambda g, x, y: g * (-_TWO_OVER_SQRT_PI * X.exp(-(x * x))),
-          save_in=True)
+          save_in=True, complex_kernel="erfc_vml_cpu")
 def _sign_np(d):
     """PyTorch's sign: (0 < x) - (x < 0) in x's dtype, so NaN gives 0; bool stays bool."""
     if d.dtype == np.bool_:
@@ -852,12 +853,22 @@ def _sgn_bw(g, x, y):
 _unary_op("sgn", _sgn_np, _sgn_bw, floating=False, save_in=True, save_out=True,
           doc="Sign for real tensors, z/|z| for complex (SgnBackward0).")
 SgnBackward0._holomorphic = False  # noqa: F821 - its formula is the complex gradient itself
-_unary_op("floor", _keep_int(np.floor), _zero_grad, floating=False)
-_unary_op("ceil", _keep_int(np.ceil), _zero_grad, floating=False)
-trunc = _unary_op("trunc", _keep_int(np.trunc), _zero_grad, floating=False, aliases=("fix",))
-_unary_op("frac", lambda d: d - np.trunc(d), lambda g, x, y: g, floating=False)
+
+
+def _no_complex(name):
+    return NotImplementedError, f"{name} is not supported for complex inputs"
+
+
+_unary_op("floor", _keep_int(np.floor), _zero_grad, floating=False,
+          complex_error=_no_complex("floor"))
+_unary_op("ceil", _keep_int(np.ceil), _zero_grad, floating=False,
+          complex_error=_no_complex("ceil"))
+trunc = _unary_op("trunc", _keep_int(np.trunc), _zero_grad, floating=False, aliases=("fix",),
+                  complex_error=_no_complex("trunc"))
+_unary_op("frac", lambda d: d - np.trunc(d), lambda g, x, y: g, floating=False,
+          complex_kernel="frac_cpu")
 _round0 = _unary_op("_round0", _keep_int(np.round), _zero_grad, floating=False,
-                    node="RoundBackward0")
+                    node="RoundBackward0", complex_kernel="round_vml_cpu")
 from . import OPS as _OPS  # noqa: E402
 _OPS.pop("_round0")
 
@@ -905,7 +916,7 @@ def square(input):
 
 
 @defop("logit", node="LogitBackward0", saved=("self", "eps"), promote="float",
-       elementwise=True)
+       elementwise=True, complex_kernel="logit_cpu")
 def logit(self, eps=None):
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when ``eps`` is given; LogitBackward0."""
     x = self if eps is None else np.clip(self, eps, 1 - eps)
