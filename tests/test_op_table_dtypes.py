@@ -29,22 +29,10 @@ _DIFFERENCES = [
     ("complex",
      "float16",
      'complex of float16 parts raises (no complex32) where PyTorch computes; in ops/views.py'),
-    ("pow_tensor pow_bcast",
-     "bool",
-     'pow of bool tensors computes (int8) where PyTorch raises "pow" not implemented for '
-     "'Bool'; in ops/pointwise.py"),
     ("round_decimals",
      "float16",
      "round(decimals=2) of float16: values differ from PyTorch's beyond float16 rounding; "
      'in ops/pointwise.py'),
-    ("frac frac_",
-     INTS + " bool",
-     'frac of integers/bool computes (or NumPy\'s TypeError) where PyTorch raises "frac_cpu" '
-     'not implemented; in ops/pointwise.py'),
-    ("clamp_tensor",
-     "bool",
-     'clamp of bool computes where PyTorch raises "clamp_cpu" not implemented; in '
-     'ops/elementwise_more.py'),
     ("float_power_ float_power_tensor_",
      INTS + " bool float16",
      "float_power_ on a non-double base: PyTorch's 'the base given to float_power_ has dtype"

@@ -545,6 +545,8 @@ def _clamp_tensor(input, lo, hi, cls, both):
             _no_complex_clamp(input)
         raise NotImplementedError(f"\"{'maximum' if lo is not None else 'minimum'}_cpu\" not "
                                   f"implemented for '{D.scalar_type_name(rt)}'")
+    if rt == np.bool_ and lo is not None and hi is not None:  # (one bound: maximum/minimum)
+        raise NotImplementedError("\"clamp_cpu\" not implemented for 'Bool'")
     shapes = [t._data.shape for t in ts]
     try:
         shape = np.broadcast_shapes(*shapes)

@@ -572,6 +572,8 @@ def pow(input, exponent):
         return _rpow(exponent, input)
     if _isT(exponent, Tensor):
         ad, bd, casts = _pair(input, exponent)
+        if ad.dtype == np.bool_:
+            raise NotImplementedError("\"pow\" not implemented for 'Bool'")
         if ad.dtype.kind in "iu" and bd.dtype.kind in "iu" and (bd < 0).any():
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         tok = quiet_on()  # a negative base to a fractional power is nan, silently
@@ -865,8 +867,13 @@ _unary_op("ceil", _keep_int(np.ceil), _zero_grad, floating=False,
           complex_error=_no_complex("ceil"))
 trunc = _unary_op("trunc", _keep_int(np.trunc), _zero_grad, floating=False, aliases=("fix",),
                   complex_error=_no_complex("trunc"))
-_unary_op("frac", lambda d: d - np.trunc(d), lambda g, x, y: g, floating=False,
-          complex_kernel="frac_cpu")
+def _frac_np(d):
+    if d.dtype.kind in "biu":
+        raise NotImplementedError(f'"frac_cpu" not implemented for \'{D.scalar_type_name(d.dtype)}\'')
+    return d - np.trunc(d)
+
+
+_unary_op("frac", _frac_np, lambda g, x, y: g, floating=False, complex_kernel="frac_cpu")
 _round0 = _unary_op("_round0", _keep_int(np.round), _zero_grad, floating=False,
                     node="RoundBackward0", complex_kernel="round_vml_cpu")
 from . import OPS as _OPS  # noqa: E402
