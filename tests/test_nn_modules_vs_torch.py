@@ -232,3 +232,30 @@ def test_uninitialized_parameter_as_torch():
         return out + [type(p).__name__, tuple(p.shape), p.requires_grad, type(q).__name__,
                       str(q.dtype), q.requires_grad]
     assert run(dyngrad) == run(torch)
+
+
+def _takes_device(name):
+    ctor = S[name][0]
+    cls = getattr(dyngrad.nn, ctor.split("(")[0])
+    import inspect
+    return "device" in inspect.signature(cls.__init__).parameters
+
+
+@pytest.mark.parametrize("name", sorted(n for n in S if _takes_device(n)))
+def test_module_device_argument_is_honoured(name):
+    """A module built on another device: PyTorch makes its parameters and buffers there
+    (meta) or fails (cuda on a CPU build); dyngrad, CPU only, refuses both rather than silently
+    building on the CPU (a module with no tensors is built anywhere, as in PyTorch), and
+    device='cpu' builds the module as without it."""
+    ctor = S[name][0]
+    t = eval(f"L.nn.{ctor[:-1]}, device='meta')", {"L": torch})
+    tensors = list(t.parameters()) + list(t.buffers())
+    assert all(p.device.type == "meta" for p in tensors)
+    for dev in ("meta", "cuda"):
+        if tensors:
+            with pytest.raises(RuntimeError, match="CPU only"):
+                eval(f"L.nn.{ctor[:-1]}, device={dev!r})", {"L": dyngrad})
+        else:
+            eval(f"L.nn.{ctor[:-1]}, device={dev!r})", {"L": dyngrad})
+    m = eval(f"L.nn.{ctor[:-1]}, device='cpu')", {"L": dyngrad})
+    assert all(p.device.type == "cpu" for p in m.parameters())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor, _user_state, _warn_unpickled_hooks
+from .._tensor import Tensor, _check_device, _user_state, _warn_unpickled_hooks
 
 
 class Parameter(Tensor):
@@ -81,6 +81,7 @@ class UninitializedParameter(Parameter):
     cls_to_become = Parameter
 
     def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        _check_device(device)  # PyTorch makes its empty tensor there: refused off the CPU
         super().__init__(None, requires_grad)
         self.__dict__["_lazy_dtype"] = dtype
 

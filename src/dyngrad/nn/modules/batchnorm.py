@@ -23,14 +23,14 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
-            self.weight = Parameter(_f.empty(num_features, dtype=dtype))
-            self.bias = Parameter(_f.empty(num_features, dtype=dtype))
+            self.weight = Parameter(_f.empty(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(_f.empty(num_features, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", _f.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", _f.ones(num_features, dtype=dtype))
+            self.register_buffer("running_mean", _f.zeros(num_features, device=device, dtype=dtype))
+            self.register_buffer("running_var", _f.ones(num_features, device=device, dtype=dtype))
             self.register_buffer("num_batches_tracked", _f.tensor(0, dtype=int64))
         else:
             self.register_buffer("running_mean", None)

@@ -33,9 +33,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in_features), dtype=dtype))
+        self.weight = Parameter(empty((out_features, in_features), device=device, dtype=dtype))
         if bias:
-            self.bias = Parameter(empty(out_features, dtype=dtype))
+            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -64,9 +64,9 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in1_features, in2_features), dtype=dtype))
+        self.weight = Parameter(empty((out_features, in1_features, in2_features), device=device, dtype=dtype))
         if bias:
-            self.bias = Parameter(empty(out_features, dtype=dtype))
+            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -97,9 +97,9 @@ class LazyLinear(Linear):
         self.in_features = 0
         self.out_features = out_features
         self._lazy_dtype = dtype
-        self.weight = UninitializedParameter()
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
         if bias:
-            self.bias = UninitializedParameter()
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
         else:
             self.register_parameter("bias", None)
 

@@ -21,9 +21,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_f.empty(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(_f.empty(self.normalized_shape, device=device, dtype=dtype))
             if bias:
-                self.bias = Parameter(_f.empty(self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(_f.empty(self.normalized_shape, device=device, dtype=dtype))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -57,8 +57,8 @@ class GroupNorm(Module):
         self.eps = eps
         self.affine = affine
         if affine:
-            self.weight = Parameter(_f.empty(num_channels, dtype=dtype))
-            self.bias = Parameter(_f.empty(num_channels, dtype=dtype))
+            self.weight = Parameter(_f.empty(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(_f.empty(num_channels, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -103,7 +103,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_f.ones(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(_f.ones(self.normalized_shape, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
 

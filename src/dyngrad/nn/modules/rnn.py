@@ -166,7 +166,7 @@ class RNNBase(Module):
                 if proj_size > 0:
                     shapes.append((f"weight_hr_l{layer}{sfx}", (proj_size, hidden_size)))
                 for name, shape in shapes:
-                    setattr(self, name, Parameter(empty(shape, dtype=dtype)))
+                    setattr(self, name, Parameter(empty(shape, device=device, dtype=dtype)))
                     self._flat_weights_names.append(name)
         self.reset_parameters()
 
@@ -460,11 +460,11 @@ class RNNCellBase(Module):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        self.weight_ih = Parameter(empty((num_chunks * hidden_size, input_size), dtype=dtype))
-        self.weight_hh = Parameter(empty((num_chunks * hidden_size, hidden_size), dtype=dtype))
+        self.weight_ih = Parameter(empty((num_chunks * hidden_size, input_size), device=device, dtype=dtype))
+        self.weight_hh = Parameter(empty((num_chunks * hidden_size, hidden_size), device=device, dtype=dtype))
         if bias:
-            self.bias_ih = Parameter(empty(num_chunks * hidden_size, dtype=dtype))
-            self.bias_hh = Parameter(empty(num_chunks * hidden_size, dtype=dtype))
+            self.bias_ih = Parameter(empty(num_chunks * hidden_size, device=device, dtype=dtype))
+            self.bias_hh = Parameter(empty(num_chunks * hidden_size, device=device, dtype=dtype))
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)

@@ -30,7 +30,7 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(_f.empty((num_embeddings, embedding_dim), dtype=dtype),
+            self.weight = Parameter(_f.empty((num_embeddings, embedding_dim), device=device, dtype=dtype),
                                     requires_grad=not _freeze)
             self.reset_parameters()
         else:
@@ -98,7 +98,7 @@ class EmbeddingBag(Module):
                 assert padding_idx >= -num_embeddings, "padding_idx must be within num_embeddings"
                 padding_idx = num_embeddings + padding_idx
         self.padding_idx = padding_idx
-        self.weight = Parameter(_f.empty((num_embeddings, embedding_dim), dtype=dtype)
+        self.weight = Parameter(_f.empty((num_embeddings, embedding_dim), device=device, dtype=dtype)
                                 if _weight is None else _weight)
         if _weight is None:
             self.reset_parameters()

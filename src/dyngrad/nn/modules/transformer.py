@@ -48,24 +48,24 @@ class MultiheadAttention(Module):
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
         if not self._qkv_same_embed_dim:
-            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), dtype=dtype))
-            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), dtype=dtype))
-            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), dtype=dtype))
+            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), device=device, dtype=dtype))
+            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), device=device, dtype=dtype))
+            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), device=device, dtype=dtype))
             self.register_parameter("in_proj_weight", None)
         else:
-            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), dtype=dtype))
+            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), device=device, dtype=dtype))
             self.register_parameter("q_proj_weight", None)
             self.register_parameter("k_proj_weight", None)
             self.register_parameter("v_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(empty(3 * embed_dim, dtype=dtype))
+            self.in_proj_bias = Parameter(empty(3 * embed_dim, device=device, dtype=dtype))
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
-                                                        dtype=dtype)
+                                                        device=device, dtype=dtype)
         if add_bias_kv:
-            self.bias_k = Parameter(empty((1, 1, embed_dim), dtype=dtype))
-            self.bias_v = Parameter(empty((1, 1, embed_dim), dtype=dtype))
+            self.bias_k = Parameter(empty((1, 1, embed_dim), device=device, dtype=dtype))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), device=device, dtype=dtype))
         else:
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn
@@ -152,7 +152,7 @@ def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """(sz, sz) float mask: -inf above the diagonal, 0 on and below it."""
     from ..._factories import full
     from ...ops.shape import triu
-    return triu(full((sz, sz), float("-inf"), dtype=dtype), diagonal=1)
+    return triu(full((sz, sz), float("-inf"), device=device, dtype=dtype), diagonal=1)
 
 
 def _get_seq_len(src, batch_first):
@@ -190,10 +190,10 @@ class TransformerEncoderLayer(Module):
                  dtype=None):
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+                                            batch_first=batch_first, device=device, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, device=device, dtype=dtype)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, device=device, dtype=dtype)
         self.norm_first = norm_first
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
@@ -338,16 +338,16 @@ class TransformerDecoderLayer(Module):
                  dtype=None):
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
-                                            batch_first=batch_first, bias=bias, dtype=dtype)
+                                            batch_first=batch_first, bias=bias, device=device, dtype=dtype)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
-                                                 batch_first=batch_first, bias=bias, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+                                                 batch_first=batch_first, bias=bias, device=device, dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, device=device, dtype=dtype)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, device=device, dtype=dtype)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
@@ -425,16 +425,16 @@ class Transformer(Module):
         else:
             layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
                                             layer_norm_eps, batch_first, norm_first, bias,
-                                            dtype=dtype)
-            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+                                            device=device, dtype=dtype)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
             self.encoder = TransformerEncoder(layer, num_encoder_layers, norm)
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation,
                                             layer_norm_eps, batch_first, norm_first, bias,
-                                            dtype=dtype)
-            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+                                            device=device, dtype=dtype)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
             self.decoder = TransformerDecoder(layer, num_decoder_layers, norm)
         self._reset_parameters()
         self.d_model = d_model
