@@ -87,6 +87,9 @@ def _public_functions():
     """(where, ast node) of every function and method reachable from the public API."""
     import inspect
     import textwrap
+    from dyngrad import Tensor
+    from dyngrad._npnames import build_all
+    build_all(Tensor)  # methods are built on first use: read them all
     seen = set()
     todo = list(_namespaces())
     while todo:

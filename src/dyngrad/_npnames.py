@@ -104,6 +104,35 @@ def method(fn, name: str, function: bool = False):
     return _exact(fn, name, ps, extra)
 
 
+class Pending:
+    """A Tensor method not built yet: its first lookup builds it (``method``: reading the
+    op's signature, perhaps generating a wrapper) and puts the result in ``owner`` in its
+    place, so importing dyngrad does not inspect every op."""
+
+    __slots__ = ("fn", "name", "function", "owner")
+
+    def __init__(self, fn, name: str, function: bool, owner: type):
+        self.fn, self.name, self.function, self.owner = fn, name, function, owner
+
+    def build(self):
+        """The method, now in ``owner``."""
+        m = method(self.fn, self.name, self.function)
+        setattr(self.owner, self.name, m)
+        return m
+
+    def __get__(self, obj, cls=None):
+        m = self.build()
+        return m if obj is None else m.__get__(obj, cls)
+
+
+def build_all(cls: type) -> None:
+    """Build every pending method of ``cls`` (for code that reads the class's functions from
+    its ``__dict__``: tracing, batching)."""
+    for v in list(vars(cls).values()):
+        if type(v) is Pending:
+            v.build()
+
+
 def _exact(fn, name, ps, extra):
     """The wrapper of ``method`` (generated: an exact signature is cheaper to call through
     than ``*args, **kwargs``)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import types
 
 from .._tensor import Tensor
+from .._npnames import build_all
 from ._pytree import tree_flatten, tree_unflatten
 from .. import _warn
 
@@ -329,6 +330,7 @@ def _targets():
             # ops (which must see vmap's randomness mode), are wrapped while vmap runs
             if not _is_guarded(v) or prefix + k in RANDOM or k in RANDOM:
                 _TARGETS.append(entry)
+    build_all(Tensor)
     for k, v in list(vars(Tensor).items()):
         if k in _SKIP_METHODS or not isinstance(v, types.FunctionType):
             continue
@@ -469,6 +471,7 @@ def _method(name):
 
 
 def _build_methods():
+    build_all(Tensor)
     for k, v in list(vars(Tensor).items()):
         if k in _SKIP_METHODS or k in vars(BatchedTensor) or not isinstance(v, types.FunctionType):
             continue

@@ -253,6 +253,8 @@ def _method_wrapper(name: str, orig: Callable) -> Callable:
 
 def _patch_tensor_methods(patcher: _Patcher) -> None:
     from .._tensor import Tensor
+    from .._npnames import build_all
+    build_all(Tensor)
     for k, v in list(vars(Tensor).items()):
         if isinstance(v, FunctionType) and k not in _NOT_RECORDED and \
                 not (k.startswith("_") and not k.startswith("__")) and \

@@ -23,10 +23,13 @@ def op(name=None, *, function=True, method=True, methods=(), nodes=()):
 def attach_methods(tensor_cls):
     """Expose every registered op as a Tensor method (taking NumPy's parameter names where
     PyTorch's does: ``x.sum(axis=0)``)."""
-    from .._npnames import method
+    from .._npnames import Pending, method
     for key, info in OPS.items():
         names = ((key,) if info["method"] else ()) + info["methods"]
         for n in names:
             if n not in tensor_cls.__dict__ or n.startswith("__"):
                 exported = OPS.get(n, {}).get("function", False) and not n.startswith("_")
-                setattr(tensor_cls, n, method(info["fn"], n, exported))
+                # operators (Python looks them up on the type, past descriptors' laziness
+                # only through __get__) are built now; the other methods on first use
+                setattr(tensor_cls, n, method(info["fn"], n, exported) if n.startswith("__")
+                        else Pending(info["fn"], n, exported, tensor_cls))
