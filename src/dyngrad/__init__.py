@@ -5,61 +5,70 @@ operation, ``backward()`` walks it and frees it, and ``dyngrad.viz`` shows it.
 """
 from __future__ import annotations
 
-from .version import __version__
+import gc as _gc
 
-from ._malloc import tune as _tune_malloc
-_tune_malloc()
-from . import _dtype  # noqa: E402
-from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8,
-                     complex64, complex128, get_default_dtype, set_default_dtype, finfo)
-from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
-from ._tensor import (Tensor, Size, device, is_tensor, set_default_device, get_default_device,
-                      typename)
-from ._printing import set_printoptions, get_printoptions
-from ._promotion import result_type, promote_types, can_cast, is_floating_point, is_complex
-from ._random import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state, \
-    default_generator
-from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like,
-                         ones_like, empty_like, full_like, rand_like, randn_like, randint_like,
-                         arange, linspace, logspace, eye, rand, randn, randint, randperm,
-                         multinomial, FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor,
-                         LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor)
-from .ops.sampling import bernoulli, normal
-from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
-                                 is_grad_enabled, is_inference_mode_enabled)
-from . import autograd
-from .ops import OPS as _OPS, attach_methods as _attach_methods
-from .ops import pointwise as _pointwise, reduction as _reduction, linalg as _linalg  # noqa: F401
-from .ops import views as _views, indexing as _indexing, inplace as _inplace  # noqa: F401
-from .ops import _extra_loader  # noqa: F401 - loads the optional op families that exist
+# the import makes many objects and no garbage: the collector is paused while it runs
+_GC_ON = _gc.isenabled()
+_gc.disable()
+try:
+    from .version import __version__
 
-half = float16
-float = float32  # noqa: A001
-double = float64
-long = int64
-int = int32  # noqa: A001
-short = int16
-cfloat = complex64
-cdouble = complex128
-strided = "torch.strided"
-contiguous_format = "torch.contiguous_format"
-preserve_format = "torch.preserve_format"
-channels_last = "torch.channels_last"
-channels_last_3d = "torch.channels_last_3d"
+    from ._malloc import tune as _tune_malloc
+    _tune_malloc()
+    from . import _dtype  # noqa: E402
+    from ._dtype import (dtype, float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8,
+                         complex64, complex128, get_default_dtype, set_default_dtype, finfo)
+    from ._dtype import bool_ as bool  # noqa: A001 - torch.bool
+    from ._tensor import (Tensor, Size, device, is_tensor, set_default_device, get_default_device,
+                          typename)
+    from ._printing import set_printoptions, get_printoptions
+    from ._promotion import result_type, promote_types, can_cast, is_floating_point, is_complex
+    from ._random import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state, \
+        default_generator
+    from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like,
+                             ones_like, empty_like, full_like, rand_like, randn_like, randint_like,
+                             arange, linspace, logspace, eye, rand, randn, randint, randperm,
+                             multinomial, FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor,
+                             LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor)
+    from .ops.sampling import bernoulli, normal
+    from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
+                                     is_grad_enabled, is_inference_mode_enabled)
+    from . import autograd
+    from .ops import OPS as _OPS, attach_methods as _attach_methods
+    from .ops import pointwise as _pointwise, reduction as _reduction, linalg as _linalg  # noqa: F401
+    from .ops import views as _views, indexing as _indexing, inplace as _inplace  # noqa: F401
+    from .ops import _extra_loader  # noqa: F401 - loads the optional op families that exist
 
-from ._argcheck import guard as _guard  # noqa: E402
+    half = float16
+    float = float32  # noqa: A001
+    double = float64
+    long = int64
+    int = int32  # noqa: A001
+    short = int16
+    cfloat = complex64
+    cdouble = complex128
+    strided = "torch.strided"
+    contiguous_format = "torch.contiguous_format"
+    preserve_format = "torch.preserve_format"
+    channels_last = "torch.channels_last"
+    channels_last_3d = "torch.channels_last_3d"
 
-for _name, _info in _OPS.items():
-    if _info["function"] and not _name.startswith("_"):
-        globals().setdefault(_name, _guard(_info["fn"], _name))
-_attach_methods(Tensor)
-del _name, _info
+    from ._argcheck import guard as _guard  # noqa: E402
 
-from . import nn, optim  # noqa: E402
-from .nn.functional import pdist  # noqa: E402  (torch.pdist is F.pdist)
-from . import utils  # noqa: E402
-from . import accelerator, cuda, backends  # noqa: E402
-from . import linalg  # noqa: E402
+    for _name, _info in _OPS.items():
+        if _info["function"] and not _name.startswith("_"):
+            globals().setdefault(_name, _guard(_info["fn"], _name))
+    _attach_methods(Tensor)
+    del _name, _info
+
+    from . import nn, optim  # noqa: E402
+    from .nn.functional import pdist  # noqa: E402  (torch.pdist is F.pdist)
+    from . import utils  # noqa: E402
+    from . import accelerator, cuda, backends  # noqa: E402
+    from . import linalg  # noqa: E402
+finally:
+    if _GC_ON:
+        _gc.enable()
 
 
 def diagnose(model, loss=None):

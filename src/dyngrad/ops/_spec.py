@@ -59,6 +59,47 @@ def batch_along(param: str) -> Callable:
     return rule
 
 
+_P = inspect.Parameter
+_POS, _KW = _P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY
+
+
+def _n_params(fn) -> int:
+    co = fn.__code__
+    return co.co_argcount + co.co_kwonlyargcount + bool(co.co_flags & 4) + bool(co.co_flags & 8)
+
+
+def _signatures(fn):
+    """The signature of a forward (plain parameters, keyword-only ones, ``*args`` and
+    ``**kwargs``), and the public function's (the first parameter named ``input``), read from
+    the code object: several times cheaper than ``inspect.signature``, once per declared op
+    at import."""
+    co = fn.__code__
+    n, k, flags = co.co_argcount, co.co_kwonlyargcount, co.co_flags
+    names = co.co_varnames
+    defaults = fn.__defaults__ or ()
+    kwdefaults = fn.__kwdefaults__ or {}
+    ann = fn.__annotations__
+    nd = n - len(defaults)
+    po = co.co_posonlyargcount
+    spec = [(names[i], _P.POSITIONAL_ONLY if i < po else _POS,
+             defaults[i - nd] if i >= nd else _P.empty) for i in range(n)]
+    j = n + k
+    if flags & 4:  # *args
+        spec.append((names[j], _P.VAR_POSITIONAL, _P.empty))
+        j += 1
+    spec += [(names[i], _KW, kwdefaults.get(names[i], _P.empty)) for i in range(n, n + k)]
+    if flags & 8:  # **kwargs
+        spec.append((names[j], _P.VAR_KEYWORD, _P.empty))
+    ret = ann.get("return", inspect.Signature.empty)
+
+    def make(first):
+        ps = [_P(first if i == 0 and first else nm, kind, default=d,
+                 annotation=ann.get(nm, _P.empty)) for i, (nm, kind, d) in enumerate(spec)]
+        return inspect.Signature(ps, return_annotation=ret, __validate_parameters__=False)
+
+    return make(None), make("input")
+
+
 class Ctx:
     """What a backward or forward-mode formula reads: the saved values by name."""
 
@@ -153,8 +194,7 @@ class OpSpec:
         self._on_backward: list = []  # told when the backward is declared (the hot path)
         self._on_scalar: list = []  # told when a Scalar overload is declared
         # an elementwise op of two tensors and nothing else: promoted, broadcast, summed back
-        self.binary = elementwise and len(inputs) == 2 and \
-            len(inspect.signature(forward).parameters) == 2
+        self.binary = elementwise and len(inputs) == 2 and _n_params(forward) == 2
         positions = {n: i for i, n in enumerate(saved)}
         # the saved tensors of a two-input op as codes (0: first input, 1: second, 2: result)
         self.saved_inputs = tuple(2 if n == "result" else inputs.index(n) for n in saved
@@ -262,7 +302,7 @@ class OpSpec:
     def _public(self, method, function):
         spec = self
         n_in = len(self.inputs)
-        sig = inspect.signature(self.forward)
+        sig, public_sig = _signatures(self.forward)
         params = list(sig.parameters)[n_in:]
         name = self.name
 
@@ -441,8 +481,7 @@ class OpSpec:
         f.__module__ = self.forward.__module__
         f.__doc__ = (self.forward.__doc__ or "").strip() or (
             f"{name}; records {self.node_cls.__name__}." if self.node_cls else name)
-        f.__signature__ = sig.replace(parameters=[
-            p.replace(name="input") if i == 0 else p for i, p in enumerate(sig.parameters.values())])
+        f.__signature__ = public_sig
         # an op that is neither ``dyngrad.<name>`` nor ``Tensor.<name>`` (reached through a
         # namespace such as ``dyngrad.special``) is registered privately, out of the support
         # table and of the in-place rule
