@@ -100,7 +100,6 @@ KNOWN_COMPLEX = {
 
 # rows whose empty-input behaviour still differs from PyTorch's: what differs
 KNOWN_EMPTY = {
-    'allclose': 'ValueError where PyTorch gives RuntimeError',
     'view_as_real': 'backward: gradients where PyTorch gives RuntimeError',
     'view_as_complex_slice': 'backward: gradients where PyTorch gives RuntimeError',
     'polar': 'backward: gradients where PyTorch gives RuntimeError',
@@ -111,17 +110,13 @@ KNOWN_EMPTY = {
     'index_fill_': 'IndexError where PyTorch gives RuntimeError',
     'masked_scatter_': 'ValueError where PyTorch gives RuntimeError',
     'kthvalue_keepdim': 'RuntimeError where PyTorch gives IndexError',
-    'matrix_norm_inf': 'IndexError where PyTorch gives a result',
     'F.multi_margin_loss': 'values differ',
     'F.multilabel_margin_loss': 'values differ',
     'F.conv2d': 'ValueError where PyTorch gives RuntimeError',
     'F.conv2d_groups_dil': 'ValueError where PyTorch gives RuntimeError',
     'F.conv1d': 'ValueError where PyTorch gives RuntimeError',
     'F.conv3d': 'ValueError where PyTorch gives RuntimeError',
-    'F.max_pool1d': 'backward: ValueError where PyTorch gives gradients',
-    'F.adaptive_max_pool2d': 'ValueError where PyTorch gives a result',
     'F.batch_norm': 'RuntimeError where PyTorch gives IndexError',
-    'F.group_norm': 'ValueError where PyTorch gives RuntimeError',
     'addmv_ab': 'RuntimeError where PyTorch gives IndexError',
 }
 # rows left out of the empty variant: PyTorch 2.13 itself crashes (segmentation fault) on

@@ -10,6 +10,7 @@ from . import _dtype as D
 from .ops.linalg import LinAlgError, det, inverse as inv, slogdet, solve, matmul, RT_SLOGDET  # noqa: F401
 from .ops.reduction import vector_norm, dims_of
 from .ops.linalg_more import svdvals
+from ._factories import zeros
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "matmul",
            "LinAlgError"]
@@ -73,7 +74,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
             if not keepdim and r0 < r1:
                 r1 -= 1
             v = vector_norm(A, 1.0, r0, keepdim, dtype=dtype)
-            return v.amax(r1, keepdim) if o > 0 else v.amin(r1, keepdim)
+            return _max_or_zero(v, r1, keepdim) if o > 0 else v.amin(r1, keepdim)
     # 'nuc', 2, -2: the singular values, the two dims moved to the end
     A_ = A.to(dtype) if dtype is not None else A
     n = A_.dim()
@@ -82,13 +83,26 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dt
     if ord == "nuc":
         r = sv.sum(-1, keepdim)
     else:
-        r = sv.amax(-1, keepdim) if ord > 0 else sv.amin(-1, keepdim)
+        r = _max_or_zero(sv, -1, keepdim) if ord > 0 else sv.amin(-1, keepdim)
     if keepdim:
         rev = [0] * n
         for k, p in enumerate(perm):
             rev[p] = k
         r = r.unsqueeze(-1).permute(*rev)
     return r
+
+
+def _max_or_zero(v: Tensor, dim: int, keepdim: bool) -> Tensor:
+    """The largest value along ``dim``; over an empty dim PyTorch's matrix norms give zeros
+    that record no graph (where amax refuses)."""
+    if v.shape[dim]:
+        return v.amax(dim, keepdim)
+    shape = list(v.shape)
+    if keepdim:
+        shape[dim] = 1
+    else:
+        del shape[dim]
+    return zeros(shape, dtype=v.dtype)
 
 
 def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None):

@@ -2742,10 +2742,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     use_batch = training or running_mean is None or running_var is None
     if use_batch:
         n = x.size // C if C else 0
-        if training and n <= 1:
+        if training and n == 1:  # (an empty batch normalises to an empty result)
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
     _pool.need_kernel(x, "batch_norm")
+    if use_batch and not x.size:  # an empty batch: an empty result, running stats untouched
+        stats = (np.zeros(bshape, x.dtype), np.ones(bshape, x.dtype))
+        return _norm.normalize_affine(input, weight, bias, x.shape, axes, bshape, axes, eps,
+                                      _norm.NativeBatchNormBackward0, stats)[0]
     if use_batch:
         out, mean, var = _norm.normalize_affine(input, weight, bias, x.shape, axes, bshape, axes,
                                                 eps, _norm.NativeBatchNormBackward0,
@@ -2827,6 +2831,14 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     if C % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {input.shape} and num_groups={num_groups}")
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t._data.ndim != 1 or t._data.size != C):
+            # (PyTorch's message for the bias shows the weight's shape: [0] when it is None)
+            shown = [0] if weight is None else list(weight._data.shape)
+            raise RuntimeError(f"Expected {what} to be a vector of size equal to the number of "
+                               f"channels in input, but got {what} of shape "
+                               f"{shown if what == 'bias' else list(t._data.shape)} and input "
+                               f"of shape {list(x.shape)}")
     sp = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
     rs = (N, num_groups, (C // num_groups) * sp)
     wb = (1, C) + (1,) * (x.ndim - 2)

@@ -1152,7 +1152,12 @@ def equal(input, other) -> bool:
 
 @op()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    a, b = input._data, other._data
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise broadcast_error(a.shape, b.shape) from None
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 from .. import _tensor as _tensor_module  # noqa: E402

@@ -321,8 +321,13 @@ class _Scatter(Node):
 
 def _gather_np(x, idx, nl):
     """Values of ``x`` at flat indices ``idx`` into its dims after the first ``nl``."""
-    flat = x.reshape(x.shape[:nl] + (-1,))
-    return np.take_along_axis(flat, idx.reshape(idx.shape[:nl] + (-1,)), nl).reshape(idx.shape)
+    flat = x.reshape(x.shape[:nl] + (_size(x.shape[nl:]),))  # (explicit: an empty batch)
+    return np.take_along_axis(flat, idx.reshape(idx.shape[:nl] + (_size(idx.shape[nl:]),)),
+                              nl).reshape(idx.shape)
+
+
+def _size(shape) -> int:
+    return int(np.prod(shape))
 
 
 def _scatter_np(g, idx, xshape, unique, nl):
@@ -332,7 +337,8 @@ def _scatter_np(g, idx, xshape, unique, nl):
     nb = int(np.prod(lead))
     if unique:
         z = np.zeros(lead + (sp,), g.dtype)
-        np.put_along_axis(z, idx.reshape(lead + (-1,)), g.reshape(lead + (-1,)), nl)
+        k = _size(idx.shape[nl:])
+        np.put_along_axis(z, idx.reshape(lead + (k,)), g.reshape(lead + (k,)), nl)
         return z.reshape(xshape)
     off = (np.arange(nb) * sp).reshape(lead + (1,) * (idx.ndim - nl))
     r = np.bincount((idx + off).ravel(), weights=g.ravel(), minlength=nb * sp)
