@@ -474,8 +474,8 @@ class OpSpec:
             return record(r, tensors, raw, casts)
 
         if f is None:
-            f = general
-        else:
+            f = _one_tensor_public(self, general, record) if n_in == 1 else general
+        if f is not general:
             self._general = general  # the binary path hands it a call it cannot take
         f.__name__ = f.__qualname__ = name
         f.__module__ = self.forward.__module__
@@ -1271,3 +1271,57 @@ def _int_arg(v, name: str, param: str, pos: int | None) -> int:
         return raw_dim(v)
     where = "" if pos is None else f" (position {pos})"
     raise TypeError(f"{name}(): argument '{param}'{where} must be int, not {D.type_name(v)}")
+
+
+# -- the quick call of a declared op of one tensor and other arguments -------------------------
+def _one_tensor_public(spec, general, record):
+    """The public function of an op of one tensor and other arguments (not ``dims``, which
+    the general path converts): a call by position, or with keywords the forward takes and
+    no argument missing, runs the forward on the tensor's array directly; any other call (a
+    dtype the kernel does not take as it is, an input not a Tensor, an error to report) goes
+    through ``general``, which says what PyTorch says.  Returns ``general`` when the op does
+    not qualify."""
+    if spec.dims:
+        return general
+    sig = inspect.signature(spec.forward)
+    params = list(sig.parameters)[1:]
+    pos_params = [p for p in params
+                  if sig.parameters[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    n_max = len(pos_params) + 1
+    n_min = 1 + sum(1 for p in pos_params
+                    if sig.parameters[p].default is inspect.Parameter.empty)
+    keywords = frozenset(params)
+    defaults = {p: v.default for p, v in sig.parameters.items()
+                if p in keywords and v.default is not inspect.Parameter.empty}
+    forward, kinds, state = spec.forward, spec.kinds, STATE
+    plain = not spec.differentiable and not spec.outputs
+
+    def f(*args, **kwargs):
+        n = len(args)
+        if not n_min <= n <= n_max or not isinstance(args[0], Tensor):
+            return general(*args, **kwargs)
+        if kwargs and not (kwargs.keys() <= keywords and
+                           not any(p in kwargs for p in pos_params[:n - 1])):
+            return general(*args, **kwargs)
+        input = args[0]
+        d = input._data
+        if d.dtype.kind not in kinds:
+            return general(*args, **kwargs)
+        tok = quiet_on()
+        try:
+            r = forward(d, *args[1:], **kwargs)
+        except RuntimeError:
+            edges_first(input)  # a stale view's error comes before the op's own
+            raise
+        finally:
+            quiet_off(tok)
+        if plain:
+            return _make(r)
+        if state.enabled and input._requires_grad:
+            raw = dict(defaults)
+            raw.update(zip(pos_params, args[1:]))
+            raw.update(kwargs)
+            return record(r, (input,), raw)
+        return record(r, (input,), None)
+
+    return f

@@ -482,42 +482,54 @@ def aminmax(input, *, dim=None, keepdim=False):
     return RT_AMINMAX(_make(lo), _make(hi))
 
 
-def _arg(input, dim, keepdim, name, np_fn):
-    d = input._data
-    if dim is None:
+def _argext(name, np_fn):
+    """argmax or argmin, declared: the index of the extreme (the first NaN, as PyTorch's),
+    over the flattened tensor when ``dim`` is None; no derivative."""
+    def forward(self, dim=None, keepdim=False):
+        d = self
+        if dim is None:
+            if d.size == 0:
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                                 f"input.numel() == 0.")
+            flat = d.reshape(-1)
+            i = np_fn(flat)
+            if flat.dtype in D.FLOATING and np.isnan(flat).any():
+                i = np.argmax(np.isnan(flat))
+            r = np.asarray(i, np.int64)
+            return r.reshape((1,) * d.ndim) if keepdim else r
+        (k,) = dims_of(dim, d.ndim, name) or (0,)
+        if d.ndim == 0:
+            return np.zeros((), np.int64)
         if d.size == 0:
-            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
-                             f"input.numel() == 0.")
-        flat = d.reshape(-1)
-        i = np_fn(flat)
-        if flat.dtype in D.FLOATING and np.isnan(flat).any():
-            i = np.argmax(np.isnan(flat))
-        r = np.asarray(i, np.int64)
-        return _make(r.reshape((1,) * d.ndim) if keepdim else r)
-    (k,) = dims_of(dim, d.ndim, name) or (0,)
-    if d.ndim == 0:
-        return _make(np.zeros((), np.int64))
-    if d.size == 0:
-        _nonempty(name, d, k)
-    i = np_fn(d, axis=k)
-    if d.dtype in D.FLOATING:
-        nan = np.isnan(d)
-        if nan.any():
-            i = np.where(nan.any(axis=k), np.argmax(nan, axis=k), i)
-    i = i.astype(np.int64)
-    return _make(np.expand_dims(i, k) if keepdim else i)
+            _nonempty(name, d, k)
+        i = np_fn(d, axis=k)
+        if d.dtype in D.FLOATING:
+            nan = np.isnan(d)
+            if nan.any():
+                i = np.where(nan.any(axis=k), np.argmax(nan, axis=k), i)
+        i = i.astype(np.int64)
+        return np.expand_dims(i, k) if keepdim else i
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = (f"Index of the {'largest' if name == 'argmax' else 'smallest'} element "
+                       f"(of the flattened tensor when ``dim`` is None); no derivative.")
+    return defop(name, node=None, differentiable=False, batch=_batch_flat_or_dim)(forward).fn
 
 
-@op()
-def argmax(input, dim=None, keepdim=False):
-    """Index of the largest element (flattened when ``dim`` is None)."""
-    return _arg(input, dim, keepdim, "argmax", np.argmax)
+def _batch_flat_or_dim(spec, arrays, params):
+    """Batching rule of a reduction along one optional ``dim`` that flattens without one."""
+    a = arrays[0]
+    p = dict(params)
+    dim = p.get("dim")
+    if dim is None:
+        r = spec.forward(a.reshape(a.shape[0], -1), dim=1)
+        return r.reshape(r.shape[:1] + (1,) * (a.ndim - 1)) if p.get("keepdim") else r
+    p["dim"] = (dim + a.ndim - 1 if dim < 0 else dim) + 1
+    return spec.forward(a, **p)
 
 
-@op()
-def argmin(input, dim=None, keepdim=False):
-    """Index of the smallest element (flattened when ``dim`` is None)."""
-    return _arg(input, dim, keepdim, "argmin", np.argmin)
+argmax = _argext("argmax", np.ndarray.argmax)
+argmin = _argext("argmin", np.ndarray.argmin)
 
 
 # --- var / std ---------------------------------------------------------------------------------
