@@ -1274,6 +1274,13 @@ def _int_arg(v, name: str, param: str, pos: int | None) -> int:
 
 
 # -- the quick call of a declared op of one tensor and other arguments -------------------------
+def no_warnings(forward):
+    """Mark a forward as computing nothing that warns (indices, predicates): its quick call
+    runs it without silencing NumPy's floating-point warnings (``_one_tensor_public``)."""
+    forward.quiet = False
+    return forward
+
+
 def _one_tensor_public(spec, general, record):
     """The public function of an op of one tensor and other arguments (not ``dims``, which
     the general path converts): a call by position, or with keywords the forward takes and
@@ -1295,6 +1302,8 @@ def _one_tensor_public(spec, general, record):
                 if p in keywords and v.default is not inspect.Parameter.empty}
     forward, kinds, state = spec.forward, spec.kinds, STATE
     plain = not spec.differentiable and not spec.outputs
+    # a forward marked ``quiet = False`` computes nothing that warns (indices, predicates)
+    quiet = getattr(forward, "quiet", True)
 
     def f(*args, **kwargs):
         n = len(args)
@@ -1307,14 +1316,15 @@ def _one_tensor_public(spec, general, record):
         d = input._data
         if d.dtype.kind not in kinds:
             return general(*args, **kwargs)
-        tok = quiet_on()
+        tok = quiet_on() if quiet else None
         try:
             r = forward(d, *args[1:], **kwargs)
         except RuntimeError:
             edges_first(input)  # a stale view's error comes before the op's own
             raise
         finally:
-            quiet_off(tok)
+            if tok is not None:
+                quiet_off(tok)
         if plain:
             return _make(r)
         if state.enabled and input._requires_grad:

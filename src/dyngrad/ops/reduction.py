@@ -11,7 +11,7 @@ from .._fperr import quiet
 from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
 from . import _dual as X
 from ._spec import (_int_dims, batch_aligned, batch_along, batch_along_dims, defop,  # noqa: F401
-                    dims_of)
+                    dims_of, no_warnings)
 
 _make = Tensor._make
 _add_reduce = np.add.reduce
@@ -513,6 +513,7 @@ def _argext(name, np_fn):
     forward.__name__ = forward.__qualname__ = name
     forward.__doc__ = (f"Index of the {'largest' if name == 'argmax' else 'smallest'} element "
                        f"(of the flattened tensor when ``dim`` is None); no derivative.")
+    no_warnings(forward)
     return defop(name, node=None, differentiable=False, batch=_batch_flat_or_dim)(forward).fn
 
 
@@ -991,37 +992,39 @@ cumprod = cumprod.fn
 
 
 # --- boolean reductions ----------------------------------------------------------------------------
-def _bool_red(input, dim, keepdim, np_fn):
-    d = input._data
-    if type(dim) in (tuple, list) and not dim:  # all/any over no dims: elementwise
-        return _make(d.astype(np.uint8 if d.dtype == np.uint8 else np.bool_))
-    dims = dims_of(dim, d.ndim)
-    r = X.c_order(np_fn(d, axis=dims, keepdims=keepdim))
-    if d.dtype == np.uint8:
-        r = r.astype(np.uint8)
-    return _make(r)
+def _bool_red(name, np_fn, what):
+    """all or any, declared: whether every / some element (over ``dim``) is nonzero; bool, or
+    uint8 for uint8 input, as PyTorch; no derivative."""
+    def forward(self, dim=None, keepdim=False):
+        d = self
+        if type(dim) in (tuple, list) and not dim:  # over no dims: elementwise
+            return d.astype(np.uint8 if d.dtype == np.uint8 else np.bool_)
+        r = X.c_order(np_fn(d, axis=dims_of(dim, d.ndim), keepdims=keepdim))
+        return r.astype(np.uint8) if d.dtype == np.uint8 else r
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"True when {what} element (over ``dim``) is nonzero; no derivative."
+    no_warnings(forward)
+    return defop(name, node=None, differentiable=False, batch=batch_along_dims("dim"))(forward).fn
 
 
-@op()
-def all(input, dim=None, keepdim=False):
-    """True when every element (over ``dim``) is nonzero."""
-    return _bool_red(input, dim, keepdim, np.all)
+all = _bool_red("all", np.ndarray.all, "every")
+any = _bool_red("any", np.ndarray.any, "some")
 
 
-@op()
-def any(input, dim=None, keepdim=False):
-    """True when some element (over ``dim``) is nonzero."""
-    return _bool_red(input, dim, keepdim, np.any)
-
-
-@op()
-def count_nonzero(input, dim=None):
-    """Number of nonzero elements (over ``dim``), as int64."""
-    d = input._data
+@defop("count_nonzero", node=None, differentiable=False, batch=batch_along_dims("dim"))
+@no_warnings
+def count_nonzero(self, dim=None):
+    """Number of nonzero elements (over ``dim``), as int64; no derivative."""
+    d = self
+    if dim is None:
+        return np.asarray(np.count_nonzero(d), np.int64)
     dims = dims_of(dim, d.ndim, "count_nonzero")
-    return _make(X.c_order(np.asarray(
-        np.count_nonzero(d, axis=dims) if dims or d.ndim == 0 and dim is None
-        else np.count_nonzero(d), dtype=np.int64)))
+    return X.c_order(np.asarray(np.count_nonzero(d, axis=dims) if dims else np.count_nonzero(d),
+                                dtype=np.int64))
+
+
+count_nonzero = count_nonzero.fn
 
 
 @op(function=False)
