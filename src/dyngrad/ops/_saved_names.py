@@ -165,8 +165,6 @@ SAVED_NAMES: dict = {
     "MaxBackward1": {"self": (0, "tensor"), "result": (1, "tensor")},
     "MaxPool2DWithIndicesBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
     "MaximumBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
-    "MeanBackward0": {"self_sym_sizes": (0, "same"), "self_sym_numel": (1, "same")},
-    "MeanBackward1": {"self_sym_sizes": (0, "same"), "dim": (4, "dim"), "keepdim": (2, "same")},
     "MedianBackward0": {"self": (0, "tensor"), "result": (1, "tensor")},
     "MedianBackward1": {
         "self_sym_sizes": (0, "same"),
@@ -323,8 +321,6 @@ SAVED_NAMES: dict = {
     },
     "StackBackward0": {"dim": (2, "dim")},
     "SubBackward0": {"alpha": (4, "same")},
-    "SumBackward0": {"self_sym_sizes": (0, "same")},
-    "SumBackward1": {"self_sym_sizes": (0, "same"), "dim": (3, "dim"), "keepdim": (2, "same")},
     "TakeBackward0": {"self": (2, "tensor")},
     "TanBackward0": {"result": (1, "tensor")},
     "TanhBackward0": {"result": (1, "tensor")},

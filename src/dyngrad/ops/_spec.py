@@ -1335,3 +1335,48 @@ def _one_tensor_public(spec, general, record):
         return record(r, (input,), None)
 
     return f
+
+
+class _Variant:
+    """Another node of a declared op, for one of PyTorch's other overloads (``sum()`` records
+    SumBackward0, ``sum(dim)`` the declaration's SumBackward1): its own saved values, the
+    declaration's backward and forward-mode rule (read as the declaration's otherwise)."""
+
+    def __init__(self, spec, node, saved):
+        self._parent = spec
+        self.saved = saved
+        positions = {n: i for i, n in enumerate(saved)}
+        tensors = [n for n in saved if n in spec.inputs or n == "result"]
+        self.unpack_order = tuple(positions[n] for n in sorted(tensors))
+        named = {n: (i, "tensor" if n in tensors else "dim" if "dim" in n else "same")
+                 for n, i in positions.items()}
+        self.node_cls = type(node, (Node,), {
+            "__slots__": (), "__module__": spec.forward.__module__, "_spec": self,
+            "_named_saved": named, "_fw_rule": _node_fw, "_bw": _node_bw,
+            "_holomorphic": spec.node_cls._holomorphic, "_needs_saved": bool(tensors),
+            "__doc__": f"Backward of {spec.name}, another overload (declared with defop)."})
+        OPS[spec.key]["nodes"] += (node,)
+
+    def __getattr__(self, name):
+        return getattr(self._parent, name)
+
+
+def variant(spec: OpSpec, node: str, saved: tuple) -> type:
+    """The node class ``node`` of another overload of ``spec``'s op, keeping ``saved`` (by
+    PyTorch's names, in the order the node's ``_saved`` holds them); a front (``front``)
+    records it for the calls of that overload."""
+    return _Variant(spec, node, tuple(saved)).node_cls
+
+
+def front(spec: OpSpec, fn: Callable) -> Callable:
+    """Make ``fn`` the public function (and method) of ``spec``'s op: a front that takes the
+    calls of PyTorch's other overload (recording a ``variant``'s node) and hands every other
+    call to the declaration's own function, kept as ``spec.declared``."""
+    spec.declared = spec.fn
+    fn.__name__ = fn.__qualname__ = spec.name
+    fn.__module__ = spec.fn.__module__
+    fn.__doc__ = fn.__doc__ or spec.fn.__doc__
+    for key in (spec.key,) + spec.aliases:
+        OPS[key]["fn"] = fn
+    spec.fn = fn
+    return fn

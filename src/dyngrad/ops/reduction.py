@@ -2,59 +2,22 @@
 from __future__ import annotations
 
 import builtins as _bi
+from functools import partial
 
 import numpy as np
 
 from .. import _dtype as D
 from . import op
-from .._fperr import quiet
+from .._fperr import quiet, quiet_off, quiet_on
+from .pointwise import UNSET
 from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
 from . import _dual as X
 from ._spec import (_int_dims, batch_aligned, batch_along, batch_along_dims, defop,  # noqa: F401
-                    dims_of, no_warnings)
+                    dims_of, front, no_warnings, variant)
 
 _make = Tensor._make
 _add_reduce = np.add.reduce
 _empty = np.empty
-
-
-class SumBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return X.expand_to(g, self._saved[0]),
-
-
-class SumBackward1(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        shape, dims, keep, _ = self._saved
-        if not keep and dims:
-            g = X.unsqueeze_dims(g, dims, len(shape))
-        return X.expand_to(g, shape),
-
-
-class MeanBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        shape, n = self._saved
-        return X.expand_to(g / n, shape),
-
-
-class MeanBackward1(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        shape, dims, keep, n, _ = self._saved
-        if not keep and dims:
-            g = X.unsqueeze_dims(g, dims, len(shape))
-        return X.expand_to(g / n, shape),
 
 
 def _sum_np(d, axis, keepdims, rt):
@@ -69,33 +32,67 @@ def _sum_dtype(d, dtype):
     return np.int64 if d.dtype.kind in "biu" else d.dtype
 
 
-@op(methods=("sum",))
-@quiet
-def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-    """Sum of all elements, or over ``dim``; SumBackward0 / SumBackward1."""
+def _reduced_grad(grad, shape, dim, keepdim, n=1):
+    """The gradient of a sum over ``dim`` (as the node saves it: None or a tuple of ints, () and
+    None meaning every dim) of an input of ``shape``, divided by ``n`` (a mean's count):
+    ``grad`` with the reduced dims back, expanded."""
+    nd = len(shape)
+    if not keepdim and dim and nd:
+        grad = X.unsqueeze_dims(grad, tuple(d % nd for d in dim), nd)
+    return X.expand_to(grad if n == 1 else grad / n, shape)
+
+
+@defop("sum", node="SumBackward1", saved=("self_sym_sizes", "dim", "keepdim"),
+       dim_lists=("dim",), linear=True, batch=batch_along_dims("dim"))
+def sum(self, dim=None, keepdim=False, *, dtype=None):
+    """Sum of all elements, or over ``dim`` (integers in int64); SumBackward0 without ``dim``,
+    SumBackward1 with it."""
+    rt = _sum_dtype(self, dtype)
+    if dim is None and not keepdim:
+        return np.asarray(self.sum(dtype=rt) if rt is not D.BF16 else
+                          _sum_np(self, None, False, rt))
+    dims = dims_of(dim, self.ndim, "sum")
+    return X.c_order(self.sum(axis=dims, keepdims=keepdim, dtype=rt) if rt is not D.BF16 else
+                     _sum_np(self, dims, keepdim, rt))
+
+
+@sum.backward
+def _(ctx, grad):
+    return _reduced_grad(grad, ctx.self_sym_sizes, getattr(ctx, "dim", None),
+                         getattr(ctx, "keepdim", False)),
+
+
+SumBackward1 = sum.node_cls
+SumBackward0 = variant(sum, "SumBackward0", ("self_sym_sizes",))
+SumBackward0._bw = lambda self, g, graph: (X.expand_to(g, self._saved[0]),)
+SumBackward1._bw = lambda self, g, graph: (_reduced_grad(g, *self._saved),)
+
+
+_sum_spec = sum
+
+
+@partial(front, _sum_spec)
+def sum(input, dim=UNSET, keepdim=False, *, dtype=None):
+    """Sum of all elements (SumBackward0), or over ``dim`` (SumBackward1, even for None)."""
+    if not isinstance(input, Tensor):
+        return _sum_spec.declared(input, None if dim is UNSET else dim, keepdim, dtype=dtype)
     d = input._data
-    if dim is None and axis is None and dtype is None and d.dtype.kind in "fc":
-        # the common full sum of a float tensor: one ufunc call into a 0-d buffer
-        r = _add_reduce(d, None, d.dtype, _empty((), d.dtype))
-        if STATE.enabled and input._requires_grad:
-            return record(r, SumBackward0((edge_of(input),), (d.shape,)))
-        return _make(r)
-    if axis is not None:
-        dim = axis
-    if keepdims is not None:
-        keepdim = keepdims
-    rt = _sum_dtype(d, dtype)
-    if dim is None:
-        r = np.asarray(d.sum(dtype=rt) if rt is not D.BF16 else _sum_np(d, None, False, rt))
-        if STATE.enabled and input._requires_grad:
-            return record(r, SumBackward0((edge_of(input),), (d.shape,)))
-        return _make(r)
-    dims = dims_of(dim, d.ndim, "sum")
-    r = X.c_order(d.sum(axis=dims, keepdims=keepdim, dtype=rt) if rt is not D.BF16 else
-                  _sum_np(d, dims, keepdim, rt))
+    full = dim is UNSET and keepdim is False
+    tok = quiet_on()
+    try:
+        if full and dtype is None and d.dtype.kind in "fc":
+            # the common full sum of a float tensor: one ufunc call into a 0-d buffer
+            r = _add_reduce(d, None, d.dtype, _empty((), d.dtype))
+        else:
+            r = _sum_spec.forward(d, None if dim is UNSET else dim, keepdim, dtype=dtype)
+    except RuntimeError:
+        edges_first(input)  # a stale view's error comes before the op's own
+        raise
+    finally:
+        quiet_off(tok)
     if STATE.enabled and input._requires_grad:
-        return record(r, SumBackward1((edge_of(input),), (d.shape, dims, keepdim,
-                                                          raw_dims(dim))))
+        return record(r, SumBackward0((edge_of(input),), (d.shape,)) if full else SumBackward1(
+            (edge_of(input),), (d.shape, None if dim is UNSET else raw_dims(dim), keepdim)))
     return _make(r)
 
 
@@ -107,53 +104,76 @@ def _empty_mean(d, dims, keepdim):
     return s / n if n else np.full(np.shape(s), np.nan, d.dtype)
 
 
-def _bf16_mean(input, dim, keepdim, d):
-    """``mean`` of bfloat16 data ``d``: computed on float32 and rounded once (the nodes are
-    those of the float path, recorded on the bfloat16 input)."""
-    r = mean(_make(d.astype(np.float32)), dim, keepdim)._data.astype(D.BF16)
-    if not (STATE.enabled and input._requires_grad):
-        return _make(r)
-    if dim is None:
-        return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)))
-    dims = dims_of(dim, d.ndim, "mean")
-    n = 1
-    for k in dims:
-        n *= d.shape[k]
-    return record(r, MeanBackward1((edge_of(input),), (d.shape, dims, keepdim, n,
-                                                       raw_dims(dim))))
-
-
-@op()
-@quiet
-def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-    """Arithmetic mean of all elements, or over ``dim``; MeanBackward0 / MeanBackward1."""
-    if axis is not None:
-        dim = axis
-    if keepdims is not None:
-        keepdim = keepdims
-    d = input._data
-    if dtype is not None:
-        d = d.astype(D.to_dtype(dtype).np)
+@defop("mean", node="MeanBackward1", saved=("self_sym_sizes", "dim", "keepdim"),
+       dim_lists=("dim",), batch=batch_along_dims("dim"))
+def mean(self, dim=None, keepdim=False, *, dtype=None):
+    """Arithmetic mean of all elements, or over ``dim``; MeanBackward0 without ``dim``,
+    MeanBackward1 with it."""
+    d = self if dtype is None else self.astype(D.to_dtype(dtype).np)
     if d.dtype not in D.INEXACT:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: "
                            f"{D.TYPE_NAMES[D.FROM_NP[d.dtype]].replace('Tensor', '')}")
     if d.dtype is D.BF16:  # accumulated in float32 and rounded once, as PyTorch
-        return _bf16_mean(input, dim, keepdim, d)
-    if dim is None:
-        r = np.asarray(d.mean(dtype=d.dtype) if d.size else _empty_mean(d, None, False))
-        if STATE.enabled and input._requires_grad:
-            return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)))
-        return _make(r)
+        return _mean_spec.forward(d.astype(np.float32), dim, keepdim).astype(D.BF16)
+    if dim is None and not keepdim:
+        return np.asarray(d.mean(dtype=d.dtype) if d.size else _empty_mean(d, None, False))
     dims = dims_of(dim, d.ndim, "mean")
-    r = X.c_order(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype) if d.size else
-                  _empty_mean(d, dims, keepdim))
+    return X.c_order(d.mean(axis=dims, keepdims=keepdim, dtype=d.dtype) if d.size else
+                     _empty_mean(d, dims, keepdim))
+
+
+def _mean_count(shape, dim):
+    """How many elements each mean over ``dim`` (None: every dim) of ``shape`` averages."""
+    return _count(shape, range(len(shape)) if dim is None else dims_of(dim, len(shape)))
+
+
+@mean.backward
+def _(ctx, grad):
+    shape, dim = ctx.self_sym_sizes, getattr(ctx, "dim", None)
+    return _reduced_grad(grad, shape, dim, getattr(ctx, "keepdim", False),
+                         _mean_count(shape, dim)),
+
+
+@mean.jvp
+def _(ctx, t):
+    try:
+        dim, keepdim = ctx.dim, ctx.keepdim
+    except AttributeError:  # MeanBackward0: every element
+        return _mean_spec.fn(t)
+    return _mean_spec.fn(t, dim, keepdim)
+
+
+MeanBackward1 = mean.node_cls
+MeanBackward0 = variant(mean, "MeanBackward0", ("self_sym_sizes", "self_sym_numel"))
+MeanBackward0._bw = lambda self, g, graph: (X.expand_to(g / self._saved[1], self._saved[0]),)
+MeanBackward1._bw = lambda self, g, graph: (_reduced_grad(
+    g, *self._saved, _mean_count(self._saved[0], self._saved[1])),)
+
+
+_mean_spec = mean
+
+
+@partial(front, _mean_spec)
+def mean(input, dim=UNSET, keepdim=False, *, dtype=None):
+    """Arithmetic mean of all elements (MeanBackward0), or over ``dim`` (MeanBackward1, even
+    for None)."""
+    if not isinstance(input, Tensor):
+        return _mean_spec.declared(input, None if dim is UNSET else dim, keepdim, dtype=dtype)
+    d = input._data
+    full = dim is UNSET and keepdim is False
+    tok = quiet_on()
+    try:
+        r = _mean_spec.forward(d, None if dim is UNSET else dim, keepdim, dtype=dtype)
+    except RuntimeError:
+        edges_first(input)  # a stale view's error comes before the op's own
+        raise
+    finally:
+        quiet_off(tok)
     if STATE.enabled and input._requires_grad:
-        n = 1
-        for k in dims:
-            n *= d.shape[k]
-        return record(r, MeanBackward1((edge_of(input),), (d.shape, dims, keepdim, n,
-                                                           raw_dims(dim))))
+        return record(r, MeanBackward0((edge_of(input),), (d.shape, d.size)) if full else
+                      MeanBackward1((edge_of(input),), (d.shape, None if dim is UNSET else
+                                                        raw_dims(dim), keepdim)))
     return _make(r)
 
 
