@@ -201,7 +201,6 @@ SAVED_NAMES: dict = {
         "keepdim": (2, "same"),
         "indices": (3, "tensor"),
     },
-    "NansumBackward0": {"self": (0, "tensor"), "dim": (3, "dim"), "keepdim": (2, "same")},
     "NarrowCopyBackward0": {"self_sym_sizes": (0, "same"), "dim": (5, "dim"), "length": (3, "same")},
     "NativeBatchNormBackward0": {
         "input": (0, "tensor"),

@@ -11,11 +11,12 @@ from . import op
 from ._formula import FormulaNode
 from ._dual import c_order
 from . import _dual as X
-from ._spec import batch_along, defop
+from ._spec import batch_along, batch_along_dims, defop
 from .._record import STATE, Node, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
-from .reduction import return_type, dims_of, _nonempty, raw_dim, raw_dims
+from .reduction import return_type, dims_of, _nonempty, raw_dim, _reduced_grad
+from .reduction import sum as _sum
 from .pointwise import UNSET
 from .gather_scatter import _scatter_add_any, _scatter_place_any
 from ..autograd.node import underivable
@@ -80,20 +81,6 @@ class MedianBackward1(_ValueSelecting):
 
 class NanmedianBackward1(_ValueSelecting):
     __slots__ = ()
-
-
-class NansumBackward0(FormulaNode):
-    __slots__ = ()
-
-    def formula(self, g, x, dims, keepdim, _dim):
-        t = _pkg()
-        xd = x._data
-        if not keepdim and dims:
-            for d in dims:
-                g = g.unsqueeze(d)
-        g = g.expand(*xd.shape)
-        r = t.where(t.from_numpy(np.asarray(np.isnan(xd))), t.zeros((), dtype=g.dtype), g)
-        return (r if r.dtype == x.dtype else r.to(x.dtype)),
 
 
 # --- forward ---------------------------------------------------------------------------------
@@ -276,23 +263,32 @@ def _(ctx, tangent):
     return _selected(tangent, ctx.dim, ctx.indices, True)
 
 
-@op()
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
-    """Sum treating NaN as zero; NansumBackward0."""
-    d = input._data
-    if dtype is not None:
-        d = d.astype(D.to_dtype(dtype).np)
+@defop("nansum", node="NansumBackward0", saved=("self", "dim", "keepdim"), dim_lists=("dim",),
+       batch=batch_along_dims("dim"))
+def nansum(self, dim=None, keepdim=False, *, dtype=None):
+    """Sum treating NaN as zero (integers in int64); NansumBackward0."""
+    d = self if dtype is None else self.astype(D.to_dtype(dtype).np)
     dims = dims_of(dim, d.ndim, "nansum")
-    if d.dtype == np.bool_ or d.dtype.kind in "iu":
-        r = c_order(d.sum(axis=dims, keepdims=keepdim, dtype=np.int64))
-        return _make(r)
-    r = c_order(np.nansum(d, axis=dims, keepdims=keepdim).astype(d.dtype, copy=False))
-    if STATE.enabled and input._requires_grad:
-        full = dim is None or (type(dim) in (tuple, list) and not dim)
-        return record(r, NansumBackward0((edge_of(input),),
-                                         (Saved(input), () if full and not keepdim else dims,
-                                          keepdim, raw_dims(dim))))
-    return _make(r)
+    if d.dtype.kind in "biu":
+        return c_order(d.sum(axis=dims, keepdims=keepdim, dtype=np.int64))
+    return c_order(np.nansum(d, axis=dims, keepdims=keepdim).astype(d.dtype, copy=False))
+
+
+@nansum.backward
+def _(ctx, grad):
+    x = ctx.self
+    xd = X.data(x)
+    g = _reduced_grad(grad, xd.shape, ctx.dim, ctx.keepdim)
+    return X.where(X.const(np.isnan(xd), g), X.zeros_like(g), g),
+
+
+@nansum.jvp
+def _(ctx, t):
+    nan = X.const(np.isnan(X.data(ctx.self)), t)
+    return _sum(X.where(nan, X.zeros_like(t), t), ctx.dim, ctx.keepdim)
+
+
+nansum = nansum.fn
 
 
 @op()
