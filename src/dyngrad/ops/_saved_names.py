@@ -234,13 +234,6 @@ SAVED_NAMES: dict = {
     "PowBackward2": {"self": (0, "same"), "result": (1, "tensor"), "exponent": (2, "tensor")},
     "PreluKernelBackward0": {"self": (0, "tensor"), "weight": (1, "tensor")},
     "PermuteBackward0": {"dims": (1, "dim")},
-    "ProdBackward0": {"self": (0, "tensor"), "result": (1, "tensor")},
-    "ProdBackward1": {
-        "self": (0, "tensor"),
-        "result": (1, "tensor"),
-        "dim": (4, "dim"),
-        "keepdim": (3, "same"),
-    },
     "ReciprocalBackward0": {"result": (0, "tensor")},
     "ReflectionPad2DBackward0": {"self": (2, "tensor")},
     "ReluBackward0": {"result": (1, "tensor")},

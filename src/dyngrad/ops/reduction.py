@@ -240,60 +240,69 @@ def _others_prod(x, axis):
     return np.moveaxis(pre * suf, -1, axis)
 
 
-class ProdBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, so = self._saved
-        x = sx.get(self, graph)
-        o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
-        xd = X.data(x)
-        if xd.ndim == 0:
-            return g,
-        nz = int(np.count_nonzero(xd == 0))
-        if nz == 0:  # PyTorch's grad * (result / input): NaN and inf propagate as there
-            return X.expand_to(g, xd.shape) * (o / x),
-        if nz > 1 and not graph:
-            return X.zeros_like(X.expand_to(g, xd.shape)),
-        others = _others_prod(xd.reshape(-1), 0).reshape(xd.shape) if xd.size else xd
-        return X.expand_to(g, xd.shape) * X.const(others, g),
+@defop("prod", node="ProdBackward1", saved=("self", "dim", "keepdim", "result"), dims=("dim",),
+       batch=batch_along("dim"))
+def prod(self, dim, keepdim=False, *, dtype=None):
+    """Product along ``dim`` (integers in int64); ProdBackward1, and ProdBackward0 for the
+    product of all elements (no ``dim``)."""
+    rt = _sum_dtype(self, dtype)
+    return X.c_order(self.prod(axis=dim, keepdims=keepdim, dtype=rt) if self.ndim else
+                     self.astype(rt))
 
 
-class ProdBackward1(Node):
-    __slots__ = ()
+def _prod_grad(ctx, grad):
+    """PyTorch's prod_backward: grad * result / input, or the product of the other elements
+    where the input has zeros (exact: prefix * suffix products)."""
+    x, o = ctx.self, ctx.result  # both unpacked (version-checked) on every path, as PyTorch
+    xd = X.data(x)
+    if xd.ndim == 0:
+        return grad
+    dim = getattr(ctx, "dim", None)
+    if dim is None:  # every element
+        g = X.expand_to(grad, xd.shape)
+        if not (xd == 0).any():
+            return g * (o / x)
+        return g * X.const(_others_prod(xd.reshape(-1), 0).reshape(xd.shape), g)
+    dim, keepdim = dim % xd.ndim, ctx.keepdim
+    g = X.expand_to(_keep(grad, (dim,), keepdim, xd.ndim), xd.shape)
+    if (xd != 0).all():
+        return g * (_keep(o, (dim,), keepdim, xd.ndim) / x)
+    return g * X.const(_others_prod(xd, dim) if xd.size else xd, g)
 
-    def _bw(self, g, graph):
-        sx, so, dim, keepdim, _ = self._saved
-        x = sx.get(self, graph)
-        o = so.get(self, graph)  # unpacked (version-checked) on every path, as PyTorch does
-        xd = X.data(x)
-        if xd.ndim == 0:
-            return g,
-        g = X.expand_to(_keep(g, (dim,), keepdim, xd.ndim), xd.shape)
-        if (xd != 0).all():  # PyTorch's grad * (result / input)
-            return g * (_keep(o, (dim,), keepdim, xd.ndim) / x),
-        return g * X.const(_others_prod(xd, dim) if xd.size else xd, g),
+
+@prod.backward
+def _(ctx, grad):
+    return _prod_grad(ctx, grad),
 
 
-@op()
-@quiet
-def prod(input, dim=None, keepdim=False, *, dtype=None):
-    """Product of all elements, or along one ``dim``; ProdBackward0 / ProdBackward1."""
+@prod.jvp
+def _(ctx, t):
+    w = _prod_grad(ctx, 1 + 0 * ctx.result)  # d result / d input
+    dim = getattr(ctx, "dim", None)
+    if dim is None or t.ndim == 0:
+        return sum(w * t) if t.ndim else w * t
+    return sum(w * t, dim, ctx.keepdim)
+
+
+_prod_spec = prod
+ProdBackward0 = variant(prod, "ProdBackward0", ("self", "result"))
+
+
+@partial(front, _prod_spec)
+def prod(input, dim=UNSET, keepdim=False, *, dtype=None):
+    """Product of all elements (ProdBackward0), or along ``dim`` (ProdBackward1)."""
+    if dim is not UNSET or keepdim is not False or not isinstance(input, Tensor):
+        return _prod_spec.declared(input, *(() if dim is UNSET else (dim,)), keepdim,
+                                   dtype=dtype)
     d = input._data
-    rt = _sum_dtype(d, dtype)
-    if dim is None:
-        r = np.asarray(d.prod(dtype=rt))
-        if STATE.enabled and input._requires_grad:
-            res = record(r, None)
-            res._grad_fn = ProdBackward0((edge_of(input),), (Saved(input), Saved(res, True)))
-            return notify(res)
-        return _make(r)
-    (k,) = dims_of(dim, d.ndim, "prod") or (0,)
-    r = X.c_order(d.prod(axis=k, keepdims=keepdim, dtype=rt) if d.ndim else d.astype(rt))
+    tok = quiet_on()
+    try:
+        r = np.asarray(d.prod(dtype=_sum_dtype(d, dtype)))
+    finally:
+        quiet_off(tok)
     if STATE.enabled and input._requires_grad:
         res = record(r, None)
-        res._grad_fn = ProdBackward1((edge_of(input),), (Saved(input), Saved(res, True), k,
-                                                         keepdim, raw_dim(dim)))
+        res._grad_fn = ProdBackward0((edge_of(input),), (Saved(input), Saved(res, True)))
         return notify(res)
     return _make(r)
 
