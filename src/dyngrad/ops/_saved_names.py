@@ -165,13 +165,6 @@ SAVED_NAMES: dict = {
     "MaxBackward1": {"self": (0, "tensor"), "result": (1, "tensor")},
     "MaxPool2DWithIndicesBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
     "MaximumBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
-    "MedianBackward0": {"self": (0, "tensor"), "result": (1, "tensor")},
-    "MedianBackward1": {
-        "self_sym_sizes": (0, "same"),
-        "dim": (1, "dim"),
-        "keepdim": (2, "same"),
-        "indices": (3, "tensor"),
-    },
     "MinBackward0": {
         "self_sym_sizes": (0, "same"),
         "dim": (4, "dim"),
@@ -194,13 +187,6 @@ SAVED_NAMES: dict = {
     "MulBackward1": {"other": (0, "same")},
     "MvlgammaBackward0": {"self": (0, "tensor"), "p": (2, "same")},
     "NanToNumBackward0": {"self": (1, "tensor")},
-    "NanmedianBackward0": {"self": (0, "tensor"), "result": (1, "tensor")},
-    "NanmedianBackward1": {
-        "self_sym_sizes": (0, "same"),
-        "dim": (1, "dim"),
-        "keepdim": (2, "same"),
-        "indices": (3, "tensor"),
-    },
     "NarrowCopyBackward0": {"self_sym_sizes": (0, "same"), "dim": (5, "dim"), "length": (3, "same")},
     "NativeBatchNormBackward0": {
         "input": (0, "tensor"),

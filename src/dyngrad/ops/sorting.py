@@ -8,10 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
-from ._formula import FormulaNode
 from ._dual import c_order
 from . import _dual as X
-from ._spec import batch_along, batch_along_dims, defop
+from ._spec import batch_along, batch_along_dims, defop, front, variant
 from .._record import STATE, Node, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
@@ -23,120 +22,43 @@ from ..autograd.node import underivable
 
 _make = Tensor._make
 
-RT_MEDIAN = return_type("median", ("values", "indices"))
-RT_NANMEDIAN = return_type("nanmedian", ("values", "indices"))
-
-
-def _pkg():
-    import importlib
-    return importlib.import_module(__name__.split(".")[0])
-
 
 def _not_impl(kernel, dt):
     return NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(dt)}\'')
 
 
-# --- backward nodes --------------------------------------------------------------------------
-class _EvenlyDistribute(FormulaNode):
-    """A full reduction that picks one value: every element equal to it (NaN: every NaN)
-    shares the gradient evenly (PyTorch's evenly_distribute_backward)."""
-    __slots__ = ()
-
-    def formula(self, g, x, res):
-        t = _pkg()
-        xd, rd = x._data, res._data
-        mask = np.asarray(np.isnan(xd) if np.isnan(rd) else (xd == rd))
-        cnt = max(int(mask.sum()), 1)
-        share = (g / cnt).expand(*xd.shape)
-        return t.where(t.from_numpy(mask), share, t.zeros_like(share)),
-
-
-class MedianBackward0(_EvenlyDistribute):
-    __slots__ = ()
-
-
-class NanmedianBackward0(_EvenlyDistribute):
-    __slots__ = ()
-
-
-class _ValueSelecting(FormulaNode):
-    """A reduction along ``dim`` that picks one element per slice: its gradient goes to the
-    returned index (PyTorch's value_selecting_reduction_backward)."""
-    __slots__ = ()
-
-    def formula(self, g, shape, dim, keepdim, idx):
-        t = _pkg()
-        if not shape:
-            return g.reshape(()),
-        dim = dim % len(shape)  # saved as the caller gave it
-        if not keepdim:
-            g = g.unsqueeze(dim)
-            idx = idx.unsqueeze(dim)
-        return t.zeros(shape, dtype=g.dtype).scatter(dim, idx, g),
-
-
-class MedianBackward1(_ValueSelecting):
-    __slots__ = ()
-
-
-class NanmedianBackward1(_ValueSelecting):
-    __slots__ = ()
-
-
 # --- forward ---------------------------------------------------------------------------------
-def _pair(input, vals, idx, node, rt):
-    it = _make(c_order(idx.astype(np.int64, copy=False)))
-    if STATE.enabled and input._requires_grad:
-        v = record(c_order(vals), None)
-        v._grad_fn = node(it)
-        return rt(notify(v), it)
-    return rt(_make(c_order(vals)), it)
-
-
-def _median_all(input, name, ignore_nan, cls):
-    d = input._data
+def _median_flat(d, ignore_nan):
+    """The lower median of every element of ``d`` (NaN when one is NaN, unless
+    ``ignore_nan``: then NaN only when all are)."""
     if d.dtype == np.bool_:
         raise _not_impl("median_cpu", d.dtype)
     flat = d.reshape(-1)
+    if flat.size and d.dtype in D.FLOATING:
+        nan = np.isnan(flat)
+        if ignore_nan:
+            flat = flat[~nan]
+        elif nan.any():
+            return np.array(np.nan, d.dtype)
     if flat.size == 0:
-        r = np.array(np.nan, d.dtype) if d.dtype in D.INEXACT else np.array(0, d.dtype)
-    else:
-        if d.dtype in D.FLOATING:
-            nan = np.isnan(flat)
-            if ignore_nan:
-                flat = flat[~nan]
-            elif nan.any():
-                flat = None
-        if flat is None:
-            r = np.array(np.nan, d.dtype)
-        elif flat.size == 0:
-            r = np.array(np.nan, d.dtype)
-        else:
-            r = np.asarray(np.sort(flat, kind="stable")[(flat.size - 1) // 2])
-    if STATE.enabled and input._requires_grad:
-        res = record(r.copy(), None)
-        res._grad_fn = cls((edge_of(input),), (Saved(input), Saved(res, True)))
-        return notify(res)
-    return _make(r.copy())
+        return np.array(np.nan, d.dtype) if d.dtype in D.INEXACT else np.array(0, d.dtype)
+    return np.asarray(np.sort(flat, kind="stable")[(flat.size - 1) // 2]).copy()
 
 
-def _median_dim(input, dim, keepdim, name, ignore_nan, cls, rt):
-    d = input._data
-    k = _dim(dim, d.ndim)
+def _median_along(d, k, keepdim, ignore_nan):
+    """The lower median along ``k`` and its index (the first NaN of a slice with one, unless
+    ``ignore_nan``)."""
     if d.dtype == np.bool_:
         raise _not_impl("median_cpu", d.dtype)
     if d.ndim == 0:
-        return _pair(input, d.copy(), np.zeros((), np.int64),
-                     lambda it: cls((edge_of(input),), ((), raw_dim(dim), keepdim, Saved(it))),
-                     rt)
+        return d.copy(), np.zeros((), np.int64)
     if d.shape[k] == 0:
-        _nonempty("median", d, dim)
+        _nonempty("median", d, k)
     a = np.moveaxis(d, k, -1)
     n = a.shape[-1]
     order = np.argsort(a, axis=-1, kind="stable")  # NaN sort last
     if d.dtype in D.FLOATING:
-        nan = np.isnan(a)
-        cnt = nan.sum(-1)
+        cnt = np.isnan(a).sum(-1)
         if ignore_nan:
             pos = np.maximum((n - cnt - 1) // 2, 0)  # all NaN: the first (a NaN)
         else:
@@ -148,25 +70,72 @@ def _median_dim(input, dim, keepdim, name, ignore_nan, cls, rt):
     vals, idx = np.moveaxis(vals, -1, k), np.moveaxis(idx, -1, k)
     if not keepdim:
         vals, idx = vals.squeeze(k), idx.squeeze(k)
-    return _pair(input, vals, idx,
-                 lambda it: cls((edge_of(input),), (d.shape, raw_dim(dim), keepdim, Saved(it))),
-                 rt)
+    return c_order(vals), c_order(idx.astype(np.int64, copy=False))
 
 
-@op()
-def median(input, dim=None, keepdim=False):
-    """The lower median of all elements, or (values, indices) along ``dim``; NaN propagates."""
-    if dim is None:
-        return _median_all(input, "median", False, MedianBackward0)
-    return _median_dim(input, dim, keepdim, "median", False, MedianBackward1, RT_MEDIAN)
+def _evenly(x, result, grad):
+    """PyTorch's evenly_distribute_backward: the elements of ``x`` equal to the selected
+    ``result`` (every NaN when it is NaN) share ``grad`` evenly; the others get exact zeros."""
+    xd, rd = X.data(x), X.data(result)
+    mask = np.isnan(xd) if np.isnan(rd) else xd == rd
+    share = X.expand_to(grad / max(int(mask.sum()), 1), xd.shape)
+    return X.where(X.const(mask, share), share, X.zeros_like(share))
 
 
-@op()
-def nanmedian(input, dim=None, keepdim=False):
-    """``median`` ignoring NaN (NaN only where every element is NaN)."""
-    if dim is None:
-        return _median_all(input, "nanmedian", True, NanmedianBackward0)
-    return _median_dim(input, dim, keepdim, "nanmedian", True, NanmedianBackward1, RT_NANMEDIAN)
+def _select_grad(ctx, grad):
+    """The gradient of a reduction that selects: along a dim (its node keeps the indices), to
+    the index; of every element (its node keeps self and result), shared by the ties."""
+    indices = getattr(ctx, "indices", None)
+    if indices is None:
+        return _evenly(ctx.self, ctx.result, grad)
+    return _selected_grad(grad, ctx.self_sym_sizes, ctx.dim, indices, ctx.keepdim)
+
+
+def _select_jvp(ctx, t):
+    """The forward-mode rule of a selecting reduction: the tangent at the index, or the mean
+    of the tangents of the ties."""
+    indices = getattr(ctx, "indices", None)
+    if indices is None:
+        w = _evenly(ctx.self, ctx.result, 1 + 0 * ctx.result)
+        return _sum(w * t) if t.ndim else w * t
+    return _selected(t, ctx.dim, indices, ctx.keepdim)
+
+
+def _declare_median(name, ignore_nan):
+    """median or nanmedian: (values, indices) along ``dim`` (<Name>Backward1, declared), or
+    the median of every element (<Name>Backward0, its variant)."""
+    node = name.capitalize()
+    what = f"The lower median{' ignoring NaN' if ignore_nan else ''}"
+
+    def forward(self, dim, keepdim=False):
+        return _median_along(self, dim, keepdim, ignore_nan)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"{what} along ``dim`` and its index; {node}Backward1."
+    spec = defop(name, node=f"{node}Backward1",
+                 saved=("self_sym_sizes", "dim", "keepdim", "indices"), dims=("dim",),
+                 outputs=("values", "indices"), batch=batch_along("dim"))(forward)
+    spec.backward(lambda ctx, grad: (_select_grad(ctx, grad),))
+    spec.jvp(_select_jvp)
+    full = variant(spec, f"{node}Backward0", ("self", "result"))
+
+    def median(input, dim=UNSET, keepdim=False):
+        if dim is not UNSET or keepdim is not False or not isinstance(input, Tensor):
+            return spec.declared(input, *(() if dim is UNSET else (dim,)), keepdim)
+        r = _median_flat(input._data, ignore_nan)
+        if STATE.enabled and input._requires_grad:
+            res = record(r, None)
+            res._grad_fn = full((edge_of(input),), (Saved(input), Saved(res, True)))
+            return notify(res)
+        return _make(r)
+
+    median.__doc__ = (f"{what} of all elements ({node}Backward0), or (values, indices) along "
+                      f"``dim`` ({node}Backward1).")
+    return front(spec, median)
+
+
+median = _declare_median("median", False)
+nanmedian = _declare_median("nanmedian", True)
 
 
 @defop("mode", node="ModeBackward0", saved=("self_sym_sizes", "dim", "keepdim", "indices"),
