@@ -156,22 +156,8 @@ SAVED_NAMES: dict = {
     "MaskedFillBackward1": {"mask": (0, "array")},
     "MaskedScatterBackward0": {"mask": (0, "array"), "source_sym_sizes": (2, "same")},
     "MaskedSelectBackward0": {"mask": (0, "array"), "self": (2, "tensor")},
-    "MaxBackward0": {
-        "self_sym_sizes": (0, "same"),
-        "dim": (4, "dim"),
-        "keepdim": (2, "same"),
-        "indices": (3, "tensor"),
-    },
-    "MaxBackward1": {"self": (0, "tensor"), "result": (1, "tensor")},
     "MaxPool2DWithIndicesBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
     "MaximumBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
-    "MinBackward0": {
-        "self_sym_sizes": (0, "same"),
-        "dim": (4, "dim"),
-        "keepdim": (2, "same"),
-        "indices": (3, "tensor"),
-    },
-    "MinBackward1": {"self": (0, "tensor"), "result": (1, "tensor")},
     "MinimumBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "MishBackward0": {"self": (0, "tensor")},
     "MmBackward0": {

@@ -196,8 +196,6 @@ def return_type(name, fields):
                                 "__module__": "torch.return_types"})
 
 
-RT_MAX = return_type("max", ("values", "indices"))
-RT_MIN = return_type("min", ("values", "indices"))
 RT_AMINMAX = return_type("aminmax", ("min", "max"))
 
 
@@ -308,46 +306,6 @@ def prod(input, dim=UNSET, keepdim=False, *, dtype=None):
 
 
 # --- max / min / amax / amin / argmax / argmin -----------------------------------------------------
-class MaxBackward1(Node):
-    """Full reduction: ties share the gradient evenly; the other elements get exact zeros (an
-    index_put into zeros in PyTorch, so a NaN gradient reaches only the chosen elements)."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, so = self._saved
-        xd = X.data(sx.get(self, False))
-        val = so.get(self, False)
-        m = xd == val
-        if np.isnan(val):
-            m = np.isnan(xd)
-        share = X.expand_to(g / _bi.max(int(m.sum()), 1), xd.shape)
-        return X.where(X.const(m, g), share, X.zeros_like(share)),
-
-
-class MinBackward1(MaxBackward1):
-    __slots__ = ()
-
-
-class MaxBackward0(Node):
-    """Reduction along a dim: the gradient goes to the returned index."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        shape, dim, keepdim, sidx, _ = self._saved
-        idx = sidx.get(self, False)  # the returned indices, version-checked as PyTorch's
-        if not shape:  # a 0-d input: its only element was chosen
-            return g,
-        idx = idx if keepdim else np.expand_dims(idx, dim)
-        ar = np.arange(shape[dim]).reshape((-1,) + (1,) * (len(shape) - dim - 1))
-        mask = ar == idx
-        g = X.expand_to(_keep(g, (dim,), keepdim, len(shape)), shape)
-        return X.where(X.const(mask, g), g, X.zeros_like(g)),
-
-
-class MinBackward0(MaxBackward0):
-    __slots__ = ()
-
-
 def _share_extreme(xd, val, g, dims, keepdim):
     """The gradient ``g`` of an extreme value ``val`` of ``xd`` over ``dims``, split evenly
     among the elements equal to it: PyTorch's (g / mask.sum()) * mask, so a NaN extreme (equal
@@ -376,53 +334,83 @@ class AminmaxBackward0(Node):
         return out,
 
 
-def _extreme(input, dim, keepdim, other, name, np_red, np_arg, cls_all, cls_dim, rt):
-    if isinstance(dim, Tensor):
-        other, dim = dim, None
-    if other is not None:
-        from .elementwise_more import maximum, minimum
-        return (maximum if name == "max" else minimum)(input, other)
-    d = input._data
-    if dim is None:
-        if d.size == 0:
-            edges_first(input)
-            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
-                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
-                               f"argument.")
-        r = np.asarray(np_red(d))
-        if STATE.enabled and input._requires_grad:
-            res = record(r, None)
-            res._grad_fn = cls_all((edge_of(input),), (Saved(input), Saved(res, True)))
-            return notify(res)
-        return _make(r)
-    (k,) = dims_of(dim, d.ndim, name) or (0,)
-    if d.ndim == 0:
-        indices = _make(np.zeros((), np.int64))
-        if STATE.enabled and input._requires_grad:
-            vals = record(d.copy(), cls_dim((edge_of(input),), ((), 0, keepdim, Saved(indices),
-                                                                raw_dim(dim))))
-        else:
-            vals = _make(d.copy())
-        return rt(vals, indices)
-    if d.size == 0:
-        edges_first(input)
-        _nonempty(name, d, k)  # max/min name the wrapped dim (amax/amin the given one)
-    idx = np_arg(d, axis=k)
-    if np.issubdtype(d.dtype, np.floating):
-        nan = np.isnan(d)
-        if nan.any():
-            idx = np.where(nan.any(axis=k), np.argmax(nan, axis=k), idx)
-    idx = np.expand_dims(idx, k)
-    v = np.take_along_axis(d, idx, axis=k)
+def _evenly(x, result, grad):
+    """PyTorch's evenly_distribute_backward: the elements of ``x`` equal to the selected
+    ``result`` (every NaN when it is NaN) share ``grad`` evenly; the others get exact zeros
+    (an index_put into zeros in PyTorch, so a NaN gradient reaches only the chosen ones)."""
+    xd, rd = X.data(x), X.data(result)
+    mask = np.isnan(xd) if np.isnan(rd) else xd == rd
+    share = X.expand_to(grad / _bi.max(int(mask.sum()), 1), xd.shape)
+    return X.where(X.const(mask, share), share, X.zeros_like(share))
+
+
+def _selected_grad(grad, shape, dim, indices, keepdim):
+    """The gradient of values picked at ``indices`` along ``dim`` (kept as a size-1 dim unless
+    ``keepdim`` is False): each goes back to where it came from, zeros elsewhere."""
+    from .gather_scatter import _scatter_place_any
+    if not shape:
+        return grad.reshape(())
+    dim = dim % len(shape)  # saved as the caller gave it
+    idx = X.data(indices)
     if not keepdim:
-        v, idx = v.squeeze(k), idx.squeeze(k)
-    indices = _make(idx.astype(np.int64, copy=False))
-    if STATE.enabled and input._requires_grad:
-        vals = record(v, cls_dim((edge_of(input),), (d.shape, k, keepdim, Saved(indices),
-                                                     raw_dim(dim))))
-    else:
-        vals = _make(v)
-    return rt(vals, indices)
+        idx = np.expand_dims(idx, dim)
+    return _scatter_place_any(grad.reshape(idx.shape), shape, dim, idx)
+
+
+def _selected(tangent, dim, indices, keepdim):
+    """The elements of ``tangent`` at ``indices`` along ``dim`` (PyTorch's
+    gather_with_keepdimed_indices): the forward-mode tangent of a selecting op."""
+    if tangent.ndim == 0:
+        return tangent.clone()
+    dim = dim % tangent.ndim
+    if keepdim:
+        return tangent.gather(dim, indices)
+    return tangent.gather(dim, indices.unsqueeze(dim)).squeeze(dim)
+
+
+def _select_grad(ctx, grad):
+    """The gradient of a reduction that selects: along a dim (its node keeps the indices), to
+    the index; of every element (its node keeps self and result), shared by the ties."""
+    indices = getattr(ctx, "indices", None)
+    if indices is None:
+        return _evenly(ctx.self, ctx.result, grad),
+    return _selected_grad(grad, ctx.self_sym_sizes, ctx.dim, indices, ctx.keepdim),
+
+
+def _select_jvp(ctx, t):
+    """The forward-mode rule of a selecting reduction: the tangent at the index, or the mean
+    of the tangents of the ties."""
+    indices = getattr(ctx, "indices", None)
+    if indices is None:
+        w = _evenly(ctx.self, ctx.result, 1 + 0 * ctx.result)
+        return sum(w * t) if t.ndim else w * t
+    return _selected(t, ctx.dim, indices, ctx.keepdim)
+
+
+def _max_along(name, np_arg):
+    """The forward of max or min along ``dim``: the extreme and its index (the first NaN of
+    a slice with one)."""
+    def forward(self, dim, keepdim=False):
+        d = self
+        if d.ndim == 0:
+            return d.copy(), np.zeros((), np.int64)
+        if d.size == 0:
+            _nonempty(name, d, dim)
+        idx = np_arg(d, axis=dim)
+        if d.dtype in D.FLOATING:
+            nan = np.isnan(d)
+            if nan.any():
+                idx = np.where(nan.any(axis=dim), np.argmax(nan, axis=dim), idx)
+        idx = np.expand_dims(idx, dim)
+        v = np.take_along_axis(d, idx, axis=dim)
+        if not keepdim:
+            v, idx = v.squeeze(dim), idx.squeeze(dim)
+        return v, idx.astype(np.int64, copy=False)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = (f"The {'largest' if name == 'max' else 'smallest'} element along ``dim``"
+                       f" and its index; {name.capitalize()}Backward0.")
+    return forward
 
 
 def _nanmax(d):
@@ -433,18 +421,47 @@ def _nanmin(d):
     return d.min() if d.dtype not in D.FLOATING or not np.isnan(d).any() else np.array(np.nan, d.dtype)
 
 
-@op()
-def max(input, dim=None, keepdim=False, *, other=None):
-    """Largest element; with ``dim`` a (values, indices) tuple; with a tensor, ``maximum``."""
-    return _extreme(input, dim, keepdim, other, "max", _nanmax, np.argmax, MaxBackward1,
-                    MaxBackward0, RT_MAX)
+def _declare_max(name, np_arg, np_red):
+    """max or min: (values, indices) along ``dim`` (<Name>Backward0, declared), the extreme
+    of every element (<Name>Backward1, its variant), or with a tensor ``maximum`` /
+    ``minimum``."""
+    node = name.capitalize()
+    spec = defop(name, node=f"{node}Backward0",
+                 saved=("self_sym_sizes", "dim", "keepdim", "indices"), dims=("dim",),
+                 outputs=("values", "indices"), batch=batch_along("dim"))(_max_along(name, np_arg))
+    spec.backward(_select_grad)
+    spec.jvp(_select_jvp)
+    full = variant(spec, f"{node}Backward1", ("self", "result"))
+
+    def extreme(input, dim=UNSET, keepdim=False, *, other=None):
+        if isinstance(dim, Tensor):
+            other, dim = dim, UNSET
+        if other is not None:
+            from .elementwise_more import maximum, minimum
+            return (maximum if name == "max" else minimum)(input, other)
+        if dim is not UNSET or keepdim is not False or not isinstance(input, Tensor):
+            return spec.declared(input, *(() if dim is UNSET else (dim,)), keepdim)
+        d = input._data
+        if d.size == 0:
+            edges_first(input)
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                               f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               f"argument.")
+        r = np.asarray(np_red(d))
+        if STATE.enabled and input._requires_grad:
+            res = record(r, None)
+            res._grad_fn = full((edge_of(input),), (Saved(input), Saved(res, True)))
+            return notify(res)
+        return _make(r)
+
+    extreme.__doc__ = (f"The {'largest' if name == 'max' else 'smallest'} element "
+                       f"({node}Backward1); with ``dim`` (values, indices) ({node}Backward0); "
+                       f"with a tensor, ``{name}imum``.")
+    return front(spec, extreme)
 
 
-@op()
-def min(input, dim=None, keepdim=False, *, other=None):
-    """Smallest element; with ``dim`` a (values, indices) tuple; with a tensor, ``minimum``."""
-    return _extreme(input, dim, keepdim, other, "min", _nanmin, np.argmin, MinBackward1,
-                    MinBackward0, RT_MIN)
+max = _declare_max("max", np.argmax, _nanmax)
+min = _declare_max("min", np.argmin, _nanmin)
 
 
 def _amaxmin(name, np_fn):

@@ -14,7 +14,8 @@ from ._spec import batch_along, batch_along_dims, defop, front, variant
 from .._record import STATE, Node, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
-from .reduction import return_type, dims_of, _nonempty, raw_dim, _reduced_grad
+from .reduction import (return_type, dims_of, _nonempty, raw_dim, _reduced_grad, _select_grad,
+                        _select_jvp, _selected, _selected_grad)
 from .reduction import sum as _sum
 from .pointwise import UNSET
 from .gather_scatter import _scatter_add_any, _scatter_place_any
@@ -73,34 +74,6 @@ def _median_along(d, k, keepdim, ignore_nan):
     return c_order(vals), c_order(idx.astype(np.int64, copy=False))
 
 
-def _evenly(x, result, grad):
-    """PyTorch's evenly_distribute_backward: the elements of ``x`` equal to the selected
-    ``result`` (every NaN when it is NaN) share ``grad`` evenly; the others get exact zeros."""
-    xd, rd = X.data(x), X.data(result)
-    mask = np.isnan(xd) if np.isnan(rd) else xd == rd
-    share = X.expand_to(grad / max(int(mask.sum()), 1), xd.shape)
-    return X.where(X.const(mask, share), share, X.zeros_like(share))
-
-
-def _select_grad(ctx, grad):
-    """The gradient of a reduction that selects: along a dim (its node keeps the indices), to
-    the index; of every element (its node keeps self and result), shared by the ties."""
-    indices = getattr(ctx, "indices", None)
-    if indices is None:
-        return _evenly(ctx.self, ctx.result, grad)
-    return _selected_grad(grad, ctx.self_sym_sizes, ctx.dim, indices, ctx.keepdim)
-
-
-def _select_jvp(ctx, t):
-    """The forward-mode rule of a selecting reduction: the tangent at the index, or the mean
-    of the tangents of the ties."""
-    indices = getattr(ctx, "indices", None)
-    if indices is None:
-        w = _evenly(ctx.self, ctx.result, 1 + 0 * ctx.result)
-        return _sum(w * t) if t.ndim else w * t
-    return _selected(t, ctx.dim, indices, ctx.keepdim)
-
-
 def _declare_median(name, ignore_nan):
     """median or nanmedian: (values, indices) along ``dim`` (<Name>Backward1, declared), or
     the median of every element (<Name>Backward0, its variant)."""
@@ -115,7 +88,7 @@ def _declare_median(name, ignore_nan):
     spec = defop(name, node=f"{node}Backward1",
                  saved=("self_sym_sizes", "dim", "keepdim", "indices"), dims=("dim",),
                  outputs=("values", "indices"), batch=batch_along("dim"))(forward)
-    spec.backward(lambda ctx, grad: (_select_grad(ctx, grad),))
+    spec.backward(_select_grad)
     spec.jvp(_select_jvp)
     full = variant(spec, f"{node}Backward0", ("self", "result"))
 
@@ -413,29 +386,6 @@ def _(ctx, grad):
 @kthvalue.jvp
 def _(ctx, tangent):
     return _selected(tangent, ctx.dim, ctx.indices, ctx.keepdim)
-
-
-def _selected_grad(grad, shape, dim, indices, keepdim):
-    """The gradient of values picked at ``indices`` along ``dim`` (kept as a size-1 dim unless
-    ``keepdim`` is False): each goes back to where it came from, zeros elsewhere."""
-    if not shape:
-        return grad.reshape(())
-    dim = dim % len(shape)  # saved as the caller gave it
-    idx = X.data(indices)
-    if not keepdim:
-        idx = np.expand_dims(idx, dim)
-    return _scatter_place_any(grad.reshape(idx.shape), shape, dim, idx)
-
-
-def _selected(tangent, dim, indices, keepdim):
-    """The elements of ``tangent`` at ``indices`` along ``dim`` (PyTorch's
-    gather_with_keepdimed_indices): the forward-mode tangent of a selecting op."""
-    if tangent.ndim == 0:
-        return tangent.clone()
-    dim = dim % tangent.ndim
-    if keepdim:
-        return tangent.gather(dim, indices)
-    return tangent.gather(dim, indices.unsqueeze(dim)).squeeze(dim)
 
 
 # --- index-producing ops (no gradient) ---------------------------------------------------------
