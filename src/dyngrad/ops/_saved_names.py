@@ -242,8 +242,6 @@ SAVED_NAMES: dict = {
     "SoftplusBackward0": {"self": (0, "tensor")},
     "SoftplusBackwardBackward0": {"grad_output": (0, "tensor"), "self": (1, "tensor")},
     "SoftshrinkBackwardBackward0": {"self": (1, "tensor")},
-    "SortBackward0": {"self_sym_sizes": (0, "same"), "dim": (4, "dim"), "indices": (2, "tensor")},
-    "SortBackward1": {"self_sym_sizes": (0, "same"), "dim": (4, "dim"), "indices": (2, "tensor")},
     "SpecialEntrBackward0": {"self": (0, "tensor")},
     "SpecialErfcxBackward0": {"self": (0, "tensor"), "result": (1, "tensor")},
     "SpecialI0EBackward0": {"self": (0, "tensor"), "result": (1, "tensor")},

@@ -5,20 +5,22 @@ searchsorted, bucketize).  Ops that return (values, indices) save the indices te
 they return, as PyTorch's nodes do, so an in-place change of it fails backward."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from . import op
 from ._dual import c_order
 from . import _dual as X
-from ._spec import batch_along, batch_along_dims, defop, front, variant
-from .._record import STATE, Node, Saved, Tensor, edge_of, record, notify
+from ._spec import batch_along, batch_along_dims, defop, front, no_warnings, variant
+from .._record import STATE, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
-from .reduction import (return_type, dims_of, _nonempty, raw_dim, _reduced_grad, _select_grad,
+from .reduction import (dims_of, _nonempty, raw_dim, _reduced_grad, _select_grad,
                         _select_jvp, _selected, _selected_grad)
 from .reduction import sum as _sum
 from .pointwise import UNSET
-from .gather_scatter import _scatter_add_any, _scatter_place_any
+from .gather_scatter import _scatter_add_any
 from ..autograd.node import underivable
 
 _make = Tensor._make
@@ -247,9 +249,6 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
 
 
 # --- sorting ---------------------------------------------------------------------------------
-sort_rt = return_type("sort", ("values", "indices"))
-
-
 def _argsort(d, axis, descending=False):
     """Stable argsort (NaN largest); descending keeps equal elements in their original order."""
     if not descending:
@@ -259,37 +258,36 @@ def _argsort(d, axis, descending=False):
     return (n - 1) - np.flip(r, axis)
 
 
-class SortBackward0(Node):
-    """Gradient of sort-like ops: each value's gradient goes back to the position it came from."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        shape, dim, sidx, squeezed = self._saved[:4]
-        idx = sidx.get(self, False)  # the returned indices, version-checked as PyTorch's
-        if squeezed:
-            idx = np.expand_dims(idx, dim)
-        if not shape:
-            return g.reshape(()),
-        return _scatter_place_any(g.reshape(idx.shape), shape, dim, idx),
-
-
-def _values_indices(input, vals, idx, node_cls, k, rt, raw, squeezed=False, keepdim=False):
-    """(values, indices) of a selecting op; its node saves the indices tensor returned, so an
-    in-place change of it fails backward as in PyTorch (``squeezed``: dim ``k`` was dropped;
-    ``raw``: the dim as the caller gave it, which the node shows)."""
-    v = _make(vals)
-    it = _make(idx)
-    if STATE.enabled and input._requires_grad:
-        v = record(vals, node_cls((edge_of(input),), (input._data.shape, k, Saved(it),
-                                                      squeezed, raw_dim(raw), keepdim)))
-    return rt(v, it)
+@defop("sort", node="SortBackward0", saved=("self_sym_sizes", "dim", "indices"), dims=("dim",),
+       outputs=("values", "indices"), batch=batch_along("dim"))
+def sort(self, dim=-1, descending=False):
+    """Values sorted along ``dim`` and their original indices (stable); SortBackward0, and
+    SortBackward1 when ``stable`` is given (PyTorch's ``sort.stable`` overload)."""
+    d = self
+    if d.ndim == 0:
+        return d.copy(), np.zeros((), np.int64)
+    idx = _argsort(d, dim, descending).astype(np.int64)
+    vals = np.take_along_axis(d, idx, dim)
+    if not d.flags.c_contiguous:  # PyTorch's results take the input's layout
+        vals, idx = _like_layout(vals, d), _like_layout(idx, d)
+    return vals, idx
 
 
-class SortBackward1(SortBackward0):
-    __slots__ = ()
+@sort.backward
+def _(ctx, grad):
+    return _selected_grad(grad, ctx.self_sym_sizes, ctx.dim, ctx.indices, True),
 
 
-@op()
+@sort.jvp
+def _(ctx, tangent):
+    return _selected(tangent, ctx.dim, ctx.indices, True)
+
+
+_sort_spec = sort
+SortBackward1 = variant(sort, "SortBackward1", ("self_sym_sizes", "dim", "indices"))
+
+
+@partial(front, _sort_spec)
 def sort(input, *args, stable=UNSET, dim=-1, descending=False):
     """Values sorted along ``dim`` and their original indices (stable); SortBackward0, or
     SortBackward1 when ``stable`` is given (even as None: PyTorch's ``sort.stable`` overload).
@@ -302,16 +300,18 @@ def sort(input, *args, stable=UNSET, dim=-1, descending=False):
     if args:
         dim = args[0]
         descending = args[1] if len(args) > 1 else descending
-    cls = SortBackward0 if stable is UNSET else SortBackward1
+    if stable is UNSET or not isinstance(input, Tensor):
+        return _sort_spec.declared(input, dim, descending)
     d = input._data
-    k = _dim(dim, d.ndim)
-    if d.ndim == 0:
-        return _values_indices(input, d.copy(), np.zeros((), np.int64), cls, 0, sort_rt, dim)
-    idx = _argsort(d, k, descending).astype(np.int64)
-    vals = np.take_along_axis(d, idx, k)
-    if not d.flags.c_contiguous:  # PyTorch's results take the input's layout
-        vals, idx = _like_layout(vals, d), _like_layout(idx, d)
-    return _values_indices(input, vals, idx, cls, k, sort_rt, dim)
+    vals, idx = _sort_spec.forward(d, _dim(dim, d.ndim), descending)
+    it = _make(idx)
+    if STATE.enabled and input._requires_grad:
+        return sort_rt(record(vals, SortBackward1((edge_of(input),), (d.shape, raw_dim(dim),
+                                                                     Saved(it)))), it)
+    return sort_rt(_make(vals), it)
+
+
+sort_rt = _sort_spec.return_type
 
 
 def _like_layout(a, like):
@@ -321,10 +321,14 @@ def _like_layout(a, like):
     return out
 
 
-@op()
-def argsort(input, dim=-1, descending=False, stable=False):
-    """The indices that sort ``input`` along ``dim`` (no gradient)."""
-    return sort(input, dim=dim, descending=descending, stable=stable).indices
+@defop("argsort", node=None, differentiable=False, batch=batch_along("dim"))
+@no_warnings
+def argsort(self, dim=-1, descending=False, stable=False):
+    """The indices that sort ``input`` along ``dim`` (stable); no derivative."""
+    return _sort_spec.forward(self, _dim(dim, self.ndim), descending)[1]
+
+
+argsort = argsort.fn
 
 
 @op()
