@@ -267,13 +267,6 @@ SAVED_NAMES: dict = {
     "SqueezeBackward3": {"self_sym_sizes": (0, "same")},
     "SqueezeBackward4": {"self_sym_sizes": (0, "same"), "dim": (1, "dim")},
     "SqueezeBackward5": {"self_sym_sizes": (0, "same"), "dim": (1, "dim")},
-    "StdBackward0": {
-        "self": (0, "tensor"),
-        "dim": (4, "dim"),
-        "correction": (2, "same"),
-        "keepdim": (3, "same"),
-        "result": (5, "tensor"),
-    },
     "StdMeanBackward0": {
         "self": (0, "tensor"),
         "dim": (4, "dim"),
@@ -316,12 +309,6 @@ SAVED_NAMES: dict = {
     "UnsafeViewBackward0": {"self_sym_sizes": (0, "same")},
     "UnsqueezeBackward0": {"dim": (1, "dim")},
     "UnsqueezeBackward1": {"dim": (1, "dim")},
-    "VarBackward0": {
-        "self": (0, "tensor"),
-        "dim": (4, "dim"),
-        "correction": (2, "same"),
-        "keepdim": (3, "same"),
-    },
     "VarMeanBackward0": {
         "self": (0, "tensor"),
         "dim": (4, "dim"),

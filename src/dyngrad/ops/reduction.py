@@ -580,19 +580,6 @@ argmin = _argext("argmin", np.ndarray.argmin)
 
 
 # --- var / std ---------------------------------------------------------------------------------
-def _var_args(name, d, dim, correction, unbiased, keepdim):
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
-    if d.dtype not in D.INEXACT:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
-    if correction is None:
-        correction = 1 if unbiased is None or unbiased else 0
-    elif unbiased is not None:
-        raise RuntimeError(f"{name}: cannot specify both correction and unbiased arguments")
-    dims = dims_of(dim, d.ndim, name)
-    return dims, correction
-
-
 def _inv_dof(n, correction):
     """1 / max(0, N - correction) as a Python float (inf at <= 0 degrees of freedom, as
     PyTorch: the variance is then inf or nan, never an exception)."""
@@ -621,61 +608,74 @@ def _var_np(d, dims, correction, keepdim):
     return v.astype(real, copy=False), (m if keepdim else m.squeeze(dims) if dims else m), n
 
 
-class VarBackward0(Node):
-    """Gradient of var/std: 2 (x - mean) / (N - correction), times d std / d var for std."""
-    __slots__ = ()
-    _std = False
-    _dof0 = False  # a full reduction with N - correction <= 0 (set per node)
-
-    def _bw(self, g, graph):
-        return _var_grad(self, g, None, graph),
-
-
-class StdBackward0(VarBackward0):
-    __slots__ = ()
-    _std = True
-
-
-class VarMeanBackward0(Node):
-    __slots__ = ()
-    _nout = 2
-    _std = False
-    _dof0 = False
-    # for a complex input the formula is already PyTorch's gradient (the variance is real, the
-    # mean's gradient real-linear): no conjugating twin
-    _holomorphic = False
-
-    def _bw(self, g, graph):
-        gv, gm = g
-        return _var_grad(self, gv, gm, graph),
+def _correction(name, input, dim, args, correction, unbiased, keepdim):
+    """var/std's arguments as PyTorch's overloads give them: (dim, correction as the node
+    shows it, keepdim); ``dim`` True/False is ``unbiased`` (no dim), ``args`` the positional
+    ``(unbiased[, keepdim])`` after dim.  The correction shows as None when neither it,
+    unbiased nor dim was given (PyTorch's correction overload), else the number used."""
+    if args:
+        unbiased, keepdim = _unbiased_keepdim(name, input, dim, args, unbiased, keepdim)
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    if isinstance(input, Tensor) and input._data.dtype not in D.INEXACT:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    if correction is None:
+        if unbiased is not None or dim is not None:
+            correction = 1 if unbiased is None or unbiased else 0
+    elif unbiased is not None:
+        raise RuntimeError(f"{name}: cannot specify both correction and unbiased arguments")
+    return dim, correction, keepdim
 
 
-class StdMeanBackward0(VarMeanBackward0):
-    __slots__ = ()
-    _std = True
+def _dof_warning(name, d, dims, c):
+    """PyTorch's warning at <= 0 degrees of freedom (its test: input numel divided by output
+    numel, 0 when the output is empty, minus the correction)."""
+    out_numel = _count(d.shape, [k for k in range(d.ndim) if k not in dims])
+    if (d.size // out_numel if out_numel else 0) - c <= 0:
+        from .._warn import warn
+        warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+             f"than the reduction factor (input numel divided by output numel).")
 
 
-def _var_grad(node, g, gmean, graph):
-    sx, dims, correction, keepdim = node._saved[:4]
-    if correction is None:  # none given: PyTorch's default, 1
-        correction = 1
-    x = sx.get(node, graph)
-    # std's saved result is unpacked (version-checked) even when only the mean's gradient flows
-    so = node._saved[5].get(node, graph) if node._std else None
+def _var_forward(name, std):
+    """The forward of var or std over ``dim`` (every dim when None) with ``correction``
+    (None: 1), warning as PyTorch at <= 0 degrees of freedom."""
+    def forward(self, dim=None, *, correction=None, keepdim=False):
+        d = self
+        if d.dtype not in D.INEXACT:
+            raise RuntimeError("std and var only support floating point and complex dtypes")
+        c = 1 if correction is None else correction
+        dims = dims_of(dim, d.ndim, name)
+        _dof_warning(name, d, dims, c)
+        v = _var_np(d, dims, c, keepdim)[0]
+        return np.sqrt(v) if std else v
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = (f"{'Standard deviation' if std else 'Variance'} over ``dim`` with "
+                       f"``correction`` (default 1, Bessel's); {name.capitalize()}Backward0.")
+    return forward
+
+
+def _var_formula(x, g, gmean, dim, correction, keepdim, sd):
+    """The gradient of var (std when its result ``sd`` is given) and/or of the mean over
+    ``dim`` (as the node keeps it; None: every dim): 2 (x - mean) / (N - correction), times
+    d std / d var for std; a mean's gradient is spread over the slice."""
+    c = 1 if correction is None else correction  # none given: PyTorch's default, 1
     shape = tuple(X.data(x).shape)
+    dims = dims_of(dim, len(shape))
     n = _count(shape, dims) if shape else 1
     out = None
     if g is not None:
         m = X.sum_dims(x, dims, True) / n if dims else x
         dev = x - m
         g = _keep(g, dims, keepdim, len(shape))
-        if node._std:
+        if sd is not None:
             # d std = d var / (2 std), masked to 0 where the saved std is 0 after the division
             # (PyTorch's order: a second derivative through a zero std is then nan, as there)
-            sd = _keep(so, dims, keepdim, len(shape))
+            sd = _keep(sd, dims, keepdim, len(shape))
             zero = X.const(X.data(sd) == 0, sd)
             g = X.where(zero, X.zeros_like(g), g / (sd * 2))
-        if node._dof0:
+        if (dim is None or not shape) and X.data(x).size - c <= 0:
             # PyTorch: grad * where(x == mean, nan, inf), no dependence on x (a full reduction
             # with no degrees of freedom)
             xd = X.data(x)
@@ -684,7 +684,7 @@ def _var_grad(node, g, gmean, graph):
                              np.inf).astype(xd.dtype)
             out = g * X.const(k, g)
         else:
-            out = g * dev * (2.0 * _inv_dof(n, correction))
+            out = g * dev * (2.0 * _inv_dof(n, c))
         out = X.expand_to(out, shape) if tuple(out.shape) != shape else out
     if gmean is not None:
         gm = X.expand_to(_keep(gmean, dims, keepdim, len(shape)) / n, shape)
@@ -692,48 +692,86 @@ def _var_grad(node, g, gmean, graph):
     return out
 
 
+def _declare_var(name, std):
+    """var or std, declared (one node, <Name>Backward0, for every overload; std's keeps its
+    result); the public function takes PyTorch's overloads (``unbiased``, a bool ``dim``)."""
+    spec = defop(name, node=f"{name.capitalize()}Backward0",
+                 saved=("self", "dim", "correction", "keepdim") + (("result",) if std else ()),
+                 dim_lists=("dim",), batch=batch_along_dims("dim"))(_var_forward(name, std))
+
+    @spec.backward
+    def _(ctx, grad):
+        return _var_formula(ctx.self, grad, None, ctx.dim, ctx.correction, ctx.keepdim,
+                            ctx.result if std else None),
+
+    @spec.jvp
+    def _(ctx, t):
+        # the sum over dim of the gradient of var at ones times the tangent (its real part
+        # for complex input), divided by 2 std for std
+        x = ctx.self
+        w = _var_formula(x, 1 + 0 * (x.real if x.is_complex() else x), None, ctx.dim,
+                         ctx.correction, True, None)
+        dims = dims_of(ctx.dim, x.ndim)
+        dv = X.sum_dims(X.real(X.conj(w) * t) if x.is_complex() else w * t, dims, ctx.keepdim)
+        return dv / (2 * ctx.result) if std else dv
+
+    def public(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
+        dim, correction, keepdim = _correction(name, input, dim, args, correction, unbiased,
+                                               keepdim)
+        return spec.declared(input, dim, correction=correction, keepdim=keepdim)
+
+    public.__doc__ = spec.fn.__doc__
+    return front(spec, public)
+
+
+var = _declare_var("var", False)
+std = _declare_var("std", True)
+
+
+class VarMeanBackward0(Node):
+    """The node of var_mean: both outputs' gradients."""
+    __slots__ = ()
+    _nout = 2
+    _std = False
+    # for a complex input the formula is already PyTorch's gradient (the variance is real, the
+    # mean's gradient real-linear): no conjugating twin
+    _holomorphic = False
+
+    def _bw(self, g, graph):
+        gv, gm = g
+        sv = self._saved
+        x = sv[0].get(self, graph)
+        # std's saved result is unpacked (version-checked) even when only the mean's gradient
+        # flows
+        sd = sv[5].get(self, graph) if self._std else None
+        return _var_formula(x, gv, gm, sv[4], sv[2], sv[3], sd if gv is not None else None),
+
+
+class StdMeanBackward0(VarMeanBackward0):
+    __slots__ = ()
+    _std = True
+
+
 def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
+    """var_mean / std_mean: (var or std, mean) from one pass, both outputs of one node."""
     d = input._data
-    dims, c = _var_args(name, d, dim, correction, unbiased, keepdim)
-    # PyTorch's test: input numel divided by output numel (0 when the output is empty)
-    out_numel = _count(d.shape, [k for k in range(d.ndim) if k not in dims])
-    if (d.size // out_numel if out_numel else 0) - c <= 0:
-        from .._warn import warn
-        warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
-             f"than the reduction factor (input numel divided by output numel).")
+    dim, sc, keepdim = _correction(name, input, dim, (), correction, unbiased, keepdim)
+    c = 1 if sc is None else sc
+    dims = dims_of(dim, d.ndim, name)
+    _dof_warning(name, d, dims, c)
     low = d.dtype == D.BF16  # computed in float32 and rounded once, as PyTorch does
-    v, m, _ = _var_np(d.astype(np.float32) if low else d, dims, c, keepdim)
-    r = np.sqrt(v) if std else v
+    r, m, _ = _var_np(d.astype(np.float32) if low else d, dims, c, keepdim)
+    r = np.sqrt(r) if std else r
     if low:
         r, m = r.astype(D.BF16), np.asarray(m).astype(D.BF16)
-    m = X.c_order(m)
-    raw = None if isinstance(dim, bool) else raw_dims(dim)
-    rec = STATE.enabled and input._requires_grad
-    dof0 = (dim is None or isinstance(dim, bool) or d.ndim == 0) and d.size - c <= 0
-    # the node saves the correction as PyTorch shows it: None when neither it, unbiased nor dim
-    # was given (PyTorch's correction overload), else the number used
-    sc = None if correction is None and unbiased is None and dim is None else c
-    if not with_mean:
-        if rec:
-            a = record(r, None)
-            # std's backward reads its result (so changing it in place is an error); var's not
-            a._grad_fn = (StdBackward0 if std else VarBackward0)(
-                (edge_of(input),), (Saved(input), dims, sc, keepdim, raw) + ((Saved(a, True),) if std
-                                                                        else ()))
-            if dof0:
-                a._grad_fn._dof0 = True
-            return notify(a)
-        return _make(r)
-    m = np.asarray(m).astype(d.dtype, copy=False)
-    if rec:
+    m = X.c_order(np.asarray(m).astype(d.dtype, copy=False))
+    if STATE.enabled and input._requires_grad:
         a = record(r, None)
         b = record(m, None)
         b._output_nr = 1
         a._grad_fn = b._grad_fn = (StdMeanBackward0 if std else VarMeanBackward0)(
-            (edge_of(input),), (Saved(input), dims, sc, keepdim, raw) + ((Saved(a, True),) if std
-                                                                    else ()))
-        if dof0:
-            a._grad_fn._dof0 = True
+            (edge_of(input),), (Saved(input), dims, sc, keepdim, raw_dims(dim)) +
+            ((Saved(a, True),) if std else ()))
         notify(a)
         notify(b)
         if r.dtype != m.dtype:  # a complex input: real variance, complex mean (no one dtype
@@ -749,22 +787,6 @@ def _unbiased_keepdim(name, input, dim, args, unbiased, keepdim):
             not _bi.all(isinstance(a, (bool, np.bool_)) for a in args):
         raise D.bad_combo(name, (input, dim) + tuple(args), None)
     return bool(args[0]), (bool(args[1]) if len(args) == 2 else keepdim)
-
-
-@op()
-def var(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
-    """Variance over ``dim`` with ``correction`` (default 1, Bessel); VarBackward0."""
-    if args:  # PyTorch's (dim, unbiased, keepdim) overload, given positionally
-        unbiased, keepdim = _unbiased_keepdim("var", input, dim, args, unbiased, keepdim)
-    return _var_impl("var", input, dim, correction, keepdim, unbiased, False, False)
-
-
-@op()
-def std(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
-    """Standard deviation over ``dim`` with ``correction`` (default 1); StdBackward0."""
-    if args:  # PyTorch's (dim, unbiased, keepdim) overload, given positionally
-        unbiased, keepdim = _unbiased_keepdim("std", input, dim, args, unbiased, keepdim)
-    return _var_impl("std", input, dim, correction, keepdim, unbiased, True, False)
 
 
 @op(method=False)
