@@ -1282,14 +1282,11 @@ def no_warnings(forward):
 
 
 def _one_tensor_public(spec, general, record):
-    """The public function of an op of one tensor and other arguments (not ``dims``, which
-    the general path converts): a call by position, or with keywords the forward takes and
-    no argument missing, runs the forward on the tensor's array directly; any other call (a
-    dtype the kernel does not take as it is, an input not a Tensor, an error to report) goes
-    through ``general``, which says what PyTorch says.  Returns ``general`` when the op does
-    not qualify."""
-    if spec.dims:
-        return general
+    """The public function of an op of one tensor and other arguments: a call by position, or
+    with keywords the forward takes and no argument missing (``dims`` given as ints), runs
+    the forward on the tensor's array directly; any other call (a dtype the kernel does not
+    take as it is, an input not a Tensor, an error to report) goes through ``general``, which
+    says what PyTorch says."""
     sig = inspect.signature(spec.forward)
     params = list(sig.parameters)[1:]
     pos_params = [p for p in params
@@ -1300,6 +1297,9 @@ def _one_tensor_public(spec, general, record):
     keywords = frozenset(params)
     defaults = {p: v.default for p, v in sig.parameters.items()
                 if p in keywords and v.default is not inspect.Parameter.empty}
+    # the dims parameters: (position among the arguments after the tensor, or None, name)
+    dim_params = tuple((pos_params.index(p) if p in pos_params else None, p)
+                       for p in params if p in spec.dims)
     forward, kinds, state = spec.forward, spec.kinds, STATE
     plain = not spec.differentiable and not spec.outputs
     # a forward marked ``quiet = False`` computes nothing that warns (indices, predicates)
@@ -1309,16 +1309,32 @@ def _one_tensor_public(spec, general, record):
         n = len(args)
         if not n_min <= n <= n_max or not isinstance(args[0], Tensor):
             return general(*args, **kwargs)
-        if kwargs and not (kwargs.keys() <= keywords and
-                           not any(p in kwargs for p in pos_params[:n - 1])):
-            return general(*args, **kwargs)
+        if kwargs:
+            if not kwargs.keys() <= keywords:
+                return general(*args, **kwargs)
+            for p in pos_params[:n - 1]:
+                if p in kwargs:
+                    return general(*args, **kwargs)
         input = args[0]
         d = input._data
         if d.dtype.kind not in kinds:
             return general(*args, **kwargs)
+        more = args[1:]
+        if dim_params:  # ints wrapped into range (PyTorch's IndexError), others: general
+            more, kw = list(more), dict(kwargs)
+            for i, p in dim_params:
+                v = more[i] if i is not None and i < n - 1 else kw.get(p, defaults.get(p))
+                if type(v) is not int:
+                    return general(*args, **kwargs)
+                if i is not None and i < n - 1:
+                    more[i] = _dim(v, d.ndim)
+                else:
+                    kw[p] = _dim(v, d.ndim)
+        else:
+            kw = kwargs
         tok = quiet_on() if quiet else None
         try:
-            r = forward(d, *args[1:], **kwargs)
+            r = forward(d, *more, **kw)
         except RuntimeError:
             edges_first(input)  # a stale view's error comes before the op's own
             raise
@@ -1331,10 +1347,74 @@ def _one_tensor_public(spec, general, record):
             raw = dict(defaults)
             raw.update(zip(pos_params, args[1:]))
             raw.update(kwargs)
-            return record(r, (input,), raw)
+            return record1(r, input, raw)
         return record(r, (input,), None)
 
+    record1 = spec.record1 = _one_tensor_record(spec, record)
     return f
+
+
+def _one_tensor_record(spec, record):
+    """The end of the quick call of an op of one tensor that requires grad: ``record``
+    without its checks (``record`` itself for an op without a derivative, or keeping a value
+    only for some inputs, or without its backward yet)."""
+    if not spec.differentiable or spec.kept_for or spec.broadcast or spec.not_implemented:
+        return lambda r, input, raw: record(r, (input,), raw)
+    codes = tuple((0 if n == "result" else 1 if n in spec.inputs else 2 if n in spec.sizes_of
+                   else 3 if n in spec.dim_lists else 5 if n in spec.extra_outputs else 4, n,
+                   spec.extra_outputs.index(n) if n in spec.extra_outputs else None)
+                  for n in spec.saved)
+    outputs, node_cls = spec.outputs, spec.node_cls
+
+    def rec(r, input, raw):
+        if spec.bw is None:
+            return record(r, (input,), raw)
+        extra = ()
+        if outputs:
+            r, extra = r[0], tuple([_make(o) for o in r[1:]])
+        res = _make(r)
+        res._requires_grad = True
+        saved = []
+        for kind, n, i in codes:
+            if kind == 0:
+                saved.append(Saved(res, True))
+            elif kind == 1:
+                saved.append(Saved(input))
+            elif kind == 2:
+                saved.append(tuple(input._data.shape))
+            elif kind == 3:
+                saved.append(raw_dims(raw[n]))
+            elif kind == 5:
+                saved.append(Saved(extra[i]))
+            else:
+                saved.append(raw[n])
+        res._grad_fn = node = node_cls((edge_of(input),), tuple(saved), r.dtype)
+        if RECORD_HOOKS:
+            for h in RECORD_HOOKS:
+                h(res, node)
+        return spec.return_type(res, *extra) if extra else res
+
+    return rec
+
+
+def quick(spec: OpSpec, input, args: tuple, raw: dict, kwargs: dict | None = None):
+    """A front's call of its declared op that it knows valid (a Tensor, dims wrapped in
+    ``args``): the forward on the array and the node recorded
+    directly, keeping the arguments as given in ``raw``; an input of another dtype goes
+    through the declared function (promoted or refused)."""
+    if input._data.dtype.kind not in spec.kinds:
+        return spec.declared(input, **{**raw, **(kwargs or {})})
+    tok = quiet_on()
+    try:
+        r = spec.forward(input._data, *args, **(kwargs or {}))
+    except RuntimeError:
+        edges_first(input)  # a stale view's error comes before the op's own
+        raise
+    finally:
+        quiet_off(tok)
+    if STATE.enabled and input._requires_grad:
+        return spec.record1(r, input, raw)
+    return spec.record(r, (input,), None)
 
 
 class _Variant:

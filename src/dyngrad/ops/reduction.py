@@ -10,10 +10,11 @@ from .. import _dtype as D
 from . import op
 from .._fperr import quiet, quiet_off, quiet_on
 from .pointwise import UNSET
+from .._tensor import _dim
 from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
 from . import _dual as X
 from ._spec import (_int_dims, batch_aligned, batch_along, batch_along_dims, defop,  # noqa: F401
-                    dims_of, front, no_warnings, variant)
+                    dims_of, front, no_warnings, quick, variant)
 
 _make = Tensor._make
 _add_reduce = np.add.reduce
@@ -289,6 +290,10 @@ ProdBackward0 = variant(prod, "ProdBackward0", ("self", "result"))
 @partial(front, _prod_spec)
 def prod(input, dim=UNSET, keepdim=False, *, dtype=None):
     """Product of all elements (ProdBackward0), or along ``dim`` (ProdBackward1)."""
+    if type(dim) is int and isinstance(input, Tensor):
+        d = input._data
+        return quick(_prod_spec, input, (_dim(dim, d.ndim), keepdim),
+                     {"dim": dim, "keepdim": keepdim}, {"dtype": dtype})
     if dim is not UNSET or keepdim is not False or not isinstance(input, Tensor):
         return _prod_spec.declared(input, *(() if dim is UNSET else (dim,)), keepdim,
                                    dtype=dtype)
@@ -439,6 +444,9 @@ def _declare_max(name, np_arg, np_red):
         if other is not None:
             from .elementwise_more import maximum, minimum
             return (maximum if name == "max" else minimum)(input, other)
+        if type(dim) is int and isinstance(input, Tensor):
+            return quick(spec, input, (_dim(dim, input._data.ndim), keepdim),
+                         {"dim": dim, "keepdim": keepdim})
         if dim is not UNSET or keepdim is not False or not isinstance(input, Tensor):
             return spec.declared(input, *(() if dim is UNSET else (dim,)), keepdim)
         d = input._data
@@ -718,6 +726,10 @@ def _declare_var(name, std):
     def public(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
         dim, correction, keepdim = _correction(name, input, dim, args, correction, unbiased,
                                                keepdim)
+        if isinstance(input, Tensor) and input._data.dtype.kind in "fc":
+            return quick(spec, input, (dim,), {"dim": dim, "correction": correction,
+                                               "keepdim": keepdim},
+                         {"correction": correction, "keepdim": keepdim})
         return spec.declared(input, dim, correction=correction, keepdim=keepdim)
 
     public.__doc__ = spec.fn.__doc__

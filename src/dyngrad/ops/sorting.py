@@ -12,7 +12,7 @@ import numpy as np
 from . import op
 from ._dual import c_order
 from . import _dual as X
-from ._spec import batch_along, batch_along_dims, defop, front, no_warnings, variant
+from ._spec import batch_along, batch_along_dims, defop, front, no_warnings, quick, variant
 from .._record import STATE, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
@@ -95,6 +95,9 @@ def _declare_median(name, ignore_nan):
     full = variant(spec, f"{node}Backward0", ("self", "result"))
 
     def median(input, dim=UNSET, keepdim=False):
+        if type(dim) is int and isinstance(input, Tensor):
+            return quick(spec, input, (_dim(dim, input._data.ndim), keepdim),
+                         {"dim": dim, "keepdim": keepdim})
         if dim is not UNSET or keepdim is not False or not isinstance(input, Tensor):
             return spec.declared(input, *(() if dim is UNSET else (dim,)), keepdim)
         r = _median_flat(input._data, ignore_nan)
@@ -300,6 +303,9 @@ def sort(input, *args, stable=UNSET, dim=-1, descending=False):
     if args:
         dim = args[0]
         descending = args[1] if len(args) > 1 else descending
+    if stable is UNSET and type(dim) is int and isinstance(input, Tensor):
+        return quick(_sort_spec, input, (_dim(dim, input._data.ndim), descending),
+                     {"dim": dim, "descending": descending})
     if stable is UNSET or not isinstance(input, Tensor):
         return _sort_spec.declared(input, dim, descending)
     d = input._data
