@@ -1360,10 +1360,16 @@ def _one_tensor_record(spec, record):
     only for some inputs, or without its backward yet)."""
     if not spec.differentiable or spec.kept_for or spec.broadcast or spec.not_implemented:
         return lambda r, input, raw: record(r, (input,), raw)
-    codes = tuple((0 if n == "result" else 1 if n in spec.inputs else 2 if n in spec.sizes_of
-                   else 3 if n in spec.dim_lists else 5 if n in spec.extra_outputs else 4, n,
-                   spec.extra_outputs.index(n) if n in spec.extra_outputs else None)
-                  for n in spec.saved)
+    # what the node keeps, as one generated expression (the saved names are fixed)
+    exprs = ["Saved(res, True)" if n == "result" else "Saved(input)" if n in spec.inputs else
+             "tuple(input._data.shape)" if n in spec.sizes_of else
+             f"raw_dims(raw[{n!r}])" if n in spec.dim_lists else
+             f"Saved(extra[{spec.extra_outputs.index(n)}])" if n in spec.extra_outputs else
+             f"raw[{n!r}]" for n in spec.saved]
+    ns = {"Saved": Saved, "raw_dims": raw_dims}
+    exec(f"def save(res, input, raw, extra):\n    return ({''.join(e + ', ' for e in exprs)})\n",
+         ns)
+    save = ns["save"]
     outputs, node_cls = spec.outputs, spec.node_cls
 
     def rec(r, input, raw):
@@ -1374,21 +1380,7 @@ def _one_tensor_record(spec, record):
             r, extra = r[0], tuple([_make(o) for o in r[1:]])
         res = _make(r)
         res._requires_grad = True
-        saved = []
-        for kind, n, i in codes:
-            if kind == 0:
-                saved.append(Saved(res, True))
-            elif kind == 1:
-                saved.append(Saved(input))
-            elif kind == 2:
-                saved.append(tuple(input._data.shape))
-            elif kind == 3:
-                saved.append(raw_dims(raw[n]))
-            elif kind == 5:
-                saved.append(Saved(extra[i]))
-            else:
-                saved.append(raw[n])
-        res._grad_fn = node = node_cls((edge_of(input),), tuple(saved), r.dtype)
+        res._grad_fn = node = node_cls((edge_of(input),), save(res, input, raw, extra), r.dtype)
         if RECORD_HOOKS:
             for h in RECORD_HOOKS:
                 h(res, node)

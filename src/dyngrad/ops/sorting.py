@@ -235,7 +235,16 @@ def _(ctx, t):
     return _sum(X.where(nan, X.zeros_like(t), t), ctx.dim, ctx.keepdim)
 
 
-nansum = nansum.fn
+_nansum_spec = nansum
+
+
+@partial(front, _nansum_spec)
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum treating NaN as zero (integers in int64); NansumBackward0."""
+    if not isinstance(input, Tensor):
+        return _nansum_spec.declared(input, dim, keepdim, dtype=dtype)
+    return quick(_nansum_spec, input, (dim, keepdim), {"dim": dim, "keepdim": keepdim},
+                 {"dtype": dtype})
 
 
 @op()
