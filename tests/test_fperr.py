@@ -62,6 +62,7 @@ def _no_leak(name, dt):
     with warnings.catch_warnings(), np.errstate(all="raise"):
         warnings.simplefilter("error")
         y = getattr(dyngrad, name)(x)
-        if not y.is_complex():
+        if not y.is_complex() and y.requires_grad:
             y.sum().backward()
-    assert y.shape == x.shape
+    if OPS[name]["spec"].elementwise:
+        assert y.shape == x.shape

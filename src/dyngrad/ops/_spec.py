@@ -1274,10 +1274,11 @@ def _int_arg(v, name: str, param: str, pos: int | None) -> int:
 
 
 # -- the quick call of a declared op of one tensor and other arguments -------------------------
-def no_warnings(forward):
-    """Mark a forward as computing nothing that warns (indices, predicates): its quick call
-    runs it without silencing NumPy's floating-point warnings (``_one_tensor_public``)."""
-    forward.quiet = False
+def fp_safe(forward):
+    """Mark a forward as never setting a NumPy floating-point error on real or integer input
+    (indices, predicates; checked by tests/test_fperr.py): its quick call skips quieting
+    them, as ``unary(fp_safe=True)``'s hot path."""
+    forward.fp_safe = True
     return forward
 
 
@@ -1302,8 +1303,7 @@ def _one_tensor_public(spec, general, record):
                        for p in params if p in spec.dims)
     forward, kinds, state = spec.forward, spec.kinds, STATE
     plain = not spec.differentiable and not spec.outputs
-    # a forward marked ``quiet = False`` computes nothing that warns (indices, predicates)
-    quiet = getattr(forward, "quiet", True)
+    quiet = not getattr(forward, "fp_safe", False)  # (complex input is always quieted)
 
     def f(*args, **kwargs):
         n = len(args)
@@ -1332,7 +1332,7 @@ def _one_tensor_public(spec, general, record):
                     kw[p] = _dim(v, d.ndim)
         else:
             kw = kwargs
-        tok = quiet_on() if quiet else None
+        tok = quiet_on() if quiet or d.dtype.kind == "c" else None
         try:
             r = forward(d, *more, **kw)
         except RuntimeError:

@@ -14,7 +14,7 @@ from .._tensor import _dim
 from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
 from . import _dual as X
 from ._spec import (_int_dims, batch_aligned, batch_along, batch_along_dims, defop,  # noqa: F401
-                    dims_of, front, no_warnings, quick, variant)
+                    dims_of, front, fp_safe, quick, variant)
 
 _make = Tensor._make
 _add_reduce = np.add.reduce
@@ -567,7 +567,7 @@ def _argext(name, np_fn):
     forward.__name__ = forward.__qualname__ = name
     forward.__doc__ = (f"Index of the {'largest' if name == 'argmax' else 'smallest'} element "
                        f"(of the flattened tensor when ``dim`` is None); no derivative.")
-    no_warnings(forward)
+    fp_safe(forward)
     return defop(name, node=None, differentiable=False, batch=_batch_flat_or_dim)(forward).fn
 
 
@@ -1084,7 +1084,7 @@ def _bool_red(name, np_fn, what):
 
     forward.__name__ = forward.__qualname__ = name
     forward.__doc__ = f"True when {what} element (over ``dim``) is nonzero; no derivative."
-    no_warnings(forward)
+    fp_safe(forward)
     return defop(name, node=None, differentiable=False, batch=batch_along_dims("dim"))(forward).fn
 
 
@@ -1093,7 +1093,7 @@ any = _bool_red("any", np.ndarray.any, "some")
 
 
 @defop("count_nonzero", node=None, differentiable=False, batch=batch_along_dims("dim"))
-@no_warnings
+@fp_safe
 def count_nonzero(self, dim=None):
     """Number of nonzero elements (over ``dim``), as int64; no derivative."""
     d = self

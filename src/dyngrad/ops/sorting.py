@@ -12,7 +12,7 @@ import numpy as np
 from . import op
 from ._dual import c_order
 from . import _dual as X
-from ._spec import batch_along, batch_along_dims, defop, front, no_warnings, quick, variant
+from ._spec import batch_along, batch_along_dims, defop, front, fp_safe, quick, variant
 from .._record import STATE, Saved, Tensor, edge_of, record, notify
 from .._tensor import _dim
 from .. import _dtype as D
@@ -337,7 +337,7 @@ def _like_layout(a, like):
 
 
 @defop("argsort", node=None, differentiable=False, batch=batch_along("dim"))
-@no_warnings
+@fp_safe
 def argsort(self, dim=-1, descending=False, stable=False):
     """The indices that sort ``input`` along ``dim`` (stable); no derivative."""
     return _sort_spec.forward(self, _dim(dim, self.ndim), descending)[1]
