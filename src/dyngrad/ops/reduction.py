@@ -1198,7 +1198,7 @@ def renorm(self, p, dim, maxnorm):
     if self.ndim <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {self.ndim} "
                            f"dimensions")
-    return _renorm(self, pv, mx, (_dim_of(dim, self.ndim),))
+    return _renorm(self, pv, mx, (_dim(dim, self.ndim),))
 
 
 def _renorm_args(p, maxnorm):
@@ -1215,7 +1215,7 @@ def _renorm_args(p, maxnorm):
 def _renorm_batched(d, p, dim, maxnorm):
     """renorm over a leading batch axis: each sample's slices on their own."""
     pv, mx = _renorm_args(p, maxnorm)
-    return _renorm(d, pv, mx, (0, _dim_of(dim, d.ndim - 1) + 1))
+    return _renorm(d, pv, mx, (0, _dim(dim, d.ndim - 1) + 1))
 
 
 def _renorm_parts(ctx):
@@ -1223,7 +1223,7 @@ def _renorm_parts(ctx):
     maxnorm, the slice norms and where they exceed maxnorm."""
     x = ctx.self
     xd = X.data(x)
-    dim = _dim_of(ctx.dim, xd.ndim)  # saved as the caller gave it
+    dim = _dim(ctx.dim, xd.ndim)  # saved as the caller gave it
     dims = tuple(i for i in range(xd.ndim) if i != dim)
     p, mx = _renorm_args(ctx.p, ctx.maxnorm)
     half = xd.dtype == np.float16 or xd.dtype == D.BF16  # (accumulated in float32)
@@ -1264,11 +1264,6 @@ def _(ctx, t):
 
 
 renorm = renorm.fn
-
-
-def _dim_of(dim, ndim):
-    from .._tensor import _dim
-    return _dim(dim, ndim)
 
 
 @op(function=False)
