@@ -101,22 +101,6 @@ _DIFFERENCES = [
      "bool",
      'bool products compute where PyTorch raises "addmm_impl_cpu_" not implemented; in '
      'ops/products.py'),
-    ("argmax argmin_dim",
-     "bool",
-     "argmax/argmin of bool compute where PyTorch raises 'argmax(): does not support bool "
-     "input'; in ops/reduction.py"),
-    ("std_mean var_mean var_mean_sum",
-     INTS + " bool",
-     "the error says 'std and var only support ...' where PyTorch's says "
-     "'std_mean'/'var_mean only support ...'; in ops/reduction.py"),
-    ("median_dim median_keepdim nanmedian_dim",
-     "bool",
-     'the kernel in the error is "median_cpu" where PyTorch\'s is "median_out"; in '
-     'ops/sorting.py'),
-    ("searchsorted_sorter",
-     "bool",
-     'searchsorted of bool computes where PyTorch raises "searchsorted_out_cpu" not '
-     'implemented; in ops/sorting.py'),
     ("setitem_adv setitem_mixed",
      "bool",
      "setitem of a bool value into an int64 tensor computes where PyTorch raises 'Index put "

@@ -433,7 +433,9 @@ def _declare_max(name, np_arg, np_red):
     node = name.capitalize()
     spec = defop(name, node=f"{node}Backward0",
                  saved=("self_sym_sizes", "dim", "keepdim", "indices"), dims=("dim",),
-                 outputs=("values", "indices"), batch=batch_along("dim"))(_max_along(name, np_arg))
+                 outputs=("values", "indices"), batch=batch_along("dim"),
+                 complex_error=(RuntimeError, f"{name}(): does not support complex input"))(
+                     _max_along(name, np_arg))
     spec.backward(_select_grad)
     spec.jvp(_select_jvp)
     full = variant(spec, f"{node}Backward1", ("self", "result"))
@@ -450,6 +452,9 @@ def _declare_max(name, np_arg, np_red):
         if dim is not UNSET or keepdim is not False or not isinstance(input, Tensor):
             return spec.declared(input, *(() if dim is UNSET else (dim,)), keepdim)
         d = input._data
+        if d.dtype.kind == "c":
+            raise NotImplementedError(f'"{name}_all" not implemented for '
+                                      f"'{D.scalar_type_name(d.dtype)}'")
         if d.size == 0:
             edges_first(input)
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
@@ -515,6 +520,9 @@ amin = _amaxmin("amin", np.min)
 def aminmax(input, *, dim=None, keepdim=False):
     """(amin, amax) in one call."""
     d = input._data
+    if d.dtype.kind == "c":
+        raise NotImplementedError(f"\"aminmax_cpu\" not implemented for "
+                                  f"'{D.scalar_type_name(d.dtype)}'")
     dims = dims_of(() if dim is None else dim, d.ndim, "aminmax")
     if d.size == 0:
         if dim is None:
@@ -541,6 +549,8 @@ def _argext(name, np_fn):
     over the flattened tensor when ``dim`` is None; no derivative."""
     def forward(self, dim=None, keepdim=False):
         d = self
+        if d.dtype == np.bool_:
+            raise RuntimeError(f"{name}(): does not support bool input")
         if dim is None:
             if d.size == 0:
                 raise IndexError(f"{name}(): Expected reduction dim to be specified for "
@@ -568,7 +578,9 @@ def _argext(name, np_fn):
     forward.__doc__ = (f"Index of the {'largest' if name == 'argmax' else 'smallest'} element "
                        f"(of the flattened tensor when ``dim`` is None); no derivative.")
     fp_safe(forward)
-    return defop(name, node=None, differentiable=False, batch=_batch_flat_or_dim)(forward).fn
+    return defop(name, node=None, differentiable=False, batch=_batch_flat_or_dim,
+                 complex_error=(RuntimeError, f"{name}(): does not support complex input"))(
+                     forward).fn
 
 
 def _batch_flat_or_dim(spec, arrays, params):
@@ -626,7 +638,8 @@ def _correction(name, input, dim, args, correction, unbiased, keepdim):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     if isinstance(input, Tensor) and input._data.dtype not in D.INEXACT:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        raise RuntimeError(f"{'std and var' if name in ('std', 'var') else name} only support "
+                           f"floating point and complex dtypes")
     if correction is None:
         if unbiased is not None or dim is not None:
             correction = 1 if unbiased is None or unbiased else 0

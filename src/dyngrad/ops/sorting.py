@@ -34,7 +34,7 @@ def _not_impl(kernel, dt):
 def _median_flat(d, ignore_nan):
     """The lower median of every element of ``d`` (NaN when one is NaN, unless
     ``ignore_nan``: then NaN only when all are)."""
-    if d.dtype == np.bool_:
+    if d.dtype == np.bool_ or d.dtype.kind == "c":
         raise _not_impl("median_cpu", d.dtype)
     flat = d.reshape(-1)
     if flat.size and d.dtype in D.FLOATING:
@@ -51,8 +51,8 @@ def _median_flat(d, ignore_nan):
 def _median_along(d, k, keepdim, ignore_nan):
     """The lower median along ``k`` and its index (the first NaN of a slice with one, unless
     ``ignore_nan``)."""
-    if d.dtype == np.bool_:
-        raise _not_impl("median_cpu", d.dtype)
+    if d.dtype == np.bool_ or d.dtype.kind == "c":
+        raise _not_impl("median_out", d.dtype)
     if d.ndim == 0:
         return d.copy(), np.zeros((), np.int64)
     if d.shape[k] == 0:
@@ -211,7 +211,8 @@ def _(ctx, tangent):
 
 
 @defop("nansum", node="NansumBackward0", saved=("self", "dim", "keepdim"), dim_lists=("dim",),
-       batch=batch_along_dims("dim"))
+       batch=batch_along_dims("dim"),
+       complex_error=(RuntimeError, "nansum on CPU does not support complex inputs"))
 def nansum(self, dim=None, keepdim=False, *, dtype=None):
     """Sum treating NaN as zero (integers in int64); NansumBackward0."""
     d = self if dtype is None else self.astype(D.to_dtype(dtype).np)
@@ -270,8 +271,11 @@ def _argsort(d, axis, descending=False):
     return (n - 1) - np.flip(r, axis)
 
 
+_SORT_COMPLEX = (RuntimeError, " Sort does not support complex dtypes on CPU")
+
+
 @defop("sort", node="SortBackward0", saved=("self_sym_sizes", "dim", "indices"), dims=("dim",),
-       outputs=("values", "indices"), batch=batch_along("dim"))
+       outputs=("values", "indices"), batch=batch_along("dim"), complex_error=_SORT_COMPLEX)
 def sort(self, dim=-1, descending=False):
     """Values sorted along ``dim`` and their original indices (stable); SortBackward0, and
     SortBackward1 when ``stable`` is given (PyTorch's ``sort.stable`` overload)."""
@@ -318,6 +322,8 @@ def sort(input, *args, stable=UNSET, dim=-1, descending=False):
     if stable is UNSET or not isinstance(input, Tensor):
         return _sort_spec.declared(input, dim, descending)
     d = input._data
+    if d.dtype.kind == "c":
+        raise _SORT_COMPLEX[0](_SORT_COMPLEX[1])
     vals, idx = _sort_spec.forward(d, _dim(dim, d.ndim), descending)
     it = _make(idx)
     if STATE.enabled and input._requires_grad:
@@ -336,7 +342,8 @@ def _like_layout(a, like):
     return out
 
 
-@defop("argsort", node=None, differentiable=False, batch=batch_along("dim"))
+@defop("argsort", node=None, differentiable=False, batch=batch_along("dim"),
+       complex_error=_SORT_COMPLEX)
 @fp_safe
 def argsort(self, dim=-1, descending=False, stable=False):
     """The indices that sort ``input`` along ``dim`` (stable); no derivative."""
@@ -512,6 +519,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         raise D.bad_combo("searchsorted", (sorted_sequence, input), kw)
     seq = sorted_sequence._data
     vals = np.asarray(input) if scalar else input._data
+    rt = np.result_type(seq.dtype, vals.dtype)
+    if rt.kind in "bc":  # PyTorch's kernel has no bool or complex instance
+        raise _not_impl("searchsorted_out_cpu", rt)
     if side is not None:
         right = side == "right"
     sd = "right" if right else "left"
