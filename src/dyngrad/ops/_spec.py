@@ -1418,7 +1418,8 @@ class _Variant:
         self._parent = spec
         self.saved = saved
         positions = {n: i for i, n in enumerate(saved)}
-        tensors = [n for n in saved if n in spec.inputs or n == "result"]
+        tensors = [n for n in saved if n in spec.inputs or n == "result" or
+                   n in spec.extra_outputs]
         self.unpack_order = tuple(positions[n] for n in sorted(tensors))
         named = {n: (i, "tensor" if n in tensors else "dim" if "dim" in n else "same")
                  for n, i in positions.items()}
