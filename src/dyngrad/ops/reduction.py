@@ -39,7 +39,8 @@ def _reduced_grad(grad, shape, dim, keepdim, n=1):
     ``grad`` with the reduced dims back, expanded."""
     nd = len(shape)
     if not keepdim and dim and nd:
-        grad = X.unsqueeze_dims(grad, tuple(d % nd for d in dim), nd)
+        grad = X.unsqueeze_dims(grad, dim if len(dim) == 1 and dim[0] >= 0 else
+                                tuple(d % nd for d in dim), nd)
     return X.expand_to(grad if n == 1 else grad / n, shape)
 
 
