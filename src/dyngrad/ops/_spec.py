@@ -1288,7 +1288,7 @@ def _one_tensor_public(spec, general, record):
     the forward on the tensor's array directly; any other call (a dtype the kernel does not
     take as it is, an input not a Tensor, an error to report) goes through ``general``, which
     says what PyTorch says."""
-    sig = inspect.signature(spec.forward)
+    sig = _signatures(spec.forward)[0]
     params = list(sig.parameters)[1:]
     pos_params = [p for p in params
                   if sig.parameters[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
