@@ -1,5 +1,5 @@
 """``dyngrad.nn``: modules, parameters, functional ops, initialisers and utilities."""
-from .parameter import Parameter, Buffer, UninitializedParameter  # noqa: F401
+from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import __all__ as _mods
 from . import functional, init, utils  # noqa: F401

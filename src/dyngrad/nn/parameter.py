@@ -73,34 +73,115 @@ _UNINITIALIZED = ("Can't access the shape of an uninitialized parameter or buffe
                   "parameter into an initialized one. Call `forward` to initialize the parameters "
                   "before accessing their attributes.")
 
+# the tensor methods PyTorch lets an uninitialized parameter or buffer run
+_ALLOWED = frozenset({"size", "copy_", "is_complex", "is_floating_point", "half", "float",
+                      "double", "char", "short", "int", "long", "cuda", "cpu", "to",
+                      "get_device", "materialize", "share_memory_", "cls_to_become"})
+_BLOCKED: set = set()
 
-class UninitializedParameter(Parameter):
-    """A parameter whose shape is not known yet (a lazy module's, before its first call):
-    ``materialize(shape)`` gives it data and makes it a plain ``Parameter``."""
 
-    cls_to_become = Parameter
+def _blocked() -> set:
+    """Public tensor methods (not properties) an uninitialized tensor refuses to run."""
+    if not _BLOCKED:
+        for k, v in vars(Tensor).items():
+            if not k.startswith("_") and callable(v) and not isinstance(v, property) \
+                    and k not in _ALLOWED:
+                _BLOCKED.add(k)
+    return _BLOCKED
 
-    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
-        _check_device(device)  # PyTorch makes its empty tensor there: refused off the CPU
-        super().__init__(None, requires_grad)
-        self.__dict__["_lazy_dtype"] = dtype
+
+def _refuse(cls_name: str, func: str):
+    """PyTorch's error for running ``func`` on an uninitialized parameter or buffer."""
+    return ValueError(f"Attempted to use an uninitialized parameter in {func}. This error "
+                      f"happens when you are using a `LazyModule` or explicitly manipulating "
+                      f"`torch.nn.parameter.{cls_name}` objects. When using LazyModules Call "
+                      f"`forward` with a dummy batch to initialize the parameters before calling "
+                      f"torch functions")
+
+
+class UninitializedTensorMixin:
+    """Shared behaviour of ``UninitializedParameter`` and ``UninitializedBuffer``: no shape
+    until ``materialize``; tensor methods other than dtype/device moves are refused."""
+
+    cls_to_become: type = Tensor
+
+    def __getattribute__(self, name):
+        if name in _blocked():
+            cls_name = type(self).__name__
+
+            def refused(*args, **kwargs):
+                raise _refuse(cls_name, f"<method '{name}' of 'torch._C.TensorBase' objects>")
+            return refused
+        return object.__getattribute__(self, name)
 
     def materialize(self, shape, device=None, dtype=None) -> None:
-        """Give the parameter uninitialised data of ``shape`` (in ``dtype``, else the one
-        given at construction, else the default) and make it a ``Parameter``."""
+        """Give the tensor uninitialised data of ``shape`` (in ``dtype``, else its own) and
+        make it a ``cls_to_become`` (``Parameter`` or ``Tensor``)."""
         from .._factories import empty
-        dt = dtype if dtype is not None else self.__dict__.pop("_lazy_dtype", None)
-        self._data = empty(*(shape if isinstance(shape, (tuple, list)) else (shape,)),
-                           dtype=dt)._data
-        self.__dict__.pop("_lazy_dtype", None)
+        _check_device(device)
+        dt = dtype if dtype is not None else self.dtype
+        self._data = empty(shape, dtype=dt)._data
         self.__class__ = self.cls_to_become
 
     @property
     def shape(self):
         raise RuntimeError(_UNINITIALIZED)
 
-    def size(self, dim=None):
-        raise RuntimeError(_UNINITIALIZED)
+    def share_memory_(self):
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call "
+                           "`forward` to initialize the parameters before calling "
+                           "`module.share_memory()`.")
 
     def __repr__(self) -> str:
-        return "<UninitializedParameter>"
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, proto):
+        return (type(self), (self._requires_grad,))
+
+
+def is_lazy(param) -> bool:
+    """Whether ``param`` is an ``UninitializedParameter`` or ``UninitializedBuffer``."""
+    return isinstance(param, UninitializedTensorMixin)
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A parameter whose shape is not known yet (a lazy module's, before its first call):
+    ``materialize(shape)`` gives it data and makes it a plain ``Parameter``."""
+
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None) -> None:
+        _check_device(device)  # PyTorch makes its empty tensor there: refused off the CPU
+        Parameter.__init__(self, _empty0(dtype), requires_grad)
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self._requires_grad, None, self.dtype)
+        memo[id(self)] = result
+        return result
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer whose shape is not known yet (a lazy module's running statistics, before its
+    first call): ``materialize(shape)`` gives it data and makes it a plain ``Tensor``."""
+
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None,
+                 persistent: bool = True) -> None:
+        _check_device(device)
+        Tensor.__init__(self)
+        self._data = _empty0(dtype)._data
+        self._requires_grad = bool(requires_grad)
+        self.persistent = persistent
+        self._is_buffer = True
+
+    def __deepcopy__(self, memo):
+        raise _refuse(type(self).__name__, "<function Tensor.__deepcopy__>")
+
+
+def _empty0(dtype) -> Tensor:
+    """An empty 1-d tensor of ``dtype`` (the default floating type when None)."""
+    from .._factories import empty
+    return empty(0, dtype=dtype)

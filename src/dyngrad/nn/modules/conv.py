@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..._factories import empty
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
 
@@ -183,3 +184,93 @@ class ConvTranspose2d(_ConvTransposeNd):
         op = self._output_padding(input, output_size)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op,
                                   self.groups, self.dilation)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """Lazy convolutions: ``in_channels`` is read from the first input's channel dimension."""
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs) -> None:
+        """Read ``in_channels`` from the input and create the weight and bias."""
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                self.weight.materialize((self.in_channels, self.out_channels // self.groups,
+                                         *self.kernel_size))
+            else:
+                self.weight.materialize((self.out_channels, self.in_channels // self.groups,
+                                         *self.kernel_size))
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+    def _get_in_channels(self, input) -> int:
+        n = self._nd + 1
+        if input.dim() not in (n, n + 1):
+            raise RuntimeError(f"Expected {n}D (unbatched) or {n + 1}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: "
+                               f"{input.shape}")
+        return input.shape[1] if input.dim() == n + 1 else input.shape[0]
+
+    def _lazy_init(self, out_channels, bias, device, dtype) -> None:
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+
+class LazyConv1d(_LazyConvXdMixin, Conv1d):
+    """A ``Conv1d`` whose ``in_channels`` is read from the first input."""
+
+    cls_to_become = Conv1d
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode="zeros", device=None,
+                 dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConv2d(_LazyConvXdMixin, Conv2d):
+    """A ``Conv2d`` whose ``in_channels`` is read from the first input."""
+
+    cls_to_become = Conv2d
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode="zeros", device=None,
+                 dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose1d(_LazyConvXdMixin, ConvTranspose1d):
+    """A ``ConvTranspose1d`` whose ``in_channels`` is read from the first input."""
+
+    cls_to_become = ConvTranspose1d
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
+    """A ``ConvTranspose2d`` whose ``in_channels`` is read from the first input."""
+
+    cls_to_become = ConvTranspose2d
+
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation: int = 1, padding_mode="zeros",
+                 device=None, dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode)
+        self._lazy_init(out_channels, bias, device, dtype)

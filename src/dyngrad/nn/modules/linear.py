@@ -6,7 +6,8 @@ import math
 from ..._factories import empty
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
 
@@ -85,37 +86,36 @@ class Bilinear(Module):
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
-class LazyLinear(Linear):
+class LazyLinear(LazyModuleMixin, Linear):
     """A Linear whose ``in_features`` is read from the first input; after that first call it
     becomes a plain ``Linear`` (as in PyTorch, build optimizers after a dry run)."""
 
     cls_to_become = Linear
 
-    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
-        Module.__init__(self)
-        from ..parameter import UninitializedParameter
-        self.in_features = 0
-        self.out_features = out_features
-        self._lazy_dtype = dtype
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(0, 0, False)
         self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
         if bias:
             self.bias = UninitializedParameter(device=device, dtype=dtype)
-        else:
-            self.register_parameter("bias", None)
 
     def reset_parameters(self) -> None:
-        if self.in_features:
-            Linear.reset_parameters(self)
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
 
-    def forward(self, input):
-        from ..parameter import UninitializedParameter
-        if isinstance(self.weight, UninitializedParameter):
-            self.in_features = int(input.shape[-1])
-            dt = self._lazy_dtype if self._lazy_dtype is not None else input.dtype
-            self.weight = Parameter(empty((self.out_features, self.in_features), dtype=dt))
-            if self.bias is not None:
-                self.bias = Parameter(empty(self.out_features, dtype=dt))
-            Linear.reset_parameters(self)
-            del self.__dict__["_lazy_dtype"]
-            self.__class__ = self.cls_to_become
-        return F.linear(input, self.weight, self.bias)
+    def initialize_parameters(self, input) -> None:
+        """Read ``in_features`` from the input's last dimension and create the parameters."""
+        from ...autograd.grad_mode import no_grad
+        if self.has_uninitialized_params():
+            with no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+        if self.in_features == 0:  # the parameters were loaded into the uninitialized module
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} "
+                                     f"is not equal to in_features from self.weight: "
+                                     f"{self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]

@@ -821,14 +821,17 @@ def _snapshot(module):
     for _, mod in module.named_modules(remove_duplicate=False):
         for store in (mod._parameters, mod._buffers):
             for n, t in store.items():
-                saved.append((store, n, t, None if t is None else (t._data.copy(), t._vc[0])))
+                saved.append((store, n, t, None if t is None else
+                              (t._data, t._data.copy(), t._vc[0], type(t))))
 
     def undo():
         for store, n, t, data in saved:
             store[n] = t
-            if t is not None:
-                t._data[...] = data[0]
-                t._vc[0] = data[1]
+            if t is not None:  # a lazy load may have given it new data and class
+                t._data = data[0]
+                t._data[...] = data[1]
+                t._vc[0] = data[2]
+                t.__class__ = data[3]
     return undo
 
 
