@@ -6,7 +6,7 @@ from ..._dtype import int64
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
-from .lazy import LazyModuleMixin
+from .lazy import LazyModuleMixin, _annotate
 from .module import Module
 
 
@@ -223,3 +223,6 @@ class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
 
     cls_to_become = InstanceNorm3d
     _nd = 3
+
+
+_annotate(_LazyNormBase)

@@ -6,7 +6,7 @@ from ..._factories import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, UninitializedParameter
-from .lazy import LazyModuleMixin
+from .lazy import _PADDING_MODE, LazyModuleMixin, _annotate, _size_t
 from .module import Module
 
 
@@ -274,3 +274,9 @@ class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
         super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
                          dilation, padding_mode)
         self._lazy_init(out_channels, bias, device, dtype)
+
+
+_annotate(LazyConv1d, out_channels=int, kernel_size=_size_t(1), stride=_size_t(1), padding=_size_t(1), dilation=_size_t(1), groups=int, bias=bool, padding_mode=_PADDING_MODE)
+_annotate(LazyConv2d, out_channels=int, kernel_size=_size_t(2), stride=_size_t(2), padding=_size_t(2), dilation=_size_t(2), groups=int, bias=bool, padding_mode=_PADDING_MODE)
+_annotate(LazyConvTranspose1d, out_channels=int, kernel_size=_size_t(1), stride=_size_t(1), padding=_size_t(1), output_padding=_size_t(1), groups=int, bias=bool, dilation=_size_t(1), padding_mode=_PADDING_MODE)
+_annotate(LazyConvTranspose2d, out_channels=int, kernel_size=_size_t(2), stride=_size_t(2), padding=_size_t(2), output_padding=_size_t(2), groups=int, bias=bool, dilation=int, padding_mode=_PADDING_MODE)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .conv import _Conv, _ConvTransposeNd, _LazyConvXdMixin
+from .lazy import _PADDING_MODE, _annotate, _size_t
 
 
 class Conv3d(_Conv):
@@ -47,3 +48,7 @@ class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
         super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
                          dilation, padding_mode)
         self._lazy_init(out_channels, bias, device, dtype)
+
+
+_annotate(LazyConv3d, out_channels=int, kernel_size=_size_t(3), stride=_size_t(3), padding=_size_t(3), dilation=_size_t(3), groups=int, bias=bool, padding_mode=_PADDING_MODE)
+_annotate(LazyConvTranspose3d, out_channels=int, kernel_size=_size_t(3), stride=_size_t(3), padding=_size_t(3), output_padding=_size_t(3), groups=int, bias=bool, dilation=_size_t(3), padding_mode=_PADDING_MODE)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Literal, Union
 
 from ..parameter import is_lazy
 
@@ -83,3 +83,18 @@ class LazyModuleMixin:
         raise RuntimeError("Modules with uninitialized parameters can't be used with "
                            "`DataParallel`. Run a dummy forward pass to correctly initialize "
                            "the modules")
+
+
+def _size_t(n: int):
+    """PyTorch's ``_size_<n>_t`` annotation: an int or a tuple of ``n`` ints."""
+    return Union[int, tuple[(int,) * n]]
+
+
+_PADDING_MODE = Literal["zeros", "reflect", "replicate", "circular"]
+
+
+def _annotate(cls: type, **annotations) -> type:
+    """Give ``cls.__init__`` PyTorch's annotation objects (the module is written with postponed
+    string annotations), so ``inspect.signature`` equals PyTorch's."""
+    cls.__init__.__annotations__ = {**annotations, "return": None}
+    return cls

@@ -7,7 +7,7 @@ from ..._factories import empty
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter, UninitializedParameter
-from .lazy import LazyModuleMixin
+from .lazy import LazyModuleMixin, _annotate
 from .module import Module
 
 
@@ -119,3 +119,6 @@ class LazyLinear(LazyModuleMixin, Linear):
                                      f"is not equal to in_features from self.weight: "
                                      f"{self.weight.shape[-1]}")
             self.in_features = input.shape[-1]
+
+
+_annotate(LazyLinear, out_features=int, bias=bool)
