@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import inspect
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -244,6 +245,22 @@ def test_outcomes(expr):
     if expr.endswith(".initialize_parameters"):  # bound-method reprs name the library
         got, want = got[0], want[0]
     assert got == want
+
+
+@pytest.mark.parametrize("expr", [
+    "p + 1", "1 + p", "p - 1", "1 - p", "p * 2", "2 * p", "p / 2", "2 / p", "p // 2", "p ** 2",
+    "2 ** p", "p @ p", "p % 2", "p < 1", "p > 1", "p <= 1", "p >= 1", "p != 1", "p == p",
+    "p & 1", "p | 1", "p ^ 1", "~p", "-p", "+p", "abs(p)", "p[0]", "bool(p)", "float(p)",
+    "int(p)", "len(p)", "iter(p)", "p.sum()", "p.t()", "p.clone()", "p.tolist()", "p.numpy()",
+    "hash(p) == id(p)", "{p: 1}[p]",
+])
+@pytest.mark.parametrize("cls", ["UninitializedParameter", "UninitializedBuffer"])
+def test_uninitialized_refuses_ops(expr, cls):
+    def run(lib):
+        return outcome(lambda: eval(expr, {"p": getattr(lib.nn, cls)()}))
+    want, got = run(torch), run(dyngrad)
+    # PyTorch names Python functions with their address
+    assert got == (want[0], re.sub(r" at 0x[0-9a-f]+>", ">", want[1]))
 
 
 def test_materialize():

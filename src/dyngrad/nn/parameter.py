@@ -139,6 +139,41 @@ class UninitializedTensorMixin:
         return (type(self), (self._requires_grad,))
 
 
+def _method(name: str) -> str:
+    return f"<method '{name}' of 'torch._C.TensorBase' objects>"
+
+
+# the operators an uninitialized tensor refuses, with the function PyTorch's error names
+_REFUSED_OPERATORS = {
+    "__add__": _method("add"), "__radd__": _method("add"), "__sub__": _method("sub"),
+    "__rsub__": "<function Tensor.__rsub__>", "__mul__": _method("mul"),
+    "__rmul__": _method("mul"), "__truediv__": _method("div"),
+    "__rtruediv__": "<function Tensor.__rdiv__>", "__floordiv__": "<function Tensor.__floordiv__>",
+    "__pow__": "<function TensorBase.pow>", "__rpow__": "<function Tensor.__rpow__>",
+    "__matmul__": _method("matmul"), "__mod__": _method("remainder"), "__lt__": _method("lt"),
+    "__gt__": _method("gt"), "__le__": _method("le"), "__ge__": _method("ge"),
+    "__ne__": _method("ne"), "__eq__": _method("__eq__"), "__and__": _method("__and__"),
+    "__or__": _method("__or__"), "__xor__": _method("__xor__"),
+    "__invert__": _method("__invert__"), "__neg__": _method("neg"),
+    "__pos__": _method("positive"), "__abs__": _method("abs"),
+    "__getitem__": "<slot wrapper '__getitem__' of 'torch._C.TensorBase' objects>",
+    "__bool__": _method("__bool__"), "__float__": _method("__float__"),
+    "__int__": _method("__int__"), "__len__": "<function Tensor.__len__>",
+    "__iter__": _method("dim"),
+}
+
+
+def _refusing_operator(func: str):
+    def op(self, *args, **kwargs):
+        raise _refuse(type(self).__name__, func)
+    return op
+
+
+for _name, _func in _REFUSED_OPERATORS.items():
+    setattr(UninitializedTensorMixin, _name, _refusing_operator(_func))
+UninitializedTensorMixin.__hash__ = Tensor.__hash__
+
+
 def is_lazy(param) -> bool:
     """Whether ``param`` is an ``UninitializedParameter`` or ``UninitializedBuffer``."""
     return isinstance(param, UninitializedTensorMixin)
