@@ -387,3 +387,31 @@ def test_lazy_inside_a_model():
     assert repr(d) == repr(t)
     d.load_state_dict(to_dg(t.state_dict()))
     close(t(xt), d(xd))
+
+
+@pytest.mark.parametrize("name", ["LazyLinear", "LazyBatchNorm1d"])
+def test_pickled_module_keeps_its_lazy_hooks(name):
+    d = build(dyngrad, name)
+    data = pickle.dumps(d)
+    assert b"getattr" not in data  # the hooks are made again on load, not pickled
+    full = build(torch, name)
+    full(inputs(name)[0])
+    t, c = pickle.loads(pickle.dumps(build(torch, name))), pickle.loads(data)
+    t.load_state_dict(full.state_dict())
+    c.load_state_dict(to_dg(full.state_dict()))
+    assert entries(c) == entries(t)
+    assert len(c._forward_pre_hooks) == len(t._forward_pre_hooks) == 1
+
+
+def test_instance_norm_checks_num_features():
+    for lib in (torch, dyngrad):
+        with pytest.raises(ValueError, match=r"expected input's size at dim=1 to match "
+                                             r"num_features \(4\), but got: 3\."):
+            lib.nn.InstanceNorm1d(4, affine=True)(lib.ones(2, 3, 5))
+    msgs = []
+    for lib in (torch, dyngrad):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            lib.nn.InstanceNorm2d(4)(lib.ones(3, 2, 2))
+        msgs.append([(x.category, str(x.message)) for x in w])
+    assert msgs[1] == msgs[0] and len(msgs[0]) == 1

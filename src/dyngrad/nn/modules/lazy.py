@@ -79,6 +79,27 @@ class LazyModuleMixin:
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
 
+    def __getstate__(self):
+        # the two hooks are bound methods of the module: pickled as a flag, made again on load
+        state = dict(self.__dict__)
+        hooks = [state.pop(k, None) for k in ("_initialize_hook", "_load_hook")]
+        if hooks[0] is not None:
+            for store, h in (("_forward_pre_hooks", hooks[0]),
+                             ("_forward_pre_hooks_with_kwargs", hooks[0]),
+                             ("_load_state_dict_pre_hooks", hooks[1])):
+                state[store] = type(state[store])(
+                    (k, v) for k, v in state[store].items() if k != h.id)
+            state["_lazy_hooks_pending"] = True
+        return state
+
+    def __setstate__(self, state) -> None:
+        pending = state.pop("_lazy_hooks_pending", False)
+        self.__dict__.update(state)
+        if pending:
+            self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
+            self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters,
+                                                                   with_kwargs=True)
+
     def _replicate_for_data_parallel(self):
         raise RuntimeError("Modules with uninitialized parameters can't be used with "
                            "`DataParallel`. Run a dummy forward pass to correctly initialize "
