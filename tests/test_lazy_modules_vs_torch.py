@@ -415,3 +415,16 @@ def test_instance_norm_checks_num_features():
             lib.nn.InstanceNorm2d(4)(lib.ones(3, 2, 2))
         msgs.append([(x.category, str(x.message)) for x in w])
     assert msgs[1] == msgs[0] and len(msgs[0]) == 1
+
+
+@pytest.mark.parametrize("expr", ["lib.nn.UninitializedBuffer(persistent=False)",
+                                  "lib.nn.UninitializedBuffer()",
+                                  "lib.nn.Buffer(lib.ones(1), persistent=False)"])
+def test_buffer_assignment_registers(expr):
+    res = []
+    for lib in (torch, dyngrad):
+        m = lib.nn.Module()
+        m.b = eval(expr, {"lib": lib})
+        res.append((list(m._buffers), sorted(m._non_persistent_buffers_set),
+                    outcome(lambda: sd_view(m.state_dict()))))  # detach is refused
+    assert res[1] == res[0]

@@ -64,7 +64,8 @@ class Buffer(Tensor):
 
     def __new__(cls, data, *, persistent=True):
         t = Tensor._make(data._data)
-        t._buffer_persistent = persistent
+        t.persistent = persistent
+        t._is_buffer = True
         return t
 
 

@@ -118,6 +118,11 @@ class Module:
             mods[name] = value
             return
         bufs = d.get("_buffers")
+        if bufs is not None and isinstance(value, Tensor) and value.__dict__.get("_is_buffer"):
+            # an nn.Buffer (or UninitializedBuffer) registers itself, with its persistence
+            self._remove_from(name, keep="_buffers")
+            self.register_buffer(name, value, value.__dict__.get("persistent", True))
+            return
         if bufs is not None and name in bufs:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
