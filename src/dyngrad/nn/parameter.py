@@ -84,9 +84,10 @@ _BLOCKED: set = set()
 def _blocked() -> set:
     """Public tensor methods (not properties) an uninitialized tensor refuses to run."""
     if not _BLOCKED:
+        from .._npnames import Pending  # a method built on its first lookup
         for k, v in vars(Tensor).items():
-            if not k.startswith("_") and callable(v) and not isinstance(v, property) \
-                    and k not in _ALLOWED:
+            if not k.startswith("_") and (callable(v) or isinstance(v, Pending)) \
+                    and not isinstance(v, property) and k not in _ALLOWED:
                 _BLOCKED.add(k)
     return _BLOCKED
 
