@@ -23,6 +23,8 @@ ROWS = {r.name: r for r in all_rows()}
 
 
 def _rows_of(name):
+    if name.startswith("_") and name.endswith("_method"):  # the method of a declared op
+        name = name[1:-7]
     fn = OPS[name]["fn"]
     fns = (fn, getattr(dyngrad, name, None))
     # the op's torch.special names (dyngrad.special wraps the registered function)

@@ -49,12 +49,12 @@ _DIFFERENCES = [
      "float16",
      'float16 computes where PyTorch\'s kernel has no Half version ("<op>_cpu" not '
      "implemented for 'Half'); in ops/special.py"),
-    ("mm matmul_batched addmm matmul_2d matmul_vm matmul_bcast "
-     "matmul_2d_3d matmul_op mm_fn einsum_mm einsum_batch einsum_ellipsis einsum_three",
+    ("matmul_batched addmm matmul_vm matmul_bcast "
+     "matmul_2d_3d einsum_mm einsum_batch einsum_ellipsis einsum_three",
      "bool",
      'bool matrix products compute where PyTorch raises '
      '"addmm_impl_cpu_"/"bmm" not implemented; in ops/linalg.py'),
-    ("matrix_power matrix_power_batch matrix_power_6",
+    ("matrix_power_batch",
      "bool",
      'matrix_power multiplies with matmul: bool matmul computes where PyTorch raises '
      '"addmm_impl_cpu_"/"bmm" not implemented; in ops/linalg.py'),
@@ -78,7 +78,11 @@ _DIFFERENCES = [
      "float16",
      "linalg.inv of float16 leaks NumPy's TypeError where PyTorch raises 'linalg.inv: Low "
      "precision dtypes not supported. Got Half'; in ops/linalg.py"),
-    ("logdet logdet_method",
+    ("logdet",
+     INTS + " float16",
+     "logdet's errors name linalg.slogdet where PyTorch's name logdet (float16: NumPy's "
+     "TypeError leaks); in ops/linalg.py"),
+    ("logdet_method",
      INTS + " bool float16",
      "logdet's errors name linalg.slogdet where PyTorch's name logdet (bool: PyTorch's addmm"
      " error; float16: NumPy's TypeError leaks); in ops/linalg.py"),
@@ -97,10 +101,6 @@ _DIFFERENCES = [
     ("matrix_exp linalg_matrix_exp",
      "float16",
      "float16 values differ from PyTorch's beyond float16 rounding; in ops/linalg_more.py"),
-    ("tensordot tensordot_lists tensordot_outer inner multi_dot multi_dot2 chain_matmul",
-     "bool",
-     'bool products compute where PyTorch raises "addmm_impl_cpu_" not implemented; in '
-     'ops/products.py'),
     ("setitem_adv setitem_mixed",
      "bool",
      "setitem of a bool value into an int64 tensor computes where PyTorch raises 'Index put "

@@ -28,6 +28,8 @@ ROWS = [
            "CloneBackward0"),
     OpInfo("matmul_op", lambda a, b: a @ b, np.matmul, [S((2, 3), (3, 4))], "MmBackward0"),
     OpInfo("mm_fn", torch.mm, np.matmul, [S((2, 3), (3, 4)), S((1, 1), (1, 2))], "MmBackward0"),
+    OpInfo("mm_method", lambda a, b: a.mm(b), np.matmul, [S((2, 3), (3, 4)), S((0, 2), (2, 3))],
+           "MmBackward0"),
     OpInfo("bmm", torch.bmm, np.matmul, [S((2, 2, 3), (2, 3, 4))], "BmmBackward0"),
     OpInfo("mv", torch.mv, np.matmul, [S((2, 3), (3,))], "MvBackward0"),
     OpInfo("dot", torch.dot, np.dot, [S((4,), (4,))], "DotBackward0"),

@@ -501,6 +501,8 @@ class OpSpec:
             m.__signature__ = f.__signature__
             for key in (self.key,) + self.aliases:
                 op(f"_{key}_method", function=False, method=False, methods=(key,))(m)
+                OPS[f"_{key}_method"].update(spec=self, nodes=(self.node_cls.__name__,)
+                                             if self.node_cls else ())
         for key in (self.key,) + self.aliases:
             op(key, method=method, function=function)(f)
             OPS[key].update(spec=self, nodes=(self.node_cls.__name__,) if self.node_cls
@@ -1453,3 +1455,99 @@ def front(spec: OpSpec, fn: Callable) -> Callable:
         OPS[key]["fn"] = fn
     spec.fn = fn
     return fn
+
+
+# -- a backward formula of the saved values, run without a Ctx on the hot path ---------------
+def formula_backward(spec: OpSpec, formula: Callable) -> Callable:
+    """Declare ``formula(grad, needs, *saved values in the declaration's order)`` as the
+    backward of ``spec`` (``needs``: whether each tensor input wants a gradient).  One formula:
+    ``ctx`` runs it under create_graph and in forward mode; the plain backward of a product
+    (two inputs, each kept for the other's gradient) unpacks them itself, version-checked in
+    PyTorch's order, as ``unary``'s nodes do."""
+    names = spec.saved
+    n_in = len(spec.inputs)
+    tensor_pos = tuple(p for p, _ in spec.unpack_seq)
+
+    def bw(ctx, grad):
+        return formula(grad, tuple(ctx.needs(i) for i in range(n_in)),
+                       *[getattr(ctx, n) for n in names])
+
+    spec.backward(bw)
+    if spec.broadcast or spec.binary or not (len(names) == n_in == 2 and len(tensor_pos) == 2):
+        return formula
+    # a product keeping each input for the other's gradient: the node's backward unpacks them
+    later = tensor_pos[0] == 1  # in PyTorch's order (mat2 before self)
+
+    def fast_bw(self, g, graph):
+        a, b = self._saved
+        if later and b is not None:
+            b = b.get(self, graph)
+        if a is not None:
+            a = a.get(self, graph)
+        if not later and b is not None:
+            b = b.get(self, graph)
+        nf = self.next_functions
+        return tuple(formula(g, (nf[0][0] is not None, nf[1][0] is not None), a, b))
+
+    spec.node_cls._bw = fast_bw
+    return formula
+
+
+# -- the common call of an op of two tensors and no other argument (mm) -----------------------
+_NO_PARAMS: dict = {}
+
+
+def pair_public(spec: OpSpec) -> tuple:
+    """The public function and method of ``spec``, an op of two tensors and no other
+    argument (``mm``): the common call (two Tensors by position) runs the forward and records
+    the node without binding arguments; any other call goes through the general path, which
+    raises PyTorch's errors.  For an op whose forward requires one dtype: tensors of two
+    dtypes reach it as they are (its own dtype error).  Registers both and returns them."""
+    name, forward, kinds, record = spec.name, spec.forward, spec.kinds, spec.record
+    general = OPS[spec.key]["fn"]
+    method = OPS.get(f"_{spec.key}_method", {}).get("fn", general)
+    cls = spec.node_cls
+    # a product's node keeps each input for the other's gradient (recorded inline)
+    cross = spec.saved == spec.inputs and spec.saved_for == ((1,), (0,)) and \
+        spec.bw is not None
+
+    def make(fallback):
+        def f(*args, **kwargs):
+            if len(args) != 2 or kwargs:
+                return fallback(*args, **kwargs)
+            a, b = args
+            try:
+                x, y = a._data, b._data
+            except AttributeError:
+                return fallback(*args)
+            if (x.dtype.kind not in kinds or y.dtype.kind not in kinds) and x.dtype is y.dtype:
+                return fallback(*args)  # (bfloat16: computed in float32, rounded once)
+            try:
+                r = forward(x, y)
+            except RuntimeError:
+                edges_first(a, b)  # a stale view's error comes before the op's own
+                raise
+            if not cross:
+                return record(r, args, _NO_PARAMS)
+            ra, rb = a._requires_grad, b._requires_grad
+            if not ((ra or rb) and STATE.enabled):
+                return _make(r)
+            res = _make(r)
+            res._requires_grad = True
+            res._grad_fn = node = cls((edge_of(a), edge_of(b)),
+                                      (Saved(a) if rb else None, Saved(b) if ra else None),
+                                      r.dtype)
+            if RECORD_HOOKS:
+                for h in RECORD_HOOKS:
+                    h(res, node)
+            return res
+        f.__name__ = f.__qualname__ = name
+        f.__module__, f.__doc__ = general.__module__, general.__doc__
+        f.__signature__ = general.__signature__
+        return f
+
+    f, m = make(general), make(method)
+    OPS[spec.key]["fn"] = f
+    if method is not general:
+        OPS[f"_{spec.key}_method"]["fn"] = m
+    return f, m

@@ -2,13 +2,15 @@
 the differentiable dense routines behind ``dyngrad.linalg`` (inv, det, slogdet, solve)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from . import op
 from .._dtype import BF16
 from .._record import STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
-from ._spec import batch_aligned, defop
+from ._spec import batch_aligned, defop, formula_backward, pair_public
 from .. import _dtype as D
 from .._fperr import quiet_off, quiet_on
 
@@ -19,33 +21,35 @@ def _shape_str(s):
     return "x".join(str(v) for v in s)
 
 
-class MmBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb = self._saved
-        ga = gb = None
-        nf = self.next_functions
-        if nf[0][0] is not None:
-            ga = X.matmul(g, X.transpose_last(sb.get(self, graph)))
-        if nf[1][0] is not None:
-            gb = X.matmul(X.transpose_last(sa.get(self, graph)), g)
-        return ga, gb
-
-
-@op()
-def mm(input, mat2):
+@defop("mm", node="MmBackward0", inputs=("self", "mat2"), saved=("self", "mat2"),
+       saved_for={"self": (1,), "mat2": (0,)}, batch=lambda spec, arrays, params: np.matmul(
+           *arrays))
+def mm(self, mat2):
     """Matrix product of two 2-D tensors; MmBackward0."""
-    a, b = input._data, mat2._data
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or a.dtype is not b.dtype:
-        edges_first(input, mat2)
-        _mm_check(a, b)
-    r = a @ b if a.dtype is not BF16 else X.matmul_np(a, b)
-    if STATE.enabled and (input._requires_grad or mat2._requires_grad):
-        return record(r, MmBackward0((edge_of(input), edge_of(mat2)),
-                                     (Saved(input) if mat2._requires_grad else None,
-                                      Saved(mat2) if input._requires_grad else None)))
-    return _make(r)
+    if self.ndim != 2 or mat2.ndim != 2 or self.shape[1] != mat2.shape[0] or \
+            self.dtype is not mat2.dtype:
+        _mm_check(self, mat2)
+    if self.dtype == np.bool_:
+        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+    return self @ mat2
+
+
+@partial(formula_backward, mm)
+def _(grad, needs, self, mat2):
+    return (X.matmul(grad, X.transpose_last(mat2)) if needs[0] else None,
+            X.matmul(X.transpose_last(self), grad) if needs[1] else None)
+
+
+@mm.jvp
+def _(ctx, ta, tb):
+    return X.product_rule(ctx.self, ctx.mat2, ta, tb, X.matmul)
+
+
+# PyTorch's node also shows each operand's sizes and strides
+mm.node_cls._named_saved.update({"self_sym_sizes": (0, "shape"), "self_sym_strides": (0, "strides"),
+                                 "mat2_sym_sizes": (1, "shape"),
+                                 "mat2_sym_strides": (1, "strides")})
+mm, _mm_method = pair_public(mm)
 
 
 def _mm_check(a, b):
