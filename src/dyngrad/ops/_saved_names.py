@@ -43,7 +43,6 @@ SAVED_NAMES: dict = {
     "AvgPool2DBackward0": {"ceil_mode": (1, "same"), "self": (2, "tensor")},
     "BinaryCrossEntropyWithLogitsBackward0": {"self": (0, "tensor"), "target": (1, "tensor")},
     "CeluBackward0": {"self": (0, "tensor")},
-    "CatBackward0": {"dim": (2, "dim")},
     "ClampBackward0": {"self": (0, "tensor"), "min": (1, "tensor"), "max": (2, "tensor")},
     "ClampBackward1": {"self": (0, "tensor"), "min": (1, "same"), "max": (2, "same")},
     "ClampMaxBackward0": {"self": (0, "tensor"), "max": (2, "same")},
@@ -266,7 +265,6 @@ SAVED_NAMES: dict = {
         "keepdim": (3, "same"),
         "result0": (5, "tensor"),
     },
-    "StackBackward0": {"dim": (2, "dim")},
     "SubBackward0": {"alpha": (4, "same")},
     "TakeBackward0": {"self": (2, "tensor")},
     "TanBackward0": {"result": (1, "tensor")},
@@ -274,7 +272,6 @@ SAVED_NAMES: dict = {
     "ThresholdBackward0": {"self": (0, "tensor")},
     "TransposeBackward0": {"dim0": (2, "dim"), "dim1": (3, "dim")},
     "TransposeBackward1": {"dim0": (2, "dim"), "dim1": (3, "dim")},
-    "TrilBackward0": {"diagonal": (0, "dim")},
     "TrilinearBackward0": {
         "i1": (0, "tensor"),
         "i2": (1, "tensor"),
@@ -284,7 +281,6 @@ SAVED_NAMES: dict = {
         "expand3": (5, "same"),
         "sumdim": (6, "same"),
     },
-    "TriuBackward0": {"diagonal": (0, "dim")},
     "UnbindBackward0": {"dim": (3, "dim")},
     "UnfoldBackward0": {
         "self_sym_sizes": (0, "same"),

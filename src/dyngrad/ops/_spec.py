@@ -310,6 +310,8 @@ class OpSpec:
             f = self._unary_public()
         elif self.binary:
             f = self._binary_public(1)
+        elif self.inputs == ("tensors",):  # a list of tensors (cat, stack): _list_public
+            f = self._list_public()
         else:
             f = None
 
@@ -339,6 +341,7 @@ class OpSpec:
 
         # the declaration's fixed facts, read as locals on every call
         outputs, differentiable, broadcast = spec.outputs, spec.differentiable, spec.broadcast
+        listed = spec.inputs == ("tensors",)  # (its tensors' shapes are kept: ``ctx.shapes``)
         node_cls, state = spec.node_cls, STATE
 
         def record(r, tensors, raw, casts=None):
@@ -377,7 +380,7 @@ class OpSpec:
                     saved.append(Saved(extra[i]))
                 else:
                     saved.append(raw[n])
-            if broadcast:  # the inputs' shapes, to sum the gradients back to
+            if broadcast or listed:  # the inputs' shapes, to sum the gradients back to
                 saved += [t._data.shape for t in tensors]
             # (given the output dtype, a complex result's node gives PyTorch's conjugate
             # gradient from the formula)
@@ -481,7 +484,8 @@ class OpSpec:
         f.__module__ = self.forward.__module__
         f.__doc__ = (self.forward.__doc__ or "").strip() or (
             f"{name}; records {self.node_cls.__name__}." if self.node_cls else name)
-        f.__signature__ = public_sig
+        # (a list input keeps PyTorch's name, ``tensors``)
+        f.__signature__ = sig if self.inputs == ("tensors",) else public_sig
         # an op that is neither ``dyngrad.<name>`` nor ``Tensor.<name>`` (reached through a
         # namespace such as ``dyngrad.special``) is registered privately, out of the support
         # table and of the in-place rule
@@ -507,6 +511,10 @@ class OpSpec:
             op(key, method=method, function=function)(f)
             OPS[key].update(spec=self, nodes=(self.node_cls.__name__,) if self.node_cls
                             else ())
+        if self.node_cls is not None and not (self.not_implemented or self.binary or broadcast
+                                              or self.node_cls._needs_saved):
+            self.node_cls._bw = _node_bw_plain  # keeps no tensor: nothing to unpack
+            self.plain_ctx = _plain_ctx(self)
         return f
 
 
@@ -1551,3 +1559,122 @@ def pair_public(spec: OpSpec) -> tuple:
     if method is not general:
         OPS[f"_{spec.key}_method"]["fn"] = m
     return f, m
+
+
+# --- ops of a list of tensors ----------------------------------------------------------------
+# ``defop(..., inputs=("tensors",))`` declares an op whose tensor input is PyTorch's TensorList
+# (cat, stack): the forward gets the list of arrays, the node has one edge per tensor, the
+# backward returns one gradient per tensor, and the tensors' shapes are kept after the saved
+# values (``ctx.shapes``).
+
+def _tensor_list(tensors, name: str) -> list:
+    """The arrays of ``tensors``, checked as PyTorch's TensorList argument (a tuple or list of
+    Tensors)."""
+    if type(tensors) is not list and type(tensors) is not tuple and \
+            not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {D.type_name(tensors)}")
+    try:
+        return [t._data for t in tensors]
+    except AttributeError:
+        pass
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{D.type_name(t)}")
+    return [t._data for t in tensors]
+
+
+def _list_public(self):
+    """The public function of an op of a list of tensors: PyTorch's argument errors, the
+    tensors in their common dtype (each gradient cast back to its tensor's), every dtype
+    taken as it is (the ops move data), ``dims`` type-checked (the forward wraps them: the
+    rank comes from the list)."""
+    spec, name = self, self.name
+    sig = inspect.signature(self.forward)
+    params = list(sig.parameters)[1:]
+    defaults = {p: sig.parameters[p].default for p in params}
+    n_params = len(params)
+    n_req = sum(1 for v in sig.parameters.values() if v.default is inspect.Parameter.empty)
+    dim_params = tuple((i, p) for i, p in enumerate(params) if p in spec.dims)
+    forward = self.forward
+
+    def f(tensors=_MISSING, *rest, **kwargs):
+        if tensors is _MISSING:
+            raise TypeError(f'{name}() missing 1 required positional arguments: "tensors"')
+        if len(rest) > n_params:
+            raise TypeError(f"{name}() takes from {n_req} to {n_params + 1} positional "
+                            f"arguments but {len(rest) + 1} were given")
+        arrays = _tensor_list(tensors, name)
+        if len(rest) == n_params:
+            pvals = dict(zip(params, rest))
+        else:
+            pvals = dict(defaults)
+            pvals.update(zip(params, rest))
+        if kwargs:
+            for k in kwargs:
+                if k not in defaults:
+                    raise TypeError(f"{name}() got an unexpected keyword argument '{k}'")
+                if k in params[:len(rest)]:
+                    raise TypeError(f"{name}() got multiple values for argument '{k}'")
+            pvals.update(kwargs)
+        for i, p in dim_params:
+            v = pvals[p]
+            if type(v) is not int:
+                pvals[p] = _int_arg(v, name, p, i + 2 if i < len(rest) else None)
+        casts = None
+        dt = arrays[0].dtype if arrays else None
+        for a in arrays:
+            if a.dtype is not dt and a.dtype != dt:
+                arrays, casts = _to_common(tensors, arrays)
+                break
+        try:
+            r = forward(arrays, **pvals)
+        except RuntimeError:
+            edges_first(*tensors)  # a stale view's error comes before the op's own
+            raise
+        return spec.record(r, tensors, pvals, casts)
+
+    return f
+
+
+OpSpec._list_public = _list_public
+
+
+def _plain_ctx(spec) -> type:
+    """The ``ctx`` class of a declared op whose node keeps no tensor (most shape ops): its
+    saved values read straight from the node, with nothing to unpack or version-check."""
+    n = len(spec.saved)
+    ns = {"__slots__": ("_node", "_graph", "_s"), "_only": None, "needs": Ctx.needs,
+          "op": Ctx.op, "__doc__": f"What the backward of {spec.name} reads.",
+          # a list input's shapes, kept after the saved values
+          "shapes": property(lambda c: c._s[n:])}
+    for i, name in enumerate(spec.saved):
+        ns[name] = property(lambda c, i=i: c._s[i])
+    return type("Ctx", (), ns)
+
+
+def _node_bw_plain(self, g, graph):
+    """The backward of a declared op whose node keeps no tensor (see ``_plain_ctx``)."""
+    spec = type(self)._spec
+    ctx = spec.plain_ctx()
+    ctx._node, ctx._graph, ctx._s = self, graph, self._saved
+    return tuple(spec.bw(ctx, g))
+
+
+def int64_saved(spec: OpSpec, *names: str) -> OpSpec:
+    """Saved ints ``names`` of ``spec``'s node shown as PyTorch shows its int64 values (a
+    negative one through uint64: -1 reads 2**64 - 1), as dims are."""
+    named = spec.node_cls._named_saved
+    for n in names:
+        named[n] = (named[n][0], "dim")
+    return spec
+
+
+def leading_batch(spec, arrays, params):
+    """Batching rule of an op of the trailing dims (tril, diag_embed): the batch axis leads."""
+    return spec.forward(*arrays, **params)
+
+
+Ctx.shapes = property(lambda self: self._node._saved[len(type(self._node)._spec.saved):],
+                      doc="The shapes of the tensors of a list input (cat's sizes).")

@@ -3,13 +3,16 @@ repetition, diagonals and triangles.  Each backward is written once: ``X.twin`` 
 kernel (arrays) with the differentiable op (Tensors, under ``create_graph``)."""
 from __future__ import annotations
 
+import functools
+
 
 import numpy as np
 
 from .. import _dtype as D
-from . import op
+from . import OPS, op
 from .._record import STATE, Node, Tensor, edge_of, raw_dim, record
 from . import _dual as X
+from ._spec import _tensor_list, defop, int64_saved, leading_batch
 from .views import make_view, permute, reshape, expand
 from .._tensor import Size, _dim
 
@@ -24,145 +27,104 @@ def _ints(args):
 
 
 # --- cat / stack ---------------------------------------------------------------------------
-class CatBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        dim, sizes, _ = self._saved
-        outs, start = [], 0
-        for s in sizes:
-            if s is None:  # a skipped empty 1-D input: PyTorch's gradient is zeros(0)
-                outs.append(X.const(np.zeros(0, X.data(g).dtype), g))
-                continue
-            key = (slice(None),) * dim + (slice(start, start + s),)
-            outs.append(g[key])
-            start += s
-        return tuple(outs)
+def _cat_batched(spec, arrays, params):
+    d = params.get("dim", 0)
+    return spec.forward(list(arrays), (d + arrays[0].ndim - 1 if d < 0 else d) + 1)
 
 
-def _seq_check(tensors, name, dim=0):
-    """The tensors of a cat/stack-like call as a list, with PyTorch's argument errors."""
-    if not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"{D.type_name(tensors)}")
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
-                            f"{D.type_name(t)}")
-    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        if not (isinstance(dim, Tensor) and dim._data.dtype.kind in "iu" and dim._data.size == 1):
-            raise TypeError(f"{name}(): argument 'dim' must be int, not {D.type_name(dim)}")
-    return list(tensors)
-
-
-def _common_dtype(tensors):
-    dt = D.FROM_NP[tensors[0]._data.dtype]
-    for t in tensors[1:]:
-        o = D.FROM_NP[t._data.dtype]
-        if o is not dt:
-            dt = D.promote(dt, o)
-    return dt.np
-
-
-def _record_multi(data, node_cls, tensors, saved, casts=None):
-    if STATE.enabled and any(t._requires_grad for t in tensors):
-        node = node_cls(tuple(edge_of(t) for t in tensors), saved)
-        if casts is not None:
-            node._casts = casts
-        return record(data, node)
-    return _make(data)
-
-
-@op(method=False)
-def cat(tensors, dim=0, *, axis=None):
-    """Join tensors along an existing dimension; CatBackward0.  ``axis`` is NumPy's name for
-    ``dim``, which PyTorch also takes."""
-    return _cat(tensors, dim if axis is None else axis, "cat")
-
-
-def _cat(tensors, dim, name):
-    tensors = _seq_check(tensors, name, dim)
-    dim = int(dim)
+@defop("cat", node="CatBackward0", inputs=("tensors",), saved=("dim",), dims=("dim",),
+       method=False, aliases=("concat", "concatenate"), batch=_cat_batched)
+def cat(tensors, dim=0):
+    """Join tensors along an existing dimension (1-D empty ones skipped); CatBackward0."""
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    # legacy rule: 1-D empty tensors are skipped
-    live = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
+    # PyTorch's legacy rule: 1-D empty tensors are skipped
+    live = [t for t in tensors if t.ndim != 1 or t.shape[0]]
     ref = live[0] if live else tensors[0]
-    nd = ref._data.ndim
+    nd, shape = ref.ndim, ref.shape
     if nd == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     k = _dim(dim, nd)
     for i, t in enumerate(tensors):
-        td = t._data
-        if td.ndim == 1 and td.shape[0] == 0:
+        s = t.shape
+        if s[:k] == shape[:k] and s[k + 1:] == shape[k + 1:] or len(s) == 1 and not s[0]:
             continue
-        if td.ndim == 0:
+        if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-        if td.ndim != nd:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {td.ndim}")
-        for j in range(nd):
-            if j != k and td.shape[j] != ref._data.shape[j]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {k}. Expected "
-                                   f"size {ref._data.shape[j]} but got size {td.shape[j]} for tensor "
-                                   f"number {i} in the list.")
-    rt = _common_dtype(tensors)
-    parts = [t._data for t in live]
-    # each part cast straight to the result dtype (NumPy has no common type of bfloat16 and
-    # float16)
-    data = np.ascontiguousarray(np.concatenate(parts, axis=k, dtype=rt, casting="unsafe")) \
-        if parts else np.empty((0,), dtype=rt)
-    sizes = tuple(None if (t._data.ndim == 1 and t._data.shape[0] == 0) else t._data.shape[k]
-                  for t in tensors)
-    casts = None
-    if any(t._data.dtype != rt for t in tensors):
-        casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
-    return _record_multi(data, CatBackward0, tensors, (k, sizes, dim), casts)
+        if t.ndim != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and {t.ndim}")
+        j = next(j for j in range(nd) if j != k and s[j] != shape[j])
+        raise RuntimeError(f"Sizes of tensors must match except in dimension {k}. Expected size "
+                           f"{shape[j]} but got size {s[j]} for tensor number {i} in the list.")
+    if not live:
+        return np.empty((0,), dtype=ref.dtype)
+    return np.concatenate(live, axis=k)
 
 
-def _cat_alias(name):
-    def f(tensors, dim=0, *, axis=None):
-        return _cat(tensors, dim if axis is None else axis, name)
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"Alias of :func:`cat` (errors name ``{name}``)."
-    return op(name, method=False)(f)
-
-
-concat = _cat_alias("concat")
-concatenate = _cat_alias("concatenate")
-
-
-class StackBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        dim, n, _ = self._saved
-        return tuple(g[(slice(None),) * dim + (i,)] for i in range(n))
+@cat.backward
+def _(ctx, grad):
+    dim = ctx.dim
+    lead = (slice(None),) * (dim + grad.ndim if dim < 0 else dim)
+    k = len(lead)
+    outs, start = [], 0
+    for s in ctx.shapes:
+        if len(s) == 1 and not s[0]:  # a skipped tensor: PyTorch's gradient is zeros(0)
+            outs.append(X.zeros((0,), grad))
+            continue
+        end = start + s[k]
+        outs.append(grad[lead + (slice(start, end),)])
+        start = end
+    return outs
 
 
-@op(method=False)
+@cat.jvp
+def _(ctx, *tangents):
+    like = next(t for t in tangents if t is not None)
+    return ctx.op("cat", [X.zeros(s, like) if t is None else t
+                          for t, s in zip(tangents, ctx.shapes)], ctx.dim)
+
+
+cat = cat.fn
+concat = OPS["concat"]["fn"]
+concatenate = OPS["concatenate"]["fn"]
+
+
+def _stack_batched(spec, arrays, params):
+    d = params.get("dim", 0)
+    return spec.forward(list(arrays), (d + arrays[0].ndim if d < 0 else d) + 1)
+
+
+@defop("stack", node="StackBackward0", inputs=("tensors",), saved=("dim",), dims=("dim",),
+       method=False, batch=_stack_batched)
 def stack(tensors, dim=0):
     """Join same-shaped tensors along a new dimension; StackBackward0."""
-    tensors = _seq_check(tensors, "stack", dim)
-    dim = int(dim)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
-    s0 = tensors[0]._data.shape
+    s0 = tensors[0].shape
     k = _dim(dim, len(s0) + 1)  # PyTorch wraps the dim against the first tensor first
     for i, t in enumerate(tensors[1:], 1):
-        if t._data.shape != s0:
+        if t.shape != s0:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at "
-                               f"entry 0 and {list(t._data.shape)} at entry {i}")
-    rt = _common_dtype(tensors)
+                               f"entry 0 and {list(t.shape)} at entry {i}")
     # PyTorch's result is contiguous whatever the inputs' layout
-    data = np.ascontiguousarray(np.stack([t._data for t in tensors], axis=k, dtype=rt,
-                                         casting="unsafe"))
-    casts = None
-    if any(t._data.dtype != rt for t in tensors):
-        casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in tensors)
-    return _record_multi(data, StackBackward0, tensors, (k, len(tensors), dim), casts)
+    return np.ascontiguousarray(np.stack(tensors, axis=k))
+
+
+@stack.backward
+def _(ctx, grad):
+    dim = ctx.dim
+    lead = (slice(None),) * (dim + grad.ndim if dim < 0 else dim)
+    return [grad[lead + (i,)] for i in range(len(ctx.shapes))]
+
+
+@stack.jvp
+def _(ctx, *tangents):
+    like = next(t for t in tangents if t is not None)
+    return ctx.op("stack", [X.zeros(s, like) if t is None else t
+                            for t, s in zip(tangents, ctx.shapes)], ctx.dim)
+
+
+stack = stack.fn
 
 
 @op(method=False)
@@ -204,14 +166,16 @@ def atleast_3d(*tensors):
 @op(method=False)
 def hstack(tensors):
     """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1)."""
-    ts = atleast_1d(list(_seq_check(tensors, "hstack")))
+    _tensor_list(tensors, "hstack")
+    ts = atleast_1d(list(tensors))
     return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1)
 
 
 @op(method=False)
 def vstack(tensors):
     """Concatenate row-wise after making every tensor at least 2-D."""
-    return cat(atleast_2d(list(_seq_check(tensors, "vstack"))), 0)
+    _tensor_list(tensors, "vstack")
+    return cat(atleast_2d(list(tensors)), 0)
 
 
 row_stack = vstack
@@ -221,13 +185,15 @@ op("row_stack", method=False)(vstack)
 @op(method=False)
 def dstack(tensors):
     """Concatenate depth-wise (dim 2) after making every tensor at least 3-D."""
-    return cat(atleast_3d(list(_seq_check(tensors, "dstack"))), 2)
+    _tensor_list(tensors, "dstack")
+    return cat(atleast_3d(list(tensors)), 2)
 
 
 @op(method=False)
 def column_stack(tensors):
     """Stack 1-D tensors as columns, concatenate 2-D ones along dim 1."""
-    ts = [t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in _seq_check(tensors, "column_stack")]
+    _tensor_list(tensors, "column_stack")
+    ts = [t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in tensors]
     return cat(ts, 1)
 
 
@@ -702,43 +668,43 @@ def diag(input, diagonal=0):
     return _make(data)
 
 
-class TrilBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return _tril_any(g, self._saved[0]),
-
-
-class TriuBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return _triu_any(g, self._saved[0]),
+@functools.lru_cache(maxsize=256)
+def _tri_mask(rows, cols, k, lower):
+    """Where tril (``lower``) / triu with diagonal ``k`` keeps the elements (cached: NumPy's
+    tril builds it on every call)."""
+    return np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1, dtype=bool)
 
 
-def _tri(input, k, np_fn, cls, name):
-    D.arg_int(k, name, "diagonal", 2)
-    d = input._data
-    if d.ndim < 2:
-        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-    data = np_fn(d, int(k))
-    if STATE.enabled and input._requires_grad:
-        return record(data, cls((edge_of(input),), (int(k),)))
-    return _make(data)
+def _np_tril(x, k):
+    return np.where(_tri_mask(x.shape[-2], x.shape[-1], k, True), x, x.dtype.type(0))
 
 
-@op()
-def tril(input, diagonal=0):
-    """The lower triangle (on and below diagonal ``diagonal``) of the last two dims; TrilBackward0."""
-    return _tri(input, diagonal, np.tril, TrilBackward0, "tril")
+def _np_triu(x, k):
+    return np.where(_tri_mask(x.shape[-2], x.shape[-1], k, False), x, x.dtype.type(0))
 
 
-@op()
-def triu(input, diagonal=0):
-    """The upper triangle (on and above diagonal ``diagonal``) of the last two dims; TriuBackward0."""
-    return _tri(input, diagonal, np.triu, TriuBackward0, "triu")
+def _tri(name, np_fn, doc):
+    """tril / triu: ``np_fn`` on the last two dims, its own backward (the op is linear)."""
+    def forward(self, diagonal=0):
+        D.arg_int(diagonal, name, "diagonal", 2)
+        if self.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        return np_fn(self, int(diagonal))
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__module__ = __name__
+    forward.__doc__ = doc
+    spec = int64_saved(defop(name, node=name.capitalize() + "Backward0", saved=("diagonal",),
+                             linear=True, batch=leading_batch)(forward), "diagonal")
+    kernel = X.twin(np_fn, spec.fn)
+    spec.backward(lambda ctx, grad: (kernel(grad, ctx.diagonal),))
+    return spec.fn
+
+
+tril = _tri("tril", _np_tril, "The lower triangle (on and below diagonal ``diagonal``) of the "
+            "last two dims; TrilBackward0.")
+triu = _tri("triu", _np_triu, "The upper triangle (on and above diagonal ``diagonal``) of the "
+            "last two dims; TriuBackward0.")
 
 
 # the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph)
@@ -748,8 +714,6 @@ _rot90_any = X.twin(lambda g, k, dims: np.rot90(g, k, dims).copy(),
                     lambda g, k, dims: rot90(g, k, dims))
 _diagonal_copy_any = X.twin(lambda g, offset, d1, d2: _np_diag_view(g, offset, d1, d2).copy(),
                             lambda g, offset, d1, d2: diagonal(g, offset, d1, d2).clone())
-_tril_any = X.twin(np.tril, lambda g, k: tril(g, k))
-_triu_any = X.twin(np.triu, lambda g, k: triu(g, k))
 
 
 def _inplace_tri(name):
