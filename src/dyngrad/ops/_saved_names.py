@@ -205,7 +205,6 @@ SAVED_NAMES: dict = {
     "ReplicationPad2DBackward0": {"self": (2, "tensor")},
     "ReshapeAliasBackward0": {"self_sym_sizes": (0, "same")},
     "RollBackward0": {"dims": (2, "dim")},
-    "Rot90Backward0": {"k": (0, "same"), "dims": (2, "dim")},
     "RreluWithNoiseBackwardBackward0": {"self": (1, "tensor")},
     "RsqrtBackward0": {"result": (1, "tensor")},
     "RsubBackward1": {"alpha": (0, "same")},

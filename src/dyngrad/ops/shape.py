@@ -352,34 +352,49 @@ def roll(input, shifts, dims=None):
     return _make(data)
 
 
-class Rot90Backward0(Node):
-    __slots__ = ()
-    _needs_saved = False
+def _np_rot90(x, k, dims):
+    """np.rot90(x, k, dims) as a C-ordered copy, without NumPy's per-call argument handling."""
+    a, b = dims
+    k %= 4
+    if k == 0:
+        return x.copy()
+    key = [slice(None)] * x.ndim
+    if k == 2:
+        key[a] = key[b] = slice(None, None, -1)
+        return x[tuple(key)].copy()
+    perm = list(range(x.ndim))
+    perm[a], perm[b] = b, a
+    key[b if k == 1 else a] = slice(None, None, -1)
+    return x[tuple(key)].transpose(perm).copy()
 
-    def _bw(self, g, graph):
-        k, dims, _ = self._saved
-        return _rot90_any(g, -k, dims),
+
+def _rot90_batched(spec, arrays, params):
+    dims = params.get("dims", (0, 1))
+    return spec.forward(*arrays, params.get("k", 1), tuple(d + (d >= 0) for d in dims))
 
 
-@op()
-def rot90(input, k=1, dims=(0, 1)):
+@defop("rot90", node="Rot90Backward0", saved=("k", "dims"), linear=True, batch=_rot90_batched)
+def rot90(self, k=1, dims=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``dims``; Rot90Backward0."""
     D.arg_int(k, "rot90", "k", 2)
-    d = input._data
-    dims = tuple(dims)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
-    if d.ndim < 2:
-        raise RuntimeError(f"expected total dims >= 2, but got total dims = {d.ndim}")
-    raw = tuple(int(x) for x in dims)
-    dims = tuple(_dim(x, d.ndim) for x in dims)
+    if self.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.ndim}")
+    dims = tuple(_dim(x, self.ndim) for x in dims)
     if dims[0] == dims[1]:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and "
                            f"dim1 = {dims[1]}")
-    data = np.rot90(d, k, dims).copy()
-    if STATE.enabled and input._requires_grad:
-        return record(data, Rot90Backward0((edge_of(input),), (k, dims, raw)))
-    return _make(data)
+    return _np_rot90(self, int(k), dims)
+
+
+@rot90.backward
+def _(ctx, grad):
+    nd = X.data(grad).ndim
+    return (_rot90_any(grad, -ctx.k, tuple(_dim(x, nd) for x in ctx.dims)),)
+
+
+rot90 = int64_saved(rot90, "k").fn
 
 
 # --- repetition -------------------------------------------------------------------------------
@@ -710,8 +725,7 @@ triu = _tri("triu", _np_triu, "The upper triangle (on and above diagonal ``diago
 # the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph)
 _flip_any = X.twin(lambda g, dims: np.flip(g, dims).copy(), lambda g, dims: flip(g, dims))
 _roll_any = X.twin(_np_roll, lambda g, shifts, dims: roll(g, shifts, dims if dims else None))
-_rot90_any = X.twin(lambda g, k, dims: np.rot90(g, k, dims).copy(),
-                    lambda g, k, dims: rot90(g, k, dims))
+_rot90_any = X.twin(_np_rot90, lambda g, k, dims: rot90(g, k, dims))
 _diagonal_copy_any = X.twin(lambda g, offset, d1, d2: _np_diag_view(g, offset, d1, d2).copy(),
                             lambda g, offset, d1, d2: diagonal(g, offset, d1, d2).clone())
 
