@@ -571,6 +571,13 @@ def broadcast_tensors(*tensors):
 def _np_diag_view(x, offset, d1, d2):
     """A writeable (when ``x`` is) view of the diagonal of ``x`` over dims d1, d2 (last dim)."""
     nd = x.ndim
+    if d1 == nd - 2 and d2 == nd - 1 and x.flags.c_contiguous:
+        # the last two dims of a C-ordered array: every (cols + 1)-th element of their
+        # flattening, from the first on the diagonal (a view, without as_strided's cost)
+        r, c = x.shape[-2], x.shape[-1]
+        n = max(min(r, c - offset), 0) if offset >= 0 else max(min(r + offset, c), 0)
+        start = offset if offset >= 0 else -offset * c
+        return x.reshape(x.shape[:-2] + (r * c,))[..., start:start + n * (c + 1):c + 1]
     perm = [i for i in range(nd) if i not in (d1, d2)] + [d1, d2]
     y = x.transpose(perm)
     r, c = y.shape[-2], y.shape[-1]
