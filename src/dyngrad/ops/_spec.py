@@ -1671,10 +1671,5 @@ def int64_saved(spec: OpSpec, *names: str) -> OpSpec:
     return spec
 
 
-def leading_batch(spec, arrays, params):
-    """Batching rule of an op of the trailing dims (tril, diag_embed): the batch axis leads."""
-    return spec.forward(*arrays, **params)
-
-
 Ctx.shapes = property(lambda self: self._node._saved[len(type(self._node)._spec.saved):],
                       doc="The shapes of the tensors of a list input (cat's sizes).")
