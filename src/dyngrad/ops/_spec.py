@@ -1591,7 +1591,7 @@ def _list_public(self):
     taken as it is (the ops move data), ``dims`` type-checked (the forward wraps them: the
     rank comes from the list)."""
     spec, name = self, self.name
-    sig = inspect.signature(self.forward)
+    sig = _signatures(self.forward)[0]
     params = list(sig.parameters)[1:]
     defaults = {p: sig.parameters[p].default for p in params}
     n_params = len(params)
