@@ -271,7 +271,6 @@ SAVED_NAMES: dict = {
     "ThresholdBackward0": {"self": (0, "tensor")},
     "TransposeBackward0": {"dim0": (2, "dim"), "dim1": (3, "dim")},
     "TransposeBackward1": {"dim0": (2, "dim"), "dim1": (3, "dim")},
-    "TrilBackward0": {"diagonal": (0, "dim")},
     "TrilinearBackward0": {
         "i1": (0, "tensor"),
         "i2": (1, "tensor"),
@@ -281,7 +280,6 @@ SAVED_NAMES: dict = {
         "expand3": (5, "same"),
         "sumdim": (6, "same"),
     },
-    "TriuBackward0": {"diagonal": (0, "dim")},
     "UnbindBackward0": {"dim": (3, "dim")},
     "UnfoldBackward0": {
         "self_sym_sizes": (0, "same"),

@@ -705,51 +705,36 @@ def _np_triu(x, k):
     return np.where(_tri_mask(x.shape[-2], x.shape[-1], k, False), x, x.dtype.type(0))
 
 
-class TrilBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
+def _tri(name, np_fn, doc):
+    """tril / triu: ``np_fn`` on the last two dims (a leading batch axis passes through), its
+    own backward (the op is linear)."""
+    def forward(self, diagonal=0):
+        D.arg_int(diagonal, name, "diagonal", 2)
+        if self.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        return np_fn(self, int(diagonal))
 
-    def _bw(self, g, graph):
-        return _tril_any(g, self._saved[0]),
-
-
-class TriuBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return _triu_any(g, self._saved[0]),
-
-
-def _tri(input, k, np_fn, cls, name):
-    D.arg_int(k, name, "diagonal", 2)
-    d = input._data
-    if d.ndim < 2:
-        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-    data = np_fn(d, int(k))
-    if STATE.enabled and input._requires_grad:
-        return record(data, cls((edge_of(input),), (int(k),)))
-    return _make(data)
+    forward.__name__ = forward.__qualname__ = name
+    forward.__module__ = __name__
+    forward.__doc__ = doc
+    spec = int64_saved(defop(name, node=name.capitalize() + "Backward0", saved=("diagonal",),
+                             linear=True, batch=lambda spec, arrays, p: spec.forward(*arrays, **p))
+                       (forward), "diagonal")
+    kernel = X.twin(np_fn, spec.fn)
+    spec.backward(lambda ctx, grad: (kernel(grad, ctx.diagonal),))
+    return spec.fn
 
 
-@op()
-def tril(input, diagonal=0):
-    """The lower triangle (on and below diagonal ``diagonal``) of the last two dims; TrilBackward0."""
-    return _tri(input, diagonal, _np_tril, TrilBackward0, "tril")
-
-
-@op()
-def triu(input, diagonal=0):
-    """The upper triangle (on and above diagonal ``diagonal``) of the last two dims; TriuBackward0."""
-    return _tri(input, diagonal, _np_triu, TriuBackward0, "triu")
+tril = _tri("tril", _np_tril, "The lower triangle (on and below diagonal ``diagonal``) of the "
+            "last two dims; TrilBackward0.")
+triu = _tri("triu", _np_triu, "The upper triangle (on and above diagonal ``diagonal``) of the "
+            "last two dims; TriuBackward0.")
 
 
 # the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph)
 _flip_any = X.twin(lambda g, dims: np.flip(g, dims).copy(), lambda g, dims: flip(g, dims))
 _roll_any = X.twin(_np_roll, lambda g, shifts, dims: roll(g, shifts, dims if dims else None))
 _rot90_any = X.twin(_np_rot90, lambda g, k, dims: rot90(g, k, dims))
-_tril_any = X.twin(_np_tril, lambda g, k: tril(g, k))
-_triu_any = X.twin(_np_triu, lambda g, k: triu(g, k))
 _diagonal_copy_any = X.twin(lambda g, offset, d1, d2: _np_diag_view(g, offset, d1, d2).copy(),
                             lambda g, offset, d1, d2: diagonal(g, offset, d1, d2).clone())
 
