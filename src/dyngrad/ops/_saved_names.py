@@ -65,7 +65,6 @@ SAVED_NAMES: dict = {
     "CopysignBackward1": {"self": (0, "tensor"), "result": (1, "tensor")},
     "CosBackward0": {"self": (0, "tensor")},
     "CoshBackward0": {"self": (0, "tensor")},
-    "DiagEmbedBackward0": {"offset": (0, "dim"), "dim1": (3, "dim"), "dim2": (4, "dim")},
     "DiagonalBackward0": {"self_sym_sizes": (0, "same"), "dim1": (4, "dim"), "dim2": (5, "dim")},
     "DiagonalBackward0_copy": {
         "self_sym_sizes": (0, "same"),

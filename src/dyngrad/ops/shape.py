@@ -649,30 +649,36 @@ def _embed_shape(shape, offset, d1, d2):
     return tuple(out)
 
 
-class DiagEmbedBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        offset, d1, d2 = self._saved[:3]
-        return _diagonal_copy_any(g, offset, d1, d2),
+def _diag_embed_batched(spec, arrays, params):
+    p = {"dim1": -2, "dim2": -1, **params}
+    for k in ("dim1", "dim2"):
+        p[k] += p[k] >= 0
+    return spec.forward(*arrays, **p)
 
 
-@op()
-def diag_embed(input, offset=0, dim1=-2, dim2=-1):
-    """Tensors whose diagonals (over ``dim1``/``dim2``) hold the last dim of ``input``."""
-    d = input._data
-    nd = d.ndim + 1
+@defop("diag_embed", node="DiagEmbedBackward0", saved=("offset", "dim1", "dim2"), linear=True,
+       batch=_diag_embed_batched)
+def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+    """Tensors whose diagonals (over ``dim1``/``dim2``) hold the last dim of ``input``;
+    DiagEmbedBackward0."""
+    D.arg_int(offset, "diag_embed", "offset", 2)
+    nd = self.ndim + 1
     a, b = _dim(dim1, nd), _dim(dim2, nd)
     if a == b:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    shape = _embed_shape(d.shape, offset, a, b)
-    z = np.zeros(shape, dtype=d.dtype)
-    _np_diag_view(z, offset, a, b)[...] = d
-    if STATE.enabled and input._requires_grad:
-        return record(z, DiagEmbedBackward0((edge_of(input),),
-                                            (offset, a, b, raw_dim(dim1), raw_dim(dim2))))
-    return _make(z)
+    z = np.zeros(_embed_shape(self.shape, offset, a, b), dtype=self.dtype)
+    _np_diag_view(z, offset, a, b)[...] = self
+    return z
+
+
+@diag_embed.backward
+def _(ctx, grad):
+    nd, d1, d2 = grad.ndim, ctx.dim1, ctx.dim2
+    return (_diagonal_copy_any(grad, ctx.offset, d1 + nd if d1 < 0 else d1,
+                               d2 + nd if d2 < 0 else d2),)
+
+
+diag_embed = int64_saved(diag_embed, "offset").fn
 
 
 @op()
