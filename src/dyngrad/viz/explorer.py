@@ -183,7 +183,9 @@ class Recorder:
         # while recording
         import gc
         hook = self._step_hook
-        self._hooked = [o for o in gc.get_objects() if issubclass(type(o), Optimizer)]
+        # (an optimizer whose constructor raised may still be alive, without its hooks)
+        self._hooked = [o for o in gc.get_objects() if issubclass(type(o), Optimizer)
+                        and isinstance(o.__dict__.get("_step_hooks"), list)]
         for o in self._hooked:
             o._step_hooks.append(hook)
         init = Optimizer.__dict__["__init__"]
