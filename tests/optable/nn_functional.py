@@ -54,6 +54,11 @@ ROWS = [
     OpInfo("F.softmin", lambda x: F.softmin(x, 1), None, X, "SoftmaxBackward0"),
     # losses
     OpInfo("F.mse_loss", F.mse_loss, lambda a, b: ((a - b) ** 2).mean(), T2, "MseLossBackward0"),
+    OpInfo("F.mse_loss_reductions", lambda a, b, **kw: F.mse_loss(a, b, **kw),
+           lambda a, b, reduction: {"none": lambda d: d, "sum": np.sum}[reduction]((a - b) ** 2),
+           [S((3, 4), (3, 4), kwargs={"reduction": "sum"}),
+            S((2, 3), (2, 3), kwargs={"reduction": "none"}), S((), (), kwargs={"reduction": "sum"})],
+           "MseLossBackward0"),
     OpInfo("F.l1_loss", lambda a, b: F.l1_loss(a, b, reduction="sum"),
            lambda a, b: np.abs(a - b).sum(), T2),
     OpInfo("F.smooth_l1_loss", lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), None, T2,

@@ -7,10 +7,11 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .._fperr import quiet
 from .._tensor import Tensor, _dim
 from .._record import notify, STATE, Node, Saved, edge_of, record, sum_to, as_float
 from ..ops import _dual as X
+from ..ops import losses as _losses
+from ..ops.losses import REDUCTIONS as _REDUCTIONS, reduce as _reduce, reduce_grad as _reduce_grad  # noqa: E501
 from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
 from ..ops.linalg import addmm, matmul
@@ -97,25 +98,6 @@ def _weighted_loss(loss, weight, input, reduction, mean_over_weights=True):
                      f"'sum'.")
 
 
-def _reduce(loss, reduction):
-    acc = np.float32 if loss.dtype == D.BF16 else loss.dtype  # bfloat16 summed in float32
-    if reduction == "mean":
-        return np.asarray(loss.mean(dtype=acc), loss.dtype) if loss.size else \
-            np.asarray(np.nan, loss.dtype)
-    if reduction == "sum":
-        return np.asarray(loss.sum(dtype=acc), loss.dtype)
-    return loss
-
-
-def _reduce_grad(g, shape, reduction, n):
-    """Gradient of the reduction: expand a scalar gradient back to the elementwise loss."""
-    if reduction == "mean":
-        return X.expand_to(g / n, shape) if n else X.expand_to(g, shape)
-    if reduction == "sum":
-        return X.expand_to(g, shape)
-    return g
-
-
 def _check_target_size(input, target, name):
     if input._data.shape != target._data.shape:
         _warn.warn(f"Using a target size ({target.shape}) that is different to the input size "
@@ -130,13 +112,7 @@ def _check_target_size(input, target, name):
 
 
 def _loss_dtype(input, target, kernel):
-    """The dtype of a pointwise loss of input and target (PyTorch's promotion of the two after
-    broadcasting them to one shape); an integer result has no kernel, as in PyTorch."""
-    x, t = input._data, target._data
-    rt = x.dtype if x.dtype is t.dtype else D.promote(D.FROM_NP[x.dtype], D.FROM_NP[t.dtype]).np
-    if rt not in D.INEXACT:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(rt)}\'')
-    return rt
+    return _losses.loss_dtype(input._data, target._data, kernel)
 
 
 def _cast_error(result, out):
@@ -160,22 +136,6 @@ def _same_dtype_loss(found, expected):
                            f"{D.scalar_type_name(expected)}")
 
 
-class MseLossBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        si, st, red = self._saved
-        x = si.get(self, graph)
-        t = st.get(self, graph)
-        diff = x - t
-        gl = _reduce_grad(g, tuple(diff.shape), red, X.numel(diff))
-        gi = gl * diff * 2
-        gx = sum_to(gi, x.shape) if self.next_functions[0][0] is not None else None
-        gt = sum_to(-gi, t.shape) if self.next_functions[1][0] is not None else None
-        return gx, gt
-
-
-@quiet
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error; MseLossBackward0 (with ``weight``: PyTorch's weighted composition)."""
     if weight is not None:
@@ -185,15 +145,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
                               _legacy_reduction(reduction, size_average, reduce))
     reduction = _reduction_enum(reduction, size_average, reduce)
     _check_target_size(input, target, "mse_loss")
-    dt = _loss_dtype(input, target, "mse_cpu")
-    x = input._data.astype(dt, copy=False)
-    t = target._data.astype(dt, copy=False)
-    diff = x - t
-    r = _reduce(diff * diff, reduction)
-    if STATE.enabled and (input._requires_grad or target._requires_grad):
-        return record(r, MseLossBackward0((edge_of(input), edge_of(target)),
-                                          (Saved(input), Saved(target), reduction)))
-    return _make(r)
+    return _losses.call(_losses.mse_loss, input, target, _REDUCTIONS[reduction])
 
 
 class BinaryCrossEntropyBackward0(Node):
