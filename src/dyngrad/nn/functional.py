@@ -115,9 +115,7 @@ def _loss_dtype(input, target, kernel):
     return _losses.loss_dtype(input._data, target._data, kernel)
 
 
-def _cast_error(result, out):
-    return RuntimeError(f"result type {D.scalar_type_name(result)} can't be cast to the desired "
-                        f"output type {D.scalar_type_name(out)}")
+_cast_error = _losses.cast_error
 
 
 def _not_differentiable(fn, **args):
@@ -130,10 +128,7 @@ def _not_differentiable(fn, **args):
                                    f"True.")
 
 
-def _same_dtype_loss(found, expected):
-    if found != expected:
-        raise RuntimeError(f"Found dtype {D.scalar_type_name(found)} but expected "
-                           f"{D.scalar_type_name(expected)}")
+_same_dtype_loss = _losses.same_dtype
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -1208,69 +1203,6 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _loss_reduce((input - target).abs(), reduction)
 
 
-class _DiffLoss(Node):
-    """Backward of a loss of d = input - target, elementwise then reduced."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        si, st, red, prm = self._saved
-        x = si.get(self, graph)
-        t = st.get(self, graph)
-        d = x - t
-        dd = X.data(d)
-        gl = _reduce_grad(g, tuple(dd.shape), red, dd.size)
-        gd = gl * type(self)._grad(d, dd, *prm)
-        gx = sum_to(gd, tuple(x.shape)) if self.next_functions[0][0] is not None else None
-        gt = sum_to(-gd, tuple(t.shape)) if self.next_functions[1][0] is not None else None
-        return gx, gt
-
-
-class SmoothL1LossBackward0(_DiffLoss):
-    __slots__ = ()
-
-    @staticmethod
-    def _grad(d, dd, beta):
-        inside = X.const((np.abs(dd) < beta).astype(dd.dtype) / beta, d)
-        outside = X.const(np.where(np.abs(dd) < beta, 0, np.sign(dd)).astype(dd.dtype), d)
-        return d * inside + outside
-
-
-class HuberLossBackward0(_DiffLoss):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        xd = X.data(self._saved[0].get(self, graph)).dtype
-        td = X.data(self._saved[1].get(self, graph)).dtype
-        if xd != td:  # PyTorch's huber_loss_backward needs one dtype
-            if self.next_functions[0][0] is not None:
-                _same_dtype_loss(td, xd)
-            _same_dtype_loss(xd, td)
-        return _DiffLoss._bw(self, g, graph)
-
-    @staticmethod
-    def _grad(d, dd, delta):
-        inside = X.const((np.abs(dd) <= delta).astype(dd.dtype), d)
-        outside = X.const(np.where(np.abs(dd) <= delta, 0, delta * np.sign(dd)).astype(dd.dtype),
-                          d)
-        return d * inside + outside
-
-
-def _diff_loss(input, target, reduction, cls, values, prm, kernel, out_dtype=None):
-    x, t = input._data, target._data
-    dt = _loss_dtype(input, target, kernel)
-    if out_dtype is not None and dt != out_dtype:
-        if out_dtype not in D.INEXACT:
-            raise _cast_error(dt, out_dtype)
-    else:
-        out_dtype = dt
-    d = x.astype(dt, copy=False) - t.astype(dt, copy=False)
-    r = _reduce(values(d).astype(out_dtype, copy=False), reduction)
-    if STATE.enabled and (input._requires_grad or target._requires_grad):
-        return record(r, cls((edge_of(input), edge_of(target)),
-                             (Saved(input), Saved(target), reduction, prm)))
-    return _make(r)
-
-
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - beta / 2; SmoothL1LossBackward0."""
     reduction = _reduction_enum(reduction, size_average, reduce)
@@ -1279,13 +1211,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:
         return l1_loss(input, target, reduction=reduction)
-
-    def values(d):
-        a = np.abs(d)
-        return np.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
-
-    return _diff_loss(input, target, reduction, SmoothL1LossBackward0, values, (beta,),
-                      "smooth_l1_cpu")
+    return _losses.call(_losses.smooth_l1_loss, input, target, _REDUCTIONS[reduction], beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -1301,14 +1227,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_target_size(input, target, "huber_loss")
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-
-    def values(d):
-        a = np.abs(d)
-        return np.where(a <= delta, 0.5 * d * d, delta * (a - 0.5 * delta))
-
-    # the loss has the input's dtype; its backward refuses a target of another dtype
-    return _diff_loss(input, target, reduction, HuberLossBackward0, values, (delta,),
-                      "huber_cpu", input._data.dtype)
+    return _losses.call(_losses.huber_loss, input, target, _REDUCTIONS[reduction], delta)
 
 
 class BinaryCrossEntropyWithLogitsBackward0(Node):

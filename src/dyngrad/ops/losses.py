@@ -71,51 +71,134 @@ def _batch_reduced(spec, arrays, params):
     return np.asarray(out, r.dtype)
 
 
-@defop("mse_loss", node="MseLossBackward0", inputs=("self", "target"),
-       saved=("self", "target", "reduction"), function=False, method=False, broadcast=True,
-       batch=_batch_reduced)
-def mse_loss(self, target, reduction=1):
-    """Mean squared error; MseLossBackward0."""
-    dt = loss_dtype(self, target, "mse_cpu", False)
-    diff = self.astype(dt, copy=False) - target.astype(dt, copy=False)
-    return reduce(diff * diff, reduction)
+def _diff_loss(spec, dl, check=None):
+    """The backward (also as the node's fast backward, without a Ctx) and forward-mode rule of
+    declared loss ``spec`` of d = self - target, elementwise then reduced: ``dl(d, *params)``
+    is the elementwise loss's derivative (params: the saved values after ``reduction``);
+    ``check(x, t, need_x)`` PyTorch's checks of its backward."""
+    names = spec.saved[3:]
 
+    def grads(grad, x, t, reduction, params, need_x, need_t):
+        if check is not None:
+            check(x, t, need_x)
+        d = x - t
+        gd = reduce_grad(grad, tuple(d.shape), reduction, X.numel(d)) * dl(d, *params)
+        return (gd if need_x else None, -gd if need_t else None)
 
-def _mse_grads(grad, x, t, reduction, need_x, need_t):
-    diff = x - t
-    gi = reduce_grad(grad, tuple(diff.shape), reduction, X.numel(diff)) * diff * 2
-    return (gi if need_x else None, -gi if need_t else None)
+    @spec.backward
+    def _(ctx, grad):
+        return grads(grad, ctx.self, ctx.target, ctx.reduction,
+                     tuple(getattr(ctx, n) for n in names), ctx.needs(0), ctx.needs(1))
 
+    def fast_bw(self, g, graph):
+        sv = self._saved  # self, target, reduction, params..., the inputs' shapes
+        x = sv[0].get(self, graph)
+        t = sv[1].get(self, graph)
+        nf = self.next_functions
+        gx, gt = grads(g, x, t, sv[2], sv[3:-2], nf[0][0] is not None, nf[1][0] is not None)
+        sa, sb = sv[-2], sv[-1]
+        return (gx if gx is None or tuple(gx.shape) == sa else sum_to(gx, sa),
+                gt if gt is None or tuple(gt.shape) == sb else sum_to(gt, sb))
 
-@mse_loss.backward
-def _(ctx, grad):
-    return _mse_grads(grad, ctx.self, ctx.target, ctx.reduction, ctx.needs(0), ctx.needs(1))
+    spec.node_cls._bw = fast_bw
 
-
-def _mse_fast_bw(self, g, graph):
-    """The node's backward without a Ctx (the same formula; self unpacked before target)."""
-    sx, st, red, sa, sb = self._saved
-    x = sx.get(self, graph)
-    t = st.get(self, graph)
-    nf = self.next_functions
-    gx, gt = _mse_grads(g, x, t, red, nf[0][0] is not None, nf[1][0] is not None)
-    return (gx if gx is None or tuple(gx.shape) == sa else sum_to(gx, sa),
-            gt if gt is None or tuple(gt.shape) == sb else sum_to(gt, sb))
-
-
-mse_loss.node_cls._bw = _mse_fast_bw
-
-
-@mse_loss.jvp
-def _(ctx, ta, tb):
-    diff = ctx.self - ctx.target
-    td = ta if tb is None else tb * -1 if ta is None else ta - tb
-    return _reduce_t(2 * diff * td, ctx.reduction)
+    @spec.jvp
+    def _(ctx, ta, tb):
+        td = ta if tb is None else -tb if ta is None else ta - tb
+        return _reduce_t(dl(ctx.self - ctx.target, *(getattr(ctx, n) for n in names)) * td,
+                         ctx.reduction)
 
 
 def _reduce_t(loss, reduction):
     """A Tensor's reduction (forward-mode rules)."""
     return loss.mean() if reduction == 1 else loss.sum() if reduction == 2 else loss
+
+
+def _diff(self, target, kernel, complex_ok=True):
+    dt = loss_dtype(self, target, kernel, complex_ok)
+    return self.astype(dt, copy=False) - target.astype(dt, copy=False)
+
+
+@defop("mse_loss", node="MseLossBackward0", inputs=("self", "target"),
+       saved=("self", "target", "reduction"), function=False, method=False, broadcast=True,
+       batch=_batch_reduced)
+def mse_loss(self, target, reduction=1):
+    """Mean squared error; MseLossBackward0."""
+    d = _diff(self, target, "mse_cpu", False)
+    return reduce(d * d, reduction)
+
+
+_diff_loss(mse_loss, lambda d: d * 2)
+
+
+@defop("smooth_l1_loss", node="SmoothL1LossBackward0", inputs=("self", "target"),
+       saved=("self", "target", "reduction", "beta"), function=False, method=False,
+       broadcast=True, batch=_batch_reduced)
+def smooth_l1_loss(self, target, reduction=1, beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - beta / 2; SmoothL1LossBackward0."""
+    d = _diff(self, target, "smooth_l1_cpu", False)
+    a = np.abs(d)
+    return reduce(np.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta).astype(
+        d.dtype, copy=False), reduction)
+
+
+def _smooth_l1_dl(d, beta):
+    dd = X.data(d)
+    inside = X.const((np.abs(dd) < beta).astype(dd.dtype) / beta, d)
+    outside = X.const(np.where(np.abs(dd) < beta, 0, np.sign(dd)).astype(dd.dtype), d)
+    return d * inside + outside
+
+
+_diff_loss(smooth_l1_loss, _smooth_l1_dl)
+
+
+@defop("huber_loss", node="HuberLossBackward0", inputs=("self", "target"),
+       saved=("self", "target", "reduction", "delta"), function=False, method=False,
+       broadcast=True, batch=_batch_reduced)
+def huber_loss(self, target, reduction=1, delta=1.0):
+    """0.5 d^2 where |d| <= delta, else delta (|d| - delta / 2), in the input's dtype;
+    HuberLossBackward0."""
+    dt = loss_dtype(self, target, "huber_cpu")
+    if dt != self.dtype and (self.dtype not in D.INEXACT or
+                             (dt.kind == "c" and self.dtype.kind != "c")):
+        raise cast_error(dt, self.dtype)
+    if dt.kind == "c":
+        raise NotImplementedError(f'"huber_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(dt)}'")
+    d = self.astype(dt, copy=False) - target.astype(dt, copy=False)
+    a = np.abs(d)
+    return reduce(np.where(a <= delta, 0.5 * d * d, delta * (a - 0.5 * delta)).astype(
+        self.dtype, copy=False), reduction)
+
+
+def _huber_dl(d, delta):
+    dd = X.data(d)
+    inside = X.const((np.abs(dd) <= delta).astype(dd.dtype), d)
+    outside = X.const(np.where(np.abs(dd) <= delta, 0, delta * np.sign(dd)).astype(dd.dtype), d)
+    return d * inside + outside
+
+
+def _huber_check(x, t, need_x):
+    """PyTorch's huber_loss_backward needs one dtype."""
+    xd, td = X.data(x).dtype, X.data(t).dtype
+    if xd != td:
+        if need_x:
+            same_dtype(td, xd)
+        same_dtype(xd, td)
+
+
+_diff_loss(huber_loss, _huber_dl, _huber_check)
+
+
+def same_dtype(found, expected):
+    if found != expected:
+        raise RuntimeError(f"Found dtype {D.scalar_type_name(found)} but expected "
+                           f"{D.scalar_type_name(expected)}")
+
+
+def cast_error(result, out):
+    return RuntimeError(f"result type {D.scalar_type_name(result)} can't be cast to the desired "
+                        f"output type {D.scalar_type_name(out)}")
 
 
 def call(spec, input, target, *params):
