@@ -22,8 +22,6 @@ KNOWN_COMPLEX = {
     'F.avg_pool1d': 'computes where PyTorch refuses complex input',
     'F.avg_pool2d': 'computes where PyTorch refuses complex input',
     'F.batch_norm': 'raises RuntimeError where PyTorch raises NotImplementedError',
-    'F.bce_with_logits': 'computes where PyTorch refuses complex input',
-    'F.bce_with_logits_pw': 'computes where PyTorch refuses complex input',
     'F.bilinear': 'computes where PyTorch refuses complex input',
     'F.cross_entropy': 'computes where PyTorch refuses complex input',
     'F.cross_entropy_smooth': 'computes where PyTorch refuses complex input',

@@ -143,26 +143,6 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _losses.call(_losses.mse_loss, input, target, _REDUCTIONS[reduction])
 
 
-class BinaryCrossEntropyBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        si, st, w, red = self._saved
-        x = si.get(self, graph)
-        t = st.get(self, graph)
-        gl = _reduce_grad(g, tuple(x.shape), red, X.numel(x))
-        denom = X.clamp_min((1 - x) * x, 1e-12)
-        gx = gl * (x - t) / denom
-        if w is not None:
-            gx = gx * X.const(w, x)
-        gt = None
-        if self.next_functions[1][0] is not None:
-            gt = gl * (X.log(1 - x) - X.log(x))
-            if w is not None:
-                gt = gt * X.const(w, x)
-        return gx, gt
-
-
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), logs clamped at -100; BinaryCrossEntropyBackward0."""
@@ -171,26 +151,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     _not_differentiable("binary_cross_entropy", weight=weight)
-    _same_dtype_loss(target._data.dtype, input._data.dtype)
-    if input._data.dtype not in D.INEXACT:
-        raise NotImplementedError(f'"binary_cross_entropy" not implemented for '
-                                  f"'{D.scalar_type_name(input._data.dtype)}'")
-    x, t = input._data, target._data
-    if ((x < 0) | (x > 1)).any():
-        raise RuntimeError("all elements of input should be between 0 and 1")
-    with np.errstate(divide="ignore"):
-        lx = np.maximum(np.log(x), -100)
-        l1x = np.maximum(np.log1p(-x), -100)
-    loss = -(t * lx + (1 - t) * l1x)
-    w = None
-    if weight is not None:
-        w = np.broadcast_to(weight._data, x.shape).astype(x.dtype)
-        loss = loss * w
-    r = _reduce(loss.astype(x.dtype, copy=False), reduction)
-    if STATE.enabled and (input._requires_grad or target._requires_grad):
-        return record(r, BinaryCrossEntropyBackward0((edge_of(input), edge_of(target)),
-                                                     (Saved(input), Saved(target), w, reduction)))
-    return _make(r)
+    return _losses.call(_losses.binary_cross_entropy, input, target, weight,
+                        _REDUCTIONS[reduction])
 
 
 from ..ops.activation import (SoftmaxBackward0, LogSoftmaxBackward0, _dim_arg,  # noqa: F401
@@ -1230,36 +1192,6 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _losses.call(_losses.huber_loss, input, target, _REDUCTIONS[reduction], delta)
 
 
-class BinaryCrossEntropyWithLogitsBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        si, st, w, pw, red = self._saved
-        x = si.get(self, graph)
-        t = st.get(self, graph)
-        xd = X.data(x)
-        gl = _reduce_grad(g, tuple(xd.shape), red, xd.size)
-        if w is not None:
-            gl = gl * X.const(w, x)
-        gx = gt = None
-        if pw is None:
-            if self.next_functions[0][0] is not None:
-                gx = gl * (X.sigmoid(x) - t)
-            if self.next_functions[1][0] is not None:
-                gt = gl * -x
-        else:
-            pwc = X.const(pw, x)
-            L = (pwc - 1) * t + 1
-            if self.next_functions[0][0] is not None:
-                gx = gl * ((1 - t) - L * X.sigmoid(-x))
-            if self.next_functions[1][0] is not None:
-                gt = gl * (-x + (pwc - 1) * _softplus_any(-x))
-        return gx, gt
-
-
-_softplus_any = X.twin(_softplus_np, lambda x: softplus(x))
-
-
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """Sigmoid + binary cross entropy in one stable formula; BinaryCrossEntropyWithLogitsBackward0."""
@@ -1270,33 +1202,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
     _not_differentiable("binary_cross_entropy_with_logits", weight=weight, pos_weight=pos_weight)
-    x, t = input._data, target._data
-    if x.dtype not in D.INEXACT:
-        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for '
-                                  f"'{D.scalar_type_name(x.dtype)}'")
-    # PyTorch computes (1 - target) * input - log_sigmoid(input) in place on (1 - target):
-    # the loss has the target's dtype
-    out_dt = t.dtype
-    if out_dt not in D.INEXACT:
-        raise _cast_error(x.dtype, out_dt)
-    if out_dt != x.dtype:
-        cdt = np.promote_types(x.dtype, out_dt)
-        x, t = x.astype(cdt), t.astype(cdt)
-    sp = _softplus_np(-x)
-    pw = w = None
-    if pos_weight is not None:
-        pw = np.broadcast_to(pos_weight._data, x.shape).astype(x.dtype)
-        loss = (1 - t) * x + ((pw - 1) * t + 1) * sp
-    else:
-        loss = (1 - t) * x + sp
-    if weight is not None:
-        w = np.broadcast_to(weight._data, x.shape).astype(x.dtype)
-        loss = loss * w
-    r = _reduce(loss.astype(out_dt, copy=False), reduction)
-    if STATE.enabled and (input._requires_grad or target._requires_grad):
-        return record(r, BinaryCrossEntropyWithLogitsBackward0(
-            (edge_of(input), edge_of(target)), (Saved(input), Saved(target), w, pw, reduction)))
-    return _make(r)
+    return _losses.call(_losses.binary_cross_entropy_with_logits, input, target, weight,
+                        pos_weight, _REDUCTIONS[reduction])
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):

@@ -71,36 +71,68 @@ def _batch_reduced(spec, arrays, params):
     return np.asarray(out, r.dtype)
 
 
-def _diff_loss(spec, dl, check=None):
-    """The backward (also as the node's fast backward, without a Ctx) and forward-mode rule of
-    declared loss ``spec`` of d = self - target, elementwise then reduced: ``dl(d, *params)``
-    is the elementwise loss's derivative (params: the saved values after ``reduction``);
-    ``check(x, t, need_x)`` PyTorch's checks of its backward."""
-    names = spec.saved[3:]
-
-    def grads(grad, x, t, reduction, params, need_x, need_t):
-        if check is not None:
-            check(x, t, need_x)
-        d = x - t
-        gd = reduce_grad(grad, tuple(d.shape), reduction, X.numel(d)) * dl(d, *params)
-        return (gd if need_x else None, -gd if need_t else None)
+def _declare_backward(spec, grads):
+    """Declared loss ``spec``'s backward from ``grads(grad, x, t, params, need_x, need_t)``
+    (params: its saved values after the two tensors), also as the node's backward without a
+    Ctx (the hot path: self is unpacked before target, as PyTorch's)."""
+    names = spec.saved[2:]
+    n = len(names)
+    summed = spec.broadcast
 
     @spec.backward
     def _(ctx, grad):
-        return grads(grad, ctx.self, ctx.target, ctx.reduction,
-                     tuple(getattr(ctx, n) for n in names), ctx.needs(0), ctx.needs(1))
+        return grads(grad, ctx.self, ctx.target, tuple(getattr(ctx, m) for m in names),
+                     ctx.needs(0), ctx.needs(1))
 
     def fast_bw(self, g, graph):
-        sv = self._saved  # self, target, reduction, params..., the inputs' shapes
+        sv = self._saved  # self, target, params... (and the inputs' shapes, when summed)
         x = sv[0].get(self, graph)
         t = sv[1].get(self, graph)
         nf = self.next_functions
-        gx, gt = grads(g, x, t, sv[2], sv[3:-2], nf[0][0] is not None, nf[1][0] is not None)
-        sa, sb = sv[-2], sv[-1]
-        return (gx if gx is None or tuple(gx.shape) == sa else sum_to(gx, sa),
-                gt if gt is None or tuple(gt.shape) == sb else sum_to(gt, sb))
+        gx, gt = grads(g, x, t, sv[2:2 + n], nf[0][0] is not None, nf[1][0] is not None)
+        if summed:
+            sa, sb = sv[-2], sv[-1]
+            return (gx if gx is None or tuple(gx.shape) == sa else sum_to(gx, sa),
+                    gt if gt is None or tuple(gt.shape) == sb else sum_to(gt, sb))
+        return gx, gt
 
     spec.node_cls._bw = fast_bw
+
+
+def _pointwise_jvp(spec, grads):
+    """The forward-mode rule of declared loss ``spec``, elementwise before its reduction: the
+    tangents times the elementwise partial derivatives ``grads`` gives, then reduced."""
+    names = spec.saved[2:]
+    ri = names.index("reduction")
+
+    @spec.jvp
+    def _(ctx, ta, tb):
+        x = ctx.self
+        params = [getattr(ctx, n) for n in names]
+        reduction, params[ri] = params[ri], 0
+        one = X.const(np.ones(tuple(x.shape), X.data(x).dtype), x)
+        gx, gt = grads(one, x, ctx.target, tuple(params), ta is not None, tb is not None)
+        out = None if gx is None else gx * ta
+        if gt is not None:
+            out = gt * tb if out is None else out + gt * tb
+        return _reduce_t(out, reduction)
+
+
+def _diff_loss(spec, dl, check=None):
+    """The backward and forward-mode rule of declared loss ``spec`` of d = self - target,
+    elementwise then reduced: ``dl(d, *params)`` is the elementwise loss's derivative (params:
+    the saved values after ``reduction``); ``check(x, t, need_x)`` PyTorch's checks of its
+    backward."""
+    names = spec.saved[3:]
+
+    def grads(grad, x, t, params, need_x, need_t):
+        if check is not None:
+            check(x, t, need_x)
+        d = x - t
+        gd = reduce_grad(grad, tuple(d.shape), params[0], X.numel(d)) * dl(d, *params[1:])
+        return (gd if need_x else None, -gd if need_t else None)
+
+    _declare_backward(spec, grads)
 
     @spec.jvp
     def _(ctx, ta, tb):
@@ -207,7 +239,8 @@ def call(spec, input, target, *params):
     shape, its forward and node without the general path's argument binding (the hot case);
     else that path."""
     x, t = input._data, target._data
-    if x.dtype is not t.dtype or x.dtype.kind != "f" or x.shape != t.shape:
+    if x.dtype is not t.dtype or x.shape != t.shape or (
+            x.dtype.kind != "f" and not (x.dtype == D.BF16 and spec in _STEPWISE)):
         return spec.fn(input, target, *params)
     tok = quiet_on()
     try:
@@ -215,7 +248,106 @@ def call(spec, input, target, *params):
     finally:
         quiet_off(tok)
     if STATE.enabled and (input._requires_grad or target._requires_grad):
-        return record(r, spec.node_cls((edge_of(input), edge_of(target)),
-                                       (Saved(input), Saved(target)) + params +
-                                       (x.shape, t.shape)))
+        saved = (Saved(input), Saved(target)) + params
+        return record(r, spec.node_cls((edge_of(input), edge_of(target)), saved +
+                                       (x.shape, t.shape) if spec.broadcast else saved))
     return _make(r)
+
+
+def _weight(w, x):
+    """A weight Tensor (or None) broadcast to the input's shape and dtype, as an array or a
+    constant of the formula."""
+    if w is None:
+        return None
+    xd = X.data(x)
+    return X.const(np.broadcast_to(w._data, xd.shape).astype(xd.dtype), x)
+
+
+def _softplus(x):
+    return X.clamp_min(x, 0) + X.log1p(X.exp(-X.abs(x)))
+
+
+@defop("binary_cross_entropy", node="BinaryCrossEntropyBackward0", inputs=("self", "target"),
+       saved=("self", "target", "weight", "reduction"), function=False, method=False,
+       batch=_batch_reduced)
+def binary_cross_entropy(self, target, weight=None, reduction=1):
+    """-(t log x + (1 - t) log(1 - x)), logs clamped at -100; BinaryCrossEntropyBackward0."""
+    same_dtype(target.dtype, self.dtype)
+    if self.dtype not in D.INEXACT or self.dtype.kind == "c":
+        raise NotImplementedError(f'"binary_cross_entropy" not implemented for '
+                                  f"'{D.scalar_type_name(self.dtype)}'")
+    if ((self < 0) | (self > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    lx = np.maximum(np.log(self), -100)
+    l1x = np.maximum(np.log1p(-self), -100)
+    loss = -(target * lx + (1 - target) * l1x)
+    w = _weight(weight, self)
+    if w is not None:
+        loss = loss * w
+    return reduce(loss.astype(self.dtype, copy=False), reduction)
+
+
+def _bce_grads(grad, x, t, params, need_x, need_t):
+    weight, reduction = params
+    gl = reduce_grad(grad, tuple(x.shape), reduction, X.numel(x))
+    w = _weight(weight, x)
+    if w is not None:
+        gl = gl * w
+    gx = gl * (x - t) / X.clamp_min((1 - x) * x, 1e-12) if need_x else None
+    gt = gl * (X.log(1 - x) - X.log(x)) if need_t else None
+    return gx, gt
+
+
+_declare_backward(binary_cross_entropy, _bce_grads)
+
+
+_pointwise_jvp(binary_cross_entropy, _bce_grads)
+
+
+@defop("binary_cross_entropy_with_logits", node="BinaryCrossEntropyWithLogitsBackward0",
+       inputs=("self", "target"), saved=("self", "target", "weight", "pos_weight", "reduction"),
+       method=False, batch=_batch_reduced)
+def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
+    """Sigmoid and binary cross entropy in one stable formula;
+    BinaryCrossEntropyWithLogitsBackward0."""
+    if self.dtype not in D.INEXACT or self.dtype.kind == "c":
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(self.dtype)}'")
+    # PyTorch computes (1 - target) * input - log_sigmoid(input) in place on (1 - target): the
+    # loss has the target's dtype
+    out_dt = target.dtype
+    if out_dt not in D.INEXACT:
+        raise cast_error(self.dtype, out_dt)
+    x, t = self, target
+    if out_dt != x.dtype:
+        cdt = np.promote_types(x.dtype, out_dt)
+        x, t = x.astype(cdt), t.astype(cdt)
+    sp = _softplus(-x)
+    pw = _weight(pos_weight, x)
+    loss = (1 - t) * x + (sp if pw is None else ((pw - 1) * t + 1) * sp)
+    w = _weight(weight, x)
+    if w is not None:
+        loss = loss * w
+    return reduce(loss.astype(out_dt, copy=False), reduction)
+
+
+def _bcel_grads(grad, x, t, params, need_x, need_t):
+    weight, pos_weight, reduction = params
+    gl = reduce_grad(grad, tuple(x.shape), reduction, X.numel(x))
+    w = _weight(weight, x)
+    if w is not None:
+        gl = gl * w
+    pw = _weight(pos_weight, x)
+    if pw is None:
+        return (gl * (X.sigmoid(x) - t) if need_x else None, gl * -x if need_t else None)
+    scale = (pw - 1) * t + 1
+    return (gl * ((1 - t) - scale * X.sigmoid(-x)) if need_x else None,
+            gl * (-x + (pw - 1) * _softplus(-x)) if need_t else None)
+
+
+_declare_backward(binary_cross_entropy_with_logits, _bcel_grads)
+_pointwise_jvp(binary_cross_entropy_with_logits, _bcel_grads)
+
+
+# losses PyTorch composes of ops in the input's dtype: bfloat16 is rounded at each step
+_STEPWISE = (binary_cross_entropy_with_logits,)
