@@ -1,6 +1,7 @@
 """The losses PyTorch computes with a node of their own (``MseLossBackward0``...), declared as
 ops of arrays; ``nn.functional`` gives them PyTorch's signatures (reduction strings, legacy
-``size_average``/``reduce``).  ``reduction`` is PyTorch's enum: 0 none, 1 mean, 2 sum."""
+``size_average``/``reduce``).  ``reduction`` is PyTorch's enum: 0 none, 1 mean, 2 sum (0 when
+not given, as PyTorch's ``torch.binary_cross_entropy_with_logits(x, t)``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -59,7 +60,7 @@ def _batch_reduced(spec, arrays, params):
     """Batching rule of a pointwise loss: unreduced on the aligned inputs, then each sample
     reduced on its own."""
     p = dict(params)
-    red = p.get("reduction", 1)
+    red = p.get("reduction", 0)
     red = REDUCTIONS.get(red, red)
     p["reduction"] = 0
     r = spec.forward(*batch_aligned(arrays), **p)
@@ -154,7 +155,7 @@ def _diff(self, target, kernel, complex_ok=True):
 @defop("mse_loss", node="MseLossBackward0", inputs=("self", "target"),
        saved=("self", "target", "reduction"), function=False, method=False, broadcast=True,
        batch=_batch_reduced)
-def mse_loss(self, target, reduction=1):
+def mse_loss(self, target, reduction=0):
     """Mean squared error; MseLossBackward0."""
     d = _diff(self, target, "mse_cpu", False)
     return reduce(d * d, reduction)
@@ -166,7 +167,7 @@ _diff_loss(mse_loss, lambda d: d * 2)
 @defop("smooth_l1_loss", node="SmoothL1LossBackward0", inputs=("self", "target"),
        saved=("self", "target", "reduction", "beta"), function=False, method=False,
        broadcast=True, batch=_batch_reduced)
-def smooth_l1_loss(self, target, reduction=1, beta=1.0):
+def smooth_l1_loss(self, target, reduction=0, beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - beta / 2; SmoothL1LossBackward0."""
     d = _diff(self, target, "smooth_l1_cpu", False)
     a = np.abs(d)
@@ -187,7 +188,7 @@ _diff_loss(smooth_l1_loss, _smooth_l1_dl)
 @defop("huber_loss", node="HuberLossBackward0", inputs=("self", "target"),
        saved=("self", "target", "reduction", "delta"), function=False, method=False,
        broadcast=True, batch=_batch_reduced)
-def huber_loss(self, target, reduction=1, delta=1.0):
+def huber_loss(self, target, reduction=0, delta=1.0):
     """0.5 d^2 where |d| <= delta, else delta (|d| - delta / 2), in the input's dtype;
     HuberLossBackward0."""
     dt = loss_dtype(self, target, "huber_cpu")
@@ -270,7 +271,7 @@ def _softplus(x):
 @defop("binary_cross_entropy", node="BinaryCrossEntropyBackward0", inputs=("self", "target"),
        saved=("self", "target", "weight", "reduction"), function=False, method=False,
        batch=_batch_reduced)
-def binary_cross_entropy(self, target, weight=None, reduction=1):
+def binary_cross_entropy(self, target, weight=None, reduction=0):
     """-(t log x + (1 - t) log(1 - x)), logs clamped at -100; BinaryCrossEntropyBackward0."""
     same_dtype(target.dtype, self.dtype)
     if self.dtype not in D.INEXACT or self.dtype.kind == "c":
@@ -307,7 +308,7 @@ _pointwise_jvp(binary_cross_entropy, _bce_grads)
 @defop("binary_cross_entropy_with_logits", node="BinaryCrossEntropyWithLogitsBackward0",
        inputs=("self", "target"), saved=("self", "target", "weight", "pos_weight", "reduction"),
        method=False, batch=_batch_reduced)
-def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
+def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=0):
     """Sigmoid and binary cross entropy in one stable formula;
     BinaryCrossEntropyWithLogitsBackward0."""
     if self.dtype not in D.INEXACT or self.dtype.kind == "c":
