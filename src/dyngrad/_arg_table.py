@@ -34,6 +34,7 @@ REQUIRED = {
     'atan': ('input',),
     'atan2': ('input', 'other'),
     'atanh': ('input',),
+    'binary_cross_entropy_with_logits': ('input', 'target'),
     'bincount': ('input',),
     'bitwise_not': ('input',),
     'broadcast_to': ('input', 'size'),
@@ -325,4 +326,4 @@ SIGNATURES = {
 }
 
 # names whose torch.nn.functional function is Python code (Python's own argument errors)
-NN_PYTHON = frozenset(['log_softmax', 'relu', 'sigmoid', 'softmax', 'tanh'])
+NN_PYTHON = frozenset(['binary_cross_entropy_with_logits', 'log_softmax', 'relu', 'sigmoid', 'softmax', 'tanh'])

@@ -2,6 +2,7 @@
 records PyTorch's node (``MseLossBackward0``, ``NllLossBackward0`` ...)."""
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -131,6 +132,17 @@ def _not_differentiable(fn, **args):
 _same_dtype_loss = _losses.same_dtype
 
 
+def _over(op_fn):
+    """Marks a function as PyTorch's signature over the registered op ``op_fn``
+    (``__wrapped__``), keeping its own signature."""
+    def deco(f):
+        f.__signature__ = inspect.signature(f)
+        f.__wrapped__ = op_fn
+        return f
+    return deco
+
+
+@_over(_losses.mse_loss.fn)
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error; MseLossBackward0 (with ``weight``: PyTorch's weighted composition)."""
     if weight is not None:
@@ -143,6 +155,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _losses.call(_losses.mse_loss, input, target, _REDUCTIONS[reduction])
 
 
+@_over(_losses.binary_cross_entropy.fn)
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), logs clamped at -100; BinaryCrossEntropyBackward0."""
@@ -151,6 +164,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     _not_differentiable("binary_cross_entropy", weight=weight)
+    if weight is not None:  # PyTorch's node keeps the weight expanded to the target's shape
+        weight = weight.expand(np.broadcast_shapes(target._data.shape, weight._data.shape))
     return _losses.call(_losses.binary_cross_entropy, input, target, weight,
                         _REDUCTIONS[reduction])
 
@@ -1165,6 +1180,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _loss_reduce((input - target).abs(), reduction)
 
 
+@_over(_losses.smooth_l1_loss.fn)
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - beta / 2; SmoothL1LossBackward0."""
     reduction = _reduction_enum(reduction, size_average, reduce)
@@ -1176,6 +1192,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _losses.call(_losses.smooth_l1_loss, input, target, _REDUCTIONS[reduction], beta)
 
 
+@_over(_losses.huber_loss.fn)
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| <= delta, else delta (|d| - delta / 2); HuberLossBackward0 (with
     ``weight``: PyTorch's weighted composition)."""
@@ -1192,6 +1209,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _losses.call(_losses.huber_loss, input, target, _REDUCTIONS[reduction], delta)
 
 
+@_over(_losses.binary_cross_entropy_with_logits.fn)
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """Sigmoid + binary cross entropy in one stable formula; BinaryCrossEntropyWithLogitsBackward0."""
