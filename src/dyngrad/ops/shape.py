@@ -14,7 +14,7 @@ from .._record import STATE, Node, Tensor, edge_of, raw_dim, record
 from . import _dual as X
 from ._spec import _tensor_list, defop, int64_saved
 from .views import make_view, permute, reshape, expand
-from .._tensor import Size, _dim
+from .._tensor import Size, _dim, channels_last_format
 
 _make = Tensor._make
 
@@ -58,7 +58,14 @@ def cat(tensors, dim=0):
                            f"{shape[j]} but got size {s[j]} for tensor number {i} in the list.")
     if not live:
         return np.empty((0,), dtype=ref.dtype)
-    return np.concatenate(live, axis=k)
+    r = np.concatenate(live, axis=k)
+    if not r.flags.c_contiguous:
+        # PyTorch's result is channels-last when every input is, else contiguous (NumPy
+        # follows the inputs' layout)
+        fmt = channels_last_format(live[0])
+        if fmt is None or any(channels_last_format(a) != fmt for a in live[1:]):
+            r = np.ascontiguousarray(r)
+    return r
 
 
 @cat.backward
