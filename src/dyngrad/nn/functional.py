@@ -1397,35 +1397,10 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 
 # --- similarity and normalisation -------------------------------------------------------
-# Nodes of PyTorch's Scalar overloads (mul/add with a number), recorded where its C++
-# composites (cross_entropy's label smoothing, pairwise_distance) use them: one edge, nothing
-# saved but the number (so, as PyTorch's, they can be run through again).
-class MulBackward1(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return g * self._saved[0],
-
-
-class AddBackward1(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return g,
-
-
-class SubBackward1(AddBackward1):
-    __slots__ = ()
-
-
-class DivBackward1(MulBackward1):
-    """div(Tensor, Scalar): the gradient divided by the number."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        return g / self._saved[0],
+# PyTorch's Scalar overloads (mul/add/sub/div with a number, MulBackward1...), recorded where
+# its C++ composites (cross_entropy's label smoothing, pairwise_distance) use them
+_mul_scalar, _add_scalar = _pw.mul_scalar, _pw.add_scalar
+_sub_scalar, _div_scalar = _pw.sub_scalar, _pw.div_scalar
 
 
 class SubBackward0(Node):
@@ -1436,22 +1411,6 @@ class SubBackward0(Node):
 
     def _bw(self, g, graph):
         return None, -g
-
-
-def _sub2(a, b):
-    return a - b
-
-
-def _div2(a, b):
-    return a / b
-
-
-def _sub_scalar(t, s):
-    return _scalar_op(t, s, _sub2, SubBackward1)
-
-
-def _div_scalar(t, s):
-    return _scalar_op(t, s, _div2, DivBackward1)
 
 
 def _rsub_scalar(s, t):
@@ -1465,35 +1424,6 @@ def _rsub_scalar(s, t):
     if STATE.enabled and t._requires_grad:
         return record(r, SubBackward0(((None, 0), edge_of(t)), ()))
     return _make(r)
-
-
-def _mul2(a, b):
-    return a * b
-
-
-def _add2(a, b):
-    return a + b
-
-
-def _scalar_op(t, s, fn, cls):
-    """``fn(t, s)`` for a Tensor and a Python number, recorded as PyTorch's Scalar overload."""
-    d = t._data
-    if d.dtype not in D.INEXACT:  # an integer tensor and a float number: the default float
-        return fn(t, s)
-    r = fn(d, s)
-    if type(r) is not np.ndarray or r.dtype != d.dtype:
-        r = np.asarray(r, dtype=d.dtype)
-    if STATE.enabled and t._requires_grad:
-        return record(r, cls((edge_of(t),), (s,)))
-    return _make(r)
-
-
-def _mul_scalar(t, s):
-    return _scalar_op(t, s, _mul2, MulBackward1)
-
-
-def _add_scalar(t, s):
-    return _scalar_op(t, s, _add2, AddBackward1)
 
 
 def _vnorm(x, p, dim, keepdim):

@@ -227,6 +227,19 @@ class MulBackward1(Node):
         return g * self._saved[0],
 
 
+class SubBackward1(AddBackward1):
+    """sub.Scalar (a tensor minus a C++ Scalar): one edge."""
+    __slots__ = ()
+
+
+class DivBackward1(MulBackward1):
+    """div.Scalar (a tensor divided by a C++ Scalar): the gradient divided by the number."""
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        return g / self._saved[0],
+
+
 def _scalar_op(a, value, fn, cls):
     ad, v = _scalar_data(a._data, value)
     tok = quiet_on()
@@ -250,6 +263,16 @@ def add_scalar(a, value):
 def mul_scalar(a, value):
     """``a * value`` recorded as PyTorch's C++ composites record it (MulBackward1)."""
     return _scalar_op(a, value, np.multiply, MulBackward1)
+
+
+def sub_scalar(a, value):
+    """``a - value`` recorded as PyTorch's C++ composites record it (SubBackward1)."""
+    return _scalar_op(a, value, np.subtract, SubBackward1)
+
+
+def div_scalar(a, value):
+    """``a / value`` recorded as PyTorch's C++ composites record it (DivBackward1)."""
+    return _scalar_op(a, value, np.true_divide, DivBackward1)
 
 
 @op(methods=("__add__", "__radd__"))
