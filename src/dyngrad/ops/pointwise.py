@@ -10,7 +10,7 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import op
+from . import OPS, op
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
@@ -219,12 +219,13 @@ class AddBackward1(Node):
 
 
 class MulBackward1(Node):
-    """mul.Scalar (a tensor times a C++ Scalar, as PyTorch's composites record it): one edge."""
+    """mul.Scalar (a tensor times a C++ Scalar, as PyTorch's composites record it): one edge;
+    its gradient is mul.Scalar again (MulBackward1 under create_graph, as PyTorch's)."""
     __slots__ = ()
     _needs_saved = False
 
     def _bw(self, g, graph):
-        return g * self._saved[0],
+        return _times(g, self._saved[0]),
 
 
 class SubBackward1(AddBackward1):
@@ -233,11 +234,12 @@ class SubBackward1(AddBackward1):
 
 
 class DivBackward1(MulBackward1):
-    """div.Scalar (a tensor divided by a C++ Scalar): the gradient divided by the number."""
+    """div.Scalar (a tensor divided by a C++ Scalar): the gradient divided by the number
+    (div.Scalar again: DivBackward1 under create_graph)."""
     __slots__ = ()
 
     def _bw(self, g, graph):
-        return g / self._saved[0],
+        return _over(g, self._saved[0]),
 
 
 def _scalar_op(a, value, fn, cls):
@@ -273,6 +275,11 @@ def sub_scalar(a, value):
 def div_scalar(a, value):
     """``a / value`` recorded as PyTorch's C++ composites record it (DivBackward1)."""
     return _scalar_op(a, value, np.true_divide, DivBackward1)
+
+
+# the same inside a backward formula: on arrays the plain product / quotient
+_times = X.twin(lambda a, v: a * v, mul_scalar)
+_over = X.twin(lambda a, v: a / v, div_scalar)
 
 
 @op(methods=("__add__", "__radd__"))
@@ -725,8 +732,69 @@ _unary_op("exp", np.exp, lambda g, x, y: g * y, save_out=True)
 _unary_op("log", np.log, lambda g, x, y: g / x, save_in=True)
 _unary_op("sin", np.sin, lambda g, x, y: g * X.cos(x), save_in=True)
 _unary_op("cos", np.cos, lambda g, x, y: g * -X.sin(x), save_in=True)
-_unary_op("tanh", np.tanh, lambda g, x, y: g * (1 - y * y), save_out=True, fp_safe=True)
-_unary_op("sigmoid", lambda d: _sigmoid_np(d), lambda g, x, y: g * (y * (1 - y)), save_out=True)
+# tanh's and sigmoid's gradients are PyTorch's tanh_backward / sigmoid_backward ops: under
+# create_graph they record TanhBackwardBackward0 / SigmoidBackwardBackward0, whose own
+# gradients follow PyTorch's formulas (derivatives.yaml), so every order's graph is its
+@defop("_tanh_backward", node="TanhBackwardBackward0", inputs=("grad_output", "output"),
+       saved=("grad_output", "output"), function=False, method=False)
+def _tanh_backward(grad_output, output):
+    """grad_output * (1 - output**2): the gradient of tanh from its result."""
+    return grad_output * (1 - output * output)
+
+
+@_tanh_backward.backward
+def _(ctx, grad):
+    go, y = ctx.grad_output, ctx.output
+    return (_tanh_bw(grad, y) if ctx.needs(0) else None,
+            grad * (_times(y, -2) * go) if ctx.needs(1) else None)
+
+
+@_tanh_backward.jvp
+def _(ctx, t_go, t_y):
+    go, y = ctx.grad_output, ctx.output
+    out = None if t_go is None else _tanh_bw(t_go, y)
+    if t_y is not None:
+        d = t_y * (_times(y, -2) * go)
+        out = d if out is None else out + d
+    return out
+
+
+@defop("_sigmoid_backward", node="SigmoidBackwardBackward0", inputs=("grad_output", "output"),
+       saved=("grad_output", "output"), function=False, method=False)
+def _sigmoid_backward(grad_output, output):
+    """grad_output * output * (1 - output): the gradient of sigmoid from its result."""
+    return grad_output * (output * (1 - output))
+
+
+@_sigmoid_backward.backward
+def _(ctx, grad):
+    go, y = ctx.grad_output, ctx.output
+    return (_sigmoid_bw(grad, y) if ctx.needs(0) else None,
+            grad * go * _plus(_times(y, -2), 1) if ctx.needs(1) else None)
+
+
+@_sigmoid_backward.jvp
+def _(ctx, t_go, t_y):
+    go, y = ctx.grad_output, ctx.output
+    out = None if t_go is None else _sigmoid_bw(t_go, y)
+    if t_y is not None:
+        d = t_y * go * _plus(_times(y, -2), 1)
+        out = d if out is None else out + d
+    return out
+
+
+# a product / sum with a C++ Scalar inside PyTorch's formulas (MulBackward1 / AddBackward1)
+_plus = X.twin(lambda a, v: a + v, add_scalar)
+_tanh_bw = X.twin(_tanh_backward.forward, _tanh_backward.fn)
+_sigmoid_bw = X.twin(_sigmoid_backward.forward, _sigmoid_backward.fn)
+OPS.pop("_tanh_backward")  # reached through tanh's and sigmoid's gradients only
+OPS.pop("_sigmoid_backward")
+_unary_op("tanh", np.tanh,  # (the array case inline: the hot path of every tanh backward)
+          lambda g, x, y: g * (1 - y * y) if g.__class__ is np.ndarray else _tanh_bw(g, y),
+          save_out=True, fp_safe=True)
+_unary_op("sigmoid", lambda d: _sigmoid_np(d),
+          lambda g, x, y: g * (y * (1 - y)) if g.__class__ is np.ndarray else _sigmoid_bw(g, y),
+          save_out=True)
 _unary_op("sqrt", np.sqrt, _sqrt_bw, save_out=True)
 def _abs_bw(g, x, y):
     """grad * sgn(x): the sign for real x, x/|x| (0 at 0) for complex x (PyTorch's rule)."""
