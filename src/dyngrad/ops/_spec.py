@@ -1673,3 +1673,206 @@ def int64_saved(spec: OpSpec, *names: str) -> OpSpec:
 
 Ctx.shapes = property(lambda self: self._node._saved[len(type(self._node)._spec.saved):],
                       doc="The shapes of the tensors of a list input (cat's sizes).")
+
+# --- views ---------------------------------------------------------------------------------
+def _view_node_bw(self, g, graph):
+    # the formula's ctx is the node itself: a view node keeps no tensor, only sizes and
+    # arguments, which its class shows as attributes (nothing to unpack or version-check)
+    return type(self)._spec.bw(self, g)
+
+
+def _view_node_fw(self, tangents):
+    return [type(self)._spec.fw(self, *tangents)]
+
+
+def _view_classes(spec, nodes, saved):
+    """The node classes of a view op, one per overload (``nodes[k]`` keeping ``saved[k]``),
+    sharing the declaration's backward."""
+    out = []
+    for k, (n, names) in enumerate(zip(nodes, saved)):
+        out.append(type(n, (Node,), {
+            "__slots__": (), "__module__": spec.forward.__module__, "_spec": spec,
+            "_named_saved": {m: (i, "dim" if "dim" in m else "same") for i, m in enumerate(names)},
+            **{m: property(lambda c, i=i: c._saved[i]) for i, m in enumerate(names)},
+            "_fw_rule": None, "_bw": _view_node_bw, "_needs_saved": False,
+            "_holomorphic": spec.node_cls._holomorphic,
+            "__doc__": f"Backward of {spec.name} (a view; declared with defview)."}))
+    return tuple(out)
+
+
+def defview(name: str, *, node, saved=(), batch=None, method: bool = True,
+            function: bool = True, methods: tuple = (), aliases: tuple = (),
+            holomorphic: bool = True, not_view: Callable | None = None, multi: bool = False):
+    """Declare a view op: ``forward(self, *args)`` gets the input's array and the arguments
+    as given, checks them with PyTorch's errors and returns an ndarray view of the array (or
+    ``(view, k)`` naming overload ``k``).  The result shares storage, version counter and base
+    with the input and replays the same call on its base after in-place changes
+    (``views.make_view``); the node keeps no tensor, only ``saved``: ``self_sym_sizes`` (the
+    input's shape) and arguments by name, as given (a ``*args`` parameter as one tuple).
+    ``node``/``saved``: one name and one tuple, or one per overload (``squeeze()``,
+    ``squeeze(dim)``, ``squeeze(dims)``).  ``not_view(input, array)``: the result when the
+    forward returns ``(array, None)`` (reshape's copy).  ``multi=True``: the forward returns a
+    list of views (split, unbind), which share one node (each its output) and, as PyTorch's
+    multi-output views, refuse in-place changes; its backward gets their gradients as a list
+    (one gradient alone when there is one view).  Without ``.jvp`` forward mode
+    differentiates the backward formula (linear) instead."""
+    nodes = (node,) if isinstance(node, str) else tuple(node)
+    saveds = (tuple(saved),) if isinstance(node, str) else tuple(tuple(s) for s in saved)
+
+    def deco(forward):
+        spec = defop(name, node=nodes[0], saved=saveds[0], batch=batch, method=False,
+                     function=False, holomorphic=holomorphic)(forward)
+        for key in [k for k in OPS if OPS[k].get("spec") is spec]:
+            del OPS[key]  # registered below with the view's public function
+        # (a saved value named otherwise than its parameter: "split_size=split_size_or_sections")
+        classes = _view_classes(spec, nodes, [[m.partition("=")[0] for m in names]
+                                              for names in saveds])
+        spec.node_cls = classes[0]
+        spec.view_classes = classes
+        sig = inspect.signature(forward)
+        f = _view_public(name, forward, sig, classes, saveds, not_view, multi)
+        f.__name__ = f.__qualname__ = name
+        f.__module__ = forward.__module__
+        f.__doc__ = forward.__doc__
+        f.__signature__ = sig.replace(parameters=[
+            p.replace(name="input") if i == 0 else p for i, p in enumerate(sig.parameters.values())])
+        spec.fn, spec.key = f, name
+        spec.jvp = lambda fn: _view_jvp(spec, fn)
+        for key in (name,) + tuple(aliases):
+            op(key, method=method, function=function, methods=methods)(f)
+            OPS[key].update(spec=spec, nodes=tuple(c.__name__ for c in classes))
+        return spec
+    return deco
+
+
+def _dim_value(v):
+    """A saved dim argument as PyTorch's node keeps it (see ``raw_dim``/``raw_dims``)."""
+    return raw_dims(v) if isinstance(v, (tuple, list)) else raw_dim(v)
+
+
+def _view_public(name, forward, sig, classes, saveds, not_view, multi=False):
+    """The public function of a view op, generated with the forward's own parameters (an
+    exact signature is cheaper to call through than ``*args, **kwargs``): the forward on the
+    input's array, then ``views.make_view`` with the node of the overload and its saved values
+    (only when recording), and the call replayed on the base after in-place changes."""
+    from .views import make_view
+    ps = list(sig.parameters.values())[1:]
+    params, call, ns = [], [], {"_forward": forward, "_make_view": make_view, "_state": STATE,
+                                "_classes": classes, "_not_view": not_view, "_Tensor": Tensor,
+                                "_edges_first": edges_first, "_D": D, "_dim_value": _dim_value,
+                                "_raw_dims": raw_dims, "_defaults": {}}
+    for p in ps:
+        if p.kind is p.VAR_POSITIONAL:
+            params.append("*" + p.name)
+            call.append("*" + p.name)
+        elif p.kind is p.KEYWORD_ONLY:
+            if not any(x.startswith("*") for x in params):
+                params.append("*")
+            params.append(p.name if p.default is p.empty else f"{p.name}=_defaults[{p.name!r}]")
+            call.append(f"{p.name}={p.name}")
+        else:
+            params.append(p.name if p.default is p.empty else f"{p.name}=_defaults[{p.name!r}]")
+            call.append(p.name)
+        if p.default is not p.empty:
+            ns["_defaults"][p.name] = p.default
+    var = next((p.name for p in ps if p.kind is p.VAR_POSITIONAL), None)
+
+    def value(m):
+        m = m.partition("=")[2] or m
+        if m == "self_sym_sizes":
+            return "d.shape"
+        if m == var:
+            return (f"_raw_dims({m}[0] if len({m}) == 1 and isinstance({m}[0], (tuple, list)) "
+                    f"else {m})")
+        if "dim" in m:
+            return f"({m} if type({m}) is int else _dim_value({m}))"
+        return f"({m} if type({m}) is not list else tuple({m}))"  # (a list kept as a tuple)
+
+    packs = ["(" + "".join(value(m) + ", " for m in names) + ")" for names in saveds]
+    args = ", ".join(call)
+    lines = [f"def {name}(input{''.join(', ' + x for x in params)}):",
+             "    try:",
+             "        d = input._data",
+             "    except AttributeError:",
+             f"        raise TypeError(\"{name}(): argument 'input' (position 1) must be Tensor, \""
+             "\n                        f\"not {_D.type_name(input)}\") from None",
+             "    try:",
+             f"        r = _forward(d, {args})",
+             "    except RuntimeError:",
+             "        _edges_first(input)  # a stale view's error comes first, as in PyTorch",
+             "        raise"]
+    if multi:
+        from .views import _make_views
+        ns["_make_views"] = _make_views
+        lines += ["    k = 0",
+                  "    if type(r) is tuple:",
+                  "        r, k = r"]
+        lines += ["    if _state.enabled and input._requires_grad:"]
+        for k, pk in enumerate(packs):
+            lines += [f"        {'if' if k == 0 else 'elif'} k == {k}:",
+                      f"            saved = {pk}"]
+        lines += ["    else:",
+                  "        saved = ()",
+                  "",
+                  "    def replay(i):",
+                  "        def fn(x):",
+                  "            if isinstance(x, _Tensor):",
+                  f"                return {name}(x, {args})[i]",
+                  f"            y = _forward(x, {args})",
+                  "            return (y[0] if type(y) is tuple else y)[i]",
+                  "        return fn",
+                  "",
+                  "    return tuple(_make_views(input, r, _classes[k], saved, "
+                  "[replay(i) for i in range(len(r))]))"]
+    elif len(classes) > 1 or not_view is not None:
+        lines += ["    k = 0",
+                  "    if type(r) is tuple:",
+                  "        r, k = r",
+                  "        if k is None:",
+                  "            return _not_view(input, r)",
+                  "    cls = _classes[k]",
+                  "    if _state.enabled and input._requires_grad:"]
+        for k, pk in enumerate(packs):
+            lines += [f"        {'if' if k == 0 else 'elif'} k == {k}:",
+                      f"            saved = {pk}"]
+        lines += ["    else:",
+                  "        saved = ()",
+                  "",
+                  "    def replay(x):",
+                  "        if isinstance(x, _Tensor):",
+                  f"            return {name}(x, {args})",
+                  f"        y = _forward(x, {args})",
+                  "        return y[0] if type(y) is tuple else y",
+                  "",
+                  "    return _make_view(input, r, cls, saved, replay)"]
+    else:
+        lines += [f"    saved = {packs[0]} if _state.enabled and input._requires_grad else ()",
+                  f"    return _make_view(input, r, _cls, saved, lambda x: {name}(x, {args}) if "
+                  f"isinstance(x, _Tensor) else _forward(x, {args}))"]
+        ns["_cls"] = classes[0]
+    # named as a file of the package (its nodes' creation site is the caller's frame above it)
+    # and kept in linecache, so tracebacks show the generated lines
+    import linecache
+    import os
+    src = "\n".join(lines) + "\n"
+    fname = os.path.join(os.path.dirname(__file__), f"<view {name}>")
+    linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
+    exec(compile(src, fname, "exec"), ns)  # noqa: S102 (from the forward's signature)
+    return ns[name]
+
+
+def _view_jvp(spec, fn):
+    """A view op's forward-mode rule ``fn(ctx, tangent)`` (usually the same view of the
+    tangent), for every overload's node."""
+    spec.fw = fn
+    for c in spec.view_classes:
+        c._fw_rule = _view_node_fw
+    return fn
+
+
+def view_spec(spec) -> bool:
+    """Whether ``spec`` declares a view op (``defview``)."""
+    return getattr(spec, "view_classes", None) is not None
+
+
+__all__ += ["defview", "view_spec"]

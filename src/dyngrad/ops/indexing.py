@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._record import STATE, Node, Tensor, edge_of, record
-from .views import make_view, alias, expand_shape, UnsqueezeBackward0
+from .views import make_view, alias, expand_shape, unsqueeze
 from .. import _dtype as _DT
 from . import _dual as X
 
@@ -248,9 +248,7 @@ def _basic(self, keys):
     for k in keys:
         cd = cur._data
         if k is None:
-            v = np.expand_dims(cd, dim)
-            cur = make_view(cur, v, UnsqueezeBackward0, (cd.shape, dim),
-                            lambda x, k=dim: np.expand_dims(x, k) if not isinstance(x, Tensor) else x.unsqueeze(k))
+            cur = unsqueeze(cur, dim)
             dim += 1
         elif isinstance(k, slice):
             if not _full_slice(k, cd.shape[dim]):  # PyTorch skips a whole-dimension slice

@@ -10,9 +10,10 @@ import weakref
 import numpy as np
 
 from . import op
-from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, raw_dim, raw_dims, record
-from .._tensor import Size, _dim
+from .._record import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify, record, sum_to
+from .._tensor import Size, _dim, _storage_root
 from . import _dual as X
+from ._spec import defview
 
 _make = Tensor._make
 _weakref = weakref.ref
@@ -91,16 +92,12 @@ def apply_chain(x, chain):
 
 
 # --- reshape family -------------------------------------------------------------------
-class ViewBackward0(Node):
+class UnsafeViewBackward0Reshape(Node):
     __slots__ = ()
     _needs_saved = False
 
     def _bw(self, g, graph):
         return g.reshape(self._saved[0]),
-
-
-class UnsafeViewBackward0Reshape(ViewBackward0):
-    __slots__ = ()
 
 
 def _infer_shape(shape, numel, what="view"):
@@ -126,47 +123,68 @@ def _infer_shape(shape, numel, what="view"):
     return shape
 
 
-@op(function=False)
-def view(input, *shape):
+def _batch_reshape(spec, arrays, params):
+    """Batching rule of view/reshape: each sample takes the shape (the batch axis first)."""
+    x = arrays[0]
+    new = _infer_shape(tuple(params.get("shape", ())), x[0].size if len(x) else 0)
+    return x.reshape(x.shape[:1] + new)
+
+
+def _dtype_view(input, r):
+    """``view(dtype)``: the same bytes read as another dtype (no history, as in PyTorch)."""
+    return _make(r)
+
+
+@defview("view", node="ViewBackward0", saved=("self_sym_sizes",), function=False,
+         not_view=_dtype_view, batch=_batch_reshape)
+def view(self, *shape):
     """The same data with another shape (no copy); ViewBackward0."""
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list, Size)):
         from .. import _dtype as D
-        dt = D.to_dtype(shape[0])
-        return _make(input._data.view(dt.np))
-    d = input._data
-    new = _infer_shape(shape, d.size)
-    v = d.view()
+        return self.view(D.to_dtype(shape[0]).np), None
+    v = self.view()
     try:
-        v.shape = new
+        v.shape = _infer_shape(shape, self.size)
     except AttributeError:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
                            ".reshape(...) instead.") from None
-    return make_view(input, v, ViewBackward0, (d.shape,), lambda x, s=new: x.reshape(s))
+    return v
 
 
-@op()
-def reshape(input, *shape):
+@view.backward
+def _(ctx, grad):
+    return grad.reshape(ctx.self_sym_sizes),
+
+
+def _reshape_copy(input, r):
+    """reshape where no view can be made: PyTorch's _unsafe_view(clone()) (CloneBackward0
+    under UnsafeViewBackward0) when recording, else the copy."""
+    if STATE.enabled and input._requires_grad:
+        return unsafe_view(input.clone(), r.shape)
+    return _make(r)
+
+
+@defview("reshape", node=("ViewBackward0", "ReshapeAliasBackward0"),
+         saved=(("self_sym_sizes",), ("self_sym_sizes",)), not_view=_reshape_copy,
+         batch=_batch_reshape)
+def reshape(self, *shape):
     """The data with another shape: a view when possible (ViewBackward0 for contiguous input,
     ReshapeAliasBackward0 otherwise, as PyTorch names them), else a copy (UnsafeViewBackward0)."""
-    d = input._data
-    new = _infer_shape(shape, d.size)
-    cls = ViewBackward0 if d.flags.c_contiguous else ReshapeAliasBackward0
-    if new == d.shape:
-        return make_view(input, d.view(), cls, (d.shape,), lambda x: x)
-    v = d.view()
-    try:
-        v.shape = new
-    except AttributeError:
-        if STATE.enabled and input._requires_grad:
-            # PyTorch: _unsafe_view(clone(contiguous)) -- CloneBackward0 under UnsafeViewBackward0
-            return unsafe_view(input.clone(), new)
-        return _make(d.reshape(new))
-    return make_view(input, v, cls, (d.shape,), lambda x, s=new: x.reshape(s))
+    new = _infer_shape(shape, self.size)
+    k = 0 if self.flags.c_contiguous else 1
+    v = self.view()
+    if new != self.shape:
+        try:
+            v.shape = new
+        except AttributeError:
+            return self.reshape(new), None
+    return v, k
 
 
-class ReshapeAliasBackward0(ViewBackward0):
-    __slots__ = ()
+reshape.backward(view.bw)
+view = view.fn
+reshape = reshape.fn
 
 
 def unsafe_view(t, shape):
@@ -220,122 +238,146 @@ def reshape_as(input, other):
     return reshape(input, other._data.shape)
 
 
-class UnsqueezeBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return g.reshape(self._saved[0]),
+def _batch_unsqueeze(spec, arrays, params):
+    x = arrays[0]
+    return np.expand_dims(x, _dim(params["dim"], x.ndim) + 1)
 
 
-@op()
-def unsqueeze(input, dim):
+@defview("unsqueeze", node="UnsqueezeBackward0", saved=("dim",), batch=_batch_unsqueeze)
+def unsqueeze(self, dim):
     """Insert a size-1 dimension at ``dim``; UnsqueezeBackward0."""
-    d = input._data
-    k = _dim(dim, d.ndim + 1)
-    v = np.expand_dims(d, k)
-    return make_view(input, v, UnsqueezeBackward0, (d.shape, raw_dim(dim)), lambda x, k=k: x.unsqueeze(k)
-                     if isinstance(x, Tensor) else np.expand_dims(x, k))
+    return np.expand_dims(self, _dim(dim, self.ndim + 1))
 
 
-class SqueezeBackward0(UnsqueezeBackward0):
-    __slots__ = ()
+@unsqueeze.backward
+def _(ctx, grad):
+    return grad.squeeze(ctx.dim),
 
 
-class SqueezeBackward1(UnsqueezeBackward0):
-    __slots__ = ()
+@unsqueeze.jvp
+def _(ctx, tangent):
+    return tangent.unsqueeze(ctx.dim)
 
 
-class SqueezeBackward2(UnsqueezeBackward0):
-    __slots__ = ()
-
-
-@op()
-def squeeze(input, dim=None):
-    """Remove size-1 dimensions (all, or those in ``dim``)."""
-    d = input._data
+def _batch_squeeze(spec, arrays, params):
+    x = arrays[0]
+    dim = params.get("dim")
     if dim is None:
-        axes = tuple(i for i, s in enumerate(d.shape) if s == 1)
-        cls = SqueezeBackward0
-    else:
-        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        axes = tuple(sorted(_dim(k, d.ndim) for k in dims))
-        axes = tuple(a for a in axes if d.ndim and d.shape[a] == 1)
-        cls = SqueezeBackward1 if not isinstance(dim, (tuple, list)) else SqueezeBackward2
-    new = tuple(s for i, s in enumerate(d.shape) if i not in axes)
-    saved = (d.shape,) if dim is None else \
-        (d.shape, raw_dims(dim) if cls is SqueezeBackward2 else raw_dim(dim))
-    return make_view(input, d.reshape(new), cls, saved, lambda x, s=new: x.reshape(s))
+        return x.reshape(x.shape[:1] + tuple(s for s in x.shape[1:] if s != 1))
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    axes = {_dim(k, x.ndim - 1) + 1 for k in dims}
+    return x.reshape(tuple(s for i, s in enumerate(x.shape) if not (i in axes and s == 1)))
 
 
-class TBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
+@defview("squeeze", node=("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2"),
+         saved=(("self_sym_sizes",), ("self_sym_sizes", "dim"), ("self_sym_sizes", "dim")),
+         batch=_batch_squeeze)
+def squeeze(self, dim=None):
+    """Remove size-1 dimensions (all, or those in ``dim``): SqueezeBackward0/1/2 for no dim,
+    one dim, a list of dims."""
+    if dim is None:
+        return self.reshape(tuple(s for s in self.shape if s != 1)), 0
+    many = isinstance(dim, (tuple, list))
+    axes = {_dim(k, self.ndim) for k in (dim if many else (dim,))}
+    new = tuple(s for i, s in enumerate(self.shape) if not (i in axes and s == 1))
+    return self.reshape(new), 2 if many else 1
 
-    def _bw(self, g, graph):
-        return (g.T if not isinstance(g, Tensor) else g.t()),
+
+@squeeze.backward
+def _(ctx, grad):
+    return grad.reshape(ctx.self_sym_sizes),
 
 
-@op()
-def t(input):
+@squeeze.jvp
+def _(ctx, tangent):
+    dim = getattr(ctx, "dim", None)  # (squeeze() keeps no dim)
+    return tangent.squeeze() if dim is None else tangent.squeeze(dim)
+
+
+def _batch_t(spec, arrays, params):
+    x = arrays[0]
+    return x.swapaxes(1, 2) if x.ndim == 3 else x
+
+
+@defview("t", node="TBackward0", batch=_batch_t)
+def t(self):
     """Transpose of a matrix (a 0-D or 1-D tensor is returned as is); TBackward0."""
-    d = input._data
-    if d.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {d.ndim}D")
-    return make_view(input, d.T, TBackward0, (), lambda x: x.T if not isinstance(x, Tensor) else x.t())
+    if self.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return self.T
 
 
-class TransposeBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        a, b, _, _ = self._saved
-        if a == b:  # nothing was swapped (a 0-d tensor, or a dim with itself)
-            return g,
-        return g.swapaxes(a, b) if not isinstance(g, Tensor) else g.transpose(a, b),
+@t.backward
+def _(ctx, grad):
+    return _t_of(grad),
 
 
-@op(methods=("swapaxes", "swapdims"))
-def transpose(input, dim0, dim1):
+@t.jvp
+def _(ctx, tangent):
+    return tangent.t()
+
+
+def _batch_transpose(spec, arrays, params):
+    x = arrays[0]
+    n = x.ndim - 1
+    return spec.forward(x, _dim(params["dim0"], n) + 1 if n else 0,
+                        _dim(params["dim1"], n) + 1 if n else 0)
+
+
+@defview("transpose", node="TransposeBackward0", saved=("dim0", "dim1"),
+         methods=("swapaxes", "swapdims"), batch=_batch_transpose)
+def transpose(self, dim0, dim1):
     """Swap two dimensions (a view); TransposeBackward0."""
-    d = input._data
-    a, b = _dim(dim0, d.ndim), _dim(dim1, d.ndim)
-    if d.ndim == 0:
-        return make_view(input, d.view(), TransposeBackward0, (0, 0, raw_dim(dim0), raw_dim(dim1)),
-                         lambda x: x)
-    return make_view(input, d.swapaxes(a, b), TransposeBackward0,
-                     (a, b, raw_dim(dim0), raw_dim(dim1)),
-                     lambda x, a=a, b=b: x.swapaxes(a, b))
+    a, b = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
+    return self.view() if self.ndim == 0 else self.swapaxes(a, b)
 
 
-swapaxes = swapdims = transpose
+@transpose.backward
+def _(ctx, grad):
+    return grad.swapaxes(ctx.dim0, ctx.dim1) if grad.ndim else grad,
 
 
-class PermuteBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        inv = tuple(np.argsort(self._saved[0]))
-        return (g.transpose(inv) if not isinstance(g, Tensor) else g.permute(*inv)),
+@transpose.jvp
+def _(ctx, tangent):
+    return tangent.transpose(ctx.dim0, ctx.dim1)
 
 
-@op()
-def permute(input, *dims):
+def _batch_permute(spec, arrays, params):
+    x = arrays[0]
+    dims = tuple(params.get("dims", ()))
+    return x.transpose((0,) + tuple(_dim(k, x.ndim - 1) + 1 for k in dims))
+
+
+@defview("permute", node="PermuteBackward0", saved=("dims",), batch=_batch_permute)
+def permute(self, *dims):
     """Reorder dimensions (a view); PermuteBackward0."""
     if len(dims) == 1 and isinstance(dims[0], (tuple, list, Size)):
         dims = tuple(dims[0])
-    d = input._data
-    if len(dims) != d.ndim:
+    if len(dims) != self.ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
-                           f"input.dim() = {d.ndim} is not equal to len(dims) = {len(dims)}")
-    perm = tuple(_dim(k, d.ndim) for k in dims)
+                           f"input.dim() = {self.ndim} is not equal to len(dims) = {len(dims)}")
+    perm = tuple(_dim(k, self.ndim) for k in dims)
     if len(set(perm)) != len(perm):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return make_view(input, d.transpose(perm), PermuteBackward0, (perm, raw_dims(dims)),
-                     lambda x, p=perm: x.transpose(p) if not isinstance(x, Tensor) else x.permute(*p))
+    return self.transpose(perm)
+
+
+@permute.backward
+def _(ctx, grad):
+    n = grad.ndim
+    return _permute_of(grad, tuple(np.argsort([d % n for d in ctx.dims]).tolist())),
+
+
+@permute.jvp
+def _(ctx, tangent):
+    return tangent.permute(ctx.dims)
+
+
+t, transpose, permute, unsqueeze, squeeze = t.fn, transpose.fn, permute.fn, unsqueeze.fn, squeeze.fn
+_t_of = X.twin(lambda g: g.T, t)
+_permute_of = X.twin(lambda g, p: g.transpose(p), permute)
+swapaxes = swapdims = transpose
 
 
 _WARNED: set = set()
@@ -413,26 +455,31 @@ def adjoint(input):
     return _adjoint(input)
 
 
-class ExpandBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
+def _batch_expand(spec, arrays, params):
+    x = arrays[0]
+    sizes = tuple(params.get("sizes", ()))
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
+        sizes = tuple(sizes[0])
+    lead = len(sizes) - (x.ndim - 1)
+    x = x.reshape(x.shape[:1] + (1,) * lead + x.shape[1:])
+    return _broadcast_view(x, x.shape[:1] + expand_shape(x.shape[1:], x.dtype, sizes))
 
-    def _bw(self, g, graph):
-        from .._record import sum_to
-        return sum_to(g, self._saved[0]),
 
-
-@op(function=False)
-def expand(input, *sizes):
+@defview("expand", node="ExpandBackward0", saved=("self_sym_sizes",), function=False,
+         batch=_batch_expand)
+def expand(self, *sizes):
     """Broadcast size-1 dimensions to ``sizes`` without copying (-1 keeps a size)."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)):
         sizes = tuple(sizes[0])
-    d = input._data
-    if input._stale_view and STATE.enabled:  # its history is asked for before the sizes
-        raise RuntimeError(input._stale_view)
-    shape = expand_shape(d.shape, d.dtype, sizes)
-    return make_view(input, _broadcast_view(d, shape), ExpandBackward0, (d.shape,),
-                     lambda x, s=shape: _broadcast_view(x, s) if not isinstance(x, Tensor) else x.expand(*s))
+    return _broadcast_view(self, expand_shape(self.shape, self.dtype, sizes))
+
+
+@expand.backward
+def _(ctx, grad):
+    return sum_to(grad, ctx.self_sym_sizes),
+
+
+expand = expand.fn
 
 
 def expand_shape(dshape, dtype, sizes):
@@ -619,80 +666,83 @@ def share_node(outs, node):
             notify(o)
 
 
+def _joined(g, nout, sizes, shape, dim):
+    """The pieces' gradients ``g`` (one alone when ``nout`` is 1) joined along ``dim``, zeros
+    of their sizes where none arrived."""
+    if nout == 1:  # one piece: the engine passes its gradient alone
+        g = (g,)
+    like = next(gi for gi in g if gi is not None)
+    return X.cat([gi if gi is not None else X.zeros(shape[:dim] + (s,) + shape[dim + 1:], like)
+                  for gi, s in zip(g, sizes)], dim)
+
+
 class SplitBackward0(Node):
-    """Gradient of split/chunk: the outputs' gradients joined (zeros where none arrived)."""
+    """The node of unsafe_split and unsafe_chunk (ops/shape_more.py), pieces that are not
+    views: their gradients joined."""
     __slots__ = ()
     _needs_saved = False
 
     def _bw(self, g, graph):
-        dim, sizes, shape, dtype = self._saved[:4]
-        if self._nout == 1:  # one piece: the engine passes its gradient alone
-            g = (g,)
-        like = next(gi for gi in g if gi is not None)
-        parts = []
-        for gi, s in zip(g, sizes):
-            if gi is None:
-                gi = X.zeros(shape[:dim] + (s,) + shape[dim + 1:], like, dtype)
-            parts.append(gi)
-        return X.cat(parts, dim),
+        dim, sizes, shape = self._saved[:3]
+        return _joined(g, self._nout, sizes, shape, dim),
 
 
-class SplitWithSizesBackward0(SplitBackward0):
-    __slots__ = ()
+def _split_sizes_of(n, ss):
+    """The sizes of ``split(split_size=ss)`` along a dimension of ``n`` (PyTorch's error for
+    a size that cannot split it)."""
+    if ss < 0 or (ss == 0 and n != 0):
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {n}")
+    if n == 0:
+        return [0]
+    return [ss] * (n // ss) + ([n % ss] if n % ss else [])
 
 
-class UnbindBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        dim, shape, dtype = self._saved[:3]
-        if self._nout == 1:  # one piece: the engine passes its gradient alone
-            g = (g,)
-        sub = shape[:dim] + shape[dim + 1:]
-        like = next(gi for gi in g if gi is not None)
-        return X.stack([gi if gi is not None else X.zeros(sub, like, dtype) for gi in g], dim),
-
-
-def _split_sizes(input, sizes, dim, node_cls, raw):
-    d = input._data
-    k = _dim(dim, d.ndim)
-    datas, fns, start = [], [], 0
+def _pieces(d, sizes, k):
+    out, start = [], 0
     for s in sizes:
-        key = (slice(None),) * k + (slice(start, start + s),)
-        datas.append(d[key])
-        fns.append(lambda x, key=key: x[key])
+        out.append(d[(slice(None),) * k + (slice(start, start + s),)])
         start += s
-    return tuple(_make_views(input, datas, node_cls, (k, tuple(sizes), d.shape, d.dtype,
-                                                      raw_dim(raw)), fns))
+    return out
 
 
-@op()
-def split(tensor, split_size_or_sections, dim=0):
+def _batch_split(spec, arrays, params):
+    x = arrays[0]
+    return spec.forward(x, params["split_size_or_sections"],
+                        _dim(params.get("dim", 0), x.ndim - 1) + 1)
+
+
+@defview("split", node=("SplitBackward0", "SplitWithSizesBackward0"),
+         saved=(("dim", "self_sym_sizes", "split_size=split_size_or_sections"),
+                ("dim", "self_sym_sizes", "split_sizes=split_size_or_sections")),
+         multi=True, batch=_batch_split)
+def split(self, split_size_or_sections, dim=0):
     """Views of consecutive pieces along ``dim``: equal ``int`` sizes (last may be smaller) or
     the listed sizes; SplitBackward0 / SplitWithSizesBackward0."""
-    d = tensor._data
-    if d.ndim == 0:
+    if self.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    k = _dim(dim, d.ndim)
-    n = d.shape[k]
+    k = _dim(dim, self.ndim)
+    n = self.shape[k]
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes = [int(s) for s in split_size_or_sections]
         if sum(sizes) != n or any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
                                f"tensor's size at dimension {k}), but got split_sizes={sizes}")
-        return _split_sizes(tensor, sizes, k, SplitWithSizesBackward0, dim)
-    ss = int(split_size_or_sections)
-    if ss < 0 or (ss == 0 and n != 0):
-        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
-                           f"size of {n}")
-    if n == 0:
-        sizes = [0]
-    else:
-        sizes = [ss] * (n // ss) + ([n % ss] if n % ss else [])
-    return _split_sizes(tensor, sizes, k, SplitBackward0, dim)
+        return _pieces(self, sizes, k), 1
+    return _pieces(self, _split_sizes_of(n, int(split_size_or_sections)), k)
 
 
+@split.backward
+def _(ctx, grad):
+    shape = ctx.self_sym_sizes
+    dim = _dim(ctx.dim, len(shape))
+    sizes = getattr(ctx, "split_sizes", None)  # (split(int) keeps split_size)
+    if sizes is None:
+        sizes = _split_sizes_of(shape[dim], ctx.split_size)
+    return _joined(grad, ctx._nout, sizes, shape, dim),
+
+
+split = split.fn
 op("split_with_sizes", function=False)(lambda self, split_sizes, dim=0: split(self, list(split_sizes), dim))
 
 
@@ -735,20 +785,27 @@ def tensor_split(input, indices_or_sections, dim=0):
     return tuple(narrow(input, k, min(s, n), max(e - s, 0)) for s, e in zip(bounds[:-1], bounds[1:]))
 
 
-@op()
-def unbind(input, dim=0):
+@defview("unbind", node="UnbindBackward0", saved=("dim",), multi=True,
+         batch=lambda spec, arrays, params: spec.forward(
+             arrays[0], _dim(params.get("dim", 0), arrays[0].ndim - 1) + 1))
+def unbind(self, dim=0):
     """Views of each slice along ``dim`` (the dimension removed); UnbindBackward0."""
-    d = input._data
-    if d.ndim == 0:
+    if self.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    k = _dim(dim, d.ndim)
-    datas, fns = [], []
-    for i in range(d.shape[k]):
-        key = (slice(None),) * k + (i, Ellipsis)  # Ellipsis: a 0-d view, not a scalar copy
-        datas.append(d[key])
-        fns.append(lambda x, key=key: x[key])
-    return tuple(_make_views(input, datas, UnbindBackward0, (k, d.shape, d.dtype, raw_dim(dim)),
-                             fns))
+    k = _dim(dim, self.ndim)
+    # (Ellipsis: a 0-d view, not a scalar copy)
+    return [self[(slice(None),) * k + (i, Ellipsis)] for i in range(self.shape[k])]
+
+
+@unbind.backward
+def _(ctx, grad):
+    g = (grad,) if ctx._nout == 1 else grad
+    like = next(gi for gi in g if gi is not None)
+    return X.stack([gi if gi is not None else X.zeros(tuple(like.shape), like) for gi in g],
+                   _dim(ctx.dim, like.ndim + 1)),
+
+
+unbind = unbind.fn
 
 
 # --- hsplit / vsplit / dsplit ---------------------------------------------------------------
@@ -817,18 +874,6 @@ def _windows(x, dim, size, step):
                                            writeable=x.flags.writeable and not shared)
 
 
-class UnfoldBackward0(Node):
-    """The windows' gradients added back where each element came from."""
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        shape, dim, size, step = self._saved[:4]
-        if not shape:
-            return g.reshape(()),
-        return _unfold_back_any(g, shape, dim, size, step),
-
-
 def _unfold_back_np(g, shape, dim, size, step):
     count = (shape[dim] - size) // step + 1
     r = np.zeros(shape, g.dtype)
@@ -851,29 +896,51 @@ def _unfold_back_t(g, shape, dim, size, step):
 _unfold_back_any = X.twin(_unfold_back_np, _unfold_back_t)
 
 
-@op(function=False)
-def unfold(input, dimension, size, step):
+def _batch_unfold(spec, arrays, params):
+    """Batching rule of unfold: the dimension moves one to the right (a 0-d sample's windows
+    are of its one element)."""
+    x = arrays[0]
+    if x.ndim == 1:
+        return np.stack([spec.forward(a, **params) for a in x])
+    return spec.forward(x, _dim(params["dimension"], x.ndim - 1) + 1, params["size"],
+                        params["step"])
+
+
+@defview("unfold", node="UnfoldBackward0", saved=("self_sym_sizes", "dimension", "size", "step"),
+         function=False, batch=_batch_unfold)
+def unfold(self, dimension, size, step):
     """All windows of ``size`` elements every ``step`` along ``dimension`` (a view; the window
     is the new last dim); UnfoldBackward0."""
     from .shape_more import _int
     dimension = _int(dimension, "unfold", "dimension", 1)
     size = _int(size, "unfold", "size", 2)
     step = _int(step, "unfold", "step", 3)
-    d = input._data
-    k = _dim(dimension, d.ndim)
-    n = d.shape[k] if d.ndim else 1
+    k = _dim(dimension, self.ndim)
+    n = self.shape[k] if self.ndim else 1
     if size < 0:
         raise RuntimeError(f"size is {size} but must be >= 0")
     if size > n:
         raise RuntimeError(f"maximum size for tensor at dimension {k} is {n} but size is {size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
+    return _windows(self, k, size, step)
 
-    def fn(x, k=k, size=size, step=step):
-        return x.unfold(k, size, step) if isinstance(x, Tensor) else _windows(x, k, size, step)
 
-    return make_view(input, _windows(d, k, size, step), UnfoldBackward0,
-                     (d.shape, k, size, step, dimension), fn)
+@unfold.backward
+def _(ctx, grad):
+    """The windows' gradients added back where each element came from."""
+    shape = ctx.self_sym_sizes
+    if not shape:
+        return grad.reshape(()),
+    return _unfold_back_any(grad, shape, _dim(ctx.dimension, len(shape)), ctx.size, ctx.step),
+
+
+@unfold.jvp
+def _(ctx, tangent):
+    return tangent.unfold(ctx.dimension, ctx.size, ctx.step)
+
+
+unfold = unfold.fn
 
 
 from .. import _tensor as _tensor_module  # noqa: E402
@@ -883,7 +950,6 @@ _tensor_module.LATE.live_views = live_views
 
 
 # --- complex <-> real views -------------------------------------------------------------
-from .._record import Saved, sum_to  # noqa: E402
 from .._out import call as _out_call, handles_out  # noqa: E402
 from .. import _dtype as _D  # noqa: E402
 
@@ -908,69 +974,72 @@ def _as_complex(d):
     return d.view(_COMPLEX_OF[d.dtype])[..., 0]
 
 
-class ViewAsRealBackward0(Node):
-    __slots__ = ()
-    _holomorphic = False  # its formula is the complex gradient itself
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        if isinstance(g, Tensor):
-            return view_as_complex(g.contiguous()),
-        return np.ascontiguousarray(g).view(_COMPLEX_OF[g.dtype])[..., 0],
-
-
-class ViewAsComplexBackward0(Node):
-    __slots__ = ()
-    _holomorphic = False  # its formula is the complex gradient itself
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        if isinstance(g, Tensor):
-            return view_as_real(g.contiguous()),
-        return np.stack([g.real, g.imag], -1),
-
-
-@op(method=False)
-def view_as_real(input):
+@defview("view_as_real", node="ViewAsRealBackward0", method=False, holomorphic=False,
+         batch=lambda spec, arrays, params: _as_real(arrays[0]))
+def view_as_real(self):
     """A real view of a complex tensor: a last dimension of 2 holds the real and imaginary
     parts (storage shared; strides doubled); ViewAsRealBackward0."""
-    if not isinstance(input, Tensor):
-        raise _D.not_tensor("view_as_real", "input", 1, input)
-    d = input._data
-    if d.dtype.kind != "c":
+    if self.dtype.kind != "c":
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    return make_view(input, _as_real(d), ViewAsRealBackward0, (),
-                     lambda x: view_as_real(x) if isinstance(x, Tensor) else _as_real(x))
+    return _as_real(self)
 
 
-@op(method=False)
-def view_as_complex(input):
+@view_as_real.backward
+def _(ctx, grad):
+    # (its formula is PyTorch's complex gradient itself)
+    return _complex_of(grad),
+
+
+@view_as_real.jvp
+def _(ctx, tangent):
+    return view_as_real(tangent)
+
+
+@defview("view_as_complex", node="ViewAsComplexBackward0", method=False, holomorphic=False,
+         batch=lambda spec, arrays, params: spec.forward(arrays[0]))
+def view_as_complex(self):
     """A complex view of a float tensor whose last dimension is 2 with stride 1 (other
     strides and the storage offset even); ViewAsComplexBackward0."""
-    if not isinstance(input, Tensor):
-        raise _D.not_tensor("view_as_complex", "input", 1, input)
-    d = input._data
-    if d.dtype not in _COMPLEX_OF:
-        name = _D.scalar_type_name(d.dtype)
-        if d.dtype == np.float16:
+    if self.dtype not in _COMPLEX_OF:
+        if self.dtype == np.float16:
             raise RuntimeError("view_as_complex of a Half tensor gives a ComplexHalf "
                                "(torch.complex32) tensor, a dtype dyngrad does not have")
         raise RuntimeError(f"view_as_complex is only supported for half, float and double "
-                           f"tensors, but got a tensor of scalar type: {name}")
-    if d.ndim == 0:
+                           f"tensors, but got a tensor of scalar type: "
+                           f"{_D.scalar_type_name(self.dtype)}")
+    if self.ndim == 0:
         raise RuntimeError("Input tensor must have one or more dimensions")
-    if d.shape[-1] != 2:
+    if self.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     # (an empty array's NumPy strides say nothing of PyTorch's: not checked)
-    st = input.stride() if d.size else (0,) * (d.ndim - 1) + (1,)
+    st = tuple(s // self.itemsize for s in self.strides) if self.size else \
+        (0,) * (self.ndim - 1) + (1,)
     if st[-1] != 1:
         raise RuntimeError("Tensor must have a last dimension with stride 1")
     if any(s % 2 for s in st[:-1]):
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
-    if d.size and input.storage_offset() % 2:
+    if self.size and (self.__array_interface__["data"][0] - _storage_root(
+            self).__array_interface__["data"][0]) // self.itemsize % 2:
         raise RuntimeError("Tensor must have a storage_offset divisible by 2")
-    return make_view(input, _as_complex(d), ViewAsComplexBackward0, (),
-                     lambda x: view_as_complex(x) if isinstance(x, Tensor) else _as_complex(x))
+    return _as_complex(self)
+
+
+@view_as_complex.backward
+def _(ctx, grad):
+    return _real_of(grad),
+
+
+@view_as_complex.jvp
+def _(ctx, tangent):
+    return view_as_complex(tangent)
+
+
+view_as_real, view_as_complex = view_as_real.fn, view_as_complex.fn
+# a complex gradient as its real view, and back (contiguous, as PyTorch's backward makes it)
+_complex_of = X.twin(lambda g: np.ascontiguousarray(g).view(_COMPLEX_OF[g.dtype])[..., 0],
+                     lambda g: view_as_complex(g.contiguous()))
+_real_of = X.twin(lambda g: np.stack([g.real, g.imag], -1),
+                  lambda g: view_as_real(g.contiguous()))
 
 
 class PolarBackward0(Node):
