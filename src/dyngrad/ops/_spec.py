@@ -1675,26 +1675,32 @@ Ctx.shapes = property(lambda self: self._node._saved[len(type(self._node)._spec.
                       doc="The shapes of the tensors of a list input (cat's sizes).")
 
 # --- views ---------------------------------------------------------------------------------
-def _view_node_bw(self, g, graph):
+def _view_node_fw(self, tangents):
     # the formula's ctx is the node itself: a view node keeps no tensor, only sizes and
     # arguments, which its class shows as attributes (nothing to unpack or version-check)
-    return type(self)._spec.bw(self, g)
-
-
-def _view_node_fw(self, tangents):
     return [type(self)._spec.fw(self, *tangents)]
+
+
+def _same_names(cls, **kwargs):
+    """A subclass of a view node (its complex twin, an in-place form) names its saved values
+    as its base does."""
+    if "_named_saved" not in cls.__dict__:
+        cls._named_saved = cls.__base__._named_saved
 
 
 def _view_classes(spec, nodes, saved):
     """The node classes of a view op, one per overload (``nodes[k]`` keeping ``saved[k]``),
-    sharing the declaration's backward."""
+    sharing the declaration's backward; each shows its saved values as attributes."""
     out = []
+    every = {m for names in saved for m in names}
     for k, (n, names) in enumerate(zip(nodes, saved)):
         out.append(type(n, (Node,), {
             "__slots__": (), "__module__": spec.forward.__module__, "_spec": spec,
             "_named_saved": {m: (i, "dim" if "dim" in m else "same") for i, m in enumerate(names)},
+            # the formula reads a value another overload keeps as None
+            **{m: property(lambda c: None) for m in every},
             **{m: property(lambda c, i=i: c._saved[i]) for i, m in enumerate(names)},
-            "_fw_rule": None, "_bw": _view_node_bw, "_needs_saved": False,
+            "_fw_rule": None, "_needs_saved": False, "__init_subclass__": _same_names,
             "_holomorphic": spec.node_cls._holomorphic,
             "__doc__": f"Backward of {spec.name} (a view; declared with defview)."}))
     return tuple(out)
@@ -1714,8 +1720,9 @@ def defview(name: str, *, node, saved=(), batch=None, method: bool = True,
     forward returns ``(array, None)`` (reshape's copy).  ``multi=True``: the forward returns a
     list of views (split, unbind), which share one node (each its output) and, as PyTorch's
     multi-output views, refuse in-place changes; its backward gets their gradients as a list
-    (one gradient alone when there is one view).  Without ``.jvp`` forward mode
-    differentiates the backward formula (linear) instead."""
+    (one gradient alone when there is one view).  The backward's and ``.jvp``'s ctx is the
+    node: ``ctx.<saved name>`` (None for a value only another overload keeps).  Without
+    ``.jvp`` forward mode differentiates the backward formula (linear) instead."""
     nodes = (node,) if isinstance(node, str) else tuple(node)
     saveds = (tuple(saved),) if isinstance(node, str) else tuple(tuple(s) for s in saved)
 
@@ -1738,6 +1745,7 @@ def defview(name: str, *, node, saved=(), batch=None, method: bool = True,
             p.replace(name="input") if i == 0 else p for i, p in enumerate(sig.parameters.values())])
         spec.fn, spec.key = f, name
         spec.jvp = lambda fn: _view_jvp(spec, fn)
+        spec.backward = lambda fn: _view_backward(spec, fn)
         for key in (name,) + tuple(aliases):
             op(key, method=method, function=function, methods=methods)(f)
             OPS[key].update(spec=spec, nodes=tuple(c.__name__ for c in classes))
@@ -1801,54 +1809,42 @@ def _view_public(name, forward, sig, classes, saveds, not_view, multi=False):
              "    except RuntimeError:",
              "        _edges_first(input)  # a stale view's error comes first, as in PyTorch",
              "        raise"]
+
+    def saving(indent, k_known):
+        """The lines setting ``saved`` (only when recording), for overload ``k``."""
+        pad = " " * indent
+        if k_known is not None:
+            return [f"{pad}saved = {packs[k_known]} if _state.enabled and "
+                    f"input._requires_grad else ()"]
+        out = [f"{pad}saved = ()", f"{pad}if _state.enabled and input._requires_grad:"]
+        for k, pk in enumerate(packs):
+            out += [f"{pad}    {'if' if k == 0 else 'elif'} k == {k}:",
+                    f"{pad}        saved = {pk}"]
+        return out
+
+    replay = (f"lambda x: {name}(x, {args}){'[i]' if multi else ''} if isinstance(x, _Tensor) "
+              f"else _first(_forward(x, {args})){'[i]' if multi else ''}")
+    ns["_first"] = _first
     if multi:
         from .views import _make_views
         ns["_make_views"] = _make_views
         lines += ["    k = 0",
                   "    if type(r) is tuple:",
                   "        r, k = r"]
-        lines += ["    if _state.enabled and input._requires_grad:"]
-        for k, pk in enumerate(packs):
-            lines += [f"        {'if' if k == 0 else 'elif'} k == {k}:",
-                      f"            saved = {pk}"]
-        lines += ["    else:",
-                  "        saved = ()",
-                  "",
-                  "    def replay(i):",
-                  "        def fn(x):",
-                  "            if isinstance(x, _Tensor):",
-                  f"                return {name}(x, {args})[i]",
-                  f"            y = _forward(x, {args})",
-                  "            return (y[0] if type(y) is tuple else y)[i]",
-                  "        return fn",
-                  "",
-                  "    return tuple(_make_views(input, r, _classes[k], saved, "
-                  "[replay(i) for i in range(len(r))]))"]
-    elif len(classes) > 1 or not_view is not None:
-        lines += ["    k = 0",
-                  "    if type(r) is tuple:",
-                  "        r, k = r",
-                  "        if k is None:",
-                  "            return _not_view(input, r)",
-                  "    cls = _classes[k]",
-                  "    if _state.enabled and input._requires_grad:"]
-        for k, pk in enumerate(packs):
-            lines += [f"        {'if' if k == 0 else 'elif'} k == {k}:",
-                      f"            saved = {pk}"]
-        lines += ["    else:",
-                  "        saved = ()",
-                  "",
-                  "    def replay(x):",
-                  "        if isinstance(x, _Tensor):",
-                  f"            return {name}(x, {args})",
-                  f"        y = _forward(x, {args})",
-                  "        return y[0] if type(y) is tuple else y",
-                  "",
-                  "    return _make_view(input, r, cls, saved, replay)"]
+        lines += saving(4, None if len(packs) > 1 else 0)
+        lines += [f"    return tuple(_make_views(input, r, _classes[k], saved, [({replay}) for i in "
+                  f"range(len(r))]))".replace("lambda x:", "lambda x, i=i:")]
     else:
-        lines += [f"    saved = {packs[0]} if _state.enabled and input._requires_grad else ()",
-                  f"    return _make_view(input, r, _cls, saved, lambda x: {name}(x, {args}) if "
-                  f"isinstance(x, _Tensor) else _forward(x, {args}))"]
+        if len(classes) > 1 or not_view is not None:
+            # another overload (the forward returned ``(view, k)``), or no view at all
+            lines += ["    if type(r) is tuple:",
+                      "        r, k = r",
+                      "        if k is None:",
+                      "            return _not_view(input, r)"]
+            lines += saving(8, None)
+            lines += [f"        return _make_view(input, r, _classes[k], saved, {replay})"]
+        lines += saving(4, 0)
+        lines += [f"    return _make_view(input, r, _cls, saved, {replay})"]
         ns["_cls"] = classes[0]
     # named as a file of the package (its nodes' creation site is the caller's frame above it)
     # and kept in linecache, so tracebacks show the generated lines
@@ -1861,6 +1857,24 @@ def _view_public(name, forward, sig, classes, saveds, not_view, multi=False):
     return ns[name]
 
 
+def _first(r):
+    """A view forward's array (without the overload it named)."""
+    return r[0] if type(r) is tuple else r
+
+
+def _view_backward(spec, fn):
+    """A view op's backward formula ``fn(ctx, grad)``, the ``_bw`` of every overload's node
+    (its ctx is the node itself)."""
+    spec.bw = fn
+
+    def bw(self, g, graph):
+        return fn(self, g)
+
+    for c in spec.view_classes:
+        c._bw = bw
+    return fn
+
+
 def _view_jvp(spec, fn):
     """A view op's forward-mode rule ``fn(ctx, tangent)`` (usually the same view of the
     tangent), for every overload's node."""
@@ -1870,9 +1884,4 @@ def _view_jvp(spec, fn):
     return fn
 
 
-def view_spec(spec) -> bool:
-    """Whether ``spec`` declares a view op (``defview``)."""
-    return getattr(spec, "view_classes", None) is not None
-
-
-__all__ += ["defview", "view_spec"]
+__all__ += ["defview"]

@@ -18,7 +18,6 @@ def _inplace_view(name, nodes, methods=(), check=None):
     classes = {}
     for base, n in zip(spec.view_classes, nodes):
         classes[base] = type(n, (base,), {"__slots__": (), "__module__": __name__,
-                                          "_named_saved": base._named_saved,
                                           "__doc__": f"Backward of {name}_ (in place)."})
 
     def f(self, *args, **kwargs):

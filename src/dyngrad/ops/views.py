@@ -31,21 +31,25 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
     t = _make(data)
     t._vc = src._vc
     base = src._base
+    tracked = fn is not None
     if base is None:
         base = t._base = src
-        if fn is not None:
+        if tracked:
             t._view_fn = (fn,)
             _register_view(base, t)
     else:
         t._base = base
         prev = src._view_fn
-        if prev is not None and fn is not None:
+        if prev is not None and tracked:
             t._view_fn = prev + (fn,)
             _register_view(base, t)
-    if t._view_fn is not None:
+        else:
+            tracked = False
+    enabled = STATE.enabled
+    if tracked:
         # PyTorch's CreationMeta: a view made under no_grad (or of such a view, or of an
         # output of a multi-view op) refuses in-place changes while recording
-        if not STATE.enabled:
+        if not enabled:
             t._creation = NO_GRAD_MODE
             if src._requires_grad:
                 # a view made under no_grad still requires grad, as in PyTorch, but has no history
@@ -53,7 +57,7 @@ def make_view(src, data, node_cls=None, saved=(), fn=None):
                 t._nograd_view = True
         elif src._creation is not None:
             t._creation = src._creation
-    if node_cls is not None and STATE.enabled and src._requires_grad:
+    if enabled and node_cls is not None and src._requires_grad:
         t._requires_grad = True
         t._grad_fn = node_cls((edge_of(src),), saved, t._data.dtype)
         if RECORD_HOOKS:
@@ -172,14 +176,13 @@ def reshape(self, *shape):
     """The data with another shape: a view when possible (ViewBackward0 for contiguous input,
     ReshapeAliasBackward0 otherwise, as PyTorch names them), else a copy (UnsafeViewBackward0)."""
     new = _infer_shape(shape, self.size)
-    k = 0 if self.flags.c_contiguous else 1
     v = self.view()
     if new != self.shape:
         try:
             v.shape = new
         except AttributeError:
             return self.reshape(new), None
-    return v, k
+    return v if self.flags.c_contiguous else (v, 1)
 
 
 reshape.backward(view.bw)
@@ -276,7 +279,7 @@ def squeeze(self, dim=None):
     """Remove size-1 dimensions (all, or those in ``dim``): SqueezeBackward0/1/2 for no dim,
     one dim, a list of dims."""
     if dim is None:
-        return self.reshape(tuple(s for s in self.shape if s != 1)), 0
+        return self.reshape(tuple(s for s in self.shape if s != 1))
     many = isinstance(dim, (tuple, list))
     axes = {_dim(k, self.ndim) for k in (dim if many else (dim,))}
     new = tuple(s for i, s in enumerate(self.shape) if not (i in axes and s == 1))
@@ -290,7 +293,7 @@ def _(ctx, grad):
 
 @squeeze.jvp
 def _(ctx, tangent):
-    dim = getattr(ctx, "dim", None)  # (squeeze() keeps no dim)
+    dim = ctx.dim  # (None: squeeze() keeps no dim)
     return tangent.squeeze() if dim is None else tangent.squeeze(dim)
 
 
@@ -734,11 +737,13 @@ def split(self, split_size_or_sections, dim=0):
 
 @split.backward
 def _(ctx, grad):
-    shape = ctx.self_sym_sizes
-    dim = _dim(ctx.dim, len(shape))
-    sizes = getattr(ctx, "split_sizes", None)  # (split(int) keeps split_size)
+    shape, dim = ctx.self_sym_sizes, ctx.dim
+    if dim < 0:
+        dim += len(shape)
+    sizes = ctx.split_sizes  # (split(int) keeps split_size)
     if sizes is None:
-        sizes = _split_sizes_of(shape[dim], ctx.split_size)
+        n, ss = shape[dim], ctx.split_size
+        sizes = [ss] * (n // ss) + [n % ss] if n else [0]  # (the last one may be 0: unused)
     return _joined(grad, ctx._nout, sizes, shape, dim),
 
 
@@ -801,8 +806,9 @@ def unbind(self, dim=0):
 def _(ctx, grad):
     g = (grad,) if ctx._nout == 1 else grad
     like = next(gi for gi in g if gi is not None)
+    dim = ctx.dim
     return X.stack([gi if gi is not None else X.zeros(tuple(like.shape), like) for gi in g],
-                   _dim(ctx.dim, like.ndim + 1)),
+                   dim + like.ndim + 1 if dim < 0 else dim),
 
 
 unbind = unbind.fn
