@@ -369,7 +369,10 @@ def permute(self, *dims):
 @permute.backward
 def _(ctx, grad):
     n = grad.ndim
-    return _permute_of(grad, tuple(np.argsort([d % n for d in ctx.dims]).tolist())),
+    inv = [0] * n  # the inverse permutation
+    for i, d in enumerate(ctx.dims):
+        inv[d % n] = i
+    return _permute_of(grad, tuple(inv)),
 
 
 @permute.jvp
