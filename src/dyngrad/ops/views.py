@@ -105,15 +105,23 @@ class UnsafeViewBackward0Reshape(Node):
 
 
 def _infer_shape(shape, numel, what="view"):
+    """The shape ``shape`` (ints, one of them -1 at most) gives ``numel`` elements, or
+    PyTorch's error."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
-    shape = tuple(int(s) for s in shape)
-    neg = [i for i, s in enumerate(shape) if s == -1]
-    if len(neg) > 1:
-        raise RuntimeError("only one dimension can be inferred")
-    for s in shape:
-        if s < -1:
-            raise RuntimeError(f"invalid shape dimension {s}")
+    shape = tuple(map(int, shape))
+    if min(shape, default=0) >= 0:  # nothing to infer (the common call)
+        if math.prod(shape) != numel:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        return shape
+    neg = []
+    for i, s in enumerate(shape):  # PyTorch's errors in the order of the dims
+        if s == -1:
+            if neg:
+                raise RuntimeError("only one dimension can be inferred")
+            neg.append(i)
+        elif s < -1:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
     known = 1
     for s in shape:
         if s != -1:
