@@ -1866,9 +1866,11 @@ def _view_backward(spec, fn):
     """A view op's backward formula ``fn(ctx, grad)``, the ``_bw`` of every overload's node
     (its ctx is the node itself)."""
     spec.bw = fn
-
-    def bw(self, g, graph):
-        return fn(self, g)
+    if fn.__code__.co_argcount == 3:  # fn(ctx, grad, graph): the node's backward itself
+        bw = fn
+    else:
+        def bw(self, g, graph):
+            return fn(self, g)
 
     for c in spec.view_classes:
         c._bw = bw

@@ -319,8 +319,8 @@ def t(self):
 
 
 @t.backward
-def _(ctx, grad):
-    return _t_of(grad),
+def _(ctx, grad, graph=False):  # (the node's backward itself: on nn.Linear's path)
+    return (grad.T if grad.__class__ is np.ndarray else t(grad)),
 
 
 @t.jvp
@@ -389,7 +389,6 @@ def _(ctx, tangent):
 
 
 t, transpose, permute, unsqueeze, squeeze = t.fn, transpose.fn, permute.fn, unsqueeze.fn, squeeze.fn
-_t_of = X.twin(lambda g: g.T, t)
 _permute_of = X.twin(lambda g, p: g.transpose(p), permute)
 swapaxes = swapdims = transpose
 
