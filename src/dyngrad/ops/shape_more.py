@@ -11,7 +11,7 @@ from . import op
 from .._record import STATE, Node, Tensor, edge_of, record
 from .._tensor import _dim
 from .shape import cat, diag_embed, narrow
-from .views import SplitBackward0, share_node
+from .views import SplitBackward0, _split_sizes_of, share_node
 from . import _dual as X
 
 _make = Tensor._make
@@ -139,17 +139,6 @@ def _unsafe_pieces(input, sizes, k, node_cls, raw):
     return tuple(outs)
 
 
-def _split_sizes_of(d, split_size, k):
-    n = d.shape[k]
-    ss = int(split_size)
-    if ss < 0 or (ss == 0 and n != 0):
-        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
-                           f"size of {n}")
-    if n == 0:
-        return [0]
-    return [ss] * (n // ss) + ([n % ss] if n % ss else [])
-
-
 def _unsafe_split(p, tensor, split_size, dim=0):
     """split's pieces without view tracking (in-place changes of them are not checked);
     UnsafeSplitBackward0."""
@@ -159,7 +148,7 @@ def _unsafe_split(p, tensor, split_size, dim=0):
     if d.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     k = _dim(dim, d.ndim)
-    return _unsafe_pieces(tensor, _split_sizes_of(d, split_size, k), k, UnsafeSplitBackward0,
+    return _unsafe_pieces(tensor, _split_sizes_of(d.shape[k], int(split_size)), k, UnsafeSplitBackward0,
                           dim)
 
 
