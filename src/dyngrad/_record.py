@@ -3,6 +3,7 @@ and the one broadcasting-undo helper used by every backward formula."""
 from __future__ import annotations
 
 import numpy as np
+from math import prod as _prod
 
 from ._dtype import DEFAULTS
 from ._tensor import Tensor
@@ -94,7 +95,7 @@ def sum_to(g, shape):
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
                                       if s == 1 and gs[i + lead] != 1)
     if not isinstance(g, Tensor):
-        if not axes:
+        if not axes or g.size == _prod(shape):  # (summing size-1 axes is the identity)
             return g.reshape(shape)
         if g.dtype is _DT.BF16:  # accumulated in float32, as PyTorch's sum
             return g.sum(axis=axes, dtype=np.float32).astype(_DT.BF16).reshape(shape)
