@@ -215,6 +215,16 @@ def _count(shape, dims):
     return n
 
 
+
+def record_self_result(r, input, cls):
+    """The full reduction ``r`` of ``input``, recorded (when it requires grad) with node
+    ``cls`` keeping the input and the result (prod, max/min, median of all elements)."""
+    if STATE.enabled and input._requires_grad:
+        res = record(r, None)
+        res._grad_fn = cls((edge_of(input),), (Saved(input), Saved(res, True)))
+        return notify(res)
+    return _make(r)
+
 def _nonempty(name, d, dim):
     """PyTorch's errors for a reduction without identity over an empty dim (``dim`` as the
     user gave it: it appears in the message)."""
@@ -304,11 +314,7 @@ def prod(input, dim=UNSET, keepdim=False, *, dtype=None):
         r = np.asarray(d.prod(dtype=_sum_dtype(d, dtype)))
     finally:
         quiet_off(tok)
-    if STATE.enabled and input._requires_grad:
-        res = record(r, None)
-        res._grad_fn = ProdBackward0((edge_of(input),), (Saved(input), Saved(res, True)))
-        return notify(res)
-    return _make(r)
+    return record_self_result(r, input, ProdBackward0)
 
 
 # --- max / min / amax / amin / argmax / argmin -----------------------------------------------------
@@ -462,11 +468,7 @@ def _declare_max(name, np_arg, np_red):
                                f"input.numel() == 0. Specify the reduction dim with the 'dim' "
                                f"argument.")
         r = np.asarray(np_red(d))
-        if STATE.enabled and input._requires_grad:
-            res = record(r, None)
-            res._grad_fn = full((edge_of(input),), (Saved(input), Saved(res, True)))
-            return notify(res)
-        return _make(r)
+        return record_self_result(r, input, full)
 
     extreme.__doc__ = (f"The {'largest' if name == 'max' else 'smallest'} element "
                        f"({node}Backward1); with ``dim`` (values, indices) ({node}Backward0); "

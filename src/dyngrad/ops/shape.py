@@ -84,11 +84,17 @@ def _(ctx, grad):
     return outs
 
 
-@cat.jvp
-def _(ctx, *tangents):
-    like = next(t for t in tangents if t is not None)
-    return ctx.op("cat", [X.zeros(s, like) if t is None else t
-                          for t, s in zip(tangents, ctx.shapes)], ctx.dim)
+def _list_jvp(name):
+    """The tangent of a list op (cat, stack): the op on the tangents, zeros for the inputs
+    that have none."""
+    def jvp(ctx, *tangents):
+        like = next(t for t in tangents if t is not None)
+        return ctx.op(name, [X.zeros(s, like) if t is None else t
+                             for t, s in zip(tangents, ctx.shapes)], ctx.dim)
+    return jvp
+
+
+cat.jvp(_list_jvp("cat"))
 
 
 cat = cat.fn
@@ -124,11 +130,7 @@ def _(ctx, grad):
     return [grad[lead + (i,)] for i in range(len(ctx.shapes))]
 
 
-@stack.jvp
-def _(ctx, *tangents):
-    like = next(t for t in tangents if t is not None)
-    return ctx.op("stack", [X.zeros(s, like) if t is None else t
-                            for t, s in zip(tangents, ctx.shapes)], ctx.dim)
+stack.jvp(_list_jvp("stack"))
 
 
 stack = stack.fn

@@ -13,10 +13,10 @@ from . import op
 from ._dual import c_order
 from . import _dual as X
 from ._spec import batch_along, batch_along_dims, defop, front, fp_safe, quick, variant
-from .._record import STATE, Saved, Tensor, edge_of, record, notify
+from .._record import STATE, Saved, Tensor, edge_of, record
 from .._tensor import _dim
 from .. import _dtype as D
-from .reduction import (dims_of, _nonempty, raw_dim, _reduced_grad, _select_grad,
+from .reduction import (dims_of, _nonempty, record_self_result, raw_dim, _reduced_grad, _select_grad,
                         _select_jvp, _selected, _selected_grad)
 from .reduction import sum as _sum
 from .pointwise import UNSET
@@ -101,11 +101,7 @@ def _declare_median(name, ignore_nan):
         if dim is not UNSET or keepdim is not False or not isinstance(input, Tensor):
             return spec.declared(input, *(() if dim is UNSET else (dim,)), keepdim)
         r = _median_flat(input._data, ignore_nan)
-        if STATE.enabled and input._requires_grad:
-            res = record(r, None)
-            res._grad_fn = full((edge_of(input),), (Saved(input), Saved(res, True)))
-            return notify(res)
-        return _make(r)
+        return record_self_result(r, input, full)
 
     median.__doc__ = (f"{what} of all elements ({node}Backward0), or (values, indices) along "
                       f"``dim`` ({node}Backward1).")
