@@ -638,6 +638,7 @@ def _inplace_without_derivative(spec, methods=()):
     f.__doc__ = f"In-place {name}; returns self (records {cls.__name__}: its derivative is " \
         f"not implemented, as in PyTorch)."
     op(name + "_", function=False, methods=tuple(methods))(f)
+    OPS[name + "_"]["inplace_of"] = name
     spec.inplace_node = cls
     return f
 

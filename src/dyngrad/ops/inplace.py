@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from . import op
+from . import inplace_of, op
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from . import _dual as X
 from ._dual import c_order, zeros_like
@@ -786,7 +786,9 @@ def _unary_inplace(name, fn_name):
 
     f.__name__ = name
     f.__doc__ = f"In-place {fn_name}; returns self."
-    return op(name, function=False)(f)
+    op(name, function=False)(f)
+    inplace_of(name, fn_name)
+    return f
 
 
 def _clamp_inplace(name, fn_name):
@@ -810,7 +812,9 @@ def _clamp_inplace(name, fn_name):
 
     f.__name__ = name
     f.__doc__ = f"In-place {fn_name}; returns self."
-    return op(name, function=False)(f)
+    op(name, function=False)(f)
+    inplace_of(name, fn_name)
+    return f
 
 
 for _n in ("clamp", "clip", "clamp_min", "clamp_max"):
@@ -863,7 +867,7 @@ _AUGMENTED = {"remainder_": ("__imod__",), "floor_divide_": ("__ifloordiv__",),
               "bitwise_xor_": ("__ixor__",)}
 
 
-def _inplace_form(name, fn):
+def _inplace_form(name, base, fn):
     if name in UNTRACKED:
         def f(self, *args, **kwargs):
             return _apply(self, fn, args, kwargs, False, untracked=True)
@@ -873,7 +877,9 @@ def _inplace_form(name, fn):
 
     f.__name__ = name
     f.__doc__ = f"In-place {name[:-1]}; returns self."
-    return op(name, function=False, methods=_AUGMENTED.get(name, ()))(f)
+    op(name, function=False, methods=_AUGMENTED.get(name, ()))(f)
+    inplace_of(name, base)
+    return f
 
 
 def register_inplace_forms():
@@ -882,7 +888,7 @@ def register_inplace_forms():
     taken = set(OPS).union(*(info["methods"] for info in OPS.values()))
     for name, base in inplace_forms(OPS).items():
         if name not in taken:
-            _inplace_form(name, OPS[base]["fn"])
+            _inplace_form(name, base, OPS[base]["fn"])
 
 
 class IndexPutBackward0(Node):

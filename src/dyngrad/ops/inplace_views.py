@@ -5,7 +5,7 @@
 declaration's node under another name."""
 from __future__ import annotations
 
-from . import OPS, op
+from . import OPS, inplace_of, op
 from .._record import STATE, notify
 from .inplace import _guard, _set_history
 
@@ -41,6 +41,7 @@ def _inplace_view(name, nodes, methods=(), check=None):
     f.__name__ = f.__qualname__ = name + "_"
     f.__doc__ = f"{name} in place (returns self)."
     op(name + "_", function=False, methods=tuple(methods))(f)
+    inplace_of(name + "_", name)
     return f
 
 

@@ -754,19 +754,6 @@ _diagonal_copy_any = X.twin(lambda g, offset, d1, d2: _np_diag_view(g, offset, d
                             lambda g, offset, d1, d2: diagonal(g, offset, d1, d2).clone())
 
 
-def _inplace_tri(name):
-    def f(self, diagonal=0):
-        from .inplace import apply
-        return apply(self, globals()[name], diagonal)
-    f.__name__ = name + "_"
-    f.__doc__ = f"In-place {name}; returns self."
-    return op(name + "_", function=False)(f)
-
-
-_inplace_tri("tril")
-_inplace_tri("triu")
-
-
 @op()
 def ravel(input):
     """The elements as a 1-D tensor (a view when possible): PyTorch's
