@@ -422,6 +422,11 @@ class _Done(Exception):
     """Leaves the double-vjp path when a declared rule gave the tangents."""
 
 
+# how many times each node class's tangent was derived from its backward formula (no
+# declared forward-mode rule); tests read it to check that declared ops never need it
+DERIVED: dict = {}
+
+
 def _jvp(node, tangents, outs):
     """Output tangents of ``node`` for input tangents ``tangents`` (double-vjp)."""
     Tensor = _tensor_cls()
@@ -439,6 +444,7 @@ def _jvp(node, tangents, outs):
             ws = rule(node, list(tangents))
             us = [o if o is not None and o._data.dtype in _DT.INEXACT else None for o in outs]
             raise _Done
+        DERIVED[type(node).__name__] = DERIVED.get(type(node).__name__, 0) + 1
         # a node with complex values that is not a conjugating twin has a formula written as
         # PyTorch's complex gradient itself (var, the norms, view_as_real, ...): its vjp F is
         # only real-linear, so the tangent w is the gradient (PyTorch's convention, the
