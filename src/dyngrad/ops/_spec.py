@@ -68,11 +68,20 @@ def _n_params(fn) -> int:
     return co.co_argcount + co.co_kwonlyargcount + bool(co.co_flags & 4) + bool(co.co_flags & 8)
 
 
+_SIGNATURES: dict = {}
+
+
 def _signatures(fn):
     """The signature of a forward (plain parameters, keyword-only ones, ``*args`` and
     ``**kwargs``), and the public function's (the first parameter named ``input``), read from
-    the code object: several times cheaper than ``inspect.signature``, once per declared op
-    at import."""
+    the code object once per forward (a declaration reads it in several places at import)."""
+    got = _SIGNATURES.get(fn)
+    if got is None:
+        got = _SIGNATURES[fn] = _read_signatures(fn)
+    return got
+
+
+def _read_signatures(fn):
     co = fn.__code__
     n, k, flags = co.co_argcount, co.co_kwonlyargcount, co.co_flags
     names = co.co_varnames
@@ -1365,6 +1374,9 @@ def _one_tensor_public(spec, general, record):
     return f
 
 
+_SAVE_CODE: dict = {}
+
+
 def _one_tensor_record(spec, record):
     """The end of the quick call of an op of one tensor that requires grad: ``record``
     without its checks (``record`` itself for an op without a derivative, or keeping a value
@@ -1377,9 +1389,12 @@ def _one_tensor_record(spec, record):
              f"raw_dims(raw[{n!r}])" if n in spec.dim_lists else
              f"Saved(extra[{spec.extra_outputs.index(n)}])" if n in spec.extra_outputs else
              f"raw[{n!r}]" for n in spec.saved]
+    src = f"def save(res, input, raw, extra):\n    return ({''.join(e + ', ' for e in exprs)})\n"
+    code = _SAVE_CODE.get(src)
+    if code is None:  # ops keeping the same values share one compiled function body
+        code = _SAVE_CODE[src] = compile(src, "<saved values>", "exec")
     ns = {"Saved": Saved, "raw_dims": raw_dims}
-    exec(f"def save(res, input, raw, extra):\n    return ({''.join(e + ', ' for e in exprs)})\n",
-         ns)
+    exec(code, ns)  # noqa: S102 (from the declaration's saved names)
     save = ns["save"]
     outputs, node_cls = spec.outputs, spec.node_cls
 
