@@ -73,9 +73,20 @@ SumBackward1._bw = lambda self, g, graph: (_reduced_grad(g, *self._saved),)
 _sum_spec = sum
 
 
+def _keepdim_without_dim(name, input, keepdim, dtype):
+    """PyTorch's parser error for ``keepdim`` given without ``dim``: no overload takes it."""
+    if dtype is not None:
+        return TypeError(f'{name}() missing 1 required positional arguments: "dim"')
+    return D.bad_combo(name, (input,), {"keepdim": keepdim})
+
+
 @partial(front, _sum_spec)
-def sum(input, dim=UNSET, keepdim=False, *, dtype=None):
+def sum(input, dim=UNSET, keepdim=UNSET, *, dtype=None):
     """Sum of all elements (SumBackward0), or over ``dim`` (SumBackward1, even for None)."""
+    if keepdim is UNSET:
+        keepdim = False
+    elif dim is UNSET:
+        raise _keepdim_without_dim("sum", input, keepdim, dtype)
     if not isinstance(input, Tensor):
         return _sum_spec.declared(input, None if dim is UNSET else dim, keepdim, dtype=dtype)
     d = input._data
@@ -157,9 +168,13 @@ _mean_spec = mean
 
 
 @partial(front, _mean_spec)
-def mean(input, dim=UNSET, keepdim=False, *, dtype=None):
+def mean(input, dim=UNSET, keepdim=UNSET, *, dtype=None):
     """Arithmetic mean of all elements (MeanBackward0), or over ``dim`` (MeanBackward1, even
     for None)."""
+    if keepdim is UNSET:
+        keepdim = False
+    elif dim is UNSET:
+        raise _keepdim_without_dim("mean", input, keepdim, dtype)
     if not isinstance(input, Tensor):
         return _mean_spec.declared(input, None if dim is UNSET else dim, keepdim, dtype=dtype)
     d = input._data
@@ -299,8 +314,12 @@ ProdBackward0 = variant(prod, "ProdBackward0", ("self", "result"))
 
 
 @partial(front, _prod_spec)
-def prod(input, dim=UNSET, keepdim=False, *, dtype=None):
+def prod(input, dim=UNSET, keepdim=UNSET, *, dtype=None):
     """Product of all elements (ProdBackward0), or along ``dim`` (ProdBackward1)."""
+    if keepdim is UNSET:
+        keepdim = False
+    elif dim is UNSET:
+        raise _keepdim_without_dim("prod", input, keepdim, dtype)
     if type(dim) is int and isinstance(input, Tensor):
         d = input._data
         return quick(_prod_spec, input, (_dim(dim, d.ndim), keepdim),
