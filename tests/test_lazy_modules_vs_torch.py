@@ -428,3 +428,32 @@ def test_buffer_assignment_registers(expr):
         res.append((list(m._buffers), sorted(m._non_persistent_buffers_set),
                     outcome(lambda: sd_view(m.state_dict()))))  # detach is refused
     assert res[1] == res[0]
+
+
+@pytest.mark.parametrize("make", [lambda m: m.nn.LazyLinear(3),
+                                  lambda m: m.nn.LazyBatchNorm1d()])
+def test_save_keeps_a_lazy_module_lazy(make, tmp_path):
+    """torch.save of a lazy module not yet called keeps its UninitializedParameter/Buffer, so
+    the module loads back lazy and infers its shapes on its first call."""
+    m = make(dyngrad)
+    dyngrad.save(m, tmp_path / "m.pt")
+    back = dyngrad.load(tmp_path / "m.pt", weights_only=False)
+    assert back.has_uninitialized_params()
+    assert back(dyngrad.ones(2, 4)).shape == make(torch)(torch.ones(2, 4)).shape
+    assert type(back.weight).__name__ == "Parameter"
+
+
+def test_uninitialized_state_dict_across_libraries(tmp_path):
+    """A state_dict holding uninitialized parameters: PyTorch's class names in the file,
+    loaded by either library only with weights_only=False, as PyTorch does."""
+    dyngrad.save(dyngrad.nn.LazyLinear(3).state_dict(), tmp_path / "d.pt")
+    torch.save(torch.nn.LazyLinear(3).state_dict(), tmp_path / "t.pt")
+    for f in ("d.pt", "t.pt"):
+        got = torch.load(tmp_path / f, weights_only=False)
+        assert {type(v).__name__ for v in got.values()} == {"UninitializedParameter"}
+        got = dyngrad.load(tmp_path / f, weights_only=False)
+        assert {type(v).__name__ for v in got.values()} == {"UninitializedParameter"}
+        with pytest.raises(pickle.UnpicklingError):
+            torch.load(tmp_path / f)
+        with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+            dyngrad.load(tmp_path / f)

@@ -369,6 +369,9 @@ for _n, _d in _DTYPE_NAMES.items():
 for _n in _OTHER_DTYPES:
     _GLOBALS[f"torch.{_n}"] = _DTypeRef(_n, None)
 _STANDIN_FUNCS = [v for v in _GLOBALS.values() if not isinstance(v, _Ref)]
+# classes only a full load (weights_only=False) rebuilds, as PyTorch's
+_UNINITIALIZED = frozenset(("torch.nn.parameter.UninitializedParameter",
+                            "torch.nn.parameter.UninitializedBuffer"))
 
 
 # --- the user's allowlist (torch.serialization.add_safe_globals and friends) ---------------
@@ -479,6 +482,9 @@ class _Unpickler(pickle._Unpickler):
         if full_path in self.allowed:
             return _Global(self.allowed[full_path])
         if self.full:
+            if full_path in _UNINITIALIZED:  # a lazy module's parameter or buffer
+                from .nn import parameter
+                return _Global(getattr(parameter, name))
             if _blocked(full_path) or module == "torch" or module.startswith("torch."):
                 raise FullLoadRefused(f"GLOBAL {full_path}")
             try:
@@ -1509,7 +1515,10 @@ class _FullPickler(pickle._Pickler):
 
     def reducer_override(self, obj):
         from ._tensor import _user_state
-        from .nn.parameter import Parameter
+        from .nn.parameter import Parameter, UninitializedTensorMixin
+        if isinstance(obj, UninitializedTensorMixin):  # no data yet: PyTorch's class and flag
+            return (_G.of("torch.nn.parameter", type(obj).__name__),
+                    (bool(obj._requires_grad),))
         if isinstance(obj, Tensor):
             args = self._tensor_args(obj._data, obj._requires_grad and
                                      not isinstance(obj, Parameter))
