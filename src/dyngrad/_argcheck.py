@@ -117,6 +117,87 @@ def guard(fn, name=None):
     return call
 
 
+def method_failed(name: str, fn, given: dict, e: BaseException | None):
+    """The outcome of the Tensor method call ``self.<name>(...)`` (``given``: the wrapper's
+    parameters by name, ``self`` first) that failed inside with ``e``, or whose op refused an
+    operand (``e`` None: the ``NotImplemented`` of Python's operator protocol, which a method
+    never returns): ``(error to raise, None)``, or ``(None, NotImplemented)`` to leave ``e``
+    (or the refusal) as it is: one of dyngrad's own errors, or a tensor subclass's.  An error is the function form's, with positions and the
+    argument listing counted after ``self``, as a method's are."""
+    args, kwargs = _as_call(fn, given)
+    if _foreign(args, kwargs):
+        # a tensor subclass's own failure (vmap's batched tensors run the whole function per
+        # sample on it): left as it is
+        return None, NotImplemented
+    if e is None:
+        return _method_form(name, D.bad_combo(name, args, kwargs)), None
+    t = translate(name, args, kwargs, e, fn)
+    if t is None:
+        return None, NotImplemented
+    return _method_form(name, _parser_form(name, t, args, kwargs)), None
+
+
+def _foreign(args, kwargs) -> bool:
+    """Whether an argument is a tensor without data of its own (vmap's batched tensor)."""
+    from ._tensor import Tensor
+    for a in list(args) + list(kwargs.values()):
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, Tensor) and type(t) is not Tensor and not hasattr(t, "_data"):
+                return True
+    return False
+
+
+def _as_call(fn, given):
+    """Positional and keyword arguments as a caller would most likely have given ``given``:
+    parameters up to the first one left at its default by position, the rest that differ
+    from their defaults by keyword."""
+    import inspect
+    args, kwargs, by_position = [], {}, True
+    for n, p in inspect.signature(fn).parameters.items():
+        v = given.get(n, p.default)
+        if p.kind is p.VAR_POSITIONAL:
+            args.extend(v)
+        elif p.kind is p.VAR_KEYWORD:
+            kwargs.update(v)
+        elif p.default is not p.empty and v is p.default:
+            by_position = False
+        elif by_position and p.kind is not p.KEYWORD_ONLY:
+            args.append(v)
+        else:
+            kwargs[n] = v
+    return tuple(args), kwargs
+
+
+def _method_form(name, err):
+    """A function-form parser error of ``name`` reworded for the method: argument positions
+    count after ``self``; an invalid combination lists the arguments after ``self`` and the
+    signatures without the input tensor and ``out``."""
+    msg = str(err)
+    head = f"{name}(): argument "
+    if msg.startswith(head):
+        import re
+        return type(err)(re.sub(r"\(position (\d+)\)",
+                                lambda m: f"(position {int(m.group(1)) - 1})", msg, count=1))
+    combo = f"{name}() received an invalid combination of arguments - got ("
+    if not msg.startswith(combo) or "), but expected" not in msg:
+        return err
+    got, rest = msg[len(combo):].split("), but expected", 1)
+    items = [g for g in got.split(", ") if g][1:]
+    positional = any("=" not in g for g in items)
+    got = ", ".join(items) if positional else "".join(g + ", " for g in items)
+
+    def strip(sig):
+        for drop in (", *, Tensor out = None", ", Tensor out = None",
+                     ", *, tuple of Tensors out = None", ", tuple of Tensors out = None"):
+            sig = sig.replace(drop, "")
+        sig = sig.replace("Tensor input, ", "", 1).replace("Tensor input", "", 1)
+        return "" if sig in ("*", "*, ") else sig
+
+    import re
+    rest = re.sub(r"\(([^()]*)\)", lambda m: f"({strip(m.group(1))})", rest)
+    return TypeError(f"{combo}{got}), but expected{rest}")
+
+
 def _parser_form(name, err, args, kwargs):
     """``err`` as PyTorch's argument parser words it for ``name``: an alias's errors name the
     alias (the caller renames them), and a function of several signatures reports a wrong

@@ -89,18 +89,18 @@ def method(fn, name: str, function: bool = False):
     one of those is given; else ``fn`` itself.  ``function``: ``dyngrad.<name>`` exists too
     (then PyTorch's method is native when its function is)."""
     from ._arg_table import REQUIRED, SIGNATURES
-    if name in PY_METHODS or name.startswith("__") or \
-            function and name not in REQUIRED and name not in SIGNATURES:
+    if name.startswith("__"):
         return fn
     try:
         ps = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return fn
-    names = {p.name for p in ps}
-    extra = [a for a, t in ALIASES.items()
-             if t != "input" and t in names and a not in names and t != ps[0].name]
-    if not extra:
-        return fn
+    extra = []
+    if not (name in PY_METHODS or
+            function and name not in REQUIRED and name not in SIGNATURES):
+        names = {p.name for p in ps}
+        extra = [a for a, t in ALIASES.items()
+                 if t != "input" and t in names and a not in names and t != ps[0].name]
     return _exact(fn, name, ps, extra)
 
 
@@ -136,7 +136,10 @@ def build_all(cls: type) -> None:
 def _exact(fn, name, ps, extra):
     """The wrapper of ``method`` (generated: an exact signature is cheaper to call through
     than ``*args, **kwargs``)."""
-    ns = {"_fn": fn, "_M": _M, "_slow": _slow, "_d": [], "_name": name}
+    from ._argcheck import method_failed
+    ns = {"_fn": fn, "_M": _M, "_slow": _slow, "_d": [], "_name": name,
+          "_failed": method_failed,
+          "_caught": (AttributeError, TypeError, ValueError, IndexError, KeyError)}
     targets = {ALIASES[a] for a in extra}
     sig, fwd, need, star, seen_default = [], [], [], False, False
     for p in ps:
@@ -167,16 +170,33 @@ def _exact(fn, name, ps, extra):
             fwd.append(p.name if p.kind is not p.KEYWORD_ONLY else f"{p.name}={p.name}")
     kw = [p for p in sig if "**" in p]
     sig = [p for p in sig if "**" not in p]
-    if not star:
+    if not star and extra:
         sig.append("*")
     sig += [f"{a}=_M" for a in extra] + kw
     cond = " and ".join([f"{a} is _M" for a in extra] + [f"{n} is not _M" for n in need])
-    loc = ", ".join(f"{p.name!r}: {p.name}" for p in ps) + ", " + \
-        ", ".join(f"{a!r}: {a}" for a in extra)
+    own = ", ".join(f"{p.name!r}: {p.name}" for p in ps)
+    loc = own + ", " + ", ".join(f"{a!r}: {a}" for a in extra)
+    body = (f"        if {cond}:\n"
+            f"            _r = _fn({', '.join(fwd)})\n"
+            f"        else:\n"
+            f"            _r = _slow(_fn, _name, {{{loc}}})\n") if extra else \
+        f"        _r = _fn({', '.join(fwd)})\n"
+    # an error from inside (NumPy's, Python's) becomes PyTorch's TypeError naming the
+    # method and the argument, and so does an operand the op refused (Python's operator
+    # protocol); dyngrad's own errors pass through
+    given = f"{{_k: _v for _k, _v in {{{own}}}.items() if _v is not _M}}"
     src = (f"def _method({', '.join(sig)}):\n"
-           f"    if {cond}:\n"
-           f"        return _fn({', '.join(fwd)})\n"
-           f"    return _slow(_fn, _name, {{{loc}}})\n")
+           f"    try:\n{body}"
+           f"    except _caught as _e:\n"
+           f"        _t, _r = _failed(_name, _fn, {given}, _e)\n"
+           f"        if _t is not None:\n"
+           f"            raise _t from None\n"
+           f"        raise\n"
+           f"    if _r is NotImplemented:\n"
+           f"        _t, _r = _failed(_name, _fn, {given}, None)\n"
+           f"        if _t is not None:\n"
+           f"            raise _t\n"
+           f"    return _r\n")
     # methods of the same signature share the compiled code (each runs it in its own
     # namespace); named inside the package, so that the frame of this wrapper counts as
     # dyngrad's where errors and warnings look for the user's line
