@@ -1903,3 +1903,22 @@ def _view_jvp(spec, fn):
 
 
 __all__ += ["defview"]
+
+
+# -- in-place forms with a node of their own ----------------------------------------------------
+def inplace_node(spec: OpSpec, node: str) -> Callable:
+    """The op of ``spec`` recording ``node`` (a subclass of the declared node, same backward and
+    forward-mode rule) instead: what an in-place form applies when PyTorch gives it a node of
+    its own (``polygamma_``: PolygammaBackward1)."""
+    cls = type(node, (spec.node_cls,), {"__slots__": (), "__module__": spec.node_cls.__module__,
+                                         "__doc__": f"The node of the in-place {spec.name}_."})
+    fn = getattr(spec, "declared", spec.fn)
+
+    def run(t, *args, **kwargs):
+        r = fn(t, *args, **kwargs)
+        if r._grad_fn is not None:
+            r._grad_fn.__class__ = cls
+        return r
+
+    run.node_cls = cls
+    return run

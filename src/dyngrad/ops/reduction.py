@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 
 from .. import _dtype as D
-from . import op
+from . import inplace_of, op
 from .._fperr import quiet, quiet_off, quiet_on
 from .pointwise import UNSET
 from .._tensor import _dim
@@ -1306,3 +1306,6 @@ def renorm_(self, p, dim, maxnorm):
     """renorm in place (returns self)."""
     from .inplace import apply
     return apply(self, renorm, p, dim, maxnorm)
+
+
+inplace_of("renorm_", "renorm")

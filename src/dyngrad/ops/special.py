@@ -16,12 +16,12 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, op
+from . import OPS, inplace_of, op
 from . import _dual as X
 from .._record import (STATE, Node, Saved, Tensor, edge_of, quiet_off, quiet_on, record, sum_to)
 from ._special import sp as _sp, erfcx as _erfcx_np
 from ..autograd.errors import no_derivative, without_rule
-from ._spec import defop, unary
+from ._spec import defop, inplace_node, unary
 from .elementwise_more import _float_pair
 from .pointwise import _binary, _scalar_ok
 
@@ -361,18 +361,9 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
-# the node of the in-place ``polygamma_`` (PyTorch's own name), with the declared backward
-PolygammaBackward1 = type("PolygammaBackward1", (_POLYGAMMA.node_cls,), {
-    "__slots__": (), "__module__": __name__, "__doc__": "The node of the in-place polygamma_."})
-
-
-def _polygamma1(t, n):
-    """polygamma(n, t) recording PolygammaBackward1 (what ``polygamma_`` applies in place)."""
-    r = _polygamma(t, n)
-    node = r.grad_fn
-    if node is not None:
-        node.__class__ = PolygammaBackward1
-    return r
+# the in-place ``polygamma_`` records PyTorch's own node for it
+_polygamma1 = inplace_node(_POLYGAMMA, "PolygammaBackward1")
+PolygammaBackward1 = _polygamma1.node_cls
 
 
 def _polygamma_(self, n):
@@ -383,6 +374,7 @@ def _polygamma_(self, n):
 
 
 op("polygamma_", function=False)(_polygamma_)
+inplace_of("polygamma_", "polygamma")
 
 
 @defop("mvlgamma", node="MvlgammaBackward0", saved=("self", "p"), elementwise=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from . import op
-from .._record import STATE, Node, Tensor, edge_of, record
-
-_make = Tensor._make
+from . import _dual as X
+from . import inplace_of, op
+from ._spec import defop, front, inplace_node
+from .._record import Tensor
 
 
 def _need_tensor(fn, v, arg="input", pos=1):
@@ -22,57 +22,41 @@ def _need_tensor(fn, v, arg="input", pos=1):
         raise D.not_tensor(fn, arg, pos, v)
 
 
-def _conj_grad(g):
-    return g.conj() if isinstance(g, Tensor) else np.conj(g)
-
-
-class ConjBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return _conj_grad(g),
-
-
-class ConjPhysicalBackward0(ConjBackward0):
-    __slots__ = ()
-
-
-class ConjPhysicalBackward1(ConjBackward0):
-    """conj_physical_ (in place); on a real tensor it changes nothing but is recorded."""
-    __slots__ = ()
-
-
-def _conj_copy(input, cls):
-    data = np.conj(input._data)
-    if STATE.enabled and input._requires_grad:
-        return record(data, cls((edge_of(input),), ()))
-    return _make(data)
-
-
-@op()
-def conj(input):
+@defop("conj", node="ConjBackward0", elementwise=True)
+def conj(self):
     """The complex conjugate; a real tensor is returned itself (as PyTorch)."""
-    _need_tensor("conj", input)
-    if input._data.dtype.kind != "c":
-        return input
-    return _conj_copy(input, ConjBackward0)
+    return np.conj(self)
 
 
-@op()
-def conj_physical(input):
+@defop("conj_physical", node="ConjPhysicalBackward0", elementwise=True)
+def conj_physical(self):
     """The complex conjugate, computed; a real tensor is returned itself."""
-    _need_tensor("conj_physical", input)
-    if input._data.dtype.kind != "c":
-        return input
-    return _conj_copy(input, ConjPhysicalBackward0)
+    return np.conj(self)
 
 
-def _conj_physical_inplace(old):
-    data = np.conj(old._data) if old._data.dtype.kind == "c" else old._data.copy()
-    if STATE.enabled and old._requires_grad:
-        return record(data, ConjPhysicalBackward1((edge_of(old),), ()))
-    return _make(data)
+@conj.backward
+@conj_physical.backward
+def _(ctx, grad):
+    return (X.conj(grad),)
+
+
+def _real_is_itself(spec):
+    """PyTorch's conj and conj_physical give a real tensor back itself (no node)."""
+    declared = spec.fn
+
+    def f(input):
+        if isinstance(input, Tensor) and input._data.dtype.kind != "c":
+            return input
+        return declared(input)
+
+    f.__doc__ = spec.forward.__doc__
+    return front(spec, f)
+
+
+conj = _real_is_itself(conj)
+_conj_physical_node = inplace_node(conj_physical, "ConjPhysicalBackward1")
+conj_physical = _real_is_itself(conj_physical)
+ConjPhysicalBackward1 = _conj_physical_node.node_cls
 
 
 @op("conj_physical_")
@@ -80,7 +64,10 @@ def conj_physical_(input):
     """Conjugate in place (returns the tensor); recorded and counted even for real tensors."""
     _need_tensor("conj_physical_", input)
     from .inplace import apply
-    return apply(input, _conj_physical_inplace)
+    return apply(input, _conj_physical_node)
+
+
+inplace_of("conj_physical_", "conj_physical")
 
 
 @op()
