@@ -1922,3 +1922,61 @@ def inplace_node(spec: OpSpec, node: str) -> Callable:
 
     run.node_cls = cls
     return run
+
+
+# -- ops whose every output carries a gradient (aminmax, var_mean) ------------------------------
+def _outputs_node_fw(self, tangents):
+    """One tangent per output: the declared rule returns them all."""
+    return list(type(self)._spec.fw(Ctx(self, True), *tangents))
+
+
+def every_output(spec: OpSpec) -> OpSpec:
+    """Make every output of an op declared with ``outputs`` carry a gradient through its one
+    node, as PyTorch's (aminmax, var_mean): the backward gets the tuple of the outputs'
+    gradients (None for one that got none), the forward-mode rule returns one tangent per
+    output, and ``saved`` may keep any output (``result`` the first, the others by their
+    ``outputs`` names).  The public function reaches the recording through ``quick`` (or
+    ``spec.record``)."""
+    cls = spec.node_cls
+    cls._nout = len(spec.outputs)
+    cls._fw_rule = _outputs_node_fw
+    cls._bw = _node_bw
+    inputs, extra = spec.inputs, spec.extra_outputs
+    plan = tuple((0, 0) if n == "result" else (0, extra.index(n) + 1) if n in extra else
+                 (1, inputs.index(n)) if n in inputs else (2, n) if n in spec.dim_lists else
+                 (3, n) for n in spec.saved)
+    return_type, state = spec.return_type, STATE
+
+    def record(r, tensors, raw, casts=None):
+        outs = [_make(o) for o in r]
+        if not (state.enabled and any(t._requires_grad for t in tensors)):
+            return return_type(*outs)
+        for i, o in enumerate(outs):
+            o._requires_grad = True
+            o._output_nr = i
+        saved = tuple(Saved(outs[i], True) if k == 0 else Saved(tensors[i]) if k == 1 else
+                      raw_dims(raw[i]) if k == 2 else raw[i] for k, i in plan)
+        # (outputs of different dtypes, a complex mean and its real variance: no one dtype
+        # to cast incoming gradients to)
+        dts = {o.dtype for o in r}
+        node = cls(tuple(map(edge_of, tensors)), saved, r[0].dtype if len(dts) == 1 else None)
+        for o in outs:
+            o._grad_fn = node
+            for h in RECORD_HOOKS:
+                h(o, node)
+        return return_type(*outs)
+
+    general = spec.fn
+
+    def declared(input, *args, **kwargs):
+        # bfloat16 in float32, rounded once (the general path would record the first output
+        # only); anything else through the general path (its checks and errors)
+        if isinstance(input, Tensor) and input._data.dtype == D.BF16 and not args:
+            r = D.rounding(spec.forward)(input._data.astype(np.float32), **kwargs)
+            return record(r, (input,), kwargs)
+        return general(input, *args, **kwargs)
+
+    spec.fn = spec.declared = declared
+    spec.record = record
+    spec.record1 = lambda r, input, raw: record(r, (input,), raw)
+    return spec

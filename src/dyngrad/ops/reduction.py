@@ -11,10 +11,10 @@ from . import inplace_of, op
 from .._fperr import quiet, quiet_off, quiet_on
 from .pointwise import UNSET
 from .._tensor import _dim
-from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record
+from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record  # noqa: F401
 from . import _dual as X
 from ._spec import (_int_dims, batch_aligned, batch_along, batch_along_dims, defop,  # noqa: F401
-                    dims_of, front, fp_safe, quick, variant)
+                    dims_of, every_output, front, fp_safe, quick, variant)
 
 _make = Tensor._make
 _add_reduce = np.add.reduce
@@ -213,7 +213,6 @@ def return_type(name, fields):
                                 "__module__": "torch.return_types"})
 
 
-RT_AMINMAX = return_type("aminmax", ("min", "max"))
 
 
 def _keep(g, dims, keepdim, ndim):
@@ -348,21 +347,12 @@ def _share_extreme(xd, val, g, dims, keepdim):
     return X.expand_to(g / X.const(cnt, g), xd.shape) * X.const(m.astype(xd.dtype), g)
 
 
-class AminmaxBackward0(Node):
-    """Both extremes in one node (it saves the input and both results, as PyTorch's)."""
-    __slots__ = ()
-    _nout = 2
-
-    def _bw(self, g, graph):
-        sx, smin, smax, dims, keepdim, _ = self._saved
-        xd = X.data(sx.get(self, False))
-        vmin, vmax = smin.get(self, False), smax.get(self, False)
-        out = None
-        for gi, val in zip(g, (vmin, vmax)):
-            if gi is not None:
-                part = _share_extreme(xd, val, gi, dims, keepdim)
-                out = part if out is None else out + part
-        return out,
+def _extreme_tangent(xd, v, t, dims, keepdim):
+    """The tangent of an extreme value ``v`` of ``xd`` over ``dims``: the tangents of the
+    elements tied with it, averaged."""
+    m = xd == (v if keepdim else np.expand_dims(v, dims))
+    w = m / m.sum(axis=dims, keepdims=True).astype(xd.dtype)
+    return X.sum_dims(t * X.const(w.astype(xd.dtype), t), dims, keepdim)
 
 
 def _evenly(x, result, grad):
@@ -523,13 +513,9 @@ def _amaxmin(name, np_fn):
 
     @spec.jvp
     def _(ctx, t):
-        # the tangents of the tied elements, averaged
         xd = X.data(ctx.self)
-        dims = dims_of(ctx.dim, xd.ndim)
-        v = X.data(ctx.result)
-        m = xd == (v if ctx.keepdim else np.expand_dims(v, dims))
-        w = m / m.sum(axis=dims, keepdims=True).astype(xd.dtype)
-        return X.sum_dims(t * X.const(w.astype(xd.dtype), t), dims, ctx.keepdim)
+        return _extreme_tangent(xd, X.data(ctx.result), t, dims_of(ctx.dim, xd.ndim),
+                                ctx.keepdim)
 
     return spec.fn
 
@@ -538,32 +524,68 @@ amax = _amaxmin("amax", np.max)
 amin = _amaxmin("amin", np.min)
 
 
-@op()
-def aminmax(input, *, dim=None, keepdim=False):
-    """(amin, amax) in one call."""
-    d = input._data
-    if d.dtype.kind == "c":
-        raise NotImplementedError(f"\"aminmax_cpu\" not implemented for "
-                                  f"'{D.scalar_type_name(d.dtype)}'")
-    dims = dims_of(() if dim is None else dim, d.ndim, "aminmax")
-    if d.size == 0:
+@defop("aminmax", node="AminmaxBackward0", saved=("self", "result", "max", "dim", "keepdim"),
+       outputs=("min", "max"), names={"result": "min"}, complex_kernel="aminmax_cpu",
+       batch=lambda spec, arrays, params: _aminmax_batched(arrays[0], **params))
+def aminmax(self, *, dim=None, keepdim=False):
+    """(amin, amax) in one call; both outputs of one AminmaxBackward0 node."""
+    dims = dims_of(() if dim is None else dim, self.ndim, "aminmax")
+    if self.size == 0:
         if dim is None:
             raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                                "operation has no identity.")
-        if d.shape[dims[0]] == 0:
+        if self.shape[dims[0]] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
-    lo = X.c_order(np.amin(d, axis=dims, keepdims=keepdim))
-    hi = X.c_order(np.amax(d, axis=dims, keepdims=keepdim))
-    if STATE.enabled and input._requires_grad:
-        a = record(lo, None)
-        b = record(hi, None)
-        b._output_nr = 1
-        a._grad_fn = b._grad_fn = AminmaxBackward0(
-            (edge_of(input),), (Saved(input), Saved(a, True), Saved(b, True), dims, keepdim,
-                                raw_dim(dim)))
-        notify(a)
-        return RT_AMINMAX(a, notify(b))
-    return RT_AMINMAX(_make(lo), _make(hi))
+    return _aminmax_np(self, dims, keepdim)
+
+
+def _aminmax_np(d, dims, keepdim):
+    return (X.c_order(np.amin(d, axis=dims, keepdims=keepdim)),
+            X.c_order(np.amax(d, axis=dims, keepdims=keepdim)))
+
+
+def _aminmax_batched(d, dim=None, keepdim=False):
+    """aminmax of each sample along a leading batch axis."""
+    if dim is None:
+        return _aminmax_np(d, tuple(range(1, d.ndim)), keepdim)
+    return _aminmax_np(d, (_dim(dim, d.ndim - 1) + 1,) if d.ndim > 1 else (), keepdim)
+
+
+def _extreme_parts(ctx):
+    """The input's array, the reduced dims and keepdim of aminmax's node."""
+    xd = X.data(ctx.self)
+    return xd, dims_of(() if ctx.dim is None else ctx.dim, xd.ndim), ctx.keepdim
+
+
+@aminmax.backward
+def _(ctx, grads):
+    xd, dims, keepdim = _extreme_parts(ctx)
+    out = None
+    for g, v in zip(grads, (ctx.result, ctx.max)):
+        if g is not None:
+            part = _share_extreme(xd, X.data(v), g, dims, keepdim)
+            out = part if out is None else out + part
+    return out,
+
+
+@aminmax.jvp
+def _(ctx, t):
+    xd, dims, keepdim = _extreme_parts(ctx)
+    return tuple(_extreme_tangent(xd, X.data(v), t, dims, keepdim)
+                 for v in (ctx.result, ctx.max))
+
+
+_aminmax_spec = every_output(aminmax)
+RT_AMINMAX = _aminmax_spec.return_type
+
+
+@partial(front, _aminmax_spec)
+def aminmax(input, *, dim=None, keepdim=False):
+    """(amin, amax) in one call; both outputs of one AminmaxBackward0 node."""
+    if not isinstance(input, Tensor):
+        return _aminmax_spec.declared(input, dim=dim, keepdim=keepdim)
+    p = {"dim": dim, "keepdim": keepdim}
+    return quick(_aminmax_spec, input, (), p, p)
 
 
 def _argext(name, np_fn):
@@ -735,6 +757,17 @@ def _var_formula(x, g, gmean, dim, correction, keepdim, sd):
     return out
 
 
+def _var_tangent(ctx, t, std):
+    """The tangent of var (std): the sum over dim of the gradient of var at ones times the
+    tangent (its real part for complex input), divided by 2 std for std."""
+    x = ctx.self
+    w = _var_formula(x, 1 + 0 * (x.real if x.is_complex() else x), None, ctx.dim,
+                     ctx.correction, True, None)
+    dims = dims_of(ctx.dim, x.ndim)
+    dv = X.sum_dims(X.real(X.conj(w) * t) if x.is_complex() else w * t, dims, ctx.keepdim)
+    return dv / (2 * ctx.result) if std else dv
+
+
 def _declare_var(name, std):
     """var or std, declared (one node, <Name>Backward0, for every overload; std's keeps its
     result); the public function takes PyTorch's overloads (``unbiased``, a bool ``dim``)."""
@@ -749,14 +782,7 @@ def _declare_var(name, std):
 
     @spec.jvp
     def _(ctx, t):
-        # the sum over dim of the gradient of var at ones times the tangent (its real part
-        # for complex input), divided by 2 std for std
-        x = ctx.self
-        w = _var_formula(x, 1 + 0 * (x.real if x.is_complex() else x), None, ctx.dim,
-                         ctx.correction, True, None)
-        dims = dims_of(ctx.dim, x.ndim)
-        dv = X.sum_dims(X.real(X.conj(w) * t) if x.is_complex() else w * t, dims, ctx.keepdim)
-        return dv / (2 * ctx.result) if std else dv
+        return _var_tangent(ctx, t, std)
 
     def public(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
         dim, correction, keepdim = _correction(name, input, dim, args, correction, unbiased,
@@ -775,58 +801,6 @@ var = _declare_var("var", False)
 std = _declare_var("std", True)
 
 
-class VarMeanBackward0(Node):
-    """The node of var_mean: both outputs' gradients."""
-    __slots__ = ()
-    _nout = 2
-    _std = False
-    # for a complex input the formula is already PyTorch's gradient (the variance is real, the
-    # mean's gradient real-linear): no conjugating twin
-    _holomorphic = False
-
-    def _bw(self, g, graph):
-        gv, gm = g
-        sv = self._saved
-        x = sv[0].get(self, graph)
-        # std's saved result is unpacked (version-checked) even when only the mean's gradient
-        # flows
-        sd = sv[5].get(self, graph) if self._std else None
-        return _var_formula(x, gv, gm, sv[4], sv[2], sv[3], sd if gv is not None else None),
-
-
-class StdMeanBackward0(VarMeanBackward0):
-    __slots__ = ()
-    _std = True
-
-
-def _var_impl(name, input, dim, correction, keepdim, unbiased, std, with_mean):
-    """var_mean / std_mean: (var or std, mean) from one pass, both outputs of one node."""
-    d = input._data
-    dim, sc, keepdim = _correction(name, input, dim, (), correction, unbiased, keepdim)
-    c = 1 if sc is None else sc
-    dims = dims_of(dim, d.ndim, name)
-    _dof_warning(name, d, dims, c)
-    low = d.dtype == D.BF16  # computed in float32 and rounded once, as PyTorch does
-    r, m, _ = _var_np(d.astype(np.float32) if low else d, dims, c, keepdim)
-    r = np.sqrt(r) if std else r
-    if low:
-        r, m = r.astype(D.BF16), np.asarray(m).astype(D.BF16)
-    m = X.c_order(np.asarray(m).astype(d.dtype, copy=False))
-    if STATE.enabled and input._requires_grad:
-        a = record(r, None)
-        b = record(m, None)
-        b._output_nr = 1
-        a._grad_fn = b._grad_fn = (StdMeanBackward0 if std else VarMeanBackward0)(
-            (edge_of(input),), (Saved(input), dims, sc, keepdim, raw_dims(dim)) +
-            ((Saved(a, True),) if std else ()))
-        notify(a)
-        notify(b)
-        if r.dtype != m.dtype:  # a complex input: real variance, complex mean (no one dtype
-            a._grad_fn._odt = None  # to cast the incoming gradients to)
-        return a, b
-    return _make(r), _make(m)
-
-
 def _unbiased_keepdim(name, input, dim, args, unbiased, keepdim):
     """``unbiased`` and ``keepdim`` of the positional ``(dim, unbiased[, keepdim])`` form."""
     if len(args) > 2 or isinstance(dim, bool) or unbiased is not None or \
@@ -836,20 +810,54 @@ def _unbiased_keepdim(name, input, dim, args, unbiased, keepdim):
     return bool(args[0]), (bool(args[1]) if len(args) == 2 else keepdim)
 
 
-@op(method=False)
-def var_mean(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
-    """(var, mean) from one pass; both outputs of one VarMeanBackward0 node."""
-    if args:  # PyTorch's (dim, unbiased, keepdim) overload, given positionally
-        unbiased, keepdim = _unbiased_keepdim("var_mean", input, dim, args, unbiased, keepdim)
-    return _var_impl("var_mean", input, dim, correction, keepdim, unbiased, False, True)
+def _declare_var_mean(name, std):
+    """var_mean or std_mean, declared: (var or std, mean) from one pass, both outputs of one
+    <Name>Backward0 node (std_mean's keeps its std, ``result0``)."""
+    def forward(self, dim=None, *, correction=None, keepdim=False):
+        c = 1 if correction is None else correction
+        dims = dims_of(dim, self.ndim, name)
+        _dof_warning(name, self, dims, c)
+        r, m, _ = _var_np(self, dims, c, keepdim)
+        return (np.sqrt(r) if std else r), X.c_order(np.asarray(m).astype(self.dtype, copy=False))
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = (f"({'std' if std else 'var'}, mean) from one pass; both outputs of one "
+                       f"{'StdMean' if std else 'VarMean'}Backward0 node.")
+    spec = every_output(defop(
+        name, node=f"{'StdMean' if std else 'VarMean'}Backward0",
+        saved=("self", "dim", "correction", "keepdim") + (("result",) if std else ()),
+        outputs=(name[:3], "mean"), names={"result": "result0"}, dim_lists=("dim",),
+        holomorphic=False, method=False, batch=batch_along_dims("dim"))(forward))
+
+    @spec.backward
+    def _(ctx, grads):
+        gv, gm = grads
+        # std's result is unpacked (version-checked) even when only the mean's gradient flows
+        sd = ctx.result if std else None
+        return _var_formula(ctx.self, gv, gm, ctx.dim, ctx.correction, ctx.keepdim,
+                            sd if gv is not None else None),
+
+    @spec.jvp
+    def _(ctx, t):
+        x = ctx.self
+        dims = dims_of(ctx.dim, x.ndim)
+        mean_t = X.sum_dims(t, dims, ctx.keepdim) / _count(tuple(x.shape), dims)
+        return _var_tangent(ctx, t, std), mean_t
+
+    def public(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
+        dim, correction, keepdim = _correction(name, input, dim, args, correction, unbiased,
+                                               keepdim)
+        if isinstance(input, Tensor) and input._data.dtype.kind in "fc":
+            p = {"dim": dim, "correction": correction, "keepdim": keepdim}
+            return tuple(quick(spec, input, (), p, p))
+        return tuple(spec.declared(input, dim=dim, correction=correction, keepdim=keepdim))
+
+    public.__doc__ = forward.__doc__
+    return front(spec, public)
 
 
-@op(method=False)
-def std_mean(input, dim=None, *args, correction=None, keepdim=False, unbiased=None):
-    """(std, mean) from one pass; both outputs of one StdMeanBackward0 node."""
-    if args:  # PyTorch's (dim, unbiased, keepdim) overload, given positionally
-        unbiased, keepdim = _unbiased_keepdim("std_mean", input, dim, args, unbiased, keepdim)
-    return _var_impl("std_mean", input, dim, correction, keepdim, unbiased, True, True)
+var_mean = _declare_var_mean("var_mean", False)
+std_mean = _declare_var_mean("std_mean", True)
 
 
 # --- norms -----------------------------------------------------------------------------------------

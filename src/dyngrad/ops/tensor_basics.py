@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype as D
 from . import _dual as X
 from . import inplace_of, op
-from ._spec import defop, front, inplace_node
+from ._spec import front, inplace_node, unary
 from .._record import Tensor
 
 
@@ -22,22 +22,15 @@ def _need_tensor(fn, v, arg="input", pos=1):
         raise D.not_tensor(fn, arg, pos, v)
 
 
-@defop("conj", node="ConjBackward0", elementwise=True)
-def conj(self):
-    """The complex conjugate; a real tensor is returned itself (as PyTorch)."""
-    return np.conj(self)
+def _conj_bw(g, x, y):
+    return X.conj(g)
 
 
-@defop("conj_physical", node="ConjPhysicalBackward0", elementwise=True)
-def conj_physical(self):
-    """The complex conjugate, computed; a real tensor is returned itself."""
-    return np.conj(self)
-
-
-@conj.backward
-@conj_physical.backward
-def _(ctx, grad):
-    return (X.conj(grad),)
+conj = unary("conj", np.conj, _conj_bw, module=__name__, saved=(), promote=None,
+             doc="The complex conjugate; a real tensor is returned itself (as PyTorch).")
+conj_physical = unary("conj_physical", np.conj, _conj_bw, module=__name__, saved=(),
+                      promote=None, doc="The complex conjugate, computed; a real tensor is "
+                      "returned itself.")
 
 
 def _real_is_itself(spec):
