@@ -505,33 +505,12 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _searchsorted_np(seq, vals, right, srt):
-    """The insertion points of ``vals`` in ``seq`` (1-D, or row-wise over the leading dims,
-    which must match), through the permutation ``srt`` when given."""
-    sd = "right" if right else "left"
-    if seq.ndim <= 1:
-        return np.searchsorted(seq if srt is None else seq[srt], vals, side=sd)
-    if vals.shape[:-1] != seq.shape[:-1]:
-        raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or the "
-                           "first N-1 dimensions of boundaries tensor and input value tensor "
-                           f"must match, but we got boundaries tensor {list(seq.shape)} and "
-                           f"input value tensor {list(vals.shape)}")
-    s2 = seq.reshape(-1, seq.shape[-1])
-    if srt is not None:
-        s2 = np.take_along_axis(s2, srt.reshape(s2.shape), -1)
-    v2 = vals.reshape(-1, vals.shape[-1])
-    return np.stack([np.searchsorted(a, b, side=sd) for a, b in zip(s2, v2)]).reshape(vals.shape)
-
-
 def _searchsorted_batched(spec, arrays, params):
-    """searchsorted of each sample along a leading batch axis: the row-wise form, with each
+    """searchsorted of each sample along a leading batch axis: the row-wise search, with each
     sample's values flattened into its row."""
     seq, vals = arrays
-    srt = params.get("sorter")
     flat = vals.reshape(vals.shape[0], -1) if seq.ndim == 2 else vals
-    r = _searchsorted_np(seq, flat, params.get("right", False) or params.get("side") == "right",
-                         srt)
-    return r.reshape(vals.shape).astype(np.int32 if params.get("out_int32") else np.int64)
+    return _searchsorted_spec.forward(seq, flat, **params).reshape(vals.shape)
 
 
 @defop("searchsorted", node=None, inputs=("sorted_sequence", "self"), differentiable=False,
@@ -539,12 +518,24 @@ def _searchsorted_batched(spec, arrays, params):
 def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None,
                  sorter=None):
     """Insertion points of ``input`` in the (row-wise) sorted ``sorted_sequence``."""
-    rt = np.result_type(sorted_sequence.dtype, self.dtype)
+    seq, vals, srt = sorted_sequence, self, sorter
+    rt = np.result_type(seq.dtype, vals.dtype)
     if rt.kind in "bc":  # PyTorch's kernel has no bool or complex instance
         raise _not_impl("searchsorted_out_cpu", rt)
-    if side is not None:
-        right = side == "right"
-    r = _searchsorted_np(sorted_sequence, self, right, sorter)
+    sd = "right" if (right if side is None else side == "right") else "left"
+    if seq.ndim <= 1:
+        r = np.searchsorted(seq if srt is None else seq[srt], vals, side=sd)
+    else:
+        if vals.shape[:-1] != seq.shape[:-1]:
+            raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or "
+                               "the first N-1 dimensions of boundaries tensor and input value "
+                               f"tensor must match, but we got boundaries tensor "
+                               f"{list(seq.shape)} and input value tensor {list(vals.shape)}")
+        s2 = seq.reshape(-1, seq.shape[-1])
+        if srt is not None:
+            s2 = np.take_along_axis(s2, srt.reshape(s2.shape), -1)
+        v2 = vals.reshape(-1, vals.shape[-1])
+        r = np.stack([np.searchsorted(a, b, side=sd) for a, b in zip(s2, v2)]).reshape(vals.shape)
     return np.asarray(r).astype(np.int32 if out_int32 else np.int64)
 
 
@@ -560,31 +551,28 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             or type(right) is not bool or type(out_int32) is not bool:
         kw = {k: v for k, v in (("out_int32", out_int32), ("right", right)) if v is not False}
         raise D.bad_combo("searchsorted", (sorted_sequence, input), kw)
-    vals = np.asarray(input) if scalar else input._data
-    r = _searchsorted_spec.forward(sorted_sequence._data, vals, out_int32=out_int32, right=right,
-                                   side=side, sorter=sorter._data if isinstance(sorter, Tensor)
-                                   else sorter)
-    return _make(r)
+    srt = sorter._data if isinstance(sorter, Tensor) else sorter
+    return _make(_searchsorted_spec.forward(sorted_sequence._data, np.asarray(input) if scalar
+                                            else input._data, out_int32=out_int32, right=right,
+                                            side=side, sorter=srt))
+
+
+def _one_dim(boundaries):
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.ndim})")
 
 
 @defop("bucketize", node=None, inputs=("self", "boundaries"), differentiable=False,
        method=False, batch=lambda spec, arrays, params: _searchsorted_batched(
            spec, arrays[::-1], params))  # PyTorch has no Tensor.bucketize
 def bucketize(self, boundaries, *, out_int32=False, right=False):
-    """The bucket of each value given sorted 1-D ``boundaries``."""
-    if boundaries.ndim != 1:
-        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
-                           f"{boundaries.ndim})")
+    """The bucket of each value (a tensor or a number) given sorted 1-D ``boundaries``."""
+    _one_dim(boundaries)
     return _searchsorted_spec.forward(boundaries, self, out_int32=out_int32, right=right)
 
 
-_bucketize_spec = bucketize
-
-
-@partial(front, _bucketize_spec)
+@partial(front, bucketize)
 def bucketize(input, boundaries, *, out_int32=False, right=False):
-    """The bucket of each value (a tensor or a number) given sorted 1-D ``boundaries``."""
-    if boundaries._data.ndim != 1:
-        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
-                           f"{boundaries._data.ndim})")
+    _one_dim(boundaries._data)
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
