@@ -1942,29 +1942,43 @@ def every_output(spec: OpSpec) -> OpSpec:
     cls._fw_rule = _outputs_node_fw
     cls._bw = _node_bw
     inputs, extra = spec.inputs, spec.extra_outputs
-    plan = tuple((0, 0) if n == "result" else (0, extra.index(n) + 1) if n in extra else
-                 (1, inputs.index(n)) if n in inputs else (2, n) if n in spec.dim_lists else
-                 (3, n) for n in spec.saved)
-    return_type, state = spec.return_type, STATE
+    # what the node keeps, as one generated expression (the saved names are fixed)
+    exprs = ["Saved(outs[0], True)" if n == "result" else
+             f"Saved(outs[{extra.index(n) + 1}], True)" if n in extra else
+             f"Saved(tensors[{inputs.index(n)}])" if n in inputs else
+             f"raw_dims(raw[{n!r}])" if n in spec.dim_lists else f"raw[{n!r}]"
+             for n in spec.saved]
+    ns = {"Saved": Saved, "raw_dims": raw_dims}
+    exec(f"def save(outs, tensors, raw):\n    return ({''.join(e + ', ' for e in exprs)})\n",
+         ns)
+    save, return_type, state = ns["save"], spec.return_type, STATE
 
     def record(r, tensors, raw, casts=None):
         outs = [_make(o) for o in r]
-        if not (state.enabled and any(t._requires_grad for t in tensors)):
+        if not state.enabled:
             return return_type(*outs)
+        for t in tensors:
+            if t._requires_grad:
+                break
+        else:
+            return return_type(*outs)
+        dt = r[0].dtype
         for i, o in enumerate(outs):
             o._requires_grad = True
-            o._output_nr = i
-        saved = tuple(Saved(outs[i], True) if k == 0 else Saved(tensors[i]) if k == 1 else
-                      raw_dims(raw[i]) if k == 2 else raw[i] for k, i in plan)
-        # (outputs of different dtypes, a complex mean and its real variance: no one dtype
-        # to cast incoming gradients to)
-        dts = {o.dtype for o in r}
-        node = cls(tuple(map(edge_of, tensors)), saved, r[0].dtype if len(dts) == 1 else None)
+            if i:
+                o._output_nr = i
+                if r[i].dtype != dt:  # a complex mean and its real variance: no one dtype
+                    dt = None         # to cast incoming gradients to
+        node = cls(tuple(map(edge_of, tensors)), save(outs, tensors, raw), dt)
         for o in outs:
             o._grad_fn = node
-            for h in RECORD_HOOKS:
-                h(o, node)
+            if RECORD_HOOKS:
+                for h in RECORD_HOOKS:
+                    h(o, node)
         return return_type(*outs)
+
+    def record1(r, input, raw):
+        return record(r, (input,), raw)
 
     general = spec.fn
 
@@ -1977,6 +1991,5 @@ def every_output(spec: OpSpec) -> OpSpec:
         return general(input, *args, **kwargs)
 
     spec.fn = spec.declared = declared
-    spec.record = record
-    spec.record1 = lambda r, input, raw: record(r, (input,), raw)
+    spec.record, spec.record1 = record, record1
     return spec
