@@ -1925,9 +1925,40 @@ def inplace_node(spec: OpSpec, node: str) -> Callable:
 
 
 # -- ops whose every output carries a gradient (aminmax, var_mean) ------------------------------
+def _unpacked_ctx(spec) -> Callable:
+    """``make(node, graph)``: the ``ctx`` of ``spec``'s node with every saved value unpacked
+    at once into its own attribute (version-checked in PyTorch's order, as ``Ctx``), for a
+    backward that reads them all."""
+    names, order = spec.saved, spec.unpack_order
+    cls = type("Ctx", (), {"__slots__": ("_node", "_graph") + names, "_only": None,
+                           "needs": Ctx.needs, "op": Ctx.op,
+                           "__doc__": f"What the backward of {spec.name} reads."})
+    new = object.__new__
+
+    def make(node, graph):
+        c = new(cls)
+        c._node, c._graph = node, graph
+        sv = node._saved
+        for pos in order:  # the first invalid one is reported
+            s = sv[pos]
+            if s is not None and s.tensor_ref is None and s.counter[0] != s.version:
+                s.get(node, graph)
+        for name, v in zip(names, sv):
+            setattr(c, name, v.get(node, graph) if type(v) is Saved else v)
+        return c
+
+    return make
+
+
+def _outputs_node_bw(self, g, graph):
+    spec = type(self)._spec
+    return tuple(spec.bw(spec.unpacked(self, graph), g))
+
+
 def _outputs_node_fw(self, tangents):
     """One tangent per output: the declared rule returns them all."""
-    return list(type(self)._spec.fw(Ctx(self, True), *tangents))
+    spec = type(self)._spec
+    return list(spec.fw(spec.unpacked(self, True), *tangents))
 
 
 def every_output(spec: OpSpec) -> OpSpec:
@@ -1940,7 +1971,8 @@ def every_output(spec: OpSpec) -> OpSpec:
     cls = spec.node_cls
     cls._nout = len(spec.outputs)
     cls._fw_rule = _outputs_node_fw
-    cls._bw = _node_bw
+    cls._bw = _outputs_node_bw
+    spec.unpacked = _unpacked_ctx(spec)
     inputs, extra = spec.inputs, spec.extra_outputs
     # what the node keeps, as one generated expression (the saved names are fixed)
     exprs = ["Saved(outs[0], True)" if n == "result" else
