@@ -12,7 +12,7 @@ from .._tensor import Tensor, _dim
 from .._record import notify, STATE, Node, Saved, edge_of, record, sum_to, as_float
 from ..ops import _dual as X
 from ..ops import losses as _losses
-from ..ops.losses import REDUCTIONS as _REDUCTIONS, reduce as _reduce, reduce_grad as _reduce_grad  # noqa: E501
+from ..ops.losses import REDUCTIONS as _REDUCTIONS  # noqa: E501
 from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
 from ..ops import activation as _A
@@ -824,12 +824,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         raise _cast_error(D.get_default_dtype().np, x.dtype)
     if x.dtype not in D.INEXACT or (x.shape != t.shape and b is None):
         return _loss_reduce(softplus(-(target * input)), reduction)  # PyTorch's errors
-    r = _reduce(_softplus_np(-(t * x)), reduction)
-    if STATE.enabled and input._requires_grad:
-        # one node saving input and target, as PyTorch's (their versions are checked)
-        return record(r, SoftMarginLossBackward0((edge_of(input),),
-                                                 (Saved(input), Saved(target), reduction)))
-    return _make(r)
+    return _losses.soft_margin_loss.fn(input, target, _REDUCTIONS[reduction])
 
 
 def _bshape(a, b):
@@ -837,20 +832,6 @@ def _bshape(a, b):
         return np.broadcast_shapes(a, b)
     except ValueError:
         return None
-
-
-class SoftMarginLossBackward0(Node):
-    """Backward of log(1 + exp(-t x)), reduced: -t * sigmoid(-t x) * g."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        si, st, red = self._saved
-        x = si.get(self, graph)
-        t = st.get(self, graph)
-        xd = X.data(x)
-        gl = _reduce_grad(g, tuple(xd.shape), red, xd.size)
-        z = -(t * x)
-        return gl * -(t * _sigmoid(z)),
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,

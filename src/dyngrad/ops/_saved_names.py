@@ -208,7 +208,6 @@ SAVED_NAMES: dict = {
         "step": (6, "same"),
     },
     "SmoothL1LossBackward0": {"self": (0, "tensor"), "target": (1, "tensor")},
-    "SoftMarginLossBackward0": {"self": (0, "tensor"), "target": (1, "tensor")},
     "SafeSoftmaxBackward0": {"result": (0, "tensor"), "dim": (2, "dim")},
     "SoftmaxBackward0": {"result": (0, "tensor"), "dim": (2, "dim")},
     "SpecialEntrBackward0": {"self": (0, "tensor")},
