@@ -219,6 +219,23 @@ def _grad_op_rules(spec, first, second):
     return X.twin(spec.forward, spec.fn)
 
 
+def _backward(spec, formula):
+    """Declare activation ``spec``'s backward ``formula(grad, saved tensor, *saved values)``
+    (in the order saved): through a Ctx (forward mode), and as the node's own backward
+    without one (the hot path, as unary()'s)."""
+    names = spec.saved
+
+    @spec.backward
+    def _(ctx, grad):
+        return formula(grad, *[getattr(ctx, n) for n in names]),
+
+    def bw(self, g, graph):
+        sv = self._saved
+        return formula(g, sv[0].get(self, graph), *sv[1:]),
+
+    spec.node_cls._bw = bw
+
+
 def _act(spec):
     """An activation's declaration, reached through nn.functional only."""
     _OPS.pop(spec.key)
@@ -273,9 +290,9 @@ def elu(self, alpha=1, scale=1, input_scale=1):
     return _same(_elu_np(self, alpha, scale, input_scale), self)
 
 
-@elu.backward
-def _(ctx, grad):
-    return _elu_bw(grad, ctx.self, ctx.alpha, ctx.scale, ctx.input_scale, False),
+_backward(elu,
+          lambda g, x, alpha, scale, input_scale:
+          _elu_bw(g, x, alpha, scale, input_scale, False))
 
 
 @_defop("elu_", node="EluBackward1", saved=("result", "alpha", "scale", "input_scale"),
@@ -286,9 +303,9 @@ def elu_inplace(self, alpha=1, scale=1, input_scale=1):
     return _same(_elu_np(self, alpha, scale, input_scale), self)
 
 
-@elu_inplace.backward
-def _(ctx, grad):
-    return _elu_bw(grad, ctx.result, ctx.alpha, ctx.scale, ctx.input_scale, True),
+_backward(elu_inplace,
+          lambda g, x, alpha, scale, input_scale:
+          _elu_bw(g, x, alpha, scale, input_scale, True))
 
 
 def _celu_scale(alpha):
@@ -303,9 +320,7 @@ def celu(self, alpha=1.0):
     return _same(_elu_np(self, alpha, 1.0, 1.0 / alpha), self)
 
 
-@celu.backward
-def _(ctx, grad):
-    return _elu_bw(grad, ctx.self, ctx.alpha, 1, _celu_scale(ctx.alpha), False),
+_backward(celu, lambda g, x, alpha: _elu_bw(g, x, alpha, 1, _celu_scale(alpha), False))
 
 
 @_defop("celu_", node="CeluBackward1", saved=("result", "alpha"), elementwise=True,
@@ -315,9 +330,7 @@ def celu_inplace(self, alpha=1.0):
     return _same(_elu_np(self, alpha, 1.0, 1.0 / alpha), self)
 
 
-@celu_inplace.backward
-def _(ctx, grad):
-    return _elu_bw(grad, ctx.result, ctx.alpha, 1, _celu_scale(ctx.alpha), True),
+_backward(celu_inplace, lambda g, x, alpha: _elu_bw(g, x, alpha, 1, _celu_scale(alpha), True))
 
 
 # gelu
@@ -374,9 +387,7 @@ def gelu(self, approximate="none"):
     return _same(0.5 * x * (1 + _erf(x * _SQRT1_2)), x)
 
 
-@gelu.backward
-def _(ctx, grad):
-    return _gelu_bw(grad, ctx.self, ctx.approximate),
+_backward(gelu, lambda g, x, approximate: _gelu_bw(g, x, approximate))
 
 
 # silu and mish: their gradients under create_graph are PyTorch's composites
@@ -401,9 +412,7 @@ def silu(self):
     return _same(self * _sig(self), self)
 
 
-@silu.backward
-def _(ctx, grad):
-    return _silu_grad(grad, ctx.self),
+_backward(silu, lambda g, x: _silu_grad(g, x))
 
 
 def _mish_grad_np(g, x):
@@ -428,9 +437,7 @@ def mish(self):
     return _same(self * np.tanh(_softplus_np(self)), self)
 
 
-@mish.backward
-def _(ctx, grad):
-    return _mish_grad(grad, ctx.self),
+_backward(mish, lambda g, x: _mish_grad(g, x))
 
 
 # softplus
@@ -463,9 +470,7 @@ def softplus(self, beta=1, threshold=20):
     return _same(np.where(x * beta > threshold, x, _softplus_np(x * beta) / beta), x)
 
 
-@softplus.backward
-def _(ctx, grad):
-    return _softplus_bw(grad, ctx.self, ctx.beta, ctx.threshold),
+_backward(softplus, lambda g, x, beta, threshold: _softplus_bw(g, x, beta, threshold))
 
 
 # piecewise-linear activations: the gradient is grad_output masked, whose own derivative in
@@ -497,9 +502,7 @@ def hardtanh(self, min_val=-1, max_val=1):
     return np.clip(self, lo, hi)
 
 
-@hardtanh.backward
-def _(ctx, grad):
-    return _hardtanh_bw(grad, ctx.self, ctx.min_val, ctx.max_val),
+_backward(hardtanh, lambda g, x, min_val, max_val: _hardtanh_bw(g, x, min_val, max_val))
 
 
 _LEAKY_SLOPE = (
@@ -533,9 +536,7 @@ def leaky_relu(self, negative_slope=0.01):
     return _same(np.where(self > 0, self, self * negative_slope), self)
 
 
-@leaky_relu.backward
-def _(ctx, grad):
-    return _leaky_relu_bw(grad, ctx.self, ctx.negative_slope, False),
+_backward(leaky_relu, lambda g, x, negative_slope: _leaky_relu_bw(g, x, negative_slope, False))
 
 
 @_defop("leaky_relu_", node="LeakyReluBackward1", saved=("result", "negative_slope"),
@@ -546,9 +547,9 @@ def leaky_relu_inplace(self, negative_slope=0.01):
     return _same(np.where(self > 0, self, self * negative_slope), self)
 
 
-@leaky_relu_inplace.backward
-def _(ctx, grad):
-    return _leaky_relu_bw(grad, ctx.result, ctx.negative_slope, True),
+_backward(leaky_relu_inplace,
+          lambda g, x, negative_slope:
+          _leaky_relu_bw(g, x, negative_slope, True))
 
 
 @_defop("threshold_backward", node="ThresholdBackwardBackward0",
@@ -577,9 +578,7 @@ def threshold(self, threshold, value):
     return _threshold_np(self, threshold, value)
 
 
-@threshold.backward
-def _(ctx, grad):
-    return _threshold_bw(grad, ctx.self, ctx.threshold),
+_backward(threshold, lambda g, x, threshold: _threshold_bw(g, x, threshold))
 
 
 @_defop("threshold_", node="ThresholdBackward1", saved=("self", "threshold"),
@@ -589,7 +588,7 @@ def threshold_inplace(self, threshold, value):
     return _threshold_np(self, threshold, value)
 
 
-threshold_inplace.backward(threshold.bw)
+_backward(threshold_inplace, lambda g, x, threshold: _threshold_bw(g, x, threshold))
 
 
 def _shrink_mask(x, lambd):
@@ -619,9 +618,7 @@ def softshrink(self, lambd=0.5):
     return _same(np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x * 0)), x)
 
 
-@softshrink.backward
-def _(ctx, grad):
-    return _softshrink_bw(grad, ctx.self, ctx.lambd),
+_backward(softshrink, lambda g, x, lambd: _softshrink_bw(g, x, lambd))
 
 
 @_defop("hardshrink_backward", node="HardshrinkBackwardBackward0",
@@ -643,9 +640,7 @@ def hardshrink(self, lambd=0.5):
     return _same(np.where((self >= -lambd) & (self <= lambd), 0, self), self)
 
 
-@hardshrink.backward
-def _(ctx, grad):
-    return _hardshrink_bw(grad, ctx.self, ctx.lambd),
+_backward(hardshrink, lambda g, x, lambd: _hardshrink_bw(g, x, lambd))
 
 
 # hardsigmoid: PyTorch's hardsigmoid_backward has no derivative (a NotImplemented node)
@@ -678,9 +673,7 @@ def hardsigmoid(self):
     return _same(np.clip(self + 3, 0, 6) / 6, self)
 
 
-@hardsigmoid.backward
-def _(ctx, grad):
-    return _hardsigmoid_grad(grad, ctx.self),
+_backward(hardsigmoid, lambda g, x: _hardsigmoid_grad(g, x))
 
 
 @_defop("hardswish_backward", node="HardswishBackwardBackward0", inputs=("grad_output", "self"),
@@ -708,9 +701,7 @@ def hardswish(self):
     return _same(self * np.clip(self + 3, 0, 6) / 6, self)
 
 
-@hardswish.backward
-def _(ctx, grad):
-    return _hardswish_bw(grad, ctx.self),
+_backward(hardswish, lambda g, x: _hardswish_bw(g, x))
 
 
 @_defop("log_sigmoid_backward", node="LogSigmoidBackwardBackward0",
@@ -739,9 +730,7 @@ def log_sigmoid(self):
     return _same(-_softplus_np(-self), self)
 
 
-@log_sigmoid.backward
-def _(ctx, grad):
-    return _log_sigmoid_bw(grad, ctx.self),
+_backward(log_sigmoid, lambda g, x: _log_sigmoid_bw(g, x))
 
 
 for _s in (elu, elu_inplace, celu, celu_inplace, gelu, silu, mish, softplus, hardtanh,
@@ -787,9 +776,9 @@ def rrelu_with_noise(self, noise, lower, upper, training):
     return _rrelu_np(self, noise, lower, upper, training)
 
 
-@rrelu_with_noise.backward
-def _(ctx, grad):
-    return _rrelu_bw(grad, ctx.self, ctx.noise, ctx.lower, ctx.upper, ctx.training, False),
+_backward(rrelu_with_noise,
+          lambda g, x, noise, lower, upper, training:
+          _rrelu_bw(g, x, noise, lower, upper, training, False))
 
 
 @_defop("rrelu_with_noise_", node="RreluWithNoiseBackward1",
@@ -801,9 +790,9 @@ def rrelu_with_noise_inplace(self, noise, lower, upper, training):
     return _rrelu_np(self, noise, lower, upper, training)
 
 
-@rrelu_with_noise_inplace.backward
-def _(ctx, grad):
-    return _rrelu_bw(grad, ctx.result, ctx.noise, ctx.lower, ctx.upper, ctx.training, True),
+_backward(rrelu_with_noise_inplace,
+          lambda g, x, noise, lower, upper, training:
+          _rrelu_bw(g, x, noise, lower, upper, training, True))
 
 
 _act(rrelu_with_noise)
