@@ -19,7 +19,7 @@ from ..ops import activation as _A
 from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
 from ..ops.shape import broadcast_tensors
-from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of, raw_dim, raw_dims
+from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of, raw_dims
 from .. import _warn
 
 _make = Tensor._make
@@ -590,42 +590,6 @@ def hardshrink(input, lambd=0.5):
     return _A.hardshrink.fn(input, lambd)
 
 
-class GluBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, dim, _ = self._saved
-        x = sx.get(self, graph)
-        n = x.shape[dim] // 2
-        a = _narrow(x, dim, 0, n)
-        b = _narrow(x, dim, n, n)
-        sb = X.sigmoid(b)
-        ga = g * sb
-        gb = g * a * sb * (1 - sb)
-        return _glu_cat(ga, gb, dim),
-
-
-def _narrow(x, dim, start, length):
-    if isinstance(x, Tensor):
-        idx = (slice(None),) * dim + (slice(start, start + length),)
-        return x[idx]
-    return x[(slice(None),) * dim + (slice(start, start + length),)]
-
-
-def _cat2(a, b, dim):
-    """Differentiable concatenation of two Tensors along ``dim`` (by padding and adding)."""
-    nd = a.dim()
-    pa = [0] * (2 * nd)
-    pb = [0] * (2 * nd)
-    k = nd - 1 - dim
-    pa[2 * k + 1] = b.shape[dim]
-    pb[2 * k] = a.shape[dim]
-    return pad(a, pa) + pad(b, pb)
-
-
-_glu_cat = X.twin(lambda a, b, dim: np.concatenate([a, b], dim), _cat2)
-
-
 def glu(input, dim=-1):
     """a * sigmoid(b) for the two halves a, b of ``dim``; GluBackward0."""
     x = _fl(input, "glu")
@@ -635,14 +599,7 @@ def glu(input, dim=-1):
     if x.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{x.shape[d]}")
-    x = _kernel_data(input, "glu")
-    n = x.shape[d] // 2
-    a = x[(slice(None),) * d + (slice(0, n),)]
-    b = x[(slice(None),) * d + (slice(n, None),)]
-    y = (a * _sig(b)).astype(x.dtype, copy=False)
-    if STATE.enabled and input._requires_grad:
-        return record(y, GluBackward0((edge_of(input),), (Saved(input), d, raw_dim(dim))))
-    return _make(y)
+    return _A.glu.fn(input, dim)
 
 
 class PreluKernelBackward0(Node):

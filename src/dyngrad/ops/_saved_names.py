@@ -87,7 +87,6 @@ SAVED_NAMES: dict = {
     "FminBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "FmodBackward1": {"self": (0, "tensor"), "other": (1, "tensor")},
     "GatherBackward0": {"dim": (4, "dim"), "index": (2, "array"), "self": (3, "tensor")},
-    "GluBackward0": {"self": (0, "tensor"), "dim": (2, "dim")},
     "HuberLossBackward0": {"self": (0, "tensor"), "target": (1, "tensor")},
     "HypotBackward0": {"self": (0, "tensor"), "other": (1, "tensor"), "result": (4, "tensor")},
     "I0Backward0": {"self": (0, "tensor")},

@@ -125,7 +125,7 @@ log_softmax.__module__ = "dyngrad.nn.functional"
 # silu and mish differentiate their gradient as PyTorch's infinitely_differentiable_*
 # composites.  The in-place forms PyTorch records with a node of their own (elu_, celu_,
 # leaky_relu_, threshold_) are declared as ops of their own, written back by inplace.apply.
-from ..ops._spec import defop as _defop  # noqa: E402
+from ..ops._spec import batch_along, defop as _defop  # noqa: E402
 from . import OPS as _OPS  # noqa: E402
 from . import pointwise as _pw  # noqa: E402
 
@@ -797,3 +797,71 @@ _backward(rrelu_with_noise_inplace,
 
 _act(rrelu_with_noise)
 _act(rrelu_with_noise_inplace)
+
+
+# glu: a * sigmoid(b) for the halves a, b of ``dim``; its gradient is PyTorch's glu_backward
+def _halves(x, dim):
+    n = x.shape[dim] // 2
+    if isinstance(x, Tensor):
+        return x.narrow(dim, 0, n), x.narrow(dim, n, n)
+    return (x[(slice(None),) * dim + (slice(0, n),)], x[(slice(None),) * dim + (slice(n, None),)])
+
+
+@_defop("glu_backward", node="GluBackwardBackward0", inputs=("grad_output", "self"),
+        saved=("grad_output", "self", "dim"), dims=("dim",), function=False, method=False)
+def _glu_backward(grad_output, self, dim):
+    """The gradient of glu: g * sigmoid(b) for a, g * a * sigmoid(b) (1 - sigmoid(b)) for b."""
+    dim = _dim(dim, self.ndim)
+    a, b = _halves(self, dim)
+    s = _sig(b)
+    return _same(np.concatenate([grad_output * s, grad_output * a * s * (1 - s)], dim), self)
+
+
+def _glu_dd_grad_output(gg, ctx):
+    """PyTorch's glu_double_backward_grad_output."""
+    x, dim = ctx.self, _dim(ctx.dim, X.data(ctx.self).ndim)
+    shape = list(X.data(x).shape)
+    shape[dim] //= 2
+    tmp = gg * _glu_bw(X.const(np.ones(shape, X.data(x).dtype), x), x, dim)
+    a, b = _halves(tmp, dim)
+    return a + b
+
+
+def _glu_dd(gg, ctx):
+    """PyTorch's glu_double_backward."""
+    x, go, dim = ctx.self, ctx.grad_output, _dim(ctx.dim, X.data(ctx.self).ndim)
+    a, b = _halves(x, dim)
+    s = _pw_sigmoid(b)
+    one_sub = _rsub(1, s)
+    s1s = s * one_sub
+    gga, ggb = _halves(gg, dim)
+    first = ggb * go * s1s
+    second_order = s1s * one_sub - s * s1s
+    second = ggb * a * go * second_order + gga * go * s1s
+    return X.cat([first, second], dim)
+
+
+_glu_bw = _grad_op_rules(_glu_backward, _glu_dd_grad_output, _glu_dd)
+
+
+@_defop("glu", node="GluBackward0", saved=("self", "dim"), dims=("dim",),
+        batch=batch_along("dim"), function=False, method=False, floating_kernel="glu_cpu",
+        complex_kernel="glu_cpu")
+def glu(self, dim=-1):
+    """a * sigmoid(b) for the two halves a, b of ``dim`` (of even size, checked by
+    nn.functional.glu); GluBackward0."""
+    a, b = _halves(self, dim)
+    return _same(a * _sig(b), self)
+
+
+_backward(glu, lambda g, x, dim: _glu_bw(g, x, dim))
+
+
+@glu.jvp
+def _(ctx, t):
+    x, dim = ctx.self, _dim(ctx.dim, X.data(ctx.self).ndim)
+    a, b = _halves(x, dim)
+    ta, tb = _halves(t, dim)
+    s = _pw_sigmoid(b)
+    return ta * s + a * s * _rsub(1, s) * tb
+_act(glu)
