@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _dim
-from .._record import notify, STATE, Node, Saved, edge_of, record, sum_to, as_float
+from .._record import notify, STATE, Node, Saved, edge_of, record, as_float
 from ..ops import _dual as X
 from ..ops import losses as _losses
 from ..ops.losses import REDUCTIONS as _REDUCTIONS  # noqa: E501
@@ -602,24 +602,6 @@ def glu(input, dim=-1):
     return _A.glu.fn(input, dim)
 
 
-class PreluKernelBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, sw, wb = self._saved
-        x = sx.get(self, graph)
-        w = sw.get(self, graph)
-        xd = X.data(x)
-        pos = X.const((xd > 0).astype(xd.dtype), x)
-        neg = X.const((xd <= 0).astype(xd.dtype), x)
-        gx = gw = None
-        if self.next_functions[0][0] is not None:
-            gx = g * (pos + neg * w.reshape(wb))
-        if self.next_functions[1][0] is not None:
-            gw = sum_to(g * x * neg, wb).reshape(tuple(w.shape))
-        return gx, gw
-
-
 def prelu(input, weight):
     """x if x > 0 else weight * x, weight per channel (dim 1) or shared; PreluKernelBackward0."""
     _fl(input, "prelu")
@@ -642,15 +624,11 @@ def prelu(input, weight):
     wb = (1,) * x.ndim if w.size == 1 else (1, w.size) + (1,) * (x.ndim - 2)
     if x.ndim == 0:
         wb = ()
-    y = np.where(x > 0, x, x * w.reshape(wb)).astype(x.dtype, copy=False)
-    if STATE.enabled and (input._requires_grad or weight._requires_grad):
-        # PyTorch's prelu reshapes (views) the weight to broadcast over the input when their
-        # dimensions differ, then runs _prelu_kernel on the view: the node saves the view
-        if w.ndim != len(wb):
-            weight = reshape(weight, wb)
-        return record(y, PreluKernelBackward0((edge_of(input), edge_of(weight)),
-                                              (Saved(input), Saved(weight), wb)))
-    return _make(y)
+    # PyTorch's prelu views the weight to broadcast over the input when their dimensions
+    # differ, then runs _prelu_kernel on the view
+    if w.ndim != len(wb):
+        weight = reshape(weight, wb)
+    return _A._prelu_kernel.fn(input, weight)
 
 
 def rrelu(input, lower=1. / 8, upper=1. / 3, training=False, inplace=False):

@@ -178,7 +178,6 @@ SAVED_NAMES: dict = {
     "PowBackward0": {"self": (0, "tensor"), "exponent": (1, "same")},
     "PowBackward1": {"self": (0, "tensor"), "exponent": (1, "tensor"), "result": (2, "tensor")},
     "PowBackward2": {"self": (0, "same"), "result": (1, "tensor"), "exponent": (2, "tensor")},
-    "PreluKernelBackward0": {"self": (0, "tensor"), "weight": (1, "tensor")},
     "PermuteBackward0": {"dims": (1, "dim")},
     "ReciprocalBackward0": {"result": (0, "tensor")},
     "ReflectionPad2DBackward0": {"self": (2, "tensor")},

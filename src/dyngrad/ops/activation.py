@@ -865,3 +865,38 @@ def _(ctx, t):
     s = _pw_sigmoid(b)
     return ta * s + a * s * _rsub(1, s) * tb
 _act(glu)
+
+
+# prelu: PyTorch's _prelu_kernel of the input and the weight viewed to broadcast over it
+@_defop("_prelu_kernel", node="PreluKernelBackward0", inputs=("self", "weight"),
+        saved=("self", "weight"), broadcast=True, function=True, method=False)
+def _prelu_kernel(self, weight):
+    """x where x > 0, else weight * x (the weight broadcast over x); PreluKernelBackward0."""
+    return _same(np.where(self > 0, self, self * weight), self)
+
+
+def _prelu_masks(x):
+    xd = X.data(x)
+    return X.const((xd > 0).astype(xd.dtype), x), X.const((xd <= 0).astype(xd.dtype), x)
+
+
+@_prelu_kernel.backward
+def _(ctx, grad):
+    x, w = ctx.self, ctx.weight
+    pos, neg = _prelu_masks(x)
+    return (grad * (pos + neg * w) if ctx.needs(0) else None,
+            grad * x * neg if ctx.needs(1) else None)
+
+
+@_prelu_kernel.jvp
+def _(ctx, tx, tw):
+    x, w = ctx.self, ctx.weight
+    pos, neg = _prelu_masks(x)
+    out = None if tx is None else tx * (pos + neg * w)
+    if tw is not None:
+        d = tw * x * neg
+        out = d if out is None else out + d
+    return out
+
+
+_act(_prelu_kernel)
