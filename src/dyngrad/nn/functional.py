@@ -16,6 +16,7 @@ from ..ops.losses import REDUCTIONS as _REDUCTIONS  # noqa: E501
 from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
 from ..ops import activation as _A
+from ..ops import embedding as _embedding
 from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
 from ..ops.shape import broadcast_tensors
@@ -1203,74 +1204,6 @@ def one_hot(tensor, num_classes=-1):
     return _make(out)
 
 
-class EmbeddingBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        idx, num, pad, scale, si = self._saved
-        if si is not None:  # the indices are saved, as PyTorch's: their version is checked
-            si.get(self, False)
-        return _emb_scatter_any(g, idx, num, pad, scale),
-
-
-class EmbeddingDenseBackwardBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        idx, num, pad, scale = self._saved
-        return _emb_gather_any(g, idx, pad, scale),
-
-
-def _emb_scale(idx, num, pad, scale):
-    """Per-lookup gradient factor: 0 at padding_idx, 1 / frequency with scale_grad_by_freq."""
-    f = None
-    if scale:
-        cnt = np.bincount(idx.ravel(), minlength=num)
-        f = 1.0 / cnt[idx]
-    if pad is not None:
-        m = (idx != pad).astype(np.float64)
-        f = m if f is None else f * m
-    return f
-
-
-def _emb_scatter_np(g, idx, num, pad, scale):
-    dim = g.shape[-1]
-    g2 = g.reshape(-1, dim)
-    f = _emb_scale(idx, num, pad, scale)
-    if f is not None:
-        g2 = g2 * f.reshape(-1, 1).astype(g.dtype)
-    out = np.zeros((num, dim), g.dtype)
-    np.add.at(out, idx.ravel(), g2)
-    return out
-
-
-def _emb_gather_np(h, idx, pad, scale):
-    r = h[idx]
-    f = _emb_scale(idx, h.shape[0], pad, scale)
-    if f is not None:
-        r = r * f.reshape(idx.shape + (1,)).astype(h.dtype)
-    return r
-
-
-def _emb_scatter(g, idx, num, pad, scale):
-    d = _emb_scatter_np(g._data, idx, num, pad, scale)
-    if STATE.enabled and g._requires_grad:
-        return record(d, EmbeddingDenseBackwardBackward0((edge_of(g),), (idx, num, pad, scale)))
-    return _make(d)
-
-
-def _emb_gather(h, idx, pad, scale):
-    d = _emb_gather_np(h._data, idx, pad, scale)
-    if STATE.enabled and h._requires_grad:
-        return record(d, EmbeddingBackward0((edge_of(h),), (idx, h._data.shape[0], pad, scale, None)))
-    return _make(d)
-
-
-_emb_scatter_any = X.twin(_emb_scatter_np, _emb_scatter)
-_emb_gather_any = X.twin(_emb_gather_np, _emb_gather)
-
-
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` at the integer ``input``; no gradient flows into padding_idx's row."""
@@ -1298,12 +1231,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             r = rows[big]
             w[r] *= (max_norm / (norms[big] + 1e-7)).reshape(-1, 1).astype(w.dtype)
             weight._vc[0] += 1
-    d = weight._data[idx]
-    if STATE.enabled and weight._requires_grad:
-        return record(d, EmbeddingBackward0((edge_of(weight),),
-                                            (idx.astype(np.int64), num, padding_idx,
-                                             scale_grad_by_freq, Saved(input))))
-    return _make(d)
+    return _embedding.embedding.fn(weight, input, num, _embedding.NO_PADDING if padding_idx is
+                                   None else padding_idx, scale_grad_by_freq, sparse)
 
 
 class EmbeddingBagBackward0(Node):

@@ -74,7 +74,6 @@ SAVED_NAMES: dict = {
     "DigammaBackward0": {"self": (0, "tensor")},
     "DivBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "DivBackward2": {"self": (0, "tensor"), "other": (1, "tensor"), "rounding_mode": (4, "same")},
-    "EmbeddingBackward0": {"weight_sym_argsize_0": (1, "same"), "scale_grad_by_freq": (3, "same")},
     "ErfBackward0": {"self": (0, "tensor")},
     "ErfcBackward0": {"self": (0, "tensor")},
     "ErfinvBackward0": {"self": (0, "tensor")},
