@@ -17,6 +17,7 @@ from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
 from ..ops import activation as _A
 from ..ops import embedding as _embedding
+from ..ops import trilinear as _tri
 from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
 from ..ops.shape import broadcast_tensors
@@ -984,64 +985,6 @@ def _size(t, i):
     return t._data.shape[i]
 
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-def _trilinear_np(a, b, c, e1, e2, e3, sumdim):
-    """PyTorch's _trilinear on arrays: each operand unsqueezed at its ``expand`` dims, the
-    three multiplied (broadcast) and summed over ``sumdim``."""
-    total = a.ndim + len(e1)
-    subs = ["".join(_LETTERS[i] for i in range(total) if i not in e) for e in (e1, e2, e3)]
-    keep = [i for i in range(total) if i not in sumdim]
-    if any(i in e1 and i in e2 and i in e3 for i in keep):  # a dimension no operand has
-        shape = [0 if (i in e1 and i in e2 and i in e3) else
-                 (c if i not in e3 else b if i not in e2 else a).shape[
-                     subs[2 if i not in e3 else 1 if i not in e2 else 0].index(_LETTERS[i])]
-                 for i in keep]
-        return np.zeros(shape, a.dtype)
-    out = "".join(_LETTERS[i] for i in keep)
-    r = X.einsum_np(f"{subs[0]},{subs[1]},{subs[2]}->{out}", a, b, c, optimize=True)
-    return np.asarray(r, dtype=a.dtype)
-
-
-class TrilinearBackward0(Node):
-    """_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim): each input's gradient is
-    another _trilinear of the incoming gradient and the two other inputs (PyTorch's
-    _trilinear_backward), recorded as such under create_graph."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        s1, s2, s3, e1, e2, e3, sd = self._saved
-        a = s1.get(self, graph) if s1 is not None else None
-        b = s2.get(self, graph) if s2 is not None else None
-        c = s3.get(self, graph) if s3 is not None else None
-        f = _trilinear_any
-        nf = self.next_functions
-        return (f(g, b, c, sd, e2, e3, e1) if nf[0][0] is not None else None,
-                f(a, g, c, e1, sd, e3, e2) if nf[1][0] is not None else None,
-                f(a, b, g, e1, e2, sd, e3) if nf[2][0] is not None else None)
-
-
-def _trilinear(i1, i2, i3, e1, e2, e3, sumdim):
-    """PyTorch's at::_trilinear (the kernel of bilinear); TrilinearBackward0."""
-    if not i1._data.ndim + len(e1) == i2._data.ndim + len(e2) == i3._data.ndim + len(e3):
-        raise RuntimeError("number of dimensions must match")
-    if i1._data.dtype == np.bool_:  # PyTorch computes it with bmm, which has no bool kernel
-        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
-    r = _trilinear_np(i1._data, i2._data, i3._data, e1, e2, e3, sumdim)
-    if STATE.enabled and (i1._requires_grad or i2._requires_grad or i3._requires_grad):
-        m1, m2, m3 = i1._requires_grad, i2._requires_grad, i3._requires_grad
-        # each input is saved only when another input's gradient needs it, as PyTorch's
-        return record(r, TrilinearBackward0(
-            (edge_of(i1), edge_of(i2), edge_of(i3)),
-            (Saved(i1) if m2 or m3 else None, Saved(i2) if m1 or m3 else None,
-             Saved(i3) if m1 or m2 else None, tuple(e1), tuple(e2), tuple(e3), tuple(sumdim))))
-    return _make(r)
-
-
-_trilinear_any = X.twin(_trilinear_np, _trilinear)
-
-
 def bilinear(input1, input2, weight, bias=None):
     """y_o = x1^T W_o x2 + b_o over the last dimension (leading dimensions are batch):
     PyTorch's composition, _trilinear of the flattened inputs and the weight, viewed back."""
@@ -1069,8 +1012,8 @@ def bilinear(input1, input2, weight, bias=None):
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                            f"{bias._data.shape[0]} but expected {weight._data.shape[0]}")
     out_size = input1._data.shape[:-1] + (weight._data.shape[0],)
-    y = _trilinear(reshape(input1, -1, n1), weight, reshape(input2, -1, n2),
-                   (1, 3), (0,), (1, 2), (2, 3))
+    y = _tri._trilinear.fn(reshape(input1, -1, n1), weight, reshape(input2, -1, n2),
+                           (1, 3), (0,), (1, 2), (2, 3))
     y = reshape(y, out_size)
     return y + bias if bias is not None else y
 

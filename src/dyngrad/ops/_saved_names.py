@@ -245,15 +245,6 @@ SAVED_NAMES: dict = {
     "TanhBackward0": {"result": (1, "tensor")},
     "TransposeBackward0": {"dim0": (2, "dim"), "dim1": (3, "dim")},
     "TransposeBackward1": {"dim0": (2, "dim"), "dim1": (3, "dim")},
-    "TrilinearBackward0": {
-        "i1": (0, "tensor"),
-        "i2": (1, "tensor"),
-        "i3": (2, "tensor"),
-        "expand1": (3, "same"),
-        "expand2": (4, "same"),
-        "expand3": (5, "same"),
-        "sumdim": (6, "same"),
-    },
     "UnbindBackward0": {"dim": (3, "dim")},
     "UnfoldBackward0": {
         "self_sym_sizes": (0, "same"),
