@@ -423,7 +423,7 @@ def _fl(input, name):
 
 
 # PyTorch's kernels of these have no integer (or bool) version: their name in its error
-_FLOAT_KERNELS = {"rrelu_train": "rrelu_with_noise_out_cpu", "glu": "glu_cpu",
+_FLOAT_KERNELS = {"rrelu_train": "rrelu_with_noise_out_cpu",
                   "prelu": "prelu_cpu"}
 _INTS = ("uint8", "int8", "int16", "int32", "int64")
 
@@ -439,7 +439,6 @@ def _kernel_data(input, name):
 
 
 # --- pointwise activations (declared in ops/activation.py) -------------------------------
-_sig, _softplus_np, _sigmoid = _A._sig, _A._softplus_np, _A._pw_sigmoid
 _rsub_scalar = _A.rsub_number
 
 
@@ -454,6 +453,9 @@ def _act(spec, input, inplace, *prm, inplace_spec=None):
 
 def relu6(input, inplace=False):
     """min(max(0, x), 6); HardtanhBackward0 as in PyTorch."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"relu6(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     return _act(_A.hardtanh, input, inplace, 0, 6)
 
 
