@@ -52,7 +52,6 @@ DELIBERATE = {
                              "allows"},
     "gather": {"sparse_grad": "the gradient is dense; its values are the sparse one's"},
     "compute_mask": {"t": "PyTorch's CustomFromMask ignores it too"},
-    "embedding": {"sparse": "the gradient is dense; its values are PyTorch's sparse one's"},
     "clip_grad_value_": {"foreach": "a faster path to the same result"},
     "svdvals": {"driver": "a CUDA-only choice of algorithm"},
     "load": {"mmap": "the file is read whole"},

@@ -9,16 +9,19 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _dim
-from .._record import notify, STATE, Node, Saved, edge_of, record, sum_to, as_float
+from .._record import notify, STATE, Node, Saved, edge_of, record, as_float
 from ..ops import _dual as X
 from ..ops import losses as _losses
-from ..ops.losses import REDUCTIONS as _REDUCTIONS, reduce as _reduce, reduce_grad as _reduce_grad  # noqa: E501
+from ..ops.losses import REDUCTIONS as _REDUCTIONS  # noqa: E501
 from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
 from ..ops import pointwise as _pw
+from ..ops import activation as _A
+from ..ops import embedding as _embedding
+from ..ops import trilinear as _tri
 from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
 from ..ops.shape import broadcast_tensors
-from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of, raw_dim, raw_dims
+from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of, raw_dims
 from .. import _warn
 
 _make = Tensor._make
@@ -420,463 +423,57 @@ def _fl(input, name):
 
 
 # PyTorch's kernels of these have no integer (or bool) version: their name in its error
-_FLOAT_KERNELS = {"elu": "elu_cpu", "selu": "elu_cpu", "celu": "elu_cpu",
-                  "gelu": "GeluKernelImpl", "silu": "silu_cpu", "mish": "mish_cpu",
-                  "softplus": "softplus_cpu", "hardsigmoid": "hardsigmoid_cpu",
-                  "hardswish": "hardswish_cpu", "logsigmoid": "log_sigmoid_cpu",
-                  "leaky_relu": "leaky_relu_cpu", "rrelu": "leaky_relu_cpu",
-                  "rrelu_train": "rrelu_with_noise_out_cpu", "glu": "glu_cpu",
-                  "prelu": "prelu_cpu", "softshrink": "softshrink_check",
-                  "hardshrink": "hardshrink_cpu"}
-_ANY_KERNELS = frozenset(("hardtanh", "relu6", "threshold"))  # integers too, in their dtype
+_FLOAT_KERNELS = {"rrelu_train": "rrelu_with_noise_out_cpu",
+                  "prelu": "prelu_cpu"}
 _INTS = ("uint8", "int8", "int16", "int32", "int64")
 
 
-def _complex_refusal(input, name):
-    """PyTorch's error for activation ``name`` of a complex input: its kernels are real only
-    (hardtanh and relu6 are clamps; silu computes, but has no complex derivative)."""
-    if name in ("hardtanh", "relu6"):
-        raise NotImplementedError("clamp is not supported for complex types")
-    if name == "silu":  # (its out-of-place form refuses to record: see ``silu``)
-        return
-    kernel = _FLOAT_KERNELS.get(name, name + "_cpu")
-    raise NotImplementedError(f'"{kernel}" not implemented for '
-                              f"'{D.scalar_type_name(input._data.dtype)}'")
-
-
-def _kernel_data(input, name, inplace=False):
-    """The input's data for activation ``name``: integers kept where PyTorch's kernel takes
-    them, refused with its error where it has no such kernel (a complex input: after the
-    in-place checks when ``inplace``)."""
-    x = _fl(input, name) if name not in _ANY_KERNELS else input._data
-    if x.dtype.kind == "c" and not inplace:
-        _complex_refusal(input, name)
-    if x is not input._data and name in _FLOAT_KERNELS:
+def _kernel_data(input, name):
+    """The input's data for op ``name``, refused with PyTorch's error where its kernel takes
+    no integer or complex input."""
+    x = _fl(input, name)
+    if x is not input._data or x.dtype.kind == "c":
         raise NotImplementedError(f'"{_FLOAT_KERNELS[name]}" not implemented for '
                                   f"'{D.scalar_type_name(input._data.dtype)}'")
-    if x.dtype == np.bool_ and name == "threshold":
-        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
-    if x.dtype == np.bool_ and name in ("hardtanh", "relu6"):
-        raise RuntimeError("Bool inputs not supported for hardtanh")
     return x
 
 
-def _checked_scalar(v, dt):
-    """A Python number as PyTorch's kernels read it in integer dtype ``dt`` (c10's checked
-    conversion): a float must lie within the dtype's range, an integer must fit (an unsigned
-    dtype takes a negative one down to -max, wrapping around); else PyTorch's overflow error."""
-    from ..ops.elementwise_more import _CTYPES, _bound
-    if isinstance(v, float):
-        info = np.iinfo(dt)
-        if not info.min <= v <= info.max:  # NaN too
-            raise RuntimeError(f"value cannot be converted to type {_CTYPES[dt.name]} without "
-                               f"overflow")
-        return np.asarray(int(v)).astype(dt)
-    return _bound(int(v), dt)
+# --- pointwise activations (declared in ops/activation.py) -------------------------------
+_rsub_scalar = _A.rsub_number
 
 
-def _int_prm(x, name, prm):
-    """The scalar parameters of hardtanh/relu6/threshold on an integer input, converted to its
-    dtype as PyTorch's kernels convert them (hardtanh's limits through int64 first)."""
-    if x.dtype.kind not in "iu":
-        from ..ops.elementwise_more import _bound
-        for v in prm:  # a float dtype refuses a finite value beyond its range
-            _bound(v, x.dtype)
-        return prm
-    if name == "threshold":
-        return tuple(_checked_scalar(v, x.dtype) for v in prm)
-    lim = tuple(int(_checked_scalar(float(v), np.dtype(np.int64))) for v in prm)
-    if x.dtype.kind == "u" and min(lim) < 0:
-        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
-    return tuple(_checked_scalar(v, x.dtype) for v in lim)
-
-
-# --- pointwise activations ------------------------------------------------------------
-# An activation y = f(x) is declared by ``_activation``: its kernel ``f`` and derivative
-# ``d1`` on arrays (a plain backward is g * d1(x)), and what PyTorch records when the
-# gradient itself is differentiated (create_graph), one of:
-#   ``graph``: the gradient as a composite of differentiable ops (PyTorch's
-#       infinitely_differentiable_silu_backward, ...): every order follows;
-#   ``dd``: the gradient is PyTorch's ``<op>_backward`` node (<Name>BackwardBackward0), whose
-#       own backward is this node again for the incoming gradient and ``dd(gg, g, x, *prm)``
-#       (written with ops/_dual functions, so it records its own graph) for the input;
-#       ``dd=None``: the input part is zero (piecewise-linear ops).
-class _Act(Node):
-    """Backward of y = f(x): g * f'(x) (see above)."""
-    __slots__ = ()
-    _f = _d1 = None
-    _graph = None    # the composite create_graph gradient, g, x, *prm -> Tensor
-    _dd = None       # the input part of the double backward, gg, g, x, *prm -> gradient
-    _double = None   # the node class of the differentiable gradient (made by ``_activation``)
-    _no_double = None  # PyTorch's op name when it has no double backward (hardsigmoid)
-    _inplace = None  # the node of the in-place form when it is another (saving the result)
-
-    def _bw(self, g, graph):
-        sx, prm = self._saved
-        x = sx.get(self, graph)
-        return _act_grad(g, x, type(self), prm),
-
-
-class _ActDouble(Node):
-    """g * f'(x) recorded under create_graph (PyTorch's <op>_backward): backward gg * f'(x)
-    for the incoming gradient (this node again), ``dd`` for the input."""
-    __slots__ = ()
-
-    def _bw(self, gg, graph):
-        sg, sx, cls, prm = self._saved
-        nf = self.next_functions
-        x = sx.get(self, graph)
-        gg_g = _act_grad(gg, x, cls, prm) if nf[0][0] is not None else None
-        gx = None
-        if nf[1][0] is not None:
-            gx = X.zeros_like(gg) if cls._dd is None else cls._dd(gg, sg.get(self, graph), x, *prm)
-        return gg_g, gx
-
-
-def _jvp_busy():
-    """Whether forward-mode AD is differentiating a backward formula to get a JVP (then an
-    op without double backward still gives its forward derivative, as PyTorch's)."""
-    from ..autograd.forward_ad import _BUSY
-    return _BUSY[0]
-
-
-def _act_grad_graph(g, x, cls, prm):
-    """g * f'(x) on Tensors, differentiable as PyTorch's (see ``_activation``); for an op
-    PyTorch gives no double backward, one node refusing it."""
-    if cls._no_double:
-        d1 = X.const(cls._d1(x._data, *prm).astype(g._data.dtype, copy=False), g)
-        if _jvp_busy():  # linear in g is all a JVP needs
-            return g * d1
-        from ..ops.elementwise_more import NotImplemented_
-        edges = tuple(edge_of(t) for t in (g, x) if t._requires_grad)
-        if STATE.enabled and edges:
-            return record((g._data * d1._data).astype(g._data.dtype, copy=False),
-                          NotImplemented_(edges, (cls._no_double,)))
-        return g * d1
-    if cls._graph is not None:
-        return cls._graph(g, x, *prm)
-    d = (g._data * cls._d1(x._data, *prm)).astype(g._data.dtype, copy=False)
-    if STATE.enabled and (g._requires_grad or x._requires_grad):
-        # grad_output is saved where the input part of the double backward uses it
-        return record(d, cls._double((edge_of(g), edge_of(x)),
-                                     (Saved(g) if cls._dd else None, Saved(x), cls, prm)))
-    return _make(d)
-
-
-_act_grad = X.twin(lambda g, x, cls, prm: g * cls._d1(x, *prm), _act_grad_graph)
-
-
-def _double_node(name):
-    """The class of PyTorch's ``<op>_backward`` node ``name`` (one per name)."""
-    cls = _DOUBLES.get(name)
-    if cls is None:
-        cls = _DOUBLES[name] = type(name, (_ActDouble,), {"__slots__": (), "__module__": __name__})
-    return cls
-
-
-_DOUBLES: dict = {}
-
-
-def _activation(name, f, d1, *, graph=None, dd=None, double=None, base=None, **attrs):
-    """Declare activation node ``name`` (see above); ``double``: the name of PyTorch's
-    backward node when it is not ``name`` with BackwardBackward0 (celu's is elu's)."""
-    double = double or name[:-len("Backward0")] + "BackwardBackward0"
-    cls = type(name, (base or _Act,), {"__slots__": (), "__module__": __name__,
-                                       "_f": staticmethod(f), "_d1": staticmethod(d1),
-                                       "_graph": staticmethod(graph) if graph else None,
-                                       "_dd": staticmethod(dd) if dd else None,
-                                       "_double": _double_node(double), **attrs})
-    globals()[name] = cls
-    return cls
-
-
-def _act(input, cls, prm, inplace=False, fname=""):
-    x = _kernel_data(input, fname, inplace)
-    if fname in _ANY_KERNELS:
-        prm = _int_prm(x, fname, prm)
+def _act(spec, input, inplace, *prm, inplace_spec=None):
+    """Activation ``spec`` of ``input``; in place: its in-place form's op (``inplace_spec``,
+    when PyTorch records another node) written back into ``input``."""
     if inplace:
-        return _inplace_result(input, cls, prm, fname)
-    with np.errstate(all="ignore"):  # inf/nan silently, as PyTorch
-        y = cls._f(x, *prm) if x.dtype is not D.BF16 else D.opmath(cls._f, x, *prm)
-    if y.dtype != x.dtype:
-        y = y.astype(x.dtype)
-    if STATE.enabled and input._requires_grad:
-        return record(y, cls((edge_of(input),), (Saved(input), prm)))
-    return _make(y)
-
-
-def _inplace_result(input, cls, prm, fname):
-    """The in-place form: the op recorded on a snapshot of ``input`` and its result written
-    back (ops/inplace.apply), with PyTorch's in-place node: the same node saving a copy of the
-    original input, or (``cls._inplace``) a node of its own computing from the result."""
-    from ..ops.inplace import apply
-    icls = cls._inplace
-    if icls is None:
-        return apply(input, _act, cls, prm, False, fname)
-    return apply(input, _act_on_result, icls, prm, fname)
-
-
-def _act_on_result(input, cls, prm, fname=""):
-    """y = f(x) recorded with a node that saves y and differentiates through it."""
-    x = input._data
-    if x.dtype.kind == "c":
-        _complex_refusal(input, fname)
-    with np.errstate(all="ignore"):
-        y = cls._f(x, *prm) if x.dtype is not D.BF16 else D.opmath(cls._f, x, *prm)
-    if y.dtype != x.dtype:
-        y = y.astype(x.dtype)
-    if STATE.enabled and input._requires_grad:
-        res = record(y, None)
-        res._grad_fn = cls((edge_of(input),), (Saved(res, True), prm))
-        return notify(res)
-    return _make(y)
-
-
-class _ActOnResult(_Act):
-    """Backward of an in-place activation that saves its result: g * f'(x) written in terms
-    of y = f(x) (``_d1``/``_dd`` take y); PyTorch refuses a negative slope there."""
-    __slots__ = ()
-    _slope_error = None
-
-    def _bw(self, g, graph):
-        if self._slope_error is not None and self._saved is not None and \
-                self._saved[1][0] < 0:
-            self._saved[0].get(self, False)  # the saved result is unpacked (checked) first
-            raise RuntimeError(self._slope_error)
-        return _Act._bw(self, g, graph)
-
-
-def _activation_on_result(name, f, d1, slope_error, dd=None):
-    return _activation(name, f, d1, dd=dd, base=_ActOnResult, _slope_error=slope_error)
-
-
-def _sig(x):
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
-
-
-_sigmoid = X.twin(_sig, sigmoid)  # the kernel on arrays, the recorded op on Tensors
-
-
-def _ones(x):
-    return np.ones_like(x)
-
-
-_Hardtanh = _activation(
-    "HardtanhBackward0", lambda x, lo, hi: np.clip(x, lo, hi),
-    lambda x, lo, hi: ~((x <= lo) | (x >= hi)) * np.ones((), x.dtype))
-_LeakyRelu = _activation(
-    "LeakyReluBackward0", lambda x, s: np.where(x > 0, x, x * s),
-    lambda x, s: np.where(x > 0, 1.0, s).astype(x.dtype))
-
-
-def _elu_f(x, alpha, scale, iscale):
-    return np.where(x > 0, x * scale, scale * alpha * np.expm1(np.minimum(x, 0) * iscale))
-
-
-def _elu_d1(x, alpha, scale, iscale):
-    return np.where(x > 0, scale, scale * alpha * iscale * np.exp(np.minimum(x, 0) * iscale))
-
-
-def _elu_dd(gg, g, x, alpha, scale, iscale):
-    # PyTorch's elu_double_backward: elu_backward(gg * g * input_scale, x) masked with x < 0
-    mask = X.const((X.data(x) < 0).astype(X.data(g).dtype), g)
-    return _act_grad(gg * g * iscale, x, _Elu, (alpha, scale, iscale)) * mask
-
-
-_Elu = _activation("EluBackward0", _elu_f, _elu_d1, dd=_elu_dd)
-
-
-# celu's derivatives use input_scale = 1 / alpha with alpha rounded to single precision
-# (PyTorch's formula reads alpha.toFloat()); its forward uses 1 / alpha
-def _celu_scale(alpha):
-    return 1.0 / float(np.float32(alpha))
-
-
-def _celu_d1(x, alpha, scale, iscale):
-    return _elu_d1(x, alpha, scale, _celu_scale(alpha))
-
-
-def _celu_dd(gg, g, x, alpha, scale, iscale):
-    return _elu_dd(gg, g, x, alpha, scale, _celu_scale(alpha))
-
-
-_Celu = _activation("CeluBackward0", _elu_f, _celu_d1, dd=_celu_dd, double="EluBackwardBackward0")
-
-
-# the in-place forms save the result y: PyTorch's elu_backward(is_result) is
-# g * input_scale * (y + alpha * scale) where y <= 0, g * scale elsewhere; its own derivative
-# g * input_scale where y < 0
-def _elu_d1_y(y, alpha, scale, iscale):
-    return np.where(y <= 0, iscale * (y + alpha * scale), scale).astype(y.dtype, copy=False)
-
-
-def _elu_dd_y(gg, g, y, alpha, scale, iscale):
-    return gg * g * iscale * X.const((X.data(y) < 0).astype(X.data(g).dtype), g)
-
-
-_ELU_SLOPE = ("In-place elu backward calculation is triggered with a negative slope which is not "
-              "supported. This is caused by calling in-place forward function with a negative "
-              "slope, please call out-of-place version instead.")
-_Elu._inplace = _activation_on_result("EluBackward1", _elu_f, _elu_d1_y, _ELU_SLOPE, _elu_dd_y)
-_Celu._inplace = _activation_on_result(
-    "CeluBackward1", _elu_f, lambda y, a, s, i: _elu_d1_y(y, a, s, _celu_scale(a)), _ELU_SLOPE,
-    lambda gg, g, y, a, s, i: _elu_dd_y(gg, g, y, a, s, _celu_scale(a)))
-_LeakyRelu._inplace = _activation_on_result(
-    "LeakyReluBackward1", _LeakyRelu._f, lambda y, s: np.where(y > 0, 1.0, s).astype(y.dtype),
-    "In-place leakyReLu backward calculation is triggered with a negative slope which is not "
-    "supported. This is caused by calling in-place forward function with a negative slope, "
-    "please call out-of-place version instead. File an issue at "
-    "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
-    "backward calculation with negative slope")
-
-
-def _erf(x):
-    from ..ops._special import erf
-    return erf(x)
-
-
-_SQRT1_2 = 1 / math.sqrt(2)
-_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
-_K = math.sqrt(2 / math.pi)
-
-
-def _gelu_f(x, tanh_mode):
-    if tanh_mode:
-        return 0.5 * x * (1 + np.tanh(_K * (x + 0.044715 * x ** 3)))
-    return 0.5 * x * (1 + _erf(x * _SQRT1_2))
-
-
-def _gelu_d1(x, tanh_mode):
-    if tanh_mode:
-        u1 = _K * (1 + 3 * 0.044715 * x * x)
-        t = np.tanh(_K * (x + 0.044715 * x ** 3))
-        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * u1
-    return 0.5 * (1 + _erf(x * _SQRT1_2)) + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x)
-
-
-def _gelu_dd(gg, g, x, tanh_mode):
-    """gg * g * gelu''(x), PyTorch's gelu_double_backward."""
-    if tanh_mode:
-        t = X.tanh(_K * (x + 0.044715 * x * x * x))
-        s = 1 - t * t
-        u1 = _K * (1 + 3 * 0.044715 * x * x)
-        u2 = _K * 6 * 0.044715 * x
-        return gg * g * (s * u1 + 0.5 * x * s * (u2 - 2 * t * u1 * u1))
-    pdf = _INV_SQRT_2PI * X.exp(-0.5 * x * x)
-    return gg * g * (2 * pdf + x * (-x * pdf))
-
-
-_Gelu = _activation("GeluBackward0", _gelu_f, _gelu_d1, dd=_gelu_dd)
-
-
-def _silu_d1(x):
-    s = _sig(x)
-    return s * (1 + x * (1 - s))
-
-
-def _silu_graph(g, x):
-    """PyTorch's infinitely_differentiable_silu_backward."""
-    s = sigmoid(x)
-    return g * s * (1 + x * (1 - s))
-
-
-_Silu = _activation("SiluBackward0", lambda x: x * _sig(x), _silu_d1, graph=_silu_graph)
-
-
-def _softplus_np(x):
-    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
-
-
-def _mish_d1(x):
-    t = np.tanh(_softplus_np(x))
-    return t + x * (1 - t * t) * _sig(x)
-
-
-def _mish_graph(g, x):
-    """PyTorch's infinitely_differentiable_mish_backward."""
-    s = sigmoid(x)
-    t = tanh(softplus(x))
-    return g * (t + x * s * (1 - t * t))
-
-
-_Mish = _activation("MishBackward0", lambda x: x * np.tanh(_softplus_np(x)), _mish_d1,
-                    graph=_mish_graph)
-
-
-def _sp_f(x, beta, th):
-    return np.where(x * beta > th, x, _softplus_np(x * beta) / beta)
-
-
-def _sp_d1(x, beta, th):
-    return np.where(x * beta > th, 1.0, _sig(x * beta))
-
-
-# a product with a C++ Scalar, as PyTorch's formulas record it (MulBackward1)
-_times = X.twin(lambda a, v: a * v, lambda a, v: _pw.mul_scalar(a, v))
-
-
-def _sp_dd(gg, g, x, beta, th):
-    """PyTorch's softplus_double_backward(gg * g, x): sigmoid_backward of (x * beta), masked
-    below the threshold, times beta."""
-    xb = _times(x, beta)
-    z = _sigmoid(xb)
-    mask = X.const((X.data(xb) < th).astype(X.data(g).dtype), g)
-    return _times(gg * g * (1 - z) * z * mask, beta)
-
-
-_Softplus = _activation("SoftplusBackward0", _sp_f, _sp_d1, dd=_sp_dd)
-_SIXTH = float(np.float32(1 / 6))
-_Hardsigmoid = _activation(
-    "HardsigmoidBackward0", lambda x: np.clip(x + 3, 0, 6) / 6,
-    # PyTorch's kernel multiplies by the float 1/6 in every dtype
-    lambda x: np.where((x > -3) & (x < 3), _SIXTH, 0.0), _no_double="hardsigmoid_backward")
-
-
-def _hardswish_dd(gg, g, x):
-    inside = (X.data(x) > -3) & (X.data(x) < 3)
-    return X.where(inside, gg * g / 3.0, X.zeros_like(gg))
-
-
-_Hardswish = _activation(
-    "HardswishBackward0", lambda x: x * np.clip(x + 3, 0, 6) / 6,
-    lambda x: np.where(x <= -3, 0.0, np.where(x < 3, x / 3 + 0.5, 1.0)), dd=_hardswish_dd)
-
-
-def _logsigmoid_dd(gg, g, x):
-    """PyTorch's log_sigmoid_double_backward(gg * g, x)."""
-    z = _sigmoid(x)
-    return gg * g * (z - 1) * z
-
-
-_LogSigmoid = _activation(
-    "LogSigmoidBackward0", lambda x: -_softplus_np(-x), lambda x: _sig(-x), dd=_logsigmoid_dd)
-_Threshold = _activation(
-    "ThresholdBackward0", lambda x, th, v: np.where(x > th, x, v),
-    lambda x, th, v: ~(x <= th) * np.ones((), x.dtype))
-# threshold_ saves a copy of the original input, as the out-of-place op: another name only
-_Threshold1 = _activation("ThresholdBackward1", _Threshold._f, _Threshold._d1)
+        from ..ops.inplace import apply
+        return apply(input, (inplace_spec or spec).fn, *prm)
+    return spec.fn(input, *prm)
 
 
 def relu6(input, inplace=False):
     """min(max(0, x), 6); HardtanhBackward0 as in PyTorch."""
-    return _act(input, _Hardtanh, (0.0, 6.0), inplace, "relu6")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"relu6(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return _act(_A.hardtanh, input, inplace, 0, 6)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Clamp to [min_val, max_val]; HardtanhBackward0."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    return _act(input, _Hardtanh, (min_val, max_val), inplace, "hardtanh")
+    return _act(_A.hardtanh, input, inplace, min_val, max_val)
 
 
-def hardtanh_(input, min_val=-1.0, max_val=1.0):
+def hardtanh_(input, min_val=-1, max_val=1):
     return hardtanh(input, min_val, max_val, True)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """x if x > 0 else negative_slope * x; LeakyReluBackward0."""
-    return _act(input, _LeakyRelu, (negative_slope,), inplace, "leaky_relu")
+    """x if x > 0 else negative_slope * x; LeakyReluBackward0 (1 in place)."""
+    return _act(_A.leaky_relu, input, inplace, negative_slope,
+                inplace_spec=_A.leaky_relu_inplace)
 
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -884,11 +481,11 @@ def leaky_relu_(input, negative_slope=0.01):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    """x if x > 0 else alpha * (exp(x) - 1); EluBackward0."""
-    return _act(input, _Elu, (alpha, 1.0, 1.0), inplace, "elu")
+    """x if x > 0 else alpha * (exp(x) - 1); EluBackward0 (1 in place)."""
+    return _act(_A.elu, input, inplace, alpha, inplace_spec=_A.elu_inplace)
 
 
-def elu_(input, alpha=1.0):
+def elu_(input, alpha=1):
     return elu(input, alpha, True)
 
 
@@ -898,21 +495,21 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def selu(input, inplace=False):
     """scale * elu(x, alpha) with the self-normalising constants; EluBackward0."""
-    return _act(input, _Elu, (_SELU_ALPHA, _SELU_SCALE, 1.0), inplace, "selu")
+    return _act(_A.elu, input, inplace, _SELU_ALPHA, _SELU_SCALE, inplace_spec=_A.elu_inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); CeluBackward0."""
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); CeluBackward0 (1 in place)."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _act(input, _Celu, (alpha, 1.0, 1.0 / alpha), inplace, "celu")
+    return _act(_A.celu, input, inplace, alpha, inplace_spec=_A.celu_inplace)
 
 
 def gelu(input, approximate="none"):
     """x * Phi(x) (exact, or the tanh approximation); GeluBackward0."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    return _act(input, _Gelu, (approximate == "tanh",), False, "gelu")
+    return _A.gelu.fn(input, approximate)
 
 
 def silu(input, inplace=False):
@@ -921,42 +518,42 @@ def silu(input, inplace=False):
             and input._data.dtype.kind == "c"):
         raise RuntimeError("silu does not support automatic differentiation for outputs with "
                            "complex dtype.")
-    return _act(input, _Silu, (), inplace, "silu")
+    return _act(_A.silu, input, inplace)
 
 
 def mish(input, inplace=False):
     """x * tanh(softplus(x)); MishBackward0."""
-    return _act(input, _Mish, (), inplace, "mish")
+    return _act(_A.mish, input, inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, linear above ``threshold``; SoftplusBackward0."""
-    return _act(input, _Softplus, (beta, threshold), False, "softplus")
+    return _A.softplus.fn(input, beta, threshold)
 
 
 def hardsigmoid(input, inplace=False):
     """clamp(x / 6 + 1/2, 0, 1); HardsigmoidBackward0."""
-    return _act(input, _Hardsigmoid, (), inplace, "hardsigmoid")
+    return _act(_A.hardsigmoid, input, inplace)
 
 
 def hardswish(input, inplace=False):
     """x * hardsigmoid(x); HardswishBackward0."""
-    return _act(input, _Hardswish, (), inplace, "hardswish")
+    return _act(_A.hardswish, input, inplace)
 
 
 def logsigmoid(input):
     """log(sigmoid(x)), computed stably; LogSigmoidBackward0."""
-    return _act(input, _LogSigmoid, (), False, "logsigmoid")
+    return _A.log_sigmoid.fn(input)
 
 
 def threshold(input, threshold, value, inplace=False):
-    """x if x > threshold else value; ThresholdBackward0."""
-    return _act(input, _Threshold1 if inplace else _Threshold, (threshold, value),
-                inplace, "threshold")
+    """x if x > threshold else value; ThresholdBackward0 (1 in place)."""
+    return _act(_A.threshold, input, inplace, threshold, value,
+                inplace_spec=_A.threshold_inplace)
 
 
 def threshold_(input, threshold, value):
-    return _act(input, _Threshold1, (threshold, value), True, "threshold")
+    return _act(_A.threshold_inplace, input, True, threshold, value)
 
 
 def relu(input, inplace=False):
@@ -987,75 +584,14 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return softmax(-input, dim, dtype=dtype)
 
 
-def _shrink_mask(x, lambd):
-    return ((x < -lambd) | (x > lambd)).astype(x.dtype)
-
-
-_Softshrink = _activation(
-    "SoftshrinkBackward0",
-    lambda x, l: np.where(x > l, x - l, np.where(x < -l, x + l, x * 0)),
-    _shrink_mask)
-_Hardshrink = _activation(
-    "HardshrinkBackward0", lambda x, l: np.where((x >= -l) & (x <= l), 0, x),
-    _shrink_mask)
-
-
-def _shrink_input(input, kernel):
-    if isinstance(input, Tensor) and input._data.dtype not in D.INEXACT:
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{D.scalar_type_name(input._data.dtype)}'")
-
-
 def softshrink(input, lambd=0.5):
     """x - lambd above lambd, x + lambd below -lambd, 0 between; SoftshrinkBackward0."""
-    _shrink_input(input, "softshrink_check")
-    if lambd < 0:
-        kind = D.scalar_type_name(input._data.dtype)
-        raise RuntimeError(f"lambda must be in range [0, 3.40282e+38] for input dtype {kind}, "
-                           f"but found {lambd:g}")
-    return _act(input, _Softshrink, (lambd,), False, "softshrink")
+    return _A.softshrink.fn(input, lambd)
 
 
 def hardshrink(input, lambd=0.5):
     """x where x < -lambd or x > lambd, else 0; HardshrinkBackward0."""
-    _shrink_input(input, "hardshrink_cpu")
-    return _act(input, _Hardshrink, (lambd,), False, "hardshrink")
-
-
-class GluBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, dim, _ = self._saved
-        x = sx.get(self, graph)
-        n = x.shape[dim] // 2
-        a = _narrow(x, dim, 0, n)
-        b = _narrow(x, dim, n, n)
-        sb = X.sigmoid(b)
-        ga = g * sb
-        gb = g * a * sb * (1 - sb)
-        return _glu_cat(ga, gb, dim),
-
-
-def _narrow(x, dim, start, length):
-    if isinstance(x, Tensor):
-        idx = (slice(None),) * dim + (slice(start, start + length),)
-        return x[idx]
-    return x[(slice(None),) * dim + (slice(start, start + length),)]
-
-
-def _cat2(a, b, dim):
-    """Differentiable concatenation of two Tensors along ``dim`` (by padding and adding)."""
-    nd = a.dim()
-    pa = [0] * (2 * nd)
-    pb = [0] * (2 * nd)
-    k = nd - 1 - dim
-    pa[2 * k + 1] = b.shape[dim]
-    pb[2 * k] = a.shape[dim]
-    return pad(a, pa) + pad(b, pb)
-
-
-_glu_cat = X.twin(lambda a, b, dim: np.concatenate([a, b], dim), _cat2)
+    return _A.hardshrink.fn(input, lambd)
 
 
 def glu(input, dim=-1):
@@ -1067,32 +603,7 @@ def glu(input, dim=-1):
     if x.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{x.shape[d]}")
-    x = _kernel_data(input, "glu")
-    n = x.shape[d] // 2
-    a = x[(slice(None),) * d + (slice(0, n),)]
-    b = x[(slice(None),) * d + (slice(n, None),)]
-    y = (a * _sig(b)).astype(x.dtype, copy=False)
-    if STATE.enabled and input._requires_grad:
-        return record(y, GluBackward0((edge_of(input),), (Saved(input), d, raw_dim(dim))))
-    return _make(y)
-
-
-class PreluKernelBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, sw, wb = self._saved
-        x = sx.get(self, graph)
-        w = sw.get(self, graph)
-        xd = X.data(x)
-        pos = X.const((xd > 0).astype(xd.dtype), x)
-        neg = X.const((xd <= 0).astype(xd.dtype), x)
-        gx = gw = None
-        if self.next_functions[0][0] is not None:
-            gx = g * (pos + neg * w.reshape(wb))
-        if self.next_functions[1][0] is not None:
-            gw = sum_to(g * x * neg, wb).reshape(tuple(w.shape))
-        return gx, gw
+    return _A.glu.fn(input, dim)
 
 
 def prelu(input, weight):
@@ -1117,46 +628,26 @@ def prelu(input, weight):
     wb = (1,) * x.ndim if w.size == 1 else (1, w.size) + (1,) * (x.ndim - 2)
     if x.ndim == 0:
         wb = ()
-    y = np.where(x > 0, x, x * w.reshape(wb)).astype(x.dtype, copy=False)
-    if STATE.enabled and (input._requires_grad or weight._requires_grad):
-        # PyTorch's prelu reshapes (views) the weight to broadcast over the input when their
-        # dimensions differ, then runs _prelu_kernel on the view: the node saves the view
-        if w.ndim != len(wb):
-            weight = reshape(weight, wb)
-        return record(y, PreluKernelBackward0((edge_of(input), edge_of(weight)),
-                                              (Saved(input), Saved(weight), wb)))
-    return _make(y)
-
-
-def _rrelu_f(x, a):
-    return np.where(x > 0, x, x * a)
-
-
-def _rrelu_d1(x, a):
-    return np.where(x > 0, 1.0, a).astype(x.dtype, copy=False)
-
-
-# y = x where x > 0, x * a elsewhere: a the slope (lower + upper) / 2 in eval mode, or the noise
-# drawn per element in training (PyTorch's rrelu_with_noise; the noise is 1 where x > 0)
-_Rrelu = _activation("RreluWithNoiseBackward0", _rrelu_f, _rrelu_d1)
-_Rrelu._inplace = _activation_on_result("RreluWithNoiseBackward1", _rrelu_f, _rrelu_d1, None)
+    # PyTorch's prelu views the weight to broadcast over the input when their dimensions
+    # differ, then runs _prelu_kernel on the view
+    if w.ndim != len(wb):
+        weight = reshape(weight, wb)
+    return _A._prelu_kernel.fn(input, weight)
 
 
 def rrelu(input, lower=1. / 8, upper=1. / 3, training=False, inplace=False):
     """Randomised leaky ReLU: slopes drawn in [lower, upper] for x <= 0 in training, the slope
     (lower + upper) / 2 in eval mode; RreluWithNoiseBackward0 (1 in place)."""
-    x = _kernel_data(input, "rrelu_train" if training else "rrelu")
     if training:
+        x = _kernel_data(input, "rrelu_train")
         from .._random import rng
         a = rng().uniform(lower, upper, size=x.shape).astype(x.dtype)
-        a = np.where(x > 0, 1, a).astype(x.dtype)
+        noise = _make(np.where(x > 0, 1, a).astype(x.dtype))
     else:
-        a = (lower + upper) / 2
-    return _act(input, _Rrelu, (a,), inplace, "rrelu")
-
-
-def rrelu_(input, lower=1. / 8, upper=1. / 3, training=False):
-    return rrelu(input, lower, upper, training, True)
+        noise = _make(np.zeros(getattr(input, "shape", ()), getattr(input, "_data", np.zeros(
+            0)).dtype)) if isinstance(input, Tensor) else None
+    return _act(_A.rrelu_with_noise, input, inplace, noise, lower, upper, training,
+                inplace_spec=_A.rrelu_with_noise_inplace)
 
 
 # --- losses ---------------------------------------------------------------------------
@@ -1272,12 +763,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         raise _cast_error(D.get_default_dtype().np, x.dtype)
     if x.dtype not in D.INEXACT or (x.shape != t.shape and b is None):
         return _loss_reduce(softplus(-(target * input)), reduction)  # PyTorch's errors
-    r = _reduce(_softplus_np(-(t * x)), reduction)
-    if STATE.enabled and input._requires_grad:
-        # one node saving input and target, as PyTorch's (their versions are checked)
-        return record(r, SoftMarginLossBackward0((edge_of(input),),
-                                                 (Saved(input), Saved(target), reduction)))
-    return _make(r)
+    return _losses.soft_margin_loss.fn(input, target, _REDUCTIONS[reduction])
 
 
 def _bshape(a, b):
@@ -1285,20 +771,6 @@ def _bshape(a, b):
         return np.broadcast_shapes(a, b)
     except ValueError:
         return None
-
-
-class SoftMarginLossBackward0(Node):
-    """Backward of log(1 + exp(-t x)), reduced: -t * sigmoid(-t x) * g."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        si, st, red = self._saved
-        x = si.get(self, graph)
-        t = st.get(self, graph)
-        xd = X.data(x)
-        gl = _reduce_grad(g, tuple(xd.shape), red, xd.size)
-        z = -(t * x)
-        return gl * -(t * _sigmoid(z)),
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
@@ -1401,29 +873,6 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 # its C++ composites (cross_entropy's label smoothing, pairwise_distance) use them
 _mul_scalar, _add_scalar = _pw.mul_scalar, _pw.add_scalar
 _sub_scalar, _div_scalar = _pw.sub_scalar, _pw.div_scalar
-
-
-class SubBackward0(Node):
-    """number - tensor inside PyTorch's C++ composites (a tensor filled with the number, the
-    tensor subtracted in place): the number's edge is None."""
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return None, -g
-
-
-def _rsub_scalar(s, t):
-    """``s - t`` as PyTorch's C++ ``Scalar - Tensor`` computes and records it (for integer
-    and bool ``t``: a tensor of its dtype filled with ``s``, minus ``t``)."""
-    d = t._data
-    if d.dtype not in D.INEXACT:
-        v = _checked_scalar(s, d.dtype) if d.dtype.kind in "iu" else s
-        return _make(np.full(d.shape, v, d.dtype)) - t
-    r = np.asarray(s - d, dtype=d.dtype)
-    if STATE.enabled and t._requires_grad:
-        return record(r, SubBackward0(((None, 0), edge_of(t)), ()))
-    return _make(r)
 
 
 def _vnorm(x, p, dim, keepdim):
@@ -1538,64 +987,6 @@ def _size(t, i):
     return t._data.shape[i]
 
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyz"
-
-
-def _trilinear_np(a, b, c, e1, e2, e3, sumdim):
-    """PyTorch's _trilinear on arrays: each operand unsqueezed at its ``expand`` dims, the
-    three multiplied (broadcast) and summed over ``sumdim``."""
-    total = a.ndim + len(e1)
-    subs = ["".join(_LETTERS[i] for i in range(total) if i not in e) for e in (e1, e2, e3)]
-    keep = [i for i in range(total) if i not in sumdim]
-    if any(i in e1 and i in e2 and i in e3 for i in keep):  # a dimension no operand has
-        shape = [0 if (i in e1 and i in e2 and i in e3) else
-                 (c if i not in e3 else b if i not in e2 else a).shape[
-                     subs[2 if i not in e3 else 1 if i not in e2 else 0].index(_LETTERS[i])]
-                 for i in keep]
-        return np.zeros(shape, a.dtype)
-    out = "".join(_LETTERS[i] for i in keep)
-    r = X.einsum_np(f"{subs[0]},{subs[1]},{subs[2]}->{out}", a, b, c, optimize=True)
-    return np.asarray(r, dtype=a.dtype)
-
-
-class TrilinearBackward0(Node):
-    """_trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim): each input's gradient is
-    another _trilinear of the incoming gradient and the two other inputs (PyTorch's
-    _trilinear_backward), recorded as such under create_graph."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        s1, s2, s3, e1, e2, e3, sd = self._saved
-        a = s1.get(self, graph) if s1 is not None else None
-        b = s2.get(self, graph) if s2 is not None else None
-        c = s3.get(self, graph) if s3 is not None else None
-        f = _trilinear_any
-        nf = self.next_functions
-        return (f(g, b, c, sd, e2, e3, e1) if nf[0][0] is not None else None,
-                f(a, g, c, e1, sd, e3, e2) if nf[1][0] is not None else None,
-                f(a, b, g, e1, e2, sd, e3) if nf[2][0] is not None else None)
-
-
-def _trilinear(i1, i2, i3, e1, e2, e3, sumdim):
-    """PyTorch's at::_trilinear (the kernel of bilinear); TrilinearBackward0."""
-    if not i1._data.ndim + len(e1) == i2._data.ndim + len(e2) == i3._data.ndim + len(e3):
-        raise RuntimeError("number of dimensions must match")
-    if i1._data.dtype == np.bool_:  # PyTorch computes it with bmm, which has no bool kernel
-        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
-    r = _trilinear_np(i1._data, i2._data, i3._data, e1, e2, e3, sumdim)
-    if STATE.enabled and (i1._requires_grad or i2._requires_grad or i3._requires_grad):
-        m1, m2, m3 = i1._requires_grad, i2._requires_grad, i3._requires_grad
-        # each input is saved only when another input's gradient needs it, as PyTorch's
-        return record(r, TrilinearBackward0(
-            (edge_of(i1), edge_of(i2), edge_of(i3)),
-            (Saved(i1) if m2 or m3 else None, Saved(i2) if m1 or m3 else None,
-             Saved(i3) if m1 or m2 else None, tuple(e1), tuple(e2), tuple(e3), tuple(sumdim))))
-    return _make(r)
-
-
-_trilinear_any = X.twin(_trilinear_np, _trilinear)
-
-
 def bilinear(input1, input2, weight, bias=None):
     """y_o = x1^T W_o x2 + b_o over the last dimension (leading dimensions are batch):
     PyTorch's composition, _trilinear of the flattened inputs and the weight, viewed back."""
@@ -1623,8 +1014,8 @@ def bilinear(input1, input2, weight, bias=None):
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                            f"{bias._data.shape[0]} but expected {weight._data.shape[0]}")
     out_size = input1._data.shape[:-1] + (weight._data.shape[0],)
-    y = _trilinear(reshape(input1, -1, n1), weight, reshape(input2, -1, n2),
-                   (1, 3), (0,), (1, 2), (2, 3))
+    y = _tri._trilinear.fn(reshape(input1, -1, n1), weight, reshape(input2, -1, n2),
+                           (1, 3), (0,), (1, 2), (2, 3))
     y = reshape(y, out_size)
     return y + bias if bias is not None else y
 
@@ -1758,74 +1149,6 @@ def one_hot(tensor, num_classes=-1):
     return _make(out)
 
 
-class EmbeddingBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        idx, num, pad, scale, si = self._saved
-        if si is not None:  # the indices are saved, as PyTorch's: their version is checked
-            si.get(self, False)
-        return _emb_scatter_any(g, idx, num, pad, scale),
-
-
-class EmbeddingDenseBackwardBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        idx, num, pad, scale = self._saved
-        return _emb_gather_any(g, idx, pad, scale),
-
-
-def _emb_scale(idx, num, pad, scale):
-    """Per-lookup gradient factor: 0 at padding_idx, 1 / frequency with scale_grad_by_freq."""
-    f = None
-    if scale:
-        cnt = np.bincount(idx.ravel(), minlength=num)
-        f = 1.0 / cnt[idx]
-    if pad is not None:
-        m = (idx != pad).astype(np.float64)
-        f = m if f is None else f * m
-    return f
-
-
-def _emb_scatter_np(g, idx, num, pad, scale):
-    dim = g.shape[-1]
-    g2 = g.reshape(-1, dim)
-    f = _emb_scale(idx, num, pad, scale)
-    if f is not None:
-        g2 = g2 * f.reshape(-1, 1).astype(g.dtype)
-    out = np.zeros((num, dim), g.dtype)
-    np.add.at(out, idx.ravel(), g2)
-    return out
-
-
-def _emb_gather_np(h, idx, pad, scale):
-    r = h[idx]
-    f = _emb_scale(idx, h.shape[0], pad, scale)
-    if f is not None:
-        r = r * f.reshape(idx.shape + (1,)).astype(h.dtype)
-    return r
-
-
-def _emb_scatter(g, idx, num, pad, scale):
-    d = _emb_scatter_np(g._data, idx, num, pad, scale)
-    if STATE.enabled and g._requires_grad:
-        return record(d, EmbeddingDenseBackwardBackward0((edge_of(g),), (idx, num, pad, scale)))
-    return _make(d)
-
-
-def _emb_gather(h, idx, pad, scale):
-    d = _emb_gather_np(h._data, idx, pad, scale)
-    if STATE.enabled and h._requires_grad:
-        return record(d, EmbeddingBackward0((edge_of(h),), (idx, h._data.shape[0], pad, scale, None)))
-    return _make(d)
-
-
-_emb_scatter_any = X.twin(_emb_scatter_np, _emb_scatter)
-_emb_gather_any = X.twin(_emb_gather_np, _emb_gather)
-
-
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` at the integer ``input``; no gradient flows into padding_idx's row."""
@@ -1853,12 +1176,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             r = rows[big]
             w[r] *= (max_norm / (norms[big] + 1e-7)).reshape(-1, 1).astype(w.dtype)
             weight._vc[0] += 1
-    d = weight._data[idx]
-    if STATE.enabled and weight._requires_grad:
-        return record(d, EmbeddingBackward0((edge_of(weight),),
-                                            (idx.astype(np.int64), num, padding_idx,
-                                             scale_grad_by_freq, Saved(input))))
-    return _make(d)
+    return _embedding.embedding.fn(weight, input, num, _embedding.NO_PADDING if padding_idx is
+                                   None else padding_idx, scale_grad_by_freq, sparse)
 
 
 class EmbeddingBagBackward0(Node):

@@ -2025,3 +2025,23 @@ def every_output(spec: OpSpec) -> OpSpec:
     spec.fn = spec.declared = declared
     spec.record, spec.record1 = record, record1
     return spec
+
+
+# --- tensor inputs saved without an edge ----------------------------------------------------
+def edgeless(spec: OpSpec, *names: str) -> OpSpec:
+    """Tensor inputs ``names`` of declared op ``spec`` kept as PyTorch keeps a target it does
+    not differentiate (soft_margin_loss's): saved and version-checked, but without an edge, so
+    the node's ``next_functions`` are the other inputs' and the backward returns their
+    gradients only (the caller refuses such an input that requires grad, with PyTorch's
+    error)."""
+    drop = frozenset(spec.inputs.index(n) for n in names)
+    init = spec.node_cls.__init__
+
+    def __init__(self, next_functions=(), saved=(), odt=None):
+        init(self, tuple(e for i, e in enumerate(next_functions) if i not in drop), saved, odt)
+
+    spec.node_cls.__init__ = __init__
+    return spec
+
+
+__all__ += ["edgeless"]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import OPS
 from . import _dual as X
 from .. import _dtype as D
-from ._spec import batch_aligned, defop
+from ._spec import batch_aligned, defop, edgeless
 from .._fperr import quiet_off, quiet_on
 from .._record import STATE, Saved, Tensor, edge_of, record, sum_to
 
@@ -348,3 +349,40 @@ def _bcel_grads(grad, x, t, params, need_x, need_t):
 
 _declare_backward(binary_cross_entropy_with_logits, _bcel_grads)
 _pointwise_jvp(binary_cross_entropy_with_logits, _bcel_grads)
+
+
+def _softplus_np(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _sigmoid(x):
+    if isinstance(x, Tensor):
+        return x.sigmoid()
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+@defop("soft_margin_loss", node="SoftMarginLossBackward0", inputs=("self", "target"),
+       saved=("self", "target", "reduction"), function=False, method=False,
+       batch=_batch_reduced)
+def soft_margin_loss(self, target, reduction=1):
+    """log(1 + exp(-target * input)), reduced; SoftMarginLossBackward0 (the target is saved,
+    without an edge: PyTorch refuses a target that requires grad)."""
+    return reduce(_softplus_np(-(target * self)), reduction)
+
+
+@soft_margin_loss.backward
+def _(ctx, grad):
+    x, t = ctx.self, ctx.target
+    gl = reduce_grad(grad, tuple(X.data(x).shape), ctx.reduction, X.numel(x))
+    return gl * -(t * _sigmoid(-(t * x))),
+
+
+@soft_margin_loss.jvp
+def _(ctx, tangent, *_):
+    x, t = ctx.self, ctx.target
+    return _reduce_t(tangent * -(t * _sigmoid(-(t * x))), ctx.reduction)
+
+
+edgeless(soft_margin_loss, "target")
+OPS.pop(soft_margin_loss.key)  # reached through nn.functional.soft_margin_loss only
