@@ -1393,7 +1393,7 @@ def _one_tensor_record(spec, record):
     code = _SAVE_CODE.get(src)
     if code is None:  # ops keeping the same values share one compiled function body
         code = _SAVE_CODE[src] = compile(src, "<saved values>", "exec")
-    ns = {"Saved": Saved, "raw_dims": raw_dims}
+    ns = {"Saved": Saved, "raw_dims": _raw_dims_quick}
     exec(code, ns)  # noqa: S102 (from the declaration's saved names)
     save = ns["save"]
     outputs, node_cls = spec.outputs, spec.node_cls
@@ -1413,6 +1413,16 @@ def _one_tensor_record(spec, record):
         return spec.return_type(res, *extra) if extra else res
 
     return rec
+
+
+def _raw_dims_quick(v):
+    """``raw_dims(v)``, a tuple of ints kept as it is without rebuilding it."""
+    if type(v) is tuple:
+        for d in v:
+            if type(d) is not int:
+                return raw_dims(v)
+        return v
+    return raw_dims(v)
 
 
 def quick(spec: OpSpec, input, args: tuple, raw: dict, kwargs: dict | None = None):
@@ -2045,3 +2055,34 @@ def edgeless(spec: OpSpec, *names: str) -> OpSpec:
 
 
 __all__ += ["edgeless"]
+
+
+# --- a Tensor method taking a list argument as separate ints -------------------------------
+def varargs_method(spec: OpSpec, param: str) -> OpSpec:
+    """Make ``Tensor.<name>`` of ``spec``'s op take its int-list parameter ``param`` also as
+    separate ints, as PyTorch's method does (``x.flip(0, 1)``, ``x.repeat(2, 3)``); the
+    function (and any other call) is the declaration's.  Registered as ``_<name>_method``."""
+    fn, name = spec.fn, spec.name
+
+    def m(self, *args, **kwargs):
+        if args and param not in kwargs:
+            for a in args:
+                if type(a) is not int and not (isinstance(a, np.integer) and
+                                               not isinstance(a, np.bool_)):
+                    break
+            else:
+                return fn(self, args, **kwargs) if kwargs else fn(self, args)
+        if len(args) > 1:
+            raise TypeError(f"{name}() takes 1 positional argument but {len(args)} were given")
+        if args and not isinstance(args[0], (tuple, list)):
+            raise TypeError(f"{name}(): argument '{param}' (position 1) must be tuple of ints, "
+                            f"not {D.type_name(args[0])}")
+        return fn(self, *args, **kwargs)
+
+    m.__name__ = m.__qualname__ = name
+    m.__module__, m.__doc__ = fn.__module__, fn.__doc__
+    info = OPS.pop(spec.key)  # the method's entry first: Tensor.<name> is this one
+    op(f"_{spec.key}_method", function=False, method=False, methods=(spec.key,))(m)
+    OPS[f"_{spec.key}_method"].update(spec=spec, nodes=info["nodes"])
+    OPS[spec.key] = info
+    return spec

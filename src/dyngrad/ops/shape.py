@@ -9,10 +9,10 @@ import functools
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, op
+from . import OPS, composite, op
 from .._record import STATE, Node, Tensor, edge_of, raw_dim, record
 from . import _dual as X
-from ._spec import _tensor_list, defop, int64_saved
+from ._spec import _tensor_list, defop, fp_safe, int64_saved, varargs_method
 from .views import make_view, permute, reshape, expand
 from .._tensor import Size, _dim, channels_last_format
 
@@ -144,7 +144,7 @@ def atleast_1d(*tensors):
     return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
 
 
-@op(method=False)
+@composite(method=False)
 def atleast_2d(*tensors):
     """Tensors with at least two dimensions (leading size-1 dimensions added)."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
@@ -155,7 +155,7 @@ def atleast_2d(*tensors):
     return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
 
 
-@op(method=False)
+@composite(method=False)
 def atleast_3d(*tensors):
     """Tensors with at least three dimensions (as NumPy's atleast_3d)."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
@@ -172,7 +172,7 @@ def atleast_3d(*tensors):
     return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
 
 
-@op(method=False)
+@composite(method=False)
 def hstack(tensors):
     """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1)."""
     _tensor_list(tensors, "hstack")
@@ -180,7 +180,7 @@ def hstack(tensors):
     return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1)
 
 
-@op(method=False)
+@composite(method=False)
 def vstack(tensors):
     """Concatenate row-wise after making every tensor at least 2-D."""
     _tensor_list(tensors, "vstack")
@@ -188,7 +188,7 @@ def vstack(tensors):
 
 
 row_stack = vstack
-op("row_stack", method=False)(vstack)
+composite("row_stack", method=False)(vstack)
 
 
 @op(method=False)
@@ -283,54 +283,64 @@ moveaxis = movedim
 op("moveaxis", method=False)(movedim)
 
 
-class FlipBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
+def _int_list(v, name, param):
+    """PyTorch's int-list argument (``dims``, ``repeats``, ``shifts``): a tuple or list of
+    ints, or one int (as the Tensor method takes it)."""
+    if type(v) is tuple:
+        for a in v:
+            if type(a) is not int:
+                break
+        else:
+            return v
+    if isinstance(v, (tuple, list)):
+        for i, a in enumerate(v):
+            if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+                raise TypeError(f"{name}(): argument '{param}' failed to unpack the object at pos "
+                                f"{i + 1} with error \"type must be tuple of ints,but got "
+                                f"{D.type_name(a)}\"")
+        return tuple(int(a) for a in v)
+    if type(v) is int or isinstance(v, np.integer) and not isinstance(v, np.bool_):
+        return (int(v),)
+    raise TypeError(f"{name}(): argument '{param}' must be tuple of ints, not {D.type_name(v)}")
 
-    def _bw(self, g, graph):
-        dims = self._saved[0]
-        return _flip_any(g, dims),
+
+def _batch_dims(param):
+    """Batching rule of an op taking a list of dims ``param``: each moves one to the right."""
+    def rule(spec, arrays, params):
+        nd = arrays[0].ndim - 1
+        p = dict(params)
+        p[param] = tuple(_dim(k, nd) + 1 for k in _int_list(p[param], spec.name, param))
+        return spec.forward(*arrays, **p)
+    return rule
 
 
-@op()
-def flip(input, *dims):
+@defop("flip", node="FlipBackward0", saved=("dims",), dim_lists=("dims",), linear=True,
+       batch=_batch_dims("dims"))
+@fp_safe
+def flip(self, dims):
     """A copy with the order of elements along ``dims`` reversed; FlipBackward0."""
-    d = input._data
-    raw = _ints(dims)
-    dims = tuple(_dim(k, d.ndim) for k in raw)
-    if len(set(dims)) != len(dims):
-        dup = next(k for k in dims if dims.count(k) > 1)
-        raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
-    data = np.flip(d, dims).copy(order="K") if d.ndim else d.copy()  # the input's layout
-    if STATE.enabled and input._requires_grad:
-        return record(data, FlipBackward0((edge_of(input),), (dims, raw)))
-    return _make(data)
+    nd = self.ndim
+    if not (type(dims) is tuple and len(dims) == 1 and type(dims[0]) is int and
+            0 <= dims[0] < nd):  # (one dim in range: taken as it is)
+        dims = tuple([_dim(k, nd) for k in _int_list(dims, "flip", "dims")])
+        if len(dims) > 1 and len(set(dims)) != len(dims):
+            dup = next(k for k in dims if dims.count(k) > 1)
+            raise RuntimeError(f"dim {dup} appears multiple times in the list of dims")
+    return np.flip(self, dims).copy(order="K") if nd else self.copy()  # (its layout)
 
 
-@op()
-def fliplr(input):
-    """Flip along dim 1 (left/right)."""
-    if input._data.ndim < 2:
-        raise RuntimeError("Input must be >= 2-d.")
-    return flip(input, 1)
+@flip.backward
+def _(ctx, grad):
+    return _flip_any(grad, ctx.dims),
 
 
-@op()
-def flipud(input):
-    """Flip along dim 0 (up/down)."""
-    if input._data.ndim < 1:
-        raise RuntimeError("Input must be >= 1-d.")
-    return flip(input, 0)
+def _flip_bw(node, g, graph):
+    """FlipBackward0's backward without a ctx (the formula above, on its one saved value)."""
+    return _flip_any(g, node._saved[0]),
 
 
-class RollBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        shifts, dims, _ = self._saved
-        neg = tuple(-s for s in shifts)
-        return _roll_any(g, neg, dims),
+flip.node_cls._bw = _flip_bw
+flip = varargs_method(flip, "dims").fn
 
 
 def _np_roll(d, shifts, dims):
@@ -339,26 +349,68 @@ def _np_roll(d, shifts, dims):
     return np.roll(d, shifts, dims)
 
 
-@op()
-def roll(input, shifts, dims=None):
-    """Shift elements cyclically along ``dims`` (of the flattened tensor without); RollBackward0."""
-    d = input._data
-    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(int(s) for s in shifts)
-    if dims is None:
-        if len(shifts) != 1:
-            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
-        dims = raw = ()
+def _batch_roll(spec, arrays, params):
+    x, dims = arrays[0], params.get("dims")
+    if dims is None or dims == () or dims == []:  # each sample rolled flattened
+        shifts = params["shifts"]
+        s = shifts if isinstance(shifts, (int, np.integer)) else shifts[0]
+        return np.roll(x.reshape(len(x), -1), s, 1).reshape(x.shape)
+    return _batch_dims("dims")(spec, arrays, params)
+
+
+@defop("roll", node="RollBackward0", saved=("dims", "shifts"), dim_lists=("dims", "shifts"),
+       linear=True, batch=_batch_roll)
+@fp_safe
+def roll(self, shifts, dims=()):
+    """Shift elements cyclically along ``dims`` (of the flattened tensor without);
+    RollBackward0."""
+    if type(shifts) is int or isinstance(shifts, np.integer) and not isinstance(shifts, bool):
+        shifts = (int(shifts),)
     else:
-        dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
-        if len(shifts) != len(dims):
-            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
-                               f"{len(dims)}")
-        raw = tuple(int(k) for k in dims)
-        dims = tuple(_dim(k, d.ndim) for k in dims)
-    data = _np_roll(d, shifts, dims).copy()
-    if STATE.enabled and input._requires_grad:
-        return record(data, RollBackward0((edge_of(input),), (shifts, dims, raw)))
-    return _make(data)
+        shifts = _int_list(shifts, "roll", "shifts")
+    if type(dims) is int or isinstance(dims, np.integer) and not isinstance(dims, bool):
+        dims = (int(dims),)
+    elif dims is None:
+        dims = ()
+    else:
+        dims = _int_list(dims, "roll", "dims")
+    if len(shifts) != len(dims) and not (len(shifts) == 1 and not dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
+                           f"{len(dims)}")
+    return _np_roll(self, shifts, tuple([_dim(k, self.ndim) for k in dims])).copy()
+
+
+@roll.backward
+def _(ctx, grad):
+    return _roll_any(grad, tuple([-s for s in ctx.shifts]), ctx.dims),
+
+
+def _roll_bw(node, g, graph):
+    """RollBackward0's backward without a ctx (the formula above)."""
+    dims, shifts = node._saved
+    return _roll_any(g, tuple([-s for s in shifts]), dims),
+
+
+roll.node_cls._bw = _roll_bw
+
+
+roll = int64_saved(roll, "shifts").fn
+
+
+@composite()
+def fliplr(input):
+    """Flip along dim 1 (left/right)."""
+    if input._data.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+@composite()
+def flipud(input):
+    """Flip along dim 0 (up/down)."""
+    if input._data.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
 
 
 def _np_rot90(x, k, dims):
@@ -407,41 +459,47 @@ rot90 = int64_saved(rot90, "k").fn
 
 
 # --- repetition -------------------------------------------------------------------------------
-class RepeatBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        reps, shape = self._saved
-        lead = len(reps) - len(shape)
-        full = (1,) * lead + tuple(shape)
-        inter = []
-        for r, s in zip(reps, full):
-            inter += [r, s]
-        axes = tuple(range(0, 2 * len(reps), 2))
-        if 0 in inter:
-            return X.zeros(shape, g),
-        return X.sum_dims(g.reshape(inter), axes, keepdim=False).reshape(shape),
+def _batch_repeat(spec, arrays, params):
+    x = arrays[0]
+    reps = _int_list(params["repeats"], "repeat", "repeats")
+    lead = len(reps) - (x.ndim - 1)
+    x = x.reshape(x.shape[:1] + (1,) * lead + x.shape[1:]) if lead > 0 else x
+    return spec.forward(x, (1,) + reps)
 
 
-@op(function=False)
-def repeat(input, *sizes):
-    """The tensor tiled ``sizes`` times along each dimension (a copy); RepeatBackward0."""
-    reps = _ints(sizes)
-    d = input._data
-    if len(reps) < d.ndim:
+@defop("repeat", node="RepeatBackward0", saved=("repeats", "self_sym_sizes"), function=False,
+       dim_lists=("repeats",), linear=True, batch=_batch_repeat)
+@fp_safe
+def repeat(self, repeats):
+    """The tensor tiled ``repeats`` times along each dimension (a copy); RepeatBackward0."""
+    reps = _int_list(repeats, "repeat", "repeats")
+    if len(reps) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
-    if any(r < 0 for r in reps):
+    if reps and min(reps) < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(reps)}: "
                            f"{list(reps)}")
-    data = X.c_order(np.tile(d.reshape((1,) * (len(reps) - d.ndim) + d.shape), reps))
-    if STATE.enabled and input._requires_grad:
-        return record(data, RepeatBackward0((edge_of(input),), (reps, d.shape)))
-    return _make(data)
+    return X.c_order(np.tile(self.reshape((1,) * (len(reps) - self.ndim) + self.shape), reps))
 
 
-@op()
+def _repeat_grad(grad, reps, shape):
+    """The gradient of ``repeat(reps)`` of a tensor of ``shape``: the tiles summed."""
+    full = (1,) * (len(reps) - len(shape)) + tuple(shape)
+    inter = []
+    for r, s in zip(reps, full):
+        inter += [r, s]
+    if 0 in inter:
+        return X.zeros(shape, grad)
+    return X.sum_dims(grad.reshape(inter), tuple(range(0, 2 * len(reps), 2)),
+                      keepdim=False).reshape(shape)
+
+
+repeat.backward(lambda ctx, grad: (_repeat_grad(grad, ctx.repeats, ctx.self_sym_sizes),))
+repeat.node_cls._bw = lambda node, g, graph: (_repeat_grad(g, *node._saved),)
+repeat = varargs_method(repeat, "repeats").fn
+
+
+@composite()
 def tile(input, *dims):
     """Like ``repeat``, with missing leading repetitions taken as 1."""
     reps = _ints(dims)
@@ -512,7 +570,7 @@ def _repeat_interleave_tensor(input, repeats, dim, output_size):
     return index_select(x, k, _make(idx))
 
 
-@op()
+@composite()
 def broadcast_to(input, size):
     """``input`` expanded to ``size`` (a view); ExpandBackward0."""
     if not isinstance(size, (tuple, list)):
@@ -553,7 +611,7 @@ def broadcast_shapes(*shapes):
         raise RuntimeError("Shape mismatch: objects cannot be broadcast to a single shape") from None
 
 
-@op(method=False)
+@composite(method=False)
 def broadcast_tensors(*tensors):
     """Every tensor expanded to the common broadcast shape (unchanged ones returned as is)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
@@ -748,7 +806,7 @@ triu = _tri("triu", _np_triu, "The upper triangle (on and above diagonal ``diago
 
 # the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph)
 _flip_any = X.twin(lambda g, dims: np.flip(g, dims).copy(), lambda g, dims: flip(g, dims))
-_roll_any = X.twin(_np_roll, lambda g, shifts, dims: roll(g, shifts, dims if dims else None))
+_roll_any = X.twin(_np_roll, roll)
 _rot90_any = X.twin(_np_rot90, lambda g, k, dims: rot90(g, k, dims))
 _diagonal_copy_any = X.twin(lambda g, offset, d1, d2: _np_diag_view(g, offset, d1, d2).copy(),
                             lambda g, offset, d1, d2: diagonal(g, offset, d1, d2).clone())

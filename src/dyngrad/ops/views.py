@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from . import op
+from . import composite, op
 from .._record import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify, record, sum_to
 from .._tensor import Size, _dim, _storage_root
 from . import _dual as X
@@ -193,7 +193,19 @@ def reshape(self, *shape):
     return v if self.flags.c_contiguous else (v, 1)
 
 
+def _out_shape(node):
+    """The shape of the output whose tangent forward mode asks ``node``'s rule for (a view
+    node keeps only its input's sizes, as PyTorch's)."""
+    return tuple(node.__dict__["_fw_pending"][0]._data.shape)
+
+
+@view.jvp
+def _(ctx, tangent):
+    return tangent.reshape(_out_shape(ctx))
+
+
 reshape.backward(view.bw)
+reshape.jvp(view.fw)
 view = view.fn
 reshape = reshape.fn
 
@@ -213,7 +225,7 @@ UnsafeViewBackward0Reshape.__name__ = "UnsafeViewBackward0"
 UnsafeViewBackward0Reshape.__qualname__ = "UnsafeViewBackward0"
 
 
-@op()
+@composite()
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dimensions ``start_dim..end_dim`` into one (the tensor itself when nothing merges)."""
     d = input._data
@@ -231,7 +243,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, d.shape[:s] + (n,) + d.shape[e + 1:])
 
 
-@op()
+@composite()
 def unflatten(input, dim, sizes):
     d = input._data
     k = _dim(dim, d.ndim)
@@ -239,12 +251,12 @@ def unflatten(input, dim, sizes):
     return reshape(input, d.shape[:k] + tuple(sizes) + d.shape[k + 1:])
 
 
-@op(function=False)
+@composite(function=False)
 def view_as(input, other):
     return view(input, other._data.shape)
 
 
-@op(function=False)
+@composite(function=False)
 def reshape_as(input, other):
     return reshape(input, other._data.shape)
 
@@ -462,7 +474,7 @@ Tensor.H = property(lambda self: _adjoint(self, "H", batches=False),
                     doc="The conjugate transpose of a matrix.")
 
 
-@op()
+@composite()
 def adjoint(input):
     """The conjugate transpose of the last two dimensions (a view)."""
     return _adjoint(input)
@@ -490,6 +502,11 @@ def expand(self, *sizes):
 @expand.backward
 def _(ctx, grad):
     return sum_to(grad, ctx.self_sym_sizes),
+
+
+@expand.jvp
+def _(ctx, tangent):
+    return tangent.expand(_out_shape(ctx))
 
 
 expand = expand.fn
@@ -637,7 +654,7 @@ def writeable_alias(a):
     return r if r.dtype == a.dtype else r.view(a.dtype)
 
 
-@op(function=False)
+@composite(function=False)
 def expand_as(input, other):
     return expand(input, other._data.shape)
 
@@ -761,7 +778,7 @@ split = split.fn
 op("split_with_sizes", function=False)(lambda self, split_sizes, dim=0: split(self, list(split_sizes), dim))
 
 
-@op()
+@composite()
 def chunk(input, chunks, dim=0):
     """At most ``chunks`` views of equal size (the last may be smaller); SplitBackward0."""
     if chunks <= 0:
