@@ -253,7 +253,7 @@ def select(input, dim, index):
 
 
 # --- reordering -------------------------------------------------------------------------------
-@op(methods=("moveaxis",))
+@composite(methods=("moveaxis",))
 def movedim(input, source, destination):
     """Move dimensions ``source`` to positions ``destination`` (a permute view)."""
     nd = input._data.ndim
@@ -280,7 +280,7 @@ def movedim(input, source, destination):
 
 
 moveaxis = movedim
-op("moveaxis", method=False)(movedim)
+composite("moveaxis", method=False)(movedim)
 
 
 def _int_list(v, name, param):
