@@ -208,7 +208,21 @@ def dispatch(name, orig, args, kwargs):
         r = rule(orig, args, kwargs)
         if r is not NotImplemented:
             return r
+    elif name in _COMPOSITES:  # an op composed of other ops: they dispatch themselves
+        return orig(*args, **kwargs)
     return fallback(name, orig, args, kwargs)
+
+
+class _Composites:
+    """The names of the registry's composites (``ops.composite``), read when first asked."""
+
+    def __contains__(self, name):
+        from ..ops import OPS
+        info = OPS.get(name)
+        return info is not None and info.get("composite", False)
+
+
+_COMPOSITES = _Composites()
 
 
 def call(name, orig, args, kwargs):

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from . import op
+from . import composite, op
 from . import _dual as X
 from ._formula import FormulaNode
 from ._spec import batch_aligned, defop
@@ -455,10 +455,10 @@ linalg_cross = linalg_cross.fn
 linalg_cross.__name__ = "cross"
 
 
-@op()
+@composite()
 def cross(input, other, dim=None):
     """Cross product along ``dim`` (by default the first dim of size 3, deprecated):
-    ``linalg.cross`` along it."""
+    ``linalg.cross`` along it (LinalgCrossBackward0), as PyTorch composes it."""
     if not isinstance(other, Tensor):
         raise D.not_tensor("cross", "other", 2, other)
     if dim is None:
@@ -466,14 +466,14 @@ def cross(input, other, dim=None):
                    "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
                    "default value of dim will change to agree with that of linalg.cross in a "
                    "future release.", UserWarning)
-        shape = _bcast(input._data.shape, other._data.shape)
+        shape = _bcast(tuple(input.shape), tuple(other.shape))
         dims = [i for i, s in enumerate(shape) if s == 3]
         if not dims:
             raise RuntimeError("no dimension of size 3 in input")
         dim = dims[0]
     elif not isinstance(dim, Tensor):
         D.arg_int(dim, "cross", "dim", 3)
-    return linalg_cross(input, other, dim=raw_dim(dim))
+    return _pkg().linalg.cross(input, other, dim=raw_dim(dim))
 
 
 # --- kron, tensordot, inner, multi_dot ------------------------------------------------------
@@ -663,13 +663,13 @@ def chain_matmul(*matrices):
 
 
 # --- aliases --------------------------------------------------------------------------------
-@op(method=False)
+@composite(method=False)
 def swapaxes(input, axis0, axis1):
     """Alias of ``transpose``."""
     return input.transpose(axis0, axis1)
 
 
-@op(method=False)
+@composite(method=False)
 def swapdims(input, dim0, dim1):
     """Alias of ``transpose``."""
     return input.transpose(dim0, dim1)
