@@ -15,8 +15,6 @@ SAVED_NAMES: dict = {
     "AdaptiveAvgPool2DBackward0": {"self": (2, "tensor")},
     "AdaptiveMaxPool2DBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
     "AddBackward0": {"alpha": (4, "same")},
-    "AddcdivBackward0": {"tensor1": (1, "tensor"), "tensor2": (2, "tensor"), "value": (3, "same")},
-    "AddcmulBackward0": {"tensor1": (1, "tensor"), "tensor2": (2, "tensor"), "value": (3, "same")},
     "AddmmBackward0": {
         "mat1": (0, "tensor"),
         "mat1_sym_sizes": (0, "shape"),

@@ -8,16 +8,14 @@ import math
 
 import numpy as np
 
-from . import composite, op
+from . import OPS, composite, op
 from . import _dual as X
-from ._formula import FormulaNode
 from ._spec import batch_aligned, defop
-from .._record import STATE, Saved, Tensor, edge_of, raw_dim, record, sum_to
+from .._record import Tensor, raw_dim
 from .views import unsafe_view as _unsafe_view
 from .linalg import blend_grads
 from .._tensor import _dim
 from .. import _dtype as D
-from .elementwise_more import _result_dtype
 from .pointwise import broadcast_error
 from .. import _warn
 
@@ -27,17 +25,6 @@ _make = Tensor._make
 def _pkg():
     import importlib
     return importlib.import_module(__name__.split(".")[0])
-
-
-def _needs(*ts):
-    return STATE.enabled and any(isinstance(t, Tensor) and t._requires_grad for t in ts)
-
-
-def _cast(g, like):
-    """A gradient in the dtype of the input it flows into."""
-    if g is None or g.dtype == like.dtype:
-        return g
-    return g.to(like.dtype)
 
 
 def _bcast(*shapes):
@@ -66,26 +53,6 @@ def _need_tensor(fn, arg, pos, v):
 
 
 # --- addcmul / addcdiv ----------------------------------------------------------------------
-class AddcmulBackward0(FormulaNode):
-    __slots__ = ()
-
-    def formula(self, g, x, t1, t2, value):
-        gi = _cast(sum_to(g, x.shape), x) if self.needs(0) else None
-        g1 = _cast(sum_to(g * t2 * value, t1.shape), t1) if self.needs(1) else None
-        g2 = _cast(sum_to(g * t1 * value, t2.shape), t2) if self.needs(2) else None
-        return gi, g1, g2
-
-
-class AddcdivBackward0(FormulaNode):
-    __slots__ = ()
-
-    def formula(self, g, x, t1, t2, value):
-        gi = _cast(sum_to(g, x.shape), x) if self.needs(0) else None
-        g1 = _cast(sum_to(g * value / t2, t1.shape), t1) if self.needs(1) else None
-        g2 = _cast(sum_to(-g * value * t1 / (t2 * t2), t2.shape), t2) if self.needs(2) else None
-        return gi, g1, g2
-
-
 _CDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future  release "
              "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
              "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
@@ -94,65 +61,119 @@ _CDIV_INT = ("Integer division with addcdiv is no longer supported, and in a fut
              "(input + value * tensor1 / tensor2), for all dtypes.")
 
 
-def _addc(name, input, args, value, kwargs):
-    if kwargs:
-        raise D.bad_combo(name, (input,) + args, kwargs)
-    if len(args) == 3:  # the deprecated (input, value, tensor1, tensor2) form
-        value, args = args[0], args[1:]
-    if len(args) != 2:
-        raise D.bad_combo(name, (input,) + args)
-    t1, t2 = args
-    _need_tensor(name, "input", 1, input)
-    _need_tensor(name, "tensor1", 2, t1)
-    _need_tensor(name, "tensor2", 3, t2)
-    if name == "addcdiv" and t1._data.dtype.kind in "biu" and t2._data.dtype.kind in "biu":
-        raise RuntimeError(_CDIV_INT)
-    rt = _result_dtype((input, t1, t2)).np
+def _addc(name, a, b, c, value):
+    """``a + value * (b * c)`` (addcmul) or ``a + value * (b / c)`` (addcdiv), the arrays
+    already in their common dtype, broadcast."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    if not isinstance(value, (int, float, complex, np.number, np.bool_)):
+        raise TypeError(f"{name}(): argument 'value' must be Number, not {D.type_name(value)}")
+    rt = a.dtype
     if name == "addcmul" and rt == np.bool_:
         raise NotImplementedError('"addcmul_cpu_out" not implemented for \'Bool\'')
-    shape = _bcast(input._data.shape, t1._data.shape, t2._data.shape)
+    if rt.kind != "c" and isinstance(value, (complex, np.complexfloating)):
+        raise RuntimeError("value cannot be converted to type float without overflow")
+    shape = _bcast(a.shape, b.shape, c.shape)
     v = int(value) if rt.kind in "biu" else value
-    op = np.float32 if rt == D.BF16 else rt  # bfloat16 computed in float32, rounded once
-    a, b, c = (x._data.astype(rt, copy=False).astype(op, copy=False) for x in (input, t1, t2))
-    with np.errstate(all="ignore"):
-        r = a + v * (b * c if name == "addcmul" else b / c)
+    r = a + v * (b * c if name == "addcmul" else b / c)
     r = np.asarray(np.broadcast_to(r, shape)).astype(rt, copy=False)
     if r.base is not None or not r.flags.writeable:
         r = r.copy(order="K")  # the operands' layout, as PyTorch's kernel gives it
-    if rt in D.INEXACT and _needs(input, t1, t2):
-        cls = AddcmulBackward0 if name == "addcmul" else AddcdivBackward0
-        s1 = Saved(t1) if t2._requires_grad else _Shape(t1)
-        s2 = Saved(t2) if t1._requires_grad or (name == "addcdiv" and t2._requires_grad) \
-            else _Shape(t2)
-        return record(r, cls((edge_of(input), edge_of(t1), edge_of(t2)),
-                             (_Shape(input), s1, s2, v)))
-    return _make(r)
+    return r
 
 
-class _Shape:
-    """A stand-in for an input only its shape and dtype are needed of (not saved)."""
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, t):
-        self.shape = tuple(t._data.shape)
-        self.dtype = D.FROM_NP[t._data.dtype]
+def _addc_batched(spec, arrays, params):
+    """addcmul / addcdiv over a leading batch axis (the inputs' dims aligned after it)."""
+    return spec.forward(*batch_aligned(arrays), **params)
 
 
-@op()
-def addcmul(input, *args, value=1, **kwargs):
+@defop("addcmul", node="AddcmulBackward0", inputs=("self", "tensor1", "tensor2"),
+       saved=("tensor1", "tensor2", "value"), saved_for={"tensor1": (2,), "tensor2": (1,)},
+       broadcast=True, promote="common", batch=_addc_batched)
+def addcmul(self, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 * tensor2``; AddcmulBackward0."""
-    return _addc("addcmul", input, args, value, kwargs)
+    return _addc("addcmul", self, tensor1, tensor2, value)
 
 
-@op()
-def addcdiv(input, *args, value=1, **kwargs):
+@addcmul.backward
+def _(ctx, grad):
+    v = ctx.value
+    return (grad if ctx.needs(0) else None,
+            grad * ctx.tensor2 * v if ctx.needs(1) else None,
+            grad * ctx.tensor1 * v if ctx.needs(2) else None)
+
+
+@addcmul.jvp
+def _(ctx, tx, t1, t2):
+    v = ctx.value
+    terms = [tx, None if t1 is None else t1 * ctx.tensor2 * v,
+             None if t2 is None else t2 * ctx.tensor1 * v]
+    return _sum_tangents(ctx, terms)
+
+
+def _sum_tangents(ctx, terms):
+    """The sum of the tangent terms given (None: none), of the result's shape."""
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    shape = np.broadcast_shapes(*(ctx.shape(i) for i in range(3)))
+    return out if tuple(out.shape) == shape else X.expand_to(out, shape)
+
+
+@defop("addcdiv", node="AddcdivBackward0", inputs=("self", "tensor1", "tensor2"),
+       saved=("tensor1", "tensor2", "value"), saved_for={"tensor1": (2,)},
+       broadcast=True, promote="common", batch=_addc_batched)
+def addcdiv(self, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 / tensor2`` (integer tensors are refused); AddcdivBackward0."""
-    return _addc("addcdiv", input, args, value, kwargs)
+    return _addc("addcdiv", self, tensor1, tensor2, value)
 
 
-def _keep(t, other):
-    """``t`` saved when ``other`` requires grad (its gradient needs ``t``), as PyTorch saves."""
-    return Saved(t) if other._requires_grad else _Shape(t)
+@addcdiv.backward
+def _(ctx, grad):
+    v, t2 = ctx.value, ctx.tensor2
+    return (grad if ctx.needs(0) else None,
+            grad * v / t2 if ctx.needs(1) else None,
+            -grad * v * ctx.tensor1 / (t2 * t2) if ctx.needs(2) else None)
+
+
+@addcdiv.jvp
+def _(ctx, tx, t1, t2):
+    v, d = ctx.value, ctx.tensor2
+    terms = [tx, None if t1 is None else t1 * v / d,
+             None if t2 is None else -t2 * v * ctx.tensor1 / (d * d)]
+    return _sum_tangents(ctx, terms)
+
+
+def _addc_public(f, name, method):
+    """``f`` with PyTorch's argument handling of addcmul/addcdiv: the deprecated order
+    ``(input, value, tensor1, tensor2)`` taken, and its messages for other arguments."""
+    tensors = ("self" if method else "input", "tensor1", "tensor2")
+
+    def g(*args, **kwargs):
+        n = len(args)
+        if n == 4 and not isinstance(args[1], Tensor) and "value" not in kwargs:
+            args, kwargs = (args[0], args[2], args[3]), {**kwargs, "value": args[1]}
+        elif n > 3:
+            raise TypeError(f"{name}() takes {3 - method} positional arguments but {n - method} "
+                            f"were given")
+        elif n + sum(k in kwargs for k in tensors[n:]) < 3:
+            raise D.bad_combo(name, args, kwargs)
+        if name == "addcdiv":  # (checked on the dtypes as given, before promotion)
+            t1, t2 = (args + tuple(kwargs.get(k) for k in tensors[len(args):]))[1:]
+            if all(isinstance(t, Tensor) and t._data.dtype.kind in "biu" for t in (t1, t2)):
+                raise RuntimeError(_CDIV_INT)
+        return f(*args, **kwargs)
+
+    for k in ("__name__", "__qualname__", "__module__", "__doc__", "__signature__"):
+        setattr(g, k, getattr(f, k))
+    return g
+
+
+for _name in ("addcmul", "addcdiv"):
+    for _key in (_name, f"_{_name}_method"):
+        OPS[_key]["fn"] = _addc_public(OPS[_key]["fn"], _name, _key != _name)
+addcmul, addcdiv = OPS["addcmul"]["fn"], OPS["addcdiv"]["fn"]
 
 
 # --- addmv / addr ---------------------------------------------------------------------------
