@@ -1,5 +1,6 @@
-"""The softmax family: softmax and log_softmax along a dimension (SoftmaxBackward0,
-LogSoftmaxBackward0), computed stably."""
+"""The softmax family: ``_softmax`` and ``_log_softmax`` along a dimension (SoftmaxBackward0,
+LogSoftmaxBackward0), computed stably, and the public softmax / log_softmax PyTorch composes
+of them (the implicit dim, a cast to ``dtype`` first)."""
 from __future__ import annotations
 
 import math
@@ -7,89 +8,33 @@ import math
 import numpy as np
 
 from .. import _dtype as D
-from .._record import STATE, Node, Saved, edge_of, notify, raw_dim, record
 from . import _dual as X
+from ._spec import batch_along, defop
+from .._record import STATE, raw_dim
 from .._tensor import Tensor, _dim
-from .._warn import warn
 
 _make = Tensor._make
+from .._warn import warn
 
 
 def _softmax_dim(ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def _need_float_kernel(input, k, name):
-    """PyTorch has no integer (or bool) softmax kernels: a non-empty one is an error."""
-    d = input._data
-    if d.dtype not in D.INEXACT and d.size:
-        kernel = f"{name}_lastdim_kernel_impl" if d.ndim == 0 or k == d.ndim - 1 else \
+def _along(name, scalar, kernel, x, k):
+    """softmax or log_softmax of array ``x`` along axis ``k``: ``scalar(x)`` for a 0-d input,
+    ``kernel(x, k)`` otherwise; PyTorch has no integer (or bool) kernels (a non-empty integer
+    input is an error)."""
+    if x.dtype not in D.INEXACT and x.size:
+        kernel_name = f"{name}_lastdim_kernel_impl" if x.ndim == 0 or k == x.ndim - 1 else \
             f"{name}_kernel_impl"
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{D.scalar_type_name(d.dtype)}'")
-
-
-def _softmax_grad(g, y, dim):
-    gy = g * y
-    return gy - y * X.sum_dims(gy, dim)
-
-
-def _log_softmax_grad(g, y, dim):
-    return g - X.exp(y) * X.sum_dims(g, dim)
-
-
-class SoftmaxBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sy, dim, _ = self._saved
-        y = sy.get(self, graph)
-        if graph:
-            return _softmax_grad(g, y, dim),
-        return D.opmath(_softmax_grad, g, y, dim),  # bfloat16 in float32, as PyTorch
-
-
-class LogSoftmaxBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sy, dim, _ = self._saved
-        y = sy.get(self, graph)
-        if graph:
-            return _log_softmax_grad(g, y, dim),
-        return D.opmath(_log_softmax_grad, g, y, dim),  # bfloat16 in float32, as PyTorch
-
-
-def _dim_arg(input, dim, name):
-    if dim is None:
-        warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
-             f"include dim=X as an argument.")  # at the user's line, as PyTorch's
-        dim = _softmax_dim(input._data.ndim)
-    return _dim(dim, input._data.ndim)
-
-
-def _along(input, dim, dtype, name, node_cls, scalar, kernel):
-    """softmax or log_softmax of ``input`` along ``dim``: PyTorch's checks and dtype
-    conversion, ``scalar(x)`` for a 0-d input, ``kernel(x, k)`` otherwise, and the node."""
-    k = _dim_arg(input, dim, name)
-    if dtype is not None:  # PyTorch converts first (ToCopyBackward0 when the dtype changes)
-        input = input.to(D.to_dtype(dtype))
-    _need_float_kernel(input, k, name)
-    x = input._data
+        raise NotImplementedError(f'"{kernel_name}" not implemented for '
+                                  f"'{D.scalar_type_name(x.dtype)}'")
     if x.ndim == 0:  # NaN for a NaN or infinite input (inf - inf), as PyTorch
-        with np.errstate(invalid="ignore"):
-            y = scalar(x)
-    elif x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
-        y = np.empty_like(x)
-    else:
-        y = np.ascontiguousarray(kernel(x, k) if x.dtype is not D.BF16 else
-                                 D.opmath(kernel, x, k))  # PyTorch's layout
-    if STATE.enabled and input._requires_grad:
-        res = record(y, None)
-        res._grad_fn = node_cls((edge_of(input),),
-                                (Saved(res, True), k, k if dim is None else raw_dim(dim)))
-        return notify(res)
-    return _make(y)
+        return scalar(x)
+    if x.size == 0:  # an empty tensor (e.g. over a size-0 dim): an empty result
+        return np.empty_like(x)
+    return np.ascontiguousarray(kernel(x, k))  # PyTorch's layout
 
 
 def _softmax_np(x, k):
@@ -102,16 +47,109 @@ def _log_softmax_np(x, k):
     return s - np.log(np.exp(s).sum(axis=k, keepdims=True))
 
 
+def _axes(dim, ndim):
+    """The axes a softmax sums over: ``dim`` wrapped (none for a 0-d tensor)."""
+    return (dim % ndim,) if ndim else ()
+
+
+def _softmax_grad(g, y, dim):
+    gy = g * y
+    return gy - y * X.sum_dims(gy, _axes(dim, y.ndim))
+
+
+def _log_softmax_grad(g, y, dim):
+    return g - X.exp(y) * X.sum_dims(g, _axes(dim, y.ndim))
+
+
+@defop("_softmax", node="SoftmaxBackward0", saved=("dim", "result"), dims=("dim",),
+       method=False, batch=batch_along("dim"))
+def _softmax(self, dim, half_to_float):
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably; SoftmaxBackward0."""
+    return _along("softmax", lambda x: np.exp(x - x), _softmax_np, self, dim)
+
+
+@_softmax.backward
+def _(ctx, grad):
+    return _softmax_grad(grad, ctx.result, ctx.dim),
+
+
+@_softmax.jvp
+def _(ctx, t):
+    y = ctx.result
+    return y * (t - X.sum_dims(y * t, _axes(ctx.dim, y.ndim)))
+
+
+@defop("_log_softmax", node="LogSoftmaxBackward0", saved=("dim", "result"), dims=("dim",),
+       method=False, batch=batch_along("dim"))
+def _log_softmax(self, dim, half_to_float):
+    """x - logsumexp(x) along ``dim``; LogSoftmaxBackward0."""
+    return _along("log_softmax", lambda x: x - x, _log_softmax_np, self, dim)
+
+
+@_log_softmax.backward
+def _(ctx, grad):
+    return _log_softmax_grad(grad, ctx.result, ctx.dim),
+
+
+@_log_softmax.jvp
+def _(ctx, t):
+    return t - X.sum_dims(X.exp(ctx.result) * t, _axes(ctx.dim, t.ndim))
+
+
+def _fast_bw(formula):
+    """The node's backward without a Ctx (the hot path: cross_entropy's log_softmax)."""
+    def bw(self, g, graph):
+        dim, sy = self._saved
+        y = sy.get(self, graph)
+        if self._odt is D.BF16 and not graph:  # in float32, rounded once, as PyTorch's kernels
+            return D.opmath(formula, g, y, dim),
+        return formula(g, y, dim),
+    return bw
+
+
+_softmax.node_cls._bw = _fast_bw(_softmax_grad)
+_log_softmax.node_cls._bw = _fast_bw(_log_softmax_grad)
+SoftmaxBackward0 = _softmax.node_cls
+LogSoftmaxBackward0 = _log_softmax.node_cls
+
+
+def _dim_arg(input, dim, name):
+    """``dim``, or the implicit one (deprecated, with PyTorch's warning) when None."""
+    if dim is None:
+        warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+             f"include dim=X as an argument.")  # at the user's line, as PyTorch's
+        dim = _softmax_dim(input._data.ndim)
+    return dim
+
+
+def _composed(spec, name, input, dim, dtype):
+    """softmax or log_softmax as PyTorch composes it: the implicit dim (deprecated), a cast
+    to ``dtype`` first (ToCopyBackward0 when the dtype changes), then the declared op."""
+    if dim is None:
+        dim = _dim_arg(input, dim, name)
+    if dtype is not None:
+        input = input.to(D.to_dtype(dtype))
+    d = input._data
+    k = _dim(dim, d.ndim)  # (PyTorch's errors for a dim out of range or not an int)
+    if type(dim) is not int:
+        dim = raw_dim(dim)
+    if d.dtype.kind not in spec.kinds:  # (bfloat16: computed in float32)
+        return spec.fn(input, dim, False)
+    r = spec.forward(d, k, False)
+    if STATE.enabled and input._requires_grad:
+        return spec.record1(r, input, {"dim": dim})
+    return _make(r)
+
+
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``, computed stably; SoftmaxBackward0."""
-    return _along(input, dim, dtype, "softmax", SoftmaxBackward0, lambda x: np.exp(x - x),
-                  _softmax_np)
+    return _composed(_softmax, "softmax", input, dim, dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """x - logsumexp(x) along ``dim``; LogSoftmaxBackward0."""
-    return _along(input, dim, dtype, "log_softmax", LogSoftmaxBackward0, lambda x: x - x,
-                  _log_softmax_np)
+    return _composed(_log_softmax, "log_softmax", input, dim, dtype)
+
 
 # public in nn.functional (whose module wraps them with PyTorch's argument errors)
 softmax.__module__ = "dyngrad.nn.functional"

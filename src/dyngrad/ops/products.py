@@ -703,11 +703,7 @@ def _softmax_like(name, input, dim, dtype):
     from . import activation as F
     if dim is _NO_DIM:
         raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
-    if dtype is not None:
-        dt = D.to_dtype(dtype)
-        if input._data.dtype != dt.np:
-            input = input.to(dt)
-    return getattr(F, name)(input, dim)
+    return getattr(F, name)(input, dim, dtype=dtype)
 
 
 @op()
