@@ -10,11 +10,11 @@ import numpy as np
 from .. import _dtype as D
 from . import _dual as X
 from ._spec import batch_along, defop
-from .._record import STATE, raw_dim
+from .._record import STATE, edge_of, raw_dim, record
 from .._tensor import Tensor, _dim
+from .._warn import warn
 
 _make = Tensor._make
-from .._warn import warn
 
 
 def _softmax_dim(ndim):
