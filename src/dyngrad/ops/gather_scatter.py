@@ -13,6 +13,7 @@ from .._tensor import _dim
 from .. import _dtype as D
 from .reduction import raw_dim
 from . import _dual as X
+from ._spec import batch_along, defop, fp_safe
 
 _make = Tensor._make
 
@@ -55,32 +56,37 @@ def _T(a):
 
 
 # --- gather / scatter ---------------------------------------------------------------------------
-class GatherBackward0(Node):
-    __slots__ = ()
+def _gather_batch(spec, arrays, params):
+    """gather with a leading batch axis on the input (the index the same for every sample)."""
+    x, = arrays
+    d = params["dim"]
+    idx = _idx(params["index"], "gather")
+    return spec.forward(x, (d + x.ndim - 1 if d < 0 else d) + 1,
+                        np.broadcast_to(idx, x.shape[:1] + idx.shape))
 
-    def _bw(self, g, graph):
-        shape, dim, index, sx, _ = self._saved
-        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
-        return _scatter_add_any(g, shape, dim, index),
 
-
-@op()
-def gather(input, dim, index, *, sparse_grad=False):
+@defop("gather", node="GatherBackward0", saved=("dim", "index", "self", "sparse_grad"),
+       dims=("dim",), linear=True, batch=_gather_batch)
+@fp_safe
+def gather(self, dim, index, *, sparse_grad=False):
     """``out[i][j] = input[i][index[i][j]]`` (for dim 1); GatherBackward0."""
-    d = input._data
     idx = _idx(index, "gather")
-    k = _dim(dim, d.ndim)
-    if d.ndim == 0:
-        d1, i1 = d.reshape(1), idx.reshape(1)
+    if self.ndim == 0:
+        d1, i1 = self.reshape(1), idx.reshape(1)
         _check_along(d1, i1, 0, "gather")
-        data = d1[i1].reshape(idx.shape)
-    else:
-        _check_along(d, idx, k, "gather")
-        data = d[_along(idx, k)]
-    if STATE.enabled and input._requires_grad:
-        return record(data, GatherBackward0((edge_of(input),), (d.shape, k, idx, Saved(input),
-                                                                raw_dim(dim))))
-    return _make(data)
+        return d1[i1].reshape(idx.shape)
+    _check_along(self, idx, dim, "gather")
+    return self[_along(idx, dim)]
+
+
+@gather.backward
+def _(ctx, grad):
+    self = ctx.self
+    shape = self.shape
+    return _scatter_add_any(grad, shape, ctx.dim % (len(shape) or 1), ctx.index._data),
+
+
+gather = gather.fn
 
 
 @op()
@@ -242,29 +248,25 @@ def _vec_index(index, d, k, name):
     return idx
 
 
-class IndexSelectBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        shape, dim, idx = self._saved[:3]
-        return _index_add_any(g, shape, dim, idx),
-
-
-@op()
-def index_select(input, dim, index):
+@defop("index_select", node="IndexSelectBackward0", saved=("dim", "index", "self_sym_sizes"),
+       dims=("dim",), linear=True, batch=batch_along("dim"))
+@fp_safe
+def index_select(self, dim, index):
     """The slices of ``input`` at the positions ``index`` along ``dim``; IndexSelectBackward0."""
-    d = input._data
-    k = _dim(dim, d.ndim)
-    idx = _vec_index(index, d, k, "index_select")
-    if d.ndim == 0:
-        data = d.reshape(1)[idx].reshape(())
-    else:
-        data = np.take(d, idx, axis=k)
-    if STATE.enabled and input._requires_grad:
-        return record(data, IndexSelectBackward0((edge_of(input),), (d.shape, k, idx,
-                                                                     raw_dim(dim))))
-    return _make(data)
+    idx = _vec_index(index, self, dim, "index_select")
+    if self.ndim == 0:
+        return self.reshape(1)[idx].reshape(())
+    return np.take(self, idx, axis=dim)
+
+
+@index_select.backward
+def _(ctx, grad):
+    shape = ctx.self_sym_sizes
+    return _index_add_any(grad, shape, ctx.dim % (len(shape) or 1),
+                          ctx.index._data.reshape(-1)),
+
+
+index_select = index_select.fn
 
 
 class IndexAddBackward0(Node):
@@ -481,28 +483,39 @@ def masked_fill(input, mask, value):
     return _make(out)
 
 
-class MaskedSelectBackward0(Node):
-    __slots__ = ()
+def _masked_select_batch(spec, arrays, params):
+    """masked_select with a leading batch axis on the input (the mask the same for every
+    sample): each sample's selected elements, one row per sample."""
+    x, = arrays
+    md = _mask(params["mask"], "masked_select:")
+    shape = np.broadcast_shapes(x.shape[1:], md.shape)
+    return np.broadcast_to(x.reshape(x.shape[:1] + (1,) * (len(shape) + 1 - x.ndim) +
+                                     x.shape[1:]), x.shape[:1] + shape)[:, np.broadcast_to(
+                                         md, shape)]
 
-    def _bw(self, g, graph):
-        mask, shape, sx = self._saved
-        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
-        return sum_to(_mask_place_any(g, mask), shape),
 
-
-@op()
-def masked_select(input, mask):
+@defop("masked_select", node="MaskedSelectBackward0", saved=("mask", "self"), linear=True,
+       batch=_masked_select_batch)
+@fp_safe
+def masked_select(self, mask):
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor; MaskedSelectBackward0."""
     if not isinstance(mask, Tensor):
         raise D.not_tensor("masked_select", "mask", 2, mask)
-    d = input._data
     md = _mask(mask, "masked_select:")
-    shape = np.broadcast_shapes(d.shape, md.shape)
-    mb = np.broadcast_to(md, shape)
-    data = np.broadcast_to(d, shape)[mb]
-    if STATE.enabled and input._requires_grad:
-        return record(data, MaskedSelectBackward0((edge_of(input),), (np.ascontiguousarray(mb), d.shape, Saved(input))))
-    return _make(data)
+    shape = np.broadcast_shapes(self.shape, md.shape)
+    return np.broadcast_to(self, shape)[np.broadcast_to(md, shape)]
+
+
+@masked_select.backward
+def _(ctx, grad):
+    shape = tuple(ctx.self.shape)
+    md = ctx.mask._data
+    mb = md if md.shape == shape else np.ascontiguousarray(
+        np.broadcast_to(md, np.broadcast_shapes(shape, md.shape)))
+    return sum_to(_mask_place_any(grad, mb), shape),
+
+
+masked_select = masked_select.fn
 
 
 class MaskedScatterBackward0(Node):
@@ -535,32 +548,42 @@ def masked_scatter(input, mask, source):
     return _make(out)
 
 
-class TakeBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        shape, idx, sx = self._saved
-        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
-        return _put_add_any(g.reshape(-1), int(np.prod(shape)), idx.reshape(-1)).reshape(shape),
-
-
-@op()
-def take(input, index):
-    """Elements of the flattened ``input`` at ``index`` (shaped like index); TakeBackward0."""
+def _take_index(index, n):
+    """take's index as an array of non-negative positions in ``n`` elements, with PyTorch's
+    errors."""
     if not isinstance(index, Tensor):
         raise D.not_tensor("take", "index", 2, index)
-    d = input._data
     idx = _idx(index, "take", "take(): Expected a long tensor for index, but got "
                               f"{getattr(index, 'dtype', '')}")
-    n = d.size
     if idx.size and ((idx < -n) | (idx >= n)).any():
         v = int(idx[(idx < -n) | (idx >= n)].flat[0])
         raise IndexError(f"out of range: tried to access index {v} on a tensor of {n} elements.")
-    idx = np.where(idx < 0, idx + n, idx)
-    data = d.reshape(-1)[idx]
-    if STATE.enabled and input._requires_grad:
-        return record(data, TakeBackward0((edge_of(input),), (d.shape, idx, Saved(input))))
-    return _make(data)
+    return np.where(idx < 0, idx + n, idx)
+
+
+def _take_batch(spec, arrays, params):
+    """take with a leading batch axis on the input (the index the same for every sample)."""
+    x, = arrays
+    flat = x.reshape(x.shape[0], -1)
+    return flat[:, _take_index(params["index"], flat.shape[1])]
+
+
+@defop("take", node="TakeBackward0", saved=("index", "self"), linear=True, batch=_take_batch)
+@fp_safe
+def take(self, index):
+    """Elements of the flattened ``input`` at ``index`` (shaped like index); TakeBackward0."""
+    return self.reshape(-1)[_take_index(index, self.size)]
+
+
+@take.backward
+def _(ctx, grad):
+    shape = tuple(ctx.self.shape)
+    n = int(np.prod(shape))
+    idx = ctx.index._data.reshape(-1)
+    return _put_add_any(grad.reshape(-1), n, np.where(idx < 0, idx + n, idx)).reshape(shape),
+
+
+take = take.fn
 
 
 # --- the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph) ----------
