@@ -2066,6 +2066,19 @@ def edgeless(spec: OpSpec, *names: str) -> OpSpec:
 __all__ += ["edgeless"]
 # --- the backward's ctx, unpacked at once ----------------------------------------------------
 _CTX: dict = {}  # node class -> its backward (``_direct_bw``)
+_CODE: dict = {}  # generated source -> its compiled code (ops generating the same share it)
+
+
+def _compiled(src: str, ns: dict, name: str):
+    """Function ``name`` of the generated ``src`` defined in ``ns``, compiled once per source
+    under a file name of the package (so a node it creates names the caller's line)."""
+    code = _CODE.get(src)
+    if code is None:
+        import os
+        code = _CODE[src] = compile(src, os.path.join(os.path.dirname(__file__), "<defop>"),
+                                    "exec")
+    exec(code, ns)  # noqa: S102 (generated from a declaration)
+    return ns[name]
 
 
 def _direct_bw(spec) -> Callable:
@@ -2102,11 +2115,7 @@ def _direct_bw(spec) -> Callable:
     cls = type("Ctx", (Ctx,), {"__slots__": tuple(names),
                                "__doc__": f"What the backward of {spec.name} reads."})
     ns = {"Saved": Saved, "new": object.__new__, "C": cls, "spec": spec}
-    import os
-    exec(compile("\n".join(lines) + "\n", os.path.join(os.path.dirname(__file__),
-                                                      f"<backward {spec.name}>"), "exec"),
-         ns)  # noqa: S102 (from the declaration's saved names)
-    return ns["bw"]
+    return _compiled("\n".join(lines) + "\n", ns, "bw")
 
 
 def _record_args(spec, record1, pos_params, defaults):
@@ -2154,11 +2163,7 @@ def _record_args(spec, record1, pos_params, defaults):
          "    if RECORD_HOOKS:",
          "        for h in RECORD_HOOKS:",
          "            h(res, node)", ret]) + "\n"
-    # named as a file of the package: the node's creation site is the caller's frame above
-    import os
-    exec(compile(src, os.path.join(os.path.dirname(__file__), f"<record {spec.name}>"), "exec"),
-         ns)  # noqa: S102 (from the declaration's saved names)
-    return ns["rec"]
+    return _compiled(src, ns, "rec")
 
 
 def _positional_call(spec, slow, pos_params, n_min, defaults, record):
@@ -2211,8 +2216,4 @@ def _positional_call(spec, slow, pos_params, n_min, defaults, record):
         lines += ["    if STATE.enabled and input._requires_grad:",
                   "        return f.record_args(r, input, args, kwargs)",
                   "    return record(r, (input,), None)"]
-    import os
-    exec(compile("\n".join(lines) + "\n", os.path.join(os.path.dirname(__file__),
-                                                      f"<call {spec.name}>"), "exec"),
-         ns)  # noqa: S102 (from the forward's parameters)
-    return ns["f"]
+    return _compiled("\n".join(lines) + "\n", ns, "f")
