@@ -56,37 +56,32 @@ def _T(a):
 
 
 # --- gather / scatter ---------------------------------------------------------------------------
-def _gather_batch(spec, arrays, params):
-    """gather with a leading batch axis on the input (the index the same for every sample)."""
-    x, = arrays
-    d = params["dim"]
-    idx = _idx(params["index"], "gather")
-    return spec.forward(x, (d + x.ndim - 1 if d < 0 else d) + 1,
-                        np.broadcast_to(idx, x.shape[:1] + idx.shape))
+class GatherBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        shape, dim, index, sx, _ = self._saved
+        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
+        return _scatter_add_any(g, shape, dim, index),
 
 
-@defop("gather", node="GatherBackward0", saved=("dim", "index", "self", "sparse_grad"),
-       dims=("dim",), linear=True, batch=_gather_batch)
-@fp_safe
-def gather(self, dim, index, *, sparse_grad=False):
+@op()
+def gather(input, dim, index, *, sparse_grad=False):
     """``out[i][j] = input[i][index[i][j]]`` (for dim 1); GatherBackward0."""
+    d = input._data
     idx = _idx(index, "gather")
-    if self.ndim == 0:
-        d1, i1 = self.reshape(1), idx.reshape(1)
+    k = _dim(dim, d.ndim)
+    if d.ndim == 0:
+        d1, i1 = d.reshape(1), idx.reshape(1)
         _check_along(d1, i1, 0, "gather")
-        return d1[i1].reshape(idx.shape)
-    _check_along(self, idx, dim, "gather")
-    return self[_along(idx, dim)]
-
-
-@gather.backward
-def _(ctx, grad):
-    self = ctx.self
-    shape = self.shape
-    return _scatter_add_any(grad, shape, ctx.dim % (len(shape) or 1), ctx.index._data),
-
-
-gather = gather.fn
+        data = d1[i1].reshape(idx.shape)
+    else:
+        _check_along(d, idx, k, "gather")
+        data = d[_along(idx, k)]
+    if STATE.enabled and input._requires_grad:
+        return record(data, GatherBackward0((edge_of(input),), (d.shape, k, idx, Saved(input),
+                                                                raw_dim(dim))))
+    return _make(data)
 
 
 @op()
@@ -548,42 +543,32 @@ def masked_scatter(input, mask, source):
     return _make(out)
 
 
-def _take_index(index, n):
-    """take's index as an array of non-negative positions in ``n`` elements, with PyTorch's
-    errors."""
+class TakeBackward0(Node):
+    __slots__ = ()
+
+    def _bw(self, g, graph):
+        shape, idx, sx = self._saved
+        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
+        return _put_add_any(g.reshape(-1), int(np.prod(shape)), idx.reshape(-1)).reshape(shape),
+
+
+@op()
+def take(input, index):
+    """Elements of the flattened ``input`` at ``index`` (shaped like index); TakeBackward0."""
     if not isinstance(index, Tensor):
         raise D.not_tensor("take", "index", 2, index)
+    d = input._data
     idx = _idx(index, "take", "take(): Expected a long tensor for index, but got "
                               f"{getattr(index, 'dtype', '')}")
+    n = d.size
     if idx.size and ((idx < -n) | (idx >= n)).any():
         v = int(idx[(idx < -n) | (idx >= n)].flat[0])
         raise IndexError(f"out of range: tried to access index {v} on a tensor of {n} elements.")
-    return np.where(idx < 0, idx + n, idx)
-
-
-def _take_batch(spec, arrays, params):
-    """take with a leading batch axis on the input (the index the same for every sample)."""
-    x, = arrays
-    flat = x.reshape(x.shape[0], -1)
-    return flat[:, _take_index(params["index"], flat.shape[1])]
-
-
-@defop("take", node="TakeBackward0", saved=("index", "self"), linear=True, batch=_take_batch)
-@fp_safe
-def take(self, index):
-    """Elements of the flattened ``input`` at ``index`` (shaped like index); TakeBackward0."""
-    return self.reshape(-1)[_take_index(index, self.size)]
-
-
-@take.backward
-def _(ctx, grad):
-    shape = tuple(ctx.self.shape)
-    n = int(np.prod(shape))
-    idx = ctx.index._data.reshape(-1)
-    return _put_add_any(grad.reshape(-1), n, np.where(idx < 0, idx + n, idx)).reshape(shape),
-
-
-take = take.fn
+    idx = np.where(idx < 0, idx + n, idx)
+    data = d.reshape(-1)[idx]
+    if STATE.enabled and input._requires_grad:
+        return record(data, TakeBackward0((edge_of(input),), (d.shape, idx, Saved(input))))
+    return _make(data)
 
 
 # --- the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph) ----------
