@@ -907,9 +907,13 @@ OpSpec._inplace_without_derivative = _inplace_without_derivative
 
 
 def _node_bw(self, g, graph):
-    spec = type(self)._spec
-    out = spec.bw(Ctx(self, graph), g)
-    return tuple(out)
+    cls = type(self)
+    bw = _CTX.get(cls)
+    if bw is None:  # made on first use, then the class's own backward
+        bw = _CTX[cls] = _direct_bw(cls._spec)
+        if cls._bw is _node_bw:
+            cls._bw = bw
+    return bw(self, g, graph)
 
 
 class _Args:
@@ -1340,18 +1344,26 @@ def _one_tensor_public(spec, general, record):
         if d.dtype.kind not in kinds:
             return general(*args, **kwargs)
         more = args[1:]
-        if dim_params:  # ints wrapped into range (PyTorch's IndexError), others: general
-            more, kw = list(more), dict(kwargs)
-            for i, p in dim_params:
-                v = more[i] if i is not None and i < n - 1 else kw.get(p, defaults.get(p))
+        kw = kwargs
+        # ints wrapped into range (PyTorch's IndexError), others: general; the arguments
+        # are copied only when a dim changes
+        for i, p in dim_params:
+            if i is not None and i < n - 1:
+                v = more[i]
                 if type(v) is not int:
                     return general(*args, **kwargs)
-                if i is not None and i < n - 1:
+                if not 0 <= v < d.ndim:
+                    if type(more) is tuple:
+                        more = list(more)
                     more[i] = _dim(v, d.ndim)
-                else:
+            else:
+                v = kw.get(p, defaults.get(p))
+                if type(v) is not int:
+                    return general(*args, **kwargs)
+                if not 0 <= v < d.ndim:
+                    if kw is kwargs:
+                        kw = dict(kwargs)
                     kw[p] = _dim(v, d.ndim)
-        else:
-            kw = kwargs
         tok = quiet_on() if quiet or d.dtype.kind == "c" else None
         try:
             r = forward(d, *more, **kw)
@@ -1364,14 +1376,21 @@ def _one_tensor_public(spec, general, record):
         if plain:
             return _make(r)
         if state.enabled and input._requires_grad:
-            raw = dict(defaults)
-            raw.update(zip(pos_params, args[1:]))
-            raw.update(kwargs)
-            return record1(r, input, raw)
+            return record_args(r, input, args, kwargs)
         return record(r, (input,), None)
 
     record1 = spec.record1 = _one_tensor_record(spec, record)
-    return f
+    record_args = None
+
+    fast = _positional_call(spec, f, pos_params, n_min, defaults, record)
+
+    def has_backward():
+        nonlocal record_args
+        record_args = fast.record_args = _record_args(spec, record1, pos_params, defaults)
+
+    has_backward()
+    spec._on_backward.append(has_backward)
+    return fast
 
 
 _SAVE_CODE: dict = {}
@@ -2086,3 +2105,158 @@ def varargs_method(spec: OpSpec, param: str) -> OpSpec:
     OPS[f"_{spec.key}_method"].update(spec=spec, nodes=info["nodes"])
     OPS[spec.key] = info
     return spec
+
+
+# --- the backward's ctx, unpacked at once ----------------------------------------------------
+_CTX: dict = {}  # node class -> its backward (``_direct_bw``)
+_CODE: dict = {}  # generated source -> its compiled code (ops generating the same share it)
+
+
+def _compiled(src: str, ns: dict, name: str):
+    """Function ``name`` of the generated ``src`` defined in ``ns``, compiled once per source
+    under a file name of the package (so a node it creates names the caller's line)."""
+    code = _CODE.get(src)
+    if code is None:
+        import os
+        code = _CODE[src] = compile(src, os.path.join(os.path.dirname(__file__), "<defop>"),
+                                    "exec")
+    exec(code, ns)  # noqa: S102 (generated from a declaration)
+    return ns[name]
+
+
+def _direct_bw(spec) -> Callable:
+    """The backward of a declared op's node: every saved value unpacked first (as PyTorch's
+    node unpacks its saved variables before the formula runs), in PyTorch's order, into plain
+    attributes of the formula's ``ctx`` (no lookup through ``__getattr__``), then the
+    formula; generated from the saved names, so one call does it all."""
+    names = spec.saved
+    if len(set(names)) != len(names) or not all(
+            n.isidentifier() and not hasattr(Ctx, n) for n in names):
+        def bw(self, g, graph):
+            return tuple(spec.bw(Ctx(self, graph), g))
+        return bw
+    lines = ["def bw(self, g, graph):",
+             "    s = self._saved"]
+    tensors = set(spec.unpack_order)
+    if len(tensors) > 1:  # the first invalid one is reported (as ``Ctx._unpack``)
+        for pos in spec.unpack_order:
+            lines += [f"    v = s[{pos}]",
+                      "    if v is not None and v.tensor_ref is None and "
+                      "v.counter[0] != v.version:",
+                      "        v.get(self, graph)"]
+    lines += ["    c = new(C)",
+              "    c._node = self",
+              "    c._graph = graph",
+              "    c._only = c._vals = None"]
+    for i, n in enumerate(names):
+        if i in tensors:
+            lines += [f"    v = s[{i}]",
+                      f"    c.{n} = v.get(self, graph) if type(v) is Saved else v"]
+        else:
+            lines.append(f"    c.{n} = s[{i}]")
+    lines.append("    return tuple(spec.bw(c, g))")
+    cls = type("Ctx", (Ctx,), {"__slots__": tuple(names),
+                               "__doc__": f"What the backward of {spec.name} reads."})
+    ns = {"Saved": Saved, "new": object.__new__, "C": cls, "spec": spec}
+    return _compiled("\n".join(lines) + "\n", ns, "bw")
+
+
+def _record_args(spec, record1, pos_params, defaults):
+    """``record1`` for the quick call's arguments as given (``args``, ``kwargs``): the saved
+    arguments read straight from them by a generated function, without building the dict
+    of every argument."""
+    if spec.bw is None or not spec.differentiable or spec.kept_for or spec.broadcast or \
+            spec.not_implemented:
+        def rec_raw(r, input, args, kwargs):
+            raw = dict(defaults)
+            raw.update(zip(pos_params, args[1:]))
+            raw.update(kwargs)
+            return record1(r, input, raw)
+        return rec_raw
+
+    consts = {}
+
+    def arg(n):
+        d = f"_d{len(consts)}"  # the default, a constant of the generated function
+        consts[d] = defaults.get(n)
+        if n in pos_params:
+            j = pos_params.index(n) + 1
+            return f"(args[{j}] if n > {j} else kwargs.get({n!r}, {d}))"
+        return f"kwargs.get({n!r}, {d})"
+
+    exprs = ["Saved(res, True)" if n == "result" else "Saved(input)" if n in spec.inputs else
+             "tuple(input._data.shape)" if n in spec.sizes_of else
+             f"raw_dims({arg(n)})" if n in spec.dim_lists else
+             f"Saved(extra[{spec.extra_outputs.index(n)}])" if n in spec.extra_outputs else
+             arg(n) for n in spec.saved]
+    ns = {"Saved": Saved, "raw_dims": raw_dims, **consts, "_make": _make,
+          "edge_of": edge_of, "RECORD_HOOKS": RECORD_HOOKS, "cls": spec.node_cls,
+          "return_type": getattr(spec, "return_type", None)}
+    outs, ret = [], "    return res"
+    if spec.outputs:
+        outs = ["    r, extra = r[0], tuple([_make(o) for o in r[1:]])"]
+        ret = "    return return_type(res, *extra)"
+    src = "\n".join(
+        ["def rec(r, input, args, kwargs):"] + outs +
+        ["    n = len(args)",
+         "    res = _make(r)",
+         "    res._requires_grad = True",
+         f"    res._grad_fn = node = cls((edge_of(input),), ({''.join(e + ', ' for e in exprs)}),"
+         " r.dtype)",
+         "    if RECORD_HOOKS:",
+         "        for h in RECORD_HOOKS:",
+         "            h(res, node)", ret]) + "\n"
+    return _compiled(src, ns, "rec")
+
+
+def _positional_call(spec, slow, pos_params, n_min, defaults, record):
+    """The public function of an op of one tensor and other arguments, generated from the
+    forward's parameters: a call by position only (the common one) runs the forward with the
+    arguments as locals (dims wrapped into range); any other call goes to ``slow`` (the quick
+    call taking keywords, then the general path's checks and errors)."""
+    n_max = len(pos_params) + 1
+    ns = {"slow": slow, "Tensor": Tensor, "kinds": spec.kinds, "forward": spec.forward,
+          "_dim": _dim, "edges_first": edges_first, "quiet_on": quiet_on, "_make": _make,
+          "quiet_off": quiet_off, "STATE": STATE, "record": record, "record_args": None}
+    names = [f"a{j}" for j in range(1, n_max)]
+    lines = ["def f(*args, **kwargs):",
+             "    n = len(args)",
+             f"    if kwargs or not {n_min} <= n <= {n_max}:",
+             "        return slow(*args, **kwargs)",
+             "    input = args[0]",
+             "    if not isinstance(input, Tensor):",
+             "        return slow(*args)",
+             "    d = input._data",
+             "    if d.dtype.kind not in kinds:",
+             "        return slow(*args)"]
+    for j, p in enumerate(pos_params, 1):
+        if j < n_min:
+            lines.append(f"    a{j} = args[{j}]")
+        else:
+            ns[f"_d{j}"] = defaults[p]
+            lines.append(f"    a{j} = args[{j}] if n > {j} else _d{j}")
+        if p in spec.dims:  # ints wrapped into range (PyTorch's IndexError), others: slow
+            lines += [f"    if type(a{j}) is not int:",
+                      "        return slow(*args)",
+                      f"    if not 0 <= a{j} < d.ndim:",
+                      f"        a{j} = _dim(a{j}, d.ndim)"]
+    call = f"forward(d{''.join(', ' + a for a in names)})"
+    if getattr(spec.forward, "fp_safe", False):
+        lines += ["    tok = quiet_on() if d.dtype.kind == 'c' else None"]
+    else:
+        lines += ["    tok = quiet_on()"]
+    lines += ["    try:",
+              f"        r = {call}",
+              "    except RuntimeError:",
+              "        edges_first(input)  # a stale view's error comes before the op's own",
+              "        raise",
+              "    finally:",
+              "        if tok is not None:",
+              "            quiet_off(tok)"]
+    if not spec.differentiable and not spec.outputs:
+        lines.append("    return _make(r)")
+    else:
+        lines += ["    if STATE.enabled and input._requires_grad:",
+                  "        return f.record_args(r, input, args, kwargs)",
+                  "    return record(r, (input,), None)"]
+    return _compiled("\n".join(lines) + "\n", ns, "f")

@@ -13,6 +13,7 @@ from .._tensor import _dim
 from .. import _dtype as D
 from .reduction import raw_dim
 from . import _dual as X
+from ._spec import batch_along, defop, fp_safe
 
 _make = Tensor._make
 
@@ -242,29 +243,25 @@ def _vec_index(index, d, k, name):
     return idx
 
 
-class IndexSelectBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        shape, dim, idx = self._saved[:3]
-        return _index_add_any(g, shape, dim, idx),
-
-
-@op()
-def index_select(input, dim, index):
+@defop("index_select", node="IndexSelectBackward0", saved=("dim", "index", "self_sym_sizes"),
+       dims=("dim",), linear=True, batch=batch_along("dim"))
+@fp_safe
+def index_select(self, dim, index):
     """The slices of ``input`` at the positions ``index`` along ``dim``; IndexSelectBackward0."""
-    d = input._data
-    k = _dim(dim, d.ndim)
-    idx = _vec_index(index, d, k, "index_select")
-    if d.ndim == 0:
-        data = d.reshape(1)[idx].reshape(())
-    else:
-        data = np.take(d, idx, axis=k)
-    if STATE.enabled and input._requires_grad:
-        return record(data, IndexSelectBackward0((edge_of(input),), (d.shape, k, idx,
-                                                                     raw_dim(dim))))
-    return _make(data)
+    idx = _vec_index(index, self, dim, "index_select")
+    if self.ndim == 0:
+        return self.reshape(1)[idx].reshape(())
+    return np.take(self, idx, axis=dim)
+
+
+@index_select.backward
+def _(ctx, grad):
+    shape = ctx.self_sym_sizes
+    return _index_add_any(grad, shape, ctx.dim % (len(shape) or 1),
+                          ctx.index._data.reshape(-1)),
+
+
+index_select = index_select.fn
 
 
 class IndexAddBackward0(Node):
@@ -481,28 +478,39 @@ def masked_fill(input, mask, value):
     return _make(out)
 
 
-class MaskedSelectBackward0(Node):
-    __slots__ = ()
+def _masked_select_batch(spec, arrays, params):
+    """masked_select with a leading batch axis on the input (the mask the same for every
+    sample): each sample's selected elements, one row per sample."""
+    x, = arrays
+    md = _mask(params["mask"], "masked_select:")
+    shape = np.broadcast_shapes(x.shape[1:], md.shape)
+    return np.broadcast_to(x.reshape(x.shape[:1] + (1,) * (len(shape) + 1 - x.ndim) +
+                                     x.shape[1:]), x.shape[:1] + shape)[:, np.broadcast_to(
+                                         md, shape)]
 
-    def _bw(self, g, graph):
-        mask, shape, sx = self._saved
-        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
-        return sum_to(_mask_place_any(g, mask), shape),
 
-
-@op()
-def masked_select(input, mask):
+@defop("masked_select", node="MaskedSelectBackward0", saved=("mask", "self"), linear=True,
+       batch=_masked_select_batch)
+@fp_safe
+def masked_select(self, mask):
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor; MaskedSelectBackward0."""
     if not isinstance(mask, Tensor):
         raise D.not_tensor("masked_select", "mask", 2, mask)
-    d = input._data
     md = _mask(mask, "masked_select:")
-    shape = np.broadcast_shapes(d.shape, md.shape)
-    mb = np.broadcast_to(md, shape)
-    data = np.broadcast_to(d, shape)[mb]
-    if STATE.enabled and input._requires_grad:
-        return record(data, MaskedSelectBackward0((edge_of(input),), (np.ascontiguousarray(mb), d.shape, Saved(input))))
-    return _make(data)
+    shape = np.broadcast_shapes(self.shape, md.shape)
+    return np.broadcast_to(self, shape)[np.broadcast_to(md, shape)]
+
+
+@masked_select.backward
+def _(ctx, grad):
+    shape = tuple(ctx.self.shape)
+    md = ctx.mask._data
+    mb = md if md.shape == shape else np.ascontiguousarray(
+        np.broadcast_to(md, np.broadcast_shapes(shape, md.shape)))
+    return sum_to(_mask_place_any(grad, mb), shape),
+
+
+masked_select = masked_select.fn
 
 
 class MaskedScatterBackward0(Node):
