@@ -112,7 +112,7 @@ def modified_inplace(saved, node) -> RuntimeError:
     v = saved.value
     data = v if saved.is_output else v._data
     tname = "torch." + TYPE_NAMES.get(FROM_NP.get(data.dtype), "Tensor")
-    if data.dtype.kind == "c":  # no legacy tensor type: PyTorch prints the backend's name
+    if data.dtype.kind in "cb":  # PyTorch prints the backend's name for complex and bool
         tname = "CPU" + tname[6:-len("Tensor")] + "Type"
     shape = ", ".join(str(s) for s in data.shape)
     # an output saved by an in-place op on a view belongs to the view's new node
