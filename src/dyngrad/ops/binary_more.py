@@ -12,7 +12,7 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, op
+from . import OPS, composite, inplace_of, op
 from .._record import STATE, Node, Saved, Tensor, edge_of, record
 from . import _dual as X
 from ._spec import defop
@@ -143,7 +143,7 @@ def _shift(name, kernel, np_fn, operator):
 
     dunder.__name__ = dunder.__qualname__ = operator
     dunder.__doc__ = f"``self {'<<' if 'left' in name else '>>'} other``."
-    op(f"_{operator.strip('_')}", function=False, method=False, methods=(operator,))(dunder)
+    composite(f"_{operator.strip('_')}", function=False, method=False, methods=(operator,))(dunder)
     return spec.fn
 
 
@@ -159,9 +159,9 @@ def _reflected(fn):
     return r
 
 
-op("_rlshift", function=False, method=False, methods=("__rlshift__",))(
+composite("_rlshift", function=False, method=False, methods=("__rlshift__",))(
     _reflected(bitwise_left_shift))
-op("_rrshift", function=False, method=False, methods=("__rrshift__",))(
+composite("_rrshift", function=False, method=False, methods=("__rrshift__",))(
     _reflected(bitwise_right_shift))
 
 
@@ -311,7 +311,9 @@ def _inplace(name, fn, function=False, arg=None, pre=None, dunder=()):
 
     if function:
         op(name, method=False)(make(1))
+        inplace_of(name, name[:-1])
     op("_" + name + "_method", function=False, method=False, methods=(name,) + dunder)(make(0))
+    inplace_of("_" + name + "_method", name[:-1])
     return make(1)
 
 

@@ -10,7 +10,7 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, op
+from . import OPS, composite, op
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
@@ -1123,10 +1123,11 @@ def contiguous(input, memory_format=None):
 _NUMBERS = (int, float, bool, complex)
 
 
-def _cmp(np_fn, name, ordered):
+def _cmp(np_fn, name, ordered, aliases=()):
     """Declare the elementwise comparison ``name`` (bool result, no derivative) of two tensors
-    or a tensor and a number, and its operator method; ``ordered`` (lt, le, gt, ge): complex
-    operands are refused with PyTorch's dispatch error, as complex numbers have no order."""
+    or a tensor and a number, its other names, and its operator method; ``ordered`` (lt, le,
+    gt, ge): complex operands are refused with PyTorch's dispatch error, as complex numbers
+    have no order."""
     def forward(self, other):
         # a number the tensor's dtype cannot hold comes as a Python int (ops/_spec.py
         # ``_scalar_run``): PyTorch converts it to that dtype, wrapping around (``uint8 == -1``
@@ -1138,7 +1139,8 @@ def _cmp(np_fn, name, ordered):
     forward.__name__ = forward.__qualname__ = name
     forward.__doc__ = f"Elementwise {name} (bool result, no gradient)."
     spec = defop(name, node=None, inputs=("self", "other"), differentiable=False,
-                 elementwise=True, complex_kernel=name + "_cpu" if ordered else None)(forward)
+                 elementwise=True, complex_kernel=name + "_cpu" if ordered else None,
+                 aliases=aliases)(forward)
     spec.scalar(None)  # eq(x, 1.5): the number as the second input only, as PyTorch's
     method = _OPS[f"_{name}_method"]["fn"]
     dunder = f"__{name}__"
@@ -1151,21 +1153,18 @@ def _cmp(np_fn, name, ordered):
 
     operator.__name__ = operator.__qualname__ = dunder
     operator.__doc__ = f"``self {_SYMBOLS[name]} other``."
-    op(f"_{name}", function=False, method=False, methods=(dunder,))(operator)
+    (op if name in ("eq", "ne") else composite)(f"_{name}", function=False, method=False,
+                                                methods=(dunder,))(operator)
     return spec.fn
 
 
 _SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 eq = _cmp(np.equal, "eq", False)
-ne = _cmp(np.not_equal, "ne", False)
-lt = _cmp(np.less, "lt", True)
-le = _cmp(np.less_equal, "le", True)
-gt = _cmp(np.greater, "gt", True)
-ge = _cmp(np.greater_equal, "ge", True)
-# PyTorch's other names, functions and methods both
-for _alias, _fn in (("not_equal", ne), ("less", lt), ("less_equal", le), ("greater", gt),
-                    ("greater_equal", ge)):
-    op(_alias)(_fn)
+ne = _cmp(np.not_equal, "ne", False, ("not_equal",))
+lt = _cmp(np.less, "lt", True, ("less",))
+le = _cmp(np.less_equal, "le", True, ("less_equal",))
+gt = _cmp(np.greater, "gt", True, ("greater",))
+ge = _cmp(np.greater_equal, "ge", True, ("greater_equal",))
 
 
 def _integral(name, d, other=None):
@@ -1207,8 +1206,8 @@ def _bitwise(np_fn, name, symbol):
 
     operator.__name__ = operator.__qualname__ = f"__{symbol}__"
     operator.__doc__ = f"``self {symbol} other``, either way round."
-    op(f"_{symbol}", function=False, method=False, methods=(f"__{symbol}__",
-                                                            f"__r{symbol}__"))(operator)
+    composite(f"_{symbol}", function=False, method=False,
+              methods=(f"__{symbol}__", f"__r{symbol}__"))(operator)
     return spec.fn
 
 
@@ -1226,7 +1225,7 @@ bitwise_not = unary("bitwise_not", _invert_np, None, module=__name__, promote=No
                     doc="Elementwise bitwise NOT of an integer or bool tensor.").fn
 
 
-@op("_invert", function=False, method=False, methods=("__invert__",))
+@composite("_invert", function=False, method=False, methods=("__invert__",))
 def _invert(self):
     """``~self``: bitwise NOT; Python's TypeError for a floating or complex tensor."""
     if self._data.dtype.kind in "fc":
