@@ -2260,3 +2260,13 @@ def _positional_call(spec, slow, pos_params, n_min, defaults, record):
                   "        return f.record_args(r, input, args, kwargs)",
                   "    return record(r, (input,), None)"]
     return _compiled("\n".join(lines) + "\n", ns, "f")
+# --- ops of one tensor and several outputs, no other argument (frexp) ---------------------------
+def _unary_or_outputs(self, cls=None):
+    """``_unary_public``, except for an op of several outputs (``frexp``): None, so its public
+    function is the one-tensor path, which returns them as PyTorch's named tuple."""
+    if self.outputs and cls is None:
+        return None
+    return _unary_public(self, cls)
+
+
+OpSpec._unary_public = _unary_or_outputs

@@ -16,7 +16,7 @@ from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
                      grad_dtype, record, sum_to)
 from . import _dual as X
-from ._spec import defop, unary
+from ._spec import defop, quick, unary
 
 _make = Tensor._make
 _isT = isinstance
@@ -675,28 +675,19 @@ def float_power(input, exponent):
 
 
 # --- unary ----------------------------------------------------------------------------
-class NegBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return -g,
-
-
-@op(methods=("__neg__", "negative"))
-def neg(input):
-    """-input; NegBackward0."""
-    if input._data.dtype == np.bool_:
+def _neg_np(d):
+    if d.dtype == np.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
                            "are trying to invert a mask, use the `~` or `logical_not()` operator "
                            "instead.")
-    d = np.negative(input._data)
-    if STATE.enabled and input._requires_grad:
-        return record(d, NegBackward0((edge_of(input),), ()))
-    return _make(d)
+    return np.negative(d)
 
 
-negative = neg
+_neg = unary("neg", _neg_np, lambda g, x, y: -g, module=__name__, saved=(), promote=None,
+             aliases=("negative",), fp_safe=True, doc="-input; NegBackward0.")
+neg = negative = _neg.fn
+NegBackward0 = _neg.node_cls
+OPS["neg"]["methods"] += ("__neg__",)
 
 
 @op(methods=("__pos__",), function=True)
@@ -1073,24 +1064,28 @@ def to_dtype(x, dt, memory_format=None):
     return _make(d)
 
 
-class CloneBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return g,
+def _clone_batch(spec, arrays, params):
+    """clone of a batch: each sample's layout is kept (a channels-last layout is a sample's)."""
+    mf = params.get("memory_format")
+    return layout_copy(arrays[0], None if mf in _CHANNELS_LAST_ORDER else mf)
 
 
-@op()
-def clone(input, *, memory_format=None):
+@defop("clone", node="CloneBackward0", linear=True, batch=_clone_batch)
+def clone(self, *, memory_format=None):
     """A copy with its own storage, keeping the memory layout (PyTorch's preserve_format),
     row-major (contiguous_format) or channels-last; CloneBackward0."""
-    d = layout_copy(input._data, memory_format)
-    if STATE.enabled and input._requires_grad:
-        return record(d, CloneBackward0((edge_of(input),), ()))
-    return _make(d)
+    return layout_copy(self, memory_format)
 
 
+@clone.backward
+def _(ctx, grad):
+    return (grad,)
+
+
+CloneBackward0 = clone.node_cls
+CloneBackward0._bw = lambda self, g, graph: (g,)  # the formula, without a ctx
+_clone, clone = clone, clone.fn
+_clone.declared = clone  # (what ``quick`` calls for a dtype the forward does not take as is)
 
 
 def layout_copy(src, memory_format):
@@ -1106,7 +1101,7 @@ def layout_copy(src, memory_format):
     return np.ascontiguousarray(src.transpose(last)).transpose(back)
 
 
-@op()
+@composite()
 def contiguous(input, memory_format=None):
     """Self when already laid out as ``memory_format`` asks (row-major by default), else a
     copy that is."""
@@ -1116,7 +1111,10 @@ def contiguous(input, memory_format=None):
         return clone(input, memory_format=memory_format)
     if input._data.flags.c_contiguous:
         return input
-    return clone(input, memory_format="torch.contiguous_format")
+    return quick(_clone, input, (), _ROW_MAJOR, _ROW_MAJOR)
+
+
+_ROW_MAJOR = {"memory_format": "torch.contiguous_format"}
 
 
 # --- comparisons and logical ops (never differentiable) --------------------------------
@@ -1242,12 +1240,13 @@ def equal(input, other) -> bool:
 
 @op()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    a, b = input._data, other._data
-    try:
-        np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise broadcast_error(a.shape, b.shape) from None
-    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    """Whether ``isclose`` holds everywhere, as PyTorch computes it."""
+    from .elementwise_more import isclose
+    for i, (n, v) in enumerate((("input", input), ("other", other))):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"allclose(): argument '{n}' (position {i + 1}) must be Tensor, not "
+                            f"{D.type_name(v)}")
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
 from .. import _tensor as _tensor_module  # noqa: E402
