@@ -16,7 +16,7 @@ from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
                      grad_dtype, record, sum_to)
 from . import _dual as X
-from ._spec import defop, quick, unary
+from ._spec import defop, front, quick, unary
 
 _make = Tensor._make
 _isT = isinstance
@@ -956,10 +956,9 @@ def _frac_np(d):
 
 
 _unary_op("frac", _frac_np, lambda g, x, y: g, floating=False, complex_kernel="frac_cpu")
-_round0 = _unary_op("_round0", _keep_int(np.round), _zero_grad, floating=False,
-                    node="RoundBackward0", complex_kernel="round_vml_cpu")
+_round0 = _unary_op("round", _keep_int(np.round), _zero_grad, floating=False,
+                    complex_kernel="round_vml_cpu")
 from . import OPS as _OPS  # noqa: E402
-_OPS.pop("_round0")
 
 
 @defop("_round1", node="RoundBackward1", elementwise=True, function=False, method=False)
@@ -980,7 +979,6 @@ _round1 = _round1.fn
 _OPS.pop("_round1")  # reached through round(input, decimals=...)
 
 
-@op()
 def round(input, *, decimals=UNSET):
     """Round half to even (to ``decimals`` places); zero gradient: RoundBackward0, or
     RoundBackward1 when ``decimals`` is given (even 0: PyTorch's round.decimals overload)."""
@@ -989,6 +987,9 @@ def round(input, *, decimals=UNSET):
     if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool):
         raise D.bad_combo("round", (input,), {"decimals": decimals})
     return _round1(input, decimals)
+
+
+round = front(_OPS["round"]["spec"], round)
 
 
 def special_round(input, *, decimals=0):
