@@ -26,6 +26,8 @@ ROWS = [
            grad=False),
     OpInfo("mod_operator", lambda a, b: a.__mod__(b), np.remainder, BC, grad=False),
     OpInfo("rmod_operator", lambda a, b: a.__rmod__(b), lambda a, n: np.remainder(n, a), F1N, grad=False),
+    OpInfo("rpow_operator", lambda a: a.__rpow__(2.5), lambda a: np.power(2.5, a), [S((3, 4))],
+           "PowBackward2"),
     OpInfo("floordiv_operator", lambda a, b: a.__floordiv__(b), np.floor_divide, BC, grad=False),
     OpInfo("rfloordiv_operator", lambda a, b: a.__rfloordiv__(b), lambda a, n: np.floor_divide(n, a), F1N,
            grad=False),

@@ -13,7 +13,7 @@ from .. import _dtype as D
 from . import OPS, composite, op
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
-from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
+from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
                      grad_dtype, record, sum_to)
 from . import _dual as X
 from ._spec import defop, front, quick, unary
@@ -544,120 +544,98 @@ def _rtruediv(self, other):
 
 
 # --- pow ------------------------------------------------------------------------------
-class PowBackward0(Node):
-    """Tensor ** scalar."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, e = self._saved
-        a = sa.get(self, graph)
-        if e == 0:
-            return X.zeros_like(g),
-        if e == 1:
-            return g,
-        if e == 2:
-            return g * (a * 2),
-        return g * (e * a ** (e - 1)),
-
-
-class PowBackward1(Node):
-    """Tensor ** Tensor."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, so, ash, bsh = self._saved
-        b = sb.get(self, graph)  # PyTorch unpacks saved values in name order: exponent, self
-        a = sa.get(self, graph)
-        ga = gb = None
-        if self.next_functions[0][0] is not None:
-            ga = sum_to(X.where(b == 0, X.zeros_like(g), g * b * a ** (b - 1)), ash)
-        if self.next_functions[1][0] is not None:
-            o = so.get(self, graph)
-            # PyTorch's mask: a == 0 and real(b) >= 0
-            gb = sum_to(X.where((a == 0) & (b.real >= 0), X.zeros_like(g), g * o * X.log(a)),
-                        bsh)
-        return ga, gb
-
-
-class PowBackward2(Node):
-    """Scalar ** Tensor."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        base, so, se = self._saved
-        se.get(self, False)  # the exponent is saved (as PyTorch's) and unpacked first
-        o = so.get(self, graph)
-        if base == 0:
-            return X.where(o == 0, X.zeros_like(g), g * 0),
-        # log of the base: complex for a complex base, nan for a negative real one (as PyTorch's)
-        lb = cmath.log(base) if isinstance(base, complex) else \
-            math.log(base) if base > 0 else math.nan
-        return g * o * lb,
-
-
-@op(methods=("__pow__",))
-def pow(input, exponent):
-    """input ** exponent (tensor or scalar exponent, either side)."""
-    if not _isT(input, Tensor):
-        return _rpow(exponent, input)
-    if _isT(exponent, Tensor):
-        ad, bd, casts = _pair(input, exponent)
-        if ad.dtype == np.bool_:
-            raise NotImplementedError("\"pow\" not implemented for 'Bool'")
-        if ad.dtype.kind in "iu" and bd.dtype.kind in "iu" and (bd < 0).any():
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        tok = quiet_on()  # a negative base to a fractional power is nan, silently
-        try:
-            data = _call2(np.power, ad, bd)
-        finally:
-            quiet_off(tok)
-        if STATE.enabled and (input._requires_grad or exponent._requires_grad):
-            res = record(data, None)
-            node = PowBackward1((edge_of(input), edge_of(exponent)),
-                                (Saved(input), Saved(exponent), Saved(res, True), ad.shape, bd.shape))
-            if casts is not None:
-                node._casts = casts
-            res._grad_fn = node
-            return notify(res)
-        return _make(data)
-    if not _scalar_ok(exponent):
-        return NotImplemented
-    ad, e = _scalar_data(input._data, exponent)
-    if ad.dtype.kind in "iub" and type(e) is int and e < 0:
+@defop("pow", node="PowBackward1", inputs=("self", "exponent"),
+       saved=("self", "exponent", "result"), elementwise=True)
+def pow(self, exponent):
+    """input ** exponent: PowBackward1 for two tensors, PowBackward0 with a number exponent,
+    PowBackward2 with a number base."""
+    if self.dtype == np.bool_ if isinstance(self, np.ndarray) else exponent.dtype == np.bool_:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    if isinstance(exponent, np.ndarray):
+        if exponent.dtype.kind in "iu" and np.asarray(self).dtype.kind in "iu" and \
+                (exponent < 0).any():
+            return _int_pow(np.asarray(self), exponent)
+        return np.power(self, exponent)
+    if exponent == 2:  # (the common cases, faster than np.power)
+        return self * self
+    if exponent == 0.5 and self.dtype in D.FLOATING:
+        return np.sqrt(self)
+    if self.dtype.kind in "iu" and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    tok = quiet_on()
-    try:
-        if e == 2:
-            data = ad * ad
-        elif e == 0.5 and ad.dtype in D.FLOATING:
-            data = np.sqrt(ad)
-        else:
-            data = np.power(ad, e)
-            if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
-                data = data.astype(ad.dtype)
-    finally:
-        quiet_off(tok)
-    if STATE.enabled and input._requires_grad:
-        return record(data, PowBackward0((edge_of(input),), (Saved(input), e)))
-    return _make(data)
+    return np.power(self, exponent)
 
 
-@op(method=False, methods=("__rpow__",))
+def _int_pow(a, b):
+    """Integers to integer powers, some negative: 1 and -1 keep a value, others give 0, as
+    PyTorch's integer kernel."""
+    r = np.power(a, np.maximum(b, 0))
+    neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(b < 0, neg, r).astype(r.dtype, copy=False)
+
+
+@pow.backward
+def _(ctx, grad):
+    a, b = ctx.self, ctx.exponent
+    ga = gb = None
+    if ctx.needs(0):
+        ga = X.where(b == 0, X.zeros_like(grad), grad * b * a ** (b - 1))
+    if ctx.needs(1):
+        # PyTorch's mask: a == 0 and real(b) >= 0
+        gb = X.where((a == 0) & (b.real >= 0), X.zeros_like(grad), grad * ctx.result * X.log(a))
+    return ga, gb
+
+
+def _pow_number_bw(grad, a, e):
+    """The gradient of ``a ** e`` for a number ``e`` (PowBackward0)."""
+    if e == 0:
+        return X.zeros_like(grad)
+    if e == 1:
+        return grad
+    if e == 2:
+        return grad * (a * 2)
+    return grad * (e * a ** (e - 1))
+
+
+_overloads: list = []
+pow._on_scalar.append(_overloads.append)
+
+
+@pow.scalar("PowBackward0", saved=("self", "exponent"))
+def _(ctx, grad):
+    return _pow_number_bw(grad, ctx.self, ctx.exponent),
+
+
+def _pow0_bw(self, g, graph):
+    # the formula without a ctx: the one saved tensor unpacked (version-checked) directly
+    sa, e = self._saved
+    return _pow_number_bw(g, sa.get(self, graph), e),
+
+
+_overloads[0].node_cls._bw = _pow0_bw
+
+
+@pow.scalar("PowBackward2", saved=("self", "result", "exponent"), first=True)
+def _(ctx, grad):
+    base, o = ctx.self, ctx.result
+    if base == 0:
+        return X.where(o == 0, X.zeros_like(grad), grad * 0),
+    # log of the base: complex for a complex base, nan for a negative real one (as PyTorch's)
+    lb = cmath.log(base) if isinstance(base, complex) else \
+        math.log(base) if base > 0 else math.nan
+    return grad * o * lb,
+
+
+PowBackward1 = pow.node_cls
+OPS["_pow_method"]["methods"] += ("__pow__",)
+pow = pow.fn
+
+
+@composite(method=False, methods=("__rpow__",))
 def _rpow(self, other):
-    """scalar ** tensor."""
+    """``other ** self`` for a number ``other`` (PyTorch's pow with a number base)."""
     if not _scalar_ok(other):
         return NotImplemented
-    ed, other = _scalar_data(self._data, other)
-    if ed.dtype == D.BF16:  # PyTorch converts the base to bfloat16 first
-        other = float(D.BF16.type(other))
-    data = np.power(other, ed)
-    if data.dtype != ed.dtype:
-        data = data.astype(ed.dtype if ed.dtype in D.INEXACT else data.dtype)
-    if STATE.enabled and self._requires_grad:
-        res = record(data, None)
-        res._grad_fn = PowBackward2((edge_of(self),), (other, Saved(res, True), Saved(self)))
-        return notify(res)
-    return _make(data)
+    return pow(other, self)
 
 
 @op()
@@ -997,11 +975,12 @@ def special_round(input, *, decimals=0):
     return round(input, decimals=decimals)
 
 
-@op()
+@composite()
 def square(input):
-    """input * input (bool becomes int64); PowBackward0."""
-    if input._data.dtype == np.bool_:
-        input = _make(input._data.astype(np.int64))
+    """input ** 2, as PyTorch computes it (PowBackward0; bool becomes int64)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"square(): argument 'input' (position 1) must be Tensor, not "
+                        f"{D.type_name(input)}")
     return pow(input, 2)
 
 
