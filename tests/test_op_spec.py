@@ -30,6 +30,8 @@ def _rows_of(name):
     # the op's torch.special names (dyngrad.special wraps the registered function)
     special = {n for n, v in vars(dyngrad.special).items()
                if getattr(v, "__wrapped__", None) is fn}
+    # an operator entry (``_and``) is reached through its dunder methods (``a.__and__(b)``)
+    dunders = {m for m in OPS[name]["methods"] if m.startswith("__")}
     out = []
     for r in ROWS.values():
         code = getattr(r.fn, "__code__", None)
@@ -37,7 +39,7 @@ def _rows_of(name):
         # (a private op, ``_mse_loss``, is reached through its nn.functional name)
         if r.fn in fns or getattr(r.fn, "__wrapped__", None) is fn or name in names or (
                 name.startswith("_") and name[1:] in names) or (
-                "special" in names and special & set(names)):
+                "special" in names and special & set(names)) or dunders & set(names):
             out.append(r)
     return out
 

@@ -163,6 +163,7 @@ REQUIRED = {
     'nansum': ('input',),
     'narrow_copy': ('input', 'dim', 'start', 'length'),
     'neg': ('input',),
+    'negative': ('input',),
     'nextafter': ('input', 'other'),
     'nonzero': ('input',),
     'numel': ('input',),

@@ -14,6 +14,8 @@ AWAY = [S((3, 4), domain=(0.2, 1.8)), S((), domain=(-1.8, -0.2))]  # away from t
 
 
 ROWS = [
+    OpInfo("negative", lambda a: torch.negative(a) + a.negative(), lambda a: -2 * a, UNIT,
+           "AddBackward0"),
     OpInfo("subtract", lambda a, b: torch.subtract(a, b, alpha=2), lambda a, b: a - 2 * b, BC,
            "SubBackward0"),
     OpInfo("subtract_method", lambda a, b: a.subtract(b), np.subtract, BC[:2], "SubBackward0"),

@@ -2260,3 +2260,36 @@ def _positional_call(spec, slow, pos_params, n_min, defaults, record):
                   "        return f.record_args(r, input, args, kwargs)",
                   "    return record(r, (input,), None)"]
     return _compiled("\n".join(lines) + "\n", ns, "f")
+# --- ops of one tensor and several outputs, no other argument (frexp) ---------------------------
+def _unary_or_outputs(self, cls=None):
+    """``_unary_public``, except for an op of several outputs (``frexp``): None, so its public
+    function is the one-tensor path, which returns them as PyTorch's named tuple."""
+    if self.outputs and cls is None:
+        return None
+    return _unary_public(self, cls)
+
+
+OpSpec._unary_public = _unary_or_outputs
+
+
+# --- an elementwise op of two tensors whose second is not named ``other`` (pow's exponent) ---
+def _binary_public_named(self, p):
+    """``_binary_public`` taking the second input by its own name as a keyword
+    (``pow(x, exponent=2)``): the same function with that parameter renamed."""
+    f = _binary_public(self, p)
+    name = self.inputs[1]
+    if name == "other":
+        return f
+    import types
+    co = f.__code__
+    co = co.replace(co_varnames=tuple(name if v == "other" else v for v in co.co_varnames))
+    return types.FunctionType(co, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+
+
+OpSpec._binary_public = _binary_public_named
+
+
+class _Args(_Args):  # noqa: F811 - the same ctx, with the second input's other name
+    """``_Args`` for an elementwise op of two tensors whose second input is ``exponent``."""
+
+    __slots__ = ("exponent",)

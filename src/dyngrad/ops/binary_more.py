@@ -12,8 +12,8 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, op
-from .._record import STATE, Node, Saved, Tensor, edge_of, record
+from . import OPS, composite, inplace_of, op
+from .._record import Tensor
 from . import _dual as X
 from ._spec import defop
 from .pointwise import _call2
@@ -143,7 +143,7 @@ def _shift(name, kernel, np_fn, operator):
 
     dunder.__name__ = dunder.__qualname__ = operator
     dunder.__doc__ = f"``self {'<<' if 'left' in name else '>>'} other``."
-    op(f"_{operator.strip('_')}", function=False, method=False, methods=(operator,))(dunder)
+    composite(f"_{operator.strip('_')}", function=False, method=False, methods=(operator,))(dunder)
     return spec.fn
 
 
@@ -159,9 +159,9 @@ def _reflected(fn):
     return r
 
 
-op("_rlshift", function=False, method=False, methods=("__rlshift__",))(
+composite("_rlshift", function=False, method=False, methods=("__rlshift__",))(
     _reflected(bitwise_left_shift))
-op("_rrshift", function=False, method=False, methods=("__rrshift__",))(
+composite("_rrshift", function=False, method=False, methods=("__rrshift__",))(
     _reflected(bitwise_right_shift))
 
 
@@ -229,37 +229,24 @@ ldexp = ldexp.fn
 
 
 # --- frexp -------------------------------------------------------------------------------------
-class FrexpBackward0(Node):
-    """The mantissa's gradient: g / 2^exponent."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        e = self._saved[0].get(self, graph)
-        return g / 2.0 ** (e.to(g.dtype) if isinstance(e, Tensor) else e.astype(g.dtype)),
-
-
-def _frexp_type():
-    from .reduction import return_type
-    return return_type("frexp", ("mantissa", "exponent"))
-
-
-RT_FREXP = _frexp_type()
-
-
-@op()
-def frexp(input):
+@defop("frexp", node="FrexpBackward0", saved=("exponent",), outputs=("mantissa", "exponent"),
+       elementwise=True)
+def frexp(self):
     """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1;
     FrexpBackward0 on the mantissa."""
-    _need_tensor("frexp", input, 1, "input")
-    d = input._data
-    if d.dtype not in D.FLOATING:
+    if self.dtype not in D.FLOATING:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    m, e = np.frexp(d)
-    m = np.asarray(m).astype(d.dtype, copy=False)
-    ex = _make(np.asarray(e).astype(np.int32))
-    if STATE.enabled and input._requires_grad:
-        return RT_FREXP(record(m, FrexpBackward0((edge_of(input),), (Saved(ex),))), ex)
-    return RT_FREXP(_make(m), ex)
+    m, e = np.frexp(self)
+    return np.asarray(m).astype(self.dtype, copy=False), np.asarray(e).astype(np.int32)
+
+
+@frexp.backward
+def _(ctx, grad):
+    e = ctx.exponent
+    return (grad / 2.0 ** (e.to(grad.dtype) if isinstance(e, Tensor) else e.astype(grad.dtype)),)
+
+
+frexp = frexp.fn
 
 
 # --- nextafter ---------------------------------------------------------------------------------
@@ -311,7 +298,9 @@ def _inplace(name, fn, function=False, arg=None, pre=None, dunder=()):
 
     if function:
         op(name, method=False)(make(1))
+        inplace_of(name, name[:-1])
     op("_" + name + "_method", function=False, method=False, methods=(name,) + dunder)(make(0))
+    inplace_of("_" + name + "_method", name[:-1])
     return make(1)
 
 

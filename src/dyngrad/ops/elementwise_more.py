@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, op
+from . import OPS, composite, op
 from .._fperr import quiet
 from ..autograd.node import NotImplemented_
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
@@ -169,7 +169,7 @@ _remainder_method = OPS["_remainder_method"]["fn"]  # Tensor.remainder (position
 _NUMBERS = (int, float, bool, complex)
 
 
-@op("_mod", function=False, method=False, methods=("__mod__",))
+@composite("_mod", function=False, method=False, methods=("__mod__",))
 def _mod(self, other):
     """``self % other``: Tensor.remainder, or Python's NotImplemented for another operand."""
     if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
@@ -177,7 +177,7 @@ def _mod(self, other):
     return _remainder_method(self, other)
 
 
-@op(function=False, method=False, methods=("__rmod__",))
+@composite(function=False, method=False, methods=("__rmod__",))
 def _rmod(self, other):
     if not _scalar_ok(other):
         return NotImplemented
@@ -195,7 +195,7 @@ floor_divide = floor_divide.fn
 _floor_divide_method = OPS["_floor_divide_method"]["fn"]
 
 
-@op("_floordiv", function=False, method=False, methods=("__floordiv__",))
+@composite("_floordiv", function=False, method=False, methods=("__floordiv__",))
 def _floordiv(self, other):
     """``self // other``: Tensor.floor_divide, or Python's NotImplemented for another
     operand."""
@@ -204,7 +204,7 @@ def _floordiv(self, other):
     return _floor_divide_method(self, other)
 
 
-@op(function=False, method=False, methods=("__rfloordiv__",))
+@composite(function=False, method=False, methods=("__rfloordiv__",))
 def _rfloordiv(self, other):
     if not _scalar_ok(other):
         return NotImplemented

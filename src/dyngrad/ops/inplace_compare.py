@@ -4,7 +4,7 @@ history records a node whose gradients are zeros (EqBackward0 with a number, EqB
 a tensor)."""
 from __future__ import annotations
 
-from . import op
+from . import inplace_of, op
 from ._formula import FormulaNode
 from .._record import STATE, Tensor, edge_of, record
 from .inplace import apply
@@ -61,6 +61,7 @@ def _register(name, aliases):
     inplace.__name__ = name + "_"
     inplace.__doc__ = f"In-place {name}: 1 where true, else 0, in the tensor's dtype."
     op(name + "_", function=False, methods=tuple(a + "_" for a in aliases))(inplace)
+    inplace_of(name + "_", name)  # (PyTorch's own node for the in-place form: zero gradients)
 
 
 for _name, _aliases in (("eq", ()), ("ne", ("not_equal",)), ("lt", ("less",)),

@@ -10,13 +10,13 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, op
+from . import OPS, composite, op
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
-from .._record import (notify, quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
+from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
                      grad_dtype, record, sum_to)
 from . import _dual as X
-from ._spec import defop, unary
+from ._spec import defop, front, quick, unary
 
 _make = Tensor._make
 _isT = isinstance
@@ -544,120 +544,98 @@ def _rtruediv(self, other):
 
 
 # --- pow ------------------------------------------------------------------------------
-class PowBackward0(Node):
-    """Tensor ** scalar."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, e = self._saved
-        a = sa.get(self, graph)
-        if e == 0:
-            return X.zeros_like(g),
-        if e == 1:
-            return g,
-        if e == 2:
-            return g * (a * 2),
-        return g * (e * a ** (e - 1)),
-
-
-class PowBackward1(Node):
-    """Tensor ** Tensor."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, so, ash, bsh = self._saved
-        b = sb.get(self, graph)  # PyTorch unpacks saved values in name order: exponent, self
-        a = sa.get(self, graph)
-        ga = gb = None
-        if self.next_functions[0][0] is not None:
-            ga = sum_to(X.where(b == 0, X.zeros_like(g), g * b * a ** (b - 1)), ash)
-        if self.next_functions[1][0] is not None:
-            o = so.get(self, graph)
-            # PyTorch's mask: a == 0 and real(b) >= 0
-            gb = sum_to(X.where((a == 0) & (b.real >= 0), X.zeros_like(g), g * o * X.log(a)),
-                        bsh)
-        return ga, gb
-
-
-class PowBackward2(Node):
-    """Scalar ** Tensor."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        base, so, se = self._saved
-        se.get(self, False)  # the exponent is saved (as PyTorch's) and unpacked first
-        o = so.get(self, graph)
-        if base == 0:
-            return X.where(o == 0, X.zeros_like(g), g * 0),
-        # log of the base: complex for a complex base, nan for a negative real one (as PyTorch's)
-        lb = cmath.log(base) if isinstance(base, complex) else \
-            math.log(base) if base > 0 else math.nan
-        return g * o * lb,
-
-
-@op(methods=("__pow__",))
-def pow(input, exponent):
-    """input ** exponent (tensor or scalar exponent, either side)."""
-    if not _isT(input, Tensor):
-        return _rpow(exponent, input)
-    if _isT(exponent, Tensor):
-        ad, bd, casts = _pair(input, exponent)
-        if ad.dtype == np.bool_:
-            raise NotImplementedError("\"pow\" not implemented for 'Bool'")
-        if ad.dtype.kind in "iu" and bd.dtype.kind in "iu" and (bd < 0).any():
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        tok = quiet_on()  # a negative base to a fractional power is nan, silently
-        try:
-            data = _call2(np.power, ad, bd)
-        finally:
-            quiet_off(tok)
-        if STATE.enabled and (input._requires_grad or exponent._requires_grad):
-            res = record(data, None)
-            node = PowBackward1((edge_of(input), edge_of(exponent)),
-                                (Saved(input), Saved(exponent), Saved(res, True), ad.shape, bd.shape))
-            if casts is not None:
-                node._casts = casts
-            res._grad_fn = node
-            return notify(res)
-        return _make(data)
-    if not _scalar_ok(exponent):
-        return NotImplemented
-    ad, e = _scalar_data(input._data, exponent)
-    if ad.dtype.kind in "iub" and type(e) is int and e < 0:
+@defop("pow", node="PowBackward1", inputs=("self", "exponent"),
+       saved=("self", "exponent", "result"), elementwise=True)
+def pow(self, exponent):
+    """input ** exponent: PowBackward1 for two tensors, PowBackward0 with a number exponent,
+    PowBackward2 with a number base."""
+    if self.dtype == np.bool_ if isinstance(self, np.ndarray) else exponent.dtype == np.bool_:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    if isinstance(exponent, np.ndarray):
+        if exponent.dtype.kind in "iu" and np.asarray(self).dtype.kind in "iu" and \
+                (exponent < 0).any():
+            return _int_pow(np.asarray(self), exponent)
+        return np.power(self, exponent)
+    if exponent == 2:  # (the common cases, faster than np.power)
+        return self * self
+    if exponent == 0.5 and self.dtype in D.FLOATING:
+        return np.sqrt(self)
+    if self.dtype.kind in "iu" and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    tok = quiet_on()
-    try:
-        if e == 2:
-            data = ad * ad
-        elif e == 0.5 and ad.dtype in D.FLOATING:
-            data = np.sqrt(ad)
-        else:
-            data = np.power(ad, e)
-            if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
-                data = data.astype(ad.dtype)
-    finally:
-        quiet_off(tok)
-    if STATE.enabled and input._requires_grad:
-        return record(data, PowBackward0((edge_of(input),), (Saved(input), e)))
-    return _make(data)
+    return np.power(self, exponent)
 
 
-@op(method=False, methods=("__rpow__",))
+def _int_pow(a, b):
+    """Integers to integer powers, some negative: 1 and -1 keep a value, others give 0, as
+    PyTorch's integer kernel."""
+    r = np.power(a, np.maximum(b, 0))
+    neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(b < 0, neg, r).astype(r.dtype, copy=False)
+
+
+@pow.backward
+def _(ctx, grad):
+    a, b = ctx.self, ctx.exponent
+    ga = gb = None
+    if ctx.needs(0):
+        ga = X.where(b == 0, X.zeros_like(grad), grad * b * a ** (b - 1))
+    if ctx.needs(1):
+        # PyTorch's mask: a == 0 and real(b) >= 0
+        gb = X.where((a == 0) & (b.real >= 0), X.zeros_like(grad), grad * ctx.result * X.log(a))
+    return ga, gb
+
+
+def _pow_number_bw(grad, a, e):
+    """The gradient of ``a ** e`` for a number ``e`` (PowBackward0)."""
+    if e == 0:
+        return X.zeros_like(grad)
+    if e == 1:
+        return grad
+    if e == 2:
+        return grad * (a * 2)
+    return grad * (e * a ** (e - 1))
+
+
+_overloads: list = []
+pow._on_scalar.append(_overloads.append)
+
+
+@pow.scalar("PowBackward0", saved=("self", "exponent"))
+def _(ctx, grad):
+    return _pow_number_bw(grad, ctx.self, ctx.exponent),
+
+
+def _pow0_bw(self, g, graph):
+    # the formula without a ctx: the one saved tensor unpacked (version-checked) directly
+    sa, e = self._saved
+    return _pow_number_bw(g, sa.get(self, graph), e),
+
+
+_overloads[0].node_cls._bw = _pow0_bw
+
+
+@pow.scalar("PowBackward2", saved=("self", "result", "exponent"), first=True)
+def _(ctx, grad):
+    base, o = ctx.self, ctx.result
+    if base == 0:
+        return X.where(o == 0, X.zeros_like(grad), grad * 0),
+    # log of the base: complex for a complex base, nan for a negative real one (as PyTorch's)
+    lb = cmath.log(base) if isinstance(base, complex) else \
+        math.log(base) if base > 0 else math.nan
+    return grad * o * lb,
+
+
+PowBackward1 = pow.node_cls
+OPS["_pow_method"]["methods"] += ("__pow__",)
+pow = pow.fn
+
+
+@composite(method=False, methods=("__rpow__",))
 def _rpow(self, other):
-    """scalar ** tensor."""
+    """``other ** self`` for a number ``other`` (PyTorch's pow with a number base)."""
     if not _scalar_ok(other):
         return NotImplemented
-    ed, other = _scalar_data(self._data, other)
-    if ed.dtype == D.BF16:  # PyTorch converts the base to bfloat16 first
-        other = float(D.BF16.type(other))
-    data = np.power(other, ed)
-    if data.dtype != ed.dtype:
-        data = data.astype(ed.dtype if ed.dtype in D.INEXACT else data.dtype)
-    if STATE.enabled and self._requires_grad:
-        res = record(data, None)
-        res._grad_fn = PowBackward2((edge_of(self),), (other, Saved(res, True), Saved(self)))
-        return notify(res)
-    return _make(data)
+    return pow(other, self)
 
 
 @op()
@@ -675,28 +653,19 @@ def float_power(input, exponent):
 
 
 # --- unary ----------------------------------------------------------------------------
-class NegBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return -g,
-
-
-@op(methods=("__neg__", "negative"))
-def neg(input):
-    """-input; NegBackward0."""
-    if input._data.dtype == np.bool_:
+def _neg_np(d):
+    if d.dtype == np.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
                            "are trying to invert a mask, use the `~` or `logical_not()` operator "
                            "instead.")
-    d = np.negative(input._data)
-    if STATE.enabled and input._requires_grad:
-        return record(d, NegBackward0((edge_of(input),), ()))
-    return _make(d)
+    return np.negative(d)
 
 
-negative = neg
+_neg = unary("neg", _neg_np, lambda g, x, y: -g, module=__name__, saved=(), promote=None,
+             aliases=("negative",), fp_safe=True, doc="-input; NegBackward0.")
+neg = negative = _neg.fn
+NegBackward0 = _neg.node_cls
+OPS["neg"]["methods"] += ("__neg__",)
 
 
 @op(methods=("__pos__",), function=True)
@@ -965,10 +934,9 @@ def _frac_np(d):
 
 
 _unary_op("frac", _frac_np, lambda g, x, y: g, floating=False, complex_kernel="frac_cpu")
-_round0 = _unary_op("_round0", _keep_int(np.round), _zero_grad, floating=False,
-                    node="RoundBackward0", complex_kernel="round_vml_cpu")
+_round0 = _unary_op("round", _keep_int(np.round), _zero_grad, floating=False,
+                    complex_kernel="round_vml_cpu")
 from . import OPS as _OPS  # noqa: E402
-_OPS.pop("_round0")
 
 
 @defop("_round1", node="RoundBackward1", elementwise=True, function=False, method=False)
@@ -989,7 +957,6 @@ _round1 = _round1.fn
 _OPS.pop("_round1")  # reached through round(input, decimals=...)
 
 
-@op()
 def round(input, *, decimals=UNSET):
     """Round half to even (to ``decimals`` places); zero gradient: RoundBackward0, or
     RoundBackward1 when ``decimals`` is given (even 0: PyTorch's round.decimals overload)."""
@@ -1000,16 +967,20 @@ def round(input, *, decimals=UNSET):
     return _round1(input, decimals)
 
 
+round = front(_OPS["round"]["spec"], round)
+
+
 def special_round(input, *, decimals=0):
     """``torch.special.round``: round with ``decimals`` always passed (RoundBackward1)."""
     return round(input, decimals=decimals)
 
 
-@op()
+@composite()
 def square(input):
-    """input * input (bool becomes int64); PowBackward0."""
-    if input._data.dtype == np.bool_:
-        input = _make(input._data.astype(np.int64))
+    """input ** 2, as PyTorch computes it (PowBackward0; bool becomes int64)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"square(): argument 'input' (position 1) must be Tensor, not "
+                        f"{D.type_name(input)}")
     return pow(input, 2)
 
 
@@ -1073,24 +1044,28 @@ def to_dtype(x, dt, memory_format=None):
     return _make(d)
 
 
-class CloneBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return g,
+def _clone_batch(spec, arrays, params):
+    """clone of a batch: each sample's layout is kept (a channels-last layout is a sample's)."""
+    mf = params.get("memory_format")
+    return layout_copy(arrays[0], None if mf in _CHANNELS_LAST_ORDER else mf)
 
 
-@op()
-def clone(input, *, memory_format=None):
+@defop("clone", node="CloneBackward0", linear=True, batch=_clone_batch)
+def clone(self, *, memory_format=None):
     """A copy with its own storage, keeping the memory layout (PyTorch's preserve_format),
     row-major (contiguous_format) or channels-last; CloneBackward0."""
-    d = layout_copy(input._data, memory_format)
-    if STATE.enabled and input._requires_grad:
-        return record(d, CloneBackward0((edge_of(input),), ()))
-    return _make(d)
+    return layout_copy(self, memory_format)
 
 
+@clone.backward
+def _(ctx, grad):
+    return (grad,)
+
+
+CloneBackward0 = clone.node_cls
+CloneBackward0._bw = lambda self, g, graph: (g,)  # the formula, without a ctx
+_clone, clone = clone, clone.fn
+_clone.declared = clone  # (what ``quick`` calls for a dtype the forward does not take as is)
 
 
 def layout_copy(src, memory_format):
@@ -1106,7 +1081,7 @@ def layout_copy(src, memory_format):
     return np.ascontiguousarray(src.transpose(last)).transpose(back)
 
 
-@op()
+@composite()
 def contiguous(input, memory_format=None):
     """Self when already laid out as ``memory_format`` asks (row-major by default), else a
     copy that is."""
@@ -1116,17 +1091,21 @@ def contiguous(input, memory_format=None):
         return clone(input, memory_format=memory_format)
     if input._data.flags.c_contiguous:
         return input
-    return clone(input, memory_format="torch.contiguous_format")
+    return quick(_clone, input, (), _ROW_MAJOR, _ROW_MAJOR)
+
+
+_ROW_MAJOR = {"memory_format": "torch.contiguous_format"}
 
 
 # --- comparisons and logical ops (never differentiable) --------------------------------
 _NUMBERS = (int, float, bool, complex)
 
 
-def _cmp(np_fn, name, ordered):
+def _cmp(np_fn, name, ordered, aliases=()):
     """Declare the elementwise comparison ``name`` (bool result, no derivative) of two tensors
-    or a tensor and a number, and its operator method; ``ordered`` (lt, le, gt, ge): complex
-    operands are refused with PyTorch's dispatch error, as complex numbers have no order."""
+    or a tensor and a number, its other names, and its operator method; ``ordered`` (lt, le,
+    gt, ge): complex operands are refused with PyTorch's dispatch error, as complex numbers
+    have no order."""
     def forward(self, other):
         # a number the tensor's dtype cannot hold comes as a Python int (ops/_spec.py
         # ``_scalar_run``): PyTorch converts it to that dtype, wrapping around (``uint8 == -1``
@@ -1138,7 +1117,8 @@ def _cmp(np_fn, name, ordered):
     forward.__name__ = forward.__qualname__ = name
     forward.__doc__ = f"Elementwise {name} (bool result, no gradient)."
     spec = defop(name, node=None, inputs=("self", "other"), differentiable=False,
-                 elementwise=True, complex_kernel=name + "_cpu" if ordered else None)(forward)
+                 elementwise=True, complex_kernel=name + "_cpu" if ordered else None,
+                 aliases=aliases)(forward)
     spec.scalar(None)  # eq(x, 1.5): the number as the second input only, as PyTorch's
     method = _OPS[f"_{name}_method"]["fn"]
     dunder = f"__{name}__"
@@ -1151,21 +1131,18 @@ def _cmp(np_fn, name, ordered):
 
     operator.__name__ = operator.__qualname__ = dunder
     operator.__doc__ = f"``self {_SYMBOLS[name]} other``."
-    op(f"_{name}", function=False, method=False, methods=(dunder,))(operator)
+    (op if name in ("eq", "ne") else composite)(f"_{name}", function=False, method=False,
+                                                methods=(dunder,))(operator)
     return spec.fn
 
 
 _SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 eq = _cmp(np.equal, "eq", False)
-ne = _cmp(np.not_equal, "ne", False)
-lt = _cmp(np.less, "lt", True)
-le = _cmp(np.less_equal, "le", True)
-gt = _cmp(np.greater, "gt", True)
-ge = _cmp(np.greater_equal, "ge", True)
-# PyTorch's other names, functions and methods both
-for _alias, _fn in (("not_equal", ne), ("less", lt), ("less_equal", le), ("greater", gt),
-                    ("greater_equal", ge)):
-    op(_alias)(_fn)
+ne = _cmp(np.not_equal, "ne", False, ("not_equal",))
+lt = _cmp(np.less, "lt", True, ("less",))
+le = _cmp(np.less_equal, "le", True, ("less_equal",))
+gt = _cmp(np.greater, "gt", True, ("greater",))
+ge = _cmp(np.greater_equal, "ge", True, ("greater_equal",))
 
 
 def _integral(name, d, other=None):
@@ -1207,8 +1184,8 @@ def _bitwise(np_fn, name, symbol):
 
     operator.__name__ = operator.__qualname__ = f"__{symbol}__"
     operator.__doc__ = f"``self {symbol} other``, either way round."
-    op(f"_{symbol}", function=False, method=False, methods=(f"__{symbol}__",
-                                                            f"__r{symbol}__"))(operator)
+    composite(f"_{symbol}", function=False, method=False,
+              methods=(f"__{symbol}__", f"__r{symbol}__"))(operator)
     return spec.fn
 
 
@@ -1226,7 +1203,7 @@ bitwise_not = unary("bitwise_not", _invert_np, None, module=__name__, promote=No
                     doc="Elementwise bitwise NOT of an integer or bool tensor.").fn
 
 
-@op("_invert", function=False, method=False, methods=("__invert__",))
+@composite("_invert", function=False, method=False, methods=("__invert__",))
 def _invert(self):
     """``~self``: bitwise NOT; Python's TypeError for a floating or complex tensor."""
     if self._data.dtype.kind in "fc":
@@ -1243,12 +1220,13 @@ def equal(input, other) -> bool:
 
 @op()
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    a, b = input._data, other._data
-    try:
-        np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise broadcast_error(a.shape, b.shape) from None
-    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    """Whether ``isclose`` holds everywhere, as PyTorch computes it."""
+    from .elementwise_more import isclose
+    for i, (n, v) in enumerate((("input", input), ("other", other))):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"allclose(): argument '{n}' (position {i + 1}) must be Tensor, not "
+                            f"{D.type_name(v)}")
+    return bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
 from .. import _tensor as _tensor_module  # noqa: E402
