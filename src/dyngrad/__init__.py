@@ -58,6 +58,9 @@ try:
     for _name, _info in _OPS.items():
         if _info["function"] and not _name.startswith("_"):
             globals().setdefault(_name, _guard(_info["fn"], _name))
+    # the private ops PyTorch also exposes at top level (torch._softmax, torch._log_softmax)
+    _softmax = _guard(_OPS["_softmax"]["fn"], "_softmax")
+    _log_softmax = _guard(_OPS["_log_softmax"]["fn"], "_log_softmax")
     _attach_methods(Tensor)
     del _name, _info
 

@@ -24,8 +24,8 @@ def _softmax_dim(ndim):
 def _along(name, scalar, kernel, x, k):
     """softmax or log_softmax of array ``x`` along axis ``k``: ``scalar(x)`` for a 0-d input,
     ``kernel(x, k)`` otherwise; PyTorch has no integer (or bool) kernels (a non-empty integer
-    input is an error)."""
-    if x.dtype not in D.INEXACT and x.size:
+    input is an error, and so is a complex one)."""
+    if (x.dtype not in D.INEXACT or x.dtype.kind == "c") and x.size:
         kernel_name = f"{name}_lastdim_kernel_impl" if x.ndim == 0 or k == x.ndim - 1 else \
             f"{name}_kernel_impl"
         raise NotImplementedError(f'"{kernel_name}" not implemented for '
