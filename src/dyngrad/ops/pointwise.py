@@ -638,7 +638,7 @@ def _rpow(self, other):
     return pow(other, self)
 
 
-@op()
+@composite()
 def float_power(input, exponent):
     """``input ** exponent`` computed in double precision, as PyTorch's: complex128 when
     either operand is complex, else float64."""

@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 
 from .. import _dtype as D
-from . import inplace_of, op
+from . import composite, inplace_of, op
 from .._fperr import quiet, quiet_off, quiet_on
 from .pointwise import UNSET
 from .._tensor import _dim
@@ -1150,7 +1150,7 @@ def count_nonzero(self, dim=None):
 count_nonzero = count_nonzero.fn
 
 
-@op(function=False)
+@composite(function=False)
 def sum_to_size(input, *size):
     """Sum over the dims that ``size`` broadcasts (PyTorch's sum_to): SumBackward1 (with
     keepdim), then a view without the leading dims; the tensor itself when nothing is summed."""

@@ -812,7 +812,7 @@ _diagonal_copy_any = X.twin(lambda g, offset, d1, d2: _np_diag_view(g, offset, d
                             lambda g, offset, d1, d2: diagonal(g, offset, d1, d2).clone())
 
 
-@op()
+@composite()
 def ravel(input):
     """The elements as a 1-D tensor (a view when possible): PyTorch's
     ``contiguous().view(-1)`` (CloneBackward0 first when the input is not contiguous)."""

@@ -27,10 +27,10 @@ def _int(v, fn, arg, pos):
     return int(v)
 
 
-def dual(name, impl):
+def dual(name, impl, composite=False):
     """Register ``impl(p, input, ...)`` as ``dyngrad.<name>`` (``p`` = 1: argument positions
     count the input) and as ``Tensor.<name>`` (``p`` = 0), so type errors name PyTorch's
-    positions for each form."""
+    positions for each form; ``composite``: the op is one (see ``ops.composite``)."""
     def function(input, *args, **kwargs):
         return impl(1, input, *args, **kwargs)
 
@@ -39,7 +39,7 @@ def dual(name, impl):
 
     function.__name__ = function.__qualname__ = method.__name__ = method.__qualname__ = name
     function.__doc__ = method.__doc__ = impl.__doc__
-    op(name, method=False)(function)
+    op(name, method=False, composite=composite)(function)
     op("_" + name + "_method", function=False, method=False, methods=(name,))(method)
     return function
 
@@ -194,7 +194,7 @@ def _unsafe_chunk(p, input, chunks, dim=0):
 
 unsafe_split = dual("unsafe_split", _unsafe_split)
 unsafe_split_with_sizes = dual("unsafe_split_with_sizes", _unsafe_split_with_sizes)
-unsafe_chunk = dual("unsafe_chunk", _unsafe_chunk)
+unsafe_chunk = dual("unsafe_chunk", _unsafe_chunk, composite=True)
 
 
 # --- diagflat --------------------------------------------------------------------------------
@@ -207,7 +207,7 @@ def _diagflat(p, input, offset=0):
     return diag_embed(flat, offset, -2, -1)  # PyTorch's dims (the node shows them)
 
 
-diagflat = dual("diagflat", _diagflat)
+diagflat = dual("diagflat", _diagflat, composite=True)
 
 
 # --- diff ------------------------------------------------------------------------------------
