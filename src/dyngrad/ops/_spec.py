@@ -1386,14 +1386,16 @@ def _one_tensor_public(spec, general, record):
 
     def has_backward():
         nonlocal record_args
-        record_args = fast.record_args = _record_args(spec, record1, pos_params, defaults)
+
+        def first(r, input, args, kwargs):  # generated on the first recording
+            nonlocal record_args
+            record_args = fast.record_args = _record_args(spec, record1, pos_params, defaults)
+            return record_args(r, input, args, kwargs)
+        record_args = fast.record_args = first
 
     has_backward()
     spec._on_backward.append(has_backward)
     return fast
-
-
-_SAVE_CODE: dict = {}
 
 
 def _one_tensor_record(spec, record):
@@ -1409,12 +1411,8 @@ def _one_tensor_record(spec, record):
              f"Saved(extra[{spec.extra_outputs.index(n)}])" if n in spec.extra_outputs else
              f"raw[{n!r}]" for n in spec.saved]
     src = f"def save(res, input, raw, extra):\n    return ({''.join(e + ', ' for e in exprs)})\n"
-    code = _SAVE_CODE.get(src)
-    if code is None:  # ops keeping the same values share one compiled function body
-        code = _SAVE_CODE[src] = compile(src, "<saved values>", "exec")
-    ns = {"Saved": Saved, "raw_dims": _raw_dims_quick}
-    exec(code, ns)  # noqa: S102 (from the declaration's saved names)
-    save = ns["save"]
+    # (ops keeping the same values share one compiled body, compiled on first use)
+    save = _compiled_lazily(lambda: src, {"Saved": Saved, "raw_dims": _raw_dims_quick}, "save")
     outputs, node_cls = spec.outputs, spec.node_cls
 
     def rec(r, input, raw):
@@ -1893,13 +1891,15 @@ def _view_public(name, forward, sig, classes, saveds, not_view, multi=False):
         ns["_cls"] = classes[0]
     # named as a file of the package (its nodes' creation site is the caller's frame above it)
     # and kept in linecache, so tracebacks show the generated lines
-    import linecache
     import os
     src = "\n".join(lines) + "\n"
     fname = os.path.join(os.path.dirname(__file__), f"<view {name}>")
-    linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
-    exec(compile(src, fname, "exec"), ns)  # noqa: S102 (from the forward's signature)
-    return ns[name]
+
+    def source():  # compiled on the first call
+        import linecache
+        linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
+        return src
+    return _compiled_lazily(source, ns, name, fname)
 
 
 def _first(r):
@@ -2112,16 +2112,41 @@ _CTX: dict = {}  # node class -> its backward (``_direct_bw``)
 _CODE: dict = {}  # generated source -> its compiled code (ops generating the same share it)
 
 
-def _compiled(src: str, ns: dict, name: str):
+def _compiled(src: str, ns: dict, name: str, filename: str | None = None):
     """Function ``name`` of the generated ``src`` defined in ``ns``, compiled once per source
     under a file name of the package (so a node it creates names the caller's line)."""
     code = _CODE.get(src)
     if code is None:
         import os
-        code = _CODE[src] = compile(src, os.path.join(os.path.dirname(__file__), "<defop>"),
-                                    "exec")
+        code = _CODE[src] = compile(
+            src, filename or os.path.join(os.path.dirname(__file__), "<defop>"), "exec")
     exec(code, ns)  # noqa: S102 (generated from a declaration)
     return ns[name]
+
+
+_STAND_IN: dict = {}  # function name -> compiled code of its stand-in
+
+
+def _compiled_lazily(make_src: Callable, ns: dict, name: str, filename: str | None = None):
+    """Function ``name`` of the source ``make_src()`` generates (adding what it needs to
+    ``ns``), generated and compiled on its first call: until then a stand-in of the same
+    identity runs, which takes the real code in its place, so importing compiles nothing."""
+    code = _STAND_IN.get(name)
+    if code is None:
+        code = _STAND_IN[name] = compile(
+            f"def {name}(*args, **kwargs):\n    _build()\n    return {name}(*args, **kwargs)\n",
+            "<defop>", "exec")
+
+    def build():
+        src = make_src()
+        real = _compiled(src, dict(ns), name, filename)
+        stand_in.__code__ = real.__code__
+        stand_in.__defaults__, stand_in.__kwdefaults__ = real.__defaults__, real.__kwdefaults__
+
+    ns["_build"] = build
+    exec(code, ns)  # noqa: S102 (a fixed stand-in)
+    stand_in = ns[name]
+    return stand_in
 
 
 def _direct_bw(spec) -> Callable:
@@ -2218,6 +2243,12 @@ def _positional_call(spec, slow, pos_params, n_min, defaults, record):
     ns = {"slow": slow, "Tensor": Tensor, "kinds": spec.kinds, "forward": spec.forward,
           "_dim": _dim, "edges_first": edges_first, "quiet_on": quiet_on, "_make": _make,
           "quiet_off": quiet_off, "STATE": STATE, "record": record, "record_args": None}
+    return _compiled_lazily(lambda: _positional_src(spec, ns, pos_params, n_min, n_max,
+                                                    defaults), ns, "f")
+
+
+def _positional_src(spec, ns, pos_params, n_min, n_max, defaults) -> str:
+    """The source of ``_positional_call``'s function (its constants added to ``ns``)."""
     names = [f"a{j}" for j in range(1, n_max)]
     lines = ["def f(*args, **kwargs):",
              "    n = len(args)",
@@ -2259,7 +2290,7 @@ def _positional_call(spec, slow, pos_params, n_min, defaults, record):
         lines += ["    if STATE.enabled and input._requires_grad:",
                   "        return f.record_args(r, input, args, kwargs)",
                   "    return record(r, (input,), None)"]
-    return _compiled("\n".join(lines) + "\n", ns, "f")
+    return "\n".join(lines) + "\n"
 # --- ops of one tensor and several outputs, no other argument (frexp) ---------------------------
 def _unary_or_outputs(self, cls=None):
     """``_unary_public``, except for an op of several outputs (``frexp``): None, so its public
