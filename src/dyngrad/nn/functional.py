@@ -650,6 +650,11 @@ def rrelu(input, lower=1. / 8, upper=1. / 3, training=False, inplace=False):
                 inplace_spec=_A.rrelu_with_noise_inplace)
 
 
+def rrelu_(input, lower=1. / 8, upper=1. / 3, training=False):
+    """rrelu in place (RreluWithNoiseBackward1)."""
+    return rrelu(input, lower, upper, training, True)
+
+
 # --- losses ---------------------------------------------------------------------------
 def _loss_reduce(loss, reduction):
     if reduction == "mean":
