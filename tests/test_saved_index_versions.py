@@ -41,7 +41,7 @@ CASES = {
 }
 
 # still computed from the changed index (strict: one that comes to match fails here)
-KNOWN = {"index_select", "masked_select", "getitem", "index_put"}
+KNOWN = {"index_select", "masked_select"}
 
 
 def _run(M, name):
@@ -66,10 +66,13 @@ def test_index_changed_before_backward(name):
     assert _run(dyngrad, name) == _run(torch, name)
 
 
-def test_second_backward_through_scatter_raises():
-    """Its node keeps the index, so it is freed after backward, as PyTorch's."""
+@pytest.mark.parametrize("op", [lambda x, i: x.scatter(1, i, 2.0), lambda x, i: x[i[0]],
+                                lambda x, i: x.index_put((i[0],), dyngrad.tensor(1.0))],
+                         ids=["scatter", "getitem", "index_put"])
+def test_second_backward_raises(op):
+    """These nodes keep the index, so they are freed after backward, as PyTorch's."""
     x = dyngrad.ones(2, 3, requires_grad=True)
-    s = x.scatter(1, _mat(dyngrad), 2.0).sum()
+    s = op(x, _mat(dyngrad)).sum()
     s.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         s.backward()

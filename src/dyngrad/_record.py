@@ -61,6 +61,28 @@ def record(data, node):
     return t
 
 
+def keep_indices(node, *indices):
+    """Keep the index or mask tensors among ``indices`` (a tensor, or a tuple or list holding
+    some) as PyTorch's node saves them: changed in place before backward, they make backward
+    raise PyTorch's version error instead of reading the new values (``indices_unchanged``)."""
+    kept = []
+    for i in indices:
+        for t in (i if isinstance(i, (tuple, list)) else (i,)):
+            if isinstance(t, Tensor):
+                kept.append(Saved(t))
+            elif isinstance(t, (tuple, list)):
+                kept.extend(Saved(u) for u in t if isinstance(u, Tensor))
+    if kept:
+        node.__dict__["_indices"] = tuple(kept)
+    return node
+
+
+def indices_unchanged(node) -> None:
+    """PyTorch's version check of the tensors ``keep_indices`` kept for ``node``."""
+    for s in node.__dict__.get("_indices", ()):
+        s.get(node, False)
+
+
 def notify(t):
     """Note the output dtype of a tensor whose grad_fn was set by hand, and run the
     graph-construction observers."""

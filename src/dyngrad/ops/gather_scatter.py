@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
-from .._record import STATE, Node, Saved, Tensor, edge_of, record, sum_to
+from .._record import (STATE, Node, Saved, Tensor, edge_of, indices_unchanged, keep_indices,
+                       record, sum_to)
 from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _dtype as D
@@ -56,27 +57,12 @@ def _T(a):
 
 
 
-def _keep_index(node, index):
-    """Keep the index (or mask) tensor as PyTorch's node saves it: changed in place before
-    backward, it makes backward raise PyTorch's version error instead of reading new values."""
-    if isinstance(index, Tensor):
-        node.__dict__["_index"] = Saved(index)
-    return node
-
-
-def _index_unchanged(node):
-    """PyTorch's version check of the saved index (see ``_keep_index``)."""
-    s = node.__dict__.get("_index")
-    if s is not None:
-        s.get(node, False)
-
-
 # --- gather / scatter ---------------------------------------------------------------------------
 class GatherBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        _index_unchanged(self)
+        indices_unchanged(self)
         shape, dim, index, sx, _ = self._saved
         sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
         return _scatter_add_any(g, shape, dim, index),
@@ -96,7 +82,7 @@ def gather(input, dim, index, *, sparse_grad=False):
         _check_along(d, idx, k, "gather")
         data = d[_along(idx, k)]
     if STATE.enabled and input._requires_grad:
-        return record(data, _keep_index(GatherBackward0((edge_of(input),), (d.shape, k, idx, Saved(input),
+        return record(data, keep_indices(GatherBackward0((edge_of(input),), (d.shape, k, idx, Saved(input),
                                                                 raw_dim(dim))), index))
     return _make(data)
 
@@ -145,7 +131,7 @@ class ScatterBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        _index_unchanged(self)
+        indices_unchanged(self)
         dim, index, sshape, _ = self._saved
         gself = gsrc = None
         if self.next_functions[0][0] is not None:
@@ -165,7 +151,7 @@ class ScatterAddBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        _index_unchanged(self)
+        indices_unchanged(self)
         dim, index, sshape, _ = self._saved
         gsrc = None
         if self.next_functions[1][0] is not None:
@@ -215,13 +201,13 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
             return _make(data)
         if reduce is not None:
             return record(data, NotImplemented_((edge_of(input), edge_of(src)), ("scatter",)))
-        return record(data, _keep_index(ScatterBackward0((edge_of(input), edge_of(src)),
+        return record(data, keep_indices(ScatterBackward0((edge_of(input), edge_of(src)),
                                              (k, idx, src._data.shape, raw)), index))
     if not input._requires_grad:
         return _make(data)
     if reduce is not None:
         return record(data, NotImplemented_((edge_of(input),), ("scatter",)))
-    return record(data, _keep_index(ScatterBackward1((edge_of(input),), (k, idx, (), raw)), index))
+    return record(data, keep_indices(ScatterBackward1((edge_of(input),), (k, idx, (), raw)), index))
 
 
 @op()
@@ -229,7 +215,7 @@ def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
     data, idx, k, raw = _scatter_data(input, dim, index, src, "add", "scatter_add")
     if STATE.enabled and (input._requires_grad or src._requires_grad):
-        return record(data, _keep_index(ScatterAddBackward0((edge_of(input), edge_of(src)),
+        return record(data, keep_indices(ScatterAddBackward0((edge_of(input), edge_of(src)),
                                                 (k, idx, src._data.shape, raw)), index))
     return _make(data)
 
@@ -286,7 +272,7 @@ class IndexAddBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        _index_unchanged(self)
+        indices_unchanged(self)
         dim, idx, sshape, alpha, ss = self._saved[:5]
         gs = None
         if self.next_functions[1][0] is not None:
@@ -349,7 +335,7 @@ def index_add(input, dim, index, source, *, alpha=1):
         src = src.reshape(exp_shape)  # a 0-d source or self: one element
     np.add.at(tgt, _dim_key(tgt, k, idx), src.astype(d.dtype, copy=False))
     if STATE.enabled and (input._requires_grad or source._requires_grad):
-        return record(out, _keep_index(IndexAddBackward0((edge_of(input), edge_of(source)),
+        return record(out, keep_indices(IndexAddBackward0((edge_of(input), edge_of(source)),
                                              (k, idx, sd.shape, alpha,
                                               Saved(source) if source._requires_grad else None,
                                               raw_dim(dim), sd.ndim)), index))
@@ -360,7 +346,7 @@ class IndexFillBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        _index_unchanged(self)
+        indices_unchanged(self)
         dim, idx = self._saved[:2]
         gs = _index_zero_any(g, dim, idx)
         gv = None
@@ -389,12 +375,12 @@ def index_fill(input, dim, index, value):
                                f"tensor with {value._data.ndim} dimension(s).")
         tgt[_dim_key(tgt, k, idx)] = value._data
         if STATE.enabled and (input._requires_grad or value._requires_grad):
-            return record(out, _keep_index(IndexFillBackward1((edge_of(input), edge_of(value)),
+            return record(out, keep_indices(IndexFillBackward1((edge_of(input), edge_of(value)),
                                                        (k, idx, raw_dim(dim))), index))
         return _make(out)
     tgt[_dim_key(tgt, k, idx)] = value
     if STATE.enabled and input._requires_grad:
-        return record(out, _keep_index(IndexFillBackward0((edge_of(input),), (k, idx, raw_dim(dim))), index))
+        return record(out, keep_indices(IndexFillBackward0((edge_of(input),), (k, idx, raw_dim(dim))), index))
     return _make(out)
 
 
@@ -402,7 +388,7 @@ class IndexCopyBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        _index_unchanged(self)
+        indices_unchanged(self)
         dim, idx, sshape, ss = self._saved[:4]
         if ss is not None:
             ss.get(self, False)  # source is saved for its gradient, as PyTorch's
@@ -431,7 +417,7 @@ def index_copy(input, dim, index, source):
                            f"{list(sd.shape[:k] + sd.shape[k + 1:])} at dimension 0.")
     tgt[_dim_key(tgt, k, idx)] = sd.reshape(exp_shape)
     if STATE.enabled and (input._requires_grad or source._requires_grad):
-        return record(out, _keep_index(IndexCopyBackward0((edge_of(input), edge_of(source)),
+        return record(out, keep_indices(IndexCopyBackward0((edge_of(input), edge_of(source)),
                                               (k, idx, sd.shape,
                                                Saved(source) if source._requires_grad else None,
                                                raw_dim(dim), sd.ndim)), index))
@@ -451,7 +437,7 @@ class MaskedFillBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        _index_unchanged(self)
+        indices_unchanged(self)
         mask, shape = self._saved
         gs = sum_to(_masked_zero_any(g, mask), shape)
         gv = None
@@ -492,9 +478,9 @@ def masked_fill(input, mask, value):
     if STATE.enabled:
         if isinstance(value, Tensor):
             if input._requires_grad or value._requires_grad:
-                return record(out, _keep_index(MaskedFillBackward1((edge_of(input), edge_of(value)), (md, d.shape)), mask))
+                return record(out, keep_indices(MaskedFillBackward1((edge_of(input), edge_of(value)), (md, d.shape)), mask))
         elif input._requires_grad:
-            return record(out, _keep_index(MaskedFillBackward0((edge_of(input),), (md, d.shape)), mask))
+            return record(out, keep_indices(MaskedFillBackward0((edge_of(input),), (md, d.shape)), mask))
     return _make(out)
 
 
@@ -537,7 +523,7 @@ class MaskedScatterBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        _index_unchanged(self)
+        indices_unchanged(self)
         mask, n, sshape = self._saved
         sel = _masked_select_any(g, mask)
         rest = int(np.prod(sshape)) - n
@@ -558,7 +544,7 @@ def masked_scatter(input, mask, source):
     out = d.copy()
     out[md] = sd.reshape(-1)[:n]
     if STATE.enabled and (input._requires_grad or source._requires_grad):
-        return record(out, _keep_index(MaskedScatterBackward0((edge_of(input), edge_of(source)),
+        return record(out, keep_indices(MaskedScatterBackward0((edge_of(input), edge_of(source)),
                                                   (np.ascontiguousarray(md), n, sd.shape)), mask))
     return _make(out)
 
@@ -567,7 +553,7 @@ class TakeBackward0(Node):
     __slots__ = ()
 
     def _bw(self, g, graph):
-        _index_unchanged(self)
+        indices_unchanged(self)
         shape, idx, sx = self._saved
         sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
         return _put_add_any(g.reshape(-1), int(np.prod(shape)), idx.reshape(-1)).reshape(shape),
@@ -588,7 +574,7 @@ def take(input, index):
     idx = np.where(idx < 0, idx + n, idx)
     data = d.reshape(-1)[idx]
     if STATE.enabled and input._requires_grad:
-        return record(data, _keep_index(TakeBackward0((edge_of(input),), (d.shape, idx, Saved(input))), index))
+        return record(data, keep_indices(TakeBackward0((edge_of(input),), (d.shape, idx, Saved(input))), index))
     return _make(data)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._record import STATE, Node, Tensor, edge_of, record
+from .._record import STATE, Node, Tensor, edge_of, indices_unchanged, keep_indices, record
 from .views import make_view, alias, expand_shape, unsqueeze
 from .. import _dtype as _DT
 from . import _dual as X
@@ -104,9 +104,9 @@ _view_of_any = X.twin(lambda g, key: g[key].copy(), lambda g, key: g[key])
 
 class IndexBackward0(Node):
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
+        indices_unchanged(self)
         shape, key = self._saved
         return _scatter_any(g, shape, key, True),
 
@@ -297,7 +297,7 @@ def getitem(self, key):
     npkey = _check_adv(adv, d.shape)
     r = np.array(d[npkey], copy=True)
     if STATE.enabled and src._requires_grad:
-        return record(r, IndexBackward0((edge_of(src),), (d.shape, npkey)))
+        return record(r, keep_indices(IndexBackward0((edge_of(src),), (d.shape, npkey)), key))
     return _make(r)
 
 

@@ -12,7 +12,8 @@ import weakref
 import numpy as np
 
 from . import inplace_of, op
-from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
+from .._record import (RECORD_HOOKS, STATE, Node, Tensor, edge_of, indices_unchanged,
+                       keep_indices, notify, record, sum_to)
 from . import _dual as X
 from ._dual import c_order, zeros_like
 from ..autograd.node import AccumulateGrad, Saved, lazy
@@ -893,9 +894,9 @@ def register_inplace_forms():
 
 class IndexPutBackward0(Node):
     __slots__ = ()
-    _needs_saved = False
 
     def _bw(self, g, graph):
+        indices_unchanged(self)
         key, vshape, accumulate = self._saved
         gself = None
         if self.next_functions[0][0] is not None:
@@ -916,7 +917,7 @@ _index_any = X.twin(lambda g, key: g[key], lambda g, key: g[
     if isinstance(key, tuple) else key])
 
 
-def _index_put_fn(old, key, values, accumulate=False):
+def _index_put_fn(old, key, values, accumulate=False, indices=()):
     d = old._data.copy()
     vd = values._data if isinstance(values, Tensor) else values
     try:
@@ -941,14 +942,16 @@ def _index_put_fn(old, key, values, accumulate=False):
     vt = values if isinstance(values, Tensor) else None
     if STATE.enabled and (old._requires_grad or (vt is not None and vt._requires_grad)):
         from .._record import NO_EDGE
-        node = IndexPutBackward0((edge_of(old), edge_of(vt) if vt is not None else NO_EDGE),
-                                 (key, vt._data.shape if vt is not None else (), accumulate))
+        node = keep_indices(IndexPutBackward0(
+            (edge_of(old), edge_of(vt) if vt is not None else NO_EDGE),
+            (key, vt._data.shape if vt is not None else (), accumulate)), indices)
         return record(d, node)
     return _make(d)
 
 
 def index_put_(self, key, values, accumulate=False):
     """``self[key] = values`` (or ``+=`` with ``accumulate``) for advanced indices, in place."""
+    indices = key
     if isinstance(key, tuple):
         key = tuple(k._data if isinstance(k, Tensor) else k for k in key)
     elif isinstance(key, Tensor):
@@ -979,8 +982,8 @@ def index_put_(self, key, values, accumulate=False):
             return self
         # recorded: the result goes into the shared memory (backward then refuses the
         # overlapping region, as PyTorch's CopySlices does)
-        return _apply(self, _index_put_fn, (key, values, accumulate), {}, True)
-    return apply(self, _index_put_fn, key, values, accumulate)
+        return _apply(self, _index_put_fn, (key, values, accumulate, indices), {}, True)
+    return apply(self, _index_put_fn, key, values, accumulate, indices)
 
 
 def index_put_acc(z, key, g):
@@ -992,7 +995,7 @@ def index_put_acc(z, key, g):
 def index_put(self, indices, values, accumulate=False):
     """A copy of ``self`` with ``values`` put (or added) at the advanced index ``indices``."""
     key = tuple(k._data if isinstance(k, Tensor) else k for k in indices)
-    return _index_put_fn(self, key, values, accumulate)
+    return _index_put_fn(self, key, values, accumulate, indices)
 
 
 op("index_put_", function=False)(lambda self, indices, values, accumulate=False:
