@@ -10,8 +10,12 @@ import pytest
 import dyngrad
 from dyngrad.ops import OPS
 
-SAFE = sorted(n for n, i in OPS.items()
-              if i.get("spec") is not None and getattr(i["spec"].forward, "fp_safe", False))
+FP_SAFE = sorted(n for n, i in OPS.items()
+                 if i.get("spec") is not None and getattr(i["spec"].forward, "fp_safe", False))
+# the input alone (probed here on special values) / other arguments too (probed through
+# their op-table rows, on special values in place of their floating inputs)
+SAFE = [n for n in FP_SAFE if OPS[n]["spec"].forward.__code__.co_argcount == 1]
+WITH_ARGS = [n for n in FP_SAFE if n not in SAFE]
 
 
 def _specials(dt):
@@ -69,3 +73,21 @@ def _no_leak(name, dt):
             y.sum().backward()
     if OPS[name]["spec"].elementwise:
         assert y.shape == x.shape
+
+
+@pytest.mark.parametrize("name", WITH_ARGS)
+def test_kernel_with_arguments_never_sets_a_floating_point_error(name):
+    from tests.test_op_spec import _rows_of
+    rows = _rows_of(name)
+    assert rows, f"{name}: no op-table row to probe it with"
+    for row in rows:
+        for smp in row.samples:
+            args = [dyngrad.tensor(np.resize(_specials("float64"), tuple(t.shape)))
+                    if t.is_floating_point() else t
+                    for t in smp.make(dyngrad, requires_grad=False)]
+            with warnings.catch_warnings(), np.errstate(all="raise"):
+                warnings.simplefilter("error")
+                try:
+                    row.fn(*args, *smp.extra, **smp.kwargs)
+                except (RuntimeError, IndexError, TypeError, NotImplementedError):
+                    continue  # an error row

@@ -207,7 +207,7 @@ def _diagflat(p, input, offset=0):
     return diag_embed(flat, offset, -2, -1)  # PyTorch's dims (the node shows them)
 
 
-diagflat = dual("diagflat", _diagflat, composite=True)
+diagflat = dual("diagflat", _diagflat)
 
 
 # --- diff ------------------------------------------------------------------------------------
