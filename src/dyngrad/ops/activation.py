@@ -633,11 +633,14 @@ def _shrink_mask(x, lambd):
     return (x < -lambd) | (x > lambd)
 
 
-@_defop("softshrink_backward", node="SoftshrinkBackwardBackward0",
-        inputs=("grad_output", "self"), saved=("self", "lambd"), function=False, method=False)
-def _softshrink_backward(grad_output, self, lambd):
-    """grad_output where |x| > lambd, else 0."""
+def _shrink_grad(grad_output, self, lambd):
+    """grad_output where |x| > lambd, else 0 (softshrink's and hardshrink's gradient)."""
     return np.where(_shrink_mask(self, lambd), grad_output, np.zeros((), grad_output.dtype))
+
+
+_softshrink_backward = _defop(
+    "softshrink_backward", node="SoftshrinkBackwardBackward0", inputs=("grad_output", "self"),
+    saved=("self", "lambd"), function=False, method=False)(_shrink_grad)
 
 
 _softshrink_bw = _grad_op_rules(
@@ -659,11 +662,9 @@ def softshrink(self, lambd=0.5):
 _backward(softshrink, lambda g, x, lambd: _softshrink_bw(g, x, lambd))
 
 
-@_defop("hardshrink_backward", node="HardshrinkBackwardBackward0",
-        inputs=("grad_output", "self"), saved=("self", "lambd"), function=False, method=False)
-def _hardshrink_backward(grad_output, self, lambd):
-    """grad_output where |x| > lambd, else 0."""
-    return np.where(_shrink_mask(self, lambd), grad_output, np.zeros((), grad_output.dtype))
+_hardshrink_backward = _defop(
+    "hardshrink_backward", node="HardshrinkBackwardBackward0", inputs=("grad_output", "self"),
+    saved=("self", "lambd"), function=False, method=False)(_shrink_grad)
 
 
 _hardshrink_bw = _grad_op_rules(
