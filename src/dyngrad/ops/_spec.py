@@ -880,6 +880,13 @@ def _scalar_run(input, other, overs, spec, p):
             quiet_off(tok)
     if r.dtype != odt and r.dtype.kind != "b":  # (a comparison's bool result is kept)
         r = r.astype(odt)
+    return scalar_record(spec, over, t, v, r)
+
+
+def scalar_record(spec, over, t, v, r):
+    """The result ``r`` of Scalar overload ``over`` of ``spec``'s op on tensor ``t`` and number
+    ``v``, with its node when recording (the end of ``_scalar_run``; a front computing a
+    common case itself ends here too)."""
     if STATE.enabled and t._requires_grad and over.node_cls is not None:
         res = _make(r)
         res._requires_grad = True

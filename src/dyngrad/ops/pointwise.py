@@ -16,7 +16,7 @@ from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
                      grad_dtype, record, sum_to)
 from . import _dual as X
-from ._spec import defop, front, quick, unary
+from ._spec import defop, front, quick, scalar_record, unary
 
 _make = Tensor._make
 _isT = isinstance
@@ -626,6 +626,26 @@ def _(ctx, grad):
 
 
 PowBackward1 = pow.node_cls
+_pow_spec, _pow_declared = pow, OPS["_pow_method"]["fn"]
+
+
+def _pow_method(self, exponent):
+    """``Tensor.pow`` and ``**``: a float tensor squared (MSE's common case) computed and
+    recorded directly as the declaration would (PowBackward0); any other call through it."""
+    if exponent.__class__ is int and exponent == 2 and self.__class__ is Tensor:
+        d = self._data
+        if d.dtype in D.FLOATING and d.dtype != D.BF16:
+            tok = quiet_on()
+            try:
+                r = d * d
+            finally:
+                quiet_off(tok)
+            return scalar_record(_pow_spec, _overloads[0], self, 2, r)
+    return _pow_declared(self, exponent)
+
+
+_pow_method.__name__ = _pow_method.__qualname__ = "pow"
+OPS["_pow_method"]["fn"] = _pow_method
 OPS["_pow_method"]["methods"] += ("__pow__",)
 pow = pow.fn
 
