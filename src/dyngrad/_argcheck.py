@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 from . import _dtype as D
 
@@ -175,7 +176,6 @@ def _method_form(name, err):
     msg = str(err)
     head = f"{name}(): argument "
     if msg.startswith(head):
-        import re
         return type(err)(re.sub(r"\(position (\d+)\)",
                                 lambda m: f"(position {int(m.group(1)) - 1})", msg, count=1))
     combo = f"{name}() received an invalid combination of arguments - got ("
@@ -193,7 +193,6 @@ def _method_form(name, err):
         sig = sig.replace("Tensor input, ", "", 1).replace("Tensor input", "", 1)
         return "" if sig in ("*", "*, ") else sig
 
-    import re
     rest = re.sub(r"\(([^()]*)\)", lambda m: f"({strip(m.group(1))})", rest)
     return TypeError(f"{combo}{got}), but expected{rest}")
 

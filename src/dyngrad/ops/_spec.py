@@ -1962,28 +1962,10 @@ def inplace_node(spec: OpSpec, node: str) -> Callable:
 
 # -- ops whose every output carries a gradient (aminmax, var_mean) ------------------------------
 def _unpacked_ctx(spec) -> Callable:
-    """``make(node, graph)``: the ``ctx`` of ``spec``'s node with every saved value unpacked
-    at once into its own attribute (version-checked in PyTorch's order, as ``Ctx``), for a
-    backward that reads them all."""
-    names, order = spec.saved, spec.unpack_order
-    cls = type("Ctx", (), {"__slots__": ("_node", "_graph") + names, "_only": None,
-                           "needs": Ctx.needs, "op": Ctx.op,
-                           "__doc__": f"What the backward of {spec.name} reads."})
-    new = object.__new__
-
-    def make(node, graph):
-        c = new(cls)
-        c._node, c._graph = node, graph
-        sv = node._saved
-        for pos in order:  # the first invalid one is reported
-            s = sv[pos]
-            if s is not None and s.tensor_ref is None and s.counter[0] != s.version:
-                s.get(node, graph)
-        for name, v in zip(names, sv):
-            setattr(c, name, v.get(node, graph) if type(v) is Saved else v)
-        return c
-
-    return make
+    """``make(self, graph)``: the ``ctx`` of ``spec``'s node ``self`` with every saved value
+    unpacked at once (``_unpacking``), for a backward or forward-mode rule that reads them
+    all."""
+    return _unpacking(spec, "make(self, graph)", "c", lambda self, graph: Ctx(self, graph))
 
 
 def _outputs_node_bw(self, g, graph):
@@ -2161,16 +2143,23 @@ def _direct_bw(spec) -> Callable:
     node unpacks its saved variables before the formula runs), in PyTorch's order, into plain
     attributes of the formula's ``ctx`` (no lookup through ``__getattr__``), then the
     formula; generated from the saved names, so one call does it all."""
+    return _unpacking(spec, "bw(self, g, graph)", "tuple(spec.bw(c, g))",
+                      lambda self, g, graph: tuple(spec.bw(Ctx(self, graph), g)))
+
+
+def _unpacking(spec, head: str, ret: str, general: Callable) -> Callable:
+    """A generated function ``head`` that unpacks every saved value of ``spec``'s node
+    ``self`` into a ctx ``c`` (the first invalid one reported, in PyTorch's order, as
+    ``Ctx._unpack``) and returns ``ret``; ``general`` where the saved names cannot be
+    attributes."""
     names = spec.saved
     if len(set(names)) != len(names) or not all(
             n.isidentifier() and not hasattr(Ctx, n) for n in names):
-        def bw(self, g, graph):
-            return tuple(spec.bw(Ctx(self, graph), g))
-        return bw
-    lines = ["def bw(self, g, graph):",
+        return general
+    lines = [f"def {head}:",
              "    s = self._saved"]
     tensors = set(spec.unpack_order)
-    if len(tensors) > 1:  # the first invalid one is reported (as ``Ctx._unpack``)
+    if len(tensors) > 1:
         for pos in spec.unpack_order:
             lines += [f"    v = s[{pos}]",
                       "    if v is not None and v.tensor_ref is None and "
@@ -2186,11 +2175,11 @@ def _direct_bw(spec) -> Callable:
                       f"    c.{n} = v.get(self, graph) if type(v) is Saved else v"]
         else:
             lines.append(f"    c.{n} = s[{i}]")
-    lines.append("    return tuple(spec.bw(c, g))")
+    lines.append(f"    return {ret}")
     cls = type("Ctx", (Ctx,), {"__slots__": tuple(names),
                                "__doc__": f"What the backward of {spec.name} reads."})
     ns = {"Saved": Saved, "new": object.__new__, "C": cls, "spec": spec}
-    return _compiled("\n".join(lines) + "\n", ns, "bw")
+    return _compiled("\n".join(lines) + "\n", ns, head[:head.index("(")])
 
 
 def _record_args(spec, record1, pos_params, defaults):
