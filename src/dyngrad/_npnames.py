@@ -138,7 +138,7 @@ def _exact(fn, name, ps, extra):
     than ``*args, **kwargs``)."""
     from ._argcheck import method_failed
     ns = {"_fn": fn, "_M": _M, "_slow": _slow, "_d": [], "_name": name,
-          "_failed": method_failed,
+          "_failed": _failed, "_names": tuple(p.name for p in ps), "_check": method_failed,
           "_caught": (AttributeError, TypeError, ValueError, IndexError, KeyError)}
     targets = {ALIASES[a] for a in extra}
     sig, fwd, need, star, seen_default = [], [], [], False, False
@@ -184,7 +184,10 @@ def _exact(fn, name, ps, extra):
     # an error from inside (NumPy's, Python's) becomes PyTorch's TypeError naming the
     # method and the argument, and so does an operand the op refused (Python's operator
     # protocol); dyngrad's own errors pass through
-    given = f"{{_k: _v for _k, _v in {{{own}}}.items() if _v is not _M}}"
+    # the parameters' values as a tuple (a comprehension here would be a code object
+    # nested in the wrapper's, which makes hashing the wrapper's code, as recording a node
+    # does, slower)
+    given = f"_check, _names, ({', '.join(p.name for p in ps)},)"
     src = (f"def _method({', '.join(sig)}):\n"
            f"    try:\n{body}"
            f"    except _caught as _e:\n"
@@ -216,6 +219,12 @@ def _exact(fn, name, ps, extra):
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CODE: dict = {}  # wrapper source -> its compiled code
+
+
+def _failed(name, fn, check, names, values, e):
+    """``check`` (``_argcheck.method_failed``) for a wrapper's parameters ``names`` holding
+    ``values``, those not given left out."""
+    return check(name, fn, {n: v for n, v in zip(names, values) if v is not _M}, e)
 
 
 def _slow(fn, name, given):
