@@ -29,6 +29,7 @@ ROWS = [
            "DivBackward2"),
     OpInfo("rtruediv", lambda a: 2.0 / a, lambda a: 2.0 / a, POS, "MulBackward0"),
     OpInfo("rtruediv_int", lambda a: 3 / a, lambda a: 3 / a, POS[:1], "MulBackward0"),
+    OpInfo("rtruediv_method", lambda a: a.__rtruediv__(2.0), lambda a: 2.0 / a, POS, "MulBackward0"),
     OpInfo("rpow_number", lambda a: 2.0 ** a, lambda a: 2.0 ** a, [S((3, 4)), S(())], "PowBackward2"),
     OpInfo("positive", lambda a: torch.positive(a * 2) + (+a), lambda a: 3 * a, POS,
            "AddBackward0"),

@@ -135,7 +135,7 @@ class Ctx:
         names = type(node)._spec.saved
         for pos in type(node)._spec.unpack_order:  # the first invalid one is reported
             s = saved[pos]
-            if s is not None and s.tensor_ref is None and s.counter[0] != s.version:
+            if type(s) is Saved and s.tensor_ref is None and s.counter[0] != s.version:
                 s.get(node, graph)
         out = {}
         for name, v in zip(names, saved):
@@ -938,7 +938,8 @@ class _Args:
         sv = node._saved
         for pos, name in type(node)._spec.unpack_seq:
             v = sv[pos]
-            setattr(self, name, None if v is None else v.get(node, graph))
+            # (a Python number in a tensor's place: PyTorch's wrapped number, as ``x * 2``)
+            setattr(self, name, v.get(node, graph) if type(v) is Saved else v)
 
 
 def _bw_of(g, args, bw):
@@ -1531,6 +1532,9 @@ def formula_backward(spec: OpSpec, formula: Callable) -> Callable:
                        *[getattr(ctx, n) for n in names])
 
     spec.backward(bw)
+    if (spec.broadcast or spec.binary) and n_in == 2:
+        summed_backward(spec.node_cls, formula)
+        return formula
     if spec.broadcast or spec.binary or not (len(names) == n_in == 2 and len(tensor_pos) == 2):
         return formula
     # a product keeping each input for the other's gradient: the node's backward unpacks them
@@ -1549,6 +1553,37 @@ def formula_backward(spec: OpSpec, formula: Callable) -> Callable:
 
     spec.node_cls._bw = fast_bw
     return formula
+
+
+def summed_backward(cls: type, formula: Callable) -> None:
+    """Make ``formula(grad, needs, *saved values)`` the backward of node class ``cls`` of a
+    declared op of two tensors that broadcast (``mul``, ``add``; or a ``variant``'s): the
+    saved tensors unpacked in PyTorch's order (a number in a tensor's place, PyTorch's
+    wrapped number, passes as it is), the formula, and each gradient summed back to its
+    input's shape, which the node keeps after its saved values."""
+    spec = cls._spec
+    cls._bw = _summed_formula_bw(formula, tuple(spec.unpack_order), len(spec.saved))
+
+
+def _summed_formula_bw(formula: Callable, tensor_pos: tuple, n_saved: int) -> Callable:
+    def fast_bw(self, g, graph):
+        s = self._saved
+        vals = s[:n_saved]
+        if tensor_pos:
+            vals = list(vals)
+            for p in tensor_pos:
+                v = vals[p]
+                if v.__class__ is Saved:
+                    vals[p] = v.get(self, graph)
+        nf = self.next_functions
+        ga, gb = formula(g, (nf[0][0] is not None, nf[1][0] is not None), *vals)
+        if ga is not None and ga.shape != s[-2]:
+            ga = sum_to(ga, s[-2])
+        if gb is not None and gb.shape != s[-1]:
+            gb = sum_to(gb, s[-1])
+        return ga, gb
+
+    return fast_bw
 
 
 # -- the common call of an op of two tensors and no other argument (mm) -----------------------

@@ -181,8 +181,7 @@ def rsub_number(s, t):
         return _make(np.full(d.shape, v, d.dtype)) - t
     r = np.asarray(s - d, dtype=d.dtype)
     if STATE.enabled and t._requires_grad:
-        return record(r, _pw.SubBackward0(((None, 0), edge_of(t)), (None, None, d.shape,
-                                                                     d.shape, 1)))
+        return record(r, _pw.SubBackward0(((None, 0), edge_of(t)), (1, d.shape, d.shape)))
     return _make(r)
 
 

@@ -777,6 +777,9 @@ op("add_", function=False, methods=("__iadd__",))(add_)
 op("sub_", function=False, methods=("__isub__", "subtract_"))(sub_)
 op("mul_", function=False, methods=("__imul__", "multiply_"))(_mul_)
 op("div_", function=False, methods=("__itruediv__", "divide_", "true_divide_"))(_div_)
+for _n in ("add", "sub", "mul", "div"):
+    # their recorded form is the declared op's, applied in place (``apply``)
+    inplace_of(_n + "_", _n)
 
 
 def _unary_inplace(name, fn_name):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import cmath
 import math
+from functools import partial
 from numbers import Number
 
 import numpy as np
@@ -16,7 +17,8 @@ from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
                      grad_dtype, record, sum_to)
 from . import _dual as X
-from ._spec import defop, front, quick, scalar_record, unary
+from ._spec import (ELEMENTWISE, defop, formula_backward, front, quick, scalar_record,
+                    summed_backward, unary, variant)
 
 _make = Tensor._make
 _isT = isinstance
@@ -96,10 +98,13 @@ def _call2(fn, ad, bd):
         raise
 
 
-def _binary(a, b, fn, cls, save_a, save_b, extra=(), number_first=False):
-    """Shared forward of tensor-tensor and tensor-scalar binary ops.  ``number_first``: a
-    number operand is converted to a bfloat16 tensor's dtype before the op (PyTorch's add and
-    sub do; mul and div compute with it in float32)."""
+def _binary(a, b, fn, cls, save_a, save_b, extra=(), number_first=False, inputs=True):
+    """Shared forward of tensor-tensor and tensor-scalar binary ops, recording ``cls`` with
+    the saved operands (``inputs``: a slot for each, None where not kept; a number stays a
+    number, PyTorch's wrapped number), then ``extra``, then the operands' shapes (the
+    declarations' layout).  ``number_first``: a number operand is converted to a bfloat16
+    tensor's dtype before the op (PyTorch's add and sub do; mul and div compute with it in
+    float32)."""
     if _isT(b, Tensor):
         ad, bd = a._data, b._data
         casts = None
@@ -115,8 +120,8 @@ def _binary(a, b, fn, cls, save_a, save_b, extra=(), number_first=False):
             quiet_off(tok)
         if STATE.enabled and (a._requires_grad or b._requires_grad):
             node = cls((edge_of(a), edge_of(b)),
-                       (Saved(a) if save_a else None, Saved(b) if save_b else None,
-                        ad.shape, bd.shape) + extra)
+                       ((Saved(a) if save_a else None, Saved(b) if save_b else None)
+                        if inputs else ()) + extra + (ad.shape, bd.shape))
             if casts is not None:
                 node._casts = casts
             return record(data, node)
@@ -140,61 +145,13 @@ def _binary(a, b, fn, cls, save_a, save_b, extra=(), number_first=False):
         data = data.astype(ad.dtype)
     if STATE.enabled and a._requires_grad:
         node = cls((edge_of(a), NO_EDGE),
-                   (Saved(a) if save_a else None, bv, ad.shape, ()) + extra)
+                   ((Saved(a) if save_a else None, bv) if inputs else ()) + extra +
+                   (ad.shape, ()))
         return record(data, node)
     return _make(data)
 
 
-def _val(s, node, graph):
-    """A saved slot: Saved tensors are unpacked (version-checked), scalars pass through."""
-    return s.get(node, graph) if type(s) is Saved else s
-
-
 # --- add / sub ------------------------------------------------------------------------
-class AddBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        _, _, sa, sb, alpha = self._saved
-        ga = g if g.shape == sa else sum_to(g, sa)
-        if self.next_functions[1][0] is None:
-            return ga, None
-        gb = g if alpha == 1 else g * alpha
-        return ga, (gb if gb.shape == sb else sum_to(gb, sb))
-
-
-class SubBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        _, _, sa, sb, alpha = self._saved
-        gb = None
-        if self.next_functions[1][0] is not None:
-            gb = -g if alpha == 1 else g * -alpha
-            if gb.shape != sb:
-                gb = sum_to(gb, sb)
-        return (g if g.shape == sa else sum_to(g, sa)), gb
-
-
-class RsubBackward1(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return (-g if self._saved[0] == 1 else g * -self._saved[0]),
-
-
-class RsubBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        _, _, sa, sb, alpha = self._saved
-        return sum_to(-g if alpha == 1 else g * -alpha, sa), sum_to(g, sb)
-
-
 def _add_np(alpha, sign=1):
     """x + alpha * y (x - alpha * y with ``sign`` -1) on arrays; with bfloat16 arrays alpha
     is rounded to bfloat16 and the rest computed in float32 and rounded once, as PyTorch."""
@@ -207,6 +164,81 @@ def _add_np(alpha, sign=1):
             return (x.astype(np.float32) + y.astype(np.float32) * a).astype(D.BF16)
         return x + y * alpha if sign == 1 else x - y * alpha
     return f
+
+
+def _times_alpha(g, alpha):
+    return g if alpha == 1 else g * alpha
+
+
+@defop("add", node="AddBackward0", inputs=("self", "other"), saved=("alpha",), broadcast=True,
+       promote="common", batch=ELEMENTWISE)
+def _add_decl(self, other, alpha=1):
+    """input + alpha * other, broadcasting; AddBackward0."""
+    return _add_np(alpha)(self, other)
+
+
+@partial(formula_backward, _add_decl)
+def _(grad, needs, alpha):
+    return grad, (_times_alpha(grad, alpha) if needs[1] else None)
+
+
+@_add_decl.jvp
+def _(ctx, t_self, t_other=None):
+    alpha = ctx.alpha
+    if t_other is None:
+        return t_self
+    t = _times_alpha(t_other, alpha)
+    return t if t_self is None else t_self + t
+
+
+@defop("sub", node="SubBackward0", inputs=("self", "other"), saved=("alpha",), broadcast=True,
+       promote="common", batch=ELEMENTWISE, aliases=("subtract",))
+def _sub_decl(self, other, alpha=1):
+    """input - alpha * other, broadcasting; SubBackward0."""
+    return np.subtract(self, other) if alpha == 1 else _add_np(alpha, -1)(self, other)
+
+
+@partial(formula_backward, _sub_decl)
+def _(grad, needs, alpha):
+    return grad, (-grad if alpha == 1 else grad * -alpha) if needs[1] else None
+
+
+@_sub_decl.jvp
+def _(ctx, t_self, t_other=None):
+    alpha = ctx.alpha
+    if t_other is None:
+        return t_self
+    t = -t_other if alpha == 1 else t_other * -alpha
+    return t if t_self is None else t_self + t
+
+
+@defop("rsub", node="RsubBackward0", inputs=("self", "other"), saved=("alpha",), broadcast=True,
+       promote="common", batch=ELEMENTWISE)
+def _rsub_decl(self, other, alpha=1):
+    """other - alpha * input (the reflected subtraction of ``10 - x``); RsubBackward0, or
+    RsubBackward1 with a number ``other``."""
+    return other - self * alpha if alpha != 1 else other - self
+
+
+@partial(formula_backward, _rsub_decl)
+def _(grad, needs, alpha):
+    return ((-grad if alpha == 1 else grad * -alpha) if needs[0] else None), grad
+
+
+@_rsub_decl.jvp
+def _(ctx, t_self, t_other=None):
+    alpha = ctx.alpha
+    t = None if t_self is None else -t_self if alpha == 1 else t_self * -alpha
+    if t_other is None:
+        return t
+    return t_other if t is None else t_other + t
+
+
+AddBackward0, SubBackward0 = _add_decl.node_cls, _sub_decl.node_cls
+RsubBackward0 = _rsub_decl.node_cls
+# rsub with a number (PyTorch's rsub.Scalar): one edge, alpha kept
+RsubBackward1 = variant(_rsub_decl, "RsubBackward1", ("alpha",))
+RsubBackward1._bw = lambda self, g, graph: (-g if self._saved[0] == 1 else g * -self._saved[0],)
 
 
 class AddBackward1(Node):
@@ -282,13 +314,12 @@ _times = X.twin(lambda a, v: a * v, mul_scalar)
 _over = X.twin(lambda a, v: a / v, div_scalar)
 
 
-@op(methods=("__add__", "__radd__"))
 def add(input, other, *, alpha=1):
     """input + alpha * other, broadcasting; AddBackward0."""
     if not _isT(input, Tensor):
         input, other = other, input
     r = _binary(input, other, np.add if alpha == 1 else _add_np(alpha), AddBackward0,
-                False, False, (alpha,), True)
+                False, False, (alpha,), True, False)
     if alpha.__class__ is not int:
         alpha_check(_alpha_dtype(input, other), alpha)
     return r
@@ -332,31 +363,26 @@ def _bool_sub_error(a, b):
                         "operator instead.")
 
 
-@op(methods=("__sub__",))
 def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcasting; SubBackward0."""
     if input._data.dtype == np.bool_ or (other._data.dtype == np.bool_ if _isT(other, Tensor)
                                           else _isT(other, (bool, np.bool_))):
         raise _bool_sub_error(input, other)
     r = _binary(input, other, np.subtract if alpha == 1 else _add_np(alpha, -1),
-                SubBackward0, False, False, (alpha,), True)
+                SubBackward0, False, False, (alpha,), True, False)
     if alpha.__class__ is not int:
         alpha_check(_alpha_dtype(input, other), alpha)
     return r
 
 
-subtract = sub
-op("subtract", method=True)(sub)
-
-
-@op(methods=("__rsub__",))
 def rsub(input, other, *, alpha=1):
     """other - alpha * input (the reflected subtraction of ``10 - x``)."""
     if input._data.dtype == np.bool_ or (other._data.dtype == np.bool_ if _isT(other, Tensor)
                                           else _isT(other, (bool, np.bool_))):
         raise _bool_sub_error(input, other)
     if _isT(other, Tensor):
-        r = _binary(input, other, lambda x, y: y - x * alpha, RsubBackward0, False, False, (alpha,))
+        r = _binary(input, other, lambda x, y: y - x * alpha, RsubBackward0, False, False,
+                    (alpha,), False, False)
         if alpha.__class__ is not int:
             alpha_check(_alpha_dtype(input, other), alpha)
         return r
@@ -376,58 +402,83 @@ def rsub(input, other, *, alpha=1):
 
 
 # --- mul / div ------------------------------------------------------------------------
-class MulBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved[:4]
-        ga = gb = None
-        if sb is not None:
-            b = sb.get(self, graph) if sb.__class__ is Saved else sb
-            if self.next_functions[0][0] is not None:
-                ga = g * b
-                if ga.shape != ash:
-                    ga = sum_to(ga, ash)
-        if sa is not None:
-            a = sa.get(self, graph) if sa.__class__ is Saved else sa
-            gb = g * a
-            if gb.shape != bsh:
-                gb = sum_to(gb, bsh)
-        return ga, gb
+@defop("mul", node="MulBackward0", inputs=("self", "other"), saved=("self", "other"),
+       elementwise=True, saved_for={"self": (1,), "other": (0,)}, aliases=("multiply",))
+def _mul_decl(self, other):
+    """Elementwise product, broadcasting; MulBackward0."""
+    return np.multiply(self, other)
 
 
-@op(methods=("__mul__", "__rmul__"))
+@partial(formula_backward, _mul_decl)
+def _(grad, needs, self, other):
+    return (grad * other if needs[0] else None), (grad * self if needs[1] else None)
+
+
+MulBackward0 = _mul_decl.node_cls
+
+
 def mul(input, other):
     """Elementwise product, broadcasting; MulBackward0."""
     if not _isT(input, Tensor):
         input, other = other, input
     if _isT(other, Tensor):
         # input is needed for other's gradient and vice versa
-        r = _binary(input, other, np.multiply, MulBackward0,
-                    other._requires_grad, input._requires_grad)
-        return r
+        return _binary(input, other, np.multiply, MulBackward0,
+                       other._requires_grad, input._requires_grad)
     return _binary(input, other, np.multiply, MulBackward0, False, False)
 
 
-multiply = mul
-op("multiply")(mul)
+def _true_div_np(self, other):
+    return np.true_divide(self, other)
 
 
-class DivBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved[:4]
-        b = _val(sb, self, graph)
-        ga = sum_to(g / b, ash) if self.next_functions[0][0] is not None else None
-        gb = None
-        if self.next_functions[1][0] is not None:
-            a = _val(sa, self, graph)
-            gb = sum_to(-g * ((a / b) / b), bsh)  # PyTorch's order: a / b / b, not a / b²
-        return ga, gb
+@defop("div", node="DivBackward0", inputs=("self", "other"), saved=("self", "other"),
+       broadcast=True, promote="float", batch=ELEMENTWISE, saved_for={"self": (1,)},
+       aliases=("divide", "true_divide"))
+def _div_decl(self, other, rounding_mode=None):
+    """Elementwise true division (integers give floats); DivBackward0.  With ``rounding_mode``
+    ('trunc' or 'floor': PyTorch's div.Tensor_mode) rounded, DivBackward2."""
+    q = np.true_divide(self, other)
+    return q if rounding_mode is None else np.trunc(q) if rounding_mode == "trunc" else \
+        np.floor(q)
 
 
-@op(methods=("__truediv__", "true_divide"))
+def _div_bw(grad, needs, self, other):
+    ga = grad / other if needs[0] else None
+    # PyTorch's order: a / b / b, not a / b²
+    gb = -grad * ((self / other) / other) if needs[1] else None
+    return ga, gb
+
+
+formula_backward(_div_decl, _div_bw)
+DivBackward0 = _div_decl.node_cls
+# div with a rounding mode (PyTorch's div.Tensor_mode): true division's gradient for mode
+# None, zeros for 'trunc' and 'floor' (the saved operands still unpacked, version-checked)
+DivBackward2 = variant(_div_decl, "DivBackward2", ("self", "other", "rounding_mode"))
+
+
+def _div_mode_bw(grad, needs, self, other, rounding_mode):
+    if rounding_mode is None:
+        return _div_bw(grad, needs, self, other)
+    return (X.zeros_like(grad) if needs[0] else None), (X.zeros_like(grad) if needs[1] else None)
+
+
+summed_backward(DivBackward2, _div_mode_bw)
+
+
+@_div_decl.jvp
+def _(ctx, t_self, t_other=None):
+    a, b = ctx.self, ctx.other
+    if getattr(ctx, "rounding_mode", None) is not None:
+        t = t_self if t_self is not None else t_other
+        return X.zeros_like(t)
+    out = None if t_self is None else t_self / b
+    if t_other is not None:
+        tb = -t_other * ((a / b) / b)
+        out = tb if out is None else out + tb
+    return out
+
+
 def div(input, other, *, rounding_mode=UNSET):
     """Elementwise true division (integers give floats); DivBackward0.  With ``rounding_mode``
     given (None, 'trunc' or 'floor': PyTorch's div.Tensor_mode) DivBackward2."""
@@ -461,27 +512,6 @@ def _true_div(input, other, cls, extra=()):
     return _binary(a, ov, np.true_divide, cls, False, False, extra)
 
 
-divide = div
-op("divide")(div)
-
-
-class DivBackward2(DivBackward0):
-    """div with a rounding mode: true division's gradient for mode None, zeros for 'trunc'
-    and 'floor' (the saved operands are still unpacked, version-checked, as PyTorch's)."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        if self._saved[4] is None:
-            return DivBackward0._bw(self, g, graph)
-        sa, sb, ash, bsh = self._saved[:4]
-        _val(sb, self, graph)
-        if sa is not None:
-            _val(sa, self, graph)
-        ga = X.zeros(ash, g) if self.next_functions[0][0] is not None else None
-        gb = X.zeros(bsh, g) if self.next_functions[1][0] is not None else None
-        return ga, gb
-
-
 def _div_mode(a, b, mode):
     """div(a, b, rounding_mode=mode): one DivBackward2 node (PyTorch's div.Tensor_mode)."""
     if mode is None:
@@ -508,7 +538,7 @@ def _div_mode(a, b, mode):
     ad = a._data
     node = DivBackward2((edge_of(a), edge_of(b) if tb else NO_EDGE),
                         (Saved(a) if tb and b._requires_grad else None,
-                         Saved(b) if tb else b, ad.shape, bd.shape if tb else (), mode))
+                         Saved(b) if tb else b, mode, ad.shape, bd.shape if tb else ()))
     rt = r._data.dtype
     if tb and (ad.dtype != rt or bd.dtype != rt):
         node._casts = (ad.dtype if ad.dtype != rt else None, bd.dtype if bd.dtype != rt else None)
@@ -535,7 +565,23 @@ def _int_div_mode(a, b, tb, mode):
     return _make(np.asarray(q).astype(ad.dtype, copy=False))
 
 
-@op(method=False, methods=("__rtruediv__",))
+# the hand-written fronts above take every call (numbers, dtype rules, overloads) and
+# record the declarations' nodes; Python's operators call them
+for _spec_, _front_, _ops_ in ((_add_decl, add, ("__add__", "__radd__")),
+                               (_sub_decl, sub, ("__sub__",)),
+                               (_rsub_decl, rsub, ("__rsub__",)),
+                               (_mul_decl, mul, ("__mul__", "__rmul__")),
+                               (_div_decl, div, ("__truediv__",))):
+    front(_spec_, _front_)
+    for _k in (f"_{_spec_.key}_method",) + tuple(f"_{a}_method" for a in _spec_.aliases):
+        if _k in OPS:
+            OPS[_k]["fn"] = _front_
+    OPS[_spec_.key]["methods"] += _ops_
+subtract, multiply, divide = sub, mul, div
+_div_spec = _div_decl
+
+
+@composite(method=False, methods=("__rtruediv__",))
 @quiet
 def _rtruediv(self, other):
     if not _scalar_ok(other):
@@ -688,7 +734,7 @@ NegBackward0 = _neg.node_cls
 OPS["neg"]["methods"] += ("__neg__",)
 
 
-@op(methods=("__pos__",), function=True)
+@composite(methods=("__pos__",))
 def positive(input):
     """``input`` itself (``+x``); PyTorch refuses bool tensors and non-tensors."""
     if not _isT(input, Tensor):
