@@ -15,7 +15,7 @@ from . import OPS, composite, op
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
-                     grad_dtype, record, sum_to)
+                     grad_dtype, record)
 from . import _dual as X
 from ._spec import (ELEMENTWISE, defop, formula_backward, front, quick, scalar_record,
                     summed_backward, unary, variant)
