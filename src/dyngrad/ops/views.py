@@ -774,8 +774,33 @@ def _(ctx, grad):
     return _joined(grad, ctx._nout, sizes, shape, dim),
 
 
+_split_bw = split.bw
 split = split.fn
-op("split_with_sizes", function=False)(lambda self, split_sizes, dim=0: split(self, list(split_sizes), dim))
+
+
+def _batch_split_with_sizes(spec, arrays, params):
+    x = arrays[0]
+    return spec.forward(x, params["split_sizes"], _dim(params.get("dim", 0), x.ndim - 1) + 1)
+
+
+@defview("split_with_sizes", node="SplitWithSizesBackward0",
+         saved=("dim", "self_sym_sizes", "split_sizes"), multi=True, function=False,
+         batch=_batch_split_with_sizes)
+def split_with_sizes(self, split_sizes, dim=0):
+    """Views of consecutive pieces of the listed sizes along ``dim``; SplitWithSizesBackward0."""
+    if self.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    k = _dim(dim, self.ndim)
+    n = self.shape[k]
+    sizes = [int(s) for s in split_sizes]
+    if sum(sizes) != n or any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                           f"tensor's size at dimension {k}), but got split_sizes={sizes}")
+    return _pieces(self, sizes, k)
+
+
+split_with_sizes.backward(_split_bw)
+split_with_sizes = split_with_sizes.fn
 
 
 @composite()
@@ -792,9 +817,10 @@ def chunk(input, chunks, dim=0):
     return split(input, max(math.ceil(n / chunks), 1), dim)
 
 
-@op()
+@composite()
 def tensor_split(input, indices_or_sections, dim=0):
-    """Pieces of ``input`` along ``dim`` at the given indices, or as ``n`` near-equal parts."""
+    """Pieces of ``input`` along ``dim`` at the given indices, or as ``n`` near-equal parts
+    (narrow views, as PyTorch's slices)."""
     from .shape import narrow
     d = input._data
     if d.ndim == 0:
@@ -805,7 +831,8 @@ def tensor_split(input, indices_or_sections, dim=0):
     if isinstance(indices_or_sections, Tensor):
         indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, (list, tuple)):
-        bounds = [0] + [min(max(int(i) if i >= 0 else int(i) + n, 0), n) for i in indices_or_sections] + [n]
+        bounds = [0] + [min(max(int(i) if i >= 0 else int(i) + n, 0), n)
+                        for i in indices_or_sections] + [n]
     else:
         sec = int(indices_or_sections)
         if sec <= 0:
@@ -814,7 +841,8 @@ def tensor_split(input, indices_or_sections, dim=0):
         bounds = [0]
         for i in range(sec):
             bounds.append(bounds[-1] + q + (1 if i < r else 0))
-    return tuple(narrow(input, k, min(s, n), max(e - s, 0)) for s, e in zip(bounds[:-1], bounds[1:]))
+    return tuple(narrow(input, k, min(s, n), max(e - s, 0))
+                 for s, e in zip(bounds[:-1], bounds[1:]))
 
 
 @defview("unbind", node="UnbindBackward0", saved=("dim",), multi=True,
@@ -877,8 +905,8 @@ def _register_dir_split(name, min_dim, doc):
 
     function.__name__ = function.__qualname__ = method.__name__ = method.__qualname__ = name
     function.__doc__ = method.__doc__ = doc
-    op(name, method=False)(function)
-    op("_" + name + "_method", function=False, method=False, methods=(name,))(method)
+    composite(name, method=False)(function)
+    composite("_" + name + "_method", function=False, method=False, methods=(name,))(method)
     return function
 
 
@@ -1232,14 +1260,14 @@ def _part(input, name, index):
     return select(view_as_real(input), input._data.ndim, index)
 
 
-@op(method=False)
+@composite(method=False)
 def real(input):
     """The real part of a complex tensor, a view (``view_as_real(input)[..., 0]``, as PyTorch
     records it: SelectBackward0 of ViewAsRealBackward0); a real tensor itself."""
     return _part(input, "real", 0)
 
 
-@op(method=False)
+@composite(method=False)
 def imag(input):
     """The imaginary part of a complex tensor, a view (``view_as_real(input)[..., 1]``)."""
     return _part(input, "imag", 1)
