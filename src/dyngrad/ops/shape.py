@@ -137,11 +137,11 @@ stack.jvp(_list_jvp("stack"))
 stack = stack.fn
 
 
-@composite(method=False)
+@op(method=False)
 def atleast_1d(*tensors):
     """Tensors with at least one dimension (0-d ones become shape [1])."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
-    r = [reshape(t, 1) if t._data.ndim == 0 else t for t in ts]
+    r = [reshape(t, 1) if t.dim() == 0 else t for t in ts]
     return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
 
 
@@ -151,7 +151,7 @@ def atleast_2d(*tensors):
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
     r = []
     for t in ts:
-        n = t._data.ndim
+        n = t.dim()
         r.append(reshape(t, 1, 1) if n == 0 else t.unsqueeze(0) if n == 1 else t)
     return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
 
@@ -162,7 +162,7 @@ def atleast_3d(*tensors):
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
     r = []
     for t in ts:
-        n = t._data.ndim
+        n = t.dim()
         if n == 0:
             t = reshape(t, 1, 1, 1)
         elif n == 1:
@@ -192,19 +192,33 @@ row_stack = vstack
 composite("row_stack", method=False)(vstack)
 
 
+def _tensors_arg(tensors, name):
+    """PyTorch's TensorList argument checks, without reading the tensors' data (a composite's
+    inputs may be vmap's batched tensors)."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {D.type_name(tensors)}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{D.type_name(t)}")
+
+
 @composite(method=False)
 def dstack(tensors):
     """Concatenate depth-wise (dim 2) after making every tensor at least 3-D."""
-    _tensor_list(tensors, "dstack")
-    return cat(atleast_3d(list(tensors)), 2)
+    _tensors_arg(tensors, "dstack")
+    from .. import cat as join  # the package's (vmap dispatches it)
+    return join(atleast_3d(list(tensors)), 2)
 
 
 @composite(method=False)
 def column_stack(tensors):
     """Stack 1-D tensors as columns, concatenate 2-D ones along dim 1."""
-    _tensor_list(tensors, "column_stack")
-    ts = [t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in tensors]
-    return cat(ts, 1)
+    _tensors_arg(tensors, "column_stack")
+    ts = [t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors]
+    from .. import cat as join  # the package's (vmap dispatches it)
+    return join(ts, 1)
 
 
 # --- narrow / select --------------------------------------------------------------------------
@@ -574,7 +588,7 @@ def tile(input, *dims):
     return repeat(input, reps)
 
 
-@composite()
+@op()
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element repeated ``repeats`` times (along ``dim``, or of the flattened tensor).
 

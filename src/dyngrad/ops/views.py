@@ -221,6 +221,7 @@ def unsafe_view(t, shape):
     return _make(r)
 
 
+UnsafeViewBackward0Reshape._fw_rule = lambda node, tangents: [tangents[0].reshape(_out_shape(node))]
 UnsafeViewBackward0Reshape.__name__ = "UnsafeViewBackward0"
 UnsafeViewBackward0Reshape.__qualname__ = "UnsafeViewBackward0"
 
@@ -1260,14 +1261,14 @@ def _part(input, name, index):
     return select(view_as_real(input), input._data.ndim, index)
 
 
-@composite(method=False)
+@op(method=False)
 def real(input):
     """The real part of a complex tensor, a view (``view_as_real(input)[..., 0]``, as PyTorch
     records it: SelectBackward0 of ViewAsRealBackward0); a real tensor itself."""
     return _part(input, "real", 0)
 
 
-@composite(method=False)
+@op(method=False)
 def imag(input):
     """The imaginary part of a complex tensor, a view (``view_as_real(input)[..., 1]``)."""
     return _part(input, "imag", 1)
