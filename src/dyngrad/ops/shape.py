@@ -815,7 +815,7 @@ diagonal = int64_saved(diagonal, "offset").fn
 
 
 @defop("diagonal_copy", node="DiagonalBackward0_copy",
-       saved=("self_sym_sizes", "offset", "dim1", "dim2"), dims=("dim1", "dim2"), method=False,
+       saved=("self_sym_sizes", "offset", "dim1", "dim2"), method=False,
        linear=True, batch=_batch_diagonal)
 def diagonal_copy(self, offset=0, dim1=0, dim2=1):
     """A copy of the diagonal over ``dim1``/``dim2`` (moved to the last dim);
