@@ -278,12 +278,12 @@ def narrow(self, dim, start, length):
 
 
 @narrow.backward
-def _(ctx, grad):
-    shape, start, end = ctx.self_sym_sizes, ctx.start, ctx.end
-    k = ctx.dim % len(shape)
+def _(ctx, grad, graph=False):  # (the node's backward itself: its saved values unpacked)
+    shape, dim, start, end, step = ctx._saved
+    k = dim % len(shape)
     sl = slice(start, end, 1)
     return _place_any(grad, shape, (slice(None),) * k + (sl,), SliceBackwardBackward0,
-                      (k, sl, ctx.dim, start, end, 1)),
+                      (k, sl, dim, start, end, 1)),
 
 
 @narrow.jvp
@@ -315,12 +315,13 @@ def select(self, dim, index):
 
 
 @select.backward
-def _(ctx, grad):
-    shape, index = ctx.self_sym_sizes, int(ctx.index)
-    k = ctx.dim % len(shape)
+def _(ctx, grad, graph=False):  # (the node's backward itself: its saved values unpacked)
+    shape, dim, index = ctx._saved
+    k = dim % len(shape)
+    index = int(index)
     i = index + shape[k] if index < 0 else index
     return _place_any(grad, shape, (slice(None),) * k + (i, Ellipsis), SelectBackwardBackward0,
-                      (k, i, ctx.dim, index)),
+                      (k, i, dim, index)),
 
 
 @select.jvp
@@ -738,7 +739,7 @@ def _np_diag_view(x, offset, d1, d2):
                                            writeable=x.flags.writeable)
 
 
-def _diag_place_np(g, shape, offset, d1, d2):
+def _diag_place_np(g, shape, offset, d1, d2, raw1=None, raw2=None):
     z = np.zeros(shape, dtype=g.dtype)
     _np_diag_view(z, offset, d1, d2)[...] = g
     return z
@@ -750,8 +751,7 @@ def _diag_place_t(g, shape, offset, d1, d2, raw1, raw2):
 
 # ``g`` placed on the diagonal of zeros of ``shape`` (DiagonalBackward0's gradient; PyTorch's
 # diagonal_backward, DiagonalBackwardBackward0, on Tensors)
-_diag_place_any = X.twin(lambda g, shape, offset, d1, d2, raw1, raw2:
-                         _diag_place_np(g, shape, offset, d1, d2), _diag_place_t)
+_diag_place_any = X.twin(_diag_place_np, _diag_place_t)
 
 
 def _diagonal_args(ndim, offset, dim1, dim2, name="diagonal"):
@@ -774,6 +774,13 @@ def _diagonal_bw(ctx, grad):
     n = len(shape)
     return _diag_place_any(grad, shape, ctx.offset, ctx.dim1 % n, ctx.dim2 % n, ctx.dim1,
                            ctx.dim2),
+
+
+def _diagonal_view_bw(node, grad, graph=False):
+    """``_diagonal_bw`` as the view node's backward itself (its saved values unpacked)."""
+    shape, offset, dim1, dim2 = node._saved
+    n = len(shape)
+    return _diag_place_any(grad, shape, offset, dim1 % n, dim2 % n, dim1, dim2),
 
 
 @defop("diagonal_backward", node="DiagonalBackwardBackward0", inputs=("grad_output",),
@@ -803,7 +810,7 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
     return _np_diag_view(self, offset, a, b)
 
 
-diagonal.backward(_diagonal_bw)
+diagonal.backward(_diagonal_view_bw)
 
 
 @diagonal.jvp
