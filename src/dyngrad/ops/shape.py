@@ -10,11 +10,11 @@ import numpy as np
 
 from .. import _dtype as D
 from . import OPS, composite, op
-from .._record import STATE, Node, Tensor, edge_of, raw_dim, record
+from .._record import STATE, Tensor, edge_of, record
 from . import _dual as X
 from ._spec import _tensor_list, defop, defview, fp_safe, int64_saved, varargs_method
 from .indexing import SelectBackwardBackward0, SliceBackwardBackward0
-from .views import make_view, permute, reshape, expand
+from .views import permute, reshape, expand
 from .._tensor import Size, _dim, channels_last_format
 
 _make = Tensor._make
