@@ -17,8 +17,7 @@ from .. import _dtype as D
 from .. import _out
 from .._out import handles_out
 from .._random import rng
-from . import op
-from ._spec import defrandom
+from ._spec import defop, defrandom, front
 from . import _dual as X
 from ._dual import zeros_like
 from .._record import STATE, Node, Tensor, edge_of, record
@@ -43,7 +42,6 @@ def _zero_node(name):
     return cls
 
 
-BernoulliBackward0 = _zero_node("BernoulliBackward0")
 NormalBackward1 = _zero_node("NormalBackward1")  # normal(Tensor mean, float std)
 NormalBackward2 = _zero_node("NormalBackward2")  # normal(float mean, Tensor std)
 
@@ -152,7 +150,10 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
 
 # --- bernoulli_ / bernoulli ----------------------------------------------------------------------
 def _check_p_tensor(p):
-    pd = p._data
+    _check_p_array(p._data)
+
+
+def _check_p_array(pd):
     if pd.dtype not in D.FLOATING:
         raise _not_impl("bernoulli_tensor_cpu_p_", pd.dtype)
     if not ((pd >= 0) & (pd <= 1)).all():
@@ -186,37 +187,44 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return (lambda s, dt: g.random(s) < pv), 0
 
 
+@defop("bernoulli", node="BernoulliBackward0", function=False,
+       batch=lambda spec, arrays, params: spec.forward(*arrays, **params))
+def _bernoulli_probs(self, *, generator=None):
+    """1 with probability ``input`` at each element, else 0: a new tensor of the input's
+    dtype; BernoulliBackward0 (its gradient is zero)."""
+    g = _gen(generator)
+    if self.size:  # PyTorch: empty_like(input).bernoulli_(input)
+        if self.dtype.kind == "c":
+            raise _not_impl("bernoulli_tensor_cpu_self_", self.dtype)
+        _check_p_array(self)
+    return (g.random(self.shape) < self).astype(self.dtype)
+
+
+_bernoulli_probs.backward(lambda ctx, grad: (X.zeros_like(grad),))
+_bernoulli_probs.jvp(lambda ctx, tangent: X.zeros_like(tangent))
+
+
 def _bernoulli(input, p=None, *, generator=None):
     """1 with probability ``input`` (or ``p``) at each element, else 0: a new tensor of the
     input's dtype; BernoulliBackward0 (no ``p``; its gradient is zero), PyTorch's
     not-implemented node with ``p``."""
+    if p is None:
+        return _bernoulli_probs.declared(input, generator=generator)
     if not isinstance(input, Tensor):
         raise D.not_tensor("bernoulli", "input", 1, input)
     d = input._data
     g = _gen(generator)
-    if p is None:
-        if d.size:  # PyTorch: empty_like(input).bernoulli_(input)
-            if d.dtype.kind == "c":
-                raise _not_impl("bernoulli_tensor_cpu_self_", d.dtype)
-            _check_p_tensor(input)
-        data = (g.random(d.shape) < d).astype(d.dtype)
-        if STATE.enabled and input._requires_grad:
-            r = record(data, BernoulliBackward0((edge_of(input),), ()))
-        else:
-            r = _make(data)
-    else:
-        pv = _float_arg("bernoulli", "p", 2, p)
-        if not 0.0 <= pv <= 1.0:
-            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pv)}")
-        if d.dtype.kind == "c" and d.size:
-            raise _not_impl("bernoulli_scalar_cpu_", d.dtype)
-        data = (g.random(d.shape) < pv).astype(d.dtype)
-        from .elementwise_more import _no_derivative
-        r = _no_derivative(data, "bernoulli", (input,))
-    return r
+    pv = _float_arg("bernoulli", "p", 2, p)
+    if not 0.0 <= pv <= 1.0:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pv)}")
+    if d.dtype.kind == "c" and d.size:
+        raise _not_impl("bernoulli_scalar_cpu_", d.dtype)
+    data = (g.random(d.shape) < pv).astype(d.dtype)
+    from .elementwise_more import _no_derivative
+    return _no_derivative(data, "bernoulli", (input,))
 
 
-op("bernoulli", function=False)(_bernoulli)
+front(_bernoulli_probs, _bernoulli)
 
 
 @handles_out
@@ -431,14 +439,18 @@ def random_(self, *args, generator=None, **kwargs):
 
 
 # --- multinomial (the method of dyngrad.multinomial) ---------------------------------------------
+def _batch_multinomial(spec, arrays, params):
+    x = arrays[0]
+    r = spec.forward(x.reshape(-1, x.shape[-1]), **params)
+    return r.reshape(x.shape[:-1] + r.shape[-1:])
+
+
+@defop("multinomial", node=None, differentiable=False, function=False, batch=_batch_multinomial)
 def _multinomial(self, num_samples, replacement=False, *, generator=None):
     """``num_samples`` category indices per row, drawn with the row as (unnormalised)
-    probabilities."""
+    probabilities (no derivative: indices)."""
     from .._factories import multinomial
-    return multinomial(self, num_samples, replacement, generator=generator)
-
-
-op("multinomial", function=False)(_multinomial)
+    return multinomial(_make(self), num_samples, replacement, generator=generator)._data
 
 
 # --- normal ------------------------------------------------------------------------------------
