@@ -1252,23 +1252,27 @@ def _polar(abs, angle):  # noqa: A002
 def _part(input, name, index):
     if not isinstance(input, Tensor):
         raise _D.not_tensor(name, "input", 1, input)
-    if input._data.dtype.kind != "c":
+    try:
+        real = input._data.dtype.kind != "c"
+    except AttributeError:  # (vmap's batched tensor: no data of its own)
+        real = not input.is_complex()
+    if real:
         if index == 0:
             return input  # PyTorch's real of a real tensor is the tensor itself
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    from .shape import select
+    from .. import view_as_real as as_real  # the package's (vmap dispatches it)
     # PyTorch saves the dim as given to its select: the real view's last one, non-negative
-    return select(view_as_real(input), input._data.ndim, index)
+    return as_real(input).select(input.dim(), index)
 
 
-@op(method=False)
+@composite(method=False)
 def real(input):
     """The real part of a complex tensor, a view (``view_as_real(input)[..., 0]``, as PyTorch
     records it: SelectBackward0 of ViewAsRealBackward0); a real tensor itself."""
     return _part(input, "real", 0)
 
 
-@op(method=False)
+@composite(method=False)
 def imag(input):
     """The imaginary part of a complex tensor, a view (``view_as_real(input)[..., 1]``)."""
     return _part(input, "imag", 1)
