@@ -2423,3 +2423,50 @@ def defrandom(name: str, *, node, inputs: tuple = ("self",)):
 
 
 __all__ += ["defrandom"]
+
+
+# --- ops on a tensor's storage (resize_) -------------------------------------------------------
+class StorageSpec:
+    """The declaration of an op on a tensor's storage (see ``defstorage``)."""
+
+    differentiable = linear = elementwise = False
+    node_cls = None
+    dims = dim_lists = outputs = extra_outputs = saved = ()
+    inputs = ("self",)
+
+    def __init__(self, name, change, batch):
+        self.name = self.key = name
+        self.change, self.batch = change, batch
+
+    def forward(self, self_array, *args, **kwargs):
+        """The op on an array: a tensor holding a copy of ``self_array`` changed, its data."""
+        t = _make(self_array.copy())
+        self.change(t, *args, **kwargs)
+        return t._data
+
+
+def defstorage(name: str, *, batch: Callable, function: bool = False):
+    """Declare ``Tensor.<name>``, an op on the tensor's storage: ``change(self, *args, ...)``
+    gives the tensor another size (and storage) in place.  PyTorch has no derivative for such
+    an op: a tensor that requires grad is refused with its error ("cannot resize variables
+    that require grad"), in any grad mode, and nothing is recorded.  ``batch``: the batching
+    rule, ``rule(spec, arrays, params)`` (``spec.forward`` runs the change on a copy of an
+    array)."""
+    def deco(change):
+        spec = StorageSpec(name, change, batch)
+
+        def f(self, *args, **kwargs):
+            if isinstance(self, Tensor) and self.requires_grad:
+                raise RuntimeError("cannot resize variables that require grad")
+            return change(self, *args, **kwargs)
+
+        f.__name__ = f.__qualname__ = name
+        f.__module__, f.__doc__ = change.__module__, change.__doc__
+        spec.fn = f
+        op(name, function=function)(f)
+        OPS[name].update(spec=spec)
+        return spec
+    return deco
+
+
+__all__ += ["defstorage"]

@@ -13,7 +13,7 @@ from . import composite
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from .._tensor import Size, _dim, _storage_root
 from . import _dual as X
-from ._spec import batch_aligned, defop, defview, front
+from ._spec import batch_aligned, defop, defview, front, pair_public
 
 _make = Tensor._make
 _weakref = weakref.ref
@@ -1215,11 +1215,14 @@ def _(ctx, t_abs, t_angle):
     return out
 
 
+_polar_fast = pair_public(_polar_op)[0]  # (two tensors by position: no binding)
+
+
 def _polar_checked(abs, angle):  # noqa: A002
     a, b = _complex_parts("polar", abs, angle, ("abs", "angle"))
     if a.dtype == np.float16:
         raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
-    return _polar_op.declared(abs, angle)
+    return _polar_fast(abs, angle)
 
 
 @handles_out
@@ -1262,12 +1265,15 @@ def _(ctx, t_real, t_imag):
     return ctx.op("complex", z if t_real is None else t_real, z if t_imag is None else t_imag)
 
 
+_complex_fast = pair_public(_complex_op)[0]  # (two tensors by position: no binding)
+
+
 def _complex_checked(real, imag):
     a, b = _complex_parts("complex", real, imag, ("real", "imag"))
     if a.dtype == np.float16:
         raise RuntimeError("complex(): dyngrad has no complex32 (ComplexHalf) dtype for half "
                            "inputs; convert them to float32 first")
-    return _complex_op.declared(real, imag)
+    return _complex_fast(real, imag)
 
 
 @handles_out
