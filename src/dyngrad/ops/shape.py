@@ -12,7 +12,7 @@ from .. import _dtype as D
 from . import OPS, composite, op
 from .._record import STATE, Tensor, edge_of, record
 from . import _dual as X
-from ._spec import _tensor_list, defop, defview, fp_safe, int64_saved, varargs_method
+from ._spec import _int_arg, _tensor_list, defop, defview, fp_safe, int64_saved, varargs_method
 from .indexing import SelectBackwardBackward0, SliceBackwardBackward0
 from .views import permute, reshape, expand
 from .._tensor import Size, _dim, channels_last_format
@@ -250,6 +250,18 @@ def _batch_narrow(spec, arrays, params):
     return spec.forward(x, _dim(params["dim"], x.ndim - 1) + 1, params["start"], params["length"])
 
 
+def _int_like(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) or \
+        isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu"
+
+
+def _narrow_args(self, dim, start, length):
+    """PyTorch's error for arguments of narrow that are not ints (a 0-d integer tensor
+    counts)."""
+    if not (_int_like(dim) and _int_like(start) and _int_like(length)):
+        raise D.bad_combo("narrow", (_make(self), dim, start, length), None)
+
+
 # PyTorch's narrow is slice(dim, start, start + length): its node keeps the start wrapped
 # into range and the end (expressions of the call's arguments, evaluated when recording)
 _START = "int(start) + d.shape[dim] if int(start) < 0 else int(start)"
@@ -260,6 +272,8 @@ _START = "int(start) + d.shape[dim] if int(start) < 0 else int(start)"
                 "step=1"), batch=_batch_narrow)
 def narrow(self, dim, start, length):
     """A view of ``length`` elements from ``start`` along ``dim``; SliceBackward0."""
+    if type(dim) is not int or type(start) is not int or type(length) is not int:
+        _narrow_args(self, dim, start, length)
     if self.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     k = _dim(dim, self.ndim)
@@ -303,6 +317,10 @@ def _batch_select(spec, arrays, params):
          batch=_batch_select)
 def select(self, dim, index):
     """The slice at ``index`` along ``dim``, that dimension removed (a view); SelectBackward0."""
+    if type(dim) is not int:
+        dim = _int_arg(dim, "select", "dim", 2)
+    if type(index) is not int:
+        index = _int_arg(index, "select", "index", 3)
     if self.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     k = _dim(dim, self.ndim)
@@ -756,6 +774,10 @@ _diag_place_any = X.twin(_diag_place_np, _diag_place_t)
 
 def _diagonal_args(ndim, offset, dim1, dim2, name="diagonal"):
     D.arg_int(offset, name, "offset", 2)
+    if type(dim1) is not int:
+        dim1 = _int_arg(dim1, name, "dim1", 3)
+    if type(dim2) is not int:
+        dim2 = _int_arg(dim2, name, "dim2", 4)
     a, b = _dim(dim1, ndim), _dim(dim2, ndim)
     if a == b:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
