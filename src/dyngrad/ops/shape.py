@@ -263,13 +263,14 @@ def _narrow_args(self, dim, start, length):
 
 
 # PyTorch's narrow is slice(dim, start, start + length): its node keeps the start wrapped
-# into range and the end (expressions of the call's arguments, evaluated when recording)
-_START = "int(start) + d.shape[dim] if int(start) < 0 else int(start)"
+# into range and the end (expressions of the call's arguments, evaluated in order when
+# recording: the start's names it for the end's)
+_START = "(_st := (_s + d.shape[dim] if (_s := int(start)) < 0 else _s))"
 
 
 @defview("narrow", node="SliceBackward0",
-         saved=("self_sym_sizes", "dim", f"start={_START}", f"end=({_START}) + int(length)",
-                "step=1"), batch=_batch_narrow)
+         saved=("self_sym_sizes", "dim", f"start={_START}", "end=_st + int(length)", "step=1"),
+         batch=_batch_narrow)
 def narrow(self, dim, start, length):
     """A view of ``length`` elements from ``start`` along ``dim``; SliceBackward0."""
     if type(dim) is not int or type(start) is not int or type(length) is not int:
