@@ -192,33 +192,19 @@ row_stack = vstack
 composite("row_stack", method=False)(vstack)
 
 
-def _tensors_arg(tensors, name):
-    """PyTorch's TensorList argument checks, without reading the tensors' data (a composite's
-    inputs may be vmap's batched tensors)."""
-    if not isinstance(tensors, (list, tuple)):
-        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
-                        f"not {D.type_name(tensors)}")
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
-                            f"{D.type_name(t)}")
-
-
-@composite(method=False)
+@op(method=False)
 def dstack(tensors):
     """Concatenate depth-wise (dim 2) after making every tensor at least 3-D."""
-    _tensors_arg(tensors, "dstack")
-    from .. import cat as join  # the package's (vmap dispatches it)
-    return join(atleast_3d(list(tensors)), 2)
+    _tensor_list(tensors, "dstack")
+    return cat(atleast_3d(list(tensors)), 2)
 
 
-@composite(method=False)
+@op(method=False)
 def column_stack(tensors):
     """Stack 1-D tensors as columns, concatenate 2-D ones along dim 1."""
-    _tensors_arg(tensors, "column_stack")
-    ts = [t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors]
-    from .. import cat as join  # the package's (vmap dispatches it)
-    return join(ts, 1)
+    _tensor_list(tensors, "column_stack")
+    ts = [t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in tensors]
+    return cat(ts, 1)
 
 
 # --- narrow / select --------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from . import composite
+from . import composite, op
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from .._tensor import Size, _dim, _storage_root
 from . import _dual as X
@@ -1290,27 +1290,23 @@ front(_complex_op, complex)
 def _part(input, name, index):
     if not isinstance(input, Tensor):
         raise _D.not_tensor(name, "input", 1, input)
-    try:
-        real = input._data.dtype.kind != "c"
-    except AttributeError:  # (vmap's batched tensor: no data of its own)
-        real = not input.is_complex()
-    if real:
+    if input._data.dtype.kind != "c":
         if index == 0:
             return input  # PyTorch's real of a real tensor is the tensor itself
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    from .. import view_as_real as as_real  # the package's (vmap dispatches it)
+    from .shape import select
     # PyTorch saves the dim as given to its select: the real view's last one, non-negative
-    return as_real(input).select(input.dim(), index)
+    return select(view_as_real(input), input._data.ndim, index)
 
 
-@composite(method=False)
+@op(method=False)
 def real(input):
     """The real part of a complex tensor, a view (``view_as_real(input)[..., 0]``, as PyTorch
     records it: SelectBackward0 of ViewAsRealBackward0); a real tensor itself."""
     return _part(input, "real", 0)
 
 
-@composite(method=False)
+@op(method=False)
 def imag(input):
     """The imaginary part of a complex tensor, a view (``view_as_real(input)[..., 1]``)."""
     return _part(input, "imag", 1)
