@@ -209,6 +209,8 @@ def _bernoulli(input, p=None, *, generator=None):
     input's dtype; BernoulliBackward0 (no ``p``; its gradient is zero), PyTorch's
     not-implemented node with ``p``."""
     if p is None:
+        if generator is None:
+            return _bernoulli_probs.declared(input)  # (the quick call)
         return _bernoulli_probs.declared(input, generator=generator)
     if not isinstance(input, Tensor):
         raise D.not_tensor("bernoulli", "input", 1, input)
