@@ -67,6 +67,7 @@ REQUIRED = {
     'diag_embed': ('input',),
     'diagflat': ('input',),
     'diagonal': ('input',),
+    'diagonal_copy': ('input',),
     'diff': ('input',),
     'digamma': ('input',),
     'dist': ('input', 'other'),

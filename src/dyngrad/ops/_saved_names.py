@@ -41,7 +41,6 @@ SAVED_NAMES: dict = {
         "groups": (12, "same"),
         "bias_sym_sizes_opt": (13, "same"),
     },
-    "DiagonalBackward0": {"self_sym_sizes": (0, "same"), "dim1": (4, "dim"), "dim2": (5, "dim")},
     "DivBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "DivBackward2": {"self": (0, "tensor"), "other": (1, "tensor"), "rounding_mode": (4, "same")},
     "GatherBackward0": {"dim": (4, "dim"), "index": (2, "array"), "self": (3, "tensor")},

@@ -2355,3 +2355,153 @@ class _Args(_Args):  # noqa: F811 - the same ctx, with the second input's other 
     """``_Args`` for an elementwise op of two tensors whose second input is ``exponent``."""
 
     __slots__ = ("exponent",)
+
+
+# --- random fills in place (uniform_, normal_, bernoulli_...) --------------------------------
+from . import _dual as _X  # noqa: E402
+from .._record import record as _record  # noqa: E402
+
+
+def _random_batch(spec, arrays, params):
+    """Batching rule of a fill (vmap's randomness="different"): one draw for the whole batch,
+    each sample its own numbers."""
+    return spec.forward(*arrays, **params)
+
+
+class RandomSpec:
+    """The declaration of an in-place random fill (see ``defrandom``)."""
+
+    differentiable, linear, elementwise = True, True, False
+    dims = dim_lists = outputs = extra_outputs = saved = ()
+
+    def __init__(self, name, prepare, classes, inputs):
+        self.name = self.key = name
+        self.prepare, self.inputs = prepare, inputs
+        self.node_classes, self.node_cls = classes, classes[0]
+        self.batch = _random_batch
+
+    def forward(self, self_array, *args, **kwargs):
+        """The numbers the fill writes into an array like ``self_array`` (``self_array``
+        itself is left as it is)."""
+        draw = self.prepare(self_array, *args, **kwargs)[0]
+        return np.asarray(draw(self_array.shape, self_array.dtype)).astype(self_array.dtype,
+                                                                           copy=False)
+
+
+def _random_bw(self, g, graph):
+    """A fill's gradient, PyTorch's ``zeros_like(grad)`` for the overwritten tensor (and zeros
+    of their own shape and dtype for tensor arguments: bernoulli_'s probabilities)."""
+    return (_X.zeros_like(g),) + tuple(_X.zeros(s, g, dt) for s, dt in self._saved)
+
+
+def _random_fw(self, tangents):
+    """A fill's forward-mode tangent: zero (PyTorch's ``self_t.zero_()``)."""
+    out = self.__dict__["_fw_pending"][0]._data
+    return [_make(np.zeros(out.shape, out.dtype))]
+
+
+def defrandom(name: str, *, node, inputs: tuple = ("self",)):
+    """Declare an in-place random fill, ``Tensor.<name>``: ``prepare(self, *args, generator=None,
+    ...)`` gets the tensor's array and the arguments as given, checks them with PyTorch's
+    errors in PyTorch's order and returns ``(draw, k)``: ``draw(shape, dtype)`` gives the numbers
+    (consuming the generator, once per fill) and ``k`` names the overload whose node
+    ``node[k]`` is recorded (``node`` is one name or one per overload: random_(from, to),
+    random_(to), random_()).  ``inputs``: a second name is a tensor argument PyTorch gives an
+    edge (bernoulli_'s ``p``), passed to ``prepare`` as given.
+
+    The fill is an in-place op (``inplace.apply``): the version counter moves, a leaf that
+    requires grad is refused while recording, a view's base is rewritten.  On a tensor with
+    history it records the overload's node, whose gradient is zero for every input
+    (PyTorch's ``zeros_like(grad)``; a node that keeps no tensor, so it can be run twice) and
+    whose forward-mode tangent is zero (PyTorch's ``self_t.zero_()``).  Under ``vmap`` the
+    fill follows ``randomness=``: "error" refuses it, "different" fills every sample with its
+    own numbers (one draw over the batch, ``_random_batch``), "same" is PyTorch's one draw
+    shared by the samples (``func/_rules.random_op`` dispatches it)."""
+    nodes = (node,) if isinstance(node, str) else tuple(node)
+
+    def deco(prepare):
+        classes = tuple(type(n, (Node,), {
+            "__slots__": (), "__module__": prepare.__module__, "_named_saved": {},
+            "_needs_saved": False, "_bw": _random_bw, "_fw_rule": _random_fw,
+            "__doc__": f"Backward of {name} (a random fill: zero; declared with defrandom)."})
+            for n in nodes)
+        spec = RandomSpec(name, prepare, classes, tuple(inputs))
+        from .inplace import apply
+
+        def fill(self, *args, **kwargs):
+            try:
+                d = self._data
+            except AttributeError:
+                raise TypeError(f"descriptor '{name}' for 'torch._C.TensorBase' objects doesn't "
+                                f"apply to a '{D.type_name(self)}' object") from None
+            r = prepare(d, *args, **kwargs)
+            draw, cls = r[0], classes[r[1]]
+            ps = r[2:]
+
+            def fn(old, *ps):
+                od = old._data
+                data = np.asarray(draw(od.shape, od.dtype)).astype(od.dtype, copy=False)
+                if STATE.enabled and (old._requires_grad or any(t._requires_grad for t in ps)):
+                    return _record(data, cls((edge_of(old),) + tuple(map(edge_of, ps)),
+                                             tuple((t._data.shape, t._data.dtype) for t in ps)))
+                return _make(data)
+
+            return apply(self, fn, *ps)
+
+        fill.__name__ = fill.__qualname__ = name
+        fill.__module__, fill.__doc__ = prepare.__module__, prepare.__doc__
+        spec.fn = fill
+        op(name, function=False)(fill)
+        OPS[name].update(spec=spec, nodes=nodes)
+        return spec
+    return deco
+
+
+__all__ += ["defrandom"]
+
+
+# --- ops on a tensor's storage (resize_) -------------------------------------------------------
+class StorageSpec:
+    """The declaration of an op on a tensor's storage (see ``defstorage``)."""
+
+    differentiable = linear = elementwise = False
+    node_cls = None
+    dims = dim_lists = outputs = extra_outputs = saved = ()
+    inputs = ("self",)
+
+    def __init__(self, name, change, batch):
+        self.name = self.key = name
+        self.change, self.batch = change, batch
+
+    def forward(self, self_array, *args, **kwargs):
+        """The op on an array: a tensor holding a copy of ``self_array`` changed, its data."""
+        t = _make(self_array.copy())
+        self.change(t, *args, **kwargs)
+        return t._data
+
+
+def defstorage(name: str, *, batch: Callable, function: bool = False):
+    """Declare ``Tensor.<name>``, an op on the tensor's storage: ``change(self, *args, ...)``
+    gives the tensor another size (and storage) in place.  PyTorch has no derivative for such
+    an op: a tensor that requires grad is refused with its error ("cannot resize variables
+    that require grad"), in any grad mode, and nothing is recorded.  ``batch``: the batching
+    rule, ``rule(spec, arrays, params)`` (``spec.forward`` runs the change on a copy of an
+    array)."""
+    def deco(change):
+        spec = StorageSpec(name, change, batch)
+
+        def f(self, *args, **kwargs):
+            if isinstance(self, Tensor) and self.requires_grad:
+                raise RuntimeError("cannot resize variables that require grad")
+            return change(self, *args, **kwargs)
+
+        f.__name__ = f.__qualname__ = name
+        f.__module__, f.__doc__ = change.__module__, change.__doc__
+        spec.fn = f
+        op(name, function=function)(f)
+        OPS[name].update(spec=spec)
+        return spec
+    return deco
+
+
+__all__ += ["defstorage"]

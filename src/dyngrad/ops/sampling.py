@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .. import _out
 from .._out import handles_out
 from .._random import rng
-from . import op
+from ._spec import defop, defrandom, front
 from . import _dual as X
 from ._dual import zeros_like
 from .._record import STATE, Node, Tensor, edge_of, record
@@ -27,7 +27,7 @@ _make = Tensor._make
 _NUMBER = (int, float, np.integer, np.floating)
 
 
-# --- nodes: the gradient of a sample is zero ---------------------------------------------------
+# --- nodes of the out-of-place samplers: the gradient of a sample is zero -----------------------
 class _ZeroGrad(Node):
     __slots__ = ()
     _needs_saved = False
@@ -42,17 +42,6 @@ def _zero_node(name):
     return cls
 
 
-UniformBackward0 = _zero_node("UniformBackward0")
-NormalBackward0 = _zero_node("NormalBackward0")
-BernoulliBackward0 = _zero_node("BernoulliBackward0")
-BernoulliBackward2 = _zero_node("BernoulliBackward2")
-ExponentialBackward0 = _zero_node("ExponentialBackward0")
-GeometricBackward0 = _zero_node("GeometricBackward0")
-LogNormalBackward0 = _zero_node("LogNormalBackward0")
-CauchyBackward0 = _zero_node("CauchyBackward0")
-RandomBackward0 = _zero_node("RandomBackward0")  # random_(from, to)
-RandomBackward1 = _zero_node("RandomBackward1")  # random_(to)
-RandomBackward2 = _zero_node("RandomBackward2")  # random_()
 NormalBackward1 = _zero_node("NormalBackward1")  # normal(Tensor mean, float std)
 NormalBackward2 = _zero_node("NormalBackward2")  # normal(float mean, Tensor std)
 
@@ -64,16 +53,6 @@ class NormalBackward3(Node):
 
     def _bw(self, g, graph):
         return tuple(X.zeros(s, g) for s in self._saved)
-
-
-class BernoulliBackward1(Node):
-    """bernoulli_ with a tensor of probabilities: zero for the tensor and for ``p``."""
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        shape, dtype = self._saved
-        return zeros_like(g), X.zeros(shape, g, dtype)
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -94,22 +73,6 @@ def _float_arg(fn, name, pos, v):
 
 def _not_impl(kernel, dt):
     return NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(dt)}\'')
-
-
-def _inplace(self, node_cls, draw, p=None):
-    """Fill ``self`` with ``draw(shape, dtype)`` in place (recorded as ``node_cls``)."""
-    from .inplace import apply
-
-    def fn(old, *ps):
-        d = old._data
-        data = np.asarray(draw(d.shape, d.dtype)).astype(d.dtype, copy=False)
-        if STATE.enabled and (old._requires_grad or any(t._requires_grad for t in ps)):
-            edges = (edge_of(old),) + tuple(edge_of(t) for t in ps)
-            saved = (ps[0]._data.shape, ps[0]._data.dtype) if ps else ()
-            return record(data, node_cls(edges, saved))
-        return _make(data)
-
-    return apply(self, fn) if p is None else apply(self, fn, p)
 
 
 def _real_draw(dt, make):
@@ -138,7 +101,7 @@ def _finfo(dt):
                     np.float64 if dt.kind == "c" else dt)
 
 
-@op(function=False)
+@defrandom("uniform_", node="UniformBackward0")
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
     """Uniform numbers in [from, to), in place."""
     if "from" in kw:
@@ -147,9 +110,9 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
         raise TypeError(f"uniform_() got an unexpected keyword argument '{next(iter(kw))}'")
     lo = _float_arg("uniform_", "from", 1, from_)
     hi = _float_arg("uniform_", "to", 2, to)
-    dt = self._data.dtype
-    if dt.kind == "c" and not self._data.size:
-        return _inplace(self, UniformBackward0, _nothing)
+    dt = self.dtype
+    if dt.kind == "c" and not self.size:
+        return _nothing, 0
     if dt not in D.INEXACT:
         raise _not_impl("check_uniform_bounds", dt)
     fi = _finfo(dt)
@@ -166,29 +129,31 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
                            f"{D.scalar_type_name(fi.dtype)}>::max(), but found to={_num(hi)} "
                            f"and from={_num(lo)} which result in to-from to exceed the limit")
     g = _gen(generator)
-    return _inplace(self, UniformBackward0,
-                    _real_draw(dt, lambda s: g.random(s) * (hi - lo) + lo))
+    return _real_draw(dt, lambda s: g.random(s) * (hi - lo) + lo), 0
 
 
-@op(function=False)
+@defrandom("normal_", node="NormalBackward0")
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Normal numbers of ``mean`` and ``std``, in place (complex: std/sqrt(2) per part)."""
     m = _float_arg("normal_", "mean", 1, mean)
     s = _float_arg("normal_", "std", 2, std)
     if not s >= 0.0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(s)}")
-    dt = self._data.dtype
-    if dt not in D.INEXACT and self._data.size:
+    dt = self.dtype
+    if dt not in D.INEXACT and self.size:
         raise _not_impl("normal_kernel_cpu", dt)
     g = _gen(generator)
     if dt.kind == "c":
         s = s / math.sqrt(2.0)
-    return _inplace(self, NormalBackward0, _real_draw(dt, lambda sh: g.standard_normal(sh) * s + m))
+    return _real_draw(dt, lambda sh: g.standard_normal(sh) * s + m), 0
 
 
 # --- bernoulli_ / bernoulli ----------------------------------------------------------------------
 def _check_p_tensor(p):
-    pd = p._data
+    _check_p_array(p._data)
+
+
+def _check_p_array(pd):
     if pd.dtype not in D.FLOATING:
         raise _not_impl("bernoulli_tensor_cpu_p_", pd.dtype)
     if not ((pd >= 0) & (pd <= 1)).all():
@@ -197,61 +162,71 @@ def _check_p_tensor(p):
                            "enhancement request to PyTorch.)")
 
 
-@op(function=False)
+@defrandom("bernoulli_", node=("BernoulliBackward2", "BernoulliBackward1"),
+           inputs=("self", "p"))
 def bernoulli_(self, p=0.5, *, generator=None):
     """1 with probability ``p`` (a number, or a tensor broadcast to this one), else 0, in
     place; BernoulliBackward2 (number) / BernoulliBackward1 (tensor)."""
     g = _gen(generator)
-    d = self._data
+    d = self
     if isinstance(p, Tensor):
         if not d.size:
-            return _inplace(self, BernoulliBackward1, _nothing, p)
+            return _nothing, 1, p
         if d.dtype.kind == "c":
             raise _not_impl("bernoulli_tensor_cpu_self_", d.dtype)
         _check_p_tensor(p)
         from .views import expand_shape
         expand_shape(p._data.shape, p._data.dtype, d.shape)  # PyTorch's expand error
         probs = p._data
-        return _inplace(self, BernoulliBackward1, lambda s, dt: g.random(s) < probs, p)
+        return (lambda s, dt: g.random(s) < probs), 1, p
     pv = _float_arg("bernoulli_", "p", 1, p)
     if not 0.0 <= pv <= 1.0:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pv)}")
     if d.dtype.kind == "c" and d.size:
         raise _not_impl("bernoulli_scalar_cpu_", d.dtype)
-    return _inplace(self, BernoulliBackward2, lambda s, dt: g.random(s) < pv)
+    return (lambda s, dt: g.random(s) < pv), 0
+
+
+@defop("bernoulli", node="BernoulliBackward0", function=False,
+       batch=lambda spec, arrays, params: spec.forward(*arrays, **params))
+def _bernoulli_probs(self, *, generator=None):
+    """1 with probability ``input`` at each element, else 0: a new tensor of the input's
+    dtype; BernoulliBackward0 (its gradient is zero)."""
+    g = _gen(generator)
+    if self.size:  # PyTorch: empty_like(input).bernoulli_(input)
+        if self.dtype.kind == "c":
+            raise _not_impl("bernoulli_tensor_cpu_self_", self.dtype)
+        _check_p_array(self)
+    return (g.random(self.shape) < self).astype(self.dtype)
+
+
+_bernoulli_probs.backward(lambda ctx, grad: (X.zeros_like(grad),))
+_bernoulli_probs.jvp(lambda ctx, tangent: X.zeros_like(tangent))
 
 
 def _bernoulli(input, p=None, *, generator=None):
     """1 with probability ``input`` (or ``p``) at each element, else 0: a new tensor of the
     input's dtype; BernoulliBackward0 (no ``p``; its gradient is zero), PyTorch's
     not-implemented node with ``p``."""
+    if p is None:
+        if generator is None:
+            return _bernoulli_probs.declared(input)  # (the quick call)
+        return _bernoulli_probs.declared(input, generator=generator)
     if not isinstance(input, Tensor):
         raise D.not_tensor("bernoulli", "input", 1, input)
     d = input._data
     g = _gen(generator)
-    if p is None:
-        if d.size:  # PyTorch: empty_like(input).bernoulli_(input)
-            if d.dtype.kind == "c":
-                raise _not_impl("bernoulli_tensor_cpu_self_", d.dtype)
-            _check_p_tensor(input)
-        data = (g.random(d.shape) < d).astype(d.dtype)
-        if STATE.enabled and input._requires_grad:
-            r = record(data, BernoulliBackward0((edge_of(input),), ()))
-        else:
-            r = _make(data)
-    else:
-        pv = _float_arg("bernoulli", "p", 2, p)
-        if not 0.0 <= pv <= 1.0:
-            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pv)}")
-        if d.dtype.kind == "c" and d.size:
-            raise _not_impl("bernoulli_scalar_cpu_", d.dtype)
-        data = (g.random(d.shape) < pv).astype(d.dtype)
-        from .elementwise_more import _no_derivative
-        r = _no_derivative(data, "bernoulli", (input,))
-    return r
+    pv = _float_arg("bernoulli", "p", 2, p)
+    if not 0.0 <= pv <= 1.0:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={_num(pv)}")
+    if d.dtype.kind == "c" and d.size:
+        raise _not_impl("bernoulli_scalar_cpu_", d.dtype)
+    data = (g.random(d.shape) < pv).astype(d.dtype)
+    from .elementwise_more import _no_derivative
+    return _no_derivative(data, "bernoulli", (input,))
 
 
-op("bernoulli", function=False)(_bernoulli)
+front(_bernoulli_probs, _bernoulli)
 
 
 @handles_out
@@ -265,22 +240,22 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
 
 
 # --- exponential_ / geometric_ / log_normal_ / cauchy_ --------------------------------------------
-@op(function=False)
+@defrandom("exponential_", node="ExponentialBackward0")
 def exponential_(self, lambd=1.0, *, generator=None):
     """Exponential numbers of rate ``lambd``, in place."""
     lam = _float_arg("exponential_", "lambd", 1, lambd)
     if not lam > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lam)}")
-    dt = self._data.dtype
-    if dt not in D.FLOATING and self._data.size:
+    dt = self.dtype
+    if dt not in D.FLOATING and self.size:
         raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
                            f"{D.scalar_type_name(dt)}")
     g = _gen(generator)
-    return _inplace(self, ExponentialBackward0, lambda s, d: g.exponential(1.0 / lam, s))
+    return (lambda s, d: g.exponential(1.0 / lam, s)), 0
 
 
-@op(function=False)
+@defrandom("geometric_", node="GeometricBackward0")
 def geometric_(self, p=None, *, generator=None):
     """The number of Bernoulli(``p``) trials up to the first success (1, 2, ...), in place."""
     if p is None:
@@ -288,41 +263,40 @@ def geometric_(self, p=None, *, generator=None):
     pv = _float_arg("geometric_", "p", 1, p)
     if not 0.0 < pv < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(pv)}")
-    dt = self._data.dtype
-    if dt.kind not in "iu" and dt not in D.FLOATING and self._data.size:
+    dt = self.dtype
+    if dt.kind not in "iu" and dt not in D.FLOATING and self.size:
         raise _not_impl("geometric_cpu", dt)
     g = _gen(generator)
-    return _inplace(self, GeometricBackward0, lambda s, d: g.geometric(pv, s))
+    return (lambda s, d: g.geometric(pv, s)), 0
 
 
-@op(function=False)
+@defrandom("log_normal_", node="LogNormalBackward0")
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """exp of normal numbers of ``mean`` and ``std``, in place."""
     m = _float_arg("log_normal_", "mean", 1, mean)
     s = _float_arg("log_normal_", "std", 2, std)
     if not s > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(s)}")
-    dt = self._data.dtype
-    if dt not in D.FLOATING and self._data.size:
+    dt = self.dtype
+    if dt not in D.FLOATING and self.size:
         raise _not_impl("log_normal_cpu", dt)
     g = _gen(generator)
-    return _inplace(self, LogNormalBackward0,
-                    lambda sh, d: np.exp(g.standard_normal(sh) * s + m))
+    return (lambda sh, d: np.exp(g.standard_normal(sh) * s + m)), 0
 
 
-@op(function=False)
+@defrandom("cauchy_", node="CauchyBackward0")
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Cauchy numbers of ``median`` and scale ``sigma``, in place."""
     m = _float_arg("cauchy_", "median", 1, median)
     s = _float_arg("cauchy_", "sigma", 2, sigma)
     if not s > 0.0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(s)}")
-    dt = self._data.dtype
+    dt = self.dtype
     if dt not in D.FLOATING:
         raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified {D.c_name(dt)}")
     g = _gen(generator)
-    return _inplace(self, CauchyBackward0, lambda sh, d: g.standard_cauchy(sh) * s + m)
+    return (lambda sh, d: g.standard_cauchy(sh) * s + m), 0
 
 
 # --- random_ -------------------------------------------------------------------------------------
@@ -405,7 +379,7 @@ def _dtype_max(dt):
     return int(np.iinfo(dt).max)
 
 
-@op(function=False)
+@defrandom("random_", node=("RandomBackward0", "RandomBackward1", "RandomBackward2"))
 def random_(self, *args, generator=None, **kwargs):
     """Random integers in place: ``random_()`` over [0, the dtype's largest exact integer],
     ``random_(to)`` over [0, to), ``random_(from, to)`` over [from, to) (``to=None``: up to
@@ -419,15 +393,15 @@ def random_(self, *args, generator=None, **kwargs):
     if len(args) > 2 or (len(args) == 1 and "to" in kwargs):
         raise TypeError("random_() received an invalid combination of arguments")
     bad = D.bad_combo("random_", list(args), kwargs)
-    d = self._data
+    d = self
     dt = d.dtype
     g = _gen(generator)
     if not given:
         if dt.kind not in "biu" and dt not in D.FLOATING:
             if not d.size:
-                return _inplace(self, RandomBackward2, _nothing)
+                return _nothing, 2
             raise _not_impl("random_kernel_cpu", dt)
-        return _inplace(self, RandomBackward2, _integers(g, 0, _dtype_max(dt)))
+        return _integers(g, 0, _dtype_max(dt)), 2
     lo = _int_arg(given.get("from", 0), bad.args[0])
     to = given.get("to")
     if to is not None:
@@ -441,17 +415,16 @@ def random_(self, *args, generator=None, **kwargs):
                 raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than 'to' "
                                    f"casted to dtype, but got from={lo} >= to={to}")
         _check_range(lo, to - 1, dt)
-        node = RandomBackward1 if "from" not in given else RandomBackward0
-        return _inplace(self, node, _integers(g, lo, to - 1))
+        return _integers(g, lo, to - 1), 1 if "from" not in given else 0
     if lo == _I64_MIN:
         if not d.size:
-            return _inplace(self, RandomBackward0, _nothing)
+            return _nothing, 0
         if dt.kind in "bc" or dt == np.float16:
             raise _not_impl("random_full_64_bits_range_kernel_cpu", dt)
         if dt not in (np.int64, np.float32, np.float64, D.BF16):
             raise RuntimeError("random_full_64_bits_range_kernel_cpu handles only int64, double, "
                                "float and bfloat16")
-        return _inplace(self, RandomBackward0, _integers(g, _I64_MIN, _I64_MAX))
+        return _integers(g, _I64_MIN, _I64_MAX), 0
     if dt in D.FLOATING:
         hi = min(1 << _digits(dt), _I64_MAX)
         lo = _update_from(lo, dt)
@@ -464,18 +437,22 @@ def random_(self, *args, generator=None, **kwargs):
         raise RuntimeError("random_from_to_impl handles only integral, floating-point and "
                            "boolean types")
     _check_range(lo, hi, dt)
-    return _inplace(self, RandomBackward0, _integers(g, lo, hi))
+    return _integers(g, lo, hi), 0
 
 
 # --- multinomial (the method of dyngrad.multinomial) ---------------------------------------------
+def _batch_multinomial(spec, arrays, params):
+    x = arrays[0]
+    r = spec.forward(x.reshape(-1, x.shape[-1]), **params)
+    return r.reshape(x.shape[:-1] + r.shape[-1:])
+
+
+@defop("multinomial", node=None, differentiable=False, function=False, batch=_batch_multinomial)
 def _multinomial(self, num_samples, replacement=False, *, generator=None):
     """``num_samples`` category indices per row, drawn with the row as (unnormalised)
-    probabilities."""
+    probabilities (no derivative: indices)."""
     from .._factories import multinomial
-    return multinomial(self, num_samples, replacement, generator=generator)
-
-
-op("multinomial", function=False)(_multinomial)
+    return multinomial(_make(self), num_samples, replacement, generator=generator)._data
 
 
 # --- normal ------------------------------------------------------------------------------------

@@ -10,10 +10,11 @@ import numpy as np
 
 from .. import _dtype as D
 from . import OPS, composite, op
-from .._record import STATE, Node, Tensor, edge_of, raw_dim, record
+from .._record import STATE, Tensor, edge_of, record
 from . import _dual as X
-from ._spec import _tensor_list, defop, fp_safe, int64_saved, varargs_method
-from .views import make_view, permute, reshape, expand
+from ._spec import _int_arg, _tensor_list, defop, defview, fp_safe, int64_saved, varargs_method
+from .indexing import SelectBackwardBackward0, SliceBackwardBackward0
+from .views import permute, reshape, expand
 from .._tensor import Size, _dim, channels_last_format
 
 _make = Tensor._make
@@ -140,7 +141,7 @@ stack = stack.fn
 def atleast_1d(*tensors):
     """Tensors with at least one dimension (0-d ones become shape [1])."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
-    r = [reshape(t, 1) if t._data.ndim == 0 else t for t in ts]
+    r = [reshape(t, 1) if t.dim() == 0 else t for t in ts]
     return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
 
 
@@ -150,7 +151,7 @@ def atleast_2d(*tensors):
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
     r = []
     for t in ts:
-        n = t._data.ndim
+        n = t.dim()
         r.append(reshape(t, 1, 1) if n == 0 else t.unsqueeze(0) if n == 1 else t)
     return r[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(r)
 
@@ -161,7 +162,7 @@ def atleast_3d(*tensors):
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
     r = []
     for t in ts:
-        n = t._data.ndim
+        n = t.dim()
         if n == 0:
             t = reshape(t, 1, 1, 1)
         elif n == 1:
@@ -207,17 +208,64 @@ def column_stack(tensors):
 
 
 # --- narrow / select --------------------------------------------------------------------------
-@op()
-def narrow(input, dim, start, length):
+def _place_np(g, shape, key, double, saved):
+    z = np.zeros(shape, dtype=g.dtype)
+    z[key] = g
+    return z
+
+
+def _place_t(g, shape, key, double, saved):
+    z = np.zeros(shape, dtype=g._data.dtype)
+    z[key] = g._data
+    if not (STATE.enabled and g._requires_grad):
+        return _make(z)
+    return record(z, double((edge_of(g),), saved))
+
+
+# the gradient of a select/slice view: ``g`` placed at ``key`` in zeros of its base's shape
+# (NumPy on arrays; PyTorch's select_backward / slice_backward node ``double`` on Tensors)
+_place_any = X.twin(_place_np, _place_t)
+
+
+def _narrow_start(start, n):
+    return int(start) + n if int(start) < 0 else int(start)
+
+
+def _batch_narrow(spec, arrays, params):
+    x = arrays[0]
+    return spec.forward(x, _dim(params["dim"], x.ndim - 1) + 1, params["start"], params["length"])
+
+
+def _int_like(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) or \
+        isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu"
+
+
+def _narrow_args(self, dim, start, length):
+    """PyTorch's error for arguments of narrow that are not ints (a 0-d integer tensor
+    counts)."""
+    if not (_int_like(dim) and _int_like(start) and _int_like(length)):
+        raise D.bad_combo("narrow", (_make(self), dim, start, length), None)
+
+
+# PyTorch's narrow is slice(dim, start, start + length): its node keeps the start wrapped
+# into range and the end (expressions of the call's arguments, evaluated in order when
+# recording: the start's names it for the end's)
+_START = "(_st := (_s + d.shape[dim] if (_s := int(start)) < 0 else _s))"
+
+
+@defview("narrow", node="SliceBackward0",
+         saved=("self_sym_sizes", "dim", f"start={_START}", "end=_st + int(length)", "step=1"),
+         batch=_batch_narrow)
+def narrow(self, dim, start, length):
     """A view of ``length`` elements from ``start`` along ``dim``; SliceBackward0."""
-    from .indexing import SliceBackward0
-    d = input._data
-    if d.ndim == 0:
+    if type(dim) is not int or type(start) is not int or type(length) is not int:
+        _narrow_args(self, dim, start, length)
+    if self.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    k = _dim(dim, d.ndim)
-    n = d.shape[k]
-    start = int(start)
-    length = int(length)
+    k = _dim(dim, self.ndim)
+    n = self.shape[k]
+    start, length = int(start), int(length)
     if not -n <= start <= n:
         raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
                          f"{start})")
@@ -227,29 +275,66 @@ def narrow(input, dim, start, length):
         raise RuntimeError("narrow(): length must be non-negative.")
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    sl = slice(start, start + length, 1)
-    key = (slice(None),) * k + (sl,)
-    return make_view(input, d[key], SliceBackward0, (d.shape, k, sl, raw_dim(dim), start,
-                                                     start + length, 1), lambda x, key=key: x[key])
+    return self[(slice(None),) * k + (slice(start, start + length),)]
 
 
-@op()
-def select(input, dim, index):
+@narrow.backward
+def _(ctx, grad, graph=False):  # (the node's backward itself: its saved values unpacked)
+    shape, dim, start, end, step = ctx._saved
+    k = dim % len(shape)
+    sl = slice(start, end, 1)
+    return _place_any(grad, shape, (slice(None),) * k + (sl,), SliceBackwardBackward0,
+                      (k, sl, dim, start, end, 1)),
+
+
+@narrow.jvp
+def _(ctx, tangent):
+    return narrow(tangent, ctx.dim, ctx.start, ctx.end - ctx.start)
+
+
+narrow = narrow.fn
+
+
+def _batch_select(spec, arrays, params):
+    x = arrays[0]
+    return spec.forward(x, _dim(params["dim"], x.ndim - 1) + 1, params["index"])
+
+
+@defview("select", node="SelectBackward0", saved=("self_sym_sizes", "dim", "index"),
+         batch=_batch_select)
+def select(self, dim, index):
     """The slice at ``index`` along ``dim``, that dimension removed (a view); SelectBackward0."""
-    from .indexing import SelectBackward0
-    d = input._data
-    if d.ndim == 0:
+    if type(dim) is not int:
+        dim = _int_arg(dim, "select", "dim", 2)
+    if type(index) is not int:
+        index = _int_arg(index, "select", "index", 3)
+    if self.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    k = _dim(dim, d.ndim)
-    n = d.shape[k]
+    k = _dim(dim, self.ndim)
+    n = self.shape[k]
     i = int(index)
     if not -n <= i < n:
-        raise IndexError(f"select(): index {i} out of range for tensor of size {list(d.shape)} at "
-                         f"dimension {k}")
-    i = i + n if i < 0 else i
-    key = (slice(None),) * k + (i, Ellipsis)
-    return make_view(input, d[key], SelectBackward0, (d.shape, k, i, raw_dim(dim), int(index)),
-                     lambda x, key=key: x[key])
+        raise IndexError(f"select(): index {i} out of range for tensor of size {list(self.shape)} "
+                         f"at dimension {k}")
+    return self[(slice(None),) * k + (i + n if i < 0 else i, Ellipsis)]
+
+
+@select.backward
+def _(ctx, grad, graph=False):  # (the node's backward itself: its saved values unpacked)
+    shape, dim, index = ctx._saved
+    k = dim % len(shape)
+    index = int(index)
+    i = index + shape[k] if index < 0 else index
+    return _place_any(grad, shape, (slice(None),) * k + (i, Ellipsis), SelectBackwardBackward0,
+                      (k, i, dim, index)),
+
+
+@select.jvp
+def _(ctx, tangent):
+    return select(tangent, ctx.dim, ctx.index)
+
+
+select = int64_saved(select, "index").fn
 
 
 # --- reordering -------------------------------------------------------------------------------
@@ -584,7 +669,7 @@ def broadcast_to(input, size):
     return expand(input, tuple(size))
 
 
-@op(method=False)
+@composite(method=False)
 def broadcast_shapes(*shapes):
     """The shape that tensors of ``shapes`` broadcast to."""
     norm = []
@@ -659,53 +744,104 @@ def _np_diag_view(x, offset, d1, d2):
                                            writeable=x.flags.writeable)
 
 
-class DiagonalBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        shape, offset, d1, d2 = self._saved[:4]
-        return _diag_place_any(g, shape, offset, d1, d2),
-
-
-def _diag_place_np(g, shape, offset, d1, d2):
+def _diag_place_np(g, shape, offset, d1, d2, raw1=None, raw2=None):
     z = np.zeros(shape, dtype=g.dtype)
     _np_diag_view(z, offset, d1, d2)[...] = g
     return z
 
 
-def _diag_place_t(g, shape, offset, d1, d2):
-    if _embed_shape(tuple(g.shape), offset, d1, d2) == shape:
-        return diag_embed(g, offset, d1, d2)
-    z = X.zeros(shape, g)
-    diagonal(z, offset, d1, d2).copy_(g)
-    return z
+def _diag_place_t(g, shape, offset, d1, d2, raw1, raw2):
+    return diagonal_backward(g, shape, offset, raw1, raw2)
 
 
-# ``g`` placed on the diagonal of zeros of ``shape`` (DiagonalBackward0's gradient)
+# ``g`` placed on the diagonal of zeros of ``shape`` (DiagonalBackward0's gradient; PyTorch's
+# diagonal_backward, DiagonalBackwardBackward0, on Tensors)
 _diag_place_any = X.twin(_diag_place_np, _diag_place_t)
 
 
-class DiagonalBackward0Copy(DiagonalBackward0):
-    __slots__ = ()
-
-
-DiagonalBackward0Copy.__name__ = DiagonalBackward0Copy.__qualname__ = "DiagonalBackward0_copy"
-
-
-@op()
-def diagonal(input, offset=0, dim1=0, dim2=1):
-    """A view of the diagonal over ``dim1``/``dim2`` (moved to the last dim); DiagonalBackward0."""
-    D.arg_int(offset, "diagonal", "offset", 2)
-    d = input._data
-    a, b = _dim(dim1, d.ndim), _dim(dim2, d.ndim)
+def _diagonal_args(ndim, offset, dim1, dim2, name="diagonal"):
+    D.arg_int(offset, name, "offset", 2)
+    if type(dim1) is not int:
+        dim1 = _int_arg(dim1, name, "dim1", 3)
+    if type(dim2) is not int:
+        dim2 = _int_arg(dim2, name, "dim2", 4)
+    a, b = _dim(dim1, ndim), _dim(dim2, ndim)
     if a == b:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    v = _np_diag_view(d, offset, a, b)
-    return make_view(input, v, DiagonalBackward0,
-                     (d.shape, offset, a, b, raw_dim(dim1), raw_dim(dim2)),
-                     lambda x, o=offset, a=a, b=b: _np_diag_view(x, o, a, b)
-                     if not isinstance(x, Tensor) else diagonal(x, o, a, b))
+    return a, b
+
+
+def _batch_diagonal(spec, arrays, params):
+    x = arrays[0]
+    n = x.ndim - 1
+    p = {"offset": 0, "dim1": 0, "dim2": 1, **params}
+    return spec.forward(x, p["offset"], _dim(p["dim1"], n) + 1, _dim(p["dim2"], n) + 1)
+
+
+def _diagonal_bw(ctx, grad):
+    shape = ctx.self_sym_sizes
+    n = len(shape)
+    return _diag_place_any(grad, shape, ctx.offset, ctx.dim1 % n, ctx.dim2 % n, ctx.dim1,
+                           ctx.dim2),
+
+
+def _diagonal_view_bw(node, grad, graph=False):
+    """``_diagonal_bw`` as the view node's backward itself (its saved values unpacked)."""
+    shape, offset, dim1, dim2 = node._saved
+    n = len(shape)
+    return _diag_place_any(grad, shape, offset, dim1 % n, dim2 % n, dim1, dim2),
+
+
+@defop("diagonal_backward", node="DiagonalBackwardBackward0", inputs=("grad_output",),
+       saved=("offset", "dim1", "dim2"), function=False, method=False, linear=True)
+def diagonal_backward(grad_output, input_sizes, offset, dim1, dim2):
+    """``grad_output`` placed on the diagonal of zeros of ``input_sizes`` (the gradient of
+    diagonal); DiagonalBackwardBackward0."""
+    n = len(input_sizes)
+    return _diag_place_np(grad_output, tuple(input_sizes), offset, dim1 % n, dim2 % n)
+
+
+@diagonal_backward.backward
+def _(ctx, grad):
+    n = grad.ndim
+    return _diagonal_copy_any(grad, ctx.offset, ctx.dim1 % n, ctx.dim2 % n),
+
+
+diagonal_backward = int64_saved(diagonal_backward, "offset", "dim1", "dim2").fn
+OPS.pop("_diagonal_backward")  # reached through diagonal's gradient only
+
+
+@defview("diagonal", node="DiagonalBackward0", saved=("self_sym_sizes", "offset", "dim1", "dim2"),
+         batch=_batch_diagonal)
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    """A view of the diagonal over ``dim1``/``dim2`` (moved to the last dim); DiagonalBackward0."""
+    a, b = _diagonal_args(self.ndim, offset, dim1, dim2)
+    return _np_diag_view(self, offset, a, b)
+
+
+diagonal.backward(_diagonal_view_bw)
+
+
+@diagonal.jvp
+def _(ctx, tangent):
+    return diagonal(tangent, ctx.offset, ctx.dim1, ctx.dim2)
+
+
+diagonal = int64_saved(diagonal, "offset").fn
+
+
+@defop("diagonal_copy", node="DiagonalBackward0_copy",
+       saved=("self_sym_sizes", "offset", "dim1", "dim2"), method=False,
+       linear=True, batch=_batch_diagonal)
+def diagonal_copy(self, offset=0, dim1=0, dim2=1):
+    """A copy of the diagonal over ``dim1``/``dim2`` (moved to the last dim);
+    DiagonalBackward0_copy."""
+    a, b = _diagonal_args(self.ndim, offset, dim1, dim2, "diagonal_copy")
+    return _np_diag_view(self, offset, a, b).copy()
+
+
+diagonal_copy.backward(_diagonal_bw)
+diagonal_copy = int64_saved(diagonal_copy, "offset").fn
 
 
 def _embed_shape(shape, offset, d1, d2):
@@ -748,19 +884,16 @@ def _(ctx, grad):
 diag_embed = int64_saved(diag_embed, "offset").fn
 
 
-@op()
+@composite()
 def diag(input, diagonal=0):
-    """A 1-D tensor as a diagonal matrix, or a copy of a matrix's diagonal."""
-    d = input._data
-    if d.ndim == 1:
+    """A 1-D tensor as a diagonal matrix (diag_embed), or a copy of a matrix's diagonal
+    (diagonal_copy), as PyTorch composes it."""
+    n = input._data.ndim
+    if n == 1:
         return diag_embed(input, diagonal, -2, -1)  # PyTorch's dims (the node shows them)
-    if d.ndim != 2:
-        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {d.ndim}D")
-    data = _np_diag_view(d, diagonal, 0, 1).copy()
-    if STATE.enabled and input._requires_grad:
-        return record(data, DiagonalBackward0Copy((edge_of(input),),
-                                                  (d.shape, diagonal, 0, 1, 0, 1)))
-    return _make(data)
+    if n != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {n}D")
+    return diagonal_copy(input, diagonal, 0, 1)
 
 
 @functools.lru_cache(maxsize=256)

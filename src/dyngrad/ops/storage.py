@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from . import op
+from ._spec import defstorage
 from .._record import Tensor
 from .. import _dtype as D
 from .._factories import is_lent, root_array as _root
@@ -51,11 +52,20 @@ def _strides(shape, itemsize, order):
     return tuple(strides)
 
 
-@op(function=False)
+def _batch_resize(spec, arrays, params):
+    """The batch resized to (batch, *sizes): a sample of another size reads on in the shared
+    storage, as PyTorch's rule."""
+    x = arrays[0]
+    sizes = params.get("sizes", ())
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    return spec.forward(x, (x.shape[0],) + tuple(sizes),
+                        memory_format=params.get("memory_format"))
+
+
+@defstorage("resize_", batch=_batch_resize)
 def resize_(self, *sizes, memory_format=None) -> Tensor:
     """Give the tensor ``sizes`` (contiguous) in place, growing its storage if needed."""
-    if self.requires_grad:
-        raise RuntimeError("cannot resize variables that require grad")
     shape = _resize_sizes(sizes)
     need = {"torch.channels_last": 4, "torch.channels_last_3d": 5}.get(memory_format)
     if need is not None and len(shape) != need:
@@ -89,6 +99,9 @@ def resize_(self, *sizes, memory_format=None) -> Tensor:
     self._data = _place(owner, start, shape, _strides(shape, item, order), d.dtype)
     self._vc[0] += 1
     return self
+
+
+resize_ = resize_.fn
 
 
 @op(function=False)

@@ -10,10 +10,10 @@ import weakref
 import numpy as np
 
 from . import composite, op
-from .._record import RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, notify, record, sum_to
+from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from .._tensor import Size, _dim, _storage_root
 from . import _dual as X
-from ._spec import defview
+from ._spec import batch_aligned, defop, defview, front, pair_public
 
 _make = Tensor._make
 _weakref = weakref.ref
@@ -221,6 +221,7 @@ def unsafe_view(t, shape):
     return _make(r)
 
 
+UnsafeViewBackward0Reshape._fw_rule = lambda node, tangents: [tangents[0].reshape(_out_shape(node))]
 UnsafeViewBackward0Reshape.__name__ = "UnsafeViewBackward0"
 UnsafeViewBackward0Reshape.__qualname__ = "UnsafeViewBackward0"
 
@@ -774,8 +775,33 @@ def _(ctx, grad):
     return _joined(grad, ctx._nout, sizes, shape, dim),
 
 
+_split_bw = split.bw
 split = split.fn
-op("split_with_sizes", function=False)(lambda self, split_sizes, dim=0: split(self, list(split_sizes), dim))
+
+
+def _batch_split_with_sizes(spec, arrays, params):
+    x = arrays[0]
+    return spec.forward(x, params["split_sizes"], _dim(params.get("dim", 0), x.ndim - 1) + 1)
+
+
+@defview("split_with_sizes", node="SplitWithSizesBackward0",
+         saved=("dim", "self_sym_sizes", "split_sizes"), multi=True, function=False,
+         batch=_batch_split_with_sizes)
+def split_with_sizes(self, split_sizes, dim=0):
+    """Views of consecutive pieces of the listed sizes along ``dim``; SplitWithSizesBackward0."""
+    if self.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    k = _dim(dim, self.ndim)
+    n = self.shape[k]
+    sizes = [int(s) for s in split_sizes]
+    if sum(sizes) != n or any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                           f"tensor's size at dimension {k}), but got split_sizes={sizes}")
+    return _pieces(self, sizes, k)
+
+
+split_with_sizes.backward(_split_bw)
+split_with_sizes = split_with_sizes.fn
 
 
 @composite()
@@ -792,9 +818,10 @@ def chunk(input, chunks, dim=0):
     return split(input, max(math.ceil(n / chunks), 1), dim)
 
 
-@op()
+@composite()
 def tensor_split(input, indices_or_sections, dim=0):
-    """Pieces of ``input`` along ``dim`` at the given indices, or as ``n`` near-equal parts."""
+    """Pieces of ``input`` along ``dim`` at the given indices, or as ``n`` near-equal parts
+    (narrow views, as PyTorch's slices)."""
     from .shape import narrow
     d = input._data
     if d.ndim == 0:
@@ -805,7 +832,8 @@ def tensor_split(input, indices_or_sections, dim=0):
     if isinstance(indices_or_sections, Tensor):
         indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, (list, tuple)):
-        bounds = [0] + [min(max(int(i) if i >= 0 else int(i) + n, 0), n) for i in indices_or_sections] + [n]
+        bounds = [0] + [min(max(int(i) if i >= 0 else int(i) + n, 0), n)
+                        for i in indices_or_sections] + [n]
     else:
         sec = int(indices_or_sections)
         if sec <= 0:
@@ -814,7 +842,8 @@ def tensor_split(input, indices_or_sections, dim=0):
         bounds = [0]
         for i in range(sec):
             bounds.append(bounds[-1] + q + (1 if i < r else 0))
-    return tuple(narrow(input, k, min(s, n), max(e - s, 0)) for s, e in zip(bounds[:-1], bounds[1:]))
+    return tuple(narrow(input, k, min(s, n), max(e - s, 0))
+                 for s, e in zip(bounds[:-1], bounds[1:]))
 
 
 @defview("unbind", node="UnbindBackward0", saved=("dim",), multi=True,
@@ -877,8 +906,8 @@ def _register_dir_split(name, min_dim, doc):
 
     function.__name__ = function.__qualname__ = method.__name__ = method.__qualname__ = name
     function.__doc__ = method.__doc__ = doc
-    op(name, method=False)(function)
-    op("_" + name + "_method", function=False, method=False, methods=(name,))(method)
+    composite(name, method=False)(function)
+    composite("_" + name + "_method", function=False, method=False, methods=(name,))(method)
     return function
 
 
@@ -1075,36 +1104,6 @@ _real_of = X.twin(lambda g: np.stack([g.real, g.imag], -1),
                   lambda g: view_as_real(g.contiguous()))
 
 
-class PolarBackward0(Node):
-    __slots__ = ()
-    _holomorphic = False  # its formula is the complex gradient itself
-    _named_saved = {"result": (0, "tensor")}
-
-    def _bw(self, g, graph):
-        y = self._saved[0].get(self, graph)
-        sa, sb = self._saved[1], self._saved[2]
-        if isinstance(g, Tensor) or isinstance(y, Tensor):
-            if not isinstance(g, Tensor):
-                g = _make(g)
-            if not isinstance(y, Tensor):
-                y = _make(y)
-            # Re(conj(g) sgn(y)) and Re(conj(g) i y), written on the real parts so the
-            # graph they record is made of real ops
-            yr, gr = view_as_real(y), view_as_real(g)
-            y0, y1, g0, g1 = yr[..., 0], yr[..., 1], gr[..., 0], gr[..., 1]
-            m2 = y0 * y0 + y1 * y1
-            ga = (g0 * y0 + g1 * y1) / (m2 + (m2 == 0).to(m2.dtype)).sqrt()
-            gb = g1 * y0 - g0 * y1
-        else:
-            gc = np.conj(g)
-            mag = np.abs(y)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                sgn = np.where(mag == 0, 0, y / np.where(mag == 0, 1, mag)).astype(y.dtype)
-            ga = np.real(gc * sgn)
-            gb = np.real(gc * (y * 1j))
-        return sum_to(ga, sa), sum_to(gb, sb)
-
-
 _POLAR_OK = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -1156,67 +1155,135 @@ def _with_out(name, fn, x, y, out):
     return _out_call(name, f, (x, y), {"out": out})
 
 
-@op(method=False)
+def _batch_pair(spec, arrays, params):
+    return spec.forward(*batch_aligned(arrays))
+
+
+@defop("polar", node="PolarBackward0", inputs=("abs", "angle"), saved=("result",), method=False,
+       broadcast=True, holomorphic=False, batch=_batch_pair)
+def _polar_op(abs, angle):  # noqa: A002 (PyTorch's parameter name)
+    """``abs * (cos(angle) + i sin(angle))`` of float arrays of the same dtype (checked by
+    ``polar``)."""
+    r = np.empty(np.broadcast_shapes(abs.shape, angle.shape), _COMPLEX_OF[abs.dtype])
+    r.real = abs * np.cos(angle)
+    r.imag = abs * np.sin(angle)
+    return r
+
+
+def _polar_grads_np(g, y):
+    gc = np.conj(g)
+    mag = np.abs(y)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sgn = np.where(mag == 0, 0, y / np.where(mag == 0, 1, mag)).astype(y.dtype)
+    return np.real(gc * sgn), np.real(gc * (y * 1j))
+
+
+def _polar_grads_t(g, y):
+    if not isinstance(g, Tensor):
+        g = _make(g)
+    if not isinstance(y, Tensor):
+        y = _make(y)
+    # Re(conj(g) sgn(y)) and Re(conj(g) i y), written on the real parts so the graph they
+    # record is made of real ops
+    yr, gr = view_as_real(y), view_as_real(g)
+    y0, y1, g0, g1 = yr[..., 0], yr[..., 1], gr[..., 0], gr[..., 1]
+    m2 = y0 * y0 + y1 * y1
+    return (g0 * y0 + g1 * y1) / (m2 + (m2 == 0).to(m2.dtype)).sqrt(), g1 * y0 - g0 * y1
+
+
+# PolarBackward0's gradients of the magnitudes and the angles (its formula is the complex
+# gradient itself: Re(conj(g) sgn(result)), Re(conj(g) i result))
+_polar_grads = X.twin(_polar_grads_np, _polar_grads_t)
+
+
+@_polar_op.backward
+def _(ctx, grad):
+    return _polar_grads(grad, ctx.result)
+
+
+@_polar_op.jvp
+def _(ctx, t_abs, t_angle):
+    # abs_t * sgn(result) + i angle_t * result
+    y = ctx.result
+    out = None
+    if t_abs is not None:
+        m = y.abs()
+        out = t_abs * (y / (m + (m == 0).to(m.dtype)))
+    if t_angle is not None:
+        term = t_angle * (y * 1j)
+        out = term if out is None else out + term
+    return out
+
+
+_polar_fast = pair_public(_polar_op)[0]  # (two tensors by position: no binding)
+
+
+def _polar_checked(abs, angle):  # noqa: A002
+    a, b = _complex_parts("polar", abs, angle, ("abs", "angle"))
+    if a.dtype == np.float16:
+        raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
+    return _polar_fast(abs, angle)
+
+
 @handles_out
 def polar(abs, angle, *, out=None):  # noqa: A002 (PyTorch's parameter name)
     """``abs * (cos(angle) + i sin(angle))``: a complex tensor from float magnitudes and
     angles of the same dtype; PolarBackward0."""
-    return _with_out("polar", _polar, abs, angle, out)
+    return _with_out("polar", _polar_checked, abs, angle, out)
 
 
-class ComplexBackward0(Node):
-    __slots__ = ()
-    _holomorphic = False  # its formula splits the complex gradient itself
-    _named_saved = {"real": (0, "tensor"), "imag": (1, "tensor")}
-
-    def _bw(self, g, graph):
-        real, imag, sa, sb = self._saved
-        imag.get(self, graph)  # PyTorch unpacks (version-checks) both, in name order
-        real.get(self, graph)
-        nf = self.next_functions
-        return (sum_to(g.real, sa) if nf[0][0] is not None else None,
-                sum_to(g.imag, sb) if nf[1][0] is not None else None)
+front(_polar_op, polar)
 
 
-@op(method=False)
-@handles_out
-def complex(real, imag, *, out=None):  # noqa: A001 (PyTorch's name)
-    """``real + i imag`` from two float tensors of the same dtype (broadcast);
-    ComplexBackward0."""
-    return _with_out("complex", _complex, real, imag, out)
+@defop("complex", node="ComplexBackward0", inputs=("real", "imag"), saved=("real", "imag"),
+       method=False, broadcast=True, holomorphic=False, batch=_batch_pair)
+def _complex_op(real, imag):
+    """``real + i imag`` of float arrays of the same dtype (checked by ``complex``)."""
+    r = np.empty(np.broadcast_shapes(real.shape, imag.shape), _COMPLEX_OF[real.dtype])
+    r.real = real
+    r.imag = imag
+    return r
 
 
-def _complex(real, imag):
+# the real and imaginary parts of a complex gradient (copies on arrays; the recorded views on
+# Tensors)
+_real_part = X.twin(lambda g: np.real(g).copy(), lambda g: real(g))
+_imag_part = X.twin(lambda g: np.imag(g).copy(), lambda g: imag(g))
+
+
+@_complex_op.backward
+def _(ctx, grad):
+    # (its formula splits the complex gradient itself)
+    return (_real_part(grad) if ctx.needs(0) else None,
+            _imag_part(grad) if ctx.needs(1) else None)
+
+
+@_complex_op.jvp
+def _(ctx, t_real, t_imag):
+    like = t_real if t_real is not None else t_imag
+    z = X.zeros_like(like)
+    return ctx.op("complex", z if t_real is None else t_real, z if t_imag is None else t_imag)
+
+
+_complex_fast = pair_public(_complex_op)[0]  # (two tensors by position: no binding)
+
+
+def _complex_checked(real, imag):
     a, b = _complex_parts("complex", real, imag, ("real", "imag"))
     if a.dtype == np.float16:
         raise RuntimeError("complex(): dyngrad has no complex32 (ComplexHalf) dtype for half "
                            "inputs; convert them to float32 first")
-    r = np.empty(np.broadcast_shapes(a.shape, b.shape), _COMPLEX_OF[a.dtype])
-    r.real = a
-    r.imag = b
-    if STATE.enabled and (real._requires_grad or imag._requires_grad):
-        return record(r, ComplexBackward0((edge_of(real), edge_of(imag)),
-                                          (Saved(real), Saved(imag), a.shape, b.shape)))
-    return _make(r)
+    return _complex_fast(real, imag)
 
 
-def _polar(abs, angle):  # noqa: A002
-    a, b = _complex_parts("polar", abs, angle, ("abs", "angle"))
-    if a.dtype == np.float16:
-        raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
-    cd = _COMPLEX_OF[a.dtype]
-    r = np.empty(np.broadcast_shapes(a.shape, b.shape), cd)
-    r.real = a * np.cos(b)
-    r.imag = a * np.sin(b)
-    if STATE.enabled and (abs._requires_grad or angle._requires_grad):
-        res = _make(r)
-        res._requires_grad = True
-        res._grad_fn = PolarBackward0((edge_of(abs), edge_of(angle)),
-                                             (Saved(res, True), a.shape, b.shape), cd)
-        if RECORD_HOOKS:
-            notify(res)
-        return res
-    return _make(r)
+@handles_out
+def complex(real, imag, *, out=None):  # noqa: A001 (PyTorch's name)
+    """``real + i imag`` from two float tensors of the same dtype (broadcast);
+    ComplexBackward0."""
+    return _with_out("complex", _complex_checked, real, imag, out)
+
+
+front(_complex_op, complex)
 
 
 # --- real / imag ------------------------------------------------------------------------------
