@@ -136,7 +136,6 @@ SAVED_NAMES: dict = {
         "self_sym_sizes": (2, "same"),
     },
     "UnsafeViewBackward0": {"self_sym_sizes": (0, "same")},
-    "WhereBackward0": {"condition": (0, "array")},
 }
 
 

@@ -12,7 +12,8 @@ from .._fperr import quiet
 from ..autograd.node import NotImplemented_
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
 from . import _dual as X
-from ._spec import defop, unary
+from .. import _warn
+from ._spec import batch_aligned, defop, edgeless, front, unary
 from .pointwise import (_call2, _scalar_ok, broadcast_error,
                         floor, trunc)  # noqa: F401 - floor/trunc re-exported for div
 
@@ -609,29 +610,53 @@ def clip(input, min=None, max=None):
 
 
 # --- where ---------------------------------------------------------------------------------
-class WhereBackward0(Node):
-    __slots__ = ()
+def _where_batched(spec, arrays, params):
+    """where over a leading batch axis (the inputs' dims aligned after it)."""
+    return spec.forward(*batch_aligned(arrays))
 
-    def _bw(self, g, graph):
-        cond, ash, bsh = self._saved
-        c = X.const(np.broadcast_to(cond, np.shape(g)), g)
-        z = X.zeros_like(g)
-        ga = sum_to(X.where(c, g, z), ash) if _needs(self, 0) else None
-        gb = sum_to(X.where(c, z, g), bsh) if _needs(self, 1) else None
-        return ga, gb
+
+@defop("where", node="WhereBackward0", inputs=("condition", "self", "other"),
+       saved=("condition",), broadcast=True, method=False, batch=_where_batched)
+def _where(condition, self, other):
+    """Elementwise ``self if condition else other`` of arrays in one dtype; WhereBackward0."""
+    return np.where(condition, self, other)
+
+
+@_where.backward
+def _(ctx, grad):
+    c = X.const(np.broadcast_to(X.data(ctx.condition).astype(bool, copy=False),
+                                tuple(grad.shape)), grad)
+    z = X.zeros_like(grad)
+    return (X.where(c, grad, z) if ctx.needs(0) else None,
+            X.where(c, z, grad) if ctx.needs(1) else None)
+
+
+@_where.jvp
+def _(ctx, t_self, t_other):
+    c = ctx.condition
+    if c.dtype != D.bool_:
+        c = c.to(D.bool_)
+    return where(c, 0.0 if t_self is None else t_self, 0.0 if t_other is None else t_other)
+
+
+edgeless(_where, "condition")
+_where_forward, _where_record = _where.forward, _where.record
 
 
 def _where_operand(v, rt):
+    """An operand of where as an array of dtype ``rt``, and as the tensor the node takes (a
+    number as a tensor that needs no gradient)."""
     if _isT(v, Tensor):
         d = v._data
-        return d if d.dtype == rt else d.astype(rt)
-    return np.asarray(v, dtype=rt)
+        return (d if d.dtype == rt else d.astype(rt)), v
+    d = np.asarray(v, dtype=rt)
+    return d, _make(d)
 
 
-@op(method=False)
 def where(condition, input=None, other=None):
-    """Elementwise choice ``input if condition else other`` (tensors or scalars); with only a
-    condition, the indices of its nonzero elements as a tuple.  WhereBackward0."""
+    """Elementwise choice ``input if condition else other`` (tensors or scalars, a scalar taken
+    as a tensor that needs no gradient); with only a condition, the indices of its nonzero
+    elements as a tuple.  WhereBackward0."""
     cd = condition._data
     if input is None and other is None:
         return tuple(_make(i.astype(np.int64)) for i in np.nonzero(cd if cd.ndim else cd[None]))
@@ -642,6 +667,9 @@ def where(condition, input=None, other=None):
         if cd.dtype != np.uint8:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                                f"with dtype {D.TYPE_NAMES[D.FROM_NP[cd.dtype]].replace('Tensor', '')}")
+        _warn.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                   "will be removed in a future version of PyTorch. Use a boolean condition "
+                   "instead.")
         cd = cd.astype(bool)
     ts = [v for v in (input, other) if _isT(v, Tensor)]
     sc = [v.item() if isinstance(v, np.generic) else v for v in (input, other)
@@ -651,22 +679,20 @@ def where(condition, input=None, other=None):
     else:
         rt = (D.DEFAULTS.float.np if any(isinstance(v, float) for v in sc)
               else np.bool_ if all(isinstance(v, bool) for v in sc) else np.int64)
-    a, b = _where_operand(input, rt), _where_operand(other, rt)
+    (a, ta), (b, tb) = _where_operand(input, rt), _where_operand(other, rt)
     try:
-        r = np.where(cd, a, b)
+        r = _where_forward(cd, a, b)
     except ValueError:
-        edges_first(input, other)
+        edges_first(*ts)
         raise broadcast_error(cd.shape, a.shape, b.shape) from None
-    if STATE.enabled and any(t._requires_grad for t in ts):
-        ea = edge_of(input) if _isT(input, Tensor) else NO_EDGE
-        eb = edge_of(other) if _isT(other, Tensor) else NO_EDGE
-        node = WhereBackward0((ea, eb), (cd, a.shape, b.shape))
-        casts = tuple(v._data.dtype if _isT(v, Tensor) and v._data.dtype != rt else None
-                      for v in (input, other))
-        if any(c is not None for c in casts):
-            node._casts = casts
-        return record(r, node)
-    return _make(r)
+    casts = None
+    if ta._data.dtype != rt or tb._data.dtype != rt:
+        casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in (ta, tb))
+    return _where_record(r, (condition, ta, tb), _NO_ARGS, casts)
+
+
+_NO_ARGS: dict = {}
+where = front(_where, where)
 
 
 def _where_method(self, condition, other):
