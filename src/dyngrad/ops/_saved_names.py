@@ -61,8 +61,6 @@ SAVED_NAMES: dict = {
     },
     "IndexFillBackward0": {"dim": (2, "dim"), "index": (1, "array")},
     "IndexPutBackward0": {"accumulate": (2, "same")},
-    "LerpBackward0": {"weight": (0, "same")},
-    "LerpBackward1": {"self": (0, "tensor"), "end": (1, "tensor"), "weight": (2, "tensor")},
     "LinalgCholeskyExBackward0": {"L": (0, "tensor"), "upper": (1, "same")},
     "LinalgEighBackward0": {"eigenvalues": (0, "tensor")},
     "LinalgMatrixExpBackward0": {"self": (0, "tensor")},

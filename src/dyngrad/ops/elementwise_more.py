@@ -704,41 +704,80 @@ op("_where_method", function=False, method=False, methods=("where",))(_where_met
 
 
 # --- lerp ----------------------------------------------------------------------------------
-class LerpBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        w, ash, bsh = self._saved
-        ga = sum_to(g * (1 - w), ash) if _needs(self, 0) else None
-        gb = sum_to(g * w, bsh) if _needs(self, 1) else None
-        return ga, gb
-
-
-class LerpBackward1(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, sw, ash, bsh, wsh = self._saved
-        w = sw.get(self, graph)
-        ga = sum_to(g * (1 - w), ash) if _needs(self, 0) else None
-        gb = sum_to(g * w, bsh) if _needs(self, 1) else None
-        gw = sum_to(g * (sb.get(self, graph) - sa.get(self, graph)), wsh) if _needs(self, 2) else None
-        return ga, gb, gw
-
-
 def _lerp_np(a, b, w):
     d = b - a
     return np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w)).astype(np.result_type(a, b),
                                                                         copy=False)
 
 
-@op()
+def _aligned(spec, arrays, params):
+    """An op of broadcast inputs over a leading batch axis (their dims aligned after it)."""
+    return spec.forward(*batch_aligned(arrays), **params)
+
+
+@defop("lerp", node="LerpBackward1", inputs=("self", "end", "weight"),
+       saved=("self", "end", "weight"), broadcast=True, method=False, batch=_aligned)
+def _lerp(self, end, weight):
+    """``self + weight * (end - self)`` of arrays in one dtype, broadcast; LerpBackward1."""
+    return D.opmath(_lerp_np, self, end, weight)  # bfloat16 in float32, rounded once
+
+
+@_lerp.backward
+def _(ctx, grad):
+    w = ctx.weight
+    return (grad * (1 - w) if ctx.needs(0) else None,
+            grad * w if ctx.needs(1) else None,
+            grad * (ctx.end - ctx.self) if ctx.needs(2) else None)
+
+
+def _tangent_sum(ctx, terms, n):
+    """The sum of the tangent terms given (None: none), of the result's shape (``n`` inputs)."""
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    shape = np.broadcast_shapes(*(ctx.shape(i) for i in range(n)))
+    return out if tuple(out.shape) == shape else X.expand_to(out, shape)
+
+
+@_lerp.jvp
+def _(ctx, t_self, t_end, t_weight):
+    w = ctx.weight
+    return _tangent_sum(ctx, [None if t_self is None else t_self * (1 - w),
+                              None if t_end is None else t_end * w,
+                              None if t_weight is None else t_weight * (ctx.end - ctx.self)], 3)
+
+
+@defop("lerp", node="LerpBackward0", inputs=("self", "end"), saved=("weight",), broadcast=True,
+       function=False, method=False, batch=_aligned)
+def _lerp_scalar(self, end, weight):
+    """``self + weight * (end - self)`` with a number ``weight``; LerpBackward0."""
+    return _call2(lambda x, y: D.opmath(_lerp_np, x, y, weight), self, end)
+
+
+@_lerp_scalar.backward
+def _(ctx, grad):
+    w = ctx.weight
+    return (grad * (1 - w) if ctx.needs(0) else None,
+            grad * w if ctx.needs(1) else None)
+
+
+@_lerp_scalar.jvp
+def _(ctx, t_self, t_end):
+    w = ctx.weight
+    return _tangent_sum(ctx, [None if t_self is None else t_self * (1 - w),
+                              None if t_end is None else t_end * w], 2)
+
+
+OPS.pop(_lerp_scalar.key)  # an overload of lerp, reached through its public function
+_lerp_forward, _lerp_scalar_forward = _lerp.forward, _lerp_scalar.forward
+
+
 @quiet
 def lerp(input, end, weight):
-    """input + weight * (end - input); LerpBackward0 (scalar weight) / LerpBackward1."""
-    if not _isT(end, Tensor) or not (_isT(weight, Tensor) or isinstance(weight, (int, float,
-                                                                                 complex))):
+    """input + weight * (end - input); LerpBackward0 (a number as weight) / LerpBackward1."""
+    if not _isT(input, Tensor) or not _isT(end, Tensor) or \
+            not (_isT(weight, Tensor) or isinstance(weight, (int, float, complex))):
         raise D.bad_combo("lerp", (input, end, weight))
     ad, bd = input._data, end._data
     if ad.dtype != bd.dtype:
@@ -750,29 +789,24 @@ def lerp(input, end, weight):
                                   f"'{D.scalar_type_name(ad.dtype)}'")
     if _isT(weight, Tensor):
         wd = weight._data
-        wcast = None
+        casts = None
         if wd.dtype != ad.dtype and wd.ndim == 0:  # a 0-d weight of another dtype is cast
-            wcast, wd = wd.dtype, wd.astype(ad.dtype)
+            casts, wd = (None, None, wd.dtype), wd.astype(ad.dtype)
         if wd.dtype != ad.dtype:
             raise RuntimeError(f"expected dtype {D.c_name(ad.dtype)} for `weight` but got dtype "
                                f"{D.c_name(wd.dtype)}")
         try:
-            r = D.opmath(_lerp_np, ad, bd, wd)  # bfloat16 in float32, rounded once
+            r = _lerp_forward(ad, bd, wd)
         except ValueError:
             raise broadcast_error(ad.shape, bd.shape, wd.shape) from None
-        if STATE.enabled and (input._requires_grad or end._requires_grad or weight._requires_grad):
-            node = LerpBackward1((edge_of(input), edge_of(end), edge_of(weight)),
-                                 (Saved(input), Saved(end), Saved(weight), ad.shape, bd.shape,
-                                  wd.shape))
-            if wcast is not None:
-                node._casts = (None, None, wcast)
-            return record(r, node)
-        return _make(r)
-    w = float(weight)
-    r = np.asarray(_call2(lambda x, y: D.opmath(_lerp_np, x, y, w), ad, bd))
-    if STATE.enabled and (input._requires_grad or end._requires_grad):
-        return record(r, LerpBackward0((edge_of(input), edge_of(end)), (w, ad.shape, bd.shape)))
-    return _make(r)
+        return _lerp.record(r, (input, end, weight), _NO_ARGS, casts)
+    r = np.asarray(_lerp_scalar_forward(ad, bd, weight))
+    return _lerp_scalar.record(r, (input, end), {"weight": weight})
+
+
+lerp = front(_lerp, lerp)
+OPS["lerp"]["method"] = True
+OPS["lerp"]["nodes"] += ("LerpBackward0",)
 
 
 # --- predicates and logical ops (no gradient) ---------------------------------------------------
