@@ -23,12 +23,6 @@ SAVED_NAMES: dict = {
         "alpha": (4, "same"),
     },
     "AvgPool2DBackward0": {"ceil_mode": (1, "same"), "self": (2, "tensor")},
-    "ClampBackward0": {"self": (0, "tensor"), "min": (1, "tensor"), "max": (2, "tensor")},
-    "ClampBackward1": {"self": (0, "tensor"), "min": (1, "same"), "max": (2, "same")},
-    "ClampMaxBackward0": {"self": (0, "tensor"), "max": (2, "same")},
-    "ClampMaxBackward1": {"self": (0, "tensor"), "max": (2, "tensor")},
-    "ClampMinBackward0": {"self": (0, "tensor"), "min": (1, "same")},
-    "ClampMinBackward1": {"self": (0, "tensor"), "min": (1, "tensor")},
     "ConstantPadNdBackward0": {"pad": (0, "same")},
     "ConvolutionBackward0": {
         "input": (1, "tensor"),
