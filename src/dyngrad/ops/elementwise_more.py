@@ -454,8 +454,10 @@ def _clamped(d, lo, hi):
 
 def _kept(grad, mask):
     """``grad`` where ``mask`` (an array of the input's shape) holds, zeros elsewhere."""
-    return X.where(X.const(np.broadcast_to(mask, tuple(grad.shape)), grad), grad,
-                   X.zeros_like(grad))
+    shape = tuple(grad.shape)
+    if mask.shape != shape:
+        mask = np.broadcast_to(mask, shape)
+    return X.where(X.const(mask, grad), grad, X.zeros_like(grad))
 
 
 _NO_COMPLEX = (NotImplementedError, "clamp is not supported for complex types")
