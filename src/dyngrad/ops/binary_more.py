@@ -197,6 +197,7 @@ def _heaviside_front(declared):
 
 heaviside = front(_heaviside_spec, _heaviside_front(_heaviside_spec.fn))
 OPS["_heaviside_method"]["fn"] = _heaviside_front(OPS["_heaviside_method"]["fn"])
+OPS["heaviside"]["method"] = False  # Tensor.heaviside is _heaviside_method's function
 
 
 # --- ldexp -------------------------------------------------------------------------------------
