@@ -517,6 +517,8 @@ def _aligned(spec, arrays, params):
        method=False, batch=_aligned)
 def _copy(self, src):
     """``src`` broadcast into ``self``'s shape and dtype; CopyBackwards."""
+    if src.shape == self.shape:
+        return src.astype(self.dtype, copy=True)
     try:
         return np.broadcast_to(src, self.shape).astype(self.dtype, copy=True)
     except ValueError:
