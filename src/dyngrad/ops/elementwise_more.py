@@ -756,6 +756,18 @@ def where(condition, input=None, other=None):
     as a tensor that needs no gradient); with only a condition, the indices of its nonzero
     elements as a tuple.  WhereBackward0."""
     cd = condition._data
+    if input.__class__ is Tensor and cd.dtype == np.bool_:
+        # the common calls: a tensor and another of its dtype, or a number it keeps
+        a = input._data
+        k = other.__class__
+        b = None
+        if k is Tensor and other._data.dtype == a.dtype:
+            b, tb = other._data, other
+        elif (k is float or k is int) and a.dtype.kind == "f":
+            b = np.asarray(other, a.dtype)
+            tb = _make(b)
+        if b is not None and cd.shape == a.shape and (b.shape == a.shape or not b.ndim):
+            return _where_record(_where_forward(cd, a, b), (condition, input, tb), _NO_ARGS)
     if input is None and other is None:
         return tuple(_make(i.astype(np.int64)) for i in np.nonzero(cd if cd.ndim else cd[None]))
     if input is None or other is None or not (_isT(input, Tensor) or _scalar_ok(input)) or \
