@@ -722,8 +722,11 @@ def _where(condition, self, other):
 
 @_where.backward
 def _(ctx, grad):
-    c = X.const(np.broadcast_to(X.data(ctx.condition).astype(bool, copy=False),
-                                tuple(grad.shape)), grad)
+    c = X.data(ctx.condition)
+    if c.dtype != np.bool_:  # (a uint8 condition)
+        c = c.astype(bool)
+    shape = tuple(grad.shape)
+    c = X.const(c if c.shape == shape else np.broadcast_to(c, shape), grad)
     z = X.zeros_like(grad)
     return (X.where(c, grad, z) if ctx.needs(0) else None,
             X.where(c, z, grad) if ctx.needs(1) else None)
