@@ -23,12 +23,6 @@ SAVED_NAMES: dict = {
         "alpha": (4, "same"),
     },
     "AvgPool2DBackward0": {"ceil_mode": (1, "same"), "self": (2, "tensor")},
-    "ClampBackward0": {"self": (0, "tensor"), "min": (1, "tensor"), "max": (2, "tensor")},
-    "ClampBackward1": {"self": (0, "tensor"), "min": (1, "same"), "max": (2, "same")},
-    "ClampMaxBackward0": {"self": (0, "tensor"), "max": (2, "same")},
-    "ClampMaxBackward1": {"self": (0, "tensor"), "max": (2, "tensor")},
-    "ClampMinBackward0": {"self": (0, "tensor"), "min": (1, "same")},
-    "ClampMinBackward1": {"self": (0, "tensor"), "min": (1, "tensor")},
     "ConstantPadNdBackward0": {"pad": (0, "same")},
     "ConvolutionBackward0": {
         "input": (1, "tensor"),
@@ -60,8 +54,6 @@ SAVED_NAMES: dict = {
     },
     "IndexFillBackward0": {"dim": (2, "dim"), "index": (1, "array")},
     "IndexPutBackward0": {"accumulate": (2, "same")},
-    "LerpBackward0": {"weight": (0, "same")},
-    "LerpBackward1": {"self": (0, "tensor"), "end": (1, "tensor"), "weight": (2, "tensor")},
     "LinalgCholeskyExBackward0": {"L": (0, "tensor"), "upper": (1, "same")},
     "LinalgEighBackward0": {"eigenvalues": (0, "tensor")},
     "LinalgMatrixExpBackward0": {"self": (0, "tensor")},
@@ -135,7 +127,6 @@ SAVED_NAMES: dict = {
         "self_sym_sizes": (2, "same"),
     },
     "UnsafeViewBackward0": {"self_sym_sizes": (0, "same")},
-    "WhereBackward0": {"condition": (0, "array")},
 }
 
 

@@ -15,9 +15,8 @@ from .. import _dtype as D
 from . import OPS, composite, inplace_of, op
 from .._record import Tensor
 from . import _dual as X
-from ._spec import defop
-from .pointwise import _call2
-from .shape_more import dual
+from ..autograd.node import NotImplemented_
+from ._spec import defop, front
 
 _make = Tensor._make
 _LN2 = float(np.log(2.0))
@@ -166,24 +165,39 @@ composite("_rrshift", function=False, method=False, methods=("__rrshift__",))(
 
 
 # --- heaviside ---------------------------------------------------------------------------------
-def _heaviside(p, input, values):
-    """0 where input < 0, 1 where input > 0, ``values`` where input == 0 (no derivative, as in
-    PyTorch)."""
-    _need_tensor("heaviside", input, 1, "input")
-    _need_tensor("heaviside", values, 1 + p, "values")
-    ad, vd = input._data, values._data
-    if ad.dtype != vd.dtype:
-        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-    if ad.dtype.kind == "c":
-        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+def _heaviside_np(input, values):
     # PyTorch's kernel: input == 0 ? values : input > 0 (NaN input gives 0)
-    data = np.asarray(_call2(lambda a, v: np.where(a == 0, v, a > 0), ad, vd)).astype(
-        ad.dtype, copy=False)
-    from .elementwise_more import _no_derivative
-    return _no_derivative(data, "heaviside", (input, values))
+    return np.where(input == 0, values, input > 0).astype(np.result_type(input, values),
+                                                         copy=False)
 
 
-heaviside = dual("heaviside", _heaviside)
+def _heaviside_dtypes(input, values):
+    """PyTorch's checks of heaviside's dtypes, before the shapes: no complex, one dtype."""
+    a, v = input._data.dtype, values._data.dtype
+    if a.kind == "c" or v.kind == "c":
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    if a != v:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+
+
+_heaviside_spec = defop("heaviside", node=NotImplemented_, inputs=("self", "values"),
+                        elementwise=True)(_heaviside_np)
+_heaviside_spec.forward.kernel = _heaviside_np
+
+
+def _heaviside_front(declared):
+    def heaviside(input, values):
+        """0 where input < 0, 1 where input > 0, ``values`` where input == 0; PyTorch has no
+        derivative for it (its NotImplemented node)."""
+        if isinstance(input, Tensor) and isinstance(values, Tensor):
+            _heaviside_dtypes(input, values)
+        return declared(input, values)
+    return heaviside
+
+
+heaviside = front(_heaviside_spec, _heaviside_front(_heaviside_spec.fn))
+OPS["_heaviside_method"]["fn"] = _heaviside_front(OPS["_heaviside_method"]["fn"])
+OPS["heaviside"]["method"] = False  # Tensor.heaviside is _heaviside_method's function
 
 
 # --- ldexp -------------------------------------------------------------------------------------
@@ -310,16 +324,10 @@ def _ldexp_pre(self, other):
                            f"{D.scalar_type_name(self._data.dtype)}")
 
 
-def _heaviside_pre(self, other):
-    # PyTorch's dtype check comes before the one of writing the result into self
-    if self._data.dtype != other._data.dtype:
-        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-
-
 gcd_ = _inplace("gcd_", gcd, function=True, arg="other")
 lcm_ = _inplace("lcm_", lcm, function=True, arg="other")
 ldexp_ = _inplace("ldexp_", ldexp, function=True, arg="other", pre=_ldexp_pre)
-heaviside_ = _inplace("heaviside_", heaviside, arg="values", pre=_heaviside_pre)
+heaviside_ = _inplace("heaviside_", heaviside, arg="values", pre=_heaviside_dtypes)
 nextafter_ = _inplace("nextafter_", nextafter, arg="other")
 bitwise_left_shift_ = _inplace("bitwise_left_shift_", bitwise_left_shift,
                                dunder=("__ilshift__",))

@@ -10,18 +10,16 @@ from .. import _dtype as D
 from . import OPS, composite, op
 from .._fperr import quiet
 from ..autograd.node import NotImplemented_
-from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
+from .._record import STATE, Tensor, edge_of, edges_first, record
 from . import _dual as X
-from ._spec import defop, unary
+from .. import _warn
+from ._spec import batch_aligned, defop, edgeless, fp_safe, front, unary
 from .pointwise import (_call2, _scalar_ok, broadcast_error,
                         floor, trunc)  # noqa: F401 - floor/trunc re-exported for div
 
 _make = Tensor._make
+_NO_ARGS: dict = {}
 _isT = isinstance
-
-
-def _needs(node, i):
-    return node.next_functions[i][0] is not None
 
 
 def _float_pair(a, b):
@@ -34,12 +32,6 @@ def _float_pair(a, b):
     elif _scalar_ok(b) and not isinstance(b, complex):
         b = float(b)
     return a, b
-
-
-def _need_tensor(name, other, pos=2, argname="other"):
-    if not _isT(other, Tensor):
-        raise TypeError(f"{name}(): argument '{argname}' (position {pos}) must be Tensor, not "
-                        f"{type(other).__name__}")
 
 
 def _no_derivative(data, name, inputs):
@@ -370,71 +362,6 @@ def _(ctx, grad):
 logaddexp2 = logaddexp2.fn
 
 # --- clamp -------------------------------------------------------------------------------
-class ClampBackward1(Node):
-    """Scalar bounds: the gradient passes where min <= x <= max."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, lo, hi = self._saved
-        xd = X.data(sx.get(self, False))
-        m = np.ones(xd.shape, bool)
-        if lo is not None:
-            m &= xd >= lo
-        if hi is not None:
-            m &= xd <= hi
-        return X.where(X.const(m, g), g, X.zeros_like(g)),
-
-
-class ClampMinBackward0(ClampBackward1):
-    __slots__ = ()
-
-
-class ClampMaxBackward0(ClampBackward1):
-    __slots__ = ()
-
-
-class ClampBackward0(Node):
-    """Tensor bounds (either may be missing); PyTorch's clamp_backward_min_max."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, slo, shi, xsh, losh, hish = self._saved
-        x = X.data(sx.get(self, False))
-        lo = X.data(slo.get(self, False)) if slo is not None else None
-        hi = X.data(shi.get(self, False)) if shi is not None else None
-        shape = np.shape(g)
-        z = X.zeros_like(g)
-        gx = glo = ghi = None
-        if lo is not None and hi is not None:
-            mx = (x >= lo) & (x <= hi)
-            mlo = (x < lo) & (lo < hi)
-            mhi = (x > hi) | (hi < lo)
-        elif lo is not None:
-            mx, mlo, mhi = x >= lo, x < lo, None
-        else:
-            mx, mlo, mhi = x <= hi, None, x > hi
-        if _needs(self, 0):
-            gx = sum_to(X.where(X.const(np.broadcast_to(mx, shape), g), g, z), xsh)
-        k = 1
-        if lo is not None:
-            if _needs(self, k):
-                glo = sum_to(X.where(X.const(np.broadcast_to(mlo, shape), g), g, z), losh)
-            k += 1
-        if hi is not None and _needs(self, k):
-            ghi = sum_to(X.where(X.const(np.broadcast_to(mhi, shape), g), g, z), hish)
-        if len(self.next_functions) == 3:
-            return gx, glo, ghi
-        return gx, (glo if lo is not None else ghi)
-
-
-class ClampMinBackward1(ClampBackward0):
-    __slots__ = ()
-
-
-class ClampMaxBackward1(ClampBackward0):
-    __slots__ = ()
-
-
 def _result_dtype(tensors, scalars=()):
     """PyTorch's promotion over tensors (dimensioned beat 0-d) and Python scalars."""
     rt = None
@@ -456,29 +383,21 @@ def _result_dtype(tensors, scalars=()):
     return rt
 
 
-@op(methods=("clip",))
-def clamp(input, min=None, max=None):
-    """Limit values to [min, max] (scalars or tensors, either may be None); ClampBackward0/1."""
-    if not _isT(input, Tensor):
-        raise _clamp_combo("clamp", input, min, max)
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    tmin, tmax = _isT(min, Tensor), _isT(max, Tensor)
-    if tmin or tmax:
-        if (tmin or min is None) and (tmax or max is None):
-            return _clamp_tensor(input, min, max, ClampBackward0, both=True)
-        # a tensor and a number: PyTorch's Scalar overload, which takes a tensor only when it
-        # is 0-d and does not require grad (ClampBackward1, one edge)
-        t = min if tmin else max
-        if t._data.ndim or t._requires_grad:
-            raise D.bad_combo("clamp", (input, min, max))
-        min, max = (min.item() if tmin else min), (max.item() if tmax else max)
-    return _clamp_scalar(input, min, max, ClampBackward1)
-
-
 _CTYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
            "uint8": "uint8_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
            "float32": "float", "float64": "double"}
+
+
+_INF = float("inf")
+_FMAX: dict = {}
+
+
+def _fmax(rt):
+    """The largest finite value of floating dtype ``rt``, as a Python float."""
+    m = _FMAX.get(rt)
+    if m is None:
+        m = _FMAX[rt] = float(D.np_finfo(rt).max)
+    return m
 
 
 def _bound(v, rt):
@@ -498,51 +417,194 @@ def _bound(v, rt):
                 raise RuntimeError(f"value cannot be converted to type {_CTYPES[rt.name]} "
                                    f"without overflow")
             return np.asarray(v).astype(rt)
-    if rt in D.FLOATING and np.isfinite(v) and abs(v) > float(D.np_finfo(rt).max):
-        raise RuntimeError(f"value cannot be converted to type {_CTYPES.get(rt.name, rt.name)} "
-                           f"without overflow")
+    if rt in D.FLOATING:
+        m = _fmax(rt)
+        if not -m <= v <= m and v == v and v != _INF and v != -_INF:
+            raise RuntimeError(f"value cannot be converted to type "
+                               f"{_CTYPES.get(rt.name, rt.name)} without overflow")
     return np.asarray(v, dtype=rt)
 
 
-def _no_complex_clamp(input):
-    if input._data.dtype.kind == "c":
-        raise NotImplementedError("clamp is not supported for complex types")
-
-
-def _clamp_scalar(input, lo, hi, cls):
-    _no_complex_clamp(input)
+def _scalar_bounds(self, lo, hi, kernel):
+    """Number bounds of clamp (None: absent) as arrays of the result dtype, which the tensor
+    takes with them (PyTorch's Scalar promotion), and the input in that dtype."""
     lo = lo.item() if isinstance(lo, np.generic) else lo
     hi = hi.item() if isinstance(hi, np.generic) else hi
-    rt = _result_dtype((input,), (lo, hi)).np
+    rt = self.dtype
+    for v in (lo, hi):
+        if isinstance(v, float) and rt.kind in "biu":
+            rt = D.DEFAULTS.float.np
+        elif isinstance(v, int) and not isinstance(v, bool) and rt.kind == "b":
+            rt = np.dtype(np.int64)
     if rt.kind == "b":
-        kernel = "clamp" if lo is not None and hi is not None else \
-            "clamp_min" if lo is not None else "clamp_max"
         raise NotImplementedError(f"\"{kernel}_scalar_cpu\" not implemented for 'Bool'")
     blo = None if lo is None else _bound(lo, rt)
     bhi = None if hi is None else _bound(hi, rt)
-    d = input._data if input._data.dtype == rt else input._data.astype(rt)
+    return (self if self.dtype == rt else self.astype(rt)), blo, bhi
+
+
+def _clamped(d, lo, hi):
     r = d
     if lo is not None:
-        r = np.maximum(r, blo)
+        r = np.maximum(r, lo)
     if hi is not None:
-        r = np.minimum(r, bhi)
-    if r is d:
-        r = d.copy()
-    if STATE.enabled and input._requires_grad:
-        return record(r, cls((edge_of(input),), (Saved(input), lo, hi)))
-    return _make(r)
+        r = np.minimum(r, hi)
+    return d.copy() if r is d else r
 
 
-def _clamp_tensor(input, lo, hi, cls, both):
-    if not _isT(lo, Tensor) and lo is not None:
-        lo = _make(np.asarray(lo, dtype=input._data.dtype))
-    if not _isT(hi, Tensor) and hi is not None:
-        hi = _make(np.asarray(hi, dtype=input._data.dtype))
+def _kept(grad, mask):
+    """``grad`` where ``mask`` (an array of the input's shape) holds, zeros elsewhere."""
+    shape = tuple(grad.shape)
+    if mask.shape != shape:
+        mask = np.broadcast_to(mask, shape)
+    return X.where(X.const(mask, grad), grad, X.zeros_like(grad))
+
+
+_NO_COMPLEX = (NotImplementedError, "clamp is not supported for complex types")
+
+
+@defop("clamp", node="ClampBackward1", saved=("self", "min", "max"), elementwise=True,
+       complex_error=_NO_COMPLEX)
+@fp_safe
+def _clamp(self, min=None, max=None):
+    """Limit values to [min, max] (numbers, either may be None); ClampBackward1."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return _clamped(*_scalar_bounds(self, min, max, "clamp" if min is not None and
+                                    max is not None else "clamp_min" if min is not None
+                                    else "clamp_max"))
+
+
+@_clamp.backward
+def _(ctx, grad):
+    # the subgradient 1 at the bounds, as PyTorch's clamp_backward
+    x, lo, hi = X.data(ctx.self), ctx.min, ctx.max
+    if lo is not None and hi is not None:
+        return _kept(grad, (x >= lo) & (x <= hi)),
+    return _kept(grad, x >= lo if lo is not None else x <= hi),
+
+
+@defop("clamp_min", node="ClampMinBackward0", saved=("self", "min"), elementwise=True,
+       complex_error=_NO_COMPLEX)
+@fp_safe
+def _clamp_min(self, min):
+    """max(input, min) elementwise, ``min`` a number; ClampMinBackward0."""
+    return _clamped(*_scalar_bounds(self, min, None, "clamp_min"))
+
+
+@_clamp_min.backward
+def _(ctx, grad):
+    return _kept(grad, X.data(ctx.self) >= ctx.min),
+
+
+@defop("clamp_max", node="ClampMaxBackward0", saved=("self", "max"), elementwise=True,
+       complex_error=_NO_COMPLEX)
+@fp_safe
+def _clamp_max(self, max):
+    """min(input, max) elementwise, ``max`` a number; ClampMaxBackward0."""
+    return _clamped(*_scalar_bounds(self, None, max, "clamp_max"))
+
+
+@_clamp_max.backward
+def _(ctx, grad):
+    return _kept(grad, X.data(ctx.self) <= ctx.max),
+
+
+# the overloads with tensor bounds (PyTorch's clamp.Tensor, clamp_min.Tensor,
+# clamp_max.Tensor): the forward gets the arrays in their common dtype (an absent bound None)
+@defop("clamp", node="ClampBackward0", inputs=("self", "min", "max"),
+       saved=("self", "min", "max"), broadcast=True, function=False, method=False)
+def _clamp_t(self, min, max):
+    """Limit values to [min, max] (tensors, broadcast); ClampBackward0."""
+    return _clamped(self, min, max)
+
+
+@_clamp_t.backward
+def _(ctx, grad):
+    # PyTorch's clamp_backward and clamp_backward_min_max
+    x, lo, hi = X.data(ctx.self), ctx.min, ctx.max
+    lo = None if lo is None else X.data(lo)
+    hi = None if hi is None else X.data(hi)
+    if lo is not None and hi is not None:
+        mx, mlo, mhi = (x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo)
+    elif lo is not None:
+        mx, mlo, mhi = x >= lo, x < lo, None
+    else:
+        mx, mlo, mhi = x <= hi, None, x > hi
+    return (_kept(grad, mx) if ctx.needs(0) else None,
+            _kept(grad, mlo) if mlo is not None and ctx.needs(1) else None,
+            _kept(grad, mhi) if mhi is not None and ctx.needs(2) else None)
+
+
+@_clamp_t.jvp
+def _(ctx, t_self, t_min, t_max):
+    # PyTorch's clamp_jvp (the tangent of a bound it took)
+    x, lo, hi = ctx.self, ctx.min, ctx.max
+    lo, hi = (None if v is _ABSENT else v for v in (lo, hi))  # (read as None once recorded)
+    ts, tlo, thi = (0.0 if t is None else t for t in (t_self, t_min, t_max))
+    if lo is not None and hi is not None:
+        return where(lo > hi, thi, where(x < lo, tlo, where(x > hi, thi, ts)))
+    if lo is not None:
+        return where(x > lo, ts, tlo)
+    return where(x < hi, ts, thi)
+
+
+@defop("clamp_min", node="ClampMinBackward1", inputs=("self", "min"), saved=("self", "min"),
+       broadcast=True, function=False, method=False)
+def _clamp_min_t(self, min):
+    """max(input, min) elementwise, ``min`` a tensor (broadcast); ClampMinBackward1."""
+    return _clamped(self, min, None)
+
+
+@_clamp_min_t.backward
+def _(ctx, grad):
+    x, lo = X.data(ctx.self), X.data(ctx.min)
+    return (_kept(grad, x >= lo) if ctx.needs(0) else None,
+            _kept(grad, x < lo) if ctx.needs(1) else None)
+
+
+@_clamp_min_t.jvp
+def _(ctx, t_self, t_min):
+    return where(ctx.self >= ctx.min, 0.0 if t_self is None else t_self,
+                 0.0 if t_min is None else t_min)
+
+
+@defop("clamp_max", node="ClampMaxBackward1", inputs=("self", "max"), saved=("self", "max"),
+       broadcast=True, function=False, method=False)
+def _clamp_max_t(self, max):
+    """min(input, max) elementwise, ``max`` a tensor (broadcast); ClampMaxBackward1."""
+    return _clamped(self, None, max)
+
+
+@_clamp_max_t.backward
+def _(ctx, grad):
+    x, hi = X.data(ctx.self), X.data(ctx.max)
+    return (_kept(grad, x <= hi) if ctx.needs(0) else None,
+            _kept(grad, x > hi) if ctx.needs(1) else None)
+
+
+@_clamp_max_t.jvp
+def _(ctx, t_self, t_max):
+    return where(ctx.self <= ctx.max, 0.0 if t_self is None else t_self,
+                 0.0 if t_max is None else t_max)
+
+
+for _spec in (_clamp_t, _clamp_min_t, _clamp_max_t):
+    OPS.pop(_spec.key)  # overloads reached through the public functions
+del _spec
+_ABSENT = _make(np.zeros((), np.float32))  # the edge of an absent tensor bound: none
+
+
+def _clamp_tensors(spec, input, lo, hi):
+    """clamp, clamp_min or clamp_max (``spec``) with tensor bounds (None: absent): in their
+    common dtype, broadcast, with PyTorch's errors; an absent bound of clamp has no edge and
+    its saved value reads None."""
+    both = spec is _clamp_t
     ts = [t for t in (input, lo, hi) if t is not None]
     rt = _result_dtype(ts).np
     if rt.kind == "c":
-        if both:
-            _no_complex_clamp(input)
+        if both and input._data.dtype.kind == "c":
+            raise NotImplementedError(_NO_COMPLEX[1])
         raise NotImplementedError(f"\"{'maximum' if lo is not None else 'minimum'}_cpu\" not "
                                   f"implemented for '{D.scalar_type_name(rt)}'")
     if rt == np.bool_ and lo is not None and hi is not None:  # (one bound: maximum/minimum)
@@ -552,45 +614,27 @@ def _clamp_tensor(input, lo, hi, cls, both):
         shape = np.broadcast_shapes(*shapes)
     except ValueError:
         raise broadcast_error(*shapes) from None
-    r = input._data.astype(rt, copy=False)
-    if lo is not None:
-        r = np.maximum(r, lo._data.astype(rt, copy=False))
-    if hi is not None:
-        r = np.minimum(r, hi._data.astype(rt, copy=False))
-    r = np.array(np.broadcast_to(r, shape))
-    if STATE.enabled and any(t._requires_grad for t in ts):
-        if both:
-            edges = (edge_of(input), edge_of(lo) if lo is not None else NO_EDGE,
-                     edge_of(hi) if hi is not None else NO_EDGE)
-        else:
-            edges = (edge_of(input), edge_of(lo if lo is not None else hi))
-        saved = (Saved(input), Saved(lo) if lo is not None else None,
-                 Saved(hi) if hi is not None else None, input._data.shape,
-                 lo._data.shape if lo is not None else None,
-                 hi._data.shape if hi is not None else None)
-        node = cls(edges, saved)
-        casts = tuple(None if t is None or t._data.dtype == rt else t._data.dtype
-                      for t in (input, lo, hi) if t is not None or both)
-        if any(c is not None for c in casts):
-            node._casts = casts
-        return record(r, node)
-    return _make(r)
+    arrays = [None if t is None else t._data.astype(rt, copy=False) for t in (input, lo, hi)]
+    if both:
+        r = spec.forward(*arrays)
+        tensors = (input, _ABSENT if lo is None else lo, _ABSENT if hi is None else hi)
+    else:
+        r = spec.forward(arrays[0], arrays[1] if lo is not None else arrays[2])
+        tensors = (input, lo if lo is not None else hi)
+    if r.shape != shape:
+        r = np.array(np.broadcast_to(r, shape))
+    casts = tuple(None if t is _ABSENT or t._data.dtype == rt else t._data.dtype
+                  for t in tensors)
+    res = spec.record(r, tensors, _NO_ARGS, None if casts == (None,) * len(casts) else casts)
+    node = res._grad_fn
+    if both and node is not None and (lo is None or hi is None):
+        saved = list(node._saved)
+        saved[1 if lo is None else 2] = None
+        node._saved = tuple(saved)
+    return res
 
 
-@op()
-def clamp_min(input, min):
-    """max(input, min) elementwise; ClampMinBackward0 (scalar) / ClampMinBackward1 (tensor)."""
-    if _isT(min, Tensor):
-        return _clamp_tensor(input, min, None, ClampMinBackward1, both=False)
-    return _clamp_scalar(input, min, None, ClampMinBackward0)
-
-
-@op()
-def clamp_max(input, max):
-    """min(input, max) elementwise; ClampMaxBackward0 (scalar) / ClampMaxBackward1 (tensor)."""
-    if _isT(max, Tensor):
-        return _clamp_tensor(input, None, max, ClampMaxBackward1, both=False)
-    return _clamp_scalar(input, None, max, ClampMaxBackward0)
+_clamp_n, _clamp_min_n, _clamp_max_n = _clamp.fn, _clamp_min.fn, _clamp_max.fn
 
 
 def _clamp_combo(name, input, min, max):
@@ -600,39 +644,133 @@ def _clamp_combo(name, input, min, max):
     return D.bad_combo(name, args)
 
 
-@op("clip", method=False)
+_BOUNDS = frozenset((int, float, type(None)))
+
+
+def _clamp_any(name, input, min, max):
+    """clamp (or its alias ``name``) of numbers (ClampBackward1) or tensors (ClampBackward0)."""
+    if min.__class__ is Tensor or max.__class__ is Tensor or _isT(min, Tensor) or \
+            _isT(max, Tensor):
+        if not _isT(input, Tensor):
+            raise _clamp_combo(name, input, min, max)
+        tmin, tmax = _isT(min, Tensor), _isT(max, Tensor)
+        if (tmin or min is None) and (tmax or max is None):
+            return _clamp_tensors(_clamp_t, input, min, max)
+        # a tensor and a number: PyTorch's Scalar overload, which takes a tensor only when it
+        # is 0-d and does not require grad (ClampBackward1, one edge)
+        t = min if tmin else max
+        if t._data.ndim or t._requires_grad:
+            raise D.bad_combo(name, (input, min, max))
+        min, max = (min.item() if tmin else min), (max.item() if tmax else max)
+    elif not _isT(input, Tensor):
+        raise _clamp_combo(name, input, min, max)
+    return _clamp_n(input, min, max)
+
+
+def clamp(input, min=None, max=None):
+    """Limit values to [min, max] (numbers or tensors, either may be None); ClampBackward1
+    (numbers) / ClampBackward0 (tensors)."""
+    if input.__class__ is Tensor and min.__class__ in _BOUNDS and max.__class__ in _BOUNDS:
+        return _clamp_n(input, min, max)  # the common call: numbers
+    return _clamp_any("clamp", input, min, max)
+
+
+def clamp_min(input, min):
+    """max(input, min) elementwise; ClampMinBackward0 (a number) / ClampMinBackward1 (a
+    tensor)."""
+    if _isT(min, Tensor) and _isT(input, Tensor):
+        return _clamp_tensors(_clamp_min_t, input, min, None)
+    return _clamp_min_n(input, min)
+
+
+def clamp_max(input, max):
+    """min(input, max) elementwise; ClampMaxBackward0 (a number) / ClampMaxBackward1 (a
+    tensor)."""
+    if _isT(max, Tensor) and _isT(input, Tensor):
+        return _clamp_tensors(_clamp_max_t, input, None, max)
+    return _clamp_max_n(input, max)
+
+
+clamp = front(_clamp, clamp)
+clamp_min = front(_clamp_min, clamp_min)
+clamp_max = front(_clamp_max, clamp_max)
+OPS["clamp"]["methods"] = ("clip",)
+for _name, _spec in (("clamp", _clamp_t), ("clamp_min", _clamp_min_t),
+                     ("clamp_max", _clamp_max_t)):
+    OPS[_name]["nodes"] += (_spec.node_cls.__name__,)
+del _name, _spec
+
+
+@composite("clip", method=False)
 def clip(input, min=None, max=None):
     """Alias of :func:`clamp`."""
-    if not _isT(input, Tensor):
-        raise _clamp_combo("clip", input, min, max)
-    return clamp(input, min, max)
+    return _clamp_any("clip", input, min, max)
 
 
 # --- where ---------------------------------------------------------------------------------
-class WhereBackward0(Node):
-    __slots__ = ()
+def _where_batched(spec, arrays, params):
+    """where over a leading batch axis (the inputs' dims aligned after it)."""
+    return spec.forward(*batch_aligned(arrays))
 
-    def _bw(self, g, graph):
-        cond, ash, bsh = self._saved
-        c = X.const(np.broadcast_to(cond, np.shape(g)), g)
-        z = X.zeros_like(g)
-        ga = sum_to(X.where(c, g, z), ash) if _needs(self, 0) else None
-        gb = sum_to(X.where(c, z, g), bsh) if _needs(self, 1) else None
-        return ga, gb
+
+@defop("where", node="WhereBackward0", inputs=("condition", "self", "other"),
+       saved=("condition",), broadcast=True, method=False, batch=_where_batched)
+def _where(condition, self, other):
+    """Elementwise ``self if condition else other`` of arrays in one dtype; WhereBackward0."""
+    return np.where(condition, self, other)
+
+
+@_where.backward
+def _(ctx, grad):
+    c = X.data(ctx.condition)
+    if c.dtype != np.bool_:  # (a uint8 condition)
+        c = c.astype(bool)
+    shape = tuple(grad.shape)
+    c = X.const(c if c.shape == shape else np.broadcast_to(c, shape), grad)
+    z = X.zeros_like(grad)
+    return (X.where(c, grad, z) if ctx.needs(0) else None,
+            X.where(c, z, grad) if ctx.needs(1) else None)
+
+
+@_where.jvp
+def _(ctx, t_self, t_other):
+    c = ctx.condition
+    if c.dtype != D.bool_:
+        c = c.to(D.bool_)
+    return where(c, 0.0 if t_self is None else t_self, 0.0 if t_other is None else t_other)
+
+
+edgeless(_where, "condition")
+_where_forward, _where_record = _where.forward, _where.record
 
 
 def _where_operand(v, rt):
+    """An operand of where as an array of dtype ``rt``, and as the tensor the node takes (a
+    number as a tensor that needs no gradient)."""
     if _isT(v, Tensor):
         d = v._data
-        return d if d.dtype == rt else d.astype(rt)
-    return np.asarray(v, dtype=rt)
+        return (d if d.dtype == rt else d.astype(rt)), v
+    d = np.asarray(v, dtype=rt)
+    return d, _make(d)
 
 
-@op(method=False)
 def where(condition, input=None, other=None):
-    """Elementwise choice ``input if condition else other`` (tensors or scalars); with only a
-    condition, the indices of its nonzero elements as a tuple.  WhereBackward0."""
+    """Elementwise choice ``input if condition else other`` (tensors or scalars, a scalar taken
+    as a tensor that needs no gradient); with only a condition, the indices of its nonzero
+    elements as a tuple.  WhereBackward0."""
     cd = condition._data
+    if input.__class__ is Tensor and cd.dtype == np.bool_:
+        # the common calls: a tensor and another of its dtype, or a number it keeps
+        a = input._data
+        k = other.__class__
+        b = None
+        if k is Tensor and other._data.dtype == a.dtype:
+            b, tb = other._data, other
+        elif (k is float or k is int) and a.dtype.kind == "f":
+            b = np.asarray(other, a.dtype)
+            tb = _make(b)
+        if b is not None and cd.shape == a.shape and (b.shape == a.shape or not b.ndim):
+            return _where_record(_where_forward(cd, a, b), (condition, input, tb), _NO_ARGS)
     if input is None and other is None:
         return tuple(_make(i.astype(np.int64)) for i in np.nonzero(cd if cd.ndim else cd[None]))
     if input is None or other is None or not (_isT(input, Tensor) or _scalar_ok(input)) or \
@@ -642,6 +780,9 @@ def where(condition, input=None, other=None):
         if cd.dtype != np.uint8:
             raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                                f"with dtype {D.TYPE_NAMES[D.FROM_NP[cd.dtype]].replace('Tensor', '')}")
+        _warn.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                   "will be removed in a future version of PyTorch. Use a boolean condition "
+                   "instead.")
         cd = cd.astype(bool)
     ts = [v for v in (input, other) if _isT(v, Tensor)]
     sc = [v.item() if isinstance(v, np.generic) else v for v in (input, other)
@@ -651,22 +792,19 @@ def where(condition, input=None, other=None):
     else:
         rt = (D.DEFAULTS.float.np if any(isinstance(v, float) for v in sc)
               else np.bool_ if all(isinstance(v, bool) for v in sc) else np.int64)
-    a, b = _where_operand(input, rt), _where_operand(other, rt)
+    (a, ta), (b, tb) = _where_operand(input, rt), _where_operand(other, rt)
     try:
-        r = np.where(cd, a, b)
+        r = _where_forward(cd, a, b)
     except ValueError:
-        edges_first(input, other)
+        edges_first(*ts)
         raise broadcast_error(cd.shape, a.shape, b.shape) from None
-    if STATE.enabled and any(t._requires_grad for t in ts):
-        ea = edge_of(input) if _isT(input, Tensor) else NO_EDGE
-        eb = edge_of(other) if _isT(other, Tensor) else NO_EDGE
-        node = WhereBackward0((ea, eb), (cd, a.shape, b.shape))
-        casts = tuple(v._data.dtype if _isT(v, Tensor) and v._data.dtype != rt else None
-                      for v in (input, other))
-        if any(c is not None for c in casts):
-            node._casts = casts
-        return record(r, node)
-    return _make(r)
+    casts = None
+    if ta._data.dtype != rt or tb._data.dtype != rt:
+        casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in (ta, tb))
+    return _where_record(r, (condition, ta, tb), _NO_ARGS, casts)
+
+
+where = front(_where, where)
 
 
 def _where_method(self, condition, other):
@@ -678,41 +816,80 @@ op("_where_method", function=False, method=False, methods=("where",))(_where_met
 
 
 # --- lerp ----------------------------------------------------------------------------------
-class LerpBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        w, ash, bsh = self._saved
-        ga = sum_to(g * (1 - w), ash) if _needs(self, 0) else None
-        gb = sum_to(g * w, bsh) if _needs(self, 1) else None
-        return ga, gb
-
-
-class LerpBackward1(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, sw, ash, bsh, wsh = self._saved
-        w = sw.get(self, graph)
-        ga = sum_to(g * (1 - w), ash) if _needs(self, 0) else None
-        gb = sum_to(g * w, bsh) if _needs(self, 1) else None
-        gw = sum_to(g * (sb.get(self, graph) - sa.get(self, graph)), wsh) if _needs(self, 2) else None
-        return ga, gb, gw
-
-
 def _lerp_np(a, b, w):
     d = b - a
     return np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w)).astype(np.result_type(a, b),
                                                                         copy=False)
 
 
-@op()
+def _aligned(spec, arrays, params):
+    """An op of broadcast inputs over a leading batch axis (their dims aligned after it)."""
+    return spec.forward(*batch_aligned(arrays), **params)
+
+
+@defop("lerp", node="LerpBackward1", inputs=("self", "end", "weight"),
+       saved=("self", "end", "weight"), broadcast=True, method=False, batch=_aligned)
+def _lerp(self, end, weight):
+    """``self + weight * (end - self)`` of arrays in one dtype, broadcast; LerpBackward1."""
+    return D.opmath(_lerp_np, self, end, weight)  # bfloat16 in float32, rounded once
+
+
+@_lerp.backward
+def _(ctx, grad):
+    w = ctx.weight
+    return (grad * (1 - w) if ctx.needs(0) else None,
+            grad * w if ctx.needs(1) else None,
+            grad * (ctx.end - ctx.self) if ctx.needs(2) else None)
+
+
+def _tangent_sum(ctx, terms, n):
+    """The sum of the tangent terms given (None: none), of the result's shape (``n`` inputs)."""
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    shape = np.broadcast_shapes(*(ctx.shape(i) for i in range(n)))
+    return out if tuple(out.shape) == shape else X.expand_to(out, shape)
+
+
+@_lerp.jvp
+def _(ctx, t_self, t_end, t_weight):
+    w = ctx.weight
+    return _tangent_sum(ctx, [None if t_self is None else t_self * (1 - w),
+                              None if t_end is None else t_end * w,
+                              None if t_weight is None else t_weight * (ctx.end - ctx.self)], 3)
+
+
+@defop("lerp", node="LerpBackward0", inputs=("self", "end"), saved=("weight",), broadcast=True,
+       function=False, method=False, batch=_aligned)
+def _lerp_scalar(self, end, weight):
+    """``self + weight * (end - self)`` with a number ``weight``; LerpBackward0."""
+    return _call2(lambda x, y: D.opmath(_lerp_np, x, y, weight), self, end)
+
+
+@_lerp_scalar.backward
+def _(ctx, grad):
+    w = ctx.weight
+    return (grad * (1 - w) if ctx.needs(0) else None,
+            grad * w if ctx.needs(1) else None)
+
+
+@_lerp_scalar.jvp
+def _(ctx, t_self, t_end):
+    w = ctx.weight
+    return _tangent_sum(ctx, [None if t_self is None else t_self * (1 - w),
+                              None if t_end is None else t_end * w], 2)
+
+
+OPS.pop(_lerp_scalar.key)  # an overload of lerp, reached through its public function
+_lerp_forward, _lerp_scalar_forward = _lerp.forward, _lerp_scalar.forward
+
+
 @quiet
 def lerp(input, end, weight):
-    """input + weight * (end - input); LerpBackward0 (scalar weight) / LerpBackward1."""
-    if not _isT(end, Tensor) or not (_isT(weight, Tensor) or isinstance(weight, (int, float,
-                                                                                 complex))):
+    """input + weight * (end - input); LerpBackward0 (a number as weight) / LerpBackward1."""
+    if not _isT(input, Tensor) or not _isT(end, Tensor) or \
+            not (_isT(weight, Tensor) or isinstance(weight, (int, float, complex))):
         raise D.bad_combo("lerp", (input, end, weight))
     ad, bd = input._data, end._data
     if ad.dtype != bd.dtype:
@@ -724,29 +901,24 @@ def lerp(input, end, weight):
                                   f"'{D.scalar_type_name(ad.dtype)}'")
     if _isT(weight, Tensor):
         wd = weight._data
-        wcast = None
+        casts = None
         if wd.dtype != ad.dtype and wd.ndim == 0:  # a 0-d weight of another dtype is cast
-            wcast, wd = wd.dtype, wd.astype(ad.dtype)
+            casts, wd = (None, None, wd.dtype), wd.astype(ad.dtype)
         if wd.dtype != ad.dtype:
             raise RuntimeError(f"expected dtype {D.c_name(ad.dtype)} for `weight` but got dtype "
                                f"{D.c_name(wd.dtype)}")
         try:
-            r = D.opmath(_lerp_np, ad, bd, wd)  # bfloat16 in float32, rounded once
+            r = _lerp_forward(ad, bd, wd)
         except ValueError:
             raise broadcast_error(ad.shape, bd.shape, wd.shape) from None
-        if STATE.enabled and (input._requires_grad or end._requires_grad or weight._requires_grad):
-            node = LerpBackward1((edge_of(input), edge_of(end), edge_of(weight)),
-                                 (Saved(input), Saved(end), Saved(weight), ad.shape, bd.shape,
-                                  wd.shape))
-            if wcast is not None:
-                node._casts = (None, None, wcast)
-            return record(r, node)
-        return _make(r)
-    w = float(weight)
-    r = np.asarray(_call2(lambda x, y: D.opmath(_lerp_np, x, y, w), ad, bd))
-    if STATE.enabled and (input._requires_grad or end._requires_grad):
-        return record(r, LerpBackward0((edge_of(input), edge_of(end)), (w, ad.shape, bd.shape)))
-    return _make(r)
+        return _lerp.record(r, (input, end, weight), _NO_ARGS, casts)
+    r = np.asarray(_lerp_scalar_forward(ad, bd, weight))
+    return _lerp_scalar.record(r, (input, end), {"weight": weight})
+
+
+lerp = front(_lerp, lerp)
+OPS["lerp"]["method"] = True
+OPS["lerp"]["nodes"] += ("LerpBackward0",)
 
 
 # --- predicates and logical ops (no gradient) ---------------------------------------------------

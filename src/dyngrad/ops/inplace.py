@@ -11,13 +11,14 @@ import weakref
 
 import numpy as np
 
-from . import inplace_of, op
-from .._record import (RECORD_HOOKS, STATE, Node, Tensor, edge_of, indices_unchanged,
+from . import OPS, inplace_of, op
+from .._record import (RECORD_HOOKS, STATE, Node, Tensor, edge_of, grad_dtype, indices_unchanged,
                        keep_indices, notify, record, sum_to)
 from . import _dual as X
 from ._dual import c_order, zeros_like
 from ..autograd.node import AccumulateGrad, Saved, lazy
 from .._record import edges_first
+from ._spec import batch_aligned, defop
 from .views import (apply_chain, expanded_strides, overlapping, partial_overlap, root_writeable,
                     writeable_alias)
 from ..autograd import errors
@@ -504,60 +505,119 @@ _region_set_any = X.twin(_region_set_np, _region_set_t)
 _strided_place_any = X.twin(_strided_place_np, _strided_place_t)
 
 
-# --- copy_ and fill_ --------------------------------------------------------------------
-class CopyBackwards(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        src_shape, src_dtype = self._saved[:2]
-        gs = None
-        if self.next_functions[1][0] is not None:
-            gs = sum_to(g, src_shape)
-            if len(self._saved) > 2:
-                gs = gs.reshape(self._saved[2])
-            if not isinstance(gs, Tensor) and gs.dtype != src_dtype:
-                gs = gs.astype(src_dtype)
-        return zeros_like(g), gs  # zeros, not g * 0: a NaN gradient must not leak
+# --- copy_, fill_ and zero_ -------------------------------------------------------------
+# Each records the node of a declaration: its out-of-place kernel (the tensor's new value),
+# which ``_apply`` writes into the tensor.
+def _aligned(spec, arrays, params):
+    """The kernel over a leading batch axis (the inputs' dims aligned after it)."""
+    return spec.forward(*batch_aligned(arrays), **params)
 
 
-def _copy_fn(old, src, node=CopyBackwards, strict=False):
-    """``src`` broadcast into ``old``'s shape and dtype.  Indexing assignment drops a value's
-    leading size-1 dimensions; ``copy_`` itself (``strict``) refuses them, as PyTorch does."""
+@defop("copy_", node="CopyBackwards", inputs=("self", "src"), broadcast=True, function=False,
+       method=False, batch=_aligned)
+def _copy(self, src):
+    """``src`` broadcast into ``self``'s shape and dtype; CopyBackwards."""
+    if src.shape == self.shape:
+        return src.astype(self.dtype, copy=True)
+    try:
+        return np.broadcast_to(src, self.shape).astype(self.dtype, copy=True)
+    except ValueError:
+        _bad_bcast(_make(self), src.shape)
+
+
+def _into_bw(ctx, grad):
+    """Nothing to the tensor written; the incoming gradient, summed back, to the value copied
+    in (indexing assignment drops a value's leading size-1 dims: they come back)."""
+    gs = None
+    if ctx.needs(1):
+        shape = ctx.shape(1)
+        casts = ctx._node._casts
+        # in the value's dtype first, then summed (PyTorch: grad.to(src), then sum_to)
+        gs = grad if casts is None else grad_dtype(grad, casts[1])
+        n = len(shape) - len(grad.shape)
+        gs = sum_to(gs, shape[n:]) if n > 0 else gs
+        if n > 0:
+            gs = gs.reshape(shape)
+    return (zeros_like(grad) if ctx.needs(0) else None), gs  # zeros, not g * 0: NaN stays out
+
+
+def _into_jvp(ctx, t_self, t_src):
+    """The tangent of the value copied in, in the tensor's shape and dtype."""
+    if t_src is None:
+        return zeros_like(t_self)
+    shape = ctx.shape(0)
+    n = t_src.ndim - len(shape)
+    if n > 0:
+        t_src = t_src.reshape(tuple(t_src.shape)[n:])
+    dt = D.FROM_NP[np.dtype(ctx._node._odt)]
+    if t_src.dtype != dt:
+        t_src = t_src.to(dt)
+    return X.expand_to(t_src, shape) + 0 if tuple(t_src.shape) != shape else t_src + 0
+
+
+_copy.backward(_into_bw)
+_copy.jvp(_into_jvp)
+
+
+@defop("fill_", node="FillBackward3", inputs=("self", "value"), broadcast=True, function=False,
+       method=False, batch=_aligned)
+def _fill_tensor(self, value):
+    """``self`` filled with the 0-d ``value``; FillBackward3 (the value's gradient: the sum)."""
+    return np.broadcast_to(value, self.shape).astype(self.dtype, copy=True)
+
+
+_fill_tensor.backward(_into_bw)
+_fill_tensor.jvp(_into_jvp)
+
+
+def _zeros_bw(ctx, grad):
+    return zeros_like(grad),  # zeros, not g * 0: a NaN gradient must not leak
+
+
+@defop("fill_", node="FillBackward2", elementwise=True, function=False, method=False)
+def _fill(self, value):
+    """``self`` filled with the number ``value``; FillBackward2 (PyTorch's in-place Scalar
+    overload)."""
+    return np.full(self.shape, value, dtype=self.dtype)
+
+
+@defop("zero_", node="ZeroBackward0", elementwise=True, function=False, method=False)
+def _zero(self):
+    """Zeros of ``self``'s shape and dtype; ZeroBackward0."""
+    return np.zeros_like(self)
+
+
+_fill.backward(_zeros_bw)
+_zero.backward(_zeros_bw)
+for _spec in (_copy, _fill_tensor, _fill, _zero):
+    OPS.pop(_spec.key, None)  # the kernels of the in-place methods below (fill_: two)
+del _spec
+_copy_forward, _fill_forward, _zero_fn = _copy.forward, _fill.forward, _zero.fn
+_NO_ARGS: dict = {}
+
+
+def _copy_fn(old, src, spec=_copy, strict=False):
+    """``src`` broadcast into ``old``'s shape and dtype (``spec``: copy_'s kernel, or fill_'s
+    with a 0-d tensor).  Indexing assignment drops a value's leading size-1 dimensions;
+    ``copy_`` itself (``strict``) refuses them, as PyTorch does."""
     if isinstance(src, Tensor):
         sd = src._data
         if sd.ndim > old._data.ndim and not strict and \
                 all(s == 1 for s in sd.shape[:sd.ndim - old._data.ndim]):
             sd = sd.reshape(sd.shape[sd.ndim - old._data.ndim:])
-        try:
-            data = np.broadcast_to(sd, old._data.shape).astype(old._data.dtype, copy=True)
-        except ValueError:
-            _bad_bcast(old, src._data.shape)
+        data = _copy_forward(old._data, sd)
         # copying into an integer or bool tensor records nothing (it cannot require grad);
         # fill_ with a 0-d tensor records even then, as PyTorch does
         if STATE.enabled and (old._requires_grad or src._requires_grad) and \
-                (node is FillBackward3 or old._data.dtype in D.INEXACT):
-            saved = (sd.shape, sd.dtype) if sd is src._data else (sd.shape, sd.dtype, src._data.shape)
-            return record(data, node((edge_of(old), edge_of(src)), saved))
+                (spec is _fill_tensor or old._data.dtype in D.INEXACT):
+            dt = old._data.dtype
+            return spec.record(data, (old, src), _NO_ARGS,
+                               None if sd.dtype == dt else (None, sd.dtype))
         return _make(data)
-    data = np.full(old._data.shape, src, dtype=old._data.dtype)
+    data = _fill_forward(old._data, src)
     if STATE.enabled and old._requires_grad:
-        return record(data, FillBackward2((edge_of(old),), ()))
+        return _fill.record(data, (old,), _NO_ARGS)
     return _make(data)
-
-
-class FillBackward2(Node):
-    """``fill_`` with a number (PyTorch's node for the in-place Scalar overload)."""
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return zeros_like(g),  # zeros, not g * 0: a NaN gradient must not leak
-
-
-class FillBackward3(CopyBackwards):
-    """``fill_`` with a 0-d tensor: nothing to the tensor filled, the sum to the value."""
-    __slots__ = ()
 
 
 @op(function=False)
@@ -598,8 +658,8 @@ def _copy_into(self, src, strict=False):
             _guard(self)
         if partial_overlap(d, np.lib.stride_tricks.as_strided(sd, d.shape, st)):
             _check_overlap(d, (src,))
-        return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, False, ())
-    return _apply(self, _copy_fn, (src, CopyBackwards, strict), {}, same)
+        return _apply(self, _copy_fn, (src, _copy, strict), {}, False, ())
+    return _apply(self, _copy_fn, (src, _copy, strict), {}, same)
 
 
 @op(function=False)
@@ -610,7 +670,7 @@ def fill_(self, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
         # PyTorch fills with the value's number: no overlap check against it
-        return _apply(self, _copy_fn, (value, FillBackward3), {}, False, ())
+        return _apply(self, _copy_fn, (value, _fill_tensor), {}, False, ())
     if not self._data.flags.writeable and not _recording(self, ()):
         return _fill_shared(self, value)
     return _apply(self, _copy_fn, (value,), {}, True)
@@ -630,23 +690,17 @@ def _fill_shared(self, value):
     return self
 
 
-class ZeroBackward0(FillBackward2):
-    __slots__ = ()
-
-
 @op(function=False)
 def zero_(self):
     """Set every element to zero in place (returns self)."""
     if not _recording(self, ()):
         return _fill_shared(self, 0)
+    return _apply(self, _zero_fn, (), {}, True)
 
-    def z(old):
-        data = np.zeros_like(old._data)
-        if STATE.enabled and old._requires_grad:
-            return record(data, ZeroBackward0((edge_of(old),), ()))
-        return _make(data)
 
-    return _apply(self, z, (), {}, True)
+OPS["copy_"].update(spec=_copy, nodes=("CopyBackwards",))
+OPS["fill_"].update(spec=_fill, nodes=("FillBackward2", "FillBackward3"))
+OPS["zero_"].update(spec=_zero, nodes=("ZeroBackward0",))
 
 
 # --- arithmetic in place ------------------------------------------------------------------
