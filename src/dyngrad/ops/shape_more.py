@@ -10,7 +10,7 @@ from .. import _dtype as D
 from . import op
 from .._record import STATE, Node, Tensor, edge_of, record
 from .._tensor import _dim
-from .shape import cat, diag_embed, narrow
+from .shape import cat, narrow
 from .views import SplitBackward0, _split_sizes_of, share_node
 from . import _dual as X
 
@@ -201,13 +201,12 @@ unsafe_chunk = dual("unsafe_chunk", _unsafe_chunk, composite=True)
 def _diagflat(p, input, offset=0):
     """The flattened input as the ``offset`` diagonal of a square matrix:
     ``input.contiguous().view(-1)`` under DiagEmbedBackward0."""
-    from .views import view
     offset = _int(offset, "diagflat", "offset", 1 + p)
-    flat = view(input.contiguous(), -1)
-    return diag_embed(flat, offset, -2, -1)  # PyTorch's dims (the node shows them)
+    # methods, so that vmap's batched tensors dispatch each part to its batching rule
+    return input.contiguous().view(-1).diag_embed(offset, -2, -1)  # PyTorch's dims
 
 
-diagflat = dual("diagflat", _diagflat)
+diagflat = dual("diagflat", _diagflat, composite=True)
 
 
 # --- diff ------------------------------------------------------------------------------------

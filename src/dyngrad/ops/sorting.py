@@ -411,23 +411,43 @@ def _(ctx, tangent):
 
 
 # --- index-producing ops (no gradient) ---------------------------------------------------------
-@op()
+def _each_sample(spec, arrays, params):
+    """Each sample's result, stacked (torch.vmap's per-sample fallback for argwhere; the
+    samples' index lists must have one length)."""
+    return np.stack([spec.forward(a, **params) for a in arrays[0]])
+
+
+@defop("nonzero", node=None, differentiable=False, batch=_each_sample)
+@fp_safe
+def nonzero(self):
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor; no derivative."""
+    if self.ndim == 0:  # one row of no columns when the value is non-zero
+        return np.zeros((int(self != 0), 0), np.int64)
+    return np.argwhere(self).astype(np.int64).reshape(-1, self.ndim)
+
+
+_nonzero_spec = nonzero
+
+
+@partial(front, _nonzero_spec)
 def nonzero(input, *, as_tuple=False):
-    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one tensor per dim."""
-    d = input._data
-    if as_tuple:
-        if d.ndim == 0:
-            return (_make(np.flatnonzero(d.reshape(1)).astype(np.int64)),)
-        return tuple(_make(i.astype(np.int64)) for i in np.nonzero(d))
-    if d.ndim == 0:  # one row of no columns when the value is non-zero
-        return _make(np.zeros((int(d != 0), 0), np.int64))
-    return _make(np.argwhere(d).astype(np.int64).reshape(-1, d.ndim))
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or (``as_tuple``) one
+    tensor per dim, PyTorch's unbind of it."""
+    if not as_tuple:
+        return _nonzero_spec.declared(input)
+    if isinstance(input, Tensor) and input.ndim == 0:
+        return (_make(np.flatnonzero(input._data.reshape(1)).astype(np.int64)),)
+    return _nonzero_spec.declared(input).unbind(1)
 
 
-@op()
-def argwhere(input):
-    """Indices of the non-zero elements as an (n, ndim) int64 tensor."""
-    return nonzero(input)
+@defop("argwhere", node=None, differentiable=False, batch=_each_sample)
+@fp_safe
+def argwhere(self):
+    """Indices of the non-zero elements as an (n, ndim) int64 tensor; no derivative."""
+    return _nonzero_spec.forward(self)
+
+
+argwhere = argwhere.fn
 
 
 Unique2Backward0 = underivable("Unique2Backward0", "_unique2", "_unique2", __name__)
