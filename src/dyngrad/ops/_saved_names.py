@@ -82,7 +82,6 @@ SAVED_NAMES: dict = {
     "MaxPool2DWithIndicesBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
     "MulBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "MulBackward1": {"other": (0, "same")},
-    "NarrowCopyBackward0": {"self_sym_sizes": (0, "same"), "dim": (5, "dim"), "length": (3, "same")},
     "NativeBatchNormBackward0": {
         "input": (0, "tensor"),
         "weight": (1, "tensor"),
