@@ -15,9 +15,9 @@ from .. import _dtype as D
 from . import OPS, composite, inplace_of, op
 from .._record import Tensor
 from . import _dual as X
-from ._spec import defop
-from .pointwise import _call2
-from .shape_more import dual
+from ._spec import defop, fp_safe
+from ..autograd.node import NotImplemented_
+from .shape_more import declared_dual
 
 _make = Tensor._make
 _LN2 = float(np.log(2.0))
@@ -166,24 +166,29 @@ composite("_rrshift", function=False, method=False, methods=("__rrshift__",))(
 
 
 # --- heaviside ---------------------------------------------------------------------------------
+@defop("heaviside", node=NotImplemented_, inputs=("self", "values"), elementwise=True,
+       method=False)
+@fp_safe
+def heaviside(self, values):
+    """0 where input < 0, 1 where input > 0, ``values`` where input == 0 (PyTorch's kernel:
+    NaN input gives 0); no derivative (PyTorch's NotImplemented node)."""
+    if self.dtype.kind == "c":
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    return np.asarray(np.where(self == 0, values, self > 0)).astype(self.dtype, copy=False)
+
+
 def _heaviside(p, input, values):
     """0 where input < 0, 1 where input > 0, ``values`` where input == 0 (no derivative, as in
     PyTorch)."""
     _need_tensor("heaviside", input, 1, "input")
     _need_tensor("heaviside", values, 1 + p, "values")
-    ad, vd = input._data, values._data
-    if ad.dtype != vd.dtype:
+    if input._data.dtype != values._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-    if ad.dtype.kind == "c":
-        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
-    # PyTorch's kernel: input == 0 ? values : input > 0 (NaN input gives 0)
-    data = np.asarray(_call2(lambda a, v: np.where(a == 0, v, a > 0), ad, vd)).astype(
-        ad.dtype, copy=False)
-    from .elementwise_more import _no_derivative
-    return _no_derivative(data, "heaviside", (input, values))
+    return _heaviside_spec.declared(input, values)
 
 
-heaviside = dual("heaviside", _heaviside)
+_heaviside_spec = heaviside
+heaviside = declared_dual(heaviside, _heaviside)
 
 
 # --- ldexp -------------------------------------------------------------------------------------
