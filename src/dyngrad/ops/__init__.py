@@ -96,12 +96,25 @@ def query(name=None, *, function=True, method=True, methods=(), tensors=("input"
         from .._record import Tensor
         key = name or fn.__name__
 
-        def f(*args, **kwargs):
-            for i, arg in enumerate(tensors):
-                v = args[i] if i < len(args) else kwargs.get(arg, Tensor)
-                if not isinstance(v, Tensor) and v is not Tensor:
-                    raise D.not_tensor(key, arg, i + 1, v)
-            return fn(*args, **kwargs)
+        if tensors == ("input",):
+            def f(input):
+                if not isinstance(input, Tensor):
+                    raise D.not_tensor(key, "input", 1, input)
+                return fn(input)
+        elif tensors == ("input", "other"):
+            def f(input, other):
+                if not isinstance(input, Tensor):
+                    raise D.not_tensor(key, "input", 1, input)
+                if not isinstance(other, Tensor):
+                    raise D.not_tensor(key, "other", 2, other)
+                return fn(input, other)
+        else:
+            def f(*args, **kwargs):
+                for i, arg in enumerate(tensors):
+                    v = args[i] if i < len(args) else kwargs.get(arg, Tensor)
+                    if not isinstance(v, Tensor) and v is not Tensor:
+                        raise D.not_tensor(key, arg, i + 1, v)
+                return fn(*args, **kwargs)
 
         f.__name__ = f.__qualname__ = fn.__name__
         f.__doc__, f.__module__ = fn.__doc__, fn.__module__

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._spec import batch_along, defop, front, int64_saved
+from ._spec import batch_along, defop, front, int64_saved, quick
 from .._record import STATE, Node, Tensor, edge_of
 from .._tensor import _dim
 from .shape import cat, narrow
@@ -130,7 +130,10 @@ def _narrow_copy(p, input, dim, start, length):
     dim = _int(dim, "narrow_copy", "dim", 1 + p)
     start = _int(start, "narrow_copy", "start", 2 + p)
     length = _int(length, "narrow_copy", "length", 3 + p)
-    return _narrow_copy_spec.declared(input, dim, start, length)
+    if not isinstance(input, Tensor):
+        return _narrow_copy_spec.declared(input, dim, start, length)
+    return quick(_narrow_copy_spec, input, (dim, start, length),
+                 {"dim": dim, "start": start, "length": length})
 
 
 _narrow_copy_spec = narrow_copy

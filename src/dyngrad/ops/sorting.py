@@ -437,6 +437,8 @@ def nonzero(input, *, as_tuple=False):
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or (``as_tuple``) one
     tensor per dim, PyTorch's unbind of it."""
     if not as_tuple:
+        if type(input) is Tensor and not input._requires_grad:
+            return quick(_nonzero_spec, input, (), {})
         return _nonzero_spec.declared(input)
     if isinstance(input, Tensor) and input.ndim == 0:
         return (_make(np.flatnonzero(input._data.reshape(1)).astype(np.int64)),)
@@ -485,13 +487,17 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
     """The distinct values (sorted), the inverse indices (of the input's shape) and the
     counts, or the distinct slices along ``dim``; Unique2Backward0 (UniqueDimBackward0 along a
     dim), which has no derivative (as in PyTorch)."""
-    if dim is None:
-        vals, inv, counts = np.unique(self.reshape(-1), return_inverse=True,
-                                      return_counts=True)
-        return vals, inv.reshape(self.shape).astype(np.int64), counts.astype(np.int64)
-    k = _unique_dim(self, dim)
-    vals, inv, counts = np.unique(self, return_inverse=True, return_counts=True, axis=k)
-    return vals, inv.reshape(self.shape[k]).astype(np.int64), counts.astype(np.int64)
+    k = None if dim is None else _unique_dim(self, dim)
+    r = np.unique(self.reshape(-1) if k is None else self, return_inverse=bool(return_inverse),
+                  return_counts=bool(return_counts), axis=k)
+    r = list(r) if return_inverse or return_counts else [r]
+    vals = r.pop(0)
+    inv = counts = np.empty(0, np.int64)  # (PyTorch's, where not asked for)
+    if return_inverse:
+        inv = r.pop(0).reshape(self.shape if k is None else self.shape[k]).astype(np.int64)
+    if return_counts:
+        counts = r.pop(0).astype(np.int64)
+    return vals, inv, counts
 
 
 _no_derivative(unique, "_unique2", "unique_dim")
@@ -515,7 +521,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         raise D.not_tensor(aten, "input", 1, input)
     D.arg_bools(aten, sorted=sorted, return_inverse=return_inverse, return_counts=return_counts)
     if dim is None:
-        r = _unique_spec.declared(input, sorted, return_inverse, return_counts, dim)
+        r = quick(_unique_spec, input, (sorted, return_inverse, return_counts),
+                  {"sorted": sorted, "return_inverse": return_inverse,
+                   "return_counts": return_counts})
     else:
         r = _unique_spec.forward(input._data, sorted, return_inverse, return_counts, dim)
         r = (_make(r[0]) if not (STATE.enabled and input._requires_grad) else
@@ -544,10 +552,13 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
             changed = changed.reshape(n - 1, -1).any(axis=1)
         keep = np.concatenate([[True], changed])
     vals = d[keep] if dim is None else np.moveaxis(d[keep], 0, k)
-    inv = (np.cumsum(keep) - 1).astype(np.int64)
-    starts = np.flatnonzero(keep)
-    return (np.ascontiguousarray(vals), inv.reshape(self.shape) if dim is None else inv,
-            np.diff(np.append(starts, n)).astype(np.int64))
+    inv = counts = np.empty(0, np.int64)  # (PyTorch's, where not asked for)
+    if return_inverse:
+        inv = (np.cumsum(keep) - 1).astype(np.int64)
+        inv = inv.reshape(self.shape) if dim is None else inv
+    if return_counts:
+        counts = np.diff(np.append(np.flatnonzero(keep), n)).astype(np.int64)
+    return np.ascontiguousarray(vals), inv, counts
 
 
 _no_derivative(unique_consecutive, "unique_consecutive")
@@ -560,7 +571,10 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     """Collapse runs of equal consecutive values (of the flattened tensor, or of the slices
     along ``dim``), optionally with the inverse indices and the counts."""
     D.arg_bools("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
-    r = _unique_consecutive_spec.declared(input, return_inverse, return_counts, dim)
+    if not isinstance(input, Tensor):
+        return _unique_consecutive_spec.declared(input, return_inverse, return_counts, dim)
+    r = quick(_unique_consecutive_spec, input, (return_inverse, return_counts, dim),
+              {"return_inverse": return_inverse, "return_counts": return_counts, "dim": dim})
     return _picked(r, return_inverse, return_counts)
 
 

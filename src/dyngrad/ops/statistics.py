@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._spec import defop
+from ._spec import defop, quick
 from .sorting import _each_sample
 from .._record import Tensor
 from .._tensor import _dim
@@ -102,7 +102,9 @@ def _histc(p, input, bins=100, min=0, max=0):
     bins = _int(bins, "histc", "bins", 1 + p)
     lo = _number(min, "histc", "min", 2 + p)
     hi = _number(max, "histc", "max", 3 + p)
-    return _histc_spec.declared(input, bins, lo, hi)
+    if input._requires_grad:  # (no derivative: the declared function records nothing)
+        return _histc_spec.declared(input, bins, lo, hi)
+    return quick(_histc_spec, input, (bins, lo, hi), {"bins": bins, "min": lo, "max": hi})
 
 
 _histc_spec = histc

@@ -103,5 +103,7 @@ def is_signed(input) -> bool:
 
 @query(method=False, tensors=("input", "other"))
 def is_same_size(input, other) -> bool:
-    """Whether the two tensors have the same size."""
+    """Whether the two tensors have the same size (under vmap: each sample's)."""
+    if type(input) is Tensor and type(other) is Tensor:
+        return input._data.shape == other._data.shape
     return input.shape == other.shape
