@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._spec import batch_along, defop, front, int64_saved, quick
+from ._spec import batch_along, defop, fp_safe, front, int64_saved, quick
 from .._record import STATE, Node, Tensor, edge_of
 from .._tensor import _dim
 from .shape import cat, narrow
@@ -66,6 +66,7 @@ def dual(name, impl, composite=False):
 @defop("narrow_copy", node="NarrowCopyBackward0",
        saved=("self_sym_sizes", "dim", "start", "length"), linear=True, method=False,
        batch=batch_along("dim"))
+@fp_safe
 def narrow_copy(self, dim, start, length):
     """A copy of ``length`` elements from ``start`` along ``dim``; NarrowCopyBackward0."""
     if self.ndim == 0:

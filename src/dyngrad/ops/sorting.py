@@ -483,6 +483,7 @@ _UNIQUE_OUTPUTS = ("output", "inverse_indices", "counts")
 
 
 @defop("unique", node="Unique2Backward0", outputs=_UNIQUE_OUTPUTS, batch=_each_sample)
+@fp_safe
 def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """The distinct values (sorted), the inverse indices (of the input's shape) and the
     counts, or the distinct slices along ``dim``; Unique2Backward0 (UniqueDimBackward0 along a
@@ -533,6 +534,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 @defop("unique_consecutive", node="UniqueConsecutiveBackward0", outputs=_UNIQUE_OUTPUTS,
        batch=_each_sample)
+@fp_safe
 def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive values (of the flattened tensor, or of the slices
     along ``dim``), with the inverse indices and the counts; UniqueConsecutiveBackward0, which
