@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from ._spec import batch_along, defop, fp_safe, front, int64_saved, quick
+from ._spec import batch_along, defop, fp_safe, front, int64_saved
 from .._record import STATE, Node, Tensor, edge_of
 from .._tensor import _dim
 from .shape import cat, narrow
@@ -128,13 +128,11 @@ _narrow_place_any = X.twin(_narrow_place_np, _narrow_place_t)
 
 def _narrow_copy(p, input, dim, start, length):
     """A copy of ``length`` elements from ``start`` along ``dim``; NarrowCopyBackward0."""
-    dim = _int(dim, "narrow_copy", "dim", 1 + p)
-    start = _int(start, "narrow_copy", "start", 2 + p)
-    length = _int(length, "narrow_copy", "length", 3 + p)
-    if not isinstance(input, Tensor):
-        return _narrow_copy_spec.declared(input, dim, start, length)
-    return quick(_narrow_copy_spec, input, (dim, start, length),
-                 {"dim": dim, "start": start, "length": length})
+    if type(dim) is not int or type(start) is not int or type(length) is not int:
+        dim = _int(dim, "narrow_copy", "dim", 1 + p)
+        start = _int(start, "narrow_copy", "start", 2 + p)
+        length = _int(length, "narrow_copy", "length", 3 + p)
+    return _narrow_copy_spec.declared(input, dim, start, length)
 
 
 _narrow_copy_spec = narrow_copy

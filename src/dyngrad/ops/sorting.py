@@ -510,6 +510,7 @@ _unique_spec = unique
 def _picked(r, return_inverse, return_counts):
     """The outputs PyTorch's Python function returns of the op's three."""
     out = [r[0]] + ([r[1]] if return_inverse else []) + ([r[2]] if return_counts else [])
+    out = [_make(o) if type(o) is np.ndarray else o for o in out]  # (arrays: nothing recorded)
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -521,14 +522,13 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if not isinstance(input, Tensor):
         raise D.not_tensor(aten, "input", 1, input)
     D.arg_bools(aten, sorted=sorted, return_inverse=return_inverse, return_counts=return_counts)
-    if dim is None:
-        r = quick(_unique_spec, input, (sorted, return_inverse, return_counts),
-                  {"sorted": sorted, "return_inverse": return_inverse,
-                   "return_counts": return_counts})
-    else:
+    recording = STATE.enabled and input._requires_grad
+    if dim is None and recording:
+        r = _unique_spec.declared(input, sorted, return_inverse, return_counts)
+    else:  # nothing to record, or the variant's node
         r = _unique_spec.forward(input._data, sorted, return_inverse, return_counts, dim)
-        r = (_make(r[0]) if not (STATE.enabled and input._requires_grad) else
-             record(r[0], UniqueDimBackward0((edge_of(input),), ())),) + tuple(map(_make, r[1:]))
+        if recording:
+            r = (record(r[0], UniqueDimBackward0((edge_of(input),), ())),) + r[1:]
     return _picked(r, return_inverse, return_counts)
 
 
@@ -575,8 +575,10 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     D.arg_bools("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
     if not isinstance(input, Tensor):
         return _unique_consecutive_spec.declared(input, return_inverse, return_counts, dim)
-    r = quick(_unique_consecutive_spec, input, (return_inverse, return_counts, dim),
-              {"return_inverse": return_inverse, "return_counts": return_counts, "dim": dim})
+    if STATE.enabled and input._requires_grad:
+        r = _unique_consecutive_spec.declared(input, return_inverse, return_counts, dim)
+    else:  # nothing to record
+        r = _unique_consecutive_spec.forward(input._data, return_inverse, return_counts, dim)
     return _picked(r, return_inverse, return_counts)
 
 
