@@ -108,6 +108,11 @@ CASES = {
                                                                    requires_grad=True),
                                                           return_inverse=True),
                                      _x(L).unique_consecutive(dim=0, return_counts=True)],
+    "unsafe_split_saved": lambda L: [
+        (y.grad_fn.name(), sorted((a, getattr(y.grad_fn, a)) for a in dir(y.grad_fn)
+                                  if a.startswith("_saved_")))
+        for y in (L.unsafe_split(_x(L, True), 1, -1)[0], L.unsafe_chunk(_x(L, True), 2, 1)[1],
+                  _x(L, True).unsafe_split_with_sizes([1, 1], 0)[1])],
     "unique_backward": lambda L: L.unique(_x(L, True)).sum().backward(),
     "unique_dim_backward": lambda L: L.unique(_x(L, True), dim=0).sum().backward(),
     "unique_consecutive_backward": lambda L: L.unique_consecutive(_x(L, True)).sum().backward(),

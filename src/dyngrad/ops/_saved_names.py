@@ -129,6 +129,11 @@ SAVED_NAMES: dict = {
     "SplitBackward0": {"dim": (4, "dim"), "self_sym_sizes": (2, "same")},
     "SubBackward0": {"alpha": (4, "same")},
     "TakeBackward0": {"self": (2, "tensor")},
+    "UnsafeSplitBackward0": {
+        "dim": (4, "dim"),
+        "split_size": (5, "same"),
+        "self_sym_sizes": (2, "same"),
+    },
     "UnsafeSplitWithSizesBackward0": {
         "dim": (4, "dim"),
         "split_sizes": (1, "same"),

@@ -148,17 +148,18 @@ class UnsafeSplitWithSizesBackward0(SplitBackward0):
     __slots__ = ()
 
 
-def _unsafe_pieces(input, sizes, k, node_cls, raw):
+def _unsafe_pieces(input, sizes, k, node_cls, raw, split_size=None):
     """Pieces of ``input`` along ``k`` that share its memory but are not views (no base, own
-    version counters), recorded as one multi-output node."""
+    version counters), recorded as one multi-output node (keeping ``split_size``, the size
+    unsafe_split was given)."""
     d = input._data
     outs, start = [], 0
     for s in sizes:
         outs.append(_make(d[(slice(None),) * k + (slice(start, start + s),)]))
         start += s
     if STATE.enabled and input._requires_grad:
-        share_node(outs, node_cls((edge_of(input),), (k, tuple(sizes), d.shape, d.dtype, raw),
-                                  d.dtype))
+        share_node(outs, node_cls((edge_of(input),),
+                                  (k, tuple(sizes), d.shape, d.dtype, raw, split_size), d.dtype))
     return tuple(outs)
 
 
@@ -171,8 +172,8 @@ def _unsafe_split(p, tensor, split_size, dim=0):
     if d.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     k = _dim(dim, d.ndim)
-    return _unsafe_pieces(tensor, _split_sizes_of(d.shape[k], int(split_size)), k, UnsafeSplitBackward0,
-                          dim)
+    return _unsafe_pieces(tensor, _split_sizes_of(d.shape[k], split_size), k,
+                          UnsafeSplitBackward0, dim, split_size)
 
 
 def _unsafe_split_with_sizes(p, input, split_sizes, dim=0):
