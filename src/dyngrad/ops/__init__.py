@@ -60,3 +60,66 @@ def attach_methods(tensor_cls):
                 # only through __get__) are built now; the other methods on first use
                 setattr(tensor_cls, n, method(info["fn"], n, exported) if n.startswith("__")
                         else Pending(info["fn"], n, exported, tensor_cls))
+
+
+class Query:
+    """The declaration of an op whose result is no differentiable tensor of its own (see
+    ``query``): what the registry's generic code reads of a declaration."""
+    differentiable = False
+    node_cls = None
+    outputs = dims = ()
+    elementwise = linear = False
+
+    def __init__(self, name, fn, inputs):
+        self.name, self.fn, self.forward, self.inputs = name, fn, fn, tuple(inputs)
+
+    @staticmethod
+    def batch(spec, arrays, params):
+        """Inputs with a leading batch axis: the value of each sample (as torch.vmap reads
+        a sample's logical size, dtype and value)."""
+        from .._record import Tensor
+        return [spec.fn(*(Tensor._make(a[i]) for a in arrays), **params)
+                for i in range(len(arrays[0]))]
+
+
+def query(name=None, *, function=True, method=True, methods=(), tensors=("input",),
+          direct=True):
+    """Declare an op whose result is no differentiable tensor of its own: a Python value read
+    from a tensor (is_signed, is_same_size, is_nonzero) or the input itself (resolve_conj).
+    PyTorch has no autograd kernel for these, so no node and no tangent; they read the
+    tensor's logical size, dtype and value: ``direct``, vmap runs the op itself on the batched
+    tensor, as torch.vmap (they are PyTorch's composites), else once per sample.  ``tensors``
+    names the arguments that must be Tensors (PyTorch's TypeError otherwise)."""
+
+    def deco(fn):
+        from .. import _dtype as D
+        from .._record import Tensor
+        key = name or fn.__name__
+
+        if tensors == ("input",):
+            def f(input):
+                if not isinstance(input, Tensor):
+                    raise D.not_tensor(key, "input", 1, input)
+                return fn(input)
+        elif tensors == ("input", "other"):
+            def f(input, other):
+                if not isinstance(input, Tensor):
+                    raise D.not_tensor(key, "input", 1, input)
+                if not isinstance(other, Tensor):
+                    raise D.not_tensor(key, "other", 2, other)
+                return fn(input, other)
+        else:
+            def f(*args, **kwargs):
+                for i, arg in enumerate(tensors):
+                    v = args[i] if i < len(args) else kwargs.get(arg, Tensor)
+                    if not isinstance(v, Tensor) and v is not Tensor:
+                        raise D.not_tensor(key, arg, i + 1, v)
+                return fn(*args, **kwargs)
+
+        f.__name__ = f.__qualname__ = fn.__name__
+        f.__doc__, f.__module__ = fn.__doc__, fn.__module__
+        op(key, function=function, method=method, methods=methods, composite=direct)(f)
+        OPS[key]["spec"] = Query(key, f, tensors)
+        return f
+
+    return deco

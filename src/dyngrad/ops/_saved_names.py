@@ -73,7 +73,6 @@ SAVED_NAMES: dict = {
     "MaxPool2DWithIndicesBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
     "MulBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "MulBackward1": {"other": (0, "same")},
-    "NarrowCopyBackward0": {"self_sym_sizes": (0, "same"), "dim": (5, "dim"), "length": (3, "same")},
     "NativeBatchNormBackward0": {
         "input": (0, "tensor"),
         "weight": (1, "tensor"),
@@ -121,6 +120,11 @@ SAVED_NAMES: dict = {
     "SplitBackward0": {"dim": (4, "dim"), "self_sym_sizes": (2, "same")},
     "SubBackward0": {"alpha": (4, "same")},
     "TakeBackward0": {"self": (2, "tensor")},
+    "UnsafeSplitBackward0": {
+        "dim": (4, "dim"),
+        "split_size": (5, "same"),
+        "self_sym_sizes": (2, "same"),
+    },
     "UnsafeSplitWithSizesBackward0": {
         "dim": (4, "dim"),
         "split_sizes": (1, "same"),

@@ -1,13 +1,14 @@
 """Matrix functions built from other ops: ``matrix_power`` (PyTorch's composition of matmuls
-and linalg.inv, so it records their nodes) and ``pinverse`` (the SVD pseudo-inverse with
-PyTorch's LinalgPinvBackward0, differentiable twice)."""
+and linalg.inv, so it records their nodes) and ``pinverse`` (PyTorch's linalg_pinv: the SVD
+pseudo-inverse with LinalgPinvBackward0, differentiable twice)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .. import _dtype as D
-from ._formula import FormulaNode
-from .._record import STATE, Saved, Tensor, edge_of, notify, record
+from . import _dual as X
+from ._spec import defop
+from .._record import Tensor
 
 _make = Tensor._make
 
@@ -58,28 +59,6 @@ def _matrix_power(p, input, n):
 
 
 # --- pinverse ------------------------------------------------------------------------------------
-class LinalgPinvBackward0(FormulaNode):
-    """PyTorch's pinv_backward (written for the smaller of the matrix's two sizes); with its
-    conjugate transposes it is PyTorch's complex gradient itself, so no conjugating twin."""
-    __slots__ = ()
-    _saved_outputs = {1: 0}
-    _holomorphic = False
-
-    def formula(self, g, a, pinv):
-        m, n = a.shape[-2], a.shape[-1]
-        pinv_h = pinv.mH
-        g_h = g.mH
-        if m <= n:
-            k = g_h.matmul(pinv)
-            k_pinv_h = k.matmul(pinv_h)
-            return (-(pinv.matmul(k)).mH + k_pinv_h - a.matmul(pinv).matmul(k_pinv_h)
-                    + pinv_h.matmul(pinv).matmul(g_h - k.matmul(a))),
-        k = pinv.matmul(g_h)
-        pinv_h_k = pinv_h.matmul(k)
-        return (-(k.matmul(pinv)).mH + pinv_h_k - pinv_h_k.matmul(pinv).matmul(a)
-                + (g_h - a.matmul(k)).matmul(pinv).matmul(pinv_h)),
-
-
 def _pinv_np(d, rcond):
     """The pseudo-inverse of the last two dims: singular values at or below ``rcond`` times
     the largest are treated as zero."""
@@ -95,6 +74,60 @@ def _pinv_np(d, rcond):
     return np.matmul(vh_h * s_inv[..., None, :], u_h).astype(d.dtype, copy=False)
 
 
+def _batch_matrices(spec, arrays, params):
+    """The forward works on the last two dims: a leading batch axis passes through."""
+    return spec.forward(*arrays, **params)
+
+
+@defop("pinverse", node="LinalgPinvBackward0", saved=("self", "result"), method=False,
+       holomorphic=False, batch=_batch_matrices)
+def pinverse(self, rcond=1e-15):
+    """The Moore-Penrose pseudo-inverse of a matrix (or batch): PyTorch's linalg_pinv, whose
+    node, LinalgPinvBackward0, is the only one recorded; singular values at or below
+    ``rcond`` times the largest count as zero."""
+    from .linalg_more import _col_major
+    if self.ndim < 2 or self.dtype not in (np.float32, np.float64, np.complex64,
+                                           np.complex128):
+        raise RuntimeError(f"linalg.pinv({D.scalar_type_name(self.dtype)}{{{list(self.shape)}}}): "
+                           f"expected a tensor with 2 or more dimensions of float, double, "
+                           f"cfloat or cdouble types")
+    return _col_major(_pinv_np(self, float(rcond)), False)
+
+
+@pinverse.backward
+def _(ctx, grad):
+    # PyTorch's pinv_backward (written for the smaller of the matrix's two sizes); with its
+    # conjugate transposes it is PyTorch's complex gradient itself
+    a, pinv = ctx.self, ctx.result
+    mm, mh = X.matmul, X.adjoint_last
+    m, n = X.data(a).shape[-2:]
+    pinv_h, g_h = mh(pinv), mh(grad)
+    if m <= n:
+        k = mm(g_h, pinv)
+        k_pinv_h = mm(k, pinv_h)
+        return (-mh(mm(pinv, k)) + k_pinv_h - mm(mm(a, pinv), k_pinv_h)
+                + mm(mm(pinv_h, pinv), g_h - mm(k, a))),
+    k = mm(pinv, g_h)
+    pinv_h_k = mm(pinv_h, k)
+    return (-mh(mm(k, pinv)) + pinv_h_k - mm(mm(pinv_h_k, pinv), a)
+            + mm(mm(g_h - mm(a, k), pinv), pinv_h)),
+
+
+@pinverse.jvp
+def _(ctx, tangent):
+    # the derivative of a pseudo-inverse of constant rank (PyTorch's pinv_jvp):
+    # -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P
+    a, pinv = ctx.self, ctx.result
+    mm, mh = X.matmul, X.adjoint_last
+    da_h, pinv_h = mh(tangent), mh(pinv)
+    return (-mm(mm(pinv, tangent), pinv)
+            + mm(mm(pinv, pinv_h), da_h - mm(da_h, mm(a, pinv)))
+            + mm(da_h - mm(mm(pinv, a), da_h), mm(pinv_h, pinv)))
+
+
+_pinverse_spec = pinverse
+
+
 def _pinverse(p, input, rcond=1e-15):
     """The Moore-Penrose pseudo-inverse of a matrix (or batch); LinalgPinvBackward0."""
     if not isinstance(input, Tensor):
@@ -102,18 +135,7 @@ def _pinverse(p, input, rcond=1e-15):
     if isinstance(rcond, bool) or not isinstance(rcond, (int, float, np.number)):
         raise TypeError(f"pinverse(): argument 'rcond' (position {1 + p}) must be float, not "
                         f"{D.type_name(rcond)}")
-    d = input._data
-    if d.ndim < 2 or d.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
-        raise RuntimeError(f"linalg.pinv({D.scalar_type_name(d.dtype)}{{{list(d.shape)}}}): "
-                           f"expected a tensor with 2 or more dimensions of float, double, "
-                           f"cfloat or cdouble types")
-    from .linalg_more import _col_major
-    data = _col_major(_pinv_np(d, float(rcond)), False)
-    if STATE.enabled and input._requires_grad:
-        res = record(data, None)
-        res._grad_fn = LinalgPinvBackward0((edge_of(input),), (Saved(input), Saved(res, True)))
-        return notify(res)
-    return _make(data)
+    return _pinverse_spec.declared(input, float(rcond))
 
 
 def _register(name, impl):
@@ -121,5 +143,10 @@ def _register(name, impl):
     return dual(name, impl)
 
 
+def _register_declared(spec, impl):
+    from .shape_more import declared_dual
+    return declared_dual(spec, impl)
+
+
 matrix_power = _register("matrix_power", _matrix_power)
-pinverse = _register("pinverse", _pinverse)
+pinverse = _register_declared(_pinverse_spec, _pinverse)

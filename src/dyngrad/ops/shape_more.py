@@ -8,9 +8,10 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
-from .._record import STATE, Node, Tensor, edge_of, record
+from ._spec import batch_along, defop, fp_safe, front, int64_saved
+from .._record import STATE, Node, Tensor, edge_of
 from .._tensor import _dim
-from .shape import cat, diag_embed, narrow
+from .shape import cat, narrow
 from .views import SplitBackward0, _split_sizes_of, share_node
 from . import _dual as X
 
@@ -25,6 +26,23 @@ def _int(v, fn, arg, pos):
         raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not "
                         f"{D.type_name(v)}")
     return int(v)
+
+
+def declared_dual(spec, impl):
+    """``dual`` for declared op ``spec``: ``impl(p, input, ...)`` (checking the arguments
+    with PyTorch's positions, then calling ``spec.declared``) becomes its public function and
+    its Tensor method."""
+    def function(input, *args, **kwargs):
+        return impl(1, input, *args, **kwargs)
+
+    def method(self, *args, **kwargs):
+        return impl(0, self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = spec.name
+    method.__doc__ = impl.__doc__
+    front(spec, function)
+    op("_" + spec.name + "_method", function=False, method=False, methods=(spec.name,))(method)
+    return function
 
 
 def dual(name, impl, composite=False):
@@ -45,19 +63,44 @@ def dual(name, impl, composite=False):
 
 
 # --- narrow_copy -----------------------------------------------------------------------------
-class NarrowCopyBackward0(Node):
-    """The slice's gradient placed in zeros of the input's shape."""
-    __slots__ = ()
-    _needs_saved = False
+@defop("narrow_copy", node="NarrowCopyBackward0",
+       saved=("self_sym_sizes", "dim", "start", "length"), linear=True, method=False,
+       batch=batch_along("dim"))
+@fp_safe
+def narrow_copy(self, dim, start, length):
+    """A copy of ``length`` elements from ``start`` along ``dim``; NarrowCopyBackward0."""
+    if self.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if dim >= self.ndim:  # PyTorch's size lookup asserts before the dim is wrapped
+        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
+                           "but got false.  (Could this error message be improved?  If so, "
+                           "please report an enhancement request to PyTorch.)")
+    k = _dim(dim, self.ndim)
+    n = self.shape[k]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{start})")
+    if start < 0:
+        start += n
+    if length < 0 or start > n - length:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return self[(slice(None),) * k + (slice(start, start + length),)].copy()
 
-    def _bw(self, g, graph):
-        shape, dim, start, length, given, _ = self._saved
-        if given < 0 and given + length == 0 and length:
-            # PyTorch's backward slices [start, start + length) with the start as given: a
-            # negative start whose slice reaches the end selects nothing there
-            raise RuntimeError(f"The size of tensor a (0) must match the size of tensor b "
-                               f"({length}) at non-singleton dimension {dim}")
-        return _narrow_place_any(g, shape, dim, start, length),
+
+@narrow_copy.backward
+def _(ctx, grad):
+    shape, dim, start, length = ctx.self_sym_sizes, ctx.dim, ctx.start, ctx.length
+    k = _dim(dim, len(shape))
+    if start < 0 and start + length == 0 and length:
+        # PyTorch's backward slices [start, start + length) with the start as given: a
+        # negative start whose slice reaches the end selects nothing there
+        raise RuntimeError(f"The size of tensor a (0) must match the size of tensor b "
+                           f"({length}) at non-singleton dimension {k}")
+    return _narrow_place_any(grad, shape, k, start % shape[k] if start < 0 else start,
+                             length),
+
+
+int64_saved(narrow_copy, "start")
 
 
 def _narrow_place_np(g, shape, dim, start, length):
@@ -85,35 +128,15 @@ _narrow_place_any = X.twin(_narrow_place_np, _narrow_place_t)
 
 def _narrow_copy(p, input, dim, start, length):
     """A copy of ``length`` elements from ``start`` along ``dim``; NarrowCopyBackward0."""
-    dim = _int(dim, "narrow_copy", "dim", 1 + p)
-    start = _int(start, "narrow_copy", "start", 2 + p)
-    length = _int(length, "narrow_copy", "length", 3 + p)
-    d = input._data
-    if d.ndim == 0:
-        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    if dim >= d.ndim:  # PyTorch's size lookup asserts before the dim is wrapped
-        raise RuntimeError("Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
-                           "but got false.  (Could this error message be improved?  If so, "
-                           "please report an enhancement request to PyTorch.)")
-    k = _dim(dim, d.ndim)
-    n = d.shape[k]
-    given = start
-    if not -n <= start <= n:
-        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
-                         f"{start})")
-    if start < 0:
-        start += n
-    if length < 0 or start > n - length:
-        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    data = d[(slice(None),) * k + (slice(start, start + length),)].copy()
-    if STATE.enabled and input._requires_grad:
-        return record(data, NarrowCopyBackward0((edge_of(input),),
-                                                        (d.shape, k, start, length, given,
-                                                         dim)))
-    return _make(data)
+    if type(dim) is not int or type(start) is not int or type(length) is not int:
+        dim = _int(dim, "narrow_copy", "dim", 1 + p)
+        start = _int(start, "narrow_copy", "start", 2 + p)
+        length = _int(length, "narrow_copy", "length", 3 + p)
+    return _narrow_copy_spec.declared(input, dim, start, length)
 
 
-narrow_copy = dual("narrow_copy", _narrow_copy)
+_narrow_copy_spec = narrow_copy
+narrow_copy = declared_dual(narrow_copy, _narrow_copy)
 
 
 # --- unsafe_split / unsafe_chunk / unsafe_split_with_sizes -----------------------------------
@@ -125,17 +148,18 @@ class UnsafeSplitWithSizesBackward0(SplitBackward0):
     __slots__ = ()
 
 
-def _unsafe_pieces(input, sizes, k, node_cls, raw):
+def _unsafe_pieces(input, sizes, k, node_cls, raw, split_size=None):
     """Pieces of ``input`` along ``k`` that share its memory but are not views (no base, own
-    version counters), recorded as one multi-output node."""
+    version counters), recorded as one multi-output node (keeping ``split_size``, the size
+    unsafe_split was given)."""
     d = input._data
     outs, start = [], 0
     for s in sizes:
         outs.append(_make(d[(slice(None),) * k + (slice(start, start + s),)]))
         start += s
     if STATE.enabled and input._requires_grad:
-        share_node(outs, node_cls((edge_of(input),), (k, tuple(sizes), d.shape, d.dtype, raw),
-                                  d.dtype))
+        share_node(outs, node_cls((edge_of(input),),
+                                  (k, tuple(sizes), d.shape, d.dtype, raw, split_size), d.dtype))
     return tuple(outs)
 
 
@@ -148,8 +172,8 @@ def _unsafe_split(p, tensor, split_size, dim=0):
     if d.ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
     k = _dim(dim, d.ndim)
-    return _unsafe_pieces(tensor, _split_sizes_of(d.shape[k], int(split_size)), k, UnsafeSplitBackward0,
-                          dim)
+    return _unsafe_pieces(tensor, _split_sizes_of(d.shape[k], split_size), k,
+                          UnsafeSplitBackward0, dim, split_size)
 
 
 def _unsafe_split_with_sizes(p, input, split_sizes, dim=0):
@@ -201,13 +225,12 @@ unsafe_chunk = dual("unsafe_chunk", _unsafe_chunk, composite=True)
 def _diagflat(p, input, offset=0):
     """The flattened input as the ``offset`` diagonal of a square matrix:
     ``input.contiguous().view(-1)`` under DiagEmbedBackward0."""
-    from .views import view
     offset = _int(offset, "diagflat", "offset", 1 + p)
-    flat = view(input.contiguous(), -1)
-    return diag_embed(flat, offset, -2, -1)  # PyTorch's dims (the node shows them)
+    # methods, so that vmap's batched tensors dispatch each part to its batching rule
+    return input.contiguous().view(-1).diag_embed(offset, -2, -1)  # PyTorch's dims
 
 
-diagflat = dual("diagflat", _diagflat)
+diagflat = dual("diagflat", _diagflat, composite=True)
 
 
 # --- diff ------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from .reduction import (dims_of, _nonempty, record_self_result, raw_dim, _reduce
 from .reduction import sum as _sum
 from .pointwise import UNSET
 from .gather_scatter import _scatter_add_any
-from ..autograd.node import underivable
+from ..autograd import errors
 
 _make = Tensor._make
 
@@ -411,36 +411,48 @@ def _(ctx, tangent):
 
 
 # --- index-producing ops (no gradient) ---------------------------------------------------------
-@op()
+def _each_sample(spec, arrays, params):
+    """Each sample's results, stacked (torch.vmap's per-sample fallback for argwhere; the
+    samples' results must have one shape)."""
+    each = [spec.forward(*(a[i] for a in arrays), **params) for i in range(len(arrays[0]))]
+    if spec.outputs:
+        return tuple(np.stack(o) for o in zip(*each))
+    return np.stack(each)
+
+
+@defop("nonzero", node=None, differentiable=False, batch=_each_sample)
+@fp_safe
+def nonzero(self):
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor; no derivative."""
+    if self.ndim == 0:  # one row of no columns when the value is non-zero
+        return np.zeros((int(self != 0), 0), np.int64)
+    return np.argwhere(self).astype(np.int64).reshape(-1, self.ndim)
+
+
+_nonzero_spec = nonzero
+
+
+@partial(front, _nonzero_spec)
 def nonzero(input, *, as_tuple=False):
-    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one tensor per dim."""
-    d = input._data
-    if as_tuple:
-        if d.ndim == 0:
-            return (_make(np.flatnonzero(d.reshape(1)).astype(np.int64)),)
-        return tuple(_make(i.astype(np.int64)) for i in np.nonzero(d))
-    if d.ndim == 0:  # one row of no columns when the value is non-zero
-        return _make(np.zeros((int(d != 0), 0), np.int64))
-    return _make(np.argwhere(d).astype(np.int64).reshape(-1, d.ndim))
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or (``as_tuple``) one
+    tensor per dim, PyTorch's unbind of it."""
+    if not as_tuple:
+        if type(input) is Tensor and not input._requires_grad:
+            return quick(_nonzero_spec, input, (), {})
+        return _nonzero_spec.declared(input)
+    if isinstance(input, Tensor) and input.ndim == 0:
+        return (_make(np.flatnonzero(input._data.reshape(1)).astype(np.int64)),)
+    return _nonzero_spec.declared(input).unbind(1)
 
 
-@op()
-def argwhere(input):
-    """Indices of the non-zero elements as an (n, ndim) int64 tensor."""
-    return nonzero(input)
+@defop("argwhere", node=None, differentiable=False, batch=_each_sample)
+@fp_safe
+def argwhere(self):
+    """Indices of the non-zero elements as an (n, ndim) int64 tensor; no derivative."""
+    return _nonzero_spec.forward(self)
 
 
-Unique2Backward0 = underivable("Unique2Backward0", "_unique2", "_unique2", __name__)
-UniqueDimBackward0 = underivable("UniqueDimBackward0", "unique_dim", "unique_dim", __name__)
-UniqueConsecutiveBackward0 = underivable("UniqueConsecutiveBackward0", "unique_consecutive",
-                                         "unique_consecutive", __name__)
-
-
-def _values(input, vals, cls):
-    """The distinct values, recording ``cls`` when the input requires grad (as PyTorch)."""
-    if STATE.enabled and input._requires_grad:
-        return record(vals, cls((edge_of(input),), ()))
-    return _make(vals)
+argwhere = argwhere.fn
 
 
 def _unique_dim(x, dim):
@@ -454,38 +466,85 @@ def _unique_dim(x, dim):
     return k
 
 
-@op()
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
-    """The distinct values (sorted), optionally with inverse indices and counts;
-    Unique2Backward0 / UniqueDimBackward0, which have no derivative (as in PyTorch)."""
-    D.arg_bools("_unique2", sorted=sorted, return_inverse=return_inverse,
-                return_counts=return_counts)
-    d = input._data
-    if dim is not None:
-        dim = _unique_dim(d, dim)
-    r = np.unique(d if dim is not None else d.reshape(-1), return_inverse=True, return_counts=True,
-                  axis=dim)
-    vals, inv, counts = r
-    out = [_values(input, vals, Unique2Backward0 if dim is None else UniqueDimBackward0)]
+def _no_derivative(spec, what, variant_what=None):
+    """PyTorch declares no derivative for ``what`` (``variant_what``: the op of the variant's
+    node): backward and forward mode raise its errors."""
+    def which(ctx):
+        return what if type(ctx._node) is spec.node_cls else variant_what
+
+    def bw(ctx, grad):
+        raise errors.no_derivative(which(ctx))
+
+    spec.backward(bw)
+    spec.jvp(lambda ctx, tangent: errors.without_rule(which(ctx))(None, tangent))
+
+
+_UNIQUE_OUTPUTS = ("output", "inverse_indices", "counts")
+
+
+@defop("unique", node="Unique2Backward0", outputs=_UNIQUE_OUTPUTS, batch=_each_sample)
+@fp_safe
+def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values (sorted), the inverse indices (of the input's shape) and the
+    counts, or the distinct slices along ``dim``; Unique2Backward0 (UniqueDimBackward0 along a
+    dim), which has no derivative (as in PyTorch)."""
+    k = None if dim is None else _unique_dim(self, dim)
+    r = np.unique(self.reshape(-1) if k is None else self, return_inverse=bool(return_inverse),
+                  return_counts=bool(return_counts), axis=k)
+    r = list(r) if return_inverse or return_counts else [r]
+    vals = r.pop(0)
+    inv = counts = np.empty(0, np.int64)  # (PyTorch's, where not asked for)
     if return_inverse:
-        out.append(_make(inv.reshape(d.shape if dim is None else (d.shape[_dim(dim, d.ndim)],))
-                         .astype(np.int64)))
+        inv = r.pop(0).reshape(self.shape if k is None else self.shape[k]).astype(np.int64)
     if return_counts:
-        out.append(_make(counts.astype(np.int64)))
+        counts = r.pop(0).astype(np.int64)
+    return vals, inv, counts
+
+
+_no_derivative(unique, "_unique2", "unique_dim")
+Unique2Backward0 = unique.node_cls
+UniqueDimBackward0 = variant(unique, "UniqueDimBackward0", ())
+_unique_spec = unique
+
+
+def _picked(r, return_inverse, return_counts):
+    """The outputs PyTorch's Python function returns of the op's three."""
+    out = [r[0]] + ([r[1]] if return_inverse else []) + ([r[2]] if return_counts else [])
+    out = [_make(o) if type(o) is np.ndarray else o for o in out]  # (arrays: nothing recorded)
     return out[0] if len(out) == 1 else tuple(out)
 
 
-@op()
-def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+@partial(front, _unique_spec)
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct values (sorted), optionally with inverse indices and counts: PyTorch's
+    _unique2 (Unique2Backward0), or unique_dim along ``dim`` (UniqueDimBackward0)."""
+    aten = "_unique2" if dim is None else "unique_dim"
+    if not isinstance(input, Tensor):
+        raise D.not_tensor(aten, "input", 1, input)
+    D.arg_bools(aten, sorted=sorted, return_inverse=return_inverse, return_counts=return_counts)
+    recording = STATE.enabled and input._requires_grad
+    if dim is None and recording:
+        r = _unique_spec.declared(input, sorted, return_inverse, return_counts)
+    else:  # nothing to record, or the variant's node
+        r = _unique_spec.forward(input._data, sorted, return_inverse, return_counts, dim)
+        if recording:
+            r = (record(r[0], UniqueDimBackward0((edge_of(input),), ())),) + r[1:]
+    return _picked(r, return_inverse, return_counts)
+
+
+@defop("unique_consecutive", node="UniqueConsecutiveBackward0", outputs=_UNIQUE_OUTPUTS,
+       batch=_each_sample)
+@fp_safe
+def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive values (of the flattened tensor, or of the slices
-    along ``dim``)."""
-    D.arg_bools("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
+    along ``dim``), with the inverse indices and the counts; UniqueConsecutiveBackward0, which
+    has no derivative (as in PyTorch)."""
     if dim is None:
-        d = input._data.reshape(-1)
+        d = self.reshape(-1)
         k = 0
     else:
-        k = _unique_dim(input._data, dim)
-        d = np.moveaxis(input._data, k, 0)
+        k = _unique_dim(self, dim)
+        d = np.moveaxis(self, k, 0)
     n = d.shape[0] if d.ndim else 1
     if n == 0:
         keep = np.zeros(0, bool)
@@ -495,14 +554,32 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
             changed = changed.reshape(n - 1, -1).any(axis=1)
         keep = np.concatenate([[True], changed])
     vals = d[keep] if dim is None else np.moveaxis(d[keep], 0, k)
-    out = [_values(input, np.ascontiguousarray(vals), UniqueConsecutiveBackward0)]
+    inv = counts = np.empty(0, np.int64)  # (PyTorch's, where not asked for)
     if return_inverse:
         inv = (np.cumsum(keep) - 1).astype(np.int64)
-        out.append(_make(inv.reshape(input._data.shape) if dim is None else inv))
+        inv = inv.reshape(self.shape) if dim is None else inv
     if return_counts:
-        starts = np.flatnonzero(keep)
-        out.append(_make(np.diff(np.append(starts, n)).astype(np.int64)))
-    return out[0] if len(out) == 1 else tuple(out)
+        counts = np.diff(np.append(np.flatnonzero(keep), n)).astype(np.int64)
+    return np.ascontiguousarray(vals), inv, counts
+
+
+_no_derivative(unique_consecutive, "unique_consecutive")
+UniqueConsecutiveBackward0 = unique_consecutive.node_cls
+_unique_consecutive_spec = unique_consecutive
+
+
+@partial(front, _unique_consecutive_spec)
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse runs of equal consecutive values (of the flattened tensor, or of the slices
+    along ``dim``), optionally with the inverse indices and the counts."""
+    D.arg_bools("unique_consecutive", return_inverse=return_inverse, return_counts=return_counts)
+    if not isinstance(input, Tensor):
+        return _unique_consecutive_spec.declared(input, return_inverse, return_counts, dim)
+    if STATE.enabled and input._requires_grad:
+        r = _unique_consecutive_spec.declared(input, return_inverse, return_counts, dim)
+    else:  # nothing to record
+        r = _unique_consecutive_spec.forward(input._data, return_inverse, return_counts, dim)
+    return _picked(r, return_inverse, return_counts)
 
 
 def _searchsorted_batched(spec, arrays, params):

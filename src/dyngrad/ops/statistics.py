@@ -11,6 +11,8 @@ import numpy as np
 
 from .. import _dtype as D
 from . import op
+from ._spec import defop, quick
+from .sorting import _each_sample
 from .._record import Tensor
 from .._tensor import _dim
 from .. import _warn
@@ -61,16 +63,14 @@ def _number(v, fn, arg, pos):
 
 
 # --- histc -------------------------------------------------------------------------------------
-def _histc(p, input, bins=100, min=0, max=0):
+@defop("histc", node=None, differentiable=False, method=False, batch=_each_sample)
+def histc(self, bins=100, min=0, max=0):
     """Counts of the elements in ``bins`` equal-width bins over [min, max] (the data's range
-    when min == max); elements outside, and NaN, are not counted."""
-    _need_tensor("histc", input, "input", 1)
-    bins = _int(bins, "histc", "bins", 1 + p)
-    lo = _number(min, "histc", "min", 2 + p)
-    hi = _number(max, "histc", "max", 3 + p)
+    when min == max); elements outside, and NaN, are not counted; no derivative."""
+    lo, hi = float(min), float(max)
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-    d = input._data
+    d = self
     shown = _num
     if lo == hi and d.size:
         lo, hi = float(np.min(d)), float(np.max(d))
@@ -92,8 +92,22 @@ def _histc(p, input, bins=100, min=0, max=0):
         # PyTorch's linear binning, in the input's dtype: (x - left) * bins / (right - left)
         pos = ((xs - left) * dt(bins) / (right - left)).astype(np.int64)
     pos[pos == bins] = bins - 1
-    hist = np.bincount(pos, minlength=bins)[:bins].astype(d.dtype)
-    return _make(hist)
+    return np.bincount(pos, minlength=bins)[:bins].astype(d.dtype)
+
+
+def _histc(p, input, bins=100, min=0, max=0):
+    """Counts of the elements in ``bins`` equal-width bins over [min, max] (the data's range
+    when min == max); elements outside, and NaN, are not counted."""
+    _need_tensor("histc", input, "input", 1)
+    bins = _int(bins, "histc", "bins", 1 + p)
+    lo = _number(min, "histc", "min", 2 + p)
+    hi = _number(max, "histc", "max", 3 + p)
+    if input._requires_grad:  # (no derivative: the declared function records nothing)
+        return _histc_spec.declared(input, bins, lo, hi)
+    return quick(_histc_spec, input, (bins, lo, hi), {"bins": bins, "min": lo, "max": hi})
+
+
+_histc_spec = histc
 
 
 # --- bincount ----------------------------------------------------------------------------------
@@ -335,7 +349,13 @@ def _dual(name, impl):
     return dual(name, impl)
 
 
-histc = _dual("histc", _histc)
+
+def _declared_dual(spec, impl):
+    from .shape_more import declared_dual
+    return declared_dual(spec, impl)
+
+
+histc = _declared_dual(_histc_spec, _histc)
 bincount = _dual("bincount", _bincount)
 cov = _dual("cov", _cov)
 corrcoef = _dual("corrcoef", _corrcoef)

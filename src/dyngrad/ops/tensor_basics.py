@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _dtype as D
 from . import _dual as X
-from . import inplace_of, op
+from . import inplace_of, op, query
 from ._spec import front, inplace_node, unary
 from .._record import Tensor
 
@@ -63,51 +63,47 @@ def conj_physical_(input):
 inplace_of("conj_physical_", "conj_physical")
 
 
-@op()
+@query()
 def resolve_conj(input):
     """The tensor with its conjugate bit materialised: dyngrad never defers conjugation, so
     the tensor itself."""
-    _need_tensor("resolve_conj", input)
     return input
 
 
-@op()
+@query()
 def resolve_neg(input):
     """The tensor with its negative bit materialised: dyngrad never defers negation, so the
     tensor itself."""
-    _need_tensor("resolve_neg", input)
     return input
 
 
-@op()
+@query()
 def is_conj(input) -> bool:
     """False: dyngrad never defers conjugation."""
-    _need_tensor("is_conj", input)
     return False
 
 
-@op()
+@query()
 def is_neg(input) -> bool:
     """False: dyngrad never defers negation."""
-    _need_tensor("is_neg", input)
     return False
 
 
-@op()
+@query(direct=False)  # a value read: vmap's per-sample loop, not torch.vmap's error
 def is_nonzero(input) -> bool:
     """Whether a one-element tensor is non-zero (PyTorch's errors for other sizes)."""
-    _need_tensor("is_nonzero", input)
     return input.__bool__()
 
 
-@op(method=False)
+@query(method=False)
 def is_signed(input) -> bool:
-    _need_tensor("is_signed", input)
-    return input.is_signed()
+    """Whether the dtype is a signed one (the floating and complex dtypes included)."""
+    return input.dtype.is_signed
 
 
-@op(method=False)
+@query(method=False, tensors=("input", "other"))
 def is_same_size(input, other) -> bool:
-    _need_tensor("is_same_size", input)
-    _need_tensor("is_same_size", other, "other", 2)
-    return input._data.shape == other._data.shape
+    """Whether the two tensors have the same size (under vmap: each sample's)."""
+    if type(input) is Tensor and type(other) is Tensor:
+        return input._data.shape == other._data.shape
+    return input.shape == other.shape
