@@ -208,8 +208,8 @@ def dispatch(name, orig, args, kwargs):
         r = rule(orig, args, kwargs)
         if r is not NotImplemented:
             return r
-    elif name in _COMPOSITES:  # an op composed of other ops: they dispatch themselves
-        return orig(*args, **kwargs)
+    if name in _COMPOSITES:  # an op composed of other ops (a call its rule does not take):
+        return orig(*args, **kwargs)  # they dispatch themselves
     return fallback(name, orig, args, kwargs)
 
 

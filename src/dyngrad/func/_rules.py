@@ -1583,7 +1583,6 @@ RULES["flipud"] = _composite(lambda x: x.flip(0))
 RULES["fliplr"] = _composite(lambda x: x.flip(1))
 RULES["adjoint"] = _composite(lambda x: x.transpose(-2, -1).conj() if x.is_complex()
                               else x.transpose(-2, -1))
-RULES["msort"] = _composite(lambda x: x.sort(0)[0])
 for _k in (1, 2, 3):
     RULES[f"atleast_{_k}d"] = _composite(_atleast(_k))
 for _n in ("nonzero", "unique", "unique_consecutive"):
@@ -1603,7 +1602,7 @@ RULES["linalg.vector_norm"] = along(2, "dim", full="flat", multi=True)
 RULES["F.vector_norm"] = RULES["linalg.vector_norm"]
 for _n in ("softmax", "log_softmax", "F.softmax", "F.log_softmax", "F.softmin"):
     RULES[_n] = _softmax_like(_n)
-for _n in ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort", "msort",
+for _n in ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort",
            "kthvalue", "mode"):
     RULES[_n] = along(1 if _n not in ("kthvalue",) else 2, "dim")
 RULES["topk"] = along(2, "dim", default=-1)

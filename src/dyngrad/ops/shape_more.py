@@ -239,36 +239,31 @@ def _diff_compatible(input, other, dim, name):
         return
     if not isinstance(other, Tensor):
         raise TypeError(f"diff(): argument '{name}' must be Tensor, not {D.type_name(other)}")
-    nd = input._data.ndim
+    nd = input.dim()
     k = _dim(dim, nd)
-    if other._data.ndim != nd:
+    if other.dim() != nd:
         raise RuntimeError("diff expects prepend or append to be the same dimension as input")
     for i in range(nd):
-        if i != k and other._data.shape[i] != input._data.shape[i]:
+        if i != k and other.shape[i] != input.shape[i]:
             raise RuntimeError(
                 f"diff expects the shape of tensor to prepend or append to match that of input "
                 f"except along the differencing dimension; input.size({i}) = "
-                f"{input._data.shape[i]}, but got tensor.size({i}) = {other._data.shape[i]}")
+                f"{input.shape[i]}, but got tensor.size({i}) = {other.shape[i]}")
 
 
 def _diff_n(x, n, dim):
-    from .pointwise import sub
+    # methods, so that vmap's batched tensors dispatch each part to its batching rule
     if n == 0:
         from .._factories import zeros_like
-        return zeros_like(x).copy_(x)
-    k = _dim(dim, x._data.ndim)
-    size = x._data.shape[k]
+        return zeros_like(x).copy_(x)  # CopyBackwards, as PyTorch's
+    size = x.shape[_dim(dim, x.dim())]
     out_len = size - 1
     n = min(n, size)
-    boolean = x._data.dtype == np.bool_
+    boolean = not x.is_floating_point() and not x.is_complex() and x.dtype == D.bool
     r = x
     for _ in range(n):
-        hi, lo = narrow(r, dim, 1, out_len), narrow(r, dim, 0, out_len)
-        if boolean:
-            from .elementwise_more import logical_xor
-            r = logical_xor(hi, lo)
-        else:
-            r = sub(hi, lo)
+        hi, lo = r.narrow(dim, 1, out_len), r.narrow(dim, 0, out_len)
+        r = hi.logical_xor(lo) if boolean else hi.sub(lo)
         out_len -= 1
     return r
 
@@ -278,7 +273,7 @@ def _diff(p, input, n=1, dim=-1, prepend=None, append=None):
     differences of narrow slices, as PyTorch composes it."""
     n = _int(n, "diff", "n", 1 + p)
     dim = _int(dim, "diff", "dim", 2 + p)
-    if input._data.ndim < 1:
+    if input.dim() < 1:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")

@@ -9,7 +9,7 @@ from functools import partial
 
 import numpy as np
 
-from . import op
+from . import composite, op
 from ._dual import c_order
 from . import _dual as X
 from ._spec import batch_along, batch_along_dims, defop, front, fp_safe, quick, variant
@@ -244,7 +244,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
                  {"dtype": dtype})
 
 
-@op()
+@composite()
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over the non-NaN elements: nansum / count (DivBackward0 of NansumBackward0)."""
     d = input._data
@@ -349,10 +349,10 @@ def argsort(self, dim=-1, descending=False, stable=False):
 argsort = argsort.fn
 
 
-@op()
+@composite()
 def msort(input):
-    """``input`` sorted along dim 0."""
-    return sort(input, 0).values
+    """``input`` sorted along dim 0 (a method: vmap's batched tensors dispatch it)."""
+    return input.sort(0).values
 
 
 @defop("topk", node="TopkBackward0", saved=("self_sym_sizes", "dim", "indices"), dims=("dim",),

@@ -344,9 +344,9 @@ def _corrcoef(p, input):
     return c.clip(-1, 1)
 
 
-def _dual(name, impl):
+def _dual(name, impl, composite=False):
     from .shape_more import dual
-    return dual(name, impl)
+    return dual(name, impl, composite)
 
 
 
