@@ -53,7 +53,7 @@ def _check_along(d, index, dim, name):
 
 
 def _T(a):
-    return _make(a)
+    return a if isinstance(a, Tensor) else _make(a)
 
 
 
@@ -248,7 +248,7 @@ def _vec_index(index, d, k, name):
 
 
 @defop("index_select", node="IndexSelectBackward0", saved=("dim", "index", "self_sym_sizes"),
-       dims=("dim",), linear=True, batch=batch_along("dim"))
+       dims=("dim",), linear=True, batch=batch_along("dim"), index_args=("index",))
 @fp_safe
 def index_select(self, dim, index):
     """The slices of ``input`` at the positions ``index`` along ``dim``; IndexSelectBackward0."""
@@ -262,7 +262,7 @@ def index_select(self, dim, index):
 def _(ctx, grad):
     shape = ctx.self_sym_sizes
     return _index_add_any(grad, shape, ctx.dim % (len(shape) or 1),
-                          ctx.index._data.reshape(-1)),
+                          X.data(ctx.index).reshape(-1)),
 
 
 index_select = index_select.fn
@@ -496,7 +496,7 @@ def _masked_select_batch(spec, arrays, params):
 
 
 @defop("masked_select", node="MaskedSelectBackward0", saved=("mask", "self"), linear=True,
-       batch=_masked_select_batch)
+       batch=_masked_select_batch, index_args=("mask",))
 @fp_safe
 def masked_select(self, mask):
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor; MaskedSelectBackward0."""
@@ -510,7 +510,7 @@ def masked_select(self, mask):
 @masked_select.backward
 def _(ctx, grad):
     shape = tuple(ctx.self.shape)
-    md = ctx.mask._data
+    md = X.data(ctx.mask)
     mb = md if md.shape == shape else np.ascontiguousarray(
         np.broadcast_to(md, np.broadcast_shapes(shape, md.shape)))
     return sum_to(_mask_place_any(grad, mb), shape),
