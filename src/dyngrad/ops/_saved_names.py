@@ -44,7 +44,6 @@ SAVED_NAMES: dict = {
     "DiagonalBackward0": {"self_sym_sizes": (0, "same"), "dim1": (4, "dim"), "dim2": (5, "dim")},
     "DivBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "DivBackward2": {"self": (0, "tensor"), "other": (1, "tensor"), "rounding_mode": (4, "same")},
-    "GatherBackward0": {"dim": (4, "dim"), "index": (2, "array"), "self": (3, "tensor")},
     "IndexAddBackward0": {
         "dim": (5, "dim"),
         "source_dim": (6, "same"),
@@ -129,7 +128,6 @@ SAVED_NAMES: dict = {
     "SpecialZetaBackward1": {"self": (0, "same"), "other": (1, "tensor")},
     "SplitBackward0": {"dim": (4, "dim"), "self_sym_sizes": (2, "same")},
     "SubBackward0": {"alpha": (4, "same")},
-    "TakeBackward0": {"self": (2, "tensor")},
     "UnsafeSplitWithSizesBackward0": {
         "dim": (4, "dim"),
         "split_sizes": (1, "same"),

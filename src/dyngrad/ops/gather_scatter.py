@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import op
+from . import composite, op
 from .._record import (STATE, Node, Saved, Tensor, edge_of, indices_unchanged, keep_indices,
                        record, sum_to)
 from ..autograd.node import NotImplemented_
@@ -58,53 +58,62 @@ def _T(a):
 
 
 # --- gather / scatter ---------------------------------------------------------------------------
-class GatherBackward0(Node):
-    __slots__ = ()
+def _batch_gather(spec, arrays, params):
+    """gather with a leading batch axis on the input (the index the same for every sample)."""
+    x, = arrays
+    p = dict(params)
+    k = p["dim"]
+    idx = _idx(p["index"], "gather")
+    if x.ndim == 1:  # samples of 0-d tensors
+        return x[:, None][:, idx.reshape(1)].reshape((x.shape[0],) + idx.shape)
+    p["index"] = np.broadcast_to(idx, x.shape[:1] + idx.shape)
+    p["dim"] = k + 1
+    return spec.forward(x, **p)
 
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        shape, dim, index, sx, _ = self._saved
-        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
-        return _scatter_add_any(g, shape, dim, index),
 
-
-@op()
-def gather(input, dim, index, *, sparse_grad=False):
+@defop("gather", node="GatherBackward0", saved=("dim", "index", "self", "sparse_grad"),
+       dims=("dim",), linear=True, batch=_batch_gather, index_args=("index",))
+@fp_safe
+def gather(self, dim, index, sparse_grad=False):
     """``out[i][j] = input[i][index[i][j]]`` (for dim 1); GatherBackward0."""
-    d = input._data
     idx = _idx(index, "gather")
-    k = _dim(dim, d.ndim)
-    if d.ndim == 0:
-        d1, i1 = d.reshape(1), idx.reshape(1)
+    if self.ndim == 0:
+        d1, i1 = self.reshape(1), idx.reshape(1)
         _check_along(d1, i1, 0, "gather")
-        data = d1[i1].reshape(idx.shape)
-    else:
-        _check_along(d, idx, k, "gather")
-        data = d[_along(idx, k)]
-    if STATE.enabled and input._requires_grad:
-        return record(data, keep_indices(GatherBackward0((edge_of(input),), (d.shape, k, idx, Saved(input),
-                                                                raw_dim(dim))), index))
-    return _make(data)
+        return d1[i1].reshape(idx.shape)
+    _check_along(self, idx, dim, "gather")
+    return self[_along(idx, dim)]
 
 
-@op()
+@gather.backward
+def _(ctx, grad):
+    shape = tuple(ctx.self.shape)
+    return _scatter_add_any(grad, shape, ctx.dim % (len(shape) or 1), X.data(ctx.index)),
+
+
+gather = gather.fn
+
+
+@composite()
 def take_along_dim(input, indices, dim=None):
-    """Values of ``input`` at ``indices`` along ``dim`` (the flattened input without)."""
+    """Values of ``input`` at ``indices`` along ``dim`` (the flattened input without): PyTorch
+    composes it as the gather of the broadcast input at a copy of the broadcast indices."""
     if not isinstance(indices, Tensor):
         raise D.not_tensor("take_along_dim", "indices", 2, indices)
     if dim is None:
-        return take(input, indices)
-    d = input._data
-    k = _dim(dim, d.ndim)
-    idx = _idx(indices, "take_along_dim", "torch.take_along_dim(): dtype of indices should be Long "
-                                          f"but got {indices.dtype}")
-    shp = list(np.broadcast_shapes(d.shape[:k] + (1,) + d.shape[k + 1:],
-                                   idx.shape[:k] + (1,) + idx.shape[k + 1:]))
-    ishape = tuple(shp[:k] + [idx.shape[k]] + shp[k + 1:])
-    shp[k] = d.shape[k]
-    x = input.expand(*shp)  # always a view, as PyTorch saves it
+        return input.take(indices)
+    shape = tuple(input.shape)
+    k = _dim(dim, len(shape))
+    if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype is D.bool_:
+        raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{indices.dtype}")
+    ishape0 = tuple(indices.shape)
+    shp = list(np.broadcast_shapes(shape[:k] + (1,) + shape[k + 1:],
+                                   ishape0[:k] + (1,) + ishape0[k + 1:]))
+    ishape = tuple(shp[:k] + [ishape0[k]] + shp[k + 1:])
+    shp[k] = shape[k]
     # (a copy: PyTorch's gradient reads the indices as they were, whatever happens to them later)
-    return gather(x, k, _make(np.array(np.broadcast_to(idx, ishape))))
+    return input.expand(*shp).gather(k, indices.expand(*ishape).clone())
 
 
 def _src_part(src, index):
@@ -549,33 +558,40 @@ def masked_scatter(input, mask, source):
     return _make(out)
 
 
-class TakeBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        shape, idx, sx = self._saved
-        sx.get(self, False)  # self is saved, as PyTorch's: its version is checked
-        return _put_add_any(g.reshape(-1), int(np.prod(shape)), idx.reshape(-1)).reshape(shape),
+def _batch_take(spec, arrays, params):
+    """take with a leading batch axis on the input (the index the same for every sample)."""
+    x, = arrays
+    idx = _take_index(params["index"], x[0].size)
+    return x.reshape(x.shape[0], -1)[:, idx]
 
 
-@op()
-def take(input, index):
-    """Elements of the flattened ``input`` at ``index`` (shaped like index); TakeBackward0."""
-    if not isinstance(index, Tensor):
-        raise D.not_tensor("take", "index", 2, index)
-    d = input._data
+def _take_index(index, n):
     idx = _idx(index, "take", "take(): Expected a long tensor for index, but got "
                               f"{getattr(index, 'dtype', '')}")
-    n = d.size
     if idx.size and ((idx < -n) | (idx >= n)).any():
         v = int(idx[(idx < -n) | (idx >= n)].flat[0])
         raise IndexError(f"out of range: tried to access index {v} on a tensor of {n} elements.")
-    idx = np.where(idx < 0, idx + n, idx)
-    data = d.reshape(-1)[idx]
-    if STATE.enabled and input._requires_grad:
-        return record(data, keep_indices(TakeBackward0((edge_of(input),), (d.shape, idx, Saved(input))), index))
-    return _make(data)
+    return idx
+
+
+@defop("take", node="TakeBackward0", saved=("index", "self"), linear=True, batch=_batch_take,
+       index_args=("index",))
+@fp_safe
+def take(self, index):
+    """Elements of the flattened ``input`` at ``index`` (shaped like index); TakeBackward0."""
+    if not isinstance(index, (Tensor, np.ndarray)):
+        raise D.not_tensor("take", "index", 2, index)
+    return self.reshape(-1)[_take_index(index, self.size)]
+
+
+@take.backward
+def _(ctx, grad):
+    shape = tuple(ctx.self.shape)
+    return _put_add_any(grad.reshape(-1), int(np.prod(shape)),
+                        X.data(ctx.index).reshape(-1)).reshape(shape),
+
+
+take = take.fn
 
 
 # --- the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph) ----------
