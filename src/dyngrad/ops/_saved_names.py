@@ -110,8 +110,6 @@ SAVED_NAMES: dict = {
     "ReflectionPad2DBackward0": {"self": (2, "tensor")},
     "ReplicationPad2DBackward0": {"self": (2, "tensor")},
     "RsubBackward1": {"alpha": (0, "same")},
-    "ScatterAddBackward0": {"dim": (3, "dim"), "index": (1, "array")},
-    "ScatterBackward0": {"dim": (3, "dim"), "index": (1, "array")},
     "SelectBackward0": {"self_sym_sizes": (0, "same"), "dim": (3, "dim"), "index": (4, "dim")},
     "SliceBackward0": {
         "self_sym_sizes": (0, "same"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import composite, op
+from . import OPS, composite, inplace_of, op
 from .._record import (STATE, Node, Saved, Tensor, edge_of, indices_unchanged, keep_indices,
                        record, sum_to)
 from ..autograd.node import NotImplemented_
@@ -14,7 +14,7 @@ from .._tensor import _dim
 from .. import _dtype as D
 from .reduction import raw_dim
 from . import _dual as X
-from ._spec import batch_along, defop, fp_safe
+from ._spec import batch_along, defop, fp_safe, front, saved_arg, variant
 
 _make = Tensor._make
 
@@ -136,53 +136,29 @@ def _src_grad(gs, shape, name):
     return sum_to(gs, shape)
 
 
-class ScatterBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        dim, index, sshape, _ = self._saved
-        gself = gsrc = None
-        if self.next_functions[0][0] is not None:
-            gself = _scatter_zero_any(g, dim, index)
-        if len(self.next_functions) > 1:
-            if self.next_functions[1][0] is not None:
-                gsrc = _src_grad(_gather_any(g, dim, index), sshape, type(self).__name__)
-            return gself, gsrc
-        return gself,
-
-
-class ScatterBackward1(ScatterBackward0):
-    __slots__ = ()
-
-
-class ScatterAddBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        dim, index, sshape, _ = self._saved
-        gsrc = None
-        if self.next_functions[1][0] is not None:
-            gsrc = _src_grad(_gather_any(g, dim, index), sshape, type(self).__name__)
-        return g, gsrc
+def _front(spec):
+    """The public function and method of ``spec``'s op, taking PyTorch's arguments (its tensor
+    inputs not all first) and handing the declared function its tensors first."""
+    def deco(fn):
+        fn = front(spec, fn)
+        OPS[spec.key]["method"] = True
+        return fn
+    return deco
 
 
 _REDUCE = {"add": np.add, "multiply": np.multiply}
 
 
-def _scatter_data(input, dim, index, src, reduce, name):
-    d = input._data
+def _scatter_data(d, dim, index, src, reduce, name):
     idx = _idx(index, name, f"{name}(): Expected dtype int32/int64 for index")
     k = _dim(dim, d.ndim)
     _check_along(d, idx, k, name)
     out = d.copy()
     key = _along(idx, k) if d.ndim else (idx.reshape(-1) * 0,)
-    if isinstance(src, Tensor):
-        sd = src._data
-        if sd.ndim != idx.ndim and idx.size:
+    if isinstance(src, np.ndarray):
+        if src.ndim != idx.ndim and idx.size:
             raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
-        vals = _src_part(sd, idx)
+        vals = _src_part(src, idx)
         if not d.ndim:
             vals = vals.reshape(-1)
     else:
@@ -193,40 +169,129 @@ def _scatter_data(input, dim, index, src, reduce, name):
         if reduce not in _REDUCE:
             raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
         _REDUCE[reduce].at(out, key, vals)
-    return out, idx, k, raw_dim(dim)
+    return out
 
 
-@op()
+def _src_shape(res, src, index):
+    """Note on ``res``'s node the shape of a ``src`` larger than ``index`` (the gradient
+    PyTorch's engine then refuses, ``_src_grad``)."""
+    if res._grad_fn is not None and tuple(src.shape) != tuple(np.shape(X.data(index))):
+        res._grad_fn.__dict__["_src_shape"] = tuple(src.shape)
+    return res
+
+
+def _batch_scatter(spec, arrays, params):
+    """scatter / scatter_add with a leading batch axis on ``self`` and ``src`` (the index the
+    same for every sample)."""
+    p = dict(params)
+    x = arrays[0]
+    idx = _idx(p["index"], spec.name)
+    p["index"] = np.broadcast_to(idx, x.shape[:1] + idx.shape)
+    p["dim"] = _dim(p["dim"], x.ndim - 1) + 1
+    return spec.forward(*arrays, **p)
+
+
+def _scatter_bw(ctx, grad):
+    """Gradients of scatter (``self``: zero where written; ``src``: read at ``index``)."""
+    node = ctx._node
+    idx = X.data(ctx.index)
+    k = ctx.dim % (grad.ndim or 1)
+    two = len(node.next_functions) > 1
+    gself = _scatter_zero_any(grad, k, idx) if node.next_functions[0][0] is not None else None
+    if not two:
+        return gself,
+    gsrc = None
+    if node.next_functions[1][0] is not None:
+        gsrc = _gather_any(grad, k, idx)
+        shape = node.__dict__.get("_src_shape")
+        if shape is not None:
+            gsrc = _src_grad(gsrc, shape, type(node).__name__)
+    return gself, gsrc
+
+
+@defop("scatter", node="ScatterBackward0", inputs=("self", "src"), saved=("dim", "index"),
+       dims=("dim",), index_args=("index",), method=False, batch=_batch_scatter)
+@fp_safe
+def _scatter(self, src, dim, index):
+    """scatter of a tensor ``src`` (the forward, tensors first)."""
+    return _scatter_data(self, dim, index, src, None, "scatter")
+
+
+_scatter.backward(_scatter_bw)
+ScatterBackward1 = variant(_scatter, "ScatterBackward1", ("dim", "index"))
+
+
+def _self_src_tangents(ctx, t_self, t_src):
+    """The tangents of ``self`` and ``src`` (zeros of the index's shape for a missing ``src``
+    one: only that part of it is read)."""
+    if t_self is None:
+        raise NotImplementedError(f"forward AD of {type(ctx._node).__name__} with some inputs "
+                                  f"untangented")
+    if t_src is None:
+        t_src = X.zeros(X.data(ctx.index).shape, t_self)
+    return t_self, t_src
+
+
+@_scatter.jvp
+def _(ctx, t_self, t_src=None):
+    if len(ctx._node.next_functions) == 1:  # ScatterBackward1: a number written
+        return scatter(t_self, ctx.dim, _T(X.data(ctx.index)), 0.0)
+    t_self, t_src = _self_src_tangents(ctx, t_self, t_src)
+    return scatter(t_self, ctx.dim, _T(X.data(ctx.index)), t_src)
+
+
+@_front(_scatter)
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     """A copy of ``input`` with ``src`` (tensor or scalar) written at ``index`` along ``dim``;
     ScatterBackward0 (tensor src) or ScatterBackward1 (scalar)."""
     if src is None:
         src = value
-    data, idx, k, raw = _scatter_data(input, dim, index, src, reduce, "scatter")
+    if isinstance(src, Tensor) and reduce is None:
+        return _src_shape(_scatter.declared(input, src, dim, index), src, index)
+    if not isinstance(input, Tensor):
+        raise D.not_tensor("scatter", "input", 1, input)
+    d = input._data
+    data = _scatter_data(d, dim, index, src._data if isinstance(src, Tensor) else src, reduce,
+                         "scatter")
     if not STATE.enabled:
         return _make(data)
-    if isinstance(src, Tensor):
-        if not (input._requires_grad or src._requires_grad):
-            return _make(data)
-        if reduce is not None:
+    if isinstance(src, Tensor):  # reduce: PyTorch has no derivative
+        if input._requires_grad or src._requires_grad:
             return record(data, NotImplemented_((edge_of(input), edge_of(src)), ("scatter",)))
-        return record(data, keep_indices(ScatterBackward0((edge_of(input), edge_of(src)),
-                                             (k, idx, src._data.shape, raw)), index))
+        return _make(data)
     if not input._requires_grad:
         return _make(data)
     if reduce is not None:
         return record(data, NotImplemented_((edge_of(input),), ("scatter",)))
-    return record(data, keep_indices(ScatterBackward1((edge_of(input),), (k, idx, (), raw)), index))
+    return record(data, ScatterBackward1((edge_of(input),), (raw_dim(dim), saved_arg(index))))
 
 
-@op()
+@defop("scatter_add", node="ScatterAddBackward0", inputs=("self", "src"), saved=("dim", "index"),
+       dims=("dim",), index_args=("index",), method=False, batch=_batch_scatter)
+@fp_safe
+def _scatter_add(self, src, dim, index):
+    """scatter_add (the forward, tensors first)."""
+    return _scatter_data(self, dim, index, src, "add", "scatter_add")
+
+
+@_scatter_add.backward
+def _(ctx, grad):
+    gself, gsrc = _scatter_bw(ctx, grad)
+    return grad if gself is not None else None, gsrc
+
+
+@_scatter_add.jvp
+def _(ctx, t_self, t_src=None):
+    t_self, t_src = _self_src_tangents(ctx, t_self, t_src)
+    return scatter_add(t_self, ctx.dim, _T(X.data(ctx.index)), t_src)
+
+
+@_front(_scatter_add)
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
-    data, idx, k, raw = _scatter_data(input, dim, index, src, "add", "scatter_add")
-    if STATE.enabled and (input._requires_grad or src._requires_grad):
-        return record(data, keep_indices(ScatterAddBackward0((edge_of(input), edge_of(src)),
-                                                (k, idx, src._data.shape, raw)), index))
-    return _make(data)
+    if not isinstance(src, Tensor):
+        raise D.not_tensor("scatter_add", "src", 4, src)
+    return _src_shape(_scatter_add.declared(input, src, dim, index), src, index)
 
 
 def _inplace(name, fn):
@@ -235,7 +300,9 @@ def _inplace(name, fn):
         return apply(self, fn, *args, **kwargs)
     f.__name__ = name
     f.__doc__ = f"In-place {fn.__name__}; returns self."
-    return op(name, function=False)(f)
+    op(name, function=False)(f)
+    inplace_of(name, name[:-1])
+    return f
 
 
 # --- index_select / index_add / index_fill / index_copy ----------------------------------------
