@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import OPS, composite, inplace_of, op
-from .._record import (STATE, Node, Saved, Tensor, edge_of, indices_unchanged, keep_indices,
+from .._record import (STATE, Node, Tensor, edge_of, indices_unchanged, keep_indices,
                        record, sum_to)
 from ..autograd.node import NotImplemented_
 from .._tensor import _dim
@@ -344,22 +344,6 @@ def _(ctx, grad):
 index_select = index_select.fn
 
 
-class IndexAddBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        dim, idx, sshape, alpha, ss = self._saved[:5]
-        gs = None
-        if self.next_functions[1][0] is not None:
-            ss.get(self, False)  # source is saved for its gradient, as PyTorch's
-            gs = _index_select_any(g, dim, idx)
-            if alpha != 1:
-                gs = gs * alpha
-            gs = gs.reshape(sshape)
-        return g, gs
-
-
 def _dim_key(d, k, idx):
     return (slice(None),) * k + (idx,) if d.ndim else (idx,)
 
@@ -396,108 +380,201 @@ def _index_add_check(d, k, index, sd):
     return idx
 
 
-@op()
-def index_add(input, dim, index, source, *, alpha=1):
-    """A copy of ``input`` with ``alpha * source`` slices added at ``index`` along ``dim``."""
-    d = input._data
-    k = _dim(dim, d.ndim)
-    sd = source._data
-    idx = _index_add_check(d, k, index, sd)
-    out = d.copy()
-    tgt = out if d.ndim else out.reshape(1)
-    src = sd if alpha == 1 else sd * alpha
-    exp_shape = d.shape[:k] + (idx.size,) + d.shape[k + 1:] if d.ndim else (idx.size,)
+def _batch_index(spec, arrays, params):
+    """index_add / index_copy / index_fill with a leading batch axis on the tensors (the index
+    the same for every sample)."""
+    p = dict(params)
+    x = arrays[0]
+    if x.ndim < 2:
+        raise NotImplementedError(f"{spec.name}: no batching rule for samples of 0-d tensors")
+    p["dim"] = _dim(p["dim"], x.ndim - 1) + 1
+    return spec.forward(*arrays, **p)
+
+
+def _index_add_data(self, source, dim, index, alpha):
+    k = _dim(dim, self.ndim)
+    idx = _index_add_check(self, k, index, source)
+    out = self.copy()
+    tgt = out if self.ndim else out.reshape(1)
+    src = source if alpha == 1 else source * alpha
+    exp_shape = self.shape[:k] + (idx.size,) + self.shape[k + 1:] if self.ndim else (idx.size,)
     if src.shape != exp_shape:
         src = src.reshape(exp_shape)  # a 0-d source or self: one element
-    np.add.at(tgt, _dim_key(tgt, k, idx), src.astype(d.dtype, copy=False))
-    if STATE.enabled and (input._requires_grad or source._requires_grad):
-        return record(out, keep_indices(IndexAddBackward0((edge_of(input), edge_of(source)),
-                                             (k, idx, sd.shape, alpha,
-                                              Saved(source) if source._requires_grad else None,
-                                              raw_dim(dim), sd.ndim)), index))
-    return _make(out)
+    np.add.at(tgt, _dim_key(tgt, k, idx), src.astype(self.dtype, copy=False))
+    return out
 
 
-class IndexFillBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        dim, idx = self._saved[:2]
-        gs = _index_zero_any(g, dim, idx)
-        gv = None
-        if len(self.next_functions) > 1 and self.next_functions[1][0] is not None:
-            gv = X.sum_all(_index_select_any(g, dim, np.unique(idx)))
-        return (gs,) + ((gv,) if len(self.next_functions) > 1 else ())
+@defop("index_add", node="IndexAddBackward0", inputs=("self", "source"),
+       saved=("dim", "index", "source", "source_dim", "alpha"), saved_for={"source": (1,)},
+       dims=("dim",), index_args=("index",), method=False, batch=_batch_index)
+def _index_add(self, source, dim, index, alpha=1, source_dim=None):
+    """index_add (the forward, tensors first; ``source_dim``: the source's, as the node keeps
+    it)."""
+    return _index_add_data(self, source, dim, index, alpha)
 
 
-class IndexFillBackward1(IndexFillBackward0):
-    __slots__ = ()
+@_index_add.backward
+def _(ctx, grad):
+    gs = None
+    if ctx.needs(1):
+        shape = tuple(ctx.source.shape)
+        gs = _index_select_any(grad, ctx.dim % (grad.ndim or 1), X.data(ctx.index).reshape(-1))
+        if ctx.alpha != 1:
+            gs = gs * ctx.alpha
+        gs = gs.reshape(shape)
+    return grad if ctx.needs(0) else None, gs
 
 
-@op()
-def index_fill(input, dim, index, value):
-    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``;
-    IndexFillBackward0 (scalar) or IndexFillBackward1 (0-d tensor)."""
-    d = input._data
-    k = _dim(dim, d.ndim)
-    idx = _vec_index(index, d, k, "index_fill")
-    idx = np.where(idx < 0, idx + (d.shape[k] if d.ndim else 1), idx)
-    out = d.copy()
-    tgt = out if d.ndim else out.reshape(1)
-    if isinstance(value, Tensor):
-        if value._data.ndim != 0:
-            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
-                               f"tensor with {value._data.ndim} dimension(s).")
-        tgt[_dim_key(tgt, k, idx)] = value._data
-        if STATE.enabled and (input._requires_grad or value._requires_grad):
-            return record(out, keep_indices(IndexFillBackward1((edge_of(input), edge_of(value)),
-                                                       (k, idx, raw_dim(dim))), index))
-        return _make(out)
+@_index_add.jvp
+def _(ctx, t_self, t_source=None):
+    if t_self is None:
+        raise NotImplementedError("forward AD of IndexAddBackward0 with some inputs untangented")
+    if t_source is None:
+        return t_self
+    return index_add(t_self, ctx.dim, _T(X.data(ctx.index)), t_source, alpha=ctx.alpha)
+
+
+@_front(_index_add)
+def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of ``input`` with ``alpha * source`` slices added at ``index`` along ``dim``."""
+    if not isinstance(source, Tensor):
+        raise D.not_tensor("index_add", "source", 4, source)
+    return _index_add.declared(input, source, dim, index, alpha=alpha,
+                               source_dim=source._data.ndim)
+
+
+def _fill_index(index, shape, dim):
+    """index_fill's index as a vector of non-negative positions along ``dim``."""
+    n = shape[dim] if shape else 1
+    idx = X.data(index).reshape(-1)
+    return np.where(idx < 0, idx + n, idx)
+
+
+def _index_fill_data(self, dim, index, value):
+    k = _dim(dim, self.ndim)
+    idx = _vec_index(index, self, k, "index_fill")
+    idx = np.where(idx < 0, idx + (self.shape[k] if self.ndim else 1), idx)
+    out = self.copy()
+    tgt = out if self.ndim else out.reshape(1)
     tgt[_dim_key(tgt, k, idx)] = value
-    if STATE.enabled and input._requires_grad:
-        return record(out, keep_indices(IndexFillBackward0((edge_of(input),), (k, idx, raw_dim(dim))), index))
+    return out
+
+
+@defop("index_fill", node="IndexFillBackward0", saved=("dim", "index"), dims=("dim",),
+       index_args=("index",), batch=_batch_index)
+@fp_safe
+def index_fill(self, dim, index, value):
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``;
+    IndexFillBackward0 (a number) or IndexFillBackward1 (a 0-d tensor)."""
+    if isinstance(value, (Tensor, np.ndarray)):
+        v = X.data(value)
+        if v.ndim != 0:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {v.ndim} dimension(s).")
+        value = v
+    return _index_fill_data(self, dim, index, value)
+
+
+@index_fill.backward
+def _(ctx, grad):
+    node = ctx._node
+    k = ctx.dim % (grad.ndim or 1)
+    idx = _fill_index(ctx.index, tuple(grad.shape), k)
+    gs = _index_zero_any(grad, k, idx) if node.next_functions[0][0] is not None else None
+    if len(node.next_functions) == 1:
+        return gs,
+    gv = None
+    if node.next_functions[1][0] is not None:
+        gv = X.sum_all(_index_select_any(grad, k, np.unique(idx)))
+    return gs, gv
+
+
+@index_fill.jvp
+def _(ctx, t_self, t_value=None):
+    if t_self is None:
+        raise NotImplementedError("forward AD of IndexFillBackward1 with some inputs untangented")
+    index = _T(X.data(ctx.index))
+    if len(ctx._node.next_functions) == 1:  # IndexFillBackward0: a number written
+        return _index_fill_public(t_self, ctx.dim, index, 0.0)
+    return _index_fill_public(t_self, ctx.dim, index,
+                              t_value if t_value is not None else X.zeros((), t_self))
+
+
+_index_fill = index_fill
+IndexFillBackward1 = variant(index_fill, "IndexFillBackward1", ("dim", "index"))
+
+
+@_front(_index_fill)
+def _index_fill_public(input, dim, index, value):
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``;
+    IndexFillBackward0 (a number) or IndexFillBackward1 (a 0-d tensor)."""
+    if not isinstance(value, Tensor):
+        return _index_fill.declared(input, dim, index, value)
+    if not isinstance(input, Tensor):
+        raise D.not_tensor("index_fill", "input", 1, input)
+    vd = value._data
+    if vd.ndim != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {vd.ndim} dimension(s).")
+    out = _index_fill_data(input._data, dim, index, vd)
+    if STATE.enabled and (input._requires_grad or value._requires_grad):
+        return record(out, IndexFillBackward1((edge_of(input), edge_of(value)),
+                                              (raw_dim(dim), saved_arg(index))))
     return _make(out)
 
 
-class IndexCopyBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        dim, idx, sshape, ss = self._saved[:4]
-        if ss is not None:
-            ss.get(self, False)  # source is saved for its gradient, as PyTorch's
-        gself = gs = None
-        if self.next_functions[0][0] is not None:
-            gself = _index_zero_any(g, dim, idx)
-        if self.next_functions[1][0] is not None:
-            gs = _index_select_any(g, dim, idx).reshape(sshape)
-        return gself, gs
+index_fill = _index_fill_public
 
 
-@op()
+@defop("index_copy", node="IndexCopyBackward0", inputs=("self", "source"),
+       saved=("dim", "index", "source", "source_dim"), saved_for={"source": (1,)},
+       dims=("dim",), index_args=("index",), method=False, batch=_batch_index)
+@fp_safe
+def _index_copy(self, source, dim, index, source_dim=None):
+    """index_copy (the forward, tensors first; ``source_dim``: the source's, as the node keeps
+    it)."""
+    k = dim
+    idx = _vec_index(index, self, k, "index_copy")
+    out = self.copy()
+    tgt = out if self.ndim else out.reshape(1)
+    exp_shape = self.shape[:k] + (idx.size,) + self.shape[k + 1:] if self.ndim else (idx.size,)
+    if source.size != int(np.prod(exp_shape)):
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
+                           f"Destination slice shape: {list(self.shape[:k] + self.shape[k + 1:])} "
+                           f"at dimension {k} and source slice shape: "
+                           f"{list(source.shape[:k] + source.shape[k + 1:])} at dimension 0.")
+    tgt[_dim_key(tgt, k, idx)] = source.reshape(exp_shape)
+    return out
+
+
+@_index_copy.backward
+def _(ctx, grad):
+    k = ctx.dim % (grad.ndim or 1)
+    idx = X.data(ctx.index).reshape(-1)
+    gself = _index_zero_any(grad, k, idx) if ctx.needs(0) else None
+    gs = None
+    if ctx.needs(1):
+        gs = _index_select_any(grad, k, idx).reshape(tuple(ctx.source.shape))
+    return gself, gs
+
+
+@_index_copy.jvp
+def _(ctx, t_self, t_source=None):
+    if t_self is None:
+        raise NotImplementedError("forward AD of IndexCopyBackward0 with some inputs "
+                                  "untangented")
+    index = _T(X.data(ctx.index))
+    if t_source is None:
+        return index_fill(t_self, ctx.dim, index, 0.0)
+    return index_copy(t_self, ctx.dim, index, t_source)
+
+
+@_front(_index_copy)
 def index_copy(input, dim, index, source):
     """A copy of ``input`` with ``source``'s slices written at ``index`` along ``dim``."""
-    d = input._data
-    k = _dim(dim, d.ndim)
-    idx = _vec_index(index, d, k, "index_copy")
-    out = d.copy()
-    tgt = out if d.ndim else out.reshape(1)
-    sd = source._data
-    exp_shape = d.shape[:k] + (idx.size,) + d.shape[k + 1:] if d.ndim else (idx.size,)
-    if sd.size != int(np.prod(exp_shape)):
-        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
-                           f"Destination slice shape: {list(d.shape[:k] + d.shape[k + 1:])} at "
-                           f"dimension {k} and source slice shape: "
-                           f"{list(sd.shape[:k] + sd.shape[k + 1:])} at dimension 0.")
-    tgt[_dim_key(tgt, k, idx)] = sd.reshape(exp_shape)
-    if STATE.enabled and (input._requires_grad or source._requires_grad):
-        return record(out, keep_indices(IndexCopyBackward0((edge_of(input), edge_of(source)),
-                                              (k, idx, sd.shape,
-                                               Saved(source) if source._requires_grad else None,
-                                               raw_dim(dim), sd.ndim)), index))
-    return _make(out)
+    if not isinstance(source, Tensor):
+        raise D.not_tensor("index_copy", "source", 4, source)
+    return _index_copy.declared(input, source, dim, index, source_dim=source._data.ndim)
 
 
 # --- masked ops ------------------------------------------------------------------------------
