@@ -62,8 +62,6 @@ SAVED_NAMES: dict = {
         "dim": (5, "dim"),
         "keepdim": (4, "same"),
     },
-    "MaskedFillBackward0": {"mask": (0, "array")},
-    "MaskedScatterBackward0": {"mask": (0, "array"), "source_sym_sizes": (2, "same")},
     "MaxPool2DWithIndicesBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
     "MulBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "MulBackward1": {"other": (0, "same")},

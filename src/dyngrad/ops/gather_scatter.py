@@ -7,8 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import OPS, composite, inplace_of, op
-from .._record import (STATE, Node, Tensor, edge_of, indices_unchanged, keep_indices,
-                       record, sum_to)
+from .._record import (STATE, Tensor, edge_of, record, sum_to)
 from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _dtype as D
@@ -586,55 +585,105 @@ def _mask(mask, name):
     return md
 
 
-class MaskedFillBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        mask, shape = self._saved
-        gs = sum_to(_masked_zero_any(g, mask), shape)
-        gv = None
-        if len(self.next_functions) > 1 and self.next_functions[1][0] is not None:
-            gv = X.sum_all(_masked_zero_any(g, ~mask))
-        return (gs,) + ((gv,) if len(self.next_functions) > 1 else ())
-
-
-class MaskedFillBackward1(MaskedFillBackward0):
-    __slots__ = ()
-
-
-@op()
-def masked_fill(input, mask, value):
-    """A copy of ``input`` with ``value`` where ``mask`` is True (broadcast); MaskedFillBackward0
-    (scalar value) or MaskedFillBackward1 (0-d tensor value)."""
-    d = input._data
-    md = _mask(mask, "masked_fill_")
+def _masked_fill_data(d, md, value):
     try:
         shape = np.broadcast_shapes(d.shape, md.shape)
     except ValueError:
         from .pointwise import broadcast_error
         raise broadcast_error(md.shape, d.shape) from None
-    if isinstance(value, Tensor):
-        if value._data.ndim != 0:
-            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
-                               f"tensor with {value._data.ndim} dimension(s).")
-        v = value._data
-    else:
-        v = value
-        if isinstance(v, float) and d.dtype.kind in "biu":
-            pass
-    out = np.where(md, np.asarray(v).astype(d.dtype), d)
+    out = np.where(md, np.asarray(value).astype(d.dtype), d)
     if out.shape != shape:
         out = np.broadcast_to(out, shape).copy()
     elif not out.flags.c_contiguous:  # PyTorch fills a contiguous clone
         out = out.copy(order="C")
-    if STATE.enabled:
-        if isinstance(value, Tensor):
-            if input._requires_grad or value._requires_grad:
-                return record(out, keep_indices(MaskedFillBackward1((edge_of(input), edge_of(value)), (md, d.shape)), mask))
-        elif input._requires_grad:
-            return record(out, keep_indices(MaskedFillBackward0((edge_of(input),), (md, d.shape)), mask))
+    return out
+
+
+def _batch_masked_fill(spec, arrays, params):
+    """masked_fill with a leading batch axis on the input (the mask the same for every
+    sample)."""
+    x, = arrays
+    md = X.data(params["mask"])
+    if md.ndim >= x.ndim:
+        md = md.reshape(md.shape[:md.ndim - x.ndim + 1] + (1,) + md.shape[md.ndim - x.ndim + 1:])
+    return spec.forward(x, md, params["value"])
+
+
+@defop("masked_fill", node="MaskedFillBackward0", saved=("mask",), index_args=("mask",),
+       batch=_batch_masked_fill)
+@fp_safe
+def masked_fill(self, mask, value):
+    """A copy of ``input`` with ``value`` where ``mask`` is True (broadcast); MaskedFillBackward0
+    (a number) or MaskedFillBackward1 (a 0-d tensor)."""
+    md = _mask(mask, "masked_fill_")
+    if isinstance(value, (Tensor, np.ndarray)):
+        value = X.data(value)
+        if value.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+    return _masked_fill_data(self, md, value)
+
+
+def _self_shape(res, input):
+    """Note on ``res``'s node the shape of an ``input`` that the mask broadcast to a larger
+    result (its gradient is summed back to it, as PyTorch's engine does)."""
+    if res._grad_fn is not None and res._data.shape != input._data.shape:
+        res._grad_fn.__dict__["_self_shape"] = input._data.shape
+    return res
+
+
+@masked_fill.backward
+def _(ctx, grad):
+    node = ctx._node
+    md = X.data(ctx.mask)
+    gs = None
+    if node.next_functions[0][0] is not None:
+        gs = _masked_zero_any(grad, md)
+        shape = node.__dict__.get("_self_shape")
+        if shape is not None:
+            gs = sum_to(gs, shape)
+    if len(node.next_functions) == 1:
+        return gs,
+    gv = None
+    if node.next_functions[1][0] is not None:
+        gv = X.sum_all(_masked_zero_any(grad, ~md))
+    return gs, gv
+
+
+@masked_fill.jvp
+def _(ctx, t_self, t_value=None):
+    if t_self is None:
+        raise NotImplementedError("forward AD of MaskedFillBackward1 with some inputs "
+                                  "untangented")
+    mask = _T(X.data(ctx.mask))
+    if len(ctx._node.next_functions) == 1:  # MaskedFillBackward0: a number written
+        return _masked_fill_public(t_self, mask, 0.0)
+    return _masked_fill_public(t_self, mask,
+                               t_value if t_value is not None else X.zeros((), t_self))
+
+
+_masked_fill = masked_fill
+MaskedFillBackward1 = variant(masked_fill, "MaskedFillBackward1", ("mask",))
+
+
+@_front(_masked_fill)
+def _masked_fill_public(input, mask, value):
+    """A copy of ``input`` with ``value`` where ``mask`` is True (broadcast); MaskedFillBackward0
+    (a number) or MaskedFillBackward1 (a 0-d tensor)."""
+    if not isinstance(value, Tensor):
+        r = _masked_fill.declared(input, mask, value)
+        return r if r._grad_fn is None or r._data.shape == input._data.shape else \
+            _self_shape(r, input)
+    if not isinstance(input, Tensor):
+        raise D.not_tensor("masked_fill", "input", 1, input)
+    out = _masked_fill.forward(input._data, mask, value)
+    if STATE.enabled and (input._requires_grad or value._requires_grad):
+        return _self_shape(record(out, MaskedFillBackward1((edge_of(input), edge_of(value)),
+                                                           (saved_arg(mask),))), input)
     return _make(out)
+
+
+masked_fill = _masked_fill_public
 
 
 def _masked_select_batch(spec, arrays, params):
@@ -672,34 +721,55 @@ def _(ctx, grad):
 masked_select = masked_select.fn
 
 
-class MaskedScatterBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        mask, n, sshape = self._saved
-        sel = _masked_select_any(g, mask)
-        rest = int(np.prod(sshape)) - n
-        gsrc = X.cat([sel, X.zeros(rest, g)], 0) if rest else sel
-        return _masked_zero_any(g, mask), gsrc.reshape(sshape)
+def _batch_masked_scatter(spec, arrays, params):
+    """masked_scatter with a leading batch axis on the input and the source (the mask the
+    same for every sample)."""
+    return np.stack([spec.forward(x, src, params["mask"]) for x, src in zip(*arrays)])
 
 
-@op()
-def masked_scatter(input, mask, source):
-    """A copy of ``input`` with consecutive elements of ``source`` written where ``mask`` is True."""
-    d = input._data
-    md = np.broadcast_to(_mask(mask, "masked_scatter_"), d.shape)
+@defop("masked_scatter", node="MaskedScatterBackward0", inputs=("self", "source"),
+       saved=("mask", "source_sym_sizes"), index_args=("mask",), method=False,
+       batch=_batch_masked_scatter)
+@fp_safe
+def _masked_scatter(self, source, mask):
+    """masked_scatter (the forward, tensors first)."""
+    md = np.broadcast_to(_mask(mask, "masked_scatter_"), self.shape)
     n = int(md.sum())
-    sd = source._data
-    if sd.size < n:
-        raise RuntimeError("masked_scatter: expected source to have at least as many elements as "
-                           "ones in mask")
-    out = d.copy()
-    out[md] = sd.reshape(-1)[:n]
-    if STATE.enabled and (input._requires_grad or source._requires_grad):
-        return record(out, keep_indices(MaskedScatterBackward0((edge_of(input), edge_of(source)),
-                                                  (np.ascontiguousarray(md), n, sd.shape)), mask))
-    return _make(out)
+    if source.size < n:
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements "
+                           "as ones in mask")
+    out = self.copy()
+    out[md] = source.reshape(-1)[:n]
+    return out
+
+
+@_masked_scatter.backward
+def _(ctx, grad):
+    md = np.ascontiguousarray(np.broadcast_to(X.data(ctx.mask), tuple(grad.shape)))
+    gsrc = None
+    if ctx.needs(1):
+        sshape = tuple(ctx.source_sym_sizes)
+        sel = _masked_select_any(grad, md)
+        rest = int(np.prod(sshape)) - int(md.sum())
+        gsrc = (X.cat([sel, X.zeros(rest, grad)], 0) if rest else sel).reshape(sshape)
+    return _masked_zero_any(grad, md) if ctx.needs(0) else None, gsrc
+
+
+@_masked_scatter.jvp
+def _(ctx, t_self, t_source=None):
+    if t_self is None or t_source is None:
+        raise NotImplementedError("forward AD of MaskedScatterBackward0 with some inputs "
+                                  "untangented")
+    return masked_scatter(t_self, _T(X.data(ctx.mask)), t_source)
+
+
+@_front(_masked_scatter)
+def masked_scatter(input, mask, source):
+    """A copy of ``input`` with consecutive elements of ``source`` written where ``mask`` is
+    True."""
+    if not isinstance(source, Tensor):
+        raise D.not_tensor("masked_scatter", "source", 3, source)
+    return _masked_scatter.declared(input, source, mask)
 
 
 def _batch_take(spec, arrays, params):
@@ -850,3 +920,4 @@ def _masked_fill_(self, mask, value):
 
 _masked_fill_.__doc__ = "In-place masked_fill; returns self."
 op("masked_fill_", function=False)(_masked_fill_)
+inplace_of("masked_fill_", "masked_fill")
