@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import OPS, composite, inplace_of, op
-from .._record import (STATE, Tensor, edge_of, record, sum_to)
+from .._record import (STATE, Tensor, edge_of, edges_first, quiet_off, quiet_on, record,
+                       sum_to)
 from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _dtype as D
@@ -145,6 +146,31 @@ def _front(spec):
     return deco
 
 
+def _pair(spec, input, other, params):
+    """The declared op ``spec`` of the tensors ``input`` and ``other`` (already known to be
+    Tensors) and the arguments ``params`` by name: the common call (dtypes the forward takes,
+    an int ``dim``) runs the forward and records the node directly; any other goes through
+    the declared function's checks."""
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)) or \
+            type(params.get("dim", 0)) is not int:
+        return spec.declared(input, other, **params)
+    a, b = input._data, other._data
+    if a.dtype.kind not in spec.kinds or b.dtype.kind not in spec.kinds:
+        return spec.declared(input, other, **params)
+    tok = None if getattr(spec.forward, "fp_safe", False) else quiet_on()
+    try:
+        r = spec.forward(a, b, **params)
+    except RuntimeError:
+        edges_first(input, other)  # a stale view's error comes before the op's own
+        raise
+    finally:
+        if tok is not None:
+            quiet_off(tok)
+    if STATE.enabled and (input._requires_grad or other._requires_grad):
+        return spec.record(r, (input, other), params)
+    return _make(r)
+
+
 _REDUCE = {"add": np.add, "multiply": np.multiply}
 
 
@@ -246,7 +272,8 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         src = value
     if isinstance(src, Tensor) and reduce is None:
-        return _src_shape(_scatter.declared(input, src, dim, index), src, index)
+        return _src_shape(_pair(_scatter, input, src, {"dim": dim, "index": index}),
+                          src, index)
     if not isinstance(input, Tensor):
         raise D.not_tensor("scatter", "input", 1, input)
     d = input._data
@@ -290,7 +317,8 @@ def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
     if not isinstance(src, Tensor):
         raise D.not_tensor("scatter_add", "src", 4, src)
-    return _src_shape(_scatter_add.declared(input, src, dim, index), src, index)
+    return _src_shape(_pair(_scatter_add, input, src, {"dim": dim, "index": index}),
+                      src, index)
 
 
 def _inplace(name, fn):
@@ -438,8 +466,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     """A copy of ``input`` with ``alpha * source`` slices added at ``index`` along ``dim``."""
     if not isinstance(source, Tensor):
         raise D.not_tensor("index_add", "source", 4, source)
-    return _index_add.declared(input, source, dim, index, alpha=alpha,
-                               source_dim=source._data.ndim)
+    return _pair(_index_add, input, source, {"dim": dim, "index": index, "alpha": alpha,
+                                             "source_dim": source._data.ndim})
 
 
 def _fill_index(index, shape, dim):
@@ -532,7 +560,7 @@ index_fill = _index_fill_public
 def _index_copy(self, source, dim, index, source_dim=None):
     """index_copy (the forward, tensors first; ``source_dim``: the source's, as the node keeps
     it)."""
-    k = dim
+    k = _dim(dim, self.ndim)
     idx = _vec_index(index, self, k, "index_copy")
     out = self.copy()
     tgt = out if self.ndim else out.reshape(1)
@@ -573,7 +601,8 @@ def index_copy(input, dim, index, source):
     """A copy of ``input`` with ``source``'s slices written at ``index`` along ``dim``."""
     if not isinstance(source, Tensor):
         raise D.not_tensor("index_copy", "source", 4, source)
-    return _index_copy.declared(input, source, dim, index, source_dim=source._data.ndim)
+    return _pair(_index_copy, input, source, {"dim": dim, "index": index,
+                                              "source_dim": source._data.ndim})
 
 
 # --- masked ops ------------------------------------------------------------------------------
@@ -769,7 +798,7 @@ def masked_scatter(input, mask, source):
     True."""
     if not isinstance(source, Tensor):
         raise D.not_tensor("masked_scatter", "source", 3, source)
-    return _masked_scatter.declared(input, source, mask)
+    return _pair(_masked_scatter, input, source, {"mask": mask})
 
 
 def _batch_take(spec, arrays, params):
