@@ -1349,6 +1349,7 @@ def _one_tensor_public(spec, general, record):
                        for p in params if p in spec.dims)
     forward, kinds, state = spec.forward, spec.kinds, STATE
     plain = not spec.differentiable and not spec.outputs
+    outputs = spec.outputs
     quiet = not getattr(forward, "fp_safe", False)  # (complex input is always quieted)
 
     def f(*args, **kwargs):
@@ -1399,7 +1400,7 @@ def _one_tensor_public(spec, general, record):
             return _make(r)
         if state.enabled and input._requires_grad:
             return record_args(r, input, args, kwargs)
-        return record(r, (input,), None)
+        return record(r, (input,), None) if outputs else _make(r)
 
     record1 = spec.record1 = _one_tensor_record(spec, record)
     record_args = None
@@ -2303,7 +2304,9 @@ def _positional_src(spec, ns, pos_params, n_min, n_max, defaults) -> str:
     else:
         lines += ["    if STATE.enabled and input._requires_grad:",
                   "        return f.record_args(r, input, args, kwargs)",
-                  "    return record(r, (input,), None)"]
+                  # (a result without a node: one output is the array wrapped)
+                  "    return record(r, (input,), None)" if spec.outputs else
+                  "    return _make(r)"]
     return "\n".join(lines) + "\n"
 # --- ops of one tensor and several outputs, no other argument (frexp) ---------------------------
 def _unary_or_outputs(self, cls=None):

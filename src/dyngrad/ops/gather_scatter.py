@@ -4,17 +4,19 @@ once with the ``_any`` kernels below (NumPy on arrays, the recorded op on Tensor
 ``create_graph``).  (Sorting, searching and the index-producing ops are in ``sorting.py``.)"""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from . import OPS, composite, inplace_of, op
-from .._record import (STATE, Tensor, edge_of, edges_first, quiet_off, quiet_on, record,
+from .._record import (RECORD_HOOKS, STATE, Saved, Tensor, edge_of, edges_first, quiet_off, quiet_on, record,
                        sum_to)
 from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _dtype as D
 from .reduction import raw_dim
 from . import _dual as X
-from ._spec import batch_along, defop, fp_safe, front, saved_arg, variant
+from ._spec import _compiled, batch_along, defop, fp_safe, front, saved_arg, variant
 
 _make = Tensor._make
 
@@ -146,6 +148,35 @@ def _front(spec):
     return deco
 
 
+def _pair_record(spec):
+    """``spec.record`` for the two Tensors of ``_pair`` (the second or both requiring grad),
+    the node's saved values read by one generated expression."""
+    ab = ("a", "b")
+
+    def kept(i, need):
+        if need is None:
+            return f"Saved({ab[i]})"
+        return f"(Saved({ab[i]}) if {' or '.join(ab[j] + '._requires_grad' for j in need)} " \
+               f"else None)"
+    exprs = [kept(spec.inputs.index(n), spec.kept_for.get(n)) if n in spec.inputs else
+             f"tuple({ab[spec.sizes_of[n]]}._data.shape)" if n in spec.sizes_of else
+             f"saved_arg(raw[{n!r}])" if n in spec.index_args else
+             f"raw[{n!r}]" for n in spec.saved]
+    src = "\n".join([
+        "def rec(r, a, b, raw):",
+        "    res = _make(r)",
+        "    res._requires_grad = True",
+        f"    res._grad_fn = node = cls((edge_of(a), edge_of(b)), "
+        f"({''.join(e + ', ' for e in exprs)}), r.dtype)",
+        "    if RECORD_HOOKS:",
+        "        for h in RECORD_HOOKS:",
+        "            h(res, node)",
+        "    return res"]) + "\n"
+    return _compiled(src, {"Saved": Saved, "saved_arg": saved_arg, "_make": _make,
+                           "edge_of": edge_of, "RECORD_HOOKS": RECORD_HOOKS,
+                           "cls": spec.node_cls}, "rec")
+
+
 def _pair(spec, input, other, params):
     """The declared op ``spec`` of the tensors ``input`` and ``other`` (already known to be
     Tensors) and the arguments ``params`` by name: the common call (dtypes the forward takes,
@@ -167,8 +198,14 @@ def _pair(spec, input, other, params):
         if tok is not None:
             quiet_off(tok)
     if STATE.enabled and (input._requires_grad or other._requires_grad):
-        return spec.record(r, (input, other), params)
+        rec = _RECORD.get(spec)
+        if rec is None:
+            rec = _RECORD[spec] = _pair_record(spec)
+        return rec(r, input, other, params)
     return _make(r)
+
+
+_RECORD: dict = {}
 
 
 _REDUCE = {"add": np.add, "multiply": np.multiply}
@@ -200,8 +237,9 @@ def _scatter_data(d, dim, index, src, reduce, name):
 def _src_shape(res, src, index):
     """Note on ``res``'s node the shape of a ``src`` larger than ``index`` (the gradient
     PyTorch's engine then refuses, ``_src_grad``)."""
-    if res._grad_fn is not None and tuple(src.shape) != tuple(np.shape(X.data(index))):
-        res._grad_fn.__dict__["_src_shape"] = tuple(src.shape)
+    if res._grad_fn is not None and src._data.shape != np.shape(
+            index._data if isinstance(index, Tensor) else index):
+        res._grad_fn.__dict__["_src_shape"] = src._data.shape
     return res
 
 
@@ -216,17 +254,42 @@ def _batch_scatter(spec, arrays, params):
     return spec.forward(*arrays, **p)
 
 
-def _scatter_bw(ctx, grad):
-    """Gradients of scatter (``self``: zero where written; ``src``: read at ``index``)."""
-    node = ctx._node
-    idx = X.data(ctx.index)
-    k = ctx.dim % (grad.ndim or 1)
-    two = len(node.next_functions) > 1
-    gself = _scatter_zero_any(grad, k, idx) if node.next_functions[0][0] is not None else None
-    if not two:
+def _formula(spec, formula, *variants):
+    """Declare ``formula(node, grad, *saved values in the declaration's order)`` as the
+    backward of ``spec`` (and of its ``variants``' nodes, which keep the same values): the
+    declared backward runs it on ``ctx``'s values; the node's plain backward unpacks them
+    itself (version-checked, in PyTorch's order) without building a ``ctx``."""
+    names = spec.saved
+    order = spec.unpack_order
+    spec.backward(lambda ctx, grad: formula(ctx._node, grad, *[getattr(ctx, n) for n in names]))
+
+    def bw(self, g, graph):
+        s = self._saved
+        vals = list(s)
+        for p in order:
+            v = s[p]
+            if type(v) is Saved:
+                vals[p] = v.get(self, graph)
+        return formula(self, g, *vals)
+
+    for cls in (spec.node_cls,) + variants:
+        cls._bw = bw
+    return formula
+
+
+def _scatter_bw(node, grad, dim, index, add=False):
+    """Gradients of scatter (``self``: zero where written, or all of it with ``add``;
+    ``src``: read at ``index``)."""
+    idx = X.data(index)
+    k = dim % (grad.ndim or 1)
+    nf = node.next_functions
+    gself = None
+    if nf[0][0] is not None:
+        gself = grad if add else _scatter_zero_any(grad, k, idx)
+    if len(nf) == 1:
         return gself,
     gsrc = None
-    if node.next_functions[1][0] is not None:
+    if nf[1][0] is not None:
         gsrc = _gather_any(grad, k, idx)
         shape = node.__dict__.get("_src_shape")
         if shape is not None:
@@ -242,8 +305,8 @@ def _scatter(self, src, dim, index):
     return _scatter_data(self, dim, index, src, None, "scatter")
 
 
-_scatter.backward(_scatter_bw)
 ScatterBackward1 = variant(_scatter, "ScatterBackward1", ("dim", "index"))
+_formula(_scatter, _scatter_bw, ScatterBackward1)
 
 
 def _self_src_tangents(ctx, t_self, t_src):
@@ -300,10 +363,9 @@ def _scatter_add(self, src, dim, index):
     return _scatter_data(self, dim, index, src, "add", "scatter_add")
 
 
-@_scatter_add.backward
-def _(ctx, grad):
-    gself, gsrc = _scatter_bw(ctx, grad)
-    return grad if gself is not None else None, gsrc
+@partial(_formula, _scatter_add)
+def _(node, grad, dim, index):
+    return _scatter_bw(node, grad, dim, index, True)
 
 
 @_scatter_add.jvp
@@ -440,16 +502,16 @@ def _index_add(self, source, dim, index, alpha=1, source_dim=None):
     return _index_add_data(self, source, dim, index, alpha)
 
 
-@_index_add.backward
-def _(ctx, grad):
+@partial(_formula, _index_add)
+def _(node, grad, dim, index, source, source_dim, alpha):
+    nf = node.next_functions
     gs = None
-    if ctx.needs(1):
-        shape = tuple(ctx.source.shape)
-        gs = _index_select_any(grad, ctx.dim % (grad.ndim or 1), X.data(ctx.index).reshape(-1))
-        if ctx.alpha != 1:
-            gs = gs * ctx.alpha
-        gs = gs.reshape(shape)
-    return grad if ctx.needs(0) else None, gs
+    if nf[1][0] is not None:
+        gs = _index_select_any(grad, dim % (grad.ndim or 1), X.data(index).reshape(-1))
+        if alpha != 1:
+            gs = gs * alpha
+        gs = gs.reshape(tuple(source.shape))
+    return grad if nf[0][0] is not None else None, gs
 
 
 @_index_add.jvp
@@ -700,9 +762,16 @@ def _masked_fill_public(input, mask, value):
     """A copy of ``input`` with ``value`` where ``mask`` is True (broadcast); MaskedFillBackward0
     (a number) or MaskedFillBackward1 (a 0-d tensor)."""
     if not isinstance(value, Tensor):
-        r = _masked_fill.declared(input, mask, value)
-        return r if r._grad_fn is None or r._data.shape == input._data.shape else \
-            _self_shape(r, input)
+        if not isinstance(input, Tensor) or input._data.dtype.kind not in _masked_fill.kinds:
+            return _masked_fill.declared(input, mask, value)
+        try:
+            r = _masked_fill.forward(input._data, mask, value)
+        except RuntimeError:
+            edges_first(input)  # a stale view's error comes before the op's own
+            raise
+        if STATE.enabled and input._requires_grad:
+            return _self_shape(_masked_fill.record1(r, input, {"mask": mask}), input)
+        return _make(r)
     if not isinstance(input, Tensor):
         raise D.not_tensor("masked_fill", "input", 1, input)
     out = _masked_fill.forward(input._data, mask, value)
