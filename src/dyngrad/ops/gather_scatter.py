@@ -103,7 +103,7 @@ def take_along_dim(input, indices, dim=None):
     if not isinstance(indices, Tensor):
         raise D.not_tensor("take_along_dim", "indices", 2, indices)
     if dim is None:
-        return input.take(indices)
+        return input.view(-1).gather(0, indices.view(-1))
     shape = tuple(input.shape)
     k = _dim(dim, len(shape))
     if indices.dtype.is_floating_point or indices.dtype.is_complex or indices.dtype is D.bool_:
@@ -668,11 +668,24 @@ def index_copy(input, dim, index, source):
 
 
 # --- masked ops ------------------------------------------------------------------------------
+# the C++ names of the dtypes, as masked_fill_'s error prints them
+_CPP_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "float32": "float", "float64": "double",
+              "float16": "c10::Half", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
 def _mask(mask, name):
     md = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
     if md.dtype != np.bool_:
-        raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype if isinstance(mask, Tensor) else md.dtype}".replace("torch.", ""))
+        if name == "masked_scatter_" and md.dtype in D.FROM_NP:
+            dt = D.scalar_type_name(md.dtype)
+        elif name == "masked_fill_":
+            dt = "c10::BFloat16" if md.dtype == D.BF16 else _CPP_NAMES.get(md.dtype.name,
+                                                                             md.dtype.name)
+        else:
+            dt = str(mask.dtype if isinstance(mask, Tensor) else md.dtype).replace("torch.", "")
+        raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype {dt}")
     return md
 
 
@@ -834,8 +847,7 @@ def _masked_scatter(self, source, mask):
     md = np.broadcast_to(_mask(mask, "masked_scatter_"), self.shape)
     n = int(md.sum())
     if source.size < n:
-        raise RuntimeError("masked_scatter: expected source to have at least as many elements "
-                           "as ones in mask")
+        raise RuntimeError("Number of elements of source < number of ones in mask")
     out = self.copy()
     out[md] = source.reshape(-1)[:n]
     return out
