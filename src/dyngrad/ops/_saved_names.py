@@ -45,7 +45,6 @@ SAVED_NAMES: dict = {
     "DivBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "DivBackward2": {"self": (0, "tensor"), "other": (1, "tensor"), "rounding_mode": (4, "same")},
     "IndexBackward0": {"self_sym_sizes": (0, "same")},
-    "IndexPutBackward0": {"accumulate": (2, "same")},
     "LerpBackward0": {"weight": (0, "same")},
     "LerpBackward1": {"self": (0, "tensor"), "end": (1, "tensor"), "weight": (2, "tensor")},
     "LinalgCholeskyExBackward0": {"L": (0, "tensor"), "upper": (1, "same")},

@@ -1315,8 +1315,29 @@ def _int_arg(v, name: str, param: str, pos: int | None) -> int:
 
 
 def saved_arg(v):
-    """An ``index_args`` argument as its node keeps it: a Tensor as a saved tensor."""
-    return Saved(v) if isinstance(v, Tensor) else v
+    """An ``index_args`` argument as its node keeps it: a Tensor as a saved tensor, a list
+    holding tensors (index_put's indices) as a ``SavedSeq``."""
+    if isinstance(v, Tensor):
+        return Saved(v)
+    if type(v) in (tuple, list):
+        for t in v:
+            if isinstance(t, Tensor):
+                return SavedSeq(Saved(u) if isinstance(u, Tensor) else u for u in v)
+    return v
+
+
+class SavedSeq(tuple):
+    """A list argument of ``index_args`` as its node keeps it: each tensor a saved tensor
+    (version-checked when the list is read, ``get``), the other items as given."""
+
+    __slots__ = ()
+    # (read as a saved tensor's: its own tensors are checked by ``get``)
+    tensor_ref = None
+    counter = (0,)
+    version = 0
+
+    def get(self, node, graph):
+        return tuple(v.get(node, graph) if type(v) is Saved else v for v in self)
 
 
 # -- the quick call of a declared op of one tensor and other arguments -------------------------

@@ -14,9 +14,10 @@ from .._record import (RECORD_HOOKS, STATE, Saved, Tensor, edge_of, edges_first,
 from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _dtype as D
+from .. import _warn
 from .reduction import raw_dim
 from . import _dual as X
-from ._spec import _compiled, batch_along, defop, fp_safe, front, saved_arg, variant
+from ._spec import SavedSeq, _compiled, batch_along, defop, fp_safe, front, saved_arg, variant
 
 _make = Tensor._make
 
@@ -261,14 +262,17 @@ def _formula(spec, formula, *variants):
     itself (version-checked, in PyTorch's order) without building a ``ctx``."""
     names = spec.saved
     order = spec.unpack_order
-    spec.backward(lambda ctx, grad: formula(ctx._node, grad, *[getattr(ctx, n) for n in names]))
+    def value(ctx, n):
+        v = getattr(ctx, n)
+        return v.get(ctx._node, ctx._graph) if type(v) is SavedSeq else v
+    spec.backward(lambda ctx, grad: formula(ctx._node, grad, *[value(ctx, n) for n in names]))
 
     def bw(self, g, graph):
         s = self._saved
         vals = list(s)
         for p in order:
             v = s[p]
-            if type(v) is Saved:
+            if type(v) is Saved or type(v) is SavedSeq:
                 vals[p] = v.get(self, graph)
         return formula(self, g, *vals)
 
@@ -918,6 +922,186 @@ def _(ctx, grad):
 take = take.fn
 
 
+# --- index_put ---------------------------------------------------------------------------------
+def _np_key(indices):
+    """An index_put key (tensors, arrays, slices; None skips a dimension) as NumPy's."""
+    if isinstance(indices, Tensor):
+        return indices._data
+    if type(indices) not in (tuple, list):
+        return indices
+    return tuple(k._data if isinstance(k, Tensor) else slice(None) if k is None else k
+                 for k in indices)
+
+
+def _batch_index_put(spec, arrays, params):
+    """index_put with a leading batch axis on the input and the values (the indices the same
+    for every sample)."""
+    return np.stack([spec.forward(x, v, **params) for x, v in zip(*arrays)])
+
+
+@defop("index_put", node="IndexPutBackward0", inputs=("self", "values"),
+       saved=("indices", "accumulate"), index_args=("indices",), method=False,
+       batch=_batch_index_put)
+@fp_safe
+def _index_put(self, values, indices, accumulate=False):
+    """index_put (the forward, tensors first)."""
+    key = _np_key(indices)
+    d = self.copy()
+    try:
+        if accumulate:
+            np.add.at(d, key, values)
+        else:
+            d[key] = values
+    except (IndexError, ValueError) as e:
+        if isinstance(e, ValueError) and np.ndim(values):  # values that do not broadcast
+            try:
+                target = list(d[key].shape)
+            except IndexError:
+                target = None
+            if target is not None:
+                vs = np.shape(values)
+                while vs and vs[0] == 1:  # PyTorch names it without leading size-1 dims
+                    vs = vs[1:]
+                raise RuntimeError(f"shape mismatch: value tensor of shape {list(vs)} "
+                                   f"cannot be broadcast to indexing result of shape "
+                                   f"{target}") from None
+        raise IndexError(f"{e} (index_put_ into a tensor of shape {list(d.shape)})") from None
+    return d
+
+
+# ``g[key]``; a Tensor is indexed with the key's arrays as Tensors (IndexBackward0)
+_index_any = X.twin(lambda g, key: g[key], lambda g, key: g[
+    tuple(_make(k) if isinstance(k, np.ndarray) else k for k in key)
+    if isinstance(key, tuple) else key])
+
+
+@partial(_formula, _index_put)
+def _(node, grad, indices, accumulate):
+    from .inplace import _clone_any
+    key = _np_key(indices)
+    nf = node.next_functions
+    gself = None
+    if nf[0][0] is not None:
+        if accumulate:
+            gself = grad
+        else:
+            gself = _clone_any(grad)
+            gself[key] = 0.0
+    gv = None
+    if nf[1][0] is not None:
+        gv = sum_to(_index_any(grad, key), node.__dict__["_values_shape"])
+    return gself, gv
+
+
+@_index_put.jvp
+def _(ctx, t_self, t_values=None):
+    if t_self is None:
+        raise NotImplementedError("forward AD of IndexPutBackward0 with some inputs untangented")
+    v = ctx.indices
+    key = _np_key(v.get(ctx._node, True) if type(v) is SavedSeq else v)
+    if t_values is None:
+        if ctx.accumulate:
+            return t_self
+        t_values = X.zeros((), t_self)
+    return index_put(t_self, key if type(key) is tuple else (key,), t_values, ctx.accumulate)
+
+
+def _shown_indices(node):
+    """``_saved_indices``: the indices as PyTorch's node shows them (a tuple of tensors, None
+    for a dimension not indexed)."""
+    s = node._saved
+    if s is None:
+        from ..autograd import errors
+        raise RuntimeError(errors.FREED)
+    v = s[0]
+    v = v.get(node, True) if type(v) is SavedSeq else v.get(node, True) if type(v) is Saved \
+        else v
+    if type(v) not in (tuple, list):
+        v = (v,)
+    return tuple(k if isinstance(k, Tensor) or k is None else None if isinstance(k, slice) else
+                 _make(np.asarray(k)) for k in v)
+
+
+_index_put.node_cls._saved_indices = property(_shown_indices)
+
+
+def _values_shape(res, values):
+    """Note on ``res``'s node the shape of ``values`` (their gradient is summed back to it)."""
+    if res._grad_fn is not None and values._requires_grad:
+        res._grad_fn.__dict__["_values_shape"] = values._data.shape
+    return res
+
+
+def _index_put_fn(old, key, values, accumulate=False, indices=()):
+    """``old`` with ``values`` put (or added) at ``key`` (NumPy's), recorded as index_put of
+    ``indices`` (the tensors the key came from) when given; a number as values is a tensor
+    of ``old``'s dtype."""
+    if not isinstance(values, Tensor):
+        values = _make(np.asarray(values, dtype=old._data.dtype))
+    if type(indices) is tuple and not indices:
+        indices = key
+    return _values_shape(_pair(_index_put, old, values, {"indices": indices,
+                                                          "accumulate": accumulate}), values)
+
+
+@_front(_index_put)
+def index_put(input, indices, values, accumulate=False):
+    """A copy of ``input`` with ``values`` put (or added) at the advanced index ``indices``."""
+    if not isinstance(values, Tensor):
+        raise D.not_tensor("index_put", "values", 3, values)
+    return _values_shape(_pair(_index_put, input, values, {"indices": indices,
+                                                            "accumulate": accumulate}), values)
+
+
+def index_put_(self, key, values, accumulate=False):
+    """``self[key] = values`` (or ``+=`` with ``accumulate``) for advanced indices, in place."""
+    from .inplace import _after_untracked_write, _apply, _recording, apply
+    from .views import overlapping, root_writeable, writeable_alias
+    indices = key
+    if isinstance(key, tuple):
+        key = tuple(k._data if isinstance(k, Tensor) else k for k in key)
+    elif isinstance(key, Tensor):
+        key = key._data
+    d = self._data
+    if not d.flags.writeable and overlapping(d):
+        # an expand: PyTorch writes (or adds) each indexed element into the shared memory in
+        # turn, with a deprecation warning, where other in-place ops refuse
+        k0 = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+        if isinstance(k0, np.ndarray) and k0.dtype == np.bool_ and k0.ndim == d.ndim and \
+                np.ndim(values._data if isinstance(values, Tensor) else values) == 0:
+            _warn.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() "
+                       "the tensor before performing this operation. This also applies to "
+                       "advanced indexing e.g. tensor[mask] = scalar", UserWarning)
+        else:
+            _warn.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
+                       "the tensor before performing this operation. This also applies to "
+                       "advanced indexing e.g. tensor[indices] = tensor", UserWarning)
+        if not _recording(self, (values,)) and root_writeable(d):
+            alias = writeable_alias(d)
+            vd = values._data if isinstance(values, Tensor) else values
+            if accumulate:
+                np.add.at(alias, key, vd)
+            else:
+                alias[key] = vd
+            self._vc[0] += 1
+            _after_untracked_write(self)
+            return self
+        # recorded: the result goes into the shared memory (backward then refuses the
+        # overlapping region, as PyTorch's CopySlices does)
+        return _apply(self, _index_put_fn, (key, values, accumulate, indices), {}, True)
+    return apply(self, _index_put_fn, key, values, accumulate, indices)
+
+
+def index_put_acc(z, key, g):
+    """Out-of-place ``z`` with ``g`` added at ``key`` (differentiable w.r.t. ``g``)."""
+    return _index_put_fn(z, key, g, True)
+
+
+op("index_put_", function=False)(lambda self, indices, values, accumulate=False:
+                                 index_put_(self, tuple(indices), values, accumulate))
+inplace_of("index_put_", "index_put")
+
+
 # --- the backward kernels: NumPy on arrays, the recorded op on Tensors (create_graph) ----------
 def _scatter_add_np(g, shape, dim, index):
     z = np.zeros(shape, dtype=g.dtype)
@@ -956,7 +1140,6 @@ def _mask_place_np(g, mask):
 
 
 def _mask_place_t(g, mask):
-    from .inplace import _index_put_fn
     return _index_put_fn(X.zeros(mask.shape, g), (mask,), g)
 
 
@@ -967,7 +1150,6 @@ def _put_add_np(g, n, idx):
 
 
 def _put_add_t(g, n, idx):
-    from .inplace import _index_put_fn
     return _index_put_fn(X.zeros((n,), g), (idx,), g, True)
 
 
@@ -1023,7 +1205,6 @@ def _masked_fill_(self, mask, value):
     if not d.flags.writeable and md.ndim <= d.ndim:
         from .views import overlapping
         if overlapping(d):  # an expand: written through, with PyTorch's deprecation warning
-            from .inplace import index_put_
             return index_put_(self, (np.broadcast_to(md, d.shape),), value)
     return apply(self, masked_fill, mask, value)
 
