@@ -45,7 +45,19 @@ CASES = {
     "masked_fill_": lambda M, x, s, v: (x * 1).masked_fill_(M.tensor([True, False, True]), v),
     "masked_scatter_": lambda M, x, s, v: (x * 1).masked_scatter_(M.tensor([True, False, True]),
                                                                   s),
+    "index_put": lambda M, x, s, v: x.index_put((M.tensor([1, 0, 1]),), s[0]),
+    "index_put_accumulate": lambda M, x, s, v: M.index_put(
+        x, (M.tensor([1, 0, 1]), M.tensor([2, 2, 0])), v, accumulate=True),
+    "index_put_": lambda M, x, s, v: (x * 1).index_put_((M.tensor([1]),), s[1]),
+    "setitem": lambda M, x, s, v: _set(x * 1, (slice(None), M.tensor([2, 0])), v),
+    "setitem_mask": lambda M, x, s, v: _set(x * 1, M.tensor([[True, False, True],
+                                                               [False, True, False]]), v),
 }
+
+
+def _set(t, key, value):
+    t[key] = value
+    return t
 
 
 def _listed(t):
@@ -62,7 +74,9 @@ def _recorded(M, name):
     saved = {}
     for a in sorted(n for n in dir(g) if n.startswith("_saved_")):
         val = getattr(g, a)
-        saved[a] = val.tolist() if isinstance(val, M.Tensor) else val
+        saved[a] = val.tolist() if isinstance(val, M.Tensor) else tuple(
+            t.tolist() if isinstance(t, M.Tensor) else t for t in val) if isinstance(val, tuple) \
+            else val
     w = M.arange(y.numel(), dtype=M.float64).reshape(y.shape) + 1
     grads = M.autograd.grad((y * w).sum(), [x, s, v], create_graph=True, allow_unused=True)
     again = [t for t in grads if t is not None and t.requires_grad]
@@ -104,6 +118,10 @@ KEPT = {
     "view_index_fill_": lambda M, a, s: a[:, 1:].index_fill_(1, M.tensor([0]), 3.0),
     "view_masked_fill_": lambda M, a, s: a.t().masked_fill_(M.tensor([True, False]), 3.0),
     "scatter_reduce": lambda M, a, s: a.scatter(1, M.tensor(IDX), s, reduce="add"),
+    "index_put_indices": lambda M, a, s: (lambda i: (a.index_put((i,), s[0]), i.zero_())[0])(
+        M.tensor([1, 0, 1])),
+    "index_put_twice": lambda M, a, s: (lambda y: (y.sum().backward(retain_graph=False), y)[1])(
+        a.index_put((M.tensor([1]),), s[0])),
 }
 
 

@@ -135,7 +135,7 @@ class Ctx:
         names = type(node)._spec.saved
         for pos in type(node)._spec.unpack_order:  # the first invalid one is reported
             s = saved[pos]
-            if s is not None and s.tensor_ref is None and s.counter[0] != s.version:
+            if type(s) is Saved and s.tensor_ref is None and s.counter[0] != s.version:
                 s.get(node, graph)
         out = {}
         for name, v in zip(names, saved):
@@ -1331,10 +1331,6 @@ class SavedSeq(tuple):
     (version-checked when the list is read, ``get``), the other items as given."""
 
     __slots__ = ()
-    # (read as a saved tensor's: its own tensors are checked by ``get``)
-    tensor_ref = None
-    counter = (0,)
-    version = 0
 
     def get(self, node, graph):
         return tuple(v.get(node, graph) if type(v) is Saved else v for v in self)
@@ -2201,7 +2197,7 @@ def _unpacking(spec, head: str, ret: str, general: Callable) -> Callable:
     if len(tensors) > 1:
         for pos in spec.unpack_order:
             lines += [f"    v = s[{pos}]",
-                      "    if v is not None and v.tensor_ref is None and "
+                      "    if type(v) is Saved and v.tensor_ref is None and "
                       "v.counter[0] != v.version:",
                       "        v.get(self, graph)"]
     lines += ["    c = new(C)",
