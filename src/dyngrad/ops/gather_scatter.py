@@ -17,6 +17,9 @@ from .. import _dtype as D
 from .. import _warn
 from .reduction import raw_dim
 from . import _dual as X
+from .inplace import (_after_untracked_write, _apply, _bad_bcast, _bcast_ok, _clone_any,
+                      _recording, apply)
+from .views import overlapping, root_writeable, writeable_alias
 from ._spec import SavedSeq, _compiled, batch_along, defop, fp_safe, front, saved_arg, variant
 
 _make = Tensor._make
@@ -389,7 +392,6 @@ def scatter_add(input, dim, index, src):
 
 def _inplace(name, fn):
     def f(self, *args, **kwargs):
-        from .inplace import apply
         return apply(self, fn, *args, **kwargs)
     f.__name__ = name
     f.__doc__ = f"In-place {fn.__name__}; returns self."
@@ -977,7 +979,6 @@ _index_any = X.twin(lambda g, key: g[key], lambda g, key: g[
 
 @partial(_formula, _index_put)
 def _(node, grad, indices, accumulate):
-    from .inplace import _clone_any
     key = _np_key(indices)
     nf = node.next_functions
     gself = None
@@ -1036,6 +1037,15 @@ def _index_put_fn(old, key, values, accumulate=False, indices=()):
     """``old`` with ``values`` put (or added) at ``key`` (NumPy's), recorded as index_put of
     ``indices`` (the tensors the key came from) when given; a number as values is a tensor
     of ``old``'s dtype."""
+    if not (STATE.enabled and (old._requires_grad or isinstance(values, Tensor) and
+                                values._requires_grad)) and old._data.dtype.kind in "biufc":
+        # nothing to record (a number written, or no_grad): the forward on the arrays
+        vd = values._data if isinstance(values, Tensor) else values
+        try:
+            return _make(_index_put.forward(old._data, vd, key, accumulate))
+        except RuntimeError:
+            edges_first(old)  # a stale view's error comes before the op's own
+            raise
     if not isinstance(values, Tensor):
         values = _make(np.asarray(values, dtype=old._data.dtype))
     if type(indices) is tuple and not indices:
@@ -1055,8 +1065,6 @@ def index_put(input, indices, values, accumulate=False):
 
 def index_put_(self, key, values, accumulate=False):
     """``self[key] = values`` (or ``+=`` with ``accumulate``) for advanced indices, in place."""
-    from .inplace import _after_untracked_write, _apply, _recording, apply
-    from .views import overlapping, root_writeable, writeable_alias
     indices = key
     if isinstance(key, tuple):
         key = tuple(k._data if isinstance(k, Tensor) else k for k in key)
@@ -1196,14 +1204,12 @@ _inplace("masked_scatter_", masked_scatter)
 
 def _masked_fill_(self, mask, value):
     md = _mask(mask, "masked_fill_")
-    from .inplace import _bad_bcast, _bcast_ok, apply
     if md.shape != self._data.shape and not (
             _bcast_ok(self._data.shape, md.shape)
             and np.broadcast_shapes(self._data.shape, md.shape) == self._data.shape):
         _bad_bcast(self, md.shape)
     d = self._data
     if not d.flags.writeable and md.ndim <= d.ndim:
-        from .views import overlapping
         if overlapping(d):  # an expand: written through, with PyTorch's deprecation warning
             return index_put_(self, (np.broadcast_to(md, d.shape),), value)
     return apply(self, masked_fill, mask, value)
