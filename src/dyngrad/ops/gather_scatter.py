@@ -1037,21 +1037,29 @@ def _index_put_fn(old, key, values, accumulate=False, indices=()):
     """``old`` with ``values`` put (or added) at ``key`` (NumPy's), recorded as index_put of
     ``indices`` (the tensors the key came from) when given; a number as values is a tensor
     of ``old``'s dtype."""
-    if not (STATE.enabled and (old._requires_grad or isinstance(values, Tensor) and
-                                values._requires_grad)) and old._data.dtype.kind in "biufc":
-        # nothing to record (a number written, or no_grad): the forward on the arrays
-        vd = values._data if isinstance(values, Tensor) else values
-        try:
-            return _make(_index_put.forward(old._data, vd, key, accumulate))
-        except RuntimeError:
-            edges_first(old)  # a stale view's error comes before the op's own
-            raise
-    if not isinstance(values, Tensor):
-        values = _make(np.asarray(values, dtype=old._data.dtype))
+    vt = values if isinstance(values, Tensor) else None
     if type(indices) is tuple and not indices:
-        indices = key
-    return _values_shape(_pair(_index_put, old, values, {"indices": indices,
-                                                          "accumulate": accumulate}), values)
+        indices = key  # (no tensors given: the key is what the node keeps)
+    d = old._data
+    if d.dtype.kind not in "biufc" or vt is not None and vt._data.dtype.kind not in "biufc":
+        if vt is None:
+            vt = _make(np.asarray(values, dtype=d.dtype))
+        return _values_shape(_index_put.declared(old, vt, indices,
+                                                 accumulate), vt)
+    try:
+        r = _index_put.forward(d, values if vt is None else vt._data, key, accumulate)
+    except RuntimeError:
+        edges_first(old, vt)  # a stale view's error comes before the op's own
+        raise
+    if not (STATE.enabled and (old._requires_grad or vt is not None and vt._requires_grad)):
+        return _make(r)  # nothing to record (a number written, or no_grad)
+    if vt is None:
+        vt = _make(np.asarray(values, dtype=d.dtype))
+    rec = _RECORD.get(_index_put)
+    if rec is None:
+        rec = _RECORD[_index_put] = _pair_record(_index_put)
+    return _values_shape(rec(r, old, vt, {"indices": indices,
+                                          "accumulate": accumulate}), vt)
 
 
 @_front(_index_put)
