@@ -145,6 +145,8 @@ def _src_grad(gs, shape, name):
 def _front(spec):
     """The public function and method of ``spec``'s op, taking PyTorch's arguments (its tensor
     inputs not all first) and handing the declared function its tensors first."""
+    spec.fp_safe = getattr(spec.forward, "fp_safe", False)
+
     def deco(fn):
         fn = front(spec, fn)
         OPS[spec.key]["method"] = True
@@ -182,17 +184,18 @@ def _pair_record(spec):
 
 
 def _pair(spec, input, other, params):
-    """The declared op ``spec`` of the tensors ``input`` and ``other`` (already known to be
-    Tensors) and the arguments ``params`` by name: the common call (dtypes the forward takes,
-    an int ``dim``) runs the forward and records the node directly; any other goes through
-    the declared function's checks."""
+    """The declared op ``spec`` of ``input`` and ``other`` and the arguments ``params`` by
+    name: the common call (two Tensors of dtypes the forward takes, an int ``dim``) runs the
+    forward and records the node directly; any other goes through the declared function's
+    checks."""
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)) or \
             type(params.get("dim", 0)) is not int:
         return spec.declared(input, other, **params)
     a, b = input._data, other._data
-    if a.dtype.kind not in spec.kinds or b.dtype.kind not in spec.kinds:
+    kinds = spec.kinds
+    if a.dtype.kind not in kinds or b.dtype.kind not in kinds:
         return spec.declared(input, other, **params)
-    tok = None if getattr(spec.forward, "fp_safe", False) else quiet_on()
+    tok = None if spec.fp_safe else quiet_on()
     try:
         r = spec.forward(a, b, **params)
     except RuntimeError:
