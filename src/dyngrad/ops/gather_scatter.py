@@ -1,7 +1,9 @@
 """Ops driven by index tensors: gather/scatter, index_select/add/fill/copy, masked_fill/
-select/scatter, take.  Each gradient is the matching scatter or gather of the other, written
-once with the ``_any`` kernels below (NumPy on arrays, the recorded op on Tensors under
-``create_graph``).  (Sorting, searching and the index-producing ops are in ``sorting.py``.)"""
+select/scatter, take, index_put.  Each is declared with ``defop``; its node keeps the index or
+mask as PyTorch's SavedVariable (``index_args``).  Each gradient is the matching scatter or
+gather of the other, written once with the ``_any`` kernels below (NumPy on arrays, the
+recorded op on Tensors under ``create_graph``).  (Sorting, searching and the index-producing
+ops are in ``sorting.py``.)"""
 from __future__ import annotations
 
 from functools import partial
@@ -9,8 +11,8 @@ from functools import partial
 import numpy as np
 
 from . import OPS, composite, inplace_of, op
-from .._record import (RECORD_HOOKS, STATE, Saved, Tensor, edge_of, edges_first, quiet_off, quiet_on, record,
-                       sum_to)
+from .._record import (RECORD_HOOKS, STATE, Saved, Tensor, edge_of, edges_first, quiet_off,
+                       quiet_on, record, sum_to)
 from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _dtype as D
