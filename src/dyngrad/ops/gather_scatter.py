@@ -64,7 +64,6 @@ def _T(a):
     return a if isinstance(a, Tensor) else _make(a)
 
 
-
 # --- gather / scatter ---------------------------------------------------------------------------
 def _batch_gather(spec, arrays, params):
     """gather with a leading batch axis on the input (the index the same for every sample)."""
