@@ -6,7 +6,6 @@ recorded op on Tensors under ``create_graph``).  (Sorting, searching and the ind
 ops are in ``sorting.py``.)"""
 from __future__ import annotations
 
-from functools import partial
 
 import numpy as np
 
@@ -64,6 +63,35 @@ def _T(a):
     return a if isinstance(a, Tensor) else _make(a)
 
 
+def _formula(spec, *variants):
+    """Declare the decorated ``formula(node, grad, *saved values in the declaration's order)``
+    as the backward of ``spec`` (and of its ``variants``' nodes, which keep the same values):
+    the declared backward runs it on ``ctx``'s values; the node's plain backward unpacks them
+    itself (version-checked, in PyTorch's order) without building a ``ctx``."""
+    names = spec.saved
+    order = spec.unpack_order
+
+    def deco(formula):
+        def value(ctx, n):
+            v = getattr(ctx, n)
+            return v.get(ctx._node, ctx._graph) if type(v) is SavedSeq else v
+        spec.backward(lambda ctx, grad: formula(ctx._node, grad, *[value(ctx, n) for n in names]))
+
+        def bw(self, g, graph):
+            s = self._saved
+            vals = list(s)
+            for p in order:
+                v = s[p]
+                if type(v) is Saved or type(v) is SavedSeq:
+                    vals[p] = v.get(self, graph)
+            return formula(self, g, *vals)
+
+        for cls in (spec.node_cls,) + variants:
+            cls._bw = bw
+        return formula
+    return deco
+
+
 # --- gather / scatter ---------------------------------------------------------------------------
 def _batch_gather(spec, arrays, params):
     """gather with a leading batch axis on the input (the index the same for every sample)."""
@@ -92,10 +120,10 @@ def gather(self, dim, index, sparse_grad=False):
     return self[_along(idx, dim)]
 
 
-@gather.backward
-def _(ctx, grad):
-    shape = tuple(ctx.self.shape)
-    return _scatter_add_any(grad, shape, ctx.dim % (len(shape) or 1), X.data(ctx.index)),
+@_formula(gather)
+def _(node, grad, dim, index, self, sparse_grad):
+    shape = tuple(self.shape)
+    return _scatter_add_any(grad, shape, dim % (len(shape) or 1), X.data(index)),
 
 
 gather = gather.fn
@@ -262,32 +290,6 @@ def _batch_scatter(spec, arrays, params):
     return spec.forward(*arrays, **p)
 
 
-def _formula(spec, formula, *variants):
-    """Declare ``formula(node, grad, *saved values in the declaration's order)`` as the
-    backward of ``spec`` (and of its ``variants``' nodes, which keep the same values): the
-    declared backward runs it on ``ctx``'s values; the node's plain backward unpacks them
-    itself (version-checked, in PyTorch's order) without building a ``ctx``."""
-    names = spec.saved
-    order = spec.unpack_order
-    def value(ctx, n):
-        v = getattr(ctx, n)
-        return v.get(ctx._node, ctx._graph) if type(v) is SavedSeq else v
-    spec.backward(lambda ctx, grad: formula(ctx._node, grad, *[value(ctx, n) for n in names]))
-
-    def bw(self, g, graph):
-        s = self._saved
-        vals = list(s)
-        for p in order:
-            v = s[p]
-            if type(v) is Saved or type(v) is SavedSeq:
-                vals[p] = v.get(self, graph)
-        return formula(self, g, *vals)
-
-    for cls in (spec.node_cls,) + variants:
-        cls._bw = bw
-    return formula
-
-
 def _scatter_bw(node, grad, dim, index, add=False):
     """Gradients of scatter (``self``: zero where written, or all of it with ``add``;
     ``src``: read at ``index``)."""
@@ -317,7 +319,7 @@ def _scatter(self, src, dim, index):
 
 
 ScatterBackward1 = variant(_scatter, "ScatterBackward1", ("dim", "index"))
-_formula(_scatter, _scatter_bw, ScatterBackward1)
+_formula(_scatter, ScatterBackward1)(_scatter_bw)
 
 
 def _self_src_tangents(ctx, t_self, t_src):
@@ -374,7 +376,7 @@ def _scatter_add(self, src, dim, index):
     return _scatter_data(self, dim, index, src, "add", "scatter_add")
 
 
-@partial(_formula, _scatter_add)
+@_formula(_scatter_add)
 def _(node, grad, dim, index):
     return _scatter_bw(node, grad, dim, index, True)
 
@@ -433,11 +435,10 @@ def index_select(self, dim, index):
     return np.take(self, idx, axis=dim)
 
 
-@index_select.backward
-def _(ctx, grad):
-    shape = ctx.self_sym_sizes
-    return _index_add_any(grad, shape, ctx.dim % (len(shape) or 1),
-                          X.data(ctx.index).reshape(-1)),
+@_formula(index_select)
+def _(node, grad, dim, index, self_sym_sizes):
+    shape = self_sym_sizes
+    return _index_add_any(grad, shape, dim % (len(shape) or 1), X.data(index).reshape(-1)),
 
 
 index_select = index_select.fn
@@ -512,7 +513,7 @@ def _index_add(self, source, dim, index, alpha=1, source_dim=None):
     return _index_add_data(self, source, dim, index, alpha)
 
 
-@partial(_formula, _index_add)
+@_formula(_index_add)
 def _(node, grad, dim, index, source, source_dim, alpha):
     nf = node.next_functions
     gs = None
@@ -574,11 +575,13 @@ def index_fill(self, dim, index, value):
     return _index_fill_data(self, dim, index, value)
 
 
-@index_fill.backward
-def _(ctx, grad):
-    node = ctx._node
-    k = ctx.dim % (grad.ndim or 1)
-    idx = _fill_index(ctx.index, tuple(grad.shape), k)
+IndexFillBackward1 = variant(index_fill, "IndexFillBackward1", ("dim", "index"))
+
+
+@_formula(index_fill, IndexFillBackward1)
+def _(node, grad, dim, index):
+    k = dim % (grad.ndim or 1)
+    idx = _fill_index(index, tuple(grad.shape), k)
     gs = _index_zero_any(grad, k, idx) if node.next_functions[0][0] is not None else None
     if len(node.next_functions) == 1:
         return gs,
@@ -600,7 +603,6 @@ def _(ctx, t_self, t_value=None):
 
 
 _index_fill = index_fill
-IndexFillBackward1 = variant(index_fill, "IndexFillBackward1", ("dim", "index"))
 
 
 @_front(_index_fill)
@@ -646,14 +648,15 @@ def _index_copy(self, source, dim, index, source_dim=None):
     return out
 
 
-@_index_copy.backward
-def _(ctx, grad):
-    k = ctx.dim % (grad.ndim or 1)
-    idx = X.data(ctx.index).reshape(-1)
-    gself = _index_zero_any(grad, k, idx) if ctx.needs(0) else None
+@_formula(_index_copy)
+def _(node, grad, dim, index, source, source_dim):
+    k = dim % (grad.ndim or 1)
+    idx = X.data(index).reshape(-1)
+    nf = node.next_functions
+    gself = _index_zero_any(grad, k, idx) if nf[0][0] is not None else None
     gs = None
-    if ctx.needs(1):
-        gs = _index_select_any(grad, k, idx).reshape(tuple(ctx.source.shape))
+    if nf[1][0] is not None:
+        gs = _index_select_any(grad, k, idx).reshape(tuple(source.shape))
     return gself, gs
 
 
@@ -746,10 +749,12 @@ def _self_shape(res, input):
     return res
 
 
-@masked_fill.backward
-def _(ctx, grad):
-    node = ctx._node
-    md = X.data(ctx.mask)
+MaskedFillBackward1 = variant(masked_fill, "MaskedFillBackward1", ("mask",))
+
+
+@_formula(masked_fill, MaskedFillBackward1)
+def _(node, grad, mask):
+    md = X.data(mask)
     gs = None
     if node.next_functions[0][0] is not None:
         gs = _masked_zero_any(grad, md)
@@ -777,7 +782,6 @@ def _(ctx, t_self, t_value=None):
 
 
 _masked_fill = masked_fill
-MaskedFillBackward1 = variant(masked_fill, "MaskedFillBackward1", ("mask",))
 
 
 @_front(_masked_fill)
@@ -830,10 +834,10 @@ def masked_select(self, mask):
     return np.broadcast_to(self, shape)[np.broadcast_to(md, shape)]
 
 
-@masked_select.backward
-def _(ctx, grad):
-    shape = tuple(ctx.self.shape)
-    md = X.data(ctx.mask)
+@_formula(masked_select)
+def _(node, grad, mask, self):
+    shape = tuple(self.shape)
+    md = X.data(mask)
     mb = md if md.shape == shape else np.ascontiguousarray(
         np.broadcast_to(md, np.broadcast_shapes(shape, md.shape)))
     return sum_to(_mask_place_any(grad, mb), shape),
@@ -863,16 +867,17 @@ def _masked_scatter(self, source, mask):
     return out
 
 
-@_masked_scatter.backward
-def _(ctx, grad):
-    md = np.ascontiguousarray(np.broadcast_to(X.data(ctx.mask), tuple(grad.shape)))
+@_formula(_masked_scatter)
+def _(node, grad, mask, source_sym_sizes):
+    md = np.ascontiguousarray(np.broadcast_to(X.data(mask), tuple(grad.shape)))
+    nf = node.next_functions
     gsrc = None
-    if ctx.needs(1):
-        sshape = tuple(ctx.source_sym_sizes)
+    if nf[1][0] is not None:
+        sshape = tuple(source_sym_sizes)
         sel = _masked_select_any(grad, md)
         rest = int(np.prod(sshape)) - int(md.sum())
         gsrc = (X.cat([sel, X.zeros(rest, grad)], 0) if rest else sel).reshape(sshape)
-    return _masked_zero_any(grad, md) if ctx.needs(0) else None, gsrc
+    return _masked_zero_any(grad, md) if nf[0][0] is not None else None, gsrc
 
 
 @_masked_scatter.jvp
@@ -918,11 +923,11 @@ def take(self, index):
     return self.reshape(-1)[_take_index(index, self.size)]
 
 
-@take.backward
-def _(ctx, grad):
-    shape = tuple(ctx.self.shape)
+@_formula(take)
+def _(node, grad, index, self):
+    shape = tuple(self.shape)
     return _put_add_any(grad.reshape(-1), int(np.prod(shape)),
-                        X.data(ctx.index).reshape(-1)).reshape(shape),
+                        X.data(index).reshape(-1)).reshape(shape),
 
 
 take = take.fn
@@ -981,7 +986,7 @@ _index_any = X.twin(lambda g, key: g[key], lambda g, key: g[
     if isinstance(key, tuple) else key])
 
 
-@partial(_formula, _index_put)
+@_formula(_index_put)
 def _(node, grad, indices, accumulate):
     key = _np_key(indices)
     nf = node.next_functions
