@@ -702,20 +702,6 @@ def _mask(mask, name):
     return md
 
 
-def _masked_fill_data(d, md, value):
-    try:
-        shape = np.broadcast_shapes(d.shape, md.shape)
-    except ValueError:
-        from .pointwise import broadcast_error
-        raise broadcast_error(md.shape, d.shape) from None
-    out = np.where(md, np.asarray(value).astype(d.dtype), d)
-    if out.shape != shape:
-        out = np.broadcast_to(out, shape).copy()
-    elif not out.flags.c_contiguous:  # PyTorch fills a contiguous clone
-        out = out.copy(order="C")
-    return out
-
-
 def _batch_masked_fill(spec, arrays, params):
     """masked_fill with a leading batch axis on the input (the mask the same for every
     sample)."""
@@ -738,7 +724,19 @@ def masked_fill(self, mask, value):
         if value.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
-    return _masked_fill_data(self, md, value)
+    shape = self.shape
+    if md.shape != shape:
+        try:
+            shape = np.broadcast_shapes(shape, md.shape)
+        except ValueError:
+            from .pointwise import broadcast_error
+            raise broadcast_error(md.shape, self.shape) from None
+    out = np.where(md, np.asarray(value).astype(self.dtype), self)
+    if out.shape != shape:
+        out = np.broadcast_to(out, shape).copy()
+    elif not out.flags.c_contiguous:  # PyTorch fills a contiguous clone
+        out = out.copy(order="C")
+    return out
 
 
 def _self_shape(res, input):
@@ -789,10 +787,10 @@ def _masked_fill_public(input, mask, value):
     """A copy of ``input`` with ``value`` where ``mask`` is True (broadcast); MaskedFillBackward0
     (a number) or MaskedFillBackward1 (a 0-d tensor)."""
     if not isinstance(value, Tensor):
-        if not isinstance(input, Tensor) or input._data.dtype.kind not in _masked_fill.kinds:
+        if not isinstance(input, Tensor) or input._data.dtype.kind not in _MF_KINDS:
             return _masked_fill.declared(input, mask, value)
         try:
-            r = _masked_fill.forward(input._data, mask, value)
+            r = _mf_forward(input._data, mask, value)
         except RuntimeError:
             edges_first(input)  # a stale view's error comes before the op's own
             raise
@@ -809,6 +807,7 @@ def _masked_fill_public(input, mask, value):
 
 
 masked_fill = _masked_fill_public
+_MF_KINDS, _mf_forward = _masked_fill.kinds, _masked_fill.forward
 
 
 def _masked_select_batch(spec, arrays, params):
