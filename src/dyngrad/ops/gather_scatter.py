@@ -348,8 +348,8 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         src = value
     if isinstance(src, Tensor) and reduce is None:
-        return _src_shape(_pair(_scatter, input, src, {"dim": dim, "index": index}),
-                          src, index)
+        r = _pair(_scatter, input, src, {"dim": dim, "index": index})
+        return r if r._grad_fn is None else _src_shape(r, src, index)
     if not isinstance(input, Tensor):
         raise D.not_tensor("scatter", "input", 1, input)
     d = input._data
@@ -392,8 +392,8 @@ def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
     if not isinstance(src, Tensor):
         raise D.not_tensor("scatter_add", "src", 4, src)
-    return _src_shape(_pair(_scatter_add, input, src, {"dim": dim, "index": index}),
-                      src, index)
+    r = _pair(_scatter_add, input, src, {"dim": dim, "index": index})
+    return r if r._grad_fn is None else _src_shape(r, src, index)
 
 
 def _inplace(name, fn):
