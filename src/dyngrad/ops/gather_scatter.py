@@ -6,6 +6,8 @@ recorded op on Tensors under ``create_graph``).  (Sorting, searching and the ind
 ops are in ``sorting.py``.)"""
 from __future__ import annotations
 
+from math import prod as _prod
+
 
 import numpy as np
 
@@ -581,13 +583,14 @@ IndexFillBackward1 = variant(index_fill, "IndexFillBackward1", ("dim", "index"))
 @_formula(index_fill, IndexFillBackward1)
 def _(node, grad, dim, index):
     k = dim % (grad.ndim or 1)
-    idx = _fill_index(index, tuple(grad.shape), k)
+    idx = X.data(index).reshape(-1)  # (a negative position reads as NumPy's)
     gs = _index_zero_any(grad, k, idx) if node.next_functions[0][0] is not None else None
     if len(node.next_functions) == 1:
         return gs,
     gv = None
-    if node.next_functions[1][0] is not None:
-        gv = X.sum_all(_index_select_any(grad, k, np.unique(idx)))
+    if node.next_functions[1][0] is not None:  # each filled slice once
+        gv = X.sum_all(_index_select_any(grad, k, np.unique(
+            _fill_index(idx, tuple(grad.shape), k))))
     return gs, gv
 
 
@@ -610,7 +613,17 @@ def _index_fill_public(input, dim, index, value):
     """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``;
     IndexFillBackward0 (a number) or IndexFillBackward1 (a 0-d tensor)."""
     if not isinstance(value, Tensor):
-        return _index_fill.declared(input, dim, index, value)
+        if not isinstance(input, Tensor) or type(dim) is not int or \
+                input._data.dtype.kind not in _index_fill.kinds:
+            return _index_fill.declared(input, dim, index, value)
+        try:
+            r = _index_fill_data(input._data, dim, index, value)
+        except RuntimeError:
+            edges_first(input)  # a stale view's error comes before the op's own
+            raise
+        if STATE.enabled and input._requires_grad:
+            return _index_fill.record1(r, input, {"dim": dim, "index": index})
+        return _make(r)
     if not isinstance(input, Tensor):
         raise D.not_tensor("index_fill", "input", 1, input)
     vd = value._data
@@ -868,13 +881,15 @@ def _masked_scatter(self, source, mask):
 
 @_formula(_masked_scatter)
 def _(node, grad, mask, source_sym_sizes):
-    md = np.ascontiguousarray(np.broadcast_to(X.data(mask), tuple(grad.shape)))
+    md = X.data(mask)
+    if md.shape != tuple(grad.shape):
+        md = np.ascontiguousarray(np.broadcast_to(md, tuple(grad.shape)))
     nf = node.next_functions
     gsrc = None
     if nf[1][0] is not None:
         sshape = tuple(source_sym_sizes)
         sel = _masked_select_any(grad, md)
-        rest = int(np.prod(sshape)) - int(md.sum())
+        rest = _prod(sshape) - int(np.count_nonzero(md))
         gsrc = (X.cat([sel, X.zeros(rest, grad)], 0) if rest else sel).reshape(sshape)
     return _masked_zero_any(grad, md) if nf[0][0] is not None else None, gsrc
 
