@@ -150,7 +150,9 @@ def take_along_dim(input, indices, dim=None):
     ishape = tuple(shp[:k] + [ishape0[k]] + shp[k + 1:])
     shp[k] = shape[k]
     # (a copy: PyTorch's gradient reads the indices as they were, whatever happens to them later)
-    return input.expand(*shp).gather(k, indices.expand(*ishape).clone())
+    idx = _make(np.array(np.broadcast_to(indices._data, ishape))) if type(indices) is Tensor \
+        else indices.expand(*ishape).clone()
+    return input.expand(*shp).gather(k, idx)
 
 
 def _src_part(src, index):
