@@ -142,3 +142,31 @@ def _kept(M, name):
 @pytest.mark.parametrize("name", list(KEPT))
 def test_kept_tensors_and_inplace_as_torch(name):
     assert _kept(dyngrad, name) == _kept(torch, name)
+
+
+ONE_TANGENT = {  # (op, which input has the only tangent: 0 self, 1 the other tensor)
+    "scatter": (lambda M, x, s: x.scatter(1, M.tensor(IDX), s), 1),
+    "scatter_add": (lambda M, x, s: x.scatter_add(1, M.tensor(IDX), s), 1),
+    "index_add": (lambda M, x, s: x.index_add(1, M.tensor([0, 2, 0]), s), 1),
+    "index_copy": (lambda M, x, s: x.index_copy(1, M.tensor([2, 0, 1]), s), 1),
+    "index_fill": (lambda M, x, s: x.index_fill(1, M.tensor([0, 2]), s[0, 1]), 1),
+    "masked_fill": (lambda M, x, s: x.masked_fill(M.tensor([True, False, True]), s[1, 0]), 1),
+    "masked_scatter": (lambda M, x, s: x.masked_scatter(M.tensor([True, False, True]), s), 1),
+    "index_put": (lambda M, x, s: x.index_put((M.tensor([1, 0]),), s[0]), 1),
+    "scatter_self": (lambda M, x, s: x.scatter(1, M.tensor(IDX), s), 0),
+    "masked_scatter_self": (lambda M, x, s: x.masked_scatter(M.tensor([True, False, True]), s),
+                            0),
+}
+
+
+def _one_tangent(M, name):
+    f, which = ONE_TANGENT[name]
+    x, s = M.tensor(X0, dtype=M.float64), M.tensor(S0, dtype=M.float64)
+    if which:
+        return M.func.jvp(lambda b: f(M, x, b), (s,), (M.ones_like(s) * 2,))[1].tolist()
+    return M.func.jvp(lambda a: f(M, a, s), (x,), (M.ones_like(x) * 0.5,))[1].tolist()
+
+
+@pytest.mark.parametrize("name", list(ONE_TANGENT))
+def test_forward_mode_with_one_tangent_as_torch(name):
+    assert _one_tangent(dyngrad, name) == _one_tangent(torch, name)

@@ -208,6 +208,7 @@ def _pair_record(spec):
         f"    res._grad_fn = node = cls((edge_of(a), edge_of(b)), "
         f"({''.join(e + ', ' for e in exprs)}), r.dtype)",
         "    if RECORD_HOOKS:",
+        "        node.__dict__['_in_shape'] = a._data.shape",
         "        for h in RECORD_HOOKS:",
         "            h(res, node)",
         "    return res"]) + "\n"
@@ -326,12 +327,30 @@ ScatterBackward1 = variant(_scatter, "ScatterBackward1", ("dim", "index"))
 _formula(_scatter, ScatterBackward1)(_scatter_bw)
 
 
+def _self_tangent(ctx, t_self, other):
+    """The tangent of ``self``, or zeros of its shape (noted on the node while forward-mode
+    AD observes the recording) when it has none."""
+    if t_self is not None:
+        return t_self
+    node = ctx._node
+    shape = node.__dict__.get("_in_shape")
+    if shape is None:
+        raise NotImplementedError(f"forward AD of {type(node).__name__} with some inputs "
+                                  f"untangented")
+    return X.zeros(shape, other, node._odt)
+
+
+def _noted(node, input):
+    """``node`` with ``input``'s shape noted while recording is observed (``_self_tangent``)."""
+    if RECORD_HOOKS:
+        node.__dict__["_in_shape"] = input._data.shape
+    return node
+
+
 def _self_src_tangents(ctx, t_self, t_src):
     """The tangents of ``self`` and ``src`` (zeros of the index's shape for a missing ``src``
     one: only that part of it is read)."""
-    if t_self is None:
-        raise NotImplementedError(f"forward AD of {type(ctx._node).__name__} with some inputs "
-                                  f"untangented")
+    t_self = _self_tangent(ctx, t_self, t_src)
     if t_src is None:
         t_src = X.zeros(X.data(ctx.index).shape, t_self)
     return t_self, t_src
@@ -531,8 +550,7 @@ def _(node, grad, dim, index, source, source_dim, alpha):
 
 @_index_add.jvp
 def _(ctx, t_self, t_source=None):
-    if t_self is None:
-        raise NotImplementedError("forward AD of IndexAddBackward0 with some inputs untangented")
+    t_self = _self_tangent(ctx, t_self, t_source)
     if t_source is None:
         return t_self
     return index_add(t_self, ctx.dim, _T(X.data(ctx.index)), t_source, alpha=ctx.alpha)
@@ -598,8 +616,7 @@ def _(node, grad, dim, index):
 
 @index_fill.jvp
 def _(ctx, t_self, t_value=None):
-    if t_self is None:
-        raise NotImplementedError("forward AD of IndexFillBackward1 with some inputs untangented")
+    t_self = _self_tangent(ctx, t_self, t_value)
     index = _T(X.data(ctx.index))
     if len(ctx._node.next_functions) == 1:  # IndexFillBackward0: a number written
         return _index_fill_public(t_self, ctx.dim, index, 0.0)
@@ -634,8 +651,8 @@ def _index_fill_public(input, dim, index, value):
                            f"tensor with {vd.ndim} dimension(s).")
     out = _index_fill_data(input._data, dim, index, vd)
     if STATE.enabled and (input._requires_grad or value._requires_grad):
-        return record(out, IndexFillBackward1((edge_of(input), edge_of(value)),
-                                              (raw_dim(dim), saved_arg(index))))
+        return record(out, _noted(IndexFillBackward1((edge_of(input), edge_of(value)),
+                                                     (raw_dim(dim), saved_arg(index))), input))
     return _make(out)
 
 
@@ -677,9 +694,7 @@ def _(node, grad, dim, index, source, source_dim):
 
 @_index_copy.jvp
 def _(ctx, t_self, t_source=None):
-    if t_self is None:
-        raise NotImplementedError("forward AD of IndexCopyBackward0 with some inputs "
-                                  "untangented")
+    t_self = _self_tangent(ctx, t_self, t_source)
     index = _T(X.data(ctx.index))
     if t_source is None:
         return index_fill(t_self, ctx.dim, index, 0.0)
@@ -784,9 +799,7 @@ def _(node, grad, mask):
 
 @masked_fill.jvp
 def _(ctx, t_self, t_value=None):
-    if t_self is None:
-        raise NotImplementedError("forward AD of MaskedFillBackward1 with some inputs "
-                                  "untangented")
+    t_self = _self_tangent(ctx, t_self, t_value)
     mask = _T(X.data(ctx.mask))
     if len(ctx._node.next_functions) == 1:  # MaskedFillBackward0: a number written
         return _masked_fill_public(t_self, mask, 0.0)
@@ -816,8 +829,8 @@ def _masked_fill_public(input, mask, value):
         raise D.not_tensor("masked_fill", "input", 1, input)
     out = _masked_fill.forward(input._data, mask, value)
     if STATE.enabled and (input._requires_grad or value._requires_grad):
-        return _self_shape(record(out, MaskedFillBackward1((edge_of(input), edge_of(value)),
-                                                           (saved_arg(mask),))), input)
+        return _self_shape(record(out, _noted(MaskedFillBackward1(
+            (edge_of(input), edge_of(value)), (saved_arg(mask),)), input)), input)
     return _make(out)
 
 
@@ -898,9 +911,9 @@ def _(node, grad, mask, source_sym_sizes):
 
 @_masked_scatter.jvp
 def _(ctx, t_self, t_source=None):
-    if t_self is None or t_source is None:
-        raise NotImplementedError("forward AD of MaskedScatterBackward0 with some inputs "
-                                  "untangented")
+    t_self = _self_tangent(ctx, t_self, t_source)
+    if t_source is None:
+        t_source = X.zeros(tuple(ctx.source_sym_sizes), t_self)
     return masked_scatter(t_self, _T(X.data(ctx.mask)), t_source)
 
 
@@ -1021,8 +1034,7 @@ def _(node, grad, indices, accumulate):
 
 @_index_put.jvp
 def _(ctx, t_self, t_values=None):
-    if t_self is None:
-        raise NotImplementedError("forward AD of IndexPutBackward0 with some inputs untangented")
+    t_self = _self_tangent(ctx, t_self, t_values)
     v = ctx.indices
     key = _np_key(v.get(ctx._node, True) if type(v) is SavedSeq else v)
     if t_values is None:
