@@ -29,8 +29,7 @@ KNOWN = {
     # the op's own check of the argument's value comes first: RuntimeError, not TypeError
     **{(m, k): "checked by value, not by kind" for m, ks in {
         "copy_": (0,), "expand": (0, 1, 2), "gather": (1,), "index_select": (1,),
-        "masked_fill": (1,), "masked_fill_": (1,), "masked_scatter": (1,),
-        "masked_scatter_": (1,), "permute": (0, 2), "rot90": (1,),
+        "masked_fill": (1,), "masked_fill_": (1,), "permute": (0, 2), "rot90": (1,),
         "scatter": (1,), "scatter_": (1,), "split_with_sizes": (2,)}.items() for k in ks},
 }
 

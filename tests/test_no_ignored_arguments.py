@@ -50,7 +50,6 @@ DELIBERATE = {
                  "pin_memory_device": "DataLoader: no accelerator memory",
                  "in_order": "DataLoader: batches always come in order, which in_order=False "
                              "allows"},
-    "gather": {"sparse_grad": "the gradient is dense; its values are the sparse one's"},
     "compute_mask": {"t": "PyTorch's CustomFromMask ignores it too"},
     "clip_grad_value_": {"foreach": "a faster path to the same result"},
     "svdvals": {"driver": "a CUDA-only choice of algorithm"},

@@ -40,9 +40,6 @@ CASES = {
     "index_put": (lambda M: M.tensor([0, 1]), lambda M, x, i: x.index_put((i,), M.tensor(1.0))),
 }
 
-# still computed from the changed index (strict: one that comes to match fails here)
-KNOWN = {"index_select", "masked_select"}
-
 
 def _run(M, name):
     make_index, op = CASES[name]
@@ -60,8 +57,7 @@ def _run(M, name):
     return None, x.grad.tolist()
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True))
-                                  if n in KNOWN else n for n in CASES])
+@pytest.mark.parametrize("name", list(CASES))
 def test_index_changed_before_backward(name):
     assert _run(dyngrad, name) == _run(torch, name)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 SAVED_NAMES: dict = {
     "AdaptiveAvgPool2DBackward0": {"self": (2, "tensor")},
     "AdaptiveMaxPool2DBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
-    "AddBackward0": {"alpha": (4, "same")},
     "AddmmBackward0": {
         "mat1": (0, "tensor"),
         "mat1_sym_sizes": (0, "shape"),
@@ -35,25 +34,7 @@ SAVED_NAMES: dict = {
         "groups": (12, "same"),
         "bias_sym_sizes_opt": (13, "same"),
     },
-    "DivBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
-    "DivBackward2": {"self": (0, "tensor"), "other": (1, "tensor"), "rounding_mode": (4, "same")},
-    "GatherBackward0": {"dim": (4, "dim"), "index": (2, "array"), "self": (3, "tensor")},
-    "IndexAddBackward0": {
-        "dim": (5, "dim"),
-        "source_dim": (6, "same"),
-        "index": (1, "array"),
-        "alpha": (3, "same"),
-        "source": (4, "tensor"),
-    },
     "IndexBackward0": {"self_sym_sizes": (0, "same")},
-    "IndexCopyBackward0": {
-        "dim": (4, "dim"),
-        "index": (1, "array"),
-        "source": (3, "tensor"),
-        "source_dim": (5, "same"),
-    },
-    "IndexFillBackward0": {"dim": (2, "dim"), "index": (1, "array")},
-    "IndexPutBackward0": {"accumulate": (2, "same")},
     "LinalgCholeskyExBackward0": {"L": (0, "tensor"), "upper": (1, "same")},
     "LinalgEighBackward0": {"eigenvalues": (0, "tensor")},
     "LinalgMatrixExpBackward0": {"self": (0, "tensor")},
@@ -68,10 +49,7 @@ SAVED_NAMES: dict = {
         "dim": (5, "dim"),
         "keepdim": (4, "same"),
     },
-    "MaskedFillBackward0": {"mask": (0, "array")},
-    "MaskedScatterBackward0": {"mask": (0, "array"), "source_sym_sizes": (2, "same")},
     "MaxPool2DWithIndicesBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
-    "MulBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "MulBackward1": {"other": (0, "same")},
     "NativeBatchNormBackward0": {
         "input": (0, "tensor"),
@@ -100,9 +78,6 @@ SAVED_NAMES: dict = {
     },
     "ReflectionPad2DBackward0": {"self": (2, "tensor")},
     "ReplicationPad2DBackward0": {"self": (2, "tensor")},
-    "RsubBackward1": {"alpha": (0, "same")},
-    "ScatterAddBackward0": {"dim": (3, "dim"), "index": (1, "array")},
-    "ScatterBackward0": {"dim": (3, "dim"), "index": (1, "array")},
     "SelectBackward0": {"self_sym_sizes": (0, "same"), "dim": (3, "dim"), "index": (4, "dim")},
     "SliceBackward0": {
         "self_sym_sizes": (0, "same"),
@@ -118,8 +93,6 @@ SAVED_NAMES: dict = {
     "SpecialZetaBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "SpecialZetaBackward1": {"self": (0, "same"), "other": (1, "tensor")},
     "SplitBackward0": {"dim": (4, "dim"), "self_sym_sizes": (2, "same")},
-    "SubBackward0": {"alpha": (4, "same")},
-    "TakeBackward0": {"self": (2, "tensor")},
     "UnsafeSplitBackward0": {
         "dim": (4, "dim"),
         "split_size": (5, "same"),

@@ -165,8 +165,11 @@ class OpSpec:
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
                  real_only=False, aliases=(), differentiable=True, complex_error=None,
                  saved_for=None, integer_kernel=None, outputs=(), broadcast=False, dim_lists=(),
-                 names=None, holomorphic=True):
+                 names=None, holomorphic=True, index_args=()):
         self.name = name
+        # integer/bool tensor arguments (indices, masks) the node keeps as PyTorch's
+        # SavedVariable: version-checked when unpacked, freed after backward
+        self.index_args = index_args
         self.broadcast = broadcast
         self.dim_lists = dim_lists
         # several outputs (values, indices): the first is ``result``, the others are returned
@@ -220,12 +223,13 @@ class OpSpec:
                                for k, need in zip(self.saved_inputs, self.saved_for))
         self.unpack_order = tuple(positions[n] for n in sorted(
             saved, key=lambda n: (len(inputs) > 1 and n == "result", n))
-            if n in inputs or n == "result" or n in self.extra_outputs)
+            if n in inputs or n == "result" or n in self.extra_outputs or n in index_args)
         # (two or more inputs: their result after them)
         self.unpack_seq = tuple((p, saved[p]) for p in self.unpack_order)
         named = {}
         for n in saved:
-            kind = "tensor" if (n in inputs or n == "result" or n in self.extra_outputs) else \
+            kind = "tensor" if (n in inputs or n == "result" or n in self.extra_outputs or
+                                n in index_args) else \
                 "dim" if "dim" in n else "same"
             named[(names or {}).get(n, n)] = (positions[n], kind)
         # an op without a derivative (``differentiable=False``) records no node; one that
@@ -345,6 +349,7 @@ class OpSpec:
             (2, n, spec.sizes_of[n], None) if n in spec.sizes_of else
             (3, n, None, None) if n in spec.dim_lists else
             (5, n, spec.extra_outputs.index(n), None) if n in spec.extra_outputs else
+            (6, n, None, None) if n in spec.index_args else
             (4, n, None, None)
             for n in spec.saved)
 
@@ -387,6 +392,8 @@ class OpSpec:
                     saved.append(raw_dims(raw[n]))
                 elif kind == 5:
                     saved.append(Saved(extra[i]))
+                elif kind == 6:
+                    saved.append(saved_arg(raw[n]))
                 else:
                     saved.append(raw[n])
             if broadcast or listed:  # the inputs' shapes, to sum the gradients back to
@@ -1016,7 +1023,7 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
           differentiable: bool = True, complex_error: tuple | None = None,
           saved_for: dict | None = None, integer_kernel: str | None = None,
           outputs: tuple = (), broadcast: bool = False, dim_lists: tuple = (),
-          names: dict | None = None, holomorphic: bool = True):
+          names: dict | None = None, holomorphic: bool = True, index_args: tuple = ()):
     """Declare op ``name`` from its forward on arrays (see the module docstring).
 
     ``inputs``: names of the leading tensor arguments.  ``saved``: what the node keeps, by
@@ -1078,13 +1085,16 @@ def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tupl
     (``{"result": "inverse"}``: linalg.inv's node shows its output as ``_saved_inverse``).
     ``holomorphic=False``: the backward writes PyTorch's gradient for complex input itself (a
     formula through norms, as renorm's), so it is not conjugated around as an op's complex
-    derivative is."""
+    derivative is.  ``index_args``: parameters that are integer or bool tensors (an index, a
+    mask) which the node keeps, as PyTorch's SavedVariable: changed in place before backward
+    they raise PyTorch's version error, and a second backward raises as for a freed node
+    (``ctx.<name>`` is the array in a plain backward, the Tensor under create_graph)."""
     def deco(forward):
         return OpSpec(name, forward, node, tuple(inputs), tuple(saved), promote, batch, linear,
                       elementwise, method, function, floating_kernel, tuple(dims),
                       complex_kernel, real_only, tuple(aliases), differentiable,
                       complex_error, saved_for, integer_kernel, outputs, broadcast,
-                      tuple(dim_lists), names, holomorphic)
+                      tuple(dim_lists), names, holomorphic, tuple(index_args))
     return deco
 
 
@@ -1305,6 +1315,28 @@ def _int_arg(v, name: str, param: str, pos: int | None) -> int:
     raise TypeError(f"{name}(): argument '{param}'{where} must be int, not {D.type_name(v)}")
 
 
+def saved_arg(v):
+    """An ``index_args`` argument as its node keeps it: a Tensor as a saved tensor, a list
+    holding tensors (index_put's indices) as a ``SavedSeq``."""
+    if isinstance(v, Tensor):
+        return Saved(v)
+    if type(v) in (tuple, list):
+        for t in v:
+            if isinstance(t, Tensor):
+                return SavedSeq(Saved(u) if isinstance(u, Tensor) else u for u in v)
+    return v
+
+
+class SavedSeq(tuple):
+    """A list argument of ``index_args`` as its node keeps it: each tensor a saved tensor
+    (version-checked when the list is read, ``get``), the other items as given."""
+
+    __slots__ = ()
+
+    def get(self, node, graph):
+        return tuple(v.get(node, graph) if type(v) is Saved else v for v in self)
+
+
 # -- the quick call of a declared op of one tensor and other arguments -------------------------
 def fp_safe(forward):
     """Mark a forward as never setting a NumPy floating-point error on real or integer input
@@ -1335,6 +1367,7 @@ def _one_tensor_public(spec, general, record):
                        for p in params if p in spec.dims)
     forward, kinds, state = spec.forward, spec.kinds, STATE
     plain = not spec.differentiable and not spec.outputs
+    outputs = spec.outputs
     quiet = not getattr(forward, "fp_safe", False)  # (complex input is always quieted)
 
     def f(*args, **kwargs):
@@ -1385,7 +1418,7 @@ def _one_tensor_public(spec, general, record):
             return _make(r)
         if state.enabled and input._requires_grad:
             return record_args(r, input, args, kwargs)
-        return record(r, (input,), None)
+        return record(r, (input,), None) if outputs else _make(r)
 
     record1 = spec.record1 = _one_tensor_record(spec, record)
     record_args = None
@@ -1417,10 +1450,12 @@ def _one_tensor_record(spec, record):
              "tuple(input._data.shape)" if n in spec.sizes_of else
              f"raw_dims(raw[{n!r}])" if n in spec.dim_lists else
              f"Saved(extra[{spec.extra_outputs.index(n)}])" if n in spec.extra_outputs else
+             f"saved_arg(raw[{n!r}])" if n in spec.index_args else
              f"raw[{n!r}]" for n in spec.saved]
     src = f"def save(res, input, raw, extra):\n    return ({''.join(e + ', ' for e in exprs)})\n"
     # (ops keeping the same values share one compiled body, compiled on first use)
-    save = _compiled_lazily(lambda: src, {"Saved": Saved, "raw_dims": _raw_dims_quick}, "save")
+    save = _compiled_lazily(lambda: src, {"Saved": Saved, "raw_dims": _raw_dims_quick,
+                                          "saved_arg": saved_arg}, "save")
     outputs, node_cls = spec.outputs, spec.node_cls
 
     def rec(r, input, raw):
@@ -1480,7 +1515,7 @@ class _Variant:
         self.saved = saved
         positions = {n: i for i, n in enumerate(saved)}
         tensors = [n for n in saved if n in spec.inputs or n == "result" or
-                   n in spec.extra_outputs]
+                   n in spec.extra_outputs or n in spec.index_args]
         self.unpack_order = tuple(positions[n] for n in sorted(tensors))
         named = {n: (i, "tensor" if n in tensors else "dim" if "dim" in n else "same")
                  for n, i in positions.items()}
@@ -2197,7 +2232,7 @@ def _unpacking(spec, head: str, ret: str, general: Callable) -> Callable:
     if len(tensors) > 1:
         for pos in spec.unpack_order:
             lines += [f"    v = s[{pos}]",
-                      "    if v is not None and v.tensor_ref is None and "
+                      "    if type(v) is Saved and v.tensor_ref is None and "
                       "v.counter[0] != v.version:",
                       "        v.get(self, graph)"]
     lines += ["    c = new(C)",
@@ -2244,8 +2279,9 @@ def _record_args(spec, record1, pos_params, defaults):
              "tuple(input._data.shape)" if n in spec.sizes_of else
              f"raw_dims({arg(n)})" if n in spec.dim_lists else
              f"Saved(extra[{spec.extra_outputs.index(n)}])" if n in spec.extra_outputs else
+             f"saved_arg({arg(n)})" if n in spec.index_args else
              arg(n) for n in spec.saved]
-    ns = {"Saved": Saved, "raw_dims": raw_dims, **consts, "_make": _make,
+    ns = {"Saved": Saved, "raw_dims": raw_dims, **consts, "_make": _make, "saved_arg": saved_arg,
           "edge_of": edge_of, "RECORD_HOOKS": RECORD_HOOKS, "cls": spec.node_cls,
           "return_type": getattr(spec, "return_type", None)}
     outs, ret = [], "    return res"
@@ -2320,7 +2356,9 @@ def _positional_src(spec, ns, pos_params, n_min, n_max, defaults) -> str:
     else:
         lines += ["    if STATE.enabled and input._requires_grad:",
                   "        return f.record_args(r, input, args, kwargs)",
-                  "    return record(r, (input,), None)"]
+                  # (a result without a node: one output is the array wrapped)
+                  "    return record(r, (input,), None)" if spec.outputs else
+                  "    return _make(r)"]
     return "\n".join(lines) + "\n"
 # --- ops of one tensor and several outputs, no other argument (frexp) ---------------------------
 def _unary_or_outputs(self, cls=None):

@@ -123,7 +123,7 @@ def _scatter_np(g, shape, key, accumulate=False):
 def _scatter_t(g, shape, key, accumulate=False):
     z = X.zeros(shape, g)
     if accumulate:
-        from .inplace import index_put_acc
+        from .gather_scatter import index_put_acc
         return index_put_acc(z, key, g)
     z[key] = g
     return z
@@ -303,7 +303,7 @@ def getitem(self, key):
 
 def setitem(self, key, value):
     """``tensor[key] = value``: an in-place copy into the indexed region (CopySlices)."""
-    from .inplace import index_put_
+    from .gather_scatter import index_put_
     if type(key) is slice:
         _assign(self if self._data.ndim and _full_slice(key, self._data.shape[0])
                 else getitem(self, key), value)

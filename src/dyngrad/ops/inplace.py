@@ -12,8 +12,7 @@ import weakref
 import numpy as np
 
 from . import OPS, inplace_of, op
-from .._record import (RECORD_HOOKS, STATE, Node, Tensor, edge_of, grad_dtype, indices_unchanged,
-                       keep_indices, notify, record, sum_to)
+from .._record import (RECORD_HOOKS, STATE, Node, Tensor, edge_of, grad_dtype, notify, sum_to)
 from . import _dual as X
 from ._dual import c_order, zeros_like
 from ..autograd.node import AccumulateGrad, Saved, lazy
@@ -23,7 +22,6 @@ from .views import (apply_chain, expanded_strides, overlapping, partial_overlap,
                     writeable_alias)
 from ..autograd import errors
 from .. import _dtype as D
-from .. import _warn
 
 _make = Tensor._make
 
@@ -491,6 +489,7 @@ def _strided_place_t(g, shape, chain, dt):
         return z
     # elements sharing memory (an expand): their gradients add up
     positions = AsStridedBackward0._positions(shape, chain)
+    from .gather_scatter import index_put_acc
     return index_put_acc(z.reshape(-1), (positions,), g).reshape(shape)
 
 
@@ -947,116 +946,6 @@ def register_inplace_forms():
     for name, base in inplace_forms(OPS).items():
         if name not in taken:
             _inplace_form(name, base, OPS[base]["fn"])
-
-
-class IndexPutBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        indices_unchanged(self)
-        key, vshape, accumulate = self._saved
-        gself = None
-        if self.next_functions[0][0] is not None:
-            if accumulate:
-                gself = g
-            else:
-                gself = _clone_any(g)
-                gself[key] = 0.0
-        gv = None
-        if self.next_functions[1][0] is not None:
-            gv = sum_to(_index_any(g, key), vshape)
-        return gself, gv
-
-
-# ``g[key]``; a Tensor is indexed with the key's arrays as Tensors (IndexBackward0)
-_index_any = X.twin(lambda g, key: g[key], lambda g, key: g[
-    tuple(_make(k) if isinstance(k, np.ndarray) else k for k in key)
-    if isinstance(key, tuple) else key])
-
-
-def _index_put_fn(old, key, values, accumulate=False, indices=()):
-    d = old._data.copy()
-    vd = values._data if isinstance(values, Tensor) else values
-    try:
-        if accumulate:
-            np.add.at(d, key, vd)
-        else:
-            d[key] = vd
-    except (IndexError, ValueError) as e:
-        if isinstance(e, ValueError) and np.ndim(vd):  # values that do not broadcast
-            try:
-                target = list(d[key].shape)
-            except IndexError:
-                target = None
-            if target is not None:
-                vs = np.shape(vd)
-                while vs and vs[0] == 1:  # PyTorch names it without leading size-1 dims
-                    vs = vs[1:]
-                raise RuntimeError(f"shape mismatch: value tensor of shape {list(vs)} "
-                                   f"cannot be broadcast to indexing result of shape "
-                                   f"{target}") from None
-        raise IndexError(f"{e} (index_put_ into a tensor of shape {list(d.shape)})") from None
-    vt = values if isinstance(values, Tensor) else None
-    if STATE.enabled and (old._requires_grad or (vt is not None and vt._requires_grad)):
-        from .._record import NO_EDGE
-        node = keep_indices(IndexPutBackward0(
-            (edge_of(old), edge_of(vt) if vt is not None else NO_EDGE),
-            (key, vt._data.shape if vt is not None else (), accumulate)), indices)
-        return record(d, node)
-    return _make(d)
-
-
-def index_put_(self, key, values, accumulate=False):
-    """``self[key] = values`` (or ``+=`` with ``accumulate``) for advanced indices, in place."""
-    indices = key
-    if isinstance(key, tuple):
-        key = tuple(k._data if isinstance(k, Tensor) else k for k in key)
-    elif isinstance(key, Tensor):
-        key = key._data
-    d = self._data
-    if not d.flags.writeable and overlapping(d):
-        # an expand: PyTorch writes (or adds) each indexed element into the shared memory in
-        # turn, with a deprecation warning, where other in-place ops refuse
-        k0 = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-        if isinstance(k0, np.ndarray) and k0.dtype == np.bool_ and k0.ndim == d.ndim and \
-                np.ndim(values._data if isinstance(values, Tensor) else values) == 0:
-            _warn.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() "
-                       "the tensor before performing this operation. This also applies to "
-                       "advanced indexing e.g. tensor[mask] = scalar", UserWarning)
-        else:
-            _warn.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
-                       "the tensor before performing this operation. This also applies to "
-                       "advanced indexing e.g. tensor[indices] = tensor", UserWarning)
-        if not _recording(self, (values,)) and root_writeable(d):
-            alias = writeable_alias(d)
-            vd = values._data if isinstance(values, Tensor) else values
-            if accumulate:
-                np.add.at(alias, key, vd)
-            else:
-                alias[key] = vd
-            self._vc[0] += 1
-            _after_untracked_write(self)
-            return self
-        # recorded: the result goes into the shared memory (backward then refuses the
-        # overlapping region, as PyTorch's CopySlices does)
-        return _apply(self, _index_put_fn, (key, values, accumulate, indices), {}, True)
-    return apply(self, _index_put_fn, key, values, accumulate, indices)
-
-
-def index_put_acc(z, key, g):
-    """Out-of-place ``z`` with ``g`` added at ``key`` (differentiable w.r.t. ``g``)."""
-    return _index_put_fn(z, key, g, True)
-
-
-@op(function=True, method=True)
-def index_put(self, indices, values, accumulate=False):
-    """A copy of ``self`` with ``values`` put (or added) at the advanced index ``indices``."""
-    key = tuple(k._data if isinstance(k, Tensor) else k for k in indices)
-    return _index_put_fn(self, key, values, accumulate, indices)
-
-
-op("index_put_", function=False)(lambda self, indices, values, accumulate=False:
-                                 index_put_(self, tuple(indices), values, accumulate))
 
 
 from .. import _tensor as _tensor_module  # noqa: E402

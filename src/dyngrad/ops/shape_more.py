@@ -11,7 +11,7 @@ from . import op
 from ._spec import batch_along, defop, fp_safe, front, int64_saved
 from .._record import STATE, Node, Tensor, edge_of
 from .._tensor import _dim
-from .shape import cat, narrow
+from .shape import cat
 from .views import SplitBackward0, _split_sizes_of, share_node
 from . import _dual as X
 

@@ -9,7 +9,7 @@ from functools import partial
 
 import numpy as np
 
-from . import composite, op
+from . import composite
 from ._dual import c_order
 from . import _dual as X
 from ._spec import batch_along, batch_along_dims, defop, front, fp_safe, quick, variant
