@@ -170,6 +170,16 @@ def _times_alpha(g, alpha):
     return g if alpha == 1 else g * alpha
 
 
+def _expanded(ctx, *tangents):
+    """Tangents of a broadcasting op's inputs expanded to its output's shape (a tangent has its
+    primal's shape), None where an input has none."""
+    sv = ctx._node._saved
+    if len(tangents) > 1 and tangents[1] is None and len(sv) < 3:
+        return tangents  # (a node of a tensor and a number: no shapes kept, none to expand)
+    shape = np.broadcast_shapes(sv[-2], sv[-1])
+    return [t if t is None or tuple(t.shape) == shape else t.expand(*shape) for t in tangents]
+
+
 @defop("add", node="AddBackward0", inputs=("self", "other"), saved=("alpha",), broadcast=True,
        promote="common", batch=ELEMENTWISE)
 def _add_decl(self, other, alpha=1):
@@ -184,6 +194,7 @@ def _(grad, needs, alpha):
 
 @_add_decl.jvp
 def _(ctx, t_self, t_other=None):
+    t_self, t_other = _expanded(ctx, t_self, t_other)
     alpha = ctx.alpha
     if t_other is None:
         return t_self
@@ -205,6 +216,7 @@ def _(grad, needs, alpha):
 
 @_sub_decl.jvp
 def _(ctx, t_self, t_other=None):
+    t_self, t_other = _expanded(ctx, t_self, t_other)
     alpha = ctx.alpha
     if t_other is None:
         return t_self
@@ -227,6 +239,7 @@ def _(grad, needs, alpha):
 
 @_rsub_decl.jvp
 def _(ctx, t_self, t_other=None):
+    t_self, t_other = _expanded(ctx, t_self, t_other)
     alpha = ctx.alpha
     t = None if t_self is None else -t_self if alpha == 1 else t_self * -alpha
     if t_other is None:
@@ -468,6 +481,7 @@ summed_backward(DivBackward2, _div_mode_bw)
 
 @_div_decl.jvp
 def _(ctx, t_self, t_other=None):
+    t_self, t_other = _expanded(ctx, t_self, t_other)
     a, b = ctx.self, ctx.other
     if getattr(ctx, "rounding_mode", None) is not None:
         t = t_self if t_self is not None else t_other
