@@ -64,61 +64,6 @@ def _mm_check(a, b):
     _same_dtype(a, b)
 
 
-class MatmulBackward(Node):
-    """Backward of a general matmul: batch dims broadcast, 1-D operands promoted and squeezed."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        a = sa.get(self, graph) if sa is not None else None
-        b = sb.get(self, graph) if sb is not None else None
-        a2 = a if a is None or len(ash) != 1 else a.reshape((1,) + ash)
-        b2 = b if b is None or len(bsh) != 1 else b.reshape(bsh + (1,))
-        g2 = g
-        if len(ash) == 1 and len(bsh) == 1:
-            return (g * b if b is not None else None), (g * a if a is not None else None)
-        a2shape = (1,) + ash if len(ash) == 1 else ash
-        b2shape = bsh + (1,) if len(bsh) == 1 else bsh
-        if len(ash) == 1:
-            g2 = g2.reshape(tuple(g.shape[:-1]) + (1, g.shape[-1]))
-        if len(bsh) == 1:
-            g2 = g2.reshape(tuple(g2.shape) + (1,))
-        ga = gb = None
-        if self.next_functions[0][0] is not None:
-            ga = sum_to(X.matmul(g2, X.transpose_last(b2)), a2shape).reshape(ash)
-        if self.next_functions[1][0] is not None:
-            gb = sum_to(X.matmul(X.transpose_last(a2), g2), b2shape).reshape(bsh)
-        return ga, gb
-
-
-class UnsafeViewBackward0(MatmulBackward):
-    __slots__ = ()
-
-
-class SqueezeBackward4(MatmulBackward):
-    """matmul of a vector by a matrix: PyTorch's unsqueeze(0), mm, squeeze_(0)."""
-    __slots__ = ()
-    _named_saved = {"dim": (0, "fixed")}
-
-
-class TransposeBackward0Matmul(MatmulBackward):
-    """matmul of a matrix (or a batch-1 3-d tensor) by a batch, computed by PyTorch as
-    ``(b.mT @ a.mT).mT``: its last op is a transpose."""
-    __slots__ = ()
-    _named_saved = {"dim0": (-2, "fixed"), "dim1": (-1, "fixed")}
-
-
-TransposeBackward0Matmul.__name__ = TransposeBackward0Matmul.__qualname__ = "TransposeBackward0"
-
-
-class CloneBackward0Matmul(TransposeBackward0Matmul):
-    """The same fold when the transposed result is not contiguous: PyTorch copies it."""
-    __slots__ = ()
-    _named_saved: dict = {}
-
-
-CloneBackward0Matmul.__name__ = CloneBackward0Matmul.__qualname__ = "CloneBackward0"
-
 def _same_dtype(a, b):
     if a.dtype != b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
@@ -220,25 +165,7 @@ def matmul(input, other):
     except ValueError:
         from .pointwise import broadcast_error
         raise broadcast_error(a.shape[:-2], b.shape[:-2]) from None
-    r = np.asarray(r)
-    if STATE.enabled and (input._requires_grad or other._requires_grad):
-        if a.ndim == 1 and b.ndim == 2:
-            cls = SqueezeBackward4
-        elif fold_t:
-            cls = TransposeBackward0Matmul if r.shape[-1] == 1 or r.shape[-2] == 1 or \
-                r.size == 0 else CloneBackward0Matmul
-        else:
-            cls = UnsafeViewBackward0
-        # each operand is kept only if the other's gradient needs it, as PyTorch does; an
-        # operand PyTorch copies to fold or broadcast it is kept as such a copy (so changing
-        # the operand in place afterwards is no error)
-        sa = sb = None
-        if other._requires_grad:
-            sa = Saved(input.clone() if _matmul_copies(a, b, True, cls) else input)
-        if input._requires_grad:
-            sb = Saved(other.clone() if _matmul_copies(a, b, False, cls) else other)
-        return record(r, cls((edge_of(input), edge_of(other)), (sa, sb, a.shape, b.shape)))
-    return _make(r)
+    return _make(np.asarray(r))
 
 
 def _should_fold(t1, t2):
@@ -311,24 +238,6 @@ def _folds_without_copy(a):
     PyTorch's test for folding a batch times a matrix into one mm."""
     st, sh = a.strides, a.shape
     return all(st[i] == st[i + 1] * sh[i + 1] for i in range(a.ndim - 2))
-
-
-def _matmul_copies(a, b, first, cls):
-    """Whether PyTorch's matmul of arrays ``a @ b`` (at least one of them batched) keeps a
-    copy of the first (``first``) or second operand rather than a view of it."""
-    if a.ndim <= 1 and b.ndim <= 2 or b.ndim == 1 and a.ndim <= 2:
-        return False
-    if isinstance(cls, type) and issubclass(cls, TransposeBackward0Matmul) or (
-            a.ndim == 1 and b.ndim >= 3):
-        # folded with transposes: the batched operand's transpose is reshaped (a copy)
-        return not first
-    if b.ndim <= 2:  # a folded into a matrix: a view when a is contiguous
-        return first and not _folds_without_copy(a)
-    if a.ndim <= 2:
-        return False
-    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    x = a if first else b
-    return x.shape[:-2] != batch or not x.flags.c_contiguous
 
 
 def _no_bool(name, *arrays):

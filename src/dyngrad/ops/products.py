@@ -642,11 +642,11 @@ def multi_dot(tensors):
     for i in range(1, n - 1):
         if ts[i].dim() != 2:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {ts[i].dim()}D")
-    dt = ts[0]._data.dtype
+    dt = ts[0].dtype
     for i, t in enumerate(ts[1:], 1):
-        if t._data.dtype != dt:
+        if t.dtype != dt:
             raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor "
-                               f"0 is {D.c_name(dt)} and tensor {i} {D.c_name(t._data.dtype)}")
+                               f"0 is {D.c_name(dt.np)} and tensor {i} {D.c_name(t.dtype.np)}")
     first_1d, last_1d = ts[0].dim() == 1, ts[-1].dim() == 1
     mats = [ts[0].unsqueeze(0) if first_1d else ts[0]] + ts[1:-1] + \
         [ts[-1].unsqueeze(-1) if last_1d else ts[-1]]
@@ -661,7 +661,7 @@ def multi_dot(tensors):
     return r.view(shape)
 
 
-@op(method=False)
+@composite(method=False)
 def chain_matmul(*matrices):
     """The product of 2-D matrices (deprecated in PyTorch for linalg.multi_dot)."""
     _warn.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
