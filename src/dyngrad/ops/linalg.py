@@ -8,9 +8,10 @@ import numpy as np
 
 from . import op
 from .._dtype import BF16
-from .._record import STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
+from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, record,
+                      sum_to)
 from . import _dual as X
-from ._spec import batch_aligned, defop, formula_backward, pair_public
+from ._spec import batch_aligned, defop, formula_backward, front, pair_public
 from .. import _dtype as D
 from .._fperr import quiet_off, quiet_on
 
@@ -357,35 +358,6 @@ def _(ctx, ta, tb):
 dot = dot.fn
 
 
-class AddmmBackward0(Node):
-    """beta * input + alpha * (mat1 @ mat2); BaddbmmBackward0 differs only in its products."""
-    __slots__ = ()
-
-    @staticmethod
-    def _g1(g, m2):
-        return X.matmul(g, X.transpose_last(m2))
-
-    # (g.T @ m1).T on arrays: for Linear, mat2 is W.t(), so W's gradient comes out C-ordered
-    _g2 = staticmethod(X.twin(lambda g, m1: (g.T @ m1).T,
-                              lambda g, m1: X.matmul(X.transpose_last(m1), g)))
-
-    def _bw(self, g, graph):
-        s1, s2, bshape, beta, alpha = self._saved
-        gb = g1 = g2 = None
-        nf = self.next_functions
-        if nf[0][0] is not None:
-            gb = sum_to(g if beta == 1 else g * beta, bshape)
-        if nf[1][0] is not None:
-            g1 = self._g1(g, s2.get(self, graph))
-            if alpha != 1:
-                g1 = g1 * alpha
-        if nf[2][0] is not None:
-            g2 = self._g2(g, s1.get(self, graph))
-            if alpha != 1:
-                g2 = g2 * alpha
-        return gb, g1, g2
-
-
 def _addmm_check(self_dtype, a, b):
     """addmm's argument errors in PyTorch's order: dtypes first, then shapes."""
     sn = D.scalar_type_name
@@ -418,10 +390,12 @@ def _expand_check(shape, target):
                                f"Target sizes: {list(target)}.  Tensor sizes: {list(shape)}")
 
 
-@op()
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+@defop("addmm", node="AddmmBackward0", inputs=("self", "mat1", "mat2"),
+       saved=("mat1", "mat2", "beta", "alpha"), saved_for={"mat1": (2,), "mat2": (1,)},
+       broadcast=True, batch=lambda spec, arrays, params: _addmm_batched(*arrays, **params))
+def addmm(self, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2); AddmmBackward0."""
-    a, b, c = mat1._data, mat2._data, input._data
+    a, b, c = mat1, mat2, self
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or not \
             (a.dtype is b.dtype is c.dtype):
         _addmm_check(c.dtype, a, b)
@@ -440,13 +414,115 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         raise
     if a.dtype is BF16:  # NumPy's float32 product, the bias added in float32, rounded once
         r = r.astype(BF16)
-    if STATE.enabled and (input._requires_grad or mat1._requires_grad or mat2._requires_grad):
-        node = AddmmBackward0((edge_of(input), edge_of(mat1), edge_of(mat2)),
-                              (Saved(mat1) if mat2._requires_grad else None,
-                               Saved(mat2) if mat1._requires_grad else None,
-                               c.shape, beta, alpha))
-        return record(r, node)
-    return _make(r)
+    return r
+
+
+def _addmm_batched(c, a, b, beta=1, alpha=1):
+    """addmm over a leading batch axis (the input's dims aligned after it)."""
+    r = np.matmul(a, b)
+    if alpha != 1:
+        r = r * alpha
+    if beta == 0:
+        return r
+    c = batch_aligned((c, r))[0]
+    return r + (c if beta == 1 else beta * c)
+
+
+# (g.T @ m1).T on arrays: for Linear, mat2 is W.t(), so W's gradient comes out C-ordered
+_addmm_g2 = X.twin(lambda g, m1: (g.T @ m1).T, lambda g, m1: X.matmul(X.transpose_last(m1), g))
+
+
+@addmm.backward
+def _(ctx, grad):
+    return blend_grads(ctx, grad,
+                       X.matmul(grad, X.transpose_last(ctx.mat2)) if ctx.needs(1) else None,
+                       _addmm_g2(grad, ctx.mat1) if ctx.needs(2) else None)
+
+
+@addmm.jvp
+def _(ctx, tx, t1, t2):
+    s1, s2 = ctx.shape(1), ctx.shape(2)
+    return _blend_jvp(ctx, tx, X.product_rule(ctx.mat1, ctx.mat2, t1, t2, X.matmul),
+                      (s1[0], s2[1]))
+
+
+def _blend_jvp(ctx, tx, tprod, shape):
+    """The tangent of ``beta * input + alpha * prod`` (the result of ``shape``) from the
+    input's tangent and the product's (None: none)."""
+    beta, alpha = ctx.beta, ctx.alpha
+    if tprod is not None and alpha != 1:
+        tprod = tprod * alpha
+    if tx is None:
+        return tprod
+    tx = tx if beta == 1 else tx * beta
+    return X.expand_to(tx, shape) if tprod is None else tprod + tx
+
+
+# PyTorch's node also shows each matrix's sizes, and the strides of a kept one
+addmm.node_cls._named_saved.update({"mat1_sym_sizes": (5, "same"), "mat1_sym_strides": (0, "strides"),
+                                    "mat2_sym_sizes": (6, "same"),
+                                    "mat2_sym_strides": (1, "strides")})
+_addmm_spec = addmm
+_addmm_node = addmm.node_cls
+_addmm_general_bw = _addmm_node._bw
+
+
+def _addmm_bw(self, g, graph):
+    """The node's plain backward, on the saved values directly (the hot path of Linear)."""
+    if graph:
+        return _addmm_general_bw(self, g, graph)
+    s1, s2, beta, alpha, shape = self._saved[:5]
+    nf = self.next_functions
+    gb = g1 = g2 = None
+    m1 = s1.get(self, False) if s1 is not None else None
+    m2 = s2.get(self, False) if s2 is not None else None
+    if nf[0][0] is not None:
+        gb = g if beta == 1 else g * beta
+        if gb.shape != shape:
+            gb = sum_to(gb, shape)
+    if nf[1][0] is not None:
+        g1 = g @ m2.T
+        if alpha != 1:
+            g1 = g1 * alpha
+    if nf[2][0] is not None:
+        g2 = (g.T @ m1).T
+        if alpha != 1:
+            g2 = g2 * alpha
+    return gb, g1, g2
+
+
+_addmm_node._bw = _addmm_bw
+
+
+def _addmm_front(*args, **kwargs):
+    """addmm; the common call (three float Tensors of one dtype by position, matrices that
+    multiply) runs the forward and records the node without binding arguments."""
+    if len(args) == 3 and not kwargs:
+        input, mat1, mat2 = args
+        try:
+            c, a, b = input._data, mat1._data, mat2._data
+        except AttributeError:
+            return _addmm_spec.declared(*args)
+        if a.dtype is b.dtype is c.dtype and a.dtype.kind == "f" and a.ndim == 2 and \
+                b.ndim == 2 and a.shape[1] == b.shape[0]:
+            r = _addmm_spec.forward(c, a, b)
+            r1, r2 = mat1._requires_grad, mat2._requires_grad
+            if not (STATE.enabled and (input._requires_grad or r1 or r2)):
+                return _make(r)
+            res = _make(r)
+            res._requires_grad = True
+            res._grad_fn = node = _addmm_node(
+                (edge_of(input), edge_of(mat1), edge_of(mat2)),
+                (Saved(mat1) if r2 else None, Saved(mat2) if r1 else None, 1, 1, c.shape,
+                 a.shape, b.shape), r.dtype)
+            if RECORD_HOOKS:
+                for h in RECORD_HOOKS:
+                    h(res, node)
+            return res
+    return _addmm_spec.declared(*args, **kwargs)
+
+
+addmm = front(_addmm_spec, _addmm_front)
 
 
 @defop("baddbmm", node="BaddbmmBackward0", inputs=("self", "batch1", "batch2"),

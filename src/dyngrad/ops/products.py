@@ -13,7 +13,7 @@ from . import _dual as X
 from ._spec import batch_aligned, defop
 from .._record import Tensor, raw_dim
 from .views import unsafe_view as _unsafe_view
-from .linalg import blend_grads
+from .linalg import _blend_jvp, blend_grads
 from .._tensor import _dim
 from .. import _dtype as D
 from .pointwise import broadcast_error
@@ -229,18 +229,6 @@ def _(ctx, grad):
 def _(ctx, tx, tm, tv):
     return _blend_jvp(ctx, tx, X.product_rule(ctx.mat, ctx.vec, tm, tv, X.matmul),
                       (ctx.shape(1)[0],))
-
-
-def _blend_jvp(ctx, tx, tprod, shape):
-    """The tangent of ``beta * input + alpha * prod`` (the result of ``shape``) from the
-    input's tangent and the product's (None: none)."""
-    beta, alpha = ctx.beta, ctx.alpha
-    if tprod is not None and alpha != 1:
-        tprod = tprod * alpha
-    if tx is None:
-        return tprod
-    tx = tx if beta == 1 else tx * beta
-    return X.expand_to(tx, shape) if tprod is None else tprod + tx
 
 
 addmv = addmv.fn
