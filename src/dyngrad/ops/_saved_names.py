@@ -55,7 +55,6 @@ SAVED_NAMES: dict = {
     "LerpBackward1": {"self": (0, "tensor"), "end": (1, "tensor"), "weight": (2, "tensor")},
     "LinalgCholeskyExBackward0": {"L": (0, "tensor"), "upper": (1, "same")},
     "LinalgEighBackward0": {"eigenvalues": (0, "tensor")},
-    "LinalgMatrixExpBackward0": {"self": (0, "tensor")},
     "LinalgQrBackward0": {"Q": (0, "tensor"), "R": (1, "tensor"), "mode": (2, "same")},
     "LinalgSlogdetBackward0": {"A": (0, "tensor")},
     "LinalgSolveExBackward0": {"A": (0, "tensor"), "result": (1, "tensor"), "left": (3, "same")},

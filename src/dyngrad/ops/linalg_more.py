@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import op
+from . import _dual as X
+from ._spec import defop
 from ._formula import FormulaNode
-from .._record import STATE, Saved, Tensor, edge_of, notify, record
+from .._record import STATE, Saved, Tensor, edge_of, notify
 from .reduction import return_type
 from .. import _dtype as D
 
@@ -42,7 +44,11 @@ def _check(A, fn, square=False):
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg_{fn}(): argument 'A' (position 1) must be Tensor, not "
                         f"{D.type_name(A)}")
-    d = A._data
+    return _check_array(A._data, fn, square)
+
+
+def _check_array(d, fn, square=False):
+    """PyTorch's errors for a matrix argument ``d`` (an array) of linalg.<fn>."""
     if d.ndim < 2:
         raise RuntimeError(f"linalg.{fn}: The input tensor A must have at least 2 dimensions.")
     if d.dtype not in D.INEXACT:
@@ -242,32 +248,38 @@ def _expm_np(a):
     return r
 
 
-class LinalgMatrixExpBackward0(FormulaNode):
-    """grad = the top-right block of exp([[A^T, G], [0, A^T]]) (itself differentiable)."""
-    __slots__ = ()
-
-    def formula(self, g, A):
-        t = _pkg()
-        n = A.shape[-1]
-        At = A.mT
-        top = t.cat([At, g], -1)
-        bottom = t.cat([t.zeros_like(At), At], -1)
-        big = t.matrix_exp(t.cat([top, bottom], -2))
-        return big[..., :n, n:],
-
-
-@op()
-def matrix_exp(A):
+@defop("matrix_exp", node="LinalgMatrixExpBackward0", saved=("self",),
+       batch=lambda spec, arrays, params: spec.forward(arrays[0]))
+def matrix_exp(self):
     """The matrix exponential of square matrices; LinalgMatrixExpBackward0."""
-    d = _check(A, "matrix_exp", True)
+    d = _check_array(self, "matrix_exp", True)
     if d.shape[-1] == 0:
         # PyTorch returns a clone of 0 x 0 matrices, strides kept
-        r = np.ndarray(d.shape, d.dtype, np.empty(0, d.dtype), strides=d.strides)
-    else:
-        r = _col_major(_expm(d) if d.size else d, False)
-    if STATE.enabled and A._requires_grad:
-        return record(r, LinalgMatrixExpBackward0((edge_of(A),), (Saved(A),)))
-    return _make(r)
+        return np.ndarray(d.shape, d.dtype, np.empty(0, d.dtype), strides=d.strides)
+    return _col_major(_expm(d) if d.size else d, False)
+
+
+def _block_exp(ctx, A, E):
+    """The top-right block of exp([[A, E], [0, A]]): the derivative of exp at A in the
+    direction E (PyTorch's differential_analytic_matrix_function)."""
+    n = X.data(A).shape[-1]
+    top = X.cat([A, E], -1)
+    bottom = X.cat([X.zeros_like(A), A], -1)
+    big = ctx.op("matrix_exp", X.cat([top, bottom], -2))
+    return big[..., :n, n:]
+
+
+@matrix_exp.backward
+def _(ctx, grad):
+    return _block_exp(ctx, X.transpose_last(ctx.self), grad),
+
+
+@matrix_exp.jvp
+def _(ctx, t):
+    return _block_exp(ctx, ctx.self, t)
+
+
+matrix_exp = matrix_exp.fn
 
 
 # --- symmetric eigendecomposition ------------------------------------------------------------
