@@ -56,7 +56,6 @@ SAVED_NAMES: dict = {
     "LinalgCholeskyExBackward0": {"L": (0, "tensor"), "upper": (1, "same")},
     "LinalgEighBackward0": {"eigenvalues": (0, "tensor")},
     "LinalgQrBackward0": {"Q": (0, "tensor"), "R": (1, "tensor"), "mode": (2, "same")},
-    "LinalgSlogdetBackward0": {"A": (0, "tensor")},
     "LinalgSolveExBackward0": {"A": (0, "tensor"), "result": (1, "tensor"), "left": (3, "same")},
     "LinalgSvdBackward0": {"S": (1, "tensor"), "full_matrices": (3, "same")},
     "LinalgVectorNormBackward0": {

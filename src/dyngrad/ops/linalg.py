@@ -11,7 +11,9 @@ from .._dtype import BF16
 from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, record,
                       sum_to)
 from . import _dual as X
-from ._spec import batch_aligned, defop, formula_backward, front, pair_public
+from ._spec import (batch_aligned, defop, every_output, formula_backward, front, pair_public,
+                    quick)
+from .reduction import return_type
 from .. import _dtype as D
 from .._fperr import quiet_off, quiet_on
 
@@ -1097,52 +1099,86 @@ def _(ctx, t):
 det = det.fn
 
 
-class LinalgSlogdetBackward0(Node):
-    """PyTorch's slogdet_backward: (grad_logabsdet - i imag(conj(grad_sign) sign)) A^{-H}
-    (the sign's gradient only for complex A), written in PyTorch's convention for complex
-    input, so no conjugating twin."""
-    __slots__ = ()
-    _nout = 2
-    _holomorphic = False
-
-    def _bw(self, g, graph):
-        gs, gl = g
-        a = self._saved[0].get(self, graph)
-        ad = X.data(a)
-        if ad.dtype.kind == "c" and gs is not None:
-            sign = slogdet(a)[0] if graph else np.linalg.slogdet(ad)[0]
-            rot = (gs.conj() * sign).imag * -1j
-            gl = rot if gl is None else gl + rot
-        if gl is None:
-            return None,
-        nd = ad.ndim
-        return X.unsqueeze_dims(gl, (nd - 2, nd - 1), nd) * X.adjoint_last(_inv_any(a)),
+@defop("slogdet", node="LinalgSlogdetBackward0", inputs=("A",), saved=("A", "result"),
+       names={"result": "sign"}, outputs=("sign", "logabsdet"), holomorphic=False,
+       batch=lambda spec, arrays, params: spec.forward(arrays[0]))
+def slogdet(A):
+    """(sign, log|det|) of square matrices; both outputs of LinalgSlogdetBackward0."""
+    _square("linalg.slogdet", A)
+    s, l = np.linalg.slogdet(A)
+    return _col_major(s, False), _col_major(l, False)
 
 
-def _rt_slogdet():
-    from .reduction import return_type
-    return return_type("linalg_slogdet", ("sign", "logabsdet"))
+@slogdet.backward
+def _(ctx, grads):
+    # PyTorch's slogdet_backward: (grad_logabsdet - i imag(conj(grad_sign) sign)) A^{-H} (the
+    # sign's gradient only for complex A), written as PyTorch's gradient for complex input
+    gs, gl = grads
+    a = ctx.A
+    if X.data(a).dtype.kind == "c" and gs is not None:
+        rot = (X.conj(gs) * ctx.result).imag * -1j
+        gl = rot if gl is None else gl + rot
+    if gl is None:
+        return None,
+    nd = X.data(a).ndim
+    return X.unsqueeze_dims(gl, (nd - 2, nd - 1), nd) * X.adjoint_last(_inv_any(a)),
 
 
-RT_SLOGDET = _rt_slogdet()
+@slogdet.jvp
+def _(ctx, t):
+    # the trace of A^{-1} dA: the tangent of log|det| is its real part, the sign's (complex A)
+    # i times its imaginary part times the sign
+    tr = X.matmul(_inv_any(ctx.A), t).diagonal(0, -2, -1).sum(-1)
+    sign = ctx.result
+    if not tr.is_complex():
+        return X.zeros_like(sign), tr
+    return sign * (tr.imag * 1j), tr.real
 
 
-@op()
-def slogdet(input):
-    """(sign, log|det|) of a square matrix; the log gets LinalgSlogdetBackward0's gradient."""
-    a = input._data
-    _square("linalg.slogdet", a)
-    s, l = np.linalg.slogdet(a)
-    s, l = _col_major(s, False), _col_major(l, False)
-    if STATE.enabled and input._requires_grad:
-        node = LinalgSlogdetBackward0((edge_of(input),), (Saved(input),))
-        ts, tl = record(s, node), record(l, node)
-        tl._output_nr = 1
-        if s.dtype != l.dtype:  # complex input: a complex sign, a real log|det|, no one dtype
-            node._odt = None  # for the incoming gradients
+def _saved_lu(node, part):
+    """The LU factorization of the saved A with its pivots (1-based, int32), which PyTorch's
+    node keeps: computed from A when read."""
+    import scipy.linalg as sl
+    a = node._saved_A._data
+    # LAPACK reads a row-major real matrix as its transpose: PyTorch factors that (a complex
+    # one it copies column by column first)
+    col = a.dtype.kind == "c" or (a.shape[-1] > 1 and a.strides[-2] < a.strides[-1])
+    if a.size == 0:
+        return _make(_col_major(np.zeros(a.shape, a.dtype)) if part == 0 else
+                     _col_major(np.zeros(a.shape[:-1], np.int32), False))
+    flat = a.reshape((-1,) + a.shape[-2:])
+    lus, pivs = [], []
+    for m in flat:
+        lu, piv = sl.lu_factor(m if col else m.T, check_finite=False)
+        lus.append(lu)
+        pivs.append(piv + 1)
+    if part == 0:
+        return _make(_col_major(np.array(lus).reshape(a.shape)))
+    return _make(np.array(pivs, dtype=np.int32).reshape(a.shape[:-1]))
 
-        return RT_SLOGDET(ts, tl)
-    return RT_SLOGDET(_make(s), _make(l))
+
+_slogdet_spec = every_output(slogdet)
+_slogdet_spec.node_cls._saved_LU = property(lambda self: _saved_lu(self, 0))
+_slogdet_spec.node_cls._saved_pivots = property(lambda self: _saved_lu(self, 1))
+RT_SLOGDET = return_type("linalg_slogdet", ("sign", "logabsdet"))
+_NO_ARGS: dict = {}
+
+
+def _slogdet_front(A):
+    if not isinstance(A, Tensor):
+        return _slogdet_spec.declared(A)
+    return quick(_slogdet_spec, A, (), _NO_ARGS, _NO_ARGS)
+
+
+slogdet = front(_slogdet_spec, _slogdet_front)
+
+
+def linalg_slogdet(A):
+    """``torch.linalg.slogdet``: (sign, log|det|) of square matrices, as a linalg_slogdet."""
+    return RT_SLOGDET(*slogdet(A))
+
+
+linalg_slogdet.__name__ = "slogdet"
 
 
 @op()
