@@ -57,7 +57,6 @@ SAVED_NAMES: dict = {
     "LinalgEighBackward0": {"eigenvalues": (0, "tensor")},
     "LinalgQrBackward0": {"Q": (0, "tensor"), "R": (1, "tensor"), "mode": (2, "same")},
     "LinalgSolveExBackward0": {"A": (0, "tensor"), "result": (1, "tensor"), "left": (3, "same")},
-    "LinalgSvdBackward0": {"S": (1, "tensor"), "full_matrices": (3, "same")},
     "LinalgVectorNormBackward0": {
         "self": (0, "tensor"),
         "result": (1, "tensor"),
