@@ -401,6 +401,11 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or not \
             (a.dtype is b.dtype is c.dtype):
         _addmm_check(c.dtype, a, b)
+    if a.dtype.kind in "biu":
+        if a.dtype == np.bool_:
+            raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+        # integer results take beta and alpha truncated to the dtype (wrapping), as PyTorch's
+        beta, alpha = (np.asarray(int(v)).astype(a.dtype) for v in (beta, alpha))
     r = a @ b
     if alpha != 1:
         r *= alpha
@@ -1105,6 +1110,8 @@ det = det.fn
 def slogdet(A):
     """(sign, log|det|) of square matrices; both outputs of LinalgSlogdetBackward0."""
     _square("linalg.slogdet", A)
+    if A.dtype == np.float16:
+        raise RuntimeError("linalg.slogdet: Low precision dtypes not supported. Got Half")
     s, l = np.linalg.slogdet(A)
     return _col_major(s, False), _col_major(l, False)
 
@@ -1167,6 +1174,9 @@ _NO_ARGS: dict = {}
 def _slogdet_front(A):
     if not isinstance(A, Tensor):
         return _slogdet_spec.declared(A)
+    if A._data.dtype == D.BF16:
+        _square("linalg.slogdet", A._data)
+        raise RuntimeError("linalg.slogdet: Low precision dtypes not supported. Got BFloat16")
     return quick(_slogdet_spec, A, (), _NO_ARGS, _NO_ARGS)
 
 
