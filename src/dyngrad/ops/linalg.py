@@ -470,6 +470,7 @@ addmm.node_cls._named_saved.update({"mat1_sym_sizes": (5, "same"), "mat1_sym_str
                                     "mat2_sym_sizes": (6, "same"),
                                     "mat2_sym_strides": (1, "strides")})
 _addmm_spec = addmm
+_addmm_forward = addmm.forward
 _addmm_node = addmm.node_cls
 _addmm_general_bw = _addmm_node._bw
 
@@ -502,30 +503,42 @@ _addmm_node._bw = _addmm_bw
 
 
 def _addmm_front(*args, **kwargs):
-    """addmm; the common call (three float Tensors of one dtype by position, matrices that
-    multiply) runs the forward and records the node without binding arguments."""
+    """addmm; the common call (three Tensors by position) runs the forward (for float
+    matrices that multiply and a bias that broadcasts, its one product and sum inline) and
+    records the node without binding arguments."""
     if len(args) == 3 and not kwargs:
         input, mat1, mat2 = args
         try:
             c, a, b = input._data, mat1._data, mat2._data
         except AttributeError:
             return _addmm_spec.declared(*args)
+        r = None
         if a.dtype is b.dtype is c.dtype and a.dtype.kind == "f" and a.ndim == 2 and \
                 b.ndim == 2 and a.shape[1] == b.shape[0]:
-            r = _addmm_spec.forward(c, a, b)
-            r1, r2 = mat1._requires_grad, mat2._requires_grad
-            if not (STATE.enabled and (input._requires_grad or r1 or r2)):
-                return _make(r)
-            res = _make(r)
-            res._requires_grad = True
-            res._grad_fn = node = _addmm_node(
-                (edge_of(input), edge_of(mat1), edge_of(mat2)),
-                (Saved(mat1) if r2 else None, Saved(mat2) if r1 else None, 1, 1, c.shape,
-                 a.shape, b.shape), r.dtype)
-            if RECORD_HOOKS:
-                for h in RECORD_HOOKS:
-                    h(res, node)
-            return res
+            r = a @ b
+            try:
+                r += c
+            except ValueError:
+                r = None
+        if r is None:
+            try:
+                r = _addmm_forward(c, a, b)
+            except RuntimeError:
+                edges_first(input, mat1, mat2)  # a stale view's error comes first
+                raise
+        r1, r2 = mat1._requires_grad, mat2._requires_grad
+        if not (STATE.enabled and (input._requires_grad or r1 or r2)):
+            return _make(r)
+        res = _make(r)
+        res._requires_grad = True
+        res._grad_fn = node = _addmm_node(
+            (edge_of(input), edge_of(mat1), edge_of(mat2)),
+            (Saved(mat1) if r2 else None, Saved(mat2) if r1 else None, 1, 1, c.shape,
+             a.shape, b.shape), r.dtype)
+        if RECORD_HOOKS:
+            for h in RECORD_HOOKS:
+                h(res, node)
+        return res
     return _addmm_spec.declared(*args, **kwargs)
 
 
