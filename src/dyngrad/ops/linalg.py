@@ -6,7 +6,7 @@ from functools import partial
 
 import numpy as np
 
-from . import op
+from . import composite, op
 from .._dtype import BF16
 from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, record,
                       sum_to)
@@ -640,7 +640,7 @@ from collections import Counter as _Counter  # noqa: E402
 from .._record import notify  # noqa: E402
 
 
-@op(methods=("ger",))
+@composite(methods=("ger",))
 def outer(input, vec2):
     """Outer product of two vectors (a column times a row); MulBackward0."""
     if input.dim() != 1 or vec2.dim() != 1:
@@ -649,7 +649,7 @@ def outer(input, vec2):
     return input.reshape(-1, 1) * vec2
 
 
-op("ger", method=False)(outer)
+composite("ger", method=False)(outer)
 
 
 class _EinsumPlan:

@@ -532,16 +532,16 @@ def tensordot(a, b, dims=2):
         if not isinstance(x, Tensor):
             raise AttributeError(f"'{type(x).__name__}' object has no attribute 'dim'")
     da, db = _td_dims(dims, a.dim(), b.dim())
-    if a._data.dtype != b._data.dtype:
+    if a.dtype != b.dtype:
         raise RuntimeError("both inputs should have same dtype")
     t1, t2 = a, b
     csize = 1
     for x, y in zip(da, db):
         s1, s2 = a.shape[x], b.shape[y]
         if s2 == 1:  # a broadcast dim: summed right away
-            t1 = t1.sum(x, True, dtype=D.FROM_NP[t1._data.dtype])
+            t1 = t1.sum(x, True, dtype=t1.dtype)
         elif s1 == 1:
-            t2 = t2.sum(y, True, dtype=D.FROM_NP[t2._data.dtype])
+            t2 = t2.sum(y, True, dtype=t2.dtype)
         elif s1 != s2:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {s1} in "
                                f"dim {x} and second has size {s2} in dim {y}")
@@ -560,7 +560,7 @@ def tensordot(a, b, dims=2):
         return _pkg().mm(t1.reshape(size1, csize), t2.reshape(csize, size2)).reshape(rsizes)
     if t1.is_contiguous() and t2.is_contiguous():
         return _pkg().dot(t1.flatten(), t2.flatten()).reshape(rsizes)
-    return (t1.squeeze() * t2.squeeze()).sum(dtype=D.FROM_NP[t1._data.dtype]).reshape(rsizes)
+    return (t1.squeeze() * t2.squeeze()).sum(dtype=t1.dtype).reshape(rsizes)
 
 
 def _dim_set(dims, n):
@@ -574,7 +574,7 @@ def _dim_set(dims, n):
     return seen
 
 
-@op()
+@composite()
 def inner(input, other):
     """Inner product over the last dim (a product with a 0-d operand)."""
     _need_tensor("inner", "other", 2, other)
@@ -694,13 +694,13 @@ def _softmax_like(name, input, dim, dtype):
     return getattr(F, name)(input, dim, dtype=dtype)
 
 
-@op()
+@composite()
 def softmax(input, dim=_NO_DIM, dtype=None):
     """Softmax along ``dim`` (after a cast to ``dtype`` when given); SoftmaxBackward0."""
     return _softmax_like("softmax", input, dim, dtype)
 
 
-@op()
+@composite()
 def log_softmax(input, dim=_NO_DIM, dtype=None):
     """Log-softmax along ``dim`` (after a cast to ``dtype`` when given); LogSoftmaxBackward0."""
     return _softmax_like("log_softmax", input, dim, dtype)
