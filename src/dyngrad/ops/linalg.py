@@ -125,7 +125,7 @@ def _matmul_check(a, b, ka, kb, fold_t=False, unfolded=False):
     raise RuntimeError(f"expected scalar type {sn(a.dtype)} but found {sn(b.dtype)}")
 
 
-@op(methods=("__matmul__",))
+@composite(methods=("__matmul__",))
 def matmul(input, other):
     """Matrix product with NumPy's/PyTorch's shape rules (1-D, 2-D, batched, broadcast)."""
     if not isinstance(other, Tensor):
@@ -980,7 +980,7 @@ def _einsum_numpy(plan, operands):
     return _make(r)
 
 
-@op(method=False)
+@composite(method=False)
 def einsum(equation, *operands):
     """Einstein summation: PyTorch's composition of permutes, bmm and views when recording
     (``_einsum_graph``), one NumPy einsum otherwise."""
@@ -1204,7 +1204,7 @@ def linalg_slogdet(A):
 linalg_slogdet.__name__ = "slogdet"
 
 
-@op()
+@composite()
 def logdet(input):
     """log(det(A)) (NaN for a negative determinant)."""
     s, l = slogdet(input)

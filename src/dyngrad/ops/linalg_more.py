@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import op
+from . import composite, op
 from . import _dual as X
 from ._spec import defop, every_output, front, quick
 from ._formula import FormulaNode
@@ -287,7 +287,7 @@ def svdvals(A, *, driver=None):
     return _make(_col_major(np.linalg.svd(d, compute_uv=False), False))
 
 
-@op()
+@composite()
 def svd(input, some=True, compute_uv=True):
     """``torch.svd``: (U, S, V) with ``input = U diag(S) V^T`` (V, not Vh): linalg.svd's
     factors, V its Vh's conjugate transpose (TransposeBackward0), as PyTorch composes it."""

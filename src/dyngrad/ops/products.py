@@ -520,7 +520,7 @@ def _td_dims(dims, na, nb):
     return [int(d) for d in da], [int(d) for d in db]
 
 
-@op(method=False)
+@composite(method=False)
 def tensordot(a, b, dims=2):
     """Contract ``dims`` of ``a`` with ``dims`` of ``b`` as PyTorch composes it: a contracted
     dim of size 1 on one side summed away on the other, both operands permuted (contracted
