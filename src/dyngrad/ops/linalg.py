@@ -6,7 +6,7 @@ from functools import partial
 
 import numpy as np
 
-from . import composite, op
+from . import composite
 from .._dtype import BF16
 from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, record,
                       sum_to)

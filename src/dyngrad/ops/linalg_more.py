@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import composite, op
+from . import composite
 from . import _dual as X
 from ._spec import defop, every_output, front, quick
 from ._formula import FormulaNode
