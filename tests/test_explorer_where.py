@@ -55,3 +55,22 @@ def test_ipython_cell_names():
         assert where == {"MulBackward0": f"Cell In[{m}], line 3", "SumBackward0": f"Cell In[{m}], line 3"}
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_an_ops_first_call_names_the_callers_line(tmp_path):
+    """A declared op's code is compiled on its first call, through a stand-in: the node that
+    call records still names the caller's line (in a fresh interpreter, where every call of
+    the script is a first call)."""
+    import subprocess
+    import sys
+    script = tmp_path / "first_call.py"
+    script.write_text(
+        "import dyngrad as torch\n"
+        "from dyngrad.viz import record\n"
+        "x = torch.randn(3, 4, requires_grad=True)\n"
+        "with record() as rec:\n"
+        "    y = torch.logcumsumexp(x, 1).kthvalue(2, 1).values.sum()\n"
+        "print(sorted({n['src']['file'] for n in rec.nodes if n['kind'] == 'op'}))\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == repr([str(script)]), out

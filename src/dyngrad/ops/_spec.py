@@ -2228,9 +2228,12 @@ def _compiled_lazily(make_src: Callable, ns: dict, name: str, filename: str | No
     identity runs, which takes the real code in its place, so importing compiles nothing."""
     code = _STAND_IN.get(name)
     if code is None:
+        import os
+        # (under a file name of the package, as _compiled's: a node created on the first call,
+        # through the stand-in, names the caller's line, not the stand-in's)
         code = _STAND_IN[name] = compile(
             f"def {name}(*args, **kwargs):\n    _build()\n    return {name}(*args, **kwargs)\n",
-            "<defop>", "exec")
+            os.path.join(os.path.dirname(__file__), "<defop>"), "exec")
 
     def build():
         src = make_src()
