@@ -379,7 +379,37 @@ def _targets():
             w[k] = _WRAPPERS[(id(owner), k)]
             o[k] = v
     _MODULE_SWAP.extend(by_owner.values())
+    _MODULE_SWAP.extend(_ops_globals())
     return _TARGETS
+
+
+def _ops_globals():
+    """The public ops as the ops modules hold them (a composite's body calls ``cat`` from
+    ops/shape.py, not ``dyngrad.cat``): each swapped for its dispatching form while vmap
+    runs, as the public names are."""
+    import sys
+    public = {}
+    for (prefix, k), v in _ORIG.items():
+        for f in (v, getattr(v, "__wrapped__", None)):
+            # an op public under several names goes by its own (``cat``, not ``concat``)
+            if f is not None and (id(f) not in public or k == f.__name__):
+                public[id(f)] = (f, prefix + k)
+    swaps = []
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or not mod_name.startswith("dyngrad.ops."):
+            continue
+        d = vars(mod)
+        wrapped, orig = {}, {}
+        for k, v in d.items():
+            hit = public.get(id(v)) if isinstance(v, types.FunctionType) else None
+            if hit is not None and hit[0] is v and hit[1] not in RANDOM:
+                w = _BY_ID.get(id(v))
+                if w is None:
+                    w = _BY_ID[id(v)] = _wrapper(v, hit[1])
+                wrapped[k], orig[k] = w, v
+        if wrapped:
+            swaps.append((d, wrapped, orig))
+    return swaps
 
 
 _STATIC: list = []

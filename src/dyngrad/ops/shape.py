@@ -9,10 +9,10 @@ import functools
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, composite, op
+from . import OPS, composite
 from .._record import STATE, Tensor, edge_of, record
 from . import _dual as X
-from ._spec import _int_arg, _tensor_list, defop, defview, fp_safe, int64_saved, varargs_method
+from ._spec import _int_arg, defop, defview, fp_safe, int64_saved, varargs_method
 from .indexing import SelectBackwardBackward0, SliceBackwardBackward0
 from .views import permute, reshape, expand
 from .._tensor import Size, _dim, channels_last_format
@@ -137,7 +137,19 @@ stack.jvp(_list_jvp("stack"))
 stack = stack.fn
 
 
-@op(method=False)
+def _tensors_arg(tensors, name):
+    """``tensors`` checked as PyTorch's TensorList argument (a tuple or list of Tensors),
+    without reading their storage (vmap's batched tensors have none)."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {D.type_name(tensors)}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{D.type_name(t)}")
+
+
+@composite(method=False)
 def atleast_1d(*tensors):
     """Tensors with at least one dimension (0-d ones become shape [1])."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
@@ -176,15 +188,15 @@ def atleast_3d(*tensors):
 @composite(method=False)
 def hstack(tensors):
     """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1)."""
-    _tensor_list(tensors, "hstack")
+    _tensors_arg(tensors, "hstack")
     ts = atleast_1d(list(tensors))
-    return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1)
+    return cat(ts, 0 if ts and ts[0].dim() == 1 else 1)
 
 
 @composite(method=False)
 def vstack(tensors):
     """Concatenate row-wise after making every tensor at least 2-D."""
-    _tensor_list(tensors, "vstack")
+    _tensors_arg(tensors, "vstack")
     return cat(atleast_2d(list(tensors)), 0)
 
 
@@ -192,18 +204,18 @@ row_stack = vstack
 composite("row_stack", method=False)(vstack)
 
 
-@op(method=False)
+@composite(method=False)
 def dstack(tensors):
     """Concatenate depth-wise (dim 2) after making every tensor at least 3-D."""
-    _tensor_list(tensors, "dstack")
+    _tensors_arg(tensors, "dstack")
     return cat(atleast_3d(list(tensors)), 2)
 
 
-@op(method=False)
+@composite(method=False)
 def column_stack(tensors):
     """Stack 1-D tensors as columns, concatenate 2-D ones along dim 1."""
-    _tensor_list(tensors, "column_stack")
-    ts = [t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in tensors]
+    _tensors_arg(tensors, "column_stack")
+    ts = [t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors]
     return cat(ts, 1)
 
 
@@ -594,7 +606,7 @@ def tile(input, *dims):
     return repeat(input, reps)
 
 
-@op()
+@composite()
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element repeated ``repeats`` times (along ``dim``, or of the flattened tensor).
 
@@ -611,11 +623,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                           {"dim": dim, "output_size": output_size})
     repeats = int(repeats)
     x = input if dim is not None else input.flatten()
-    k = _dim(dim if dim is not None else 0, input._data.ndim)
+    k = _dim(dim if dim is not None else 0, input.dim())
     if repeats < 0:
         raise RuntimeError("Repeats must be non-negative")
     u = x.unsqueeze(k + 1)
-    shape = list(u._data.shape)
+    shape = list(u.shape)
     shape[k + 1] = repeats
     if output_size is not None and output_size != shape[k] * repeats:
         raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
@@ -628,10 +640,10 @@ def _repeat_interleave_tensor(input, repeats, dim, output_size):
     x = input if dim is not None else input.flatten()
     k = 0
     if dim is not None:
-        if x._data.ndim == 0:
+        if x.dim() == 0:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-        k = _dim(dim, x._data.ndim)
-    n = x._data.shape[k]
+        k = _dim(dim, x.dim())
+    n = x.shape[k]
     r = repeats._data
     if r.ndim == 0 or (r.ndim == 1 and r.shape[0] == 1):
         r = np.broadcast_to(r.reshape(1), (n,))

@@ -259,7 +259,7 @@ def _diff_n(x, n, dim):
     size = x.shape[_dim(dim, x.dim())]
     out_len = size - 1
     n = min(n, size)
-    boolean = not x.is_floating_point() and not x.is_complex() and x.dtype == D.bool
+    boolean = x.dtype == D.bool_
     r = x
     for _ in range(n):
         hi, lo = r.narrow(dim, 1, out_len), r.narrow(dim, 0, out_len)
@@ -286,7 +286,7 @@ def _diff(p, input, n=1, dim=-1, prepend=None, append=None):
     return _diff_n(cat(parts, dim), n, dim)
 
 
-diff = dual("diff", _diff)
+diff = dual("diff", _diff, composite=True)
 
 
 # --- fill_diagonal_ --------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from . import composite, op
+from . import composite
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from .._tensor import Size, _dim, _storage_root
 from . import _dual as X
@@ -1290,23 +1290,23 @@ front(_complex_op, complex)
 def _part(input, name, index):
     if not isinstance(input, Tensor):
         raise _D.not_tensor(name, "input", 1, input)
-    if input._data.dtype.kind != "c":
+    if not input.is_complex():
         if index == 0:
             return input  # PyTorch's real of a real tensor is the tensor itself
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     from .shape import select
     # PyTorch saves the dim as given to its select: the real view's last one, non-negative
-    return select(view_as_real(input), input._data.ndim, index)
+    return select(view_as_real(input), input.dim(), index)
 
 
-@op(method=False)
+@composite(method=False)
 def real(input):
     """The real part of a complex tensor, a view (``view_as_real(input)[..., 0]``, as PyTorch
     records it: SelectBackward0 of ViewAsRealBackward0); a real tensor itself."""
     return _part(input, "real", 0)
 
 
-@op(method=False)
+@composite(method=False)
 def imag(input):
     """The imaginary part of a complex tensor, a view (``view_as_real(input)[..., 1]``)."""
     return _part(input, "imag", 1)
