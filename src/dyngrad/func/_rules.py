@@ -10,7 +10,8 @@ from ..autograd.function import Function
 from ..ops import OPS
 from ..ops._spec import ELEMENTWISE
 from ._batched import (BatchedTensor, INPLACE_MSG, LEVELS, RANDOM_MSG, RULES, _union,
-                       align, call, dispatch, expand_batch, orig_fn, unwrap, wrap, wrap_out)
+                       align, call, dispatch, expand_batch, fallback, orig_fn, unwrap, wrap,
+                       wrap_out)
 
 _BT = BatchedTensor
 
@@ -1494,6 +1495,8 @@ def _repeat_interleave(orig, args, kwargs):
     x = args[0]
     reps = _arg(args, kwargs, 1, "repeats")
     d = _arg(args, kwargs, 2, "dim")
+    if reps is None:  # the counts form: a kernel of data-dependent size, looped as PyTorch's
+        return fallback("repeat_interleave", orig, args, kwargs)
     if type(x) is not _BT or isinstance(reps, Tensor) or not isinstance(reps, int) or \
             set(kwargs) - {"repeats", "dim"}:
         return NotImplemented

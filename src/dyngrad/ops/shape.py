@@ -614,8 +614,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     and flattens (UnsqueezeBackward0, ExpandBackward0, CloneBackward0, ViewBackward0); a tensor
     ``repeats`` selects with the repeated indices (IndexSelectBackward0)."""
     if repeats is None:  # torch.repeat_interleave(counts): indices repeated by counts
-        c = input._data
-        return _make(np.repeat(np.arange(c.shape[0]), c))
+        return _make(_repeat_counts(input._data, output_size))
     if isinstance(repeats, Tensor):
         return _repeat_interleave_tensor(input, repeats, dim, output_size)
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)):
@@ -635,27 +634,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return u.expand(*shape).clone(memory_format="torch.contiguous_format").flatten(k, k + 1)
 
 
-def _repeat_interleave_tensor(input, repeats, dim, output_size):
-    from .gather_scatter import index_select
-    x = input if dim is not None else input.flatten()
-    k = 0
-    if dim is not None:
-        if x.dim() == 0:
-            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-        k = _dim(dim, x.dim())
-    n = x.shape[k]
-    r = repeats._data
-    if r.ndim == 0 or (r.ndim == 1 and r.shape[0] == 1):
-        r = np.broadcast_to(r.reshape(1), (n,))
-    elif r.ndim == 1:
-        if r.shape[0] != n:
-            raise RuntimeError(f"repeats must have the same size as input along dim, but got "
-                               f"repeats.size(0) = {r.shape[0]} and input.size({k}) = {n}")
-    else:
-        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+def _repeat_counts(r, output_size):
+    """The kernel of ``repeat_interleave(counts)``: index ``i`` repeated ``r[i]`` times, in
+    ``r``'s dtype, checked in PyTorch's order."""
     if r.dtype not in (np.int32, np.int64):
         raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
                                   f"'{D.TYPE_NAMES[D.FROM_NP[r.dtype]].replace('Tensor', '')}'")
+    if r.ndim != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
     if r.size:
         if output_size is None and (r < 0).any():
             raise RuntimeError("repeats can not be negative")
@@ -663,8 +649,29 @@ def _repeat_interleave_tensor(input, repeats, dim, output_size):
             raise RuntimeError("allocated size does not match required size")
         if (r < 0).any():
             raise RuntimeError("repeats can not be negative")
-    idx = np.repeat(np.arange(n, dtype=np.int64), r)
-    return index_select(x, k, _make(idx))
+    return np.repeat(np.arange(r.shape[0], dtype=r.dtype), r)
+
+
+def _repeat_interleave_tensor(input, repeats, dim, output_size):
+    """PyTorch's composition: ``repeats`` (one count, or one per slice along ``dim``) turned
+    into indices by ``repeat_interleave(counts)``, then ``index_select``."""
+    x = input if dim is not None else input.flatten()
+    k = 0
+    if dim is not None:
+        if x.dim() == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        k = _dim(dim, x.dim())
+    n = x.shape[k]
+    nr = repeats.dim()
+    if nr == 0 or (nr == 1 and repeats.shape[0] == 1):
+        repeats = repeats.reshape(1).expand(n)
+    elif nr == 1:
+        if repeats.shape[0] != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {repeats.shape[0]} and input.size({k}) = {n}")
+    else:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    return x.index_select(k, repeat_interleave(repeats, output_size=output_size))
 
 
 @composite()
