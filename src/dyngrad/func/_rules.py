@@ -1057,18 +1057,6 @@ def _broadcast_tensors(orig, args, kwargs):
     return tuple(t.expand(*shape) for t in seq)
 
 
-def _stack_like(name):
-    def rule(orig, args, kwargs):
-        seq = args[0] if args else kwargs.get("tensors")
-        from .. import cat
-        if name == "vstack":
-            return cat([t if t.dim() >= 2 else t.reshape(1, -1) for t in seq], 0)
-        if name == "hstack":
-            return cat(list(seq), 0 if seq[0].dim() == 1 else 1)
-        return NotImplemented
-    return rule
-
-
 def _leading(spatial, names=("input",)):
     """Ops on (N, C, *spatial) or (C, *spatial) input with unbatched other arguments
     (pooling, padding, unbatched-weight convolution): fold the batch dims into N."""
@@ -1521,11 +1509,11 @@ add sub mul div true_divide divide multiply subtract rsub pow float_power maximu
 fmin atan2 arctan2 hypot copysign remainder fmod floor_divide xlogy logaddexp logaddexp2 lerp
 addcmul addcdiv eq ne lt le gt ge logical_and logical_or logical_xor logical_not bitwise_and
 bitwise_or bitwise_xor bitwise_not clamp clip clamp_min clamp_max nan_to_num heaviside
-nextafter ldexp isclose isnan isinf isfinite isposinf isneginf signbit sgn square positive
+nextafter ldexp isclose isnan isinf isfinite isposinf isneginf signbit sgn positive
 negative neg abs absolute relu sigmoid tanh exp log sqrt rsqrt sin cos tan sinh cosh asin acos
 atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh exp2 expm1 log1p log2
 log10 reciprocal sign floor ceil round trunc frac fix erf erfc erfinv lgamma digamma i0 sinc
-logit deg2rad rad2deg angle conj conj_physical resolve_conj resolve_neg polygamma mvlgamma
+logit deg2rad rad2deg angle conj conj_physical resolve_neg polygamma mvlgamma
 igamma igammac gcd lcm bitwise_left_shift bitwise_right_shift
 clone detach contiguous float double half int long bool short byte char to type_as cpu cuda
 zeros_like ones_like empty_like full_like masked_fill type
@@ -1534,7 +1522,7 @@ __pow__ __rpow__ __floordiv__ __rfloordiv__ __mod__ __rmod__ __neg__ __abs__ __p
 __invert__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __lshift__ __rlshift__
 __rshift__ __rrshift__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__
 __iadd__ __isub__ __imul__ __itruediv__ __idiv__ __ipow__ __ifloordiv__ __imod__ __iand__
-__ior__ __ixor__ _rtruediv _rpow _rfloordiv _rmod
+__ior__ __ixor__
 F.relu F.relu6 F.elu F.selu F.celu F.gelu F.silu F.mish F.softplus F.softsign F.leaky_relu
 F.hardtanh F.hardsigmoid F.hardswish F.logsigmoid F.tanhshrink F.softshrink F.hardshrink
 F.threshold F.sigmoid F.tanh
@@ -1553,6 +1541,22 @@ for _n in _ELEMENTWISE_NAMES.split():
     if not _n.startswith("_") and not _n.startswith("F.") and "." not in _n:
         RULES[_n + "_"] = elementwise(_n + "_")
 RULES["where"] = _where
+
+
+def _fill_(orig, args, kwargs, _plain=elementwise("fill_")):
+    """fill_ with a batched value tensor: each sample's value copied in, as PyTorch's rule."""
+    self, value = args[0], _arg(args, kwargs, 1, "value")
+    if type(value) is not _BT:
+        return _plain(orig, args, kwargs)
+    if value.dim() != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value.dim()} dimensions.")
+    if type(self) is not _BT or not set(self._levels) >= set(value._levels):
+        raise RuntimeError(INPLACE_MSG.format(op="fill_"))
+    return self.copy_(value)
+
+
+RULES["fill_"] = _fill_
 for _n in ("squeeze_", "unsqueeze_", "t_", "transpose_"):
     RULES[_n] = _inplace_view(_n)
 RULES["masked_fill"] = _masked_fill("masked_fill")
@@ -1568,15 +1572,6 @@ def _composite(fn):
     return rule
 
 
-def _atleast(n):
-    def f(x):
-        while x.dim() < n:
-            x = x.unsqueeze(0) if x.dim() == 0 or n == 2 else \
-                (x.unsqueeze(0).unsqueeze(-1) if x.dim() == 1 else x.unsqueeze(-1))
-        return x
-    return f
-
-
 # the complex views work on trailing dims, so the batch dims in front pass through
 RULES["view_as_real"] = elementwise("view_as_real")
 RULES["view_as_complex"] = elementwise("view_as_complex")
@@ -1586,8 +1581,6 @@ RULES["flipud"] = _composite(lambda x: x.flip(0))
 RULES["fliplr"] = _composite(lambda x: x.flip(1))
 RULES["adjoint"] = _composite(lambda x: x.transpose(-2, -1).conj() if x.is_complex()
                               else x.transpose(-2, -1))
-for _k in (1, 2, 3):
-    RULES[f"atleast_{_k}d"] = _composite(_atleast(_k))
 for _n in ("nonzero", "unique", "unique_consecutive"):
     RULES[_n] = _dynamic_shape(_n)
 RULES["masked_fill_"] = _masked_fill("masked_fill_")
@@ -1628,8 +1621,6 @@ RULES["addr"] = _addmm_like("addr")
 RULES["tile"] = _tile
 RULES["broadcast_tensors"] = _broadcast_tensors
 RULES["special.softmax"] = RULES["special.log_softmax"] = _softmax_like("special")
-RULES["vstack"] = RULES["row_stack"] = _stack_like("vstack")
-RULES["hstack"] = _stack_like("hstack")
 for _n, _k in (("F.max_pool1d", 1), ("F.max_pool2d", 2), ("F.max_pool3d", 3),
                ("F.avg_pool1d", 1), ("F.avg_pool2d", 2), ("F.avg_pool3d", 3),
                ("F.adaptive_avg_pool1d", 1), ("F.adaptive_avg_pool2d", 2),
@@ -1675,7 +1666,7 @@ RULES["unflatten"] = along(1, "dim")
 RULES["flip"] = along(1, "dims", multi=True)
 RULES["F.normalize"] = along(2, "dim")
 RULES["F.glu"] = along(1, "dim")
-for _n in ("transpose", "swapaxes", "swapdims", "movedim", "moveaxis"):
+for _n in ("transpose", "movedim"):
     RULES[_n] = _two_dims
 for _n in ("view", "reshape"):
     RULES[_n] = _view_like
@@ -1686,8 +1677,6 @@ RULES["expand_as"] = _expand_as
 RULES["permute"] = _permute
 RULES["t"] = _t
 RULES["flatten"] = _flatten
-RULES["ravel"] = lambda orig, args, kwargs: args[0].reshape(-1) if not kwargs and \
-    len(args) == 1 else NotImplemented
 RULES["squeeze"] = _squeeze
 RULES["__getitem__"] = _getitem
 RULES["__setitem__"] = _setitem
