@@ -385,8 +385,8 @@ def _targets():
 
 def _ops_globals():
     """The public ops as the ops modules hold them (a composite's body calls ``cat`` from
-    ops/shape.py, not ``dyngrad.cat``): each swapped for its dispatching form while vmap
-    runs, as the public names are."""
+    ops/shape.py, not ``dyngrad.cat``): the ones the composites' bodies name are swapped for
+    their dispatching forms while vmap runs, as the public names are."""
     import sys
     public = {}
     for (prefix, k), v in _ORIG.items():
@@ -394,15 +394,19 @@ def _ops_globals():
             # an op public under several names goes by its own (``cat``, not ``concat``)
             if f is not None and (id(f) not in public or k == f.__name__):
                 public[id(f)] = (f, prefix + k)
+    from ..ops import OPS
+    ops = {id(getattr(info["fn"], "__wrapped__", info["fn"])) for info in OPS.values()}
+    called = _composite_names()
     swaps = []
     for mod_name, mod in list(sys.modules.items()):
         if mod is None or not mod_name.startswith("dyngrad.ops."):
             continue
         d = vars(mod)
         wrapped, orig = {}, {}
-        for k, v in d.items():
+        for k in called.intersection(d):
+            v = d[k]
             hit = public.get(id(v)) if isinstance(v, types.FunctionType) else None
-            if hit is not None and hit[0] is v and hit[1] not in RANDOM:
+            if hit is not None and hit[0] is v and id(v) in ops and hit[1] not in RANDOM:
                 w = _BY_ID.get(id(v))
                 if w is None:
                     w = _BY_ID[id(v)] = _wrapper(v, hit[1])
@@ -410,6 +414,39 @@ def _ops_globals():
         if wrapped:
             swaps.append((d, wrapped, orig))
     return swaps
+
+
+def _composite_names():
+    """The global names the registry's composites call, directly or through functions of
+    their own module (a name imported inside a body counts too)."""
+    from ..ops import OPS
+    todo = [info["fn"] for info in OPS.values() if info.get("composite")]
+    seen, names = set(), set()
+    while todo:
+        f = todo.pop()
+        f = getattr(f, "__wrapped__", f)
+        code = getattr(f, "__code__", None)
+        if code is None or code in seen:
+            continue
+        seen.add(code)
+        g = f.__globals__
+        codes = [code]
+        while codes:
+            c = codes.pop()
+            codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+            for n in c.co_names:
+                names.add(n)
+                v = g.get(n)
+                if isinstance(v, types.FunctionType) and v.__module__ == f.__module__:
+                    todo.append(v)
+        for cell in f.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(v, types.FunctionType):
+                todo.append(v)
+    return names
 
 
 _STATIC: list = []
