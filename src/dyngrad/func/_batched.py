@@ -417,8 +417,9 @@ def _ops_globals():
 
 
 def _composite_names():
-    """The global names the registry's composites call, directly or through functions of
+    """The global names the registry's composites read, directly or through functions of
     their own module (a name imported inside a body counts too)."""
+    import dis
     from ..ops import OPS
     todo = [info["fn"] for info in OPS.values() if info.get("composite")]
     seen, names = set(), set()
@@ -434,7 +435,10 @@ def _composite_names():
         while codes:
             c = codes.pop()
             codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-            for n in c.co_names:
+            for ins in dis.get_instructions(c):
+                if ins.opname not in ("LOAD_GLOBAL", "IMPORT_FROM"):
+                    continue  # a method's or attribute's name is not an op of a module
+                n = ins.argval
                 names.add(n)
                 v = g.get(n)
                 if isinstance(v, types.FunctionType) and v.__module__ == f.__module__:
