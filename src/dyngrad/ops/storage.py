@@ -101,7 +101,7 @@ def resize_(self, *sizes, memory_format=None) -> Tensor:
     return self
 
 
-resize_ = resize_.fn
+_resize_change, resize_ = resize_.change, resize_.fn
 
 
 def _batch_resize_as(spec, arrays, params):
@@ -115,7 +115,7 @@ def _batch_resize_as(spec, arrays, params):
 @defstorage("resize_as_", batch=_batch_resize_as)
 def _resize_as(self, the_template, *, memory_format=None) -> Tensor:
     """``resize_`` to the shape of ``the_template``."""
-    return resize_(self, tuple(the_template.shape), memory_format=memory_format)
+    return _resize_change(self, tuple(the_template.shape), memory_format=memory_format)
 
 
 def resize_as_(self, the_template, *, memory_format=None) -> Tensor:
