@@ -120,3 +120,25 @@ def test_fill_with_batched_value_matches_torch():
         r.sum().backward()
         outs.append((r.tolist(), x.grad.tolist(), v.grad.tolist()))
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("a,b,dim", [((3, 1, 1), (3, 1), 2), ((2, 3), (2,), 1),
+                                     ((2, 3), (2, 3, 1), 1), ((2, 3), (0,), 1)])
+def test_cat_of_tensors_of_different_ranks_matches_torch(a, b, dim):
+    outs = []
+    for lib in (dyngrad, torch):
+        try:
+            outs.append(tuple(lib.cat([lib.ones(*a), lib.ones(*b)], dim).shape))
+        except Exception as e:  # noqa: BLE001 - compared with PyTorch's
+            outs.append((type(e).__name__, str(e)))
+    assert outs[0] == outs[1]
+
+
+def test_hstack_of_different_ranks_under_vmap_matches_torch():
+    outs = []
+    for lib in (dyngrad, torch):
+        with pytest.raises(RuntimeError) as e:
+            lib.func.vmap(lambda a, b: lib.hstack([a.reshape(1, 1), b]))(lib.arange(3.0),
+                                                                         lib.arange(3.0))
+        outs.append(str(e.value))
+    assert outs[0] == outs[1]

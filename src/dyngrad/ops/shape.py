@@ -48,7 +48,8 @@ def cat(tensors, dim=0):
     k = _dim(dim, nd)
     for i, t in enumerate(tensors):
         s = t.shape
-        if s[:k] == shape[:k] and s[k + 1:] == shape[k + 1:] or len(s) == 1 and not s[0]:
+        if len(s) == nd and s[:k] == shape[:k] and s[k + 1:] == shape[k + 1:] or \
+                len(s) == 1 and not s[0]:
             continue
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
