@@ -11,7 +11,9 @@ fallback does.
 
 While a vmap is active, the public functions (``dyngrad.*``, ``nn.functional``, ``linalg``,
 ``special``) and the Tensor methods are wrapped so that a call with a batched argument goes to
-its rule; outside vmap nothing is wrapped and ops cost what they always cost.
+its rule; so are the ops that composites' bodies take from the ops modules (``cat`` as
+ops/shape.py holds it), so a composite's body runs batched op by op.  Outside vmap nothing is
+wrapped and ops cost what they always cost.
 """
 from __future__ import annotations
 
