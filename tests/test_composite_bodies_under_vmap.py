@@ -142,3 +142,30 @@ def test_hstack_of_different_ranks_under_vmap_matches_torch():
                                                                          lib.arange(3.0))
         outs.append(str(e.value))
     assert outs[0] == outs[1]
+
+
+ERRORS = {
+    "fliplr_1d": (lambda L: L.fliplr, (3,)),
+    "flipud_0d": (lambda L: L.flipud, (3,)),
+    "mT_1d": (lambda L: (lambda t: t.mT), (3, 2)),
+    "mH_0d": (lambda L: (lambda t: t.mH), (3,)),
+    "H_3d": (lambda L: (lambda t: t.H), (3, 2, 2, 2)),
+    "mH_3d": (lambda L: (lambda t: t.mH), (3, 2, 2, 2)),
+    "adjoint": (lambda L: L.adjoint, (3, 2, 4)),
+    "fliplr": (lambda L: L.fliplr, (3, 2, 4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_checks_of_composite_bodies_under_vmap_match_torch(name):
+    make, shape = ERRORS[name]
+    outs = []
+    for lib in (dyngrad, torch):
+        a = lib.tensor(_arr(*shape))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                outs.append(lib.func.vmap(make(lib))(a).tolist())
+            except Exception as e:  # noqa: BLE001 - compared with PyTorch's
+                outs.append((type(e).__name__, str(e)))
+    assert outs[0] == outs[1]

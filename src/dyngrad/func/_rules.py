@@ -1577,10 +1577,6 @@ RULES["view_as_real"] = elementwise("view_as_real")
 RULES["view_as_complex"] = elementwise("view_as_complex")
 RULES["complex"] = elementwise("complex")  # elementwise on broadcast operands
 RULES["polar"] = elementwise("polar")
-RULES["flipud"] = _composite(lambda x: x.flip(0))
-RULES["fliplr"] = _composite(lambda x: x.flip(1))
-RULES["adjoint"] = _composite(lambda x: x.transpose(-2, -1).conj() if x.is_complex()
-                              else x.transpose(-2, -1))
 for _n in ("nonzero", "unique", "unique_consecutive"):
     RULES[_n] = _dynamic_shape(_n)
 RULES["masked_fill_"] = _masked_fill("masked_fill_")

@@ -498,7 +498,7 @@ roll = int64_saved(roll, "shifts").fn
 @composite()
 def fliplr(input):
     """Flip along dim 1 (left/right)."""
-    if input._data.ndim < 2:
+    if input.dim() < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, (1,))
 
@@ -506,7 +506,7 @@ def fliplr(input):
 @composite()
 def flipud(input):
     """Flip along dim 0 (up/down)."""
-    if input._data.ndim < 1:
+    if input.dim() < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(input, (0,))
 

@@ -436,7 +436,7 @@ def _T(self):
 def _matrices_only(self, what, batches=True):
     """PyTorch's error for mT/mH/H/adjoint() of a tensor that is not (a batch of) matrices;
     True for a 0-d tensor, which they return as it is (conjugated for mH/H/adjoint())."""
-    n = self._data.ndim
+    n = self.dim()
     if n == 0:
         name = what if what == "adjoint()" else "Tensor." + what
         hint = "This function is the identity in these cases." if what == "mT" else \
@@ -464,7 +464,7 @@ def _adjoint(self, what="adjoint()", batches=True):
         t = self
     else:
         t = transpose(self, -2, -1) if batches else transpose(self, 0, 1)
-    return t.conj() if self._data.dtype.kind == "c" else t
+    return t.conj() if self.is_complex() else t
 
 
 Tensor.T = property(_T, doc="All dimensions reversed (a view).")
