@@ -153,6 +153,14 @@ ERRORS = {
     "mH_3d": (lambda L: (lambda t: t.mH), (3, 2, 2, 2)),
     "adjoint": (lambda L: L.adjoint, (3, 2, 4)),
     "fliplr": (lambda L: L.fliplr, (3, 2, 4)),
+    "swapaxes_method": (lambda L: (lambda t: t.swapaxes(0, 1)), (3, 2, 4)),
+    "swapaxes_out_of_range": (lambda L: (lambda t: t.swapaxes(0, 3)), (3, 2, 2)),
+    "swapdims_method": (lambda L: (lambda t: t.swapdims(0, 1)), (3, 2, 4)),
+    "diff_0d": (lambda L: (lambda t: t.diff()), (3,)),
+    "sum_to_size_not_expandable": (lambda L: (lambda t: t.sum_to_size(3)), (3, 2, 2)),
+    "hsplit_not_divisible": (lambda L: (lambda t: L.hsplit(t, 3)), (3, 4)),
+    "broadcast_tensors_mismatch": (lambda L: (lambda t: L.broadcast_tensors(t, L.ones(3))[0]),
+                                   (3, 2)),
 }
 
 

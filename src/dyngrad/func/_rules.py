@@ -1053,7 +1053,10 @@ def _tile(orig, args, kwargs):
 def _broadcast_tensors(orig, args, kwargs):
     seq = args if not (len(args) == 1 and isinstance(args[0], (list, tuple))) else args[0]
     import numpy as np
-    shape = np.broadcast_shapes(*[tuple(t.shape) for t in seq])
+    try:
+        shape = np.broadcast_shapes(*[tuple(t.shape) for t in seq])
+    except ValueError:
+        return NotImplemented  # the body raises PyTorch's error
     return tuple(t.expand(*shape) for t in seq)
 
 
@@ -1444,8 +1447,9 @@ def _xsplit(dim_of):
         if type(x) is not _BT or len(args) < 2 or kwargs:
             return NotImplemented
         d = dim_of(x.dim())
-        if d is None:
-            return NotImplemented
+        if d is None or isinstance(args[1], int) and (
+                args[1] == 0 or x.shape[d] % args[1]):
+            return NotImplemented  # the body raises PyTorch's error
         return x.tensor_split(args[1], d)
     return rule
 
@@ -1472,8 +1476,8 @@ def _sum_to_size(orig, args, kwargs):
     size = _sizes(args[1:]) if len(args) > 1 else tuple(kwargs.get("size", ()))
     shape = tuple(x.shape)
     lead = len(shape) - len(size)
-    if lead < 0:
-        return NotImplemented
+    if lead < 0 or any(s != t and s != 1 for s, t in zip(size, shape[lead:])):
+        return NotImplemented  # not expandable: the body raises PyTorch's error
     out = x.sum(tuple(range(lead))) if lead else x
     dims = tuple(i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1)
     return out.sum(dims, keepdim=True) if dims else out
@@ -1631,7 +1635,13 @@ RULES["F.batch_norm"] = _batch_norm
 RULES["F.instance_norm"] = lambda orig, args, kwargs: _fold_n(orig, args, kwargs) \
     if _arg(args, kwargs, 1, "running_mean") is None else NotImplemented
 RULES["F.embedding"] = _embedding
-RULES["diff"] = along(2, "dim", default=-1)
+def _diff(orig, args, kwargs, _along=along(2, "dim", default=-1)):
+    if type(args[0]) is _BT and _lrank(args[0]) == 0:
+        return NotImplemented  # a 0-d sample: the composite's body raises PyTorch's error
+    return _along(orig, args, kwargs)
+
+
+RULES["diff"] = _diff
 RULES["narrow_copy"] = _narrow
 for _n in ("unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes"):
     RULES[_n] = _split(_n)
@@ -1662,7 +1672,9 @@ RULES["unflatten"] = along(1, "dim")
 RULES["flip"] = along(1, "dims", multi=True)
 RULES["F.normalize"] = along(2, "dim")
 RULES["F.glu"] = along(1, "dim")
-for _n in ("transpose", "movedim"):
+# swapaxes, swapdims and moveaxis are composites, but their Tensor methods are transpose's and
+# movedim's, which a batched tensor's method call would run unbatched without a rule
+for _n in ("transpose", "swapaxes", "swapdims", "movedim", "moveaxis"):
     RULES[_n] = _two_dims
 for _n in ("view", "reshape"):
     RULES[_n] = _view_like
