@@ -177,3 +177,17 @@ def test_checks_of_composite_bodies_under_vmap_match_torch(name):
             except Exception as e:  # noqa: BLE001 - compared with PyTorch's
                 outs.append((type(e).__name__, str(e)))
     assert outs[0] == outs[1]
+
+
+def test_a_method_aliasing_another_op_is_not_run_as_the_composite(monkeypatch):
+    """``Tensor.swapaxes`` is transpose's method, not the body of the composite ``swapaxes``:
+    without a rule, vmap loops over it rather than run it on a batched tensor."""
+    from dyngrad.func._rules import RULES
+    monkeypatch.delitem(RULES, "swapaxes")
+    x = dyngrad.tensor(_arr(3, 2, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = dyngrad.func.vmap(lambda t: t.swapaxes(0, 1))(x)
+        fn = dyngrad.func.vmap(lambda t: dyngrad.swapaxes(t, 0, 1))(x)
+    np.testing.assert_array_equal(got.numpy(), np.swapaxes(_arr(3, 2, 4), 1, 2))
+    np.testing.assert_array_equal(fn.numpy(), got.numpy())

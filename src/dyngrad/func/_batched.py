@@ -210,21 +210,24 @@ def dispatch(name, orig, args, kwargs):
         r = rule(orig, args, kwargs)
         if r is not NotImplemented:
             return r
-    if name in _COMPOSITES:  # an op composed of other ops (a call its rule does not take):
-        return orig(*args, **kwargs)  # they dispatch themselves
+    if _runs_composite(name, orig):  # an op composed of other ops (a call its rule does not
+        return orig(*args, **kwargs)  # take): they dispatch themselves
     return fallback(name, orig, args, kwargs)
 
 
-class _Composites:
-    """The names of the registry's composites (``ops.composite``), read when first asked."""
-
-    def __contains__(self, name):
-        from ..ops import OPS
-        info = OPS.get(name)
-        return info is not None and info.get("composite", False)
-
-
-_COMPOSITES = _Composites()
+def _runs_composite(name, orig) -> bool:
+    """Whether ``orig`` is the body of the registry's composite ``name`` (``ops.composite``):
+    its function, or its Tensor method (a method of that name may be another op's alias)."""
+    from ..ops import OPS
+    info = OPS.get(name)
+    if info is None or not info.get("composite", False):
+        return False
+    if info.get("method", False):
+        return True
+    fn = getattr(orig, "__wrapped__", orig)
+    method = OPS.get(f"_{name}_method")  # the method registered apart (``ops.declared``)
+    return fn is getattr(info["fn"], "__wrapped__", info["fn"]) or \
+        method is not None and fn is method["fn"]
 
 
 def call(name, orig, args, kwargs):
