@@ -159,6 +159,9 @@ ERRORS = {
     "diff_0d": (lambda L: (lambda t: t.diff()), (3,)),
     "sum_to_size_not_expandable": (lambda L: (lambda t: t.sum_to_size(3)), (3, 2, 2)),
     "hsplit_not_divisible": (lambda L: (lambda t: L.hsplit(t, 3)), (3, 4)),
+    "movedim_repeated": (lambda L: (lambda t: L.movedim(t, (0, 0), (1, 0))), (3, 2, 2)),
+    "movedim_lengths": (lambda L: (lambda t: L.movedim(t, (0,), (1, 0))), (3, 2, 2)),
+    "movedim_pairs": (lambda L: (lambda t: L.movedim(t, [0, 1], [1, 0])), (3, 2, 2)),
     "broadcast_tensors_mismatch": (lambda L: (lambda t: L.broadcast_tensors(t, L.ones(3))[0]),
                                    (3, 2)),
 }

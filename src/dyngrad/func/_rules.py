@@ -177,8 +177,11 @@ def _two_dims(orig, args, kwargs):
         for v in vals:
             _norm_dims(v, 0)
         return wrap(phys, levels)
-    a, b = (_shift(_norm_dims(v, lr), nb) for v in vals)
-    return wrap(orig(phys, a, b), levels)
+    a, b = (_norm_dims(v, lr) for v in vals)
+    if isinstance(a, (tuple, list)) and (len(set(a)) != len(a) or not isinstance(
+            b, (tuple, list)) or len(set(b)) != len(b) or len(a) != len(b)):
+        return NotImplemented  # movedim's errors name the dims as given: the body raises them
+    return wrap(orig(phys, _shift(a, nb), _shift(b, nb)), levels)
 
 
 def _sizes(args):
