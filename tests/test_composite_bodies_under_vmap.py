@@ -162,6 +162,8 @@ ERRORS = {
     "movedim_repeated": (lambda L: (lambda t: L.movedim(t, (0, 0), (1, 0))), (3, 2, 2)),
     "movedim_lengths": (lambda L: (lambda t: L.movedim(t, (0,), (1, 0))), (3, 2, 2)),
     "movedim_pairs": (lambda L: (lambda t: L.movedim(t, [0, 1], [1, 0])), (3, 2, 2)),
+    "unflatten_sizes": (lambda L: (lambda t: t.unflatten(0, (3, 2))), (3, 4, 2)),
+    "unflatten": (lambda L: (lambda t: t.unflatten(-1, (2, -1))), (3, 4, 2)),
     "broadcast_tensors_mismatch": (lambda L: (lambda t: L.broadcast_tensors(t, L.ones(3))[0]),
                                    (3, 2)),
 }
@@ -194,3 +196,17 @@ def test_a_method_aliasing_another_op_is_not_run_as_the_composite(monkeypatch):
         fn = dyngrad.func.vmap(lambda t: dyngrad.swapaxes(t, 0, 1))(x)
     np.testing.assert_array_equal(got.numpy(), np.swapaxes(_arr(3, 2, 4), 1, 2))
     np.testing.assert_array_equal(fn.numpy(), got.numpy())
+
+
+@pytest.mark.parametrize("shape,dim,sizes", [
+    ((4, 3), 0, (3, 2)), ((4, 3), -2, (3, 2)), ((4, 3), 1, ()), ((4, 3), 0, (0, -1)),
+    ((0, 2), 0, (0, -1)), ((4, 3), 0, (2, -1)), ((4, 3), -1, [3, 1]),
+])
+def test_unflatten_errors_match_torch(shape, dim, sizes):
+    outs = []
+    for lib in (dyngrad, torch):
+        try:
+            outs.append(tuple(lib.ones(*shape).unflatten(dim, sizes).shape))
+        except RuntimeError as e:
+            outs.append(str(e).split("\nException raised from")[0].rstrip("\n"))
+    assert outs[0] == outs[1]

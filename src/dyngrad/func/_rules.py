@@ -1671,7 +1671,14 @@ RULES["F.scaled_dot_product_attention"] = _sdpa
 RULES["F.one_hot"] = lambda orig, args, kwargs: _unbatched_params(1)(orig, args, kwargs) \
     if _arg(args, kwargs, 1, "num_classes", -1) != -1 else NotImplemented
 RULES["unsqueeze"] = along(1, "dim", extra=1)
-RULES["unflatten"] = along(1, "dim")
+def _unflatten(orig, args, kwargs, _along=along(1, "dim")):
+    try:
+        return _along(orig, args, kwargs)
+    except RuntimeError:
+        return NotImplemented  # the body's errors name the sample's dim, as PyTorch's
+
+
+RULES["unflatten"] = _unflatten
 RULES["flip"] = along(1, "dims", multi=True)
 RULES["F.normalize"] = along(2, "dim")
 RULES["F.glu"] = along(1, "dim")

@@ -127,6 +127,10 @@ def _infer_shape(shape, numel, what="view"):
         if s != -1:
             known *= s
     if neg:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
+                               f"because the unspecified dimension size -1 can be any value "
+                               f"and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
@@ -248,7 +252,17 @@ def flatten(input, start_dim=0, end_dim=-1):
 def unflatten(input, dim, sizes):
     d = input._data
     k = _dim(dim, d.ndim)
-    sizes = _infer_shape(tuple(sizes), d.shape[k])
+    given = tuple(sizes)
+    if not given:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    try:
+        sizes = _infer_shape(given, d.shape[k])
+    except RuntimeError as e:  # PyTorch's messages
+        if str(e).startswith("shape '"):
+            raise RuntimeError(f"unflatten: Provided sizes {list(given)} don't multiply up to "
+                               f"the size of dim {k} ({d.shape[k]}) in the input "
+                               f"tensor") from None
+        raise RuntimeError(f"unflatten got an unexpected error:\n{e}") from None
     return reshape(input, d.shape[:k] + tuple(sizes) + d.shape[k + 1:])
 
 
