@@ -11,7 +11,9 @@ fallback does.
 
 While a vmap is active, the public functions (``dyngrad.*``, ``nn.functional``, ``linalg``,
 ``special``) and the Tensor methods are wrapped so that a call with a batched argument goes to
-its rule; outside vmap nothing is wrapped and ops cost what they always cost.
+its rule; so are the ops that composites' bodies take from the ops modules (``cat`` as
+ops/shape.py holds it), so a composite's body runs batched op by op.  Outside vmap nothing is
+wrapped and ops cost what they always cost.
 """
 from __future__ import annotations
 
@@ -208,21 +210,24 @@ def dispatch(name, orig, args, kwargs):
         r = rule(orig, args, kwargs)
         if r is not NotImplemented:
             return r
-    if name in _COMPOSITES:  # an op composed of other ops (a call its rule does not take):
-        return orig(*args, **kwargs)  # they dispatch themselves
+    if _runs_composite(name, orig):  # an op composed of other ops (a call its rule does not
+        return orig(*args, **kwargs)  # take): they dispatch themselves
     return fallback(name, orig, args, kwargs)
 
 
-class _Composites:
-    """The names of the registry's composites (``ops.composite``), read when first asked."""
-
-    def __contains__(self, name):
-        from ..ops import OPS
-        info = OPS.get(name)
-        return info is not None and info.get("composite", False)
-
-
-_COMPOSITES = _Composites()
+def _runs_composite(name, orig) -> bool:
+    """Whether ``orig`` is the body of the registry's composite ``name`` (``ops.composite``):
+    its function, or its Tensor method (a method of that name may be another op's alias)."""
+    from ..ops import OPS
+    info = OPS.get(name)
+    if info is None or not info.get("composite", False):
+        return False
+    if info.get("method", False):
+        return True
+    fn = getattr(orig, "__wrapped__", orig)
+    method = OPS.get(f"_{name}_method")  # the method registered apart (``ops.declared``)
+    return fn is getattr(info["fn"], "__wrapped__", info["fn"]) or \
+        method is not None and fn is method["fn"]
 
 
 def call(name, orig, args, kwargs):
@@ -379,7 +384,78 @@ def _targets():
             w[k] = _WRAPPERS[(id(owner), k)]
             o[k] = v
     _MODULE_SWAP.extend(by_owner.values())
+    _MODULE_SWAP.extend(_ops_globals())
     return _TARGETS
+
+
+def _ops_globals():
+    """The public ops as the ops modules hold them (a composite's body calls ``cat`` from
+    ops/shape.py, not ``dyngrad.cat``): the ones the composites' bodies name are swapped for
+    their dispatching forms while vmap runs, as the public names are."""
+    import sys
+    public = {}
+    for (prefix, k), v in _ORIG.items():
+        for f in (v, getattr(v, "__wrapped__", None)):
+            # an op public under several names goes by its own (``cat``, not ``concat``)
+            if f is not None and (id(f) not in public or k == f.__name__):
+                public[id(f)] = (f, prefix + k)
+    from ..ops import OPS
+    ops = {id(getattr(info["fn"], "__wrapped__", info["fn"])) for info in OPS.values()}
+    called = _composite_names()
+    swaps = []
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or not mod_name.startswith("dyngrad.ops."):
+            continue
+        d = vars(mod)
+        wrapped, orig = {}, {}
+        for k in called.intersection(d):
+            v = d[k]
+            hit = public.get(id(v)) if isinstance(v, types.FunctionType) else None
+            if hit is not None and hit[0] is v and id(v) in ops and hit[1] not in RANDOM:
+                w = _BY_ID.get(id(v))
+                if w is None:
+                    w = _BY_ID[id(v)] = _wrapper(v, hit[1])
+                wrapped[k], orig[k] = w, v
+        if wrapped:
+            swaps.append((d, wrapped, orig))
+    return swaps
+
+
+def _composite_names():
+    """The global names the registry's composites read, directly or through functions of
+    their own module (a name imported inside a body counts too)."""
+    import dis
+    from ..ops import OPS
+    todo = [info["fn"] for info in OPS.values() if info.get("composite")]
+    seen, names = set(), set()
+    while todo:
+        f = todo.pop()
+        f = getattr(f, "__wrapped__", f)
+        code = getattr(f, "__code__", None)
+        if code is None or code in seen:
+            continue
+        seen.add(code)
+        g = f.__globals__
+        codes = [code]
+        while codes:
+            c = codes.pop()
+            codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+            for ins in dis.get_instructions(c):
+                if ins.opname not in ("LOAD_GLOBAL", "IMPORT_FROM"):
+                    continue  # a method's or attribute's name is not an op of a module
+                n = ins.argval
+                names.add(n)
+                v = g.get(n)
+                if isinstance(v, types.FunctionType) and v.__module__ == f.__module__:
+                    todo.append(v)
+        for cell in f.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(v, types.FunctionType):
+                todo.append(v)
+    return names
 
 
 _STATIC: list = []
@@ -571,9 +647,6 @@ _SPECIAL = {
     "nbytes": _prop(lambda self: self._phys.itemsize * _numel(self)),
     "is_cpu": _prop(lambda self: True),
     "T": _prop(lambda self: self.permute(*range(self.ndim - 1, -1, -1))),
-    "mT": _prop(lambda self: self.transpose(-2, -1)),
-    "H": _prop(lambda self: self.permute(*range(self.ndim - 1, -1, -1)).conj()),
-    "mH": _prop(lambda self: self.transpose(-2, -1).conj()),
     "size": _size,
     "dim": lambda self: len(_lshape(self)),
     "ndimension": lambda self: len(_lshape(self)),

@@ -10,7 +10,8 @@ from ..autograd.function import Function
 from ..ops import OPS
 from ..ops._spec import ELEMENTWISE
 from ._batched import (BatchedTensor, INPLACE_MSG, LEVELS, RANDOM_MSG, RULES, _union,
-                       align, call, dispatch, expand_batch, orig_fn, unwrap, wrap, wrap_out)
+                       align, call, dispatch, expand_batch, fallback, orig_fn, unwrap, wrap,
+                       wrap_out)
 
 _BT = BatchedTensor
 
@@ -176,8 +177,11 @@ def _two_dims(orig, args, kwargs):
         for v in vals:
             _norm_dims(v, 0)
         return wrap(phys, levels)
-    a, b = (_shift(_norm_dims(v, lr), nb) for v in vals)
-    return wrap(orig(phys, a, b), levels)
+    a, b = (_norm_dims(v, lr) for v in vals)
+    if isinstance(a, (tuple, list)) and (len(set(a)) != len(a) or not isinstance(
+            b, (tuple, list)) or len(set(b)) != len(b) or len(a) != len(b)):
+        return NotImplemented  # movedim's errors name the dims as given: the body raises them
+    return wrap(orig(phys, _shift(a, nb), _shift(b, nb)), levels)
 
 
 def _sizes(args):
@@ -1052,20 +1056,11 @@ def _tile(orig, args, kwargs):
 def _broadcast_tensors(orig, args, kwargs):
     seq = args if not (len(args) == 1 and isinstance(args[0], (list, tuple))) else args[0]
     import numpy as np
-    shape = np.broadcast_shapes(*[tuple(t.shape) for t in seq])
+    try:
+        shape = np.broadcast_shapes(*[tuple(t.shape) for t in seq])
+    except ValueError:
+        return NotImplemented  # the body raises PyTorch's error
     return tuple(t.expand(*shape) for t in seq)
-
-
-def _stack_like(name):
-    def rule(orig, args, kwargs):
-        seq = args[0] if args else kwargs.get("tensors")
-        from .. import cat
-        if name == "vstack":
-            return cat([t if t.dim() >= 2 else t.reshape(1, -1) for t in seq], 0)
-        if name == "hstack":
-            return cat(list(seq), 0 if seq[0].dim() == 1 else 1)
-        return NotImplemented
-    return rule
 
 
 def _leading(spatial, names=("input",)):
@@ -1455,8 +1450,9 @@ def _xsplit(dim_of):
         if type(x) is not _BT or len(args) < 2 or kwargs:
             return NotImplemented
         d = dim_of(x.dim())
-        if d is None:
-            return NotImplemented
+        if d is None or isinstance(args[1], int) and (
+                args[1] == 0 or x.shape[d] % args[1]):
+            return NotImplemented  # the body raises PyTorch's error
         return x.tensor_split(args[1], d)
     return rule
 
@@ -1483,8 +1479,8 @@ def _sum_to_size(orig, args, kwargs):
     size = _sizes(args[1:]) if len(args) > 1 else tuple(kwargs.get("size", ()))
     shape = tuple(x.shape)
     lead = len(shape) - len(size)
-    if lead < 0:
-        return NotImplemented
+    if lead < 0 or any(s != t and s != 1 for s, t in zip(size, shape[lead:])):
+        return NotImplemented  # not expandable: the body raises PyTorch's error
     out = x.sum(tuple(range(lead))) if lead else x
     dims = tuple(i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1)
     return out.sum(dims, keepdim=True) if dims else out
@@ -1494,6 +1490,8 @@ def _repeat_interleave(orig, args, kwargs):
     x = args[0]
     reps = _arg(args, kwargs, 1, "repeats")
     d = _arg(args, kwargs, 2, "dim")
+    if reps is None:  # the counts form: a kernel of data-dependent size, looped as PyTorch's
+        return fallback("repeat_interleave", orig, args, kwargs)
     if type(x) is not _BT or isinstance(reps, Tensor) or not isinstance(reps, int) or \
             set(kwargs) - {"repeats", "dim"}:
         return NotImplemented
@@ -1518,11 +1516,11 @@ add sub mul div true_divide divide multiply subtract rsub pow float_power maximu
 fmin atan2 arctan2 hypot copysign remainder fmod floor_divide xlogy logaddexp logaddexp2 lerp
 addcmul addcdiv eq ne lt le gt ge logical_and logical_or logical_xor logical_not bitwise_and
 bitwise_or bitwise_xor bitwise_not clamp clip clamp_min clamp_max nan_to_num heaviside
-nextafter ldexp isclose isnan isinf isfinite isposinf isneginf signbit sgn square positive
+nextafter ldexp isclose isnan isinf isfinite isposinf isneginf signbit sgn positive
 negative neg abs absolute relu sigmoid tanh exp log sqrt rsqrt sin cos tan sinh cosh asin acos
 atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh exp2 expm1 log1p log2
 log10 reciprocal sign floor ceil round trunc frac fix erf erfc erfinv lgamma digamma i0 sinc
-logit deg2rad rad2deg angle conj conj_physical resolve_conj resolve_neg polygamma mvlgamma
+logit deg2rad rad2deg angle conj conj_physical resolve_neg polygamma mvlgamma
 igamma igammac gcd lcm bitwise_left_shift bitwise_right_shift
 clone detach contiguous float double half int long bool short byte char to type_as cpu cuda
 zeros_like ones_like empty_like full_like masked_fill type
@@ -1531,7 +1529,7 @@ __pow__ __rpow__ __floordiv__ __rfloordiv__ __mod__ __rmod__ __neg__ __abs__ __p
 __invert__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __lshift__ __rlshift__
 __rshift__ __rrshift__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__
 __iadd__ __isub__ __imul__ __itruediv__ __idiv__ __ipow__ __ifloordiv__ __imod__ __iand__
-__ior__ __ixor__ _rtruediv _rpow _rfloordiv _rmod
+__ior__ __ixor__
 F.relu F.relu6 F.elu F.selu F.celu F.gelu F.silu F.mish F.softplus F.softsign F.leaky_relu
 F.hardtanh F.hardsigmoid F.hardswish F.logsigmoid F.tanhshrink F.softshrink F.hardshrink
 F.threshold F.sigmoid F.tanh
@@ -1550,6 +1548,22 @@ for _n in _ELEMENTWISE_NAMES.split():
     if not _n.startswith("_") and not _n.startswith("F.") and "." not in _n:
         RULES[_n + "_"] = elementwise(_n + "_")
 RULES["where"] = _where
+
+
+def _fill_(orig, args, kwargs, _plain=elementwise("fill_")):
+    """fill_ with a batched value tensor: each sample's value copied in, as PyTorch's rule."""
+    self, value = args[0], _arg(args, kwargs, 1, "value")
+    if type(value) is not _BT:
+        return _plain(orig, args, kwargs)
+    if value.dim() != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value.dim()} dimensions.")
+    if type(self) is not _BT or not set(self._levels) >= set(value._levels):
+        raise RuntimeError(INPLACE_MSG.format(op="fill_"))
+    return self.copy_(value)
+
+
+RULES["fill_"] = _fill_
 for _n in ("squeeze_", "unsqueeze_", "t_", "transpose_"):
     RULES[_n] = _inplace_view(_n)
 RULES["masked_fill"] = _masked_fill("masked_fill")
@@ -1565,26 +1579,11 @@ def _composite(fn):
     return rule
 
 
-def _atleast(n):
-    def f(x):
-        while x.dim() < n:
-            x = x.unsqueeze(0) if x.dim() == 0 or n == 2 else \
-                (x.unsqueeze(0).unsqueeze(-1) if x.dim() == 1 else x.unsqueeze(-1))
-        return x
-    return f
-
-
 # the complex views work on trailing dims, so the batch dims in front pass through
 RULES["view_as_real"] = elementwise("view_as_real")
 RULES["view_as_complex"] = elementwise("view_as_complex")
 RULES["complex"] = elementwise("complex")  # elementwise on broadcast operands
 RULES["polar"] = elementwise("polar")
-RULES["flipud"] = _composite(lambda x: x.flip(0))
-RULES["fliplr"] = _composite(lambda x: x.flip(1))
-RULES["adjoint"] = _composite(lambda x: x.transpose(-2, -1).conj() if x.is_complex()
-                              else x.transpose(-2, -1))
-for _k in (1, 2, 3):
-    RULES[f"atleast_{_k}d"] = _composite(_atleast(_k))
 for _n in ("nonzero", "unique", "unique_consecutive"):
     RULES[_n] = _dynamic_shape(_n)
 RULES["masked_fill_"] = _masked_fill("masked_fill_")
@@ -1625,8 +1624,6 @@ RULES["addr"] = _addmm_like("addr")
 RULES["tile"] = _tile
 RULES["broadcast_tensors"] = _broadcast_tensors
 RULES["special.softmax"] = RULES["special.log_softmax"] = _softmax_like("special")
-RULES["vstack"] = RULES["row_stack"] = _stack_like("vstack")
-RULES["hstack"] = _stack_like("hstack")
 for _n, _k in (("F.max_pool1d", 1), ("F.max_pool2d", 2), ("F.max_pool3d", 3),
                ("F.avg_pool1d", 1), ("F.avg_pool2d", 2), ("F.avg_pool3d", 3),
                ("F.adaptive_avg_pool1d", 1), ("F.adaptive_avg_pool2d", 2),
@@ -1641,7 +1638,13 @@ RULES["F.batch_norm"] = _batch_norm
 RULES["F.instance_norm"] = lambda orig, args, kwargs: _fold_n(orig, args, kwargs) \
     if _arg(args, kwargs, 1, "running_mean") is None else NotImplemented
 RULES["F.embedding"] = _embedding
-RULES["diff"] = along(2, "dim", default=-1)
+def _diff(orig, args, kwargs, _along=along(2, "dim", default=-1)):
+    if type(args[0]) is _BT and _lrank(args[0]) == 0:
+        return NotImplemented  # a 0-d sample: the composite's body raises PyTorch's error
+    return _along(orig, args, kwargs)
+
+
+RULES["diff"] = _diff
 RULES["narrow_copy"] = _narrow
 for _n in ("unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes"):
     RULES[_n] = _split(_n)
@@ -1668,10 +1671,19 @@ RULES["F.scaled_dot_product_attention"] = _sdpa
 RULES["F.one_hot"] = lambda orig, args, kwargs: _unbatched_params(1)(orig, args, kwargs) \
     if _arg(args, kwargs, 1, "num_classes", -1) != -1 else NotImplemented
 RULES["unsqueeze"] = along(1, "dim", extra=1)
-RULES["unflatten"] = along(1, "dim")
+def _unflatten(orig, args, kwargs, _along=along(1, "dim")):
+    try:
+        return _along(orig, args, kwargs)
+    except RuntimeError:
+        return NotImplemented  # the body's errors name the sample's dim, as PyTorch's
+
+
+RULES["unflatten"] = _unflatten
 RULES["flip"] = along(1, "dims", multi=True)
 RULES["F.normalize"] = along(2, "dim")
 RULES["F.glu"] = along(1, "dim")
+# swapaxes, swapdims and moveaxis are composites, but their Tensor methods are transpose's and
+# movedim's, which a batched tensor's method call would run unbatched without a rule
 for _n in ("transpose", "swapaxes", "swapdims", "movedim", "moveaxis"):
     RULES[_n] = _two_dims
 for _n in ("view", "reshape"):
@@ -1683,8 +1695,6 @@ RULES["expand_as"] = _expand_as
 RULES["permute"] = _permute
 RULES["t"] = _t
 RULES["flatten"] = _flatten
-RULES["ravel"] = lambda orig, args, kwargs: args[0].reshape(-1) if not kwargs and \
-    len(args) == 1 else NotImplemented
 RULES["squeeze"] = _squeeze
 RULES["__getitem__"] = _getitem
 RULES["__setitem__"] = _setitem

@@ -9,10 +9,10 @@ import functools
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, composite, op
+from . import OPS, composite
 from .._record import STATE, Tensor, edge_of, record
 from . import _dual as X
-from ._spec import _int_arg, _tensor_list, defop, defview, fp_safe, int64_saved, varargs_method
+from ._spec import _int_arg, defop, defview, fp_safe, int64_saved, varargs_method
 from .indexing import SelectBackwardBackward0, SliceBackwardBackward0
 from .views import permute, reshape, expand
 from .._tensor import Size, _dim, channels_last_format
@@ -48,7 +48,8 @@ def cat(tensors, dim=0):
     k = _dim(dim, nd)
     for i, t in enumerate(tensors):
         s = t.shape
-        if s[:k] == shape[:k] and s[k + 1:] == shape[k + 1:] or len(s) == 1 and not s[0]:
+        if len(s) == nd and s[:k] == shape[:k] and s[k + 1:] == shape[k + 1:] or \
+                len(s) == 1 and not s[0]:
             continue
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -137,7 +138,19 @@ stack.jvp(_list_jvp("stack"))
 stack = stack.fn
 
 
-@op(method=False)
+def _tensors_arg(tensors, name):
+    """``tensors`` checked as PyTorch's TensorList argument (a tuple or list of Tensors),
+    without reading their storage (vmap's batched tensors have none)."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {D.type_name(tensors)}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{D.type_name(t)}")
+
+
+@composite(method=False)
 def atleast_1d(*tensors):
     """Tensors with at least one dimension (0-d ones become shape [1])."""
     ts = tensors[0] if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else tensors
@@ -176,15 +189,15 @@ def atleast_3d(*tensors):
 @composite(method=False)
 def hstack(tensors):
     """Concatenate column-wise (along dim 0 for 1-D tensors, else dim 1)."""
-    _tensor_list(tensors, "hstack")
+    _tensors_arg(tensors, "hstack")
     ts = atleast_1d(list(tensors))
-    return cat(ts, 0 if ts and ts[0]._data.ndim == 1 else 1)
+    return cat(ts, 0 if ts and ts[0].dim() == 1 else 1)
 
 
 @composite(method=False)
 def vstack(tensors):
     """Concatenate row-wise after making every tensor at least 2-D."""
-    _tensor_list(tensors, "vstack")
+    _tensors_arg(tensors, "vstack")
     return cat(atleast_2d(list(tensors)), 0)
 
 
@@ -192,18 +205,18 @@ row_stack = vstack
 composite("row_stack", method=False)(vstack)
 
 
-@op(method=False)
+@composite(method=False)
 def dstack(tensors):
     """Concatenate depth-wise (dim 2) after making every tensor at least 3-D."""
-    _tensor_list(tensors, "dstack")
+    _tensors_arg(tensors, "dstack")
     return cat(atleast_3d(list(tensors)), 2)
 
 
-@op(method=False)
+@composite(method=False)
 def column_stack(tensors):
     """Stack 1-D tensors as columns, concatenate 2-D ones along dim 1."""
-    _tensor_list(tensors, "column_stack")
-    ts = [t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in tensors]
+    _tensors_arg(tensors, "column_stack")
+    ts = [t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors]
     return cat(ts, 1)
 
 
@@ -485,7 +498,7 @@ roll = int64_saved(roll, "shifts").fn
 @composite()
 def fliplr(input):
     """Flip along dim 1 (left/right)."""
-    if input._data.ndim < 2:
+    if input.dim() < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, (1,))
 
@@ -493,7 +506,7 @@ def fliplr(input):
 @composite()
 def flipud(input):
     """Flip along dim 0 (up/down)."""
-    if input._data.ndim < 1:
+    if input.dim() < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(input, (0,))
 
@@ -594,7 +607,7 @@ def tile(input, *dims):
     return repeat(input, reps)
 
 
-@op()
+@composite()
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element repeated ``repeats`` times (along ``dim``, or of the flattened tensor).
 
@@ -602,8 +615,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     and flattens (UnsqueezeBackward0, ExpandBackward0, CloneBackward0, ViewBackward0); a tensor
     ``repeats`` selects with the repeated indices (IndexSelectBackward0)."""
     if repeats is None:  # torch.repeat_interleave(counts): indices repeated by counts
-        c = input._data
-        return _make(np.repeat(np.arange(c.shape[0]), c))
+        return _make(_repeat_counts(input._data, output_size))
     if isinstance(repeats, Tensor):
         return _repeat_interleave_tensor(input, repeats, dim, output_size)
     if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)):
@@ -611,11 +623,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                           {"dim": dim, "output_size": output_size})
     repeats = int(repeats)
     x = input if dim is not None else input.flatten()
-    k = _dim(dim if dim is not None else 0, input._data.ndim)
+    k = _dim(dim if dim is not None else 0, input.dim())
     if repeats < 0:
         raise RuntimeError("Repeats must be non-negative")
     u = x.unsqueeze(k + 1)
-    shape = list(u._data.shape)
+    shape = list(u.shape)
     shape[k + 1] = repeats
     if output_size is not None and output_size != shape[k] * repeats:
         raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
@@ -623,27 +635,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return u.expand(*shape).clone(memory_format="torch.contiguous_format").flatten(k, k + 1)
 
 
-def _repeat_interleave_tensor(input, repeats, dim, output_size):
-    from .gather_scatter import index_select
-    x = input if dim is not None else input.flatten()
-    k = 0
-    if dim is not None:
-        if x._data.ndim == 0:
-            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-        k = _dim(dim, x._data.ndim)
-    n = x._data.shape[k]
-    r = repeats._data
-    if r.ndim == 0 or (r.ndim == 1 and r.shape[0] == 1):
-        r = np.broadcast_to(r.reshape(1), (n,))
-    elif r.ndim == 1:
-        if r.shape[0] != n:
-            raise RuntimeError(f"repeats must have the same size as input along dim, but got "
-                               f"repeats.size(0) = {r.shape[0]} and input.size({k}) = {n}")
-    else:
-        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+def _repeat_counts(r, output_size):
+    """The kernel of ``repeat_interleave(counts)``: index ``i`` repeated ``r[i]`` times, in
+    ``r``'s dtype, checked in PyTorch's order."""
     if r.dtype not in (np.int32, np.int64):
         raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
                                   f"'{D.TYPE_NAMES[D.FROM_NP[r.dtype]].replace('Tensor', '')}'")
+    if r.ndim != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
     if r.size:
         if output_size is None and (r < 0).any():
             raise RuntimeError("repeats can not be negative")
@@ -651,8 +650,29 @@ def _repeat_interleave_tensor(input, repeats, dim, output_size):
             raise RuntimeError("allocated size does not match required size")
         if (r < 0).any():
             raise RuntimeError("repeats can not be negative")
-    idx = np.repeat(np.arange(n, dtype=np.int64), r)
-    return index_select(x, k, _make(idx))
+    return np.repeat(np.arange(r.shape[0], dtype=r.dtype), r)
+
+
+def _repeat_interleave_tensor(input, repeats, dim, output_size):
+    """PyTorch's composition: ``repeats`` (one count, or one per slice along ``dim``) turned
+    into indices by ``repeat_interleave(counts)``, then ``index_select``."""
+    x = input if dim is not None else input.flatten()
+    k = 0
+    if dim is not None:
+        if x.dim() == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        k = _dim(dim, x.dim())
+    n = x.shape[k]
+    nr = repeats.dim()
+    if nr == 0 or (nr == 1 and repeats.shape[0] == 1):
+        repeats = repeats.reshape(1).expand(n)
+    elif nr == 1:
+        if repeats.shape[0] != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {repeats.shape[0]} and input.size({k}) = {n}")
+    else:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    return x.index_select(k, repeat_interleave(repeats, output_size=output_size))
 
 
 @composite()

@@ -286,7 +286,7 @@ def _diff(p, input, n=1, dim=-1, prepend=None, append=None):
     return _diff_n(cat(parts, dim), n, dim)
 
 
-diff = dual("diff", _diff)
+diff = dual("diff", _diff, composite=True)
 
 
 # --- fill_diagonal_ --------------------------------------------------------------------------

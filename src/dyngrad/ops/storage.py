@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import op
+from . import OPS
 from ._spec import defstorage
 from .._record import Tensor
 from .. import _dtype as D
@@ -101,13 +101,31 @@ def resize_(self, *sizes, memory_format=None) -> Tensor:
     return self
 
 
-resize_ = resize_.fn
+_resize_change, resize_ = resize_.change, resize_.fn
 
 
-@op(function=False)
-def resize_as_(self, the_template, *, memory_format=None) -> Tensor:
+def _batch_resize_as(spec, arrays, params):
+    """The batch resized to (batch, *the_template's shape), as ``resize_``'s rule."""
+    x = arrays[0]
+    shape = (x.shape[0],) + tuple(params["the_template"].shape)
+    return spec.forward(x, np.broadcast_to(x.dtype.type(0), shape),
+                        memory_format=params.get("memory_format"))
+
+
+@defstorage("resize_as_", batch=_batch_resize_as)
+def _resize_as(self, the_template, *, memory_format=None) -> Tensor:
     """``resize_`` to the shape of ``the_template``."""
+    return _resize_change(self, tuple(the_template.shape), memory_format=memory_format)
+
+
+def resize_as_(self, the_template, *, memory_format=None) -> Tensor:
+    """``resize_`` to the shape of ``the_template`` (a Tensor, checked first, as PyTorch's
+    argument parser does)."""
     if not isinstance(the_template, Tensor):
         raise TypeError(f"resize_as_(): argument 'the_template' (position 1) must be Tensor, "
                         f"not {D.type_name(the_template)}")
-    return resize_(self, tuple(the_template._data.shape), memory_format=memory_format)
+    return _resize_as.declared(self, the_template, memory_format=memory_format)
+
+
+_resize_as.declared, _resize_as.fn = _resize_as.fn, resize_as_
+OPS["resize_as_"]["fn"] = resize_as_

@@ -9,7 +9,7 @@ import weakref
 
 import numpy as np
 
-from . import composite, op
+from . import composite
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from .._tensor import Size, _dim, _storage_root
 from . import _dual as X
@@ -127,6 +127,10 @@ def _infer_shape(shape, numel, what="view"):
         if s != -1:
             known *= s
     if neg:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
+                               f"because the unspecified dimension size -1 can be any value "
+                               f"and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
@@ -248,7 +252,17 @@ def flatten(input, start_dim=0, end_dim=-1):
 def unflatten(input, dim, sizes):
     d = input._data
     k = _dim(dim, d.ndim)
-    sizes = _infer_shape(tuple(sizes), d.shape[k])
+    given = tuple(sizes)
+    if not given:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    try:
+        sizes = _infer_shape(given, d.shape[k])
+    except RuntimeError as e:  # PyTorch's messages
+        if str(e).startswith("shape '"):
+            raise RuntimeError(f"unflatten: Provided sizes {list(given)} don't multiply up to "
+                               f"the size of dim {k} ({d.shape[k]}) in the input "
+                               f"tensor") from None
+        raise RuntimeError(f"unflatten got an unexpected error:\n{e}") from None
     return reshape(input, d.shape[:k] + tuple(sizes) + d.shape[k + 1:])
 
 
@@ -436,7 +450,7 @@ def _T(self):
 def _matrices_only(self, what, batches=True):
     """PyTorch's error for mT/mH/H/adjoint() of a tensor that is not (a batch of) matrices;
     True for a 0-d tensor, which they return as it is (conjugated for mH/H/adjoint())."""
-    n = self._data.ndim
+    n = self.dim()
     if n == 0:
         name = what if what == "adjoint()" else "Tensor." + what
         hint = "This function is the identity in these cases." if what == "mT" else \
@@ -464,7 +478,7 @@ def _adjoint(self, what="adjoint()", batches=True):
         t = self
     else:
         t = transpose(self, -2, -1) if batches else transpose(self, 0, 1)
-    return t.conj() if self._data.dtype.kind == "c" else t
+    return t.conj() if self.is_complex() else t
 
 
 Tensor.T = property(_T, doc="All dimensions reversed (a view).")
@@ -1293,23 +1307,23 @@ front(_complex_op, complex)
 def _part(input, name, index):
     if not isinstance(input, Tensor):
         raise _D.not_tensor(name, "input", 1, input)
-    if input._data.dtype.kind != "c":
+    if not input.is_complex():
         if index == 0:
             return input  # PyTorch's real of a real tensor is the tensor itself
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     from .shape import select
     # PyTorch saves the dim as given to its select: the real view's last one, non-negative
-    return select(view_as_real(input), input._data.ndim, index)
+    return select(view_as_real(input), input.dim(), index)
 
 
-@op(method=False)
+@composite(method=False)
 def real(input):
     """The real part of a complex tensor, a view (``view_as_real(input)[..., 0]``, as PyTorch
     records it: SelectBackward0 of ViewAsRealBackward0); a real tensor itself."""
     return _part(input, "real", 0)
 
 
-@op(method=False)
+@composite(method=False)
 def imag(input):
     """The imaginary part of a complex tensor, a view (``view_as_real(input)[..., 1]``)."""
     return _part(input, "imag", 1)
