@@ -254,72 +254,81 @@ RsubBackward1 = variant(_rsub_decl, "RsubBackward1", ("alpha",))
 RsubBackward1._bw = lambda self, g, graph: (-g if self._saved[0] == 1 else g * -self._saved[0],)
 
 
-class AddBackward1(Node):
-    """add.Scalar (a tensor plus a C++ Scalar, as PyTorch's composites record it): one edge."""
-    __slots__ = ()
-    _needs_saved = False
+def _scalar_decl(name, node, np_fn, saved):
+    """PyTorch's ``<name>.Scalar`` (a tensor and a C++ Scalar, as its composites call it): one
+    edge; elementwise, so its forward-mode rule is its backward formula on the tangent."""
+    @defop("_" + name + "_scalar", node=node, saved=saved, elementwise=True, batch=ELEMENTWISE,
+           function=False, method=False)
+    def decl(self, other):
+        ad, v = _scalar_data(self, other)
+        data = np_fn(ad, v)
+        return data.astype(ad.dtype) if data.dtype != ad.dtype and ad.dtype in D.INEXACT \
+            else data
 
-    def _bw(self, g, graph):
-        return g,
-
-
-class MulBackward1(Node):
-    """mul.Scalar (a tensor times a C++ Scalar, as PyTorch's composites record it): one edge;
-    its gradient is mul.Scalar again (MulBackward1 under create_graph, as PyTorch's)."""
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return _times(g, self._saved[0]),
+    decl.forward.__doc__ = f"``self {name} other`` with a number ``other``; {node}."
+    OPS.pop(decl.key)  # reached through add_scalar, mul_scalar, sub_scalar and div_scalar
+    return decl
 
 
-class SubBackward1(AddBackward1):
-    """sub.Scalar (a tensor minus a C++ Scalar): one edge."""
-    __slots__ = ()
+_add_scalar_decl = _scalar_decl("add", "AddBackward1", np.add, ())
+_sub_scalar_decl = _scalar_decl("sub", "SubBackward1", np.subtract, ())
+_mul_scalar_decl = _scalar_decl("mul", "MulBackward1", np.multiply, ("other",))
+_div_scalar_decl = _scalar_decl("div", "DivBackward1", np.true_divide, ("other",))
 
 
-class DivBackward1(MulBackward1):
-    """div.Scalar (a tensor divided by a C++ Scalar): the gradient divided by the number
-    (div.Scalar again: DivBackward1 under create_graph)."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        return _over(g, self._saved[0]),
+@_add_scalar_decl.backward
+def _(ctx, grad):
+    return grad,
 
 
-def _scalar_op(a, value, fn, cls):
+_sub_scalar_decl.backward(_add_scalar_decl.bw)
+
+
+@_mul_scalar_decl.backward
+def _(ctx, grad):
+    return _times(grad, ctx.other),
+
+
+@_div_scalar_decl.backward
+def _(ctx, grad):
+    return _over(grad, ctx.other),
+
+
+AddBackward1, SubBackward1 = _add_scalar_decl.node_cls, _sub_scalar_decl.node_cls
+MulBackward1, DivBackward1 = _mul_scalar_decl.node_cls, _div_scalar_decl.node_cls
+
+
+def _scalar_op(a, value, spec):
     ad, v = _scalar_data(a._data, value)
     tok = quiet_on()
     try:
-        data = fn(ad, v)
+        data = spec.forward(ad, v)
     finally:
         quiet_off(tok)
-    if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
-        data = data.astype(ad.dtype)
     if STATE.enabled and a._requires_grad:
-        return record(data, cls((edge_of(a),), (v,)))
+        return spec.record1(data, a, {"other": v})
     return _make(data)
 
 
 def add_scalar(a, value):
     """``a + value`` recorded as PyTorch's C++ composites record it (AddBackward1), for the
     compositions dyngrad reproduces; Python's ``a + value`` records AddBackward0."""
-    return _scalar_op(a, value, np.add, AddBackward1)
+    return _scalar_op(a, value, _add_scalar_decl)
 
 
 def mul_scalar(a, value):
     """``a * value`` recorded as PyTorch's C++ composites record it (MulBackward1)."""
-    return _scalar_op(a, value, np.multiply, MulBackward1)
+    return _scalar_op(a, value, _mul_scalar_decl)
 
 
 def sub_scalar(a, value):
     """``a - value`` recorded as PyTorch's C++ composites record it (SubBackward1)."""
-    return _scalar_op(a, value, np.subtract, SubBackward1)
+    return _scalar_op(a, value, _sub_scalar_decl)
 
 
 def div_scalar(a, value):
     """``a / value`` recorded as PyTorch's C++ composites record it (DivBackward1)."""
-    return _scalar_op(a, value, np.true_divide, DivBackward1)
+    return _scalar_op(a, value, _div_scalar_decl)
 
 
 # the same inside a backward formula: on arrays the plain product / quotient

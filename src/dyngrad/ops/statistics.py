@@ -253,7 +253,7 @@ nanquantile = _register_quantile("nanquantile", True)
 
 # --- cov / corrcoef --------------------------------------------------------------------------------
 def _real_only(name, input):
-    if input._data.dtype.kind == "c":
+    if input.is_complex():
         raise NotImplementedError(f"dyngrad's {name}() supports real tensors only (PyTorch's "
                                   f"complex path is not implemented here)")
 
@@ -283,14 +283,14 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
     t = _pkg()
     _need_tensor("cov", input, "input", 1)
     correction = _int(correction, "cov", "correction", 2 + p)
-    d = input._data
-    if d.ndim > 2:
+    nd = input.dim()
+    if nd > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
-                           f"input with {d.ndim} dimensions")
-    if d.dtype == np.bool_:
+                           f"input with {nd} dimensions")
+    if input.dtype == t.bool:
         raise RuntimeError("cov(): bool dtype is not supported for input")
     _real_only("cov", input)
-    x = input.view(1, -1) if d.ndim < 2 else input
+    x = input.view(1, -1) if nd < 2 else input
     n = x.shape[1]
     w = None
     for name, wt, pos in (("fweights", fweights, 3 + p), ("aweights", aweights, 4 + p)):
@@ -298,7 +298,7 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
             _check_cov_weights(name, wt, pos, n)
             w = wt if w is None else w * wt
     w_sum = w.sum() if w is not None else t.tensor(n, dtype=t.int64)
-    if w is not None and not bool(w_sum._data != 0):
+    if w is not None and not bool(w_sum != 0):
         raise RuntimeError("cov(): weights sum to zero, can't be normalized")
     avg = (x * w if w is not None else x).sum(1) / w_sum
     if w is None:
@@ -312,13 +312,13 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
     else:
         from .pointwise import mul_scalar
         norm = w_sum - mul_scalar((w * aweights).sum(), correction) / w_sum
-    if bool(norm._data <= 0):
+    if bool(norm <= 0):
         _warn.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                    "than the number of observations.", UserWarning)
         norm.zero_()
     if n == 1 and (fweights is not None) != (aweights is not None):
         x.zero_()  # PyTorch zeroes the (view of the) input in this corner case
-        if x._data.dtype.kind in "biu":
+        if not x.is_floating_point():
             x = x.to(t.float32)
     else:
         x = x - avg.unsqueeze(1)
@@ -331,12 +331,12 @@ def _corrcoef(p, input):
     deviations, clipped to [-1, 1])."""
     t = _pkg()
     _need_tensor("corrcoef", input, "input", 1)
-    if input._data.ndim > 2:
+    if input.dim() > 2:
         raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got "
-                           f"an input with {input._data.ndim} dimensions")
+                           f"an input with {input.dim()} dimensions")
     _real_only("corrcoef", input)
     c = _cov(p, input)
-    if c._data.ndim == 0:
+    if c.dim() == 0:
         return c / c
     sd = t.sqrt(c.diagonal())
     c = c / sd.view(-1, 1)
@@ -358,4 +358,4 @@ def _declared_dual(spec, impl):
 histc = _declared_dual(_histc_spec, _histc)
 bincount = _dual("bincount", _bincount)
 cov = _dual("cov", _cov)
-corrcoef = _dual("corrcoef", _corrcoef)
+corrcoef = _dual("corrcoef", _corrcoef, composite=True)
