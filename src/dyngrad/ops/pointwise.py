@@ -11,7 +11,7 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, composite, op
+from . import OPS, composite, op, query
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
@@ -1301,20 +1301,17 @@ def _invert(self):
     return bitwise_not(self)
 
 
-@op()
+# value reads: under vmap, read once per sample (torch.vmap refuses both ops)
+@query(tensors=("input", "other"), direct=False)
 def equal(input, other) -> bool:
     """True when both tensors have the same shape and values."""
     return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
 
 
-@op()
+@query(tensors=["input", "other"], direct=False)  # (with more arguments than the two tensors)
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """Whether ``isclose`` holds everywhere, as PyTorch computes it."""
     from .elementwise_more import isclose
-    for i, (n, v) in enumerate((("input", input), ("other", other))):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"allclose(): argument '{n}' (position {i + 1}) must be Tensor, not "
-                            f"{D.type_name(v)}")
     return bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 
