@@ -1220,8 +1220,7 @@ def _cmp(np_fn, name, ordered, aliases=()):
 
     operator.__name__ = operator.__qualname__ = dunder
     operator.__doc__ = f"``self {_SYMBOLS[name]} other``."
-    (op if name in ("eq", "ne") else composite)(f"_{name}", function=False, method=False,
-                                                methods=(dunder,))(operator)
+    composite(f"_{name}", function=False, method=False, methods=(dunder,))(operator)
     return spec.fn
 
 
