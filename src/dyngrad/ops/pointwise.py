@@ -11,7 +11,7 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, composite, op, query
+from . import OPS, composite, query
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
