@@ -299,7 +299,12 @@ MulBackward1, DivBackward1 = _mul_scalar_decl.node_cls, _div_scalar_decl.node_cl
 
 
 def _scalar_op(a, value, spec):
-    ad, v = _scalar_data(a._data, value)
+    try:
+        ad = a._data
+    except AttributeError:  # a tensor batched by vmap: the op on its physical tensor
+        from ..func._rules import elementwise
+        return elementwise(spec.name)(partial(_scalar_op, spec=spec), (a, value), {})
+    ad, v = _scalar_data(ad, value)
     tok = quiet_on()
     try:
         data = spec.forward(ad, v)
