@@ -14,6 +14,7 @@ from . import composite, op
 from ._spec import defop, quick
 from .sorting import _each_sample
 from .._record import Tensor
+from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _warn
 
@@ -122,6 +123,19 @@ _histc_spec = histc
 
 
 # --- bincount ----------------------------------------------------------------------------------
+@defop("bincount", node=NotImplemented_, method=False, batch=_each_sample)
+def _bincount_decl(self, weights=None, minlength=0):
+    """Occurrences of each value 0..max of a 1-D non-negative integer array (summed
+    ``weights``, an array, when given: float32 or double); PyTorch has no derivative for it
+    (its NotImplemented node, with an edge to the weights)."""
+    n = max(int(self.max()) + 1, minlength) if self.size else minlength
+    if weights is None:
+        return np.bincount(self, minlength=n).astype(np.int64)
+    out = np.zeros(n, np.float32 if weights.dtype == np.float32 else np.float64)
+    np.add.at(out, self, weights.astype(out.dtype))
+    return out
+
+
 def _bincount(p, input, weights=None, minlength=0):
     """Occurrences of each value 0..max of a 1-D non-negative integer tensor (summed weights
     with ``weights``; at least ``minlength`` bins)."""
@@ -138,18 +152,14 @@ def _bincount(p, input, weights=None, minlength=0):
         return _make(np.zeros(minlength, np.int64))
     if d.ndim != 1 or d.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if weights is not None and (weights._data.ndim != 1 or
-                                weights._data.shape[0] != d.shape[0]):
-        raise RuntimeError("weights should be 1-d and have the same length as input")
-    n = max(int(d.max()) + 1, minlength)
     if weights is None:
-        return _make(np.bincount(d, minlength=n).astype(np.int64))
-    wd = weights._data
-    wt = np.float32 if wd.dtype == np.float32 else np.float64
-    out = np.zeros(n, wt)
-    np.add.at(out, d, wd.astype(wt))
+        return _make(_bincount_decl.forward(d, None, minlength))
+    if weights._data.ndim != 1 or weights._data.shape[0] != d.shape[0]:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    # the declaration's node (PyTorch's NotImplemented, naming the op) when weights need grad
     from .elementwise_more import _no_derivative
-    return _no_derivative(out, "bincount", (weights,))
+    return _no_derivative(_bincount_decl.forward(d, weights._data, minlength), "bincount",
+                          (weights,))
 
 
 # --- quantile / nanquantile ----------------------------------------------------------------------
@@ -372,6 +382,6 @@ def _declared_dual(spec, impl):
 
 
 histc = _declared_dual(_histc_spec, _histc)
-bincount = _dual("bincount", _bincount)
+bincount = _declared_dual(_bincount_decl, _bincount)
 cov = _dual("cov", _cov, composite=True)
 corrcoef = _dual("corrcoef", _corrcoef, composite=True)
