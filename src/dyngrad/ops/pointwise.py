@@ -162,7 +162,9 @@ def _add_np(alpha, sign=1):
         if x.dtype == D.BF16:
             a = sign * np.float32(D.BF16.type(alpha))
             return (x.astype(np.float32) + y.astype(np.float32) * a).astype(D.BF16)
-        return x + y * alpha if sign == 1 else x - y * alpha
+        r = x + y * alpha if sign == 1 else x - y * alpha
+        # (bool tensors stay bool: PyTorch takes alpha as a bool, where NumPy widens to int)
+        return r.astype(np.bool_) if x.dtype == np.bool_ else r
     return f
 
 
@@ -225,7 +227,7 @@ def _(ctx, t_self, t_other=None):
 
 
 @defop("rsub", node="RsubBackward0", inputs=("self", "other"), saved=("alpha",), broadcast=True,
-       promote="common", batch=ELEMENTWISE)
+       promote="common", batch=ELEMENTWISE, method=False)
 def _rsub_decl(self, other, alpha=1):
     """other - alpha * input (the reflected subtraction of ``10 - x``); RsubBackward0, or
     RsubBackward1 with a number ``other``."""

@@ -259,7 +259,7 @@ def _diff_n(x, n, dim):
     size = x.shape[_dim(dim, x.dim())]
     out_len = size - 1
     n = min(n, size)
-    boolean = not x.is_floating_point() and not x.is_complex() and x.dtype == D.bool
+    boolean = x.dtype == D.bool_
     r = x
     for _ in range(n):
         hi, lo = r.narrow(dim, 1, out_len), r.narrow(dim, 0, out_len)
