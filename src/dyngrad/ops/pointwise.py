@@ -298,20 +298,26 @@ def _(ctx, grad):
 
 AddBackward1, SubBackward1 = _add_scalar_decl.node_cls, _sub_scalar_decl.node_cls
 MulBackward1, DivBackward1 = _mul_scalar_decl.node_cls, _div_scalar_decl.node_cls
+# the same formulas read straight from the node (the number is its one saved value)
+AddBackward1._bw = SubBackward1._bw = lambda self, g, graph: (g,)
+MulBackward1._bw = lambda self, g, graph: (_times(g, self._saved[0]),)
+DivBackward1._bw = lambda self, g, graph: (_over(g, self._saved[0]),)
 
 
-def _scalar_op(a, value, spec):
+def _scalar_op(a, value, spec, fn):
     try:
         ad = a._data
     except AttributeError:  # a tensor batched by vmap: the op on its physical tensor
         from ..func._rules import elementwise
-        return elementwise(spec.name)(partial(_scalar_op, spec=spec), (a, value), {})
+        return elementwise(spec.name)(partial(_scalar_op, spec=spec, fn=fn), (a, value), {})
     ad, v = _scalar_data(ad, value)
     tok = quiet_on()
     try:
-        data = spec.forward(ad, v)
+        data = fn(ad, v)
     finally:
         quiet_off(tok)
+    if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
+        data = data.astype(ad.dtype)
     if STATE.enabled and a._requires_grad:
         return spec.record1(data, a, {"other": v})
     return _make(data)
@@ -320,22 +326,22 @@ def _scalar_op(a, value, spec):
 def add_scalar(a, value):
     """``a + value`` recorded as PyTorch's C++ composites record it (AddBackward1), for the
     compositions dyngrad reproduces; Python's ``a + value`` records AddBackward0."""
-    return _scalar_op(a, value, _add_scalar_decl)
+    return _scalar_op(a, value, _add_scalar_decl, np.add)
 
 
 def mul_scalar(a, value):
     """``a * value`` recorded as PyTorch's C++ composites record it (MulBackward1)."""
-    return _scalar_op(a, value, _mul_scalar_decl)
+    return _scalar_op(a, value, _mul_scalar_decl, np.multiply)
 
 
 def sub_scalar(a, value):
     """``a - value`` recorded as PyTorch's C++ composites record it (SubBackward1)."""
-    return _scalar_op(a, value, _sub_scalar_decl)
+    return _scalar_op(a, value, _sub_scalar_decl, np.subtract)
 
 
 def div_scalar(a, value):
     """``a / value`` recorded as PyTorch's C++ composites record it (DivBackward1)."""
-    return _scalar_op(a, value, _div_scalar_decl)
+    return _scalar_op(a, value, _div_scalar_decl, np.true_divide)
 
 
 # the same inside a backward formula: on arrays the plain product / quotient
