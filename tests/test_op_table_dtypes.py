@@ -49,7 +49,7 @@ _DIFFERENCES = [
      "float16",
      'float16 computes where PyTorch\'s kernel has no Half version ("<op>_cpu" not '
      "implemented for 'Half'); in ops/special.py"),
-    ("matmul_batched addmm matmul_vm matmul_bcast "
+    ("matmul_batched matmul_vm matmul_bcast "
      "matmul_2d_3d einsum_mm einsum_batch einsum_ellipsis einsum_three",
      "bool",
      'bool matrix products compute where PyTorch raises '
@@ -58,19 +58,11 @@ _DIFFERENCES = [
      "bool",
      'matrix_power multiplies with matmul: bool matmul computes where PyTorch raises '
      '"addmm_impl_cpu_"/"bmm" not implemented; in ops/linalg.py'),
-    ("addmm_full",
-     INTS + " bool",
-     "addmm with float beta/alpha on integers leaks NumPy's UFuncTypeError (PyTorch "
-     'computes; bool: its NotImplementedError); in ops/linalg.py'),
-    ("addmm_",
-     INTS,
-     "addmm_ with float beta/alpha on integers leaks NumPy's UFuncTypeError where "
-     'PyTorch computes; in ops/linalg.py'),
     ("einsum_trace einsum_sum",
      "int32 uint8 bool",
      "einsum's sums keep the small integer/bool dtype where PyTorch's give int64; in "
      'ops/linalg.py'),
-    ("inv inverse det slogdet solve solve_vec",
+    ("inv inverse det solve solve_vec",
      "float16",
      "float16 leaks NumPy's TypeError where PyTorch raises 'Low precision dtypes not "
      'supported\' / "lu_cpu" not implemented; in ops/linalg.py'),
@@ -90,7 +82,7 @@ _DIFFERENCES = [
      INTS + " bool float16",
      "svdvals' error names linalg.svdvals where PyTorch's names linalg.svd (float16: NumPy's"
      ' TypeError leaks); in ops/linalg_more.py'),
-    ("svd_polar svd_polar_batch svd_full torch_svd cholesky cholesky_upper qr",
+    ("cholesky cholesky_upper qr",
      "float16",
      'float16 leaks NumPy\'s TypeError where PyTorch raises "<kernel>_cpu" not implemented '
      "for 'Half'; in ops/linalg_more.py"),

@@ -50,7 +50,6 @@ KNOWN_COMPLEX = {
     'special.zeta_const_self': 'raises TypeError where PyTorch raises NotImplementedError',
     'special.zeta_forward': 'raises TypeError where PyTorch raises NotImplementedError',
     'special.zeta_scalar_self': 'raises TypeError where PyTorch raises NotImplementedError',
-    'torch_svd': 'values differ',
 }
 
 # rows whose empty-input behaviour still differs from PyTorch's: what differs

@@ -7,7 +7,8 @@ import numpy as np
 
 from ._tensor import Tensor
 from . import _dtype as D
-from .ops.linalg import LinAlgError, det, inverse as inv, slogdet, solve, matmul, RT_SLOGDET  # noqa: F401
+from .ops.linalg import (LinAlgError, det, inverse as inv, linalg_slogdet as slogdet, solve,  # noqa: F401
+                         matmul, RT_SLOGDET)
 from .ops.reduction import vector_norm, dims_of
 from .ops.linalg_more import svdvals
 from ._factories import zeros

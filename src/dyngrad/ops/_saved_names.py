@@ -11,16 +11,6 @@ from __future__ import annotations
 SAVED_NAMES: dict = {
     "AdaptiveAvgPool2DBackward0": {"self": (2, "tensor")},
     "AdaptiveMaxPool2DBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
-    "AddmmBackward0": {
-        "mat1": (0, "tensor"),
-        "mat1_sym_sizes": (0, "shape"),
-        "mat1_sym_strides": (0, "strides"),
-        "mat2": (1, "tensor"),
-        "mat2_sym_sizes": (1, "shape"),
-        "mat2_sym_strides": (1, "strides"),
-        "beta": (3, "same"),
-        "alpha": (4, "same"),
-    },
     "AvgPool2DBackward0": {"ceil_mode": (1, "same"), "self": (2, "tensor")},
     "ConstantPadNdBackward0": {"pad": (0, "same")},
     "ConvolutionBackward0": {
@@ -37,11 +27,8 @@ SAVED_NAMES: dict = {
     "IndexBackward0": {"self_sym_sizes": (0, "same")},
     "LinalgCholeskyExBackward0": {"L": (0, "tensor"), "upper": (1, "same")},
     "LinalgEighBackward0": {"eigenvalues": (0, "tensor")},
-    "LinalgMatrixExpBackward0": {"self": (0, "tensor")},
     "LinalgQrBackward0": {"Q": (0, "tensor"), "R": (1, "tensor"), "mode": (2, "same")},
-    "LinalgSlogdetBackward0": {"A": (0, "tensor")},
     "LinalgSolveExBackward0": {"A": (0, "tensor"), "result": (1, "tensor"), "left": (3, "same")},
-    "LinalgSvdBackward0": {"S": (1, "tensor"), "full_matrices": (3, "same")},
     "LinalgVectorNormBackward0": {
         "self": (0, "tensor"),
         "result": (1, "tensor"),

@@ -79,6 +79,9 @@ class SliceBackwardBackward0(SelectBackwardBackward0):
 
 SelectBackward0._double = SelectBackwardBackward0
 SliceBackward0._double = SliceBackwardBackward0
+# forward mode: the tangent indexed as the input was (a select or slice is linear)
+SelectBackward0._fw_rule = lambda node, tangents: [
+    tangents[0][(slice(None),) * node._saved[1] + (node._saved[2], Ellipsis)]]
 
 
 def _view_grad_np(g, node):

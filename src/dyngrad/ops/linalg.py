@@ -6,11 +6,14 @@ from functools import partial
 
 import numpy as np
 
-from . import op
+from . import composite
 from .._dtype import BF16
-from .._record import STATE, Node, Saved, Tensor, edge_of, edges_first, record, sum_to
+from .._record import (RECORD_HOOKS, STATE, Node, Saved, Tensor, edge_of, edges_first, record,
+                      sum_to)
 from . import _dual as X
-from ._spec import batch_aligned, defop, formula_backward, pair_public
+from ._spec import (batch_aligned, defop, every_output, formula_backward, front, pair_public,
+                    quick)
+from .reduction import return_type
 from .. import _dtype as D
 from .._fperr import quiet_off, quiet_on
 
@@ -63,61 +66,6 @@ def _mm_check(a, b):
                            f"{_shape_str(b.shape)})")
     _same_dtype(a, b)
 
-
-class MatmulBackward(Node):
-    """Backward of a general matmul: batch dims broadcast, 1-D operands promoted and squeezed."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sa, sb, ash, bsh = self._saved
-        a = sa.get(self, graph) if sa is not None else None
-        b = sb.get(self, graph) if sb is not None else None
-        a2 = a if a is None or len(ash) != 1 else a.reshape((1,) + ash)
-        b2 = b if b is None or len(bsh) != 1 else b.reshape(bsh + (1,))
-        g2 = g
-        if len(ash) == 1 and len(bsh) == 1:
-            return (g * b if b is not None else None), (g * a if a is not None else None)
-        a2shape = (1,) + ash if len(ash) == 1 else ash
-        b2shape = bsh + (1,) if len(bsh) == 1 else bsh
-        if len(ash) == 1:
-            g2 = g2.reshape(tuple(g.shape[:-1]) + (1, g.shape[-1]))
-        if len(bsh) == 1:
-            g2 = g2.reshape(tuple(g2.shape) + (1,))
-        ga = gb = None
-        if self.next_functions[0][0] is not None:
-            ga = sum_to(X.matmul(g2, X.transpose_last(b2)), a2shape).reshape(ash)
-        if self.next_functions[1][0] is not None:
-            gb = sum_to(X.matmul(X.transpose_last(a2), g2), b2shape).reshape(bsh)
-        return ga, gb
-
-
-class UnsafeViewBackward0(MatmulBackward):
-    __slots__ = ()
-
-
-class SqueezeBackward4(MatmulBackward):
-    """matmul of a vector by a matrix: PyTorch's unsqueeze(0), mm, squeeze_(0)."""
-    __slots__ = ()
-    _named_saved = {"dim": (0, "fixed")}
-
-
-class TransposeBackward0Matmul(MatmulBackward):
-    """matmul of a matrix (or a batch-1 3-d tensor) by a batch, computed by PyTorch as
-    ``(b.mT @ a.mT).mT``: its last op is a transpose."""
-    __slots__ = ()
-    _named_saved = {"dim0": (-2, "fixed"), "dim1": (-1, "fixed")}
-
-
-TransposeBackward0Matmul.__name__ = TransposeBackward0Matmul.__qualname__ = "TransposeBackward0"
-
-
-class CloneBackward0Matmul(TransposeBackward0Matmul):
-    """The same fold when the transposed result is not contiguous: PyTorch copies it."""
-    __slots__ = ()
-    _named_saved: dict = {}
-
-
-CloneBackward0Matmul.__name__ = CloneBackward0Matmul.__qualname__ = "CloneBackward0"
 
 def _same_dtype(a, b):
     if a.dtype != b.dtype:
@@ -177,7 +125,7 @@ def _matmul_check(a, b, ka, kb, fold_t=False, unfolded=False):
     raise RuntimeError(f"expected scalar type {sn(a.dtype)} but found {sn(b.dtype)}")
 
 
-@op(methods=("__matmul__",))
+@composite(methods=("__matmul__",))
 def matmul(input, other):
     """Matrix product with NumPy's/PyTorch's shape rules (1-D, 2-D, batched, broadcast)."""
     if not isinstance(other, Tensor):
@@ -220,25 +168,7 @@ def matmul(input, other):
     except ValueError:
         from .pointwise import broadcast_error
         raise broadcast_error(a.shape[:-2], b.shape[:-2]) from None
-    r = np.asarray(r)
-    if STATE.enabled and (input._requires_grad or other._requires_grad):
-        if a.ndim == 1 and b.ndim == 2:
-            cls = SqueezeBackward4
-        elif fold_t:
-            cls = TransposeBackward0Matmul if r.shape[-1] == 1 or r.shape[-2] == 1 or \
-                r.size == 0 else CloneBackward0Matmul
-        else:
-            cls = UnsafeViewBackward0
-        # each operand is kept only if the other's gradient needs it, as PyTorch does; an
-        # operand PyTorch copies to fold or broadcast it is kept as such a copy (so changing
-        # the operand in place afterwards is no error)
-        sa = sb = None
-        if other._requires_grad:
-            sa = Saved(input.clone() if _matmul_copies(a, b, True, cls) else input)
-        if input._requires_grad:
-            sb = Saved(other.clone() if _matmul_copies(a, b, False, cls) else other)
-        return record(r, cls((edge_of(input), edge_of(other)), (sa, sb, a.shape, b.shape)))
-    return _make(r)
+    return _make(np.asarray(r))
 
 
 def _should_fold(t1, t2):
@@ -311,24 +241,6 @@ def _folds_without_copy(a):
     PyTorch's test for folding a batch times a matrix into one mm."""
     st, sh = a.strides, a.shape
     return all(st[i] == st[i + 1] * sh[i + 1] for i in range(a.ndim - 2))
-
-
-def _matmul_copies(a, b, first, cls):
-    """Whether PyTorch's matmul of arrays ``a @ b`` (at least one of them batched) keeps a
-    copy of the first (``first``) or second operand rather than a view of it."""
-    if a.ndim <= 1 and b.ndim <= 2 or b.ndim == 1 and a.ndim <= 2:
-        return False
-    if isinstance(cls, type) and issubclass(cls, TransposeBackward0Matmul) or (
-            a.ndim == 1 and b.ndim >= 3):
-        # folded with transposes: the batched operand's transpose is reshaped (a copy)
-        return not first
-    if b.ndim <= 2:  # a folded into a matrix: a view when a is contiguous
-        return first and not _folds_without_copy(a)
-    if a.ndim <= 2:
-        return False
-    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    x = a if first else b
-    return x.shape[:-2] != batch or not x.flags.c_contiguous
 
 
 def _no_bool(name, *arrays):
@@ -448,35 +360,6 @@ def _(ctx, ta, tb):
 dot = dot.fn
 
 
-class AddmmBackward0(Node):
-    """beta * input + alpha * (mat1 @ mat2); BaddbmmBackward0 differs only in its products."""
-    __slots__ = ()
-
-    @staticmethod
-    def _g1(g, m2):
-        return X.matmul(g, X.transpose_last(m2))
-
-    # (g.T @ m1).T on arrays: for Linear, mat2 is W.t(), so W's gradient comes out C-ordered
-    _g2 = staticmethod(X.twin(lambda g, m1: (g.T @ m1).T,
-                              lambda g, m1: X.matmul(X.transpose_last(m1), g)))
-
-    def _bw(self, g, graph):
-        s1, s2, bshape, beta, alpha = self._saved
-        gb = g1 = g2 = None
-        nf = self.next_functions
-        if nf[0][0] is not None:
-            gb = sum_to(g if beta == 1 else g * beta, bshape)
-        if nf[1][0] is not None:
-            g1 = self._g1(g, s2.get(self, graph))
-            if alpha != 1:
-                g1 = g1 * alpha
-        if nf[2][0] is not None:
-            g2 = self._g2(g, s1.get(self, graph))
-            if alpha != 1:
-                g2 = g2 * alpha
-        return gb, g1, g2
-
-
 def _addmm_check(self_dtype, a, b):
     """addmm's argument errors in PyTorch's order: dtypes first, then shapes."""
     sn = D.scalar_type_name
@@ -509,13 +392,20 @@ def _expand_check(shape, target):
                                f"Target sizes: {list(target)}.  Tensor sizes: {list(shape)}")
 
 
-@op()
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+@defop("addmm", node="AddmmBackward0", inputs=("self", "mat1", "mat2"),
+       saved=("mat1", "mat2", "beta", "alpha"), saved_for={"mat1": (2,), "mat2": (1,)},
+       broadcast=True, batch=lambda spec, arrays, params: _addmm_batched(*arrays, **params))
+def addmm(self, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2); AddmmBackward0."""
-    a, b, c = mat1._data, mat2._data, input._data
+    a, b, c = mat1, mat2, self
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or not \
             (a.dtype is b.dtype is c.dtype):
         _addmm_check(c.dtype, a, b)
+    if a.dtype.kind in "biu":
+        if a.dtype == np.bool_:
+            raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+        # integer results take beta and alpha truncated to the dtype (wrapping), as PyTorch's
+        beta, alpha = (np.asarray(int(v)).astype(a.dtype) for v in (beta, alpha))
     r = a @ b
     if alpha != 1:
         r *= alpha
@@ -531,13 +421,128 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         raise
     if a.dtype is BF16:  # NumPy's float32 product, the bias added in float32, rounded once
         r = r.astype(BF16)
-    if STATE.enabled and (input._requires_grad or mat1._requires_grad or mat2._requires_grad):
-        node = AddmmBackward0((edge_of(input), edge_of(mat1), edge_of(mat2)),
-                              (Saved(mat1) if mat2._requires_grad else None,
-                               Saved(mat2) if mat1._requires_grad else None,
-                               c.shape, beta, alpha))
-        return record(r, node)
-    return _make(r)
+    return r
+
+
+def _addmm_batched(c, a, b, beta=1, alpha=1):
+    """addmm over a leading batch axis (the input's dims aligned after it)."""
+    r = np.matmul(a, b)
+    if alpha != 1:
+        r = r * alpha
+    if beta == 0:
+        return r
+    c = batch_aligned((c, r))[0]
+    return r + (c if beta == 1 else beta * c)
+
+
+# (g.T @ m1).T on arrays: for Linear, mat2 is W.t(), so W's gradient comes out C-ordered
+_addmm_g2 = X.twin(lambda g, m1: (g.T @ m1).T, lambda g, m1: X.matmul(X.transpose_last(m1), g))
+
+
+@addmm.backward
+def _(ctx, grad):
+    return blend_grads(ctx, grad,
+                       X.matmul(grad, X.transpose_last(ctx.mat2)) if ctx.needs(1) else None,
+                       _addmm_g2(grad, ctx.mat1) if ctx.needs(2) else None)
+
+
+@addmm.jvp
+def _(ctx, tx, t1, t2):
+    s1, s2 = ctx.shape(1), ctx.shape(2)
+    return _blend_jvp(ctx, tx, X.product_rule(ctx.mat1, ctx.mat2, t1, t2, X.matmul),
+                      (s1[0], s2[1]))
+
+
+def _blend_jvp(ctx, tx, tprod, shape):
+    """The tangent of ``beta * input + alpha * prod`` (the result of ``shape``) from the
+    input's tangent and the product's (None: none)."""
+    beta, alpha = ctx.beta, ctx.alpha
+    if tprod is not None and alpha != 1:
+        tprod = tprod * alpha
+    if tx is None:
+        return tprod
+    tx = tx if beta == 1 else tx * beta
+    return X.expand_to(tx, shape) if tprod is None else tprod + tx
+
+
+# PyTorch's node also shows each matrix's sizes, and the strides of a kept one
+addmm.node_cls._named_saved.update({"mat1_sym_sizes": (5, "same"), "mat1_sym_strides": (0, "strides"),
+                                    "mat2_sym_sizes": (6, "same"),
+                                    "mat2_sym_strides": (1, "strides")})
+_addmm_spec = addmm
+_addmm_forward = addmm.forward
+_addmm_node = addmm.node_cls
+_addmm_general_bw = _addmm_node._bw
+
+
+def _addmm_bw(self, g, graph):
+    """The node's plain backward, on the saved values directly (the hot path of Linear)."""
+    if graph:
+        return _addmm_general_bw(self, g, graph)
+    s1, s2, beta, alpha, shape = self._saved[:5]
+    nf = self.next_functions
+    gb = g1 = g2 = None
+    m1 = s1.get(self, False) if s1 is not None else None
+    m2 = s2.get(self, False) if s2 is not None else None
+    if nf[0][0] is not None:
+        gb = g if beta == 1 else g * beta
+        if gb.shape != shape:
+            gb = sum_to(gb, shape)
+    if nf[1][0] is not None:
+        g1 = g @ m2.T
+        if alpha != 1:
+            g1 = g1 * alpha
+    if nf[2][0] is not None:
+        g2 = (g.T @ m1).T
+        if alpha != 1:
+            g2 = g2 * alpha
+    return gb, g1, g2
+
+
+_addmm_node._bw = _addmm_bw
+
+
+def _addmm_front(*args, **kwargs):
+    """addmm; the common call (three Tensors by position) runs the forward (for float
+    matrices that multiply and a bias that broadcasts, its one product and sum inline) and
+    records the node without binding arguments."""
+    if len(args) == 3 and not kwargs:
+        input, mat1, mat2 = args
+        try:
+            c, a, b = input._data, mat1._data, mat2._data
+        except AttributeError:
+            return _addmm_spec.declared(*args)
+        r = None
+        if a.dtype is b.dtype is c.dtype and a.dtype.kind == "f" and a.ndim == 2 and \
+                b.ndim == 2 and a.shape[1] == b.shape[0]:
+            r = a @ b
+            try:
+                r += c
+            except ValueError:
+                r = None
+        if r is None:
+            try:
+                r = _addmm_forward(c, a, b)
+            except RuntimeError:
+                edges_first(input, mat1, mat2)  # a stale view's error comes first
+                raise
+        r1, r2 = mat1._requires_grad, mat2._requires_grad
+        if not (STATE.enabled and (input._requires_grad or r1 or r2)):
+            return _make(r)
+        res = _make(r)
+        res._requires_grad = True
+        res._grad_fn = node = _addmm_node(
+            (edge_of(input), edge_of(mat1), edge_of(mat2)),
+            (Saved(mat1) if r2 else None, Saved(mat2) if r1 else None, 1, 1, c.shape,
+             a.shape, b.shape), r.dtype)
+        if RECORD_HOOKS:
+            for h in RECORD_HOOKS:
+                h(res, node)
+        return res
+    return _addmm_spec.declared(*args, **kwargs)
+
+
+addmm = front(_addmm_spec, _addmm_front)
 
 
 @defop("baddbmm", node="BaddbmmBackward0", inputs=("self", "batch1", "batch2"),
@@ -635,7 +640,7 @@ from collections import Counter as _Counter  # noqa: E402
 from .._record import notify  # noqa: E402
 
 
-@op(methods=("ger",))
+@composite(methods=("ger",))
 def outer(input, vec2):
     """Outer product of two vectors (a column times a row); MulBackward0."""
     if input.dim() != 1 or vec2.dim() != 1:
@@ -644,7 +649,7 @@ def outer(input, vec2):
     return input.reshape(-1, 1) * vec2
 
 
-op("ger", method=False)(outer)
+composite("ger", method=False)(outer)
 
 
 class _EinsumPlan:
@@ -975,7 +980,7 @@ def _einsum_numpy(plan, operands):
     return _make(r)
 
 
-@op(method=False)
+@composite(method=False)
 def einsum(equation, *operands):
     """Einstein summation: PyTorch's composition of permutes, bmm and views when recording
     (``_einsum_graph``), one NumPy einsum otherwise."""
@@ -1112,55 +1117,94 @@ def _(ctx, t):
 det = det.fn
 
 
-class LinalgSlogdetBackward0(Node):
-    """PyTorch's slogdet_backward: (grad_logabsdet - i imag(conj(grad_sign) sign)) A^{-H}
-    (the sign's gradient only for complex A), written in PyTorch's convention for complex
-    input, so no conjugating twin."""
-    __slots__ = ()
-    _nout = 2
-    _holomorphic = False
-
-    def _bw(self, g, graph):
-        gs, gl = g
-        a = self._saved[0].get(self, graph)
-        ad = X.data(a)
-        if ad.dtype.kind == "c" and gs is not None:
-            sign = slogdet(a)[0] if graph else np.linalg.slogdet(ad)[0]
-            rot = (gs.conj() * sign).imag * -1j
-            gl = rot if gl is None else gl + rot
-        if gl is None:
-            return None,
-        nd = ad.ndim
-        return X.unsqueeze_dims(gl, (nd - 2, nd - 1), nd) * X.adjoint_last(_inv_any(a)),
+@defop("slogdet", node="LinalgSlogdetBackward0", inputs=("A",), saved=("A", "result"),
+       names={"result": "sign"}, outputs=("sign", "logabsdet"), holomorphic=False,
+       batch=lambda spec, arrays, params: spec.forward(arrays[0]))
+def slogdet(A):
+    """(sign, log|det|) of square matrices; both outputs of LinalgSlogdetBackward0."""
+    _square("linalg.slogdet", A)
+    if A.dtype == np.float16:
+        raise RuntimeError("linalg.slogdet: Low precision dtypes not supported. Got Half")
+    s, l = np.linalg.slogdet(A)
+    return _col_major(s, False), _col_major(l, False)
 
 
-def _rt_slogdet():
-    from .reduction import return_type
-    return return_type("linalg_slogdet", ("sign", "logabsdet"))
+@slogdet.backward
+def _(ctx, grads):
+    # PyTorch's slogdet_backward: (grad_logabsdet - i imag(conj(grad_sign) sign)) A^{-H} (the
+    # sign's gradient only for complex A), written as PyTorch's gradient for complex input
+    gs, gl = grads
+    a = ctx.A
+    if X.data(a).dtype.kind == "c" and gs is not None:
+        rot = (X.conj(gs) * ctx.result).imag * -1j
+        gl = rot if gl is None else gl + rot
+    if gl is None:
+        return None,
+    nd = X.data(a).ndim
+    return X.unsqueeze_dims(gl, (nd - 2, nd - 1), nd) * X.adjoint_last(_inv_any(a)),
 
 
-RT_SLOGDET = _rt_slogdet()
+@slogdet.jvp
+def _(ctx, t):
+    # the trace of A^{-1} dA: the tangent of log|det| is its real part, the sign's (complex A)
+    # i times its imaginary part times the sign
+    tr = X.matmul(_inv_any(ctx.A), t).diagonal(0, -2, -1).sum(-1)
+    sign = ctx.result
+    if not tr.is_complex():
+        return X.zeros_like(sign), tr
+    return sign * (tr.imag * 1j), tr.real
 
 
-@op()
-def slogdet(input):
-    """(sign, log|det|) of a square matrix; the log gets LinalgSlogdetBackward0's gradient."""
-    a = input._data
-    _square("linalg.slogdet", a)
-    s, l = np.linalg.slogdet(a)
-    s, l = _col_major(s, False), _col_major(l, False)
-    if STATE.enabled and input._requires_grad:
-        node = LinalgSlogdetBackward0((edge_of(input),), (Saved(input),))
-        ts, tl = record(s, node), record(l, node)
-        tl._output_nr = 1
-        if s.dtype != l.dtype:  # complex input: a complex sign, a real log|det|, no one dtype
-            node._odt = None  # for the incoming gradients
+def _saved_lu(node, part):
+    """The LU factorization of the saved A with its pivots (1-based, int32), which PyTorch's
+    node keeps: computed from A when read."""
+    import scipy.linalg as sl
+    a = node._saved_A._data
+    # LAPACK reads a row-major real matrix as its transpose: PyTorch factors that (a complex
+    # one it copies column by column first)
+    col = a.dtype.kind == "c" or (a.shape[-1] > 1 and a.strides[-2] < a.strides[-1])
+    if a.size == 0:
+        return _make(_col_major(np.zeros(a.shape, a.dtype)) if part == 0 else
+                     _col_major(np.zeros(a.shape[:-1], np.int32), False))
+    flat = a.reshape((-1,) + a.shape[-2:])
+    lus, pivs = [], []
+    for m in flat:
+        lu, piv = sl.lu_factor(m if col else m.T, check_finite=False)
+        lus.append(lu)
+        pivs.append(piv + 1)
+    if part == 0:
+        return _make(_col_major(np.array(lus).reshape(a.shape)))
+    return _make(np.array(pivs, dtype=np.int32).reshape(a.shape[:-1]))
 
-        return RT_SLOGDET(ts, tl)
-    return RT_SLOGDET(_make(s), _make(l))
+
+_slogdet_spec = every_output(slogdet)
+_slogdet_spec.node_cls._saved_LU = property(lambda self: _saved_lu(self, 0))
+_slogdet_spec.node_cls._saved_pivots = property(lambda self: _saved_lu(self, 1))
+RT_SLOGDET = return_type("linalg_slogdet", ("sign", "logabsdet"))
+_NO_ARGS: dict = {}
 
 
-@op()
+def _slogdet_front(A):
+    if not isinstance(A, Tensor):
+        return _slogdet_spec.declared(A)
+    if A._data.dtype == D.BF16:
+        _square("linalg.slogdet", A._data)
+        raise RuntimeError("linalg.slogdet: Low precision dtypes not supported. Got BFloat16")
+    return quick(_slogdet_spec, A, (), _NO_ARGS, _NO_ARGS)
+
+
+slogdet = front(_slogdet_spec, _slogdet_front)
+
+
+def linalg_slogdet(A):
+    """``torch.linalg.slogdet``: (sign, log|det|) of square matrices, as a linalg_slogdet."""
+    return RT_SLOGDET(*slogdet(A))
+
+
+linalg_slogdet.__name__ = "slogdet"
+
+
+@composite()
 def logdet(input):
     """log(det(A)) (NaN for a negative determinant)."""
     s, l = slogdet(input)

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import op
+from . import composite
+from . import _dual as X
+from ._spec import defop, every_output, front, quick
 from ._formula import FormulaNode
-from .._record import STATE, Saved, Tensor, edge_of, notify, record
+from .._record import STATE, Saved, Tensor, edge_of, notify
 from .reduction import return_type
 from .. import _dtype as D
 
@@ -42,7 +44,11 @@ def _check(A, fn, square=False):
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg_{fn}(): argument 'A' (position 1) must be Tensor, not "
                         f"{D.type_name(A)}")
-    d = A._data
+    return _check_array(A._data, fn, square)
+
+
+def _check_array(d, fn, square=False):
+    """PyTorch's errors for a matrix argument ``d`` (an array) of linalg.<fn>."""
     if d.ndim < 2:
         raise RuntimeError(f"linalg.{fn}: The input tensor A must have at least 2 dimensions.")
     if d.dtype not in D.INEXACT:
@@ -102,120 +108,204 @@ def _outputs(arrays, node_fn, needs, layout=None):
 
 
 # --- SVD -----------------------------------------------------------------------------------
-class LinalgSvdBackward0(FormulaNode):
-    """PyTorch's svd_backward, U / Vh narrowed to the k singular vectors first when
-    full_matrices; for complex A the formula is PyTorch's complex gradient itself."""
-    __slots__ = ()
-    _nout = 3
-    _holomorphic = False
-    _saved_outputs = {0: 0, 1: 1, 2: 2}
-
-    def formula(self, g, U, S, Vh, full):
-        t = _pkg()
-        gU, gS, gVh = g
-        k = S.shape[-1]
-        if full:
-            if gU is not None:
-                gU = gU.narrow(-1, 0, k)
-            if gVh is not None:
-                gVh = gVh.narrow(-2, 0, k)
-            U = U.narrow(-1, 0, k)
-            Vh = Vh.narrow(-2, 0, k)
-        m, n = U.shape[-2], Vh.shape[-1]
-        if gU is None and gVh is None:
-            if gS is None:
-                return None,
-            return (t.matmul(U, gS.unsqueeze(-1) * Vh) if m >= n
-                    else t.matmul(U * gS.unsqueeze(-2), Vh)),
-        S2 = S * S
-        eye = t.eye(k, dtype=S.dtype)
-        E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye  # 1 on the diagonal
-        UhgU = VhgV = None
-        if gU is not None:
-            x = t.matmul(_h(U), gU)
-            UhgU = x - _h(x)
-        if gVh is not None:
-            x = t.matmul(Vh, _h(gVh))
-            VhgV = x - _h(x)
-        if U.is_complex():
-            # PyTorch's check: a loss that depends on the phase the singular vectors share
-            # has no gradient
-            zero = np.zeros(tuple(S.shape))
-            iu = zero if UhgU is None else np.imag(UhgU.diagonal(0, -2, -1)._data)
-            iv = zero if VhgV is None else np.imag(VhgV.diagonal(0, -2, -1)._data)
-            if not np.allclose(iu, -iv, rtol=1e-2, atol=1e-2):
-                raise RuntimeError(
-                    "svd_backward: The singular vectors in the complex case are specified up "
-                    "to multiplication by e^{i phi}. The specified loss function depends on "
-                    "this phase term, making it ill-defined.")
-        if UhgU is not None and VhgV is not None:
-            gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
-        elif UhgU is not None:
-            gA = UhgU * (S.unsqueeze(-2) / E)
-        else:
-            gA = (S.unsqueeze(-1) / E) * VhgV
-        if gS is not None:
-            gA = gA + t.diag_embed(gS)
-        if UhgU is not None and VhgV is not None and UhgU.is_complex():
-            # the imaginary diagonal of U^H gU (the phase the singular vectors share)
-            gA = gA + t.diag_embed(UhgU.diagonal(0, -2, -1) / (S * 2))
-        if m > n and gU is not None:
-            gA = t.matmul(U, gA)
-            gUSinv = gU / S.unsqueeze(-2)
-            gA = gA + gUSinv - t.matmul(U, t.matmul(_h(U), gUSinv))
-            gA = t.matmul(gA, Vh)
-        elif m < n and gVh is not None:
-            gA = t.matmul(gA, Vh)
-            SinvgVh = gVh / S.unsqueeze(-1)
-            gA = gA + SinvgVh - t.matmul(t.matmul(SinvgVh, _h(Vh)), Vh)
-            gA = t.matmul(U, gA)
-        else:
-            gA = t.matmul(U, t.matmul(gA, Vh)) if m >= n else t.matmul(t.matmul(U, gA), Vh)
-        return gA,
+def _tensor_formula(formula, grads, *vals):
+    """``formula`` (written with dyngrad ops) on Tensors as given (create_graph, forward
+    mode), or on arrays as constant Tensors with recording off, its results handed back as
+    arrays (a plain backward)."""
+    if not any(isinstance(v, np.ndarray) for v in grads + vals):
+        return formula(grads, *vals)
+    with _pkg().no_grad():
+        r = formula(tuple(None if g is None else _const(g) for g in grads),
+                    *(_const(v) if isinstance(v, np.ndarray) else v for v in vals))
+    return tuple(None if x is None else x._data for x in r)
 
 
-def _svd(A, full_matrices, fn="svd"):
-    d = _check(A, fn)
+def _const(a):
+    return _make(a if a.flags.c_contiguous else a.copy(order="C"))
+
+
+@defop("linalg_svd", node="LinalgSvdBackward0", inputs=("A",),
+       saved=("full_matrices", "result", "S", "Vh"), names={"result": "U"},
+       outputs=("U", "S", "Vh"), holomorphic=False, function=False, method=False,
+       batch=lambda spec, arrays, params: spec.forward(arrays[0], **params))
+def linalg_svd(A, full_matrices=True, *, driver=None):
+    """``torch.linalg.svd``: (U, S, Vh) with ``A = U diag(S) Vh``; LinalgSvdBackward0."""
+    d = _check_array(A, "svd")
+    if d.dtype == np.float16:
+        raise NotImplementedError("\"linalg_svd_cpu\" not implemented for 'Half'")
     u, s, vh = np.linalg.svd(d, full_matrices=full_matrices)
     s = s.astype(d.dtype.type(0).real.dtype, copy=False)
-    needs = STATE.enabled and A._requires_grad
-    return _outputs((u, s, vh), lambda o: LinalgSvdBackward0(
-        (edge_of(A),), (Saved(o[0], True), Saved(o[1], True), Saved(o[2], True),
-                        full_matrices)), needs, (True, False, True))
+    return _col_major(u), _col_major(s, False), _col_major(vh)
+
+
+@linalg_svd.backward
+def _(ctx, grads):
+    U, S, Vh = ctx.result, ctx.S, ctx.Vh
+    for nr, v in ((1, S), (2, Vh)):  # (create_graph: each one's gradient flows to its output)
+        if isinstance(v, Tensor) and v._grad_fn is ctx._node:
+            v._output_nr = nr
+    return _tensor_formula(_svd_backward, tuple(grads), U, S, Vh, ctx.full_matrices)
+
+
+def _svd_backward(g, U, S, Vh, full):
+    """PyTorch's svd_backward, U / Vh narrowed to the k singular vectors first when
+    full_matrices; for complex A the formula is PyTorch's complex gradient itself."""
+    t = _pkg()
+    gU, gS, gVh = g
+    k = S.shape[-1]
+    if full:
+        if gU is not None:
+            gU = gU.narrow(-1, 0, k)
+        if gVh is not None:
+            gVh = gVh.narrow(-2, 0, k)
+        U = U.narrow(-1, 0, k)
+        Vh = Vh.narrow(-2, 0, k)
+    m, n = U.shape[-2], Vh.shape[-1]
+    if gU is None and gVh is None:
+        if gS is None:
+            return None,
+        return (t.matmul(U, gS.unsqueeze(-1) * Vh) if m >= n
+                else t.matmul(U * gS.unsqueeze(-2), Vh)),
+    S2 = S * S
+    eye = t.eye(k, dtype=S.dtype)
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye  # 1 on the diagonal
+    UhgU = VhgV = None
+    if gU is not None:
+        x = t.matmul(_h(U), gU)
+        UhgU = x - _h(x)
+    if gVh is not None:
+        x = t.matmul(Vh, _h(gVh))
+        VhgV = x - _h(x)
+    if U.is_complex():
+        # PyTorch's check: a loss that depends on the phase the singular vectors share
+        # has no gradient
+        zero = np.zeros(tuple(S.shape))
+        iu = zero if UhgU is None else np.imag(UhgU.diagonal(0, -2, -1)._data)
+        iv = zero if VhgV is None else np.imag(VhgV.diagonal(0, -2, -1)._data)
+        if not np.allclose(iu, -iv, rtol=1e-2, atol=1e-2):
+            raise RuntimeError(
+                "svd_backward: The singular vectors in the complex case are specified up "
+                "to multiplication by e^{i phi}. The specified loss function depends on "
+                "this phase term, making it ill-defined.")
+    if UhgU is not None and VhgV is not None:
+        gA = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
+    elif UhgU is not None:
+        gA = UhgU * (S.unsqueeze(-2) / E)
+    else:
+        gA = (S.unsqueeze(-1) / E) * VhgV
+    if gS is not None:
+        gA = gA + t.diag_embed(gS)
+    if UhgU is not None and VhgV is not None and UhgU.is_complex():
+        # the imaginary diagonal of U^H gU (the phase the singular vectors share)
+        gA = gA + t.diag_embed(UhgU.diagonal(0, -2, -1) / (S * 2))
+    if m > n and gU is not None:
+        gA = t.matmul(U, gA)
+        gUSinv = gU / S.unsqueeze(-2)
+        gA = gA + gUSinv - t.matmul(U, t.matmul(_h(U), gUSinv))
+        gA = t.matmul(gA, Vh)
+    elif m < n and gVh is not None:
+        gA = t.matmul(gA, Vh)
+        SinvgVh = gVh / S.unsqueeze(-1)
+        gA = gA + SinvgVh - t.matmul(t.matmul(SinvgVh, _h(Vh)), Vh)
+        gA = t.matmul(U, gA)
+    else:
+        gA = t.matmul(U, t.matmul(gA, Vh)) if m >= n else t.matmul(t.matmul(U, gA), Vh)
+    return gA,
+
+
+@linalg_svd.jvp
+def _(ctx, dA):
+    # PyTorch's linalg_svd_jvp
+    t = _pkg()
+    U, S, Vh, full = ctx.result, ctx.S, ctx.Vh, ctx.full_matrices
+    cplx = dA.is_complex()
+    m, n = dA.shape[-2], dA.shape[-1]
+    k = S.shape[-1]
+    if full:
+        U, Vh = U.narrow(-1, 0, k), Vh.narrow(-2, 0, k)
+    V = _h(Vh)
+    dP = (t.matmul(_h(U), t.matmul(dA, V)) if m >= n
+          else t.matmul(t.matmul(_h(U), dA), V))
+    dS = dP.diagonal(0, -2, -1)
+    if cplx:
+        dS = dS.real
+    dP = dP - t.diag_embed(dS)
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + t.eye(k, dtype=S.dtype)
+
+    def sym(x):
+        return x + _h(x)
+
+    diag2S = dP.diagonal(0, -2, -1) / (2 * S) if cplx else None
+    dUaux = sym(dP * S.unsqueeze(-2)) / E
+    if cplx:
+        dUaux = dUaux + t.diag_embed(diag2S)
+    dU = t.matmul(U, dUaux)
+    if m > n:
+        dAVSinv = t.matmul(dA, V / S.unsqueeze(-2))
+        dU = dU + dAVSinv - t.matmul(U, t.matmul(_h(U), dAVSinv))
+        if full:
+            dU = t.cat([dU, t.zeros(tuple(dU.shape[:-1]) + (m - n,), dtype=dU.dtype)], -1)
+    dVhaux = sym(dP * (-S).unsqueeze(-1)) / E
+    if cplx:
+        dVhaux = dVhaux + t.diag_embed(diag2S)
+    dVh = t.matmul(dVhaux, Vh)
+    if m < n:
+        UHdASinv = t.matmul(_h(U) / S.unsqueeze(-1), dA)
+        dVh = dVh + UHdASinv - t.matmul(t.matmul(UHdASinv, V), Vh)
+        if full:
+            dVh = t.cat([dVh, t.zeros(tuple(dVh.shape[:-2]) + (n - m, n), dtype=dVh.dtype)], -2)
+    return dU, dS, dVh
+
+
+_svd_spec = every_output(linalg_svd)
+# PyTorch's node also shows the number of singular values
+_svd_spec.node_cls._saved_S_sym_argsize_minus_1 = property(lambda self: self._saved_S.shape[-1])
 
 
 def linalg_svd(A, full_matrices=True, *, driver=None):
     """``torch.linalg.svd``: (U, S, Vh) with ``A = U diag(S) Vh``; LinalgSvdBackward0."""
-    return RT_LSVD(*_svd(A, full_matrices))
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg_svd(): argument 'A' (position 1) must be Tensor, not "
+                        f"{D.type_name(A)}")
+    if A._data.dtype == D.BF16 and A._data.ndim >= 2:
+        raise NotImplementedError("\"linalg_svd_cpu\" not implemented for 'BFloat16'")
+    p = {"full_matrices": full_matrices, "driver": driver}
+    return RT_LSVD(*quick(_svd_spec, A, (), p, p))
 
 
-linalg_svd.__name__ = "svd"
+linalg_svd = front(_svd_spec, linalg_svd)
+linalg_svd.__name__ = linalg_svd.__qualname__ = "svd"
 
 
 def svdvals(A, *, driver=None):
     """``torch.linalg.svdvals``: the singular values, descending (output 1 of
     LinalgSvdBackward0, as in PyTorch)."""
     if STATE.enabled and isinstance(A, Tensor) and A._requires_grad:
-        return _svd(A, False, "svdvals")[1]
+        return linalg_svd(A, False)[1]
     d = _check(A, "svdvals")
     return _make(_col_major(np.linalg.svd(d, compute_uv=False), False))
 
 
-@op()
+@composite()
 def svd(input, some=True, compute_uv=True):
-    """``torch.svd``: (U, S, V) with ``input = U diag(S) V^T`` (V, not Vh)."""
+    """``torch.svd``: (U, S, V) with ``input = U diag(S) V^T`` (V, not Vh): linalg.svd's
+    factors, V its Vh's conjugate transpose (TransposeBackward0), as PyTorch composes it."""
     for name, pos, v in (("some", 2, some), ("compute_uv", 3, compute_uv)):
         if not isinstance(v, (bool, np.bool_)):
             raise TypeError(f"svd(): argument '{name}' (position {pos}) must be bool, not "
                             f"{type(v).__name__}")
+    if isinstance(input, Tensor) and input.dim() < 2:
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has "
+                           f"{input.dim()} dimensions instead")
     if not compute_uv:
         d = _check(input, "svd")
         m, n = d.shape[-2:]
         s = svdvals(input)
         z = np.zeros(d.shape[:-2] + (m, m), d.dtype), np.zeros(d.shape[:-2] + (n, n), d.dtype)
         return RT_SVD(_make(_col_major(z[0], False)), s, _make(_col_major(z[1])))
-    u, s, vh = _svd(input, not some)
-    return RT_SVD(u, s, vh.mT)
+    u, s, vh = linalg_svd(input, not some)
+    return RT_SVD(u, s, _h(vh))
 
 
 # --- matrix exponential ----------------------------------------------------------------------
@@ -242,32 +332,38 @@ def _expm_np(a):
     return r
 
 
-class LinalgMatrixExpBackward0(FormulaNode):
-    """grad = the top-right block of exp([[A^T, G], [0, A^T]]) (itself differentiable)."""
-    __slots__ = ()
-
-    def formula(self, g, A):
-        t = _pkg()
-        n = A.shape[-1]
-        At = A.mT
-        top = t.cat([At, g], -1)
-        bottom = t.cat([t.zeros_like(At), At], -1)
-        big = t.matrix_exp(t.cat([top, bottom], -2))
-        return big[..., :n, n:],
-
-
-@op()
-def matrix_exp(A):
+@defop("matrix_exp", node="LinalgMatrixExpBackward0", saved=("self",),
+       batch=lambda spec, arrays, params: spec.forward(arrays[0]))
+def matrix_exp(self):
     """The matrix exponential of square matrices; LinalgMatrixExpBackward0."""
-    d = _check(A, "matrix_exp", True)
+    d = _check_array(self, "matrix_exp", True)
     if d.shape[-1] == 0:
         # PyTorch returns a clone of 0 x 0 matrices, strides kept
-        r = np.ndarray(d.shape, d.dtype, np.empty(0, d.dtype), strides=d.strides)
-    else:
-        r = _col_major(_expm(d) if d.size else d, False)
-    if STATE.enabled and A._requires_grad:
-        return record(r, LinalgMatrixExpBackward0((edge_of(A),), (Saved(A),)))
-    return _make(r)
+        return np.ndarray(d.shape, d.dtype, np.empty(0, d.dtype), strides=d.strides)
+    return _col_major(_expm(d) if d.size else d, False)
+
+
+def _block_exp(ctx, A, E):
+    """The top-right block of exp([[A, E], [0, A]]): the derivative of exp at A in the
+    direction E (PyTorch's differential_analytic_matrix_function)."""
+    n = X.data(A).shape[-1]
+    top = X.cat([A, E], -1)
+    bottom = X.cat([X.zeros_like(A), A], -1)
+    big = ctx.op("matrix_exp", X.cat([top, bottom], -2))
+    return big[..., :n, n:]
+
+
+@matrix_exp.backward
+def _(ctx, grad):
+    return _block_exp(ctx, X.transpose_last(ctx.self), grad),
+
+
+@matrix_exp.jvp
+def _(ctx, t):
+    return _block_exp(ctx, ctx.self, t)
+
+
+matrix_exp = matrix_exp.fn
 
 
 # --- symmetric eigendecomposition ------------------------------------------------------------

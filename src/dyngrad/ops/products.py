@@ -13,7 +13,7 @@ from . import _dual as X
 from ._spec import batch_aligned, defop
 from .._record import Tensor, raw_dim
 from .views import unsafe_view as _unsafe_view
-from .linalg import blend_grads
+from .linalg import _blend_jvp, blend_grads
 from .._tensor import _dim
 from .. import _dtype as D
 from .pointwise import broadcast_error
@@ -229,18 +229,6 @@ def _(ctx, grad):
 def _(ctx, tx, tm, tv):
     return _blend_jvp(ctx, tx, X.product_rule(ctx.mat, ctx.vec, tm, tv, X.matmul),
                       (ctx.shape(1)[0],))
-
-
-def _blend_jvp(ctx, tx, tprod, shape):
-    """The tangent of ``beta * input + alpha * prod`` (the result of ``shape``) from the
-    input's tangent and the product's (None: none)."""
-    beta, alpha = ctx.beta, ctx.alpha
-    if tprod is not None and alpha != 1:
-        tprod = tprod * alpha
-    if tx is None:
-        return tprod
-    tx = tx if beta == 1 else tx * beta
-    return X.expand_to(tx, shape) if tprod is None else tprod + tx
 
 
 addmv = addmv.fn
@@ -532,7 +520,7 @@ def _td_dims(dims, na, nb):
     return [int(d) for d in da], [int(d) for d in db]
 
 
-@op(method=False)
+@composite(method=False)
 def tensordot(a, b, dims=2):
     """Contract ``dims`` of ``a`` with ``dims`` of ``b`` as PyTorch composes it: a contracted
     dim of size 1 on one side summed away on the other, both operands permuted (contracted
@@ -544,16 +532,16 @@ def tensordot(a, b, dims=2):
         if not isinstance(x, Tensor):
             raise AttributeError(f"'{type(x).__name__}' object has no attribute 'dim'")
     da, db = _td_dims(dims, a.dim(), b.dim())
-    if a._data.dtype != b._data.dtype:
+    if a.dtype != b.dtype:
         raise RuntimeError("both inputs should have same dtype")
     t1, t2 = a, b
     csize = 1
     for x, y in zip(da, db):
         s1, s2 = a.shape[x], b.shape[y]
         if s2 == 1:  # a broadcast dim: summed right away
-            t1 = t1.sum(x, True, dtype=D.FROM_NP[t1._data.dtype])
+            t1 = t1.sum(x, True, dtype=t1.dtype)
         elif s1 == 1:
-            t2 = t2.sum(y, True, dtype=D.FROM_NP[t2._data.dtype])
+            t2 = t2.sum(y, True, dtype=t2.dtype)
         elif s1 != s2:
             raise RuntimeError(f"contracted dimensions need to match, but first has size {s1} in "
                                f"dim {x} and second has size {s2} in dim {y}")
@@ -572,7 +560,7 @@ def tensordot(a, b, dims=2):
         return _pkg().mm(t1.reshape(size1, csize), t2.reshape(csize, size2)).reshape(rsizes)
     if t1.is_contiguous() and t2.is_contiguous():
         return _pkg().dot(t1.flatten(), t2.flatten()).reshape(rsizes)
-    return (t1.squeeze() * t2.squeeze()).sum(dtype=D.FROM_NP[t1._data.dtype]).reshape(rsizes)
+    return (t1.squeeze() * t2.squeeze()).sum(dtype=t1.dtype).reshape(rsizes)
 
 
 def _dim_set(dims, n):
@@ -586,7 +574,7 @@ def _dim_set(dims, n):
     return seen
 
 
-@op()
+@composite()
 def inner(input, other):
     """Inner product over the last dim (a product with a 0-d operand)."""
     _need_tensor("inner", "other", 2, other)
@@ -642,11 +630,11 @@ def multi_dot(tensors):
     for i in range(1, n - 1):
         if ts[i].dim() != 2:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {ts[i].dim()}D")
-    dt = ts[0]._data.dtype
+    dt = ts[0].dtype
     for i, t in enumerate(ts[1:], 1):
-        if t._data.dtype != dt:
+        if t.dtype != dt:
             raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor "
-                               f"0 is {D.c_name(dt)} and tensor {i} {D.c_name(t._data.dtype)}")
+                               f"0 is {D.c_name(dt.np)} and tensor {i} {D.c_name(t.dtype.np)}")
     first_1d, last_1d = ts[0].dim() == 1, ts[-1].dim() == 1
     mats = [ts[0].unsqueeze(0) if first_1d else ts[0]] + ts[1:-1] + \
         [ts[-1].unsqueeze(-1) if last_1d else ts[-1]]
@@ -661,7 +649,7 @@ def multi_dot(tensors):
     return r.view(shape)
 
 
-@op(method=False)
+@composite(method=False)
 def chain_matmul(*matrices):
     """The product of 2-D matrices (deprecated in PyTorch for linalg.multi_dot)."""
     _warn.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
@@ -706,13 +694,13 @@ def _softmax_like(name, input, dim, dtype):
     return getattr(F, name)(input, dim, dtype=dtype)
 
 
-@op()
+@composite()
 def softmax(input, dim=_NO_DIM, dtype=None):
     """Softmax along ``dim`` (after a cast to ``dtype`` when given); SoftmaxBackward0."""
     return _softmax_like("softmax", input, dim, dtype)
 
 
-@op()
+@composite()
 def log_softmax(input, dim=_NO_DIM, dtype=None):
     """Log-softmax along ``dim`` (after a cast to ``dtype`` when given); LogSoftmaxBackward0."""
     return _softmax_like("log_softmax", input, dim, dtype)

@@ -667,6 +667,9 @@ class AliasBackward0(Node):
     def _bw(self, g, graph):
         return g,
 
+    def _fw_rule(self, tangents):
+        return [tangents[0]]  # (the identity: an alias's tangent is its input's)
+
 
 def alias(input):
     """A view of the whole tensor (used by full-slice indexing)."""
