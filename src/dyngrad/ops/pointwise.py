@@ -272,10 +272,16 @@ def _scalar_decl(name, node, np_fn, saved):
     return decl
 
 
+def _div_number(a, v):
+    """a / v, integer (or bool) by integer in the default float dtype, as PyTorch's."""
+    r = np.true_divide(a, v)
+    return r.astype(D.DEFAULTS.float.np) if a.dtype.kind in "biu" else r
+
+
 _add_scalar_decl = _scalar_decl("add", "AddBackward1", np.add, ())
 _sub_scalar_decl = _scalar_decl("sub", "SubBackward1", np.subtract, ())
 _mul_scalar_decl = _scalar_decl("mul", "MulBackward1", np.multiply, ("other",))
-_div_scalar_decl = _scalar_decl("div", "DivBackward1", np.true_divide, ("other",))
+_div_scalar_decl = _scalar_decl("div", "DivBackward1", _div_number, ("other",))
 
 
 @_add_scalar_decl.backward
@@ -341,7 +347,7 @@ def sub_scalar(a, value):
 
 def div_scalar(a, value):
     """``a / value`` recorded as PyTorch's C++ composites record it (DivBackward1)."""
-    return _scalar_op(a, value, _div_scalar_decl, np.true_divide)
+    return _scalar_op(a, value, _div_scalar_decl, _div_number)
 
 
 # the same inside a backward formula: on arrays the plain product / quotient
