@@ -313,9 +313,12 @@ DivBackward1._bw = lambda self, g, graph: (_over(g, self._saved[0]),)
 def _scalar_op(a, value, spec, fn):
     try:
         ad = a._data
-    except AttributeError:  # a tensor batched by vmap: the op on its physical tensor
-        from ..func._rules import elementwise
-        return elementwise(spec.name)(partial(_scalar_op, spec=spec, fn=fn), (a, value), {})
+    except AttributeError:
+        # a tensor batched by vmap: the op on its physical tensor (every sample, in the same
+        # layout), batched over the same levels
+        r = object.__new__(type(a))
+        r._phys, r._levels = _scalar_op(a._phys, value, spec, fn), a._levels
+        return r
     ad, v = _scalar_data(ad, value)
     tok = quiet_on()
     try:

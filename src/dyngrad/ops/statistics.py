@@ -46,9 +46,8 @@ def _values(t):
     while True:
         try:
             return t._data
-        except AttributeError:
-            from ..func._batched import unwrap
-            t = unwrap(t)[0]
+        except AttributeError:  # a tensor batched by vmap: its physical tensor
+            t = t._phys
 
 
 def _need_tensor(fn, v, arg, pos):
