@@ -94,3 +94,14 @@ def test_gradgradcheck_on_several_ops():
     for f in (lambda a, b: a * b, lambda a, b: a / b, lambda a, b: torch.tanh(a) * b.exp(),
               lambda a, b: (a - b).pow(3).sum(), lambda a, b: torch.sigmoid(a * b)):
         assert torch.autograd.gradgradcheck(f, (x, y))
+
+
+def test_a_saved_output_unpacked_under_create_graph_keeps_its_output_number():
+    """A node's saved output read as a Tensor (create_graph) is that output of the node: its
+    gradient must flow into the same output, not the node's first."""
+    from dyngrad.autograd.node import Saved
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    _, s, _ = torch.linalg.svd(x, full_matrices=False)
+    assert s._output_nr == 1
+    t = Saved(s, True).get(s.grad_fn, True)
+    assert t.grad_fn is s.grad_fn and t._output_nr == 1

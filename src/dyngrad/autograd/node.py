@@ -462,6 +462,8 @@ class Saved:
             r._requires_grad = True
             r._grad_fn = node
             r._vc = self.counter
+            if self.output_nr:
+                r._output_nr = self.output_nr  # its gradient flows into that output
             return r
         return t if graph else t._data
 
@@ -483,6 +485,8 @@ class Saved:
                 # True, or the node of a view an in-place op wrote this output into
                 t._grad_fn = node if self.is_output is True else (self.is_output() or node)
                 t._vc = self.counter
+                if self.output_nr:
+                    t._output_nr = self.output_nr  # its gradient flows into that output
                 return t
             return v
         return v if graph else v._data

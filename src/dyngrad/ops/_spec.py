@@ -1011,8 +1011,8 @@ def _node_fw(self, tangents):
             term = spec.bw(_Args(self, True, i), t)[i]
             out = term if out is None else out + term
         return [out]
-    raise NotImplementedError(f"Trying to use forward AD with {spec.name} that does not "
-                              f"support it because it has not been implemented yet.")
+    from ..autograd.errors import without_rule
+    without_rule(spec.name)(self, tangents)  # PyTorch's whole message
 
 
 def defop(name: str, *, node: str | None, inputs: tuple = ("self",), saved: tuple = (),
