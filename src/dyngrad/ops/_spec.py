@@ -1601,6 +1601,42 @@ def summed_backward(cls: type, formula: Callable) -> None:
 
 
 def _summed_formula_bw(formula: Callable, tensor_pos: tuple, n_saved: int) -> Callable:
+    if n_saved == 2 and len(tensor_pos) == 2:
+        # (the products: two saved operands, unpacked in PyTorch's order)
+        first, second = tensor_pos
+
+        def fast_bw(self, g, graph):
+            s = self._saved
+            vals = [s[0], s[1]]
+            v = vals[first]
+            if v.__class__ is Saved:
+                vals[first] = v.get(self, graph)
+            v = vals[second]
+            if v.__class__ is Saved:
+                vals[second] = v.get(self, graph)
+            nf = self.next_functions
+            ga, gb = formula(g, (nf[0][0] is not None, nf[1][0] is not None), vals[0], vals[1])
+            if ga is not None and ga.shape != s[2]:
+                ga = sum_to(ga, s[2])
+            if gb is not None and gb.shape != s[3]:
+                gb = sum_to(gb, s[3])
+            return ga, gb
+
+        return fast_bw
+    if n_saved == 1 and not tensor_pos:
+        # (add, sub: one number kept)
+        def fast_bw(self, g, graph):
+            s = self._saved
+            nf = self.next_functions
+            ga, gb = formula(g, (nf[0][0] is not None, nf[1][0] is not None), s[0])
+            if ga is not None and ga.shape != s[1]:
+                ga = sum_to(ga, s[1])
+            if gb is not None and gb.shape != s[2]:
+                gb = sum_to(gb, s[2])
+            return ga, gb
+
+        return fast_bw
+
     def fast_bw(self, g, graph):
         s = self._saved
         vals = s[:n_saved]

@@ -120,6 +120,8 @@ def _binary(a, b, fn, cls, save_a, save_b, extra=(), number_first=False, inputs=
             quiet_off(tok)
         if STATE.enabled and (a._requires_grad or b._requires_grad):
             node = cls((edge_of(a), edge_of(b)),
+                       (Saved(a) if save_a else None, Saved(b) if save_b else None, ad.shape,
+                        bd.shape) if inputs and not extra else
                        ((Saved(a) if save_a else None, Saved(b) if save_b else None)
                         if inputs else ()) + extra + (ad.shape, bd.shape))
             if casts is not None:
