@@ -37,7 +37,6 @@ SAVED_NAMES: dict = {
         "keepdim": (4, "same"),
     },
     "MaxPool2DWithIndicesBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
-    "MulBackward1": {"other": (0, "same")},
     "NativeBatchNormBackward0": {
         "input": (0, "tensor"),
         "weight": (1, "tensor"),

@@ -28,16 +28,16 @@ def _matrix_power(p, input, n):
         raise TypeError(f"matrix_power(): argument 'n' (position {1 + p}) must be int, not "
                         f"{D.type_name(n)}")
     n = int(n)
-    d = input._data
-    if d.ndim < 2:
+    shape = input.shape
+    if len(shape) < 2:
         raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
                            "dimensions.")
-    if d.shape[-1] != d.shape[-2]:
+    if shape[-1] != shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they "
-                           f"are {d.shape[-2]} by {d.shape[-1]} matrices")
+                           f"are {shape[-2]} by {shape[-1]} matrices")
     if n == 0:
         r = input.clone(memory_format=t.contiguous_format)
-        return r.copy_(t.eye(d.shape[-2], dtype=D.FROM_NP[d.dtype]))
+        return r.copy_(t.eye(shape[-2], dtype=input.dtype))
     if n == 1:
         return input.clone(memory_format=t.contiguous_format)
     if n == -1:
@@ -140,7 +140,7 @@ def _pinverse(p, input, rcond=1e-15):
 
 def _register(name, impl):
     from .shape_more import dual
-    return dual(name, impl)
+    return dual(name, impl, composite=True)
 
 
 def _register_declared(spec, impl):

@@ -11,7 +11,7 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, composite, op
+from . import OPS, composite, query
 from .._fperr import quiet
 from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
 from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
@@ -258,41 +258,70 @@ RsubBackward1 = variant(_rsub_decl, "RsubBackward1", ("alpha",))
 RsubBackward1._bw = lambda self, g, graph: (-g if self._saved[0] == 1 else g * -self._saved[0],)
 
 
-class AddBackward1(Node):
-    """add.Scalar (a tensor plus a C++ Scalar, as PyTorch's composites record it): one edge."""
-    __slots__ = ()
-    _needs_saved = False
+def _scalar_decl(name, node, np_fn, saved):
+    """PyTorch's ``<name>.Scalar`` (a tensor and a C++ Scalar, as its composites call it): one
+    edge; elementwise, so its forward-mode rule is its backward formula on the tangent."""
+    @defop("_" + name + "_scalar", node=node, saved=saved, elementwise=True, batch=ELEMENTWISE,
+           function=False, method=False)
+    def decl(self, other):
+        ad, v = _scalar_data(self, other)
+        data = np_fn(ad, v)
+        return data.astype(ad.dtype) if data.dtype != ad.dtype and ad.dtype in D.INEXACT \
+            else data
 
-    def _bw(self, g, graph):
-        return g,
-
-
-class MulBackward1(Node):
-    """mul.Scalar (a tensor times a C++ Scalar, as PyTorch's composites record it): one edge;
-    its gradient is mul.Scalar again (MulBackward1 under create_graph, as PyTorch's)."""
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return _times(g, self._saved[0]),
+    decl.forward.__doc__ = f"``self {name} other`` with a number ``other``; {node}."
+    OPS.pop(decl.key)  # reached through add_scalar, mul_scalar, sub_scalar and div_scalar
+    return decl
 
 
-class SubBackward1(AddBackward1):
-    """sub.Scalar (a tensor minus a C++ Scalar): one edge."""
-    __slots__ = ()
+def _div_number(a, v):
+    """a / v, integer (or bool) by integer in the default float dtype, as PyTorch's."""
+    r = np.true_divide(a, v)
+    return r.astype(D.DEFAULTS.float.np) if a.dtype.kind in "biu" else r
 
 
-class DivBackward1(MulBackward1):
-    """div.Scalar (a tensor divided by a C++ Scalar): the gradient divided by the number
-    (div.Scalar again: DivBackward1 under create_graph)."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        return _over(g, self._saved[0]),
+_add_scalar_decl = _scalar_decl("add", "AddBackward1", np.add, ())
+_sub_scalar_decl = _scalar_decl("sub", "SubBackward1", np.subtract, ())
+_mul_scalar_decl = _scalar_decl("mul", "MulBackward1", np.multiply, ("other",))
+_div_scalar_decl = _scalar_decl("div", "DivBackward1", _div_number, ("other",))
 
 
-def _scalar_op(a, value, fn, cls):
-    ad, v = _scalar_data(a._data, value)
+@_add_scalar_decl.backward
+def _(ctx, grad):
+    return grad,
+
+
+_sub_scalar_decl.backward(_add_scalar_decl.bw)
+
+
+@_mul_scalar_decl.backward
+def _(ctx, grad):
+    return _times(grad, ctx.other),
+
+
+@_div_scalar_decl.backward
+def _(ctx, grad):
+    return _over(grad, ctx.other),
+
+
+AddBackward1, SubBackward1 = _add_scalar_decl.node_cls, _sub_scalar_decl.node_cls
+MulBackward1, DivBackward1 = _mul_scalar_decl.node_cls, _div_scalar_decl.node_cls
+# the same formulas read straight from the node (the number is its one saved value)
+AddBackward1._bw = SubBackward1._bw = lambda self, g, graph: (g,)
+MulBackward1._bw = lambda self, g, graph: (_times(g, self._saved[0]),)
+DivBackward1._bw = lambda self, g, graph: (_over(g, self._saved[0]),)
+
+
+def _scalar_op(a, value, spec, fn):
+    try:
+        ad = a._data
+    except AttributeError:
+        # a tensor batched by vmap: the op on its physical tensor (every sample, in the same
+        # layout), batched over the same levels
+        r = object.__new__(type(a))
+        r._phys, r._levels = _scalar_op(a._phys, value, spec, fn), a._levels
+        return r
+    ad, v = _scalar_data(ad, value)
     tok = quiet_on()
     try:
         data = fn(ad, v)
@@ -301,29 +330,29 @@ def _scalar_op(a, value, fn, cls):
     if data.dtype != ad.dtype and ad.dtype in D.INEXACT:
         data = data.astype(ad.dtype)
     if STATE.enabled and a._requires_grad:
-        return record(data, cls((edge_of(a),), (v,)))
+        return spec.record1(data, a, {"other": v})
     return _make(data)
 
 
 def add_scalar(a, value):
     """``a + value`` recorded as PyTorch's C++ composites record it (AddBackward1), for the
     compositions dyngrad reproduces; Python's ``a + value`` records AddBackward0."""
-    return _scalar_op(a, value, np.add, AddBackward1)
+    return _scalar_op(a, value, _add_scalar_decl, np.add)
 
 
 def mul_scalar(a, value):
     """``a * value`` recorded as PyTorch's C++ composites record it (MulBackward1)."""
-    return _scalar_op(a, value, np.multiply, MulBackward1)
+    return _scalar_op(a, value, _mul_scalar_decl, np.multiply)
 
 
 def sub_scalar(a, value):
     """``a - value`` recorded as PyTorch's C++ composites record it (SubBackward1)."""
-    return _scalar_op(a, value, np.subtract, SubBackward1)
+    return _scalar_op(a, value, _sub_scalar_decl, np.subtract)
 
 
 def div_scalar(a, value):
     """``a / value`` recorded as PyTorch's C++ composites record it (DivBackward1)."""
-    return _scalar_op(a, value, np.true_divide, DivBackward1)
+    return _scalar_op(a, value, _div_scalar_decl, _div_number)
 
 
 # the same inside a backward formula: on arrays the plain product / quotient
@@ -1215,8 +1244,7 @@ def _cmp(np_fn, name, ordered, aliases=()):
 
     operator.__name__ = operator.__qualname__ = dunder
     operator.__doc__ = f"``self {_SYMBOLS[name]} other``."
-    (op if name in ("eq", "ne") else composite)(f"_{name}", function=False, method=False,
-                                                methods=(dunder,))(operator)
+    composite(f"_{name}", function=False, method=False, methods=(dunder,))(operator)
     return spec.fn
 
 
@@ -1296,20 +1324,17 @@ def _invert(self):
     return bitwise_not(self)
 
 
-@op()
+# value reads: under vmap, read once per sample (torch.vmap refuses both ops)
+@query(tensors=("input", "other"), direct=False)
 def equal(input, other) -> bool:
     """True when both tensors have the same shape and values."""
     return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
 
 
-@op()
+@query(tensors=["input", "other"], direct=False)  # (with more arguments than the two tensors)
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """Whether ``isclose`` holds everywhere, as PyTorch computes it."""
     from .elementwise_more import isclose
-    for i, (n, v) in enumerate((("input", input), ("other", other))):
-        if not isinstance(v, Tensor):
-            raise TypeError(f"allclose(): argument '{n}' (position {i + 1}) must be Tensor, not "
-                            f"{D.type_name(v)}")
     return bool(isclose(input, other, rtol, atol, equal_nan).all())
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from . import op
+from . import composite, op
 from ._spec import defop, quick
 from .sorting import _each_sample
 from .._record import Tensor
+from ..autograd.node import NotImplemented_
 from .._tensor import _dim
 from .. import _warn
 
@@ -37,6 +38,16 @@ def _num(v):
 def _num_reduced(v):
     """A value of PyTorch's min/max reduction in a message: its NaN prints as -nan."""
     return "-nan" if np.isnan(v) else _num(v)
+
+
+def _values(t):
+    """The values of tensor ``t`` as an array; under vmap, every sample's (a check that each
+    sample's values pass is a check of them all)."""
+    while True:
+        try:
+            return t._data
+        except AttributeError:  # a tensor batched by vmap: its physical tensor
+            t = t._phys
 
 
 def _need_tensor(fn, v, arg, pos):
@@ -111,6 +122,19 @@ _histc_spec = histc
 
 
 # --- bincount ----------------------------------------------------------------------------------
+@defop("bincount", node=NotImplemented_, method=False, batch=_each_sample)
+def _bincount_decl(self, weights=None, minlength=0):
+    """Occurrences of each value 0..max of a 1-D non-negative integer array (summed
+    ``weights``, an array, when given: float32 or double); PyTorch has no derivative for it
+    (its NotImplemented node, with an edge to the weights)."""
+    n = max(int(self.max()) + 1, minlength) if self.size else minlength
+    if weights is None:
+        return np.bincount(self, minlength=n).astype(np.int64)
+    out = np.zeros(n, np.float32 if weights.dtype == np.float32 else np.float64)
+    np.add.at(out, self, weights.astype(out.dtype))
+    return out
+
+
 def _bincount(p, input, weights=None, minlength=0):
     """Occurrences of each value 0..max of a 1-D non-negative integer tensor (summed weights
     with ``weights``; at least ``minlength`` bins)."""
@@ -127,18 +151,14 @@ def _bincount(p, input, weights=None, minlength=0):
         return _make(np.zeros(minlength, np.int64))
     if d.ndim != 1 or d.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if weights is not None and (weights._data.ndim != 1 or
-                                weights._data.shape[0] != d.shape[0]):
-        raise RuntimeError("weights should be 1-d and have the same length as input")
-    n = max(int(d.max()) + 1, minlength)
     if weights is None:
-        return _make(np.bincount(d, minlength=n).astype(np.int64))
-    wd = weights._data
-    wt = np.float32 if wd.dtype == np.float32 else np.float64
-    out = np.zeros(n, wt)
-    np.add.at(out, d, wd.astype(wt))
+        return _make(_bincount_decl.forward(d, None, minlength))
+    if weights._data.ndim != 1 or weights._data.shape[0] != d.shape[0]:
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    # the declaration's node (PyTorch's NotImplemented, naming the op) when weights need grad
     from .elementwise_more import _no_derivative
-    return _no_derivative(out, "bincount", (weights,))
+    return _no_derivative(_bincount_decl.forward(d, weights._data, minlength), "bincount",
+                          (weights,))
 
 
 # --- quantile / nanquantile ----------------------------------------------------------------------
@@ -155,48 +175,48 @@ def _quantile(name, p, input, q, dim=None, keepdim=False, *, interpolation="line
         qv = float(q)
         if not 0 <= qv <= 1:
             raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {_num(qv)}")
-        q = t.tensor(qv, dtype=D.FROM_NP[input._data.dtype])
+        q = t.tensor(qv, dtype=input.dtype)
     if interpolation not in _MODES:
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest, but got {interpolation}")
     if dim is not None:
         dim = _int(dim, name, "dim", 2 + p)
-    d = input._data
-    if d.size == 0:
+    nd, q_nd = input.dim(), q.dim()
+    if input.numel() == 0:
         raise RuntimeError("quantile() input tensor must be non-empty")
-    if q._data.ndim > 1:
+    if q_nd > 1:
         raise RuntimeError("quantile() q must be a scalar or 1D tensor")
-    if d.dtype not in (np.float32, np.float64):
+    if input.dtype not in (t.float32, t.float64):
         raise RuntimeError("quantile() input tensor must be either float or double dtype")
-    if q._data.dtype != d.dtype:
+    if q.dtype != input.dtype:
         raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
-    wrapped = _dim(0 if dim is None else dim, d.ndim)
+    wrapped = _dim(0 if dim is None else dim, nd)
 
     # the output's shape: q's size, then the reduced shape
-    if dim is not None and d.ndim > 0:
-        out_shape = list(d.shape)
+    if dim is not None and nd > 0:
+        out_shape = list(input.shape)
         if keepdim:
             out_shape[wrapped] = 1
         else:
             del out_shape[wrapped]
     elif keepdim:
-        out_shape = [1] * d.ndim
+        out_shape = [1] * nd
     else:
         out_shape = []
-    if q._data.ndim > 0:
-        out_shape.insert(0, q._data.size)
-    qd = q._data
+    if q_nd > 0:
+        out_shape.insert(0, q.numel())
+    qd = _values(q)
     if not ((qd >= 0) & (qd <= 1)).all():
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
 
     # sort along the reduced dim, moved last
     if dim is None:
         srt = input.flatten().sort()[0]
-    elif wrapped == d.ndim - 1:
+    elif wrapped == nd - 1:
         srt = input.sort()[0]
     else:
         srt = input.unsqueeze(-1).transpose(wrapped, -1).sort()[0]
-    if q._data.ndim == 0:
+    if q_nd == 0:
         out_shape.insert(0, 1)
     in_shape = out_shape[1:] + [srt.shape[-1]]
     srt = srt.view(in_shape)
@@ -222,7 +242,7 @@ def _quantile(name, p, input, q, dim=None, keepdim=False, *, interpolation="line
         weights = t.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below
         above = ranks.ceil_().to(t.int64)
         values.lerp_(srt.gather(-1, above), weights)
-    if q._data.ndim == 0:
+    if q_nd == 0:
         values.squeeze_(-1)
     else:
         values.unsqueeze_(0).transpose_(0, -1).squeeze_(-1)
@@ -242,7 +262,7 @@ def _register_quantile(name, ignore_nan):
            f"all elements): PyTorch's sort, gather and lerp_ composition.")
     function.__name__ = function.__qualname__ = method.__name__ = method.__qualname__ = name
     function.__doc__ = method.__doc__ = doc
-    op(name, method=False)(function)
+    composite(name, method=False)(function)
     op("_" + name + "_method", function=False, method=False, methods=(name,))(method)
     return function
 
@@ -253,7 +273,7 @@ nanquantile = _register_quantile("nanquantile", True)
 
 # --- cov / corrcoef --------------------------------------------------------------------------------
 def _real_only(name, input):
-    if input._data.dtype.kind == "c":
+    if input.is_complex():
         raise NotImplementedError(f"dyngrad's {name}() supports real tensors only (PyTorch's "
                                   f"complex path is not implemented here)")
 
@@ -261,19 +281,20 @@ def _real_only(name, input):
 def _check_cov_weights(name, wt, pos, n):
     """cov's checks of ``fweights`` (integral) or ``aweights`` (floating point), as PyTorch's."""
     _need_tensor("cov", wt, name, pos)
-    a = wt._data
-    if a.ndim > 1:
+    if wt.dim() > 1:
         raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
-                           f"{name} with {a.ndim} dimensions")
+                           f"{name} with {wt.dim()} dimensions")
     integral = name == "fweights"
-    if (a.dtype.kind in "iu") != integral or (not integral and a.dtype not in D.FLOATING):
+    dt = wt.dtype
+    if (not dt.is_floating_point and not dt.is_complex and dt != D.bool_) != integral or (
+            not integral and not dt.is_floating_point):
         kind = "integral" if integral else "floating point"
         raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} with "
-                           f"{D.scalar_type_name(a.dtype)} dtype")
-    if a.size != n:
+                           f"{D.scalar_type_name(dt.np)} dtype")
+    if wt.numel() != n:
         raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
-                           f"observations in the input but got {a.size} != {n}")
-    if n and a.min() < 0:
+                           f"observations in the input but got {wt.numel()} != {n}")
+    if n and _values(wt).min() < 0:
         raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
@@ -283,14 +304,14 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
     t = _pkg()
     _need_tensor("cov", input, "input", 1)
     correction = _int(correction, "cov", "correction", 2 + p)
-    d = input._data
-    if d.ndim > 2:
+    nd = input.dim()
+    if nd > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
-                           f"input with {d.ndim} dimensions")
-    if d.dtype == np.bool_:
+                           f"input with {nd} dimensions")
+    if input.dtype == t.bool:
         raise RuntimeError("cov(): bool dtype is not supported for input")
     _real_only("cov", input)
-    x = input.view(1, -1) if d.ndim < 2 else input
+    x = input.view(1, -1) if nd < 2 else input
     n = x.shape[1]
     w = None
     for name, wt, pos in (("fweights", fweights, 3 + p), ("aweights", aweights, 4 + p)):
@@ -298,7 +319,7 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
             _check_cov_weights(name, wt, pos, n)
             w = wt if w is None else w * wt
     w_sum = w.sum() if w is not None else t.tensor(n, dtype=t.int64)
-    if w is not None and not bool(w_sum._data != 0):
+    if w is not None and not (_values(w_sum) != 0).all():
         raise RuntimeError("cov(): weights sum to zero, can't be normalized")
     avg = (x * w if w is not None else x).sum(1) / w_sum
     if w is None:
@@ -312,13 +333,17 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
     else:
         from .pointwise import mul_scalar
         norm = w_sum - mul_scalar((w * aweights).sum(), correction) / w_sum
-    if bool(norm._data <= 0):
+    low = _values(norm) <= 0
+    if low.any():
         _warn.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                    "than the number of observations.", UserWarning)
-        norm.zero_()
+        if low.all():
+            norm.zero_()
+        else:  # under vmap, the samples whose degrees of freedom are <= 0
+            norm = norm.masked_fill(norm <= 0, 0)
     if n == 1 and (fweights is not None) != (aweights is not None):
         x.zero_()  # PyTorch zeroes the (view of the) input in this corner case
-        if x._data.dtype.kind in "biu":
+        if not x.is_floating_point():
             x = x.to(t.float32)
     else:
         x = x - avg.unsqueeze(1)
@@ -331,12 +356,12 @@ def _corrcoef(p, input):
     deviations, clipped to [-1, 1])."""
     t = _pkg()
     _need_tensor("corrcoef", input, "input", 1)
-    if input._data.ndim > 2:
+    if input.dim() > 2:
         raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got "
-                           f"an input with {input._data.ndim} dimensions")
+                           f"an input with {input.dim()} dimensions")
     _real_only("corrcoef", input)
     c = _cov(p, input)
-    if c._data.ndim == 0:
+    if c.dim() == 0:
         return c / c
     sd = t.sqrt(c.diagonal())
     c = c / sd.view(-1, 1)
@@ -356,6 +381,6 @@ def _declared_dual(spec, impl):
 
 
 histc = _declared_dual(_histc_spec, _histc)
-bincount = _dual("bincount", _bincount)
-cov = _dual("cov", _cov)
-corrcoef = _dual("corrcoef", _corrcoef)
+bincount = _declared_dual(_bincount_decl, _bincount)
+cov = _dual("cov", _cov, composite=True)
+corrcoef = _dual("corrcoef", _corrcoef, composite=True)
