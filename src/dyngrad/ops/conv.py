@@ -279,6 +279,9 @@ def _check(input, weight, bias, groups, transposed, nd):
         raise RuntimeError("non-positive groups is not supported")
     C = x.shape[-nd - 1]
     if not transposed:
+        if w.shape[0] < groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} "
+                               f"at dimension 0, but got weight of size {list(w.shape)} instead")
         if w.shape[0] % groups:
             raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
                                f"{groups} at dimension 0, but got weight of size [{list(w.shape)}] "
@@ -311,17 +314,18 @@ def _check(input, weight, bias, groups, transposed, nd):
 
 
 def _kernel_dtype(x, transposed, nd, dilated=False):
-    """PyTorch's CPU kernels' dtype dispatch: no bool convolution, transposed and dilated
-    convolution only for floating types and int64."""
+    """PyTorch's CPU kernels' dtype dispatch: no bool or complex convolution (conv<n>d
+    composes complex input of real ones), transposed and dilated convolution only for
+    floating types and int64."""
     k = x.dtype.kind
     if transposed:
-        ok = k in "fc" or x.dtype == np.int64
+        ok = k == "f" or x.dtype == np.int64
         kernel = f"slow_conv_transpose{3 if nd == 3 else 2}d_out_cpu"
     elif dilated:
-        ok = k in "fc" or x.dtype == np.int64
+        ok = k == "f" or x.dtype == np.int64
         kernel = "slow_conv_dilated<>"
     else:
-        ok = k != "b"
+        ok = k not in "bc"
         kernel = "compute_columns3d" if nd == 3 else "slow_conv2d_cpu"
     if not ok:
         raise NotImplementedError(f'"{kernel}" not implemented for '
@@ -388,11 +392,10 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
         input = pad(input, extra)
         pads = [(a, a) for a, _ in pads]
     if isinstance(padding, str) and padding == "valid":  # PyTorch passes [0] for both paddings
-        y = convolution(input, weight, _ABSENT if bias is None else bias, s, (0,), d, False,
-                        (0,), groups)
+        y = _compose(input, weight, bias, s, (0,), d, False, (0,), groups)
     else:
-        y = convolution(input, weight, _ABSENT if bias is None else bias, s,
-                        tuple(a for a, _ in pads), d, False, (0,) * nd, groups)
+        y = _compose(input, weight, bias, s, tuple(a for a, _ in pads), d, False, (0,) * nd,
+                     groups)
     return y if batched else y.squeeze(0)
 
 
@@ -447,9 +450,33 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
     if input._data.ndim == nd + 1:  # unbatched: unsqueezed, the output squeezed back
         return _conv_t(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
                        dilation, nd).squeeze(0)
-    return convolution(input, weight, _ABSENT if bias is None else bias, _tup(stride, nd, "stride"),
-                       _tup(padding, nd, "padding"), _tup(dilation, nd, "dilation"), True,
-                       _tup(output_padding, nd, "output_padding"), groups)
+    return _compose(input, weight, bias, _tup(stride, nd, "stride"), _tup(padding, nd, "padding"),
+                    _tup(dilation, nd, "dilation"), True,
+                    _tup(output_padding, nd, "output_padding"), groups)
+
+
+def _compose(input, weight, bias, *params):
+    """``convolution`` as conv<n>d calls it: an absent bias passed as such, complex input
+    as PyTorch's complex_convolution, three real convolutions (Gauss's trick)."""
+    if input._data.dtype.kind != "c":
+        return convolution(input, weight, _ABSENT if bias is None else bias, *params)
+    from .views import view_as_real
+
+    def parts(t):
+        r = view_as_real(t.resolve_conj())
+        return r.select(-1, 0), r.select(-1, 1)
+    ir, ii = parts(input)
+    wr, wi = parts(weight)
+    if bias is None:
+        a = convolution(ir, wr, _ABSENT, *params)
+        b = convolution(ii, wi, _ABSENT, *params)
+        c = convolution(ir + ii, wr + wi, _ABSENT, *params)
+    else:
+        br, bi = parts(bias)
+        a = convolution(ir, wr, br, *params)
+        b = convolution(ii, wi, _ABSENT, *params)
+        c = convolution(ir + ii, wr + wi, br + bi, *params)
+    return a - b + 1j * (c - a - b)
 
 
 def _conv_t_nd(input, weight, bias, s, p, d, op_, groups, nd, meta):
