@@ -348,12 +348,25 @@ def _lift_w(shape, nd):
 _WARNED_SAME = [False]
 
 
+_ZEROS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}
+
+
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
-    _check_dims(input, weight, False, nd,
-                (("stride", stride), ("padding", 0 if isinstance(padding, str) else padding),
-                 ("output_padding", 0), ("dilation", dilation)))
+    xn = input._data.ndim
+    if (xn != nd + 2 and xn != nd + 1) or weight._data.ndim != nd + 2:
+        _check_dims(input, weight, False, nd,
+                    (("stride", stride), ("padding", 0 if isinstance(padding, str) else padding),
+                     ("output_padding", 0), ("dilation", dilation)))
     s = _tup(stride, nd, "stride")
     d = _tup(dilation, nd, "dilation")
+    if padding.__class__ is not str:  # the common call
+        p = _tup(padding, nd, "padding")
+        if min(s) <= 0:
+            raise RuntimeError("non-positive stride is not supported")
+        if xn == nd + 2:
+            return _compose(input, weight, bias, s, p, d, False, _ZEROS[nd], groups)
+        return _compose(input.unsqueeze(0), weight, bias, s, p, d, False, _ZEROS[nd],
+                        groups).squeeze(0)
     ks = tuple(weight._data.shape[2:])
     asym = False
     if isinstance(padding, str):
@@ -399,23 +412,23 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
     return y if batched else y.squeeze(0)
 
 
-def _conv_nd(input, weight, bias, s, d, pads, groups, nd, meta):
-    """Convolution of a batched input (``pads``: (before, after) per spatial axis)."""
+def _conv_nd(input, weight, bias, s, d, p, groups, nd, meta):
+    """Convolution of a batched input (``p``: the padding of each spatial axis)."""
     ks = tuple(weight._data.shape[2:])
     x4, w4 = _lift_shape(input._data.shape, nd), _lift_w(weight._data.shape, nd)
     if nd == 1:
-        s, d, ks, pads = (1,) + s, (1,) + d, (1,) + ks, [(0, 0)] + pads
+        s, d, ks, p = (1,) + s, (1,) + d, (1,) + ks, (0,) + p
     xs = tuple(x4[2:])
     os_ = []
-    for n, (pa, pb), k, dd, ss in zip(xs, pads, ks, d, s):
-        o = (n + pa + pb - dd * (k - 1) - 1) // ss + 1
+    for n, pp, k, dd, ss in zip(xs, p, ks, d, s):
+        o = (n + 2 * pp - dd * (k - 1) - 1) // ss + 1
         if o <= 0:
             raise RuntimeError(f"Calculated padded input size per channel: "
-                               f"({' x '.join(str(a + p1 + p2) for a, (p1, p2) in zip(xs[-nd:], pads[-nd:]))})."
+                               f"({' x '.join(str(a + 2 * pp) for a, pp in zip(xs[-nd:], p[-nd:]))})."
                                f" Kernel size: ({' x '.join(str(dd * (k - 1) + 1) for k, dd in zip(ks[-nd:], d[-nd:]))})."
                                f" Kernel size can't be greater than actual input size")
         os_.append(o)
-    P = _P(s, tuple(v for ab in pads for v in ab), d, groups, xs, ks, tuple(os_))
+    P = _P(s, sum(zip(p, p), ()), d, groups, xs, ks, tuple(os_))
     O = weight._data.shape[0]
     lift = None
     if x4 != input._data.shape or w4 != weight._data.shape:
@@ -565,7 +578,7 @@ def _convolution_call(input, weight, bias, stride, padding, dilation, transposed
     if transposed:
         return _conv_t_nd(input, weight, bias, s, p, d, _tup(output_padding, nd, "output_padding"),
                           groups, nd, meta)
-    return _conv_nd(input, weight, bias, s, d, [(a, a) for a in p], groups, nd, meta)
+    return _conv_nd(input, weight, bias, s, d, p, groups, nd, meta)
 
 
 def _batch(spec, arrays, params):
@@ -592,19 +605,14 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
                              groups)._data
 
 
-def _node_saved(node):
-    s = node._saved
-    return s[0], s[1], s[2:9], s[9:13]
-
-
 @_convolution.backward
 def _(ctx, grad):
     return _convolution_bw(ctx._node, grad, ctx._graph)
 
 
 def _convolution_bw(self, g, graph):
-    sa, sb, meta, (kind, P, cols, lift) = _node_saved(self)
-    return _bilinear_bw(self, g, graph, kind, sa, sb, P, cols, lift, meta, True)
+    s = self._saved  # input, weight, PyTorch's 7 values, then kind, geometry, columns, lift
+    return _bilinear_bw(self, g, graph, s[9], s[0], s[1], s[10], s[11], s[12], s[2:9], True)
 
 
 _convolution.node_cls._bw = _convolution_bw
