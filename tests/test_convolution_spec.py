@@ -107,3 +107,44 @@ def test_errors_as_torch():
             L.convolution(L.tensor(x), L.tensor(w), None, [1], [0], [1], False, [0], 1)
         with pytest.raises(TypeError):
             L.convolution(L.tensor(x), 3, None, [1], [0], [1], False, [0], 1)
+
+
+def _complex(L, shape, seed):
+    r = np.random.RandomState(seed)
+    return L.complex(L.tensor(r.randn(*shape)), L.tensor(r.randn(*shape))).requires_grad_()
+
+
+@pytest.mark.parametrize("name,shapes,kw", [
+    ("conv2d", ((2, 2, 5, 6), (3, 2, 3, 2), (3,)), {"stride": (2, 1), "padding": 1}),
+    ("conv1d", ((2, 4, 7), (3, 4, 2), None), {"dilation": 2}),
+    ("conv_transpose1d", ((2, 3, 4), (3, 2, 3), (2,)), {"stride": 2}),
+])
+def test_complex_input_composes_real_convolutions(name, shapes, kw):
+    """conv<n>d of complex input: PyTorch's three real convolutions (values, gradients, the
+    recorded sum); torch.convolution itself refuses complex input."""
+    out = {}
+    for L in (torch, dyngrad):
+        ts = [None if sh is None else _complex(L, sh, i) for i, sh in enumerate(shapes)]
+        y = getattr(L.nn.functional, name)(*ts, **kw)
+        fn = y.grad_fn
+        y.abs().sum().backward()
+        out[L] = (type(fn).__name__, type(fn.next_functions[0][0]).__name__, y.detach().numpy(),
+                  [t.grad.numpy() for t in ts if t is not None])
+        with pytest.raises(NotImplementedError, match="not implemented for 'ComplexDouble'"):
+            n = len(shapes[1]) - 2
+            L.convolution(ts[0].detach(), ts[1].detach(), None, [1] * n, [0] * n, [1] * n,
+                          name.startswith("conv_t"), [0] * n, 1)
+    a, b = out[torch], out[dyngrad]
+    assert a[:2] == b[:2] == ("AddBackward0", "SubBackward0")
+    np.testing.assert_allclose(b[2], a[2], rtol=1e-10, atol=1e-10)
+    for x, y in zip(b[3], a[3]):
+        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-10)
+
+
+def test_fewer_output_channels_than_groups_as_torch():
+    for L in (torch, dyngrad):
+        x, w = L.zeros(1, 4, 5, 5), L.zeros(1, 2, 3, 3)
+        with pytest.raises(RuntimeError, match=r"Given groups=2, expected weight to be at least "
+                                               r"2 at dimension 0, but got weight of size "
+                                               r"\[1, 2, 3, 3\] instead"):
+            L.nn.functional.conv2d(x, w, groups=2)

@@ -3,7 +3,9 @@
 Forward is im2col over a strided window view plus one matrix product per group; the input
 gradient is col2im, adding into a padded buffer with one loop over kernel positions.  The
 three bilinear maps (conv, its input-adjoint, its weight-adjoint) are each recorded as a
-differentiable op, so gradients of any order stay in closed form."""
+differentiable op, so gradients of any order stay in closed form.  ``convolution`` is the
+declared op (PyTorch's aten::convolution, ConvolutionBackward0); conv1d...conv_transpose3d
+call it as PyTorch's conv<n>d do (complex input as three real convolutions)."""
 from __future__ import annotations
 
 import itertools
