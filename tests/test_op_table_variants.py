@@ -66,10 +66,6 @@ KNOWN_EMPTY = {
     'kthvalue_keepdim': 'RuntimeError where PyTorch gives IndexError',
     'F.multi_margin_loss': 'values differ',
     'F.multilabel_margin_loss': 'values differ',
-    'F.conv2d': 'ValueError where PyTorch gives RuntimeError',
-    'F.conv2d_groups_dil': 'ValueError where PyTorch gives RuntimeError',
-    'F.conv1d': 'ValueError where PyTorch gives RuntimeError',
-    'F.conv3d': 'ValueError where PyTorch gives RuntimeError',
     'F.batch_norm': 'RuntimeError where PyTorch gives IndexError',
     'addmv_ab': 'RuntimeError where PyTorch gives IndexError',
 }

@@ -184,3 +184,12 @@ ROWS += [
                                                                         dilation=2),
            None, [S((1, 4, 3), (4, 1, 2))], "ConvolutionBackward0"),
 ]
+
+ROWS += [
+    OpInfo("convolution", lambda x, w, b: torch.convolution(x, w, b, (2, 1), (1, 0), (1, 1),
+                                                            False, (0, 0), 1), None,
+           [S((2, 2, 5, 6), (3, 2, 3, 2), (3,))], "ConvolutionBackward0"),
+    OpInfo("convolution_transposed_no_bias", lambda x, w: torch.convolution(
+        x, w, None, [2], [1], [1], True, [1], 2), None, [S((2, 4, 5), (4, 1, 3))],
+           "ConvolutionBackward0"),
+]

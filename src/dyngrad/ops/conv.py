@@ -3,7 +3,9 @@
 Forward is im2col over a strided window view plus one matrix product per group; the input
 gradient is col2im, adding into a padded buffer with one loop over kernel positions.  The
 three bilinear maps (conv, its input-adjoint, its weight-adjoint) are each recorded as a
-differentiable op, so gradients of any order stay in closed form."""
+differentiable op, so gradients of any order stay in closed form.  ``convolution`` is the
+declared op (PyTorch's aten::convolution, ConvolutionBackward0); conv1d...conv_transpose3d
+call it as PyTorch's conv<n>d do (complex input as three real convolutions)."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +14,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import _dtype as D
-from . import op
+from . import composite, op
+from ._spec import defop, front
 from . import _dual as X
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
 
@@ -130,87 +133,94 @@ def _apply_np(kind, a, b, P, cols=None, bias=None):
     return _adj_w(a, b, P, (b.shape[1], a.shape[1] // P.G) + P.ks, cols)
 
 
-class ConvolutionBackward0(Node):
-    """Backward of one of the three bilinear convolution maps (plus an optional bias)."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        kind, sa, sb, P, cols, shapes, lift = self._saved[:7]
-        meta = self._saved[7:]
-        need_a = self.next_functions[0][0] is not None
-        need_b = self.next_functions[1][0] is not None
-        a = sa.get(self, graph) if need_b or kind == "W" else None
-        b = sb.get(self, graph) if need_a or kind != "C" else None
-        if lift is not None:   # a 1-d or unbatched problem computed as batched 2-d
-            a4, b4, y4 = lift
-            g = g.reshape(y4)
-            a = a.reshape(a4) if a is not None else None
-            b = b.reshape(b4) if b is not None else None
-        ga = gb = None
-        if kind == "C":      # y = C(x, w): dx = X(g, w), dw = W(x, g)
-            if need_a:
-                ga = _bilinear("X", g, b, P, meta=meta)
-            if need_b:
-                gb = _bilinear("W", a, g, P, cols, meta=meta)
-        elif kind == "X":    # x = X(g0, w): dg0 = C(h, w), dw = W(h, g0)
-            if need_a:
-                ga = _bilinear("C", g, b, P, meta=meta)
-            if need_b:
-                gb = _bilinear("W", g, a, P, meta=meta)
-        else:                # w = W(x, g0): dx = X(g0, h), dg0 = C(x, h)
-            if need_a:
-                ga = _bilinear("X", b, g, P, meta=meta)
-            if need_b:
-                gb = _bilinear("C", a, g, P, meta=meta)
-        gbias = None
-        if len(self.next_functions) > 2 and self.next_functions[2][0] is not None:
-            axes = (0,) + tuple(range(2, len(P.ks) + 2))
-            gbias = X.sum_dims(g, axes, keepdim=False)
-        if lift is not None:
-            ga = ga.reshape(sa.value.shape if not sa.is_output else sa.value.shape) \
-                if ga is not None else None
-            gb = gb.reshape(sb.value.shape) if gb is not None else None
-        return ga, gb, gbias
+def _bilinear_bw(node, g, graph, kind, sa, sb, P, cols, lift, meta, bias_edge):
+    """Gradients of one of the three bilinear maps (and of the bias, when it has an edge)."""
+    nf = node.next_functions
+    need_a = nf[0][0] is not None
+    need_b = nf[1][0] is not None
+    a = sa.get(node, graph) if need_b or kind == "W" else None
+    b = sb.get(node, graph) if need_a or kind != "C" else None
+    if lift is not None:   # a 1-d or unbatched problem computed as batched 2-d
+        a4, b4, y4 = lift
+        g = g.reshape(y4)
+        a = a.reshape(a4) if a is not None else None
+        b = b.reshape(b4) if b is not None else None
+    ga = gb = None
+    if kind == "C":      # y = C(x, w): dx = X(g, w), dw = W(x, g)
+        if need_a:
+            ga = _bilinear("X", g, b, P, meta=meta)
+        if need_b:
+            gb = _bilinear("W", a, g, P, cols, meta=meta)
+    elif kind == "X":    # x = X(g0, w): dg0 = C(h, w), dw = W(h, g0)
+        if need_a:
+            ga = _bilinear("C", g, b, P, meta=meta)
+        if need_b:
+            gb = _bilinear("W", g, a, P, meta=meta)
+    else:                # w = W(x, g0): dx = X(g0, h), dg0 = C(x, h)
+        if need_a:
+            ga = _bilinear("X", b, g, P, meta=meta)
+        if need_b:
+            gb = _bilinear("C", a, g, P, meta=meta)
+    gbias = None
+    if bias_edge and nf[2][0] is not None:
+        gbias = X.sum_dims(g, (0,) + tuple(range(2, len(P.ks) + 2)), keepdim=False)
+    if lift is not None:
+        ga = ga.reshape(sa.value.shape) if ga is not None else None
+        gb = gb.reshape(sb.value.shape) if gb is not None else None
+    return ga, gb, gbias
 
 
-class ConvolutionBackwardBackward0(ConvolutionBackward0):
+class ConvolutionBackwardBackward0(Node):
+    """A bilinear map of a convolution's backward, recorded under create_graph."""
     __slots__ = ()
     # the geometry of the convolution differentiated (PyTorch's node has no bias sizes)
     _named_saved = {"input": (1, "tensor"), "weight": (2, "tensor"), "stride": (7, "same"),
                     "padding": (8, "same"), "dilation": (9, "same"), "transposed": (10, "same"),
                     "output_padding": (11, "same"), "groups": (12, "same")}
 
+    def _bw(self, g, graph):
+        kind, sa, sb, P, cols, _shapes, lift = self._saved[:7]
+        return _bilinear_bw(self, g, graph, kind, sa, sb, P, cols, lift, self._saved[7:],
+                            False)[:2]
 
-def _conv_graph(kind, a, b, P, bias=None, node_cls=ConvolutionBackwardBackward0, keep_cols=False,
-                lift=None, meta=()):
-    """Apply one bilinear map to Tensors, recording its node when needed.  ``lift`` gives the
-    batched 2-d shapes ``(a4, b4, y4)`` a 1-d or unbatched problem is computed in; ``meta`` the
-    values PyTorch's node shows (stride, padding, dilation, transposed, output_padding, groups,
-    bias sizes), saved after the node's own."""
-    ad, bd = a._data, b._data
+
+def _conv_graph(kind, a, b, P, meta=()):
+    """Apply one bilinear map of a backward to Tensors, recording ConvolutionBackwardBackward0
+    when needed; ``meta`` the values PyTorch's node shows (stride, padding, dilation,
+    transposed, output_padding, groups), saved after the node's own."""
+    data = _apply_np(kind, a._data, b._data, P)
+    if STATE.enabled and (a._requires_grad or b._requires_grad):
+        node = ConvolutionBackwardBackward0((edge_of(a), edge_of(b)),
+                                            (kind, Saved(a), Saved(b), P, None, None, None)
+                                            + meta[:6])
+        return record(data, node)
+    return _make(data)
+
+
+# the edge of an absent bias (none); passed by conv1d...conv_transpose3d for their absent bias
+_ABSENT = _make(np.zeros((), np.float32))
+_META = ("stride", "padding", "dilation", "transposed", "output_padding", "groups",
+         "bias_sym_sizes_opt")
+
+
+def _run(kind, input, weight, bias, P, lift, meta):
+    """The convolution (``kind`` "C") or transposed convolution ("X") of Tensors, with the
+    declaration's node when an input requires grad; the node keeps the geometry, the input's
+    columns (for the weight's gradient) and the batched 2-d shapes after PyTorch's values."""
+    ad, bd = input._data, weight._data
     if lift is not None:
         ad, bd = ad.reshape(lift[0]), bd.reshape(lift[1])
-    cols = None
-    if kind != "X" and keep_cols:
-        cols = _im2col(ad, P)
+    cols = _im2col(ad, P) if kind == "C" else None
     data = _apply_np(kind, ad, bd, P, cols, None if bias is None else bias._data)
     if lift is not None:
         y4 = data.shape
         data = data.reshape(lift[2])
         lift = (lift[0], lift[1], y4)
-    if STATE.enabled and (a._requires_grad or b._requires_grad
+    if STATE.enabled and (input._requires_grad or weight._requires_grad
                           or (bias is not None and bias._requires_grad)):
-        if kind == "X":
-            shapes = ((ad.shape[0], bd.shape[1] * P.G) + P.xs, bd.shape)
-        else:
-            shapes = ((ad.shape[0], ad.shape[1]) + P.xs,
-                      (bd.shape[0], ad.shape[1] // P.G) + P.ks if kind == "C" else data.shape)
-        if node_cls is ConvolutionBackward0:  # PyTorch's node has a bias edge, None without one
-            edges = (edge_of(a), edge_of(b), edge_of(bias) if bias is not None else NO_EDGE)
-        else:
-            edges = (edge_of(a), edge_of(b))
-        keep = cols if (kind == "C" and b._requires_grad) else None
-        node = node_cls(edges, (kind, Saved(a), Saved(b), P, keep, shapes, lift) + meta)
+        node = _NODE((edge_of(input), edge_of(weight), NO_EDGE if bias is None else edge_of(bias)),
+                     (Saved(input), Saved(weight)) + meta
+                     + (kind, P, cols if weight._requires_grad else None, lift))
         return record(data, node)
     return _make(data)
 
@@ -220,7 +230,7 @@ def _bilinear_np(kind, a, b, P, cols=None, meta=()):
 
 
 def _bilinear_graph(kind, a, b, P, cols=None, meta=()):
-    return _conv_graph(kind, a, b, P, meta=meta)
+    return _conv_graph(kind, a, b, P, meta)
 
 
 # one of the bilinear maps in a backward: NumPy on arrays, recorded (differentiable) on Tensors
@@ -229,6 +239,8 @@ _bilinear = X.twin(_bilinear_np, _bilinear_graph)
 
 # --- argument handling ----------------------------------------------------------------
 def _tup(v, n, name):
+    if v.__class__ is tuple and len(v) == n:
+        return v
     if isinstance(v, (tuple, list)):
         if len(v) == 1:
             return tuple(int(v[0]) for _ in range(n))
@@ -240,7 +252,8 @@ def _tup(v, n, name):
     return (int(v),) * n
 
 
-def _check(input, weight, bias, groups, transposed, nd, params=()):
+def _check_dims(input, weight, transposed, nd, params):
+    """conv<nd>d's checks of the input's and the weight's number of dimensions."""
     x, w = input._data, weight._data
     name = "conv_transpose" if transposed else "conv"
     if x.ndim not in (nd + 1, nd + 2):
@@ -259,10 +272,18 @@ def _check(input, weight, bias, groups, transposed, nd, params=()):
         raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
                            f"{list(x.shape)}, but got {w.ndim}-dimensional weight of size "
                            f"{list(w.shape)} instead")
+
+
+def _check(input, weight, bias, groups, transposed, nd):
+    """PyTorch's checks of groups, channels, the bias and the dtypes of a convolution."""
+    x, w = input._data, weight._data
     if groups < 1:
         raise RuntimeError("non-positive groups is not supported")
     C = x.shape[-nd - 1]
     if not transposed:
+        if w.shape[0] < groups:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} "
+                               f"at dimension 0, but got weight of size {list(w.shape)} instead")
         if w.shape[0] % groups:
             raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
                                f"{groups} at dimension 0, but got weight of size [{list(w.shape)}] "
@@ -295,17 +316,18 @@ def _check(input, weight, bias, groups, transposed, nd, params=()):
 
 
 def _kernel_dtype(x, transposed, nd, dilated=False):
-    """PyTorch's CPU kernels' dtype dispatch: no bool convolution, transposed and dilated
-    convolution only for floating types and int64."""
+    """PyTorch's CPU kernels' dtype dispatch: no bool or complex convolution (conv<n>d
+    composes complex input of real ones), transposed and dilated convolution only for
+    floating types and int64."""
     k = x.dtype.kind
     if transposed:
-        ok = k in "fc" or x.dtype == np.int64
+        ok = k == "f" or x.dtype == np.int64
         kernel = f"slow_conv_transpose{3 if nd == 3 else 2}d_out_cpu"
     elif dilated:
-        ok = k in "fc" or x.dtype == np.int64
+        ok = k == "f" or x.dtype == np.int64
         kernel = "slow_conv_dilated<>"
     else:
-        ok = k != "b"
+        ok = k not in "bc"
         kernel = "compute_columns3d" if nd == 3 else "slow_conv2d_cpu"
     if not ok:
         raise NotImplementedError(f'"{kernel}" not implemented for '
@@ -328,12 +350,25 @@ def _lift_w(shape, nd):
 _WARNED_SAME = [False]
 
 
+_ZEROS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}
+
+
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
-    _check(input, weight, bias, groups, False, nd,
-           (("stride", stride), ("padding", 0 if isinstance(padding, str) else padding),
-            ("output_padding", 0), ("dilation", dilation)))
+    xn = input._data.ndim
+    if (xn != nd + 2 and xn != nd + 1) or weight._data.ndim != nd + 2:
+        _check_dims(input, weight, False, nd,
+                    (("stride", stride), ("padding", 0 if isinstance(padding, str) else padding),
+                     ("output_padding", 0), ("dilation", dilation)))
     s = _tup(stride, nd, "stride")
     d = _tup(dilation, nd, "dilation")
+    if padding.__class__ is not str:  # the common call
+        p = _tup(padding, nd, "padding")
+        if min(s) <= 0:
+            raise RuntimeError("non-positive stride is not supported")
+        if xn == nd + 2:
+            return _compose(input, weight, bias, s, p, d, False, _ZEROS[nd], groups)
+        return _compose(input.unsqueeze(0), weight, bias, s, p, d, False, _ZEROS[nd],
+                        groups).squeeze(0)
     ks = tuple(weight._data.shape[2:])
     asym = False
     if isinstance(padding, str):
@@ -372,73 +407,95 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
         input = pad(input, extra)
         pads = [(a, a) for a, _ in pads]
     if isinstance(padding, str) and padding == "valid":  # PyTorch passes [0] for both paddings
-        meta = _meta(s, (0,), d, False, (0,), groups, bias)
+        y = _compose(input, weight, bias, s, (0,), d, False, (0,), groups)
     else:
-        meta = _meta(s, tuple(a for a, _ in pads), d, False, (0,) * nd, groups, bias)
-    y = _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd, meta)
+        y = _compose(input, weight, bias, s, tuple(a for a, _ in pads), d, False, (0,) * nd,
+                     groups)
     return y if batched else y.squeeze(0)
 
 
-def _meta(stride, padding, dilation, transposed, output_padding, groups, bias):
-    """The arguments ConvolutionBackward0 shows, as PyTorch's (``_saved_stride``, ...,
-    ``_saved_bias_sym_sizes_opt``: the bias's shape, (0,) without a bias)."""
-    return (stride, padding, dilation, transposed, output_padding, int(groups),
-            tuple(bias._data.shape) if bias is not None else (0,))
-
-
-def _conv_nd(input, weight, bias, s, d, ks, pads, groups, nd, meta):
+def _conv_nd(input, weight, bias, s, d, p, groups, nd, meta):
+    """Convolution of a batched input (``p``: the padding of each spatial axis)."""
+    ks = tuple(weight._data.shape[2:])
     x4, w4 = _lift_shape(input._data.shape, nd), _lift_w(weight._data.shape, nd)
     if nd == 1:
-        s, d, ks, pads = (1,) + s, (1,) + d, (1,) + ks, [(0, 0)] + pads
+        s, d, ks, p = (1,) + s, (1,) + d, (1,) + ks, (0,) + p
     xs = tuple(x4[2:])
     os_ = []
-    for n, (pa, pb), k, dd, ss in zip(xs, pads, ks, d, s):
-        o = (n + pa + pb - dd * (k - 1) - 1) // ss + 1
+    for n, pp, k, dd, ss in zip(xs, p, ks, d, s):
+        o = (n + 2 * pp - dd * (k - 1) - 1) // ss + 1
         if o <= 0:
             raise RuntimeError(f"Calculated padded input size per channel: "
-                               f"({' x '.join(str(a + p1 + p2) for a, (p1, p2) in zip(xs[-nd:], pads[-nd:]))})."
+                               f"({' x '.join(str(a + 2 * pp) for a, pp in zip(xs[-nd:], p[-nd:]))})."
                                f" Kernel size: ({' x '.join(str(dd * (k - 1) + 1) for k, dd in zip(ks[-nd:], d[-nd:]))})."
                                f" Kernel size can't be greater than actual input size")
         os_.append(o)
-    P = _P(s, tuple(v for ab in pads for v in ab), d, groups, xs, ks, tuple(os_))
+    P = _P(s, sum(zip(p, p), ()), d, groups, xs, ks, tuple(os_))
     O = weight._data.shape[0]
     lift = None
     if x4 != input._data.shape or w4 != weight._data.shape:
         lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(os_[-nd:]))
     _kernel_dtype(input._data, False, nd, any(v > 1 for v in d))
-    return _conv_graph("C", input, weight, P, bias, ConvolutionBackward0, keep_cols=True,
-                       lift=lift, meta=meta)
+    return _run("C", input, weight, bias, P, lift, meta)
 
 
-@op(method=False)
+@composite(method=False)
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-d cross-correlation over (N, C, H, W) input; ConvolutionBackward0."""
+    """2-d cross-correlation over (N, C, H, W) input: PyTorch's composition over
+    ``convolution`` (ConvolutionBackward0)."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
 @op(method=False)
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-d cross-correlation over (N, C, D, H, W) input; ConvolutionBackward0."""
+    """3-d cross-correlation over (N, C, D, H, W) input, over ``convolution``."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
 
 
-@op(method=False)
+@composite(method=False)
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-d cross-correlation over (N, C, L) input; ConvolutionBackward0."""
+    """1-d cross-correlation over (N, C, L) input, over ``convolution``."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
 def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
-    _check(input, weight, bias, groups, True, nd,
-           (("stride", stride), ("padding", padding), ("output_padding", output_padding),
-            ("dilation", dilation)))
+    _check_dims(input, weight, True, nd,
+                (("stride", stride), ("padding", padding), ("output_padding", output_padding),
+                 ("dilation", dilation)))
     if input._data.ndim == nd + 1:  # unbatched: unsqueezed, the output squeezed back
         return _conv_t(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
                        dilation, nd).squeeze(0)
-    s = _tup(stride, nd, "stride")
-    d = _tup(dilation, nd, "dilation")
-    p = _tup(padding, nd, "padding")
-    op_ = _tup(output_padding, nd, "output_padding")
+    return _compose(input, weight, bias, _tup(stride, nd, "stride"), _tup(padding, nd, "padding"),
+                    _tup(dilation, nd, "dilation"), True,
+                    _tup(output_padding, nd, "output_padding"), groups)
+
+
+def _compose(input, weight, bias, *params):
+    """``convolution`` as conv<n>d calls it: an absent bias passed as such, complex input
+    as PyTorch's complex_convolution, three real convolutions (Gauss's trick)."""
+    if input._data.dtype.kind != "c":
+        return convolution(input, weight, _ABSENT if bias is None else bias, *params)
+    from .views import view_as_real
+
+    def parts(t):
+        r = view_as_real(t.resolve_conj())
+        return r.select(-1, 0), r.select(-1, 1)
+    ir, ii = parts(input)
+    wr, wi = parts(weight)
+    if bias is None:
+        a = convolution(ir, wr, _ABSENT, *params)
+        b = convolution(ii, wi, _ABSENT, *params)
+        c = convolution(ir + ii, wr + wi, _ABSENT, *params)
+    else:
+        br, bi = parts(bias)
+        a = convolution(ir, wr, br, *params)
+        b = convolution(ii, wi, _ABSENT, *params)
+        c = convolution(ir + ii, wr + wi, br + bi, *params)
+    return a - b + 1j * (c - a - b)
+
+
+def _conv_t_nd(input, weight, bias, s, p, d, op_, groups, nd, meta):
+    """Transposed convolution of a batched input."""
     for a, ss, dd in zip(op_, s, d):
         if a >= ss and a >= dd:
             if nd == 3:  # the 3-d CPU kernel's wording
@@ -451,7 +508,6 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
             raise RuntimeError("output padding must be smaller than either stride or dilation, "
                                f"but got output_padding={list(op_)}, stride={list(s)}, "
                                f"dilation={list(d)}")
-    meta = _meta(s, p, d, True, op_, groups, bias)
     ks = tuple(weight._data.shape[2:])
     x4, w4 = _lift_shape(input._data.shape, nd), _lift_w(weight._data.shape, nd)
     if nd == 1:
@@ -469,25 +525,138 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
     if x4 != input._data.shape or w4 != weight._data.shape:
         lift = (x4, w4, ((x4[0],) if input.dim() == nd + 2 else ()) + (O,) + tuple(outs[-nd:]))
     _kernel_dtype(input._data, True, nd)
-    return _conv_graph("X", input, weight, P, bias, ConvolutionBackward0, lift=lift, meta=meta)
+    return _run("X", input, weight, bias, P, lift, meta)
 
 
 @op(method=False)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    """2-d transposed convolution (the input-gradient of conv2d); ConvolutionBackward0."""
+    """2-d transposed convolution (the input-gradient of conv2d), over ``convolution``."""
     return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
 @op(method=False)
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    """1-d transposed convolution; ConvolutionBackward0."""
+    """1-d transposed convolution, over ``convolution``."""
     return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
 
 
 @op(method=False)
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    """3-d transposed convolution; ConvolutionBackward0."""
+    """3-d transposed convolution, over ``convolution``."""
     return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
+# --- the declared op: PyTorch's aten::convolution ----------------------------------------
+def _ints(v):
+    if v.__class__ is tuple:
+        return v
+    return tuple(int(a) for a in v) if isinstance(v, list) else (int(v),)
+
+
+def _convolution_call(input, weight, bias, stride, padding, dilation, transposed,
+                      output_padding, groups, bias_sizes=None):
+    x, w = input._data, weight._data
+    nd = w.ndim - 2
+    if x.ndim != w.ndim:
+        if w.ndim < 3:
+            raise RuntimeError("weight should have at least three dimensions")
+        raise RuntimeError(f"Expected {w.ndim}-dimensional input for {w.ndim}-dimensional weight "
+                           f"{list(w.shape)}, but got {x.ndim}-dimensional input of size "
+                           f"{list(x.shape)} instead")
+    groups = int(groups)
+    _check(input, weight, bias, groups, transposed, nd)
+    stride, padding, dilation, output_padding = (_ints(stride), _ints(padding), _ints(dilation),
+                                                 _ints(output_padding))
+    meta = (stride, padding, dilation, bool(transposed), output_padding, groups,
+            tuple(bias._data.shape) if bias is not None else bias_sizes)
+    s = _tup(stride, nd, "stride")
+    if min(s) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    d = _tup(dilation, nd, "dilation")
+    p = _tup(padding, nd, "padding")
+    if transposed:
+        return _conv_t_nd(input, weight, bias, s, p, d, _tup(output_padding, nd, "output_padding"),
+                          groups, nd, meta)
+    return _conv_nd(input, weight, bias, s, d, p, groups, nd, meta)
+
+
+def _batch(spec, arrays, params):
+    """A leading batch axis of input, weight and bias as groups of one convolution (the
+    batch folded into the channels): (B, N, C, *s), (B, O, C/g, *k) -> (B, N, O, *s')."""
+    x, w = arrays[0], arrays[1]
+    b = arrays[2] if len(arrays) > 2 else None
+    B, N = x.shape[:2]
+    p = dict(params)
+    p["groups"] = int(p.get("groups", 1)) * B
+    xf = x.swapaxes(0, 1).reshape((N, -1) + x.shape[3:])
+    wf = w.reshape((-1,) + w.shape[2:])
+    y = spec.forward(xf, wf, None if b is None else b.reshape(-1), **p)
+    return np.ascontiguousarray(y.reshape((N, B, -1) + y.shape[2:]).swapaxes(0, 1))
+
+
+@defop("convolution", node="ConvolutionBackward0", inputs=("input", "weight", "bias"),
+       saved=("input", "weight") + _META, method=False, batch=_batch)
+def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                 groups):
+    """N-d convolution or transposed convolution (PyTorch's aten::convolution) of arrays."""
+    return _convolution_call(_make(input), _make(weight), None if bias is None else _make(bias),
+                             stride, padding, dilation, transposed, output_padding,
+                             groups)._data
+
+
+@_convolution.backward
+def _(ctx, grad):
+    return _convolution_bw(ctx._node, grad, ctx._graph)
+
+
+def _convolution_bw(self, g, graph):
+    s = self._saved  # input, weight, PyTorch's 7 values, then kind, geometry, columns, lift
+    return _bilinear_bw(self, g, graph, s[9], s[0], s[1], s[10], s[11], s[12], s[2:9], True)
+
+
+_convolution.node_cls._bw = _convolution_bw
+
+
+@_convolution.jvp
+def _(ctx, t_input, t_weight, t_bias):
+    # linear in input and in weight: conv(t_input, w) + conv(x, t_weight) + the bias tangent
+    meta = tuple(getattr(ctx, n) for n in _META[:6])
+    out = None
+    if t_input is not None:
+        out = convolution(t_input, ctx.weight, None, *meta)
+    if t_weight is not None:
+        t = convolution(ctx.input, t_weight, None, *meta)
+        out = t if out is None else out + t
+    if t_bias is not None:
+        nd = ctx.weight.dim() - 2
+        t = t_bias.reshape((1, -1) + (1,) * nd)
+        if out is None:
+            meta_y = convolution(ctx.input, ctx.weight, None, *meta)
+            out = t.expand(*meta_y.shape)
+        else:
+            out = out + t
+    return out
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    """N-d convolution (``transposed``: its transpose) with an optional bias, as PyTorch's
+    ``torch.convolution``; ConvolutionBackward0."""
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (
+            bias is None or isinstance(bias, Tensor))):
+        if bias is None:
+            bias = _ABSENT  # (the declaration's TypeErrors name the argument that is not one)
+        return _convolution.declared(input, weight, bias, stride, padding, dilation, transposed,
+                                     output_padding, groups)
+    if bias is _ABSENT:  # conv1d...conv_transpose3d's absent bias: PyTorch's node shows (0,)
+        return _convolution_call(input, weight, None, stride, padding, dilation, transposed,
+                                 output_padding, groups, (0,))
+    return _convolution_call(input, weight, bias, stride, padding, dilation, transposed,
+                             output_padding, groups)
+
+
+convolution = front(_convolution, convolution)
+_NODE = _convolution.node_cls
