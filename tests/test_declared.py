@@ -19,7 +19,7 @@ COMPOSITES = sorted(n for n, info in OPS.items() if info.get("composite"))
 INPLACE = sorted(n for n, info in OPS.items() if info.get("inplace_of"))
 
 # registry entries not yet declared; the number may only go down
-UNDECLARED_AT_MOST = 13
+UNDECLARED_AT_MOST = 11
 
 
 def test_undeclared_entries_only_go_down():

@@ -52,6 +52,7 @@ REQUIRED = {
     'conv_transpose1d': ('input', 'weight'),
     'conv_transpose2d': ('input', 'weight'),
     'conv_transpose3d': ('input', 'weight'),
+    'convolution': ('input', 'weight', 'bias', 'stride', 'padding', 'dilation', 'transposed', 'output_padding', 'groups'),
     'corrcoef': ('input',),
     'cos': ('input',),
     'cosh': ('input',),
