@@ -1603,19 +1603,19 @@ def summed_backward(cls: type, formula: Callable) -> None:
 def _summed_formula_bw(formula: Callable, tensor_pos: tuple, n_saved: int) -> Callable:
     if n_saved == 2 and len(tensor_pos) == 2:
         # (the products: two saved operands, unpacked in PyTorch's order)
-        first, second = tensor_pos
+        later = tensor_pos[0] == 1  # the second saved value unpacked first (PyTorch's order)
 
         def fast_bw(self, g, graph):
             s = self._saved
-            vals = [s[0], s[1]]
-            v = vals[first]
-            if v.__class__ is Saved:
-                vals[first] = v.get(self, graph)
-            v = vals[second]
-            if v.__class__ is Saved:
-                vals[second] = v.get(self, graph)
+            a, b = s[0], s[1]
+            if later and b.__class__ is Saved:
+                b = b.get(self, graph)
+            if a.__class__ is Saved:
+                a = a.get(self, graph)
+            if not later and b.__class__ is Saved:
+                b = b.get(self, graph)
             nf = self.next_functions
-            ga, gb = formula(g, (nf[0][0] is not None, nf[1][0] is not None), vals[0], vals[1])
+            ga, gb = formula(g, (nf[0][0] is not None, nf[1][0] is not None), a, b)
             if ga is not None and ga.shape != s[2]:
                 ga = sum_to(ga, s[2])
             if gb is not None and gb.shape != s[3]:
