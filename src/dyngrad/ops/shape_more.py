@@ -12,7 +12,7 @@ from ._spec import batch_along, defop, fp_safe, front, int64_saved
 from .._record import STATE, Node, Tensor, edge_of
 from .._tensor import _dim
 from .shape import cat
-from .views import SplitBackward0, _split_sizes_of, share_node
+from .views import SplitBackward0, _split_sizes_of, checked_split_sizes, share_node
 from . import _dual as X
 
 _make = Tensor._make
@@ -188,15 +188,7 @@ def _unsafe_split_with_sizes(p, input, split_sizes, dim=0):
                             f"{i + 1} with error \"type must be tuple of ints,but got "
                             f"{D.type_name(s)}\"")
     dim = _int(dim, fn, "dim", 2 + p)
-    d = input._data
-    if d.ndim == 0:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
-    k = _dim(dim, d.ndim)
-    n = d.shape[k]
-    sizes = [int(s) for s in split_sizes]
-    if sum(sizes) != n or any(s < 0 for s in sizes):
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
-                           f"tensor's size at dimension {k}), but got split_sizes={sizes}")
+    sizes, k = checked_split_sizes(input._data.shape, split_sizes, dim)
     return _unsafe_pieces(input, sizes, k, UnsafeSplitWithSizesBackward0, dim)
 
 

@@ -806,15 +806,22 @@ def _batch_split_with_sizes(spec, arrays, params):
          batch=_batch_split_with_sizes)
 def split_with_sizes(self, split_sizes, dim=0):
     """Views of consecutive pieces of the listed sizes along ``dim``; SplitWithSizesBackward0."""
-    if self.ndim == 0:
+    sizes, k = checked_split_sizes(self.shape, split_sizes, dim)
+    return _pieces(self, sizes, k)
+
+
+def checked_split_sizes(shape, split_sizes, dim) -> tuple:
+    """``(sizes, dim)`` of a split of a tensor of ``shape`` into pieces of ``split_sizes``
+    along ``dim`` (wrapped), or PyTorch's error (split_with_sizes, unsafe_split_with_sizes)."""
+    if len(shape) == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    k = _dim(dim, self.ndim)
-    n = self.shape[k]
+    k = _dim(dim, len(shape))
+    n = shape[k]
     sizes = [int(s) for s in split_sizes]
     if sum(sizes) != n or any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
                            f"tensor's size at dimension {k}), but got split_sizes={sizes}")
-    return _pieces(self, sizes, k)
+    return sizes, k
 
 
 split_with_sizes.backward(_split_bw)
