@@ -120,3 +120,19 @@ def test_resize_refuses_a_tensor_that_requires_grad():
         with m.no_grad():
             with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
                 x.resize_(2)
+
+
+@pytest.mark.parametrize("fill", ["uniform_", "normal_", "bernoulli_", "exponential_",
+                                  "cauchy_", "log_normal_", "geometric_", "random_"])
+def test_inplace_fill_under_vmap_same_randomness_is_one_draw(fill):
+    """vmap(randomness="same"): every sample gets the same numbers, one draw of a sample's
+    shape, as PyTorch's; the draw is the one the fill makes outside vmap from the same seed."""
+    args = (0.5,) if fill in ("bernoulli_", "geometric_") else ()
+    for lib in (torch, dyngrad):
+        lib.manual_seed(3)
+        out = lib.func.vmap(lambda t: getattr(t.clone(), fill)(*args), randomness="same")(
+            lib.zeros(4, 5))
+        assert all(lib.equal(out[0], out[i]) for i in range(1, 4)), (lib.__name__, out)
+    dyngrad.manual_seed(3)
+    alone = getattr(dyngrad.zeros(5), fill)(*args)
+    assert dyngrad.equal(out[0], alone)

@@ -859,6 +859,14 @@ def random_op(name, orig, args, kwargs):
         return wrap(p, x._levels)
     if randomness == "same":
         if batched:
+            if name.endswith("_") and type(args[0]) is _BT:
+                # an in-place fill: one draw of a sample's shape, written into every sample
+                x = args[0]
+                phys = x._phys
+                first = phys[(0,) * len(x._levels)]
+                orig(first, *args[1:], **kwargs)
+                phys.copy_(first.clone().expand(phys.shape))
+                return x
             if name.endswith("_like"):
                 x = args[0]
                 return orig(x._phys[(0,) * len(x._levels)], *args[1:], **kwargs)
