@@ -136,3 +136,15 @@ def test_inplace_fill_under_vmap_same_randomness_is_one_draw(fill):
     dyngrad.manual_seed(3)
     alone = getattr(dyngrad.zeros(5), fill)(*args)
     assert dyngrad.equal(out[0], alone)
+
+
+def test_fill_of_an_unbatched_tensor_with_a_batched_value_is_refused_as_pytorch():
+    """vmap: fill_ writing each sample's value into one unbatched tensor raises PyTorch's
+    in-place error (it filled in a loop, the last sample's value winning)."""
+    msgs = []
+    for lib in (torch, dyngrad):
+        x = lib.zeros(3)
+        with pytest.raises(RuntimeError) as e:
+            lib.func.vmap(lambda val: x.fill_(val))(lib.arange(4.0))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]

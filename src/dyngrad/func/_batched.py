@@ -467,7 +467,7 @@ _NAME_OF: dict = {}   # id of a guarded function's inner function -> its public 
 _ALL: list = []
 _PLAIN_METHODS = set("""
 matmul mm mv bmm dot add sub mul div true_divide pow expand_as view_as reshape_as type_as
-where masked_fill maximum minimum copy_ add_ sub_ mul_ div_ index_select gather lerp addcmul
+where masked_fill maximum minimum copy_ fill_ add_ sub_ mul_ div_ index_select gather lerp addcmul
 addcdiv eq ne lt le gt ge logical_and logical_or atan2 __setitem__ __getitem__ fmod remainder
 clamp clip outer cross kron __iadd__ __isub__ __imul__ __itruediv__ __ipow__ __ifloordiv__
 __imod__ __iand__ __ior__ __ixor__
