@@ -96,7 +96,8 @@ def _public_functions():
             if k.startswith("_") and k not in ("__init__", "__call__"):
                 continue
             try:
-                v = inspect.getattr_static(ns, k)
+                # (a module's names loaded on first use are read through its __getattr__)
+                v = getattr(ns, k) if inspect.ismodule(ns) else inspect.getattr_static(ns, k)
             except AttributeError:
                 continue
             if isinstance(v, (staticmethod, classmethod)):

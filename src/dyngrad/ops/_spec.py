@@ -71,23 +71,98 @@ def _n_params(fn) -> int:
 _SIGNATURES: dict = {}
 
 
+class _Light(tuple):
+    """One parameter of a forward as the declaration reads it at import: ``name``, ``kind``
+    and ``default`` of ``inspect.Parameter``, without building one."""
+    __slots__ = ()
+    name = property(lambda self: self[0])
+    kind = property(lambda self: self[1])
+    default = property(lambda self: self[2])
+
+
+class _LightSig:
+    """The parameters of a forward (``.parameters``, name -> ``_Light``), read from its code
+    object; what a declaration needs of a signature while the package imports."""
+    __slots__ = ("parameters",)
+
+    def __init__(self, spec):
+        self.parameters = {nm: _Light(t) for t in spec for nm in (t[0],)}
+
+
+class LazySignature(inspect.Signature):
+    """An ``inspect.Signature`` built on first use (``inspect.signature(dyngrad.add)``, a
+    binding on an error path): several hundred declarations set one at import, and building
+    their Parameter objects then was a tenth of the import time."""
+    __slots__ = ("_build", "_params", "_ret")
+
+    def __init__(self, *args, _build=None, **kwargs):
+        self._build = _build
+        if _build is None:  # (``replace`` and pickling construct it as a Signature)
+            super().__init__(*args, **kwargs)
+
+    def _real(self):
+        build, self._build = self._build, None
+        real = build()
+        self._params, self._ret = real._parameters, real._return_annotation
+
+    def _get_params(self):
+        if self._build is not None:
+            self._real()
+        return self._params
+
+    def _set_params(self, v):
+        self._params = v
+
+    def _get_ret(self):
+        if self._build is not None:
+            self._real()
+        return self._ret
+
+    def _set_ret(self, v):
+        self._ret = v
+
+    _parameters = property(_get_params, _set_params)
+    _return_annotation = property(_get_ret, _set_ret)
+
+
 def _signatures(fn):
     """The signature of a forward (plain parameters, keyword-only ones, ``*args`` and
     ``**kwargs``), and the public function's (the first parameter named ``input``), read from
-    the code object once per forward (a declaration reads it in several places at import)."""
+    the code object once per forward and built on first use (``LazySignature``)."""
     got = _SIGNATURES.get(fn)
     if got is None:
-        got = _SIGNATURES[fn] = _read_signatures(fn)
+        spec = _params_of(fn)
+
+        def make(first):
+            ann = fn.__annotations__
+            ps = [_P(first if i == 0 and first else nm, kind, default=d,
+                     annotation=ann.get(nm, _P.empty)) for i, (nm, kind, d) in enumerate(spec)]
+            return inspect.Signature(ps, return_annotation=ann.get("return", _P.empty),
+                                     __validate_parameters__=False)
+
+        got = _SIGNATURES[fn] = (LazySignature(_build=lambda: make(None)),
+                                 LazySignature(_build=lambda: make("input")))
     return got
 
 
-def _read_signatures(fn):
+_PARAMS: dict = {}
+
+
+def _light_sig(fn) -> _LightSig:
+    """``fn``'s parameters as ``_LightSig`` (cached)."""
+    got = _PARAMS.get(fn)
+    if got is None:
+        got = _PARAMS[fn] = _LightSig(_params_of(fn))
+    return got
+
+
+def _params_of(fn) -> list:
+    """``[(name, kind, default)]`` of ``fn``'s parameters, read from its code object."""
     co = fn.__code__
     n, k, flags = co.co_argcount, co.co_kwonlyargcount, co.co_flags
     names = co.co_varnames
     defaults = fn.__defaults__ or ()
     kwdefaults = fn.__kwdefaults__ or {}
-    ann = fn.__annotations__
     nd = n - len(defaults)
     po = co.co_posonlyargcount
     spec = [(names[i], _P.POSITIONAL_ONLY if i < po else _POS,
@@ -99,14 +174,7 @@ def _read_signatures(fn):
     spec += [(names[i], _KW, kwdefaults.get(names[i], _P.empty)) for i in range(n, n + k)]
     if flags & 8:  # **kwargs
         spec.append((names[j], _P.VAR_KEYWORD, _P.empty))
-    ret = ann.get("return", inspect.Signature.empty)
-
-    def make(first):
-        ps = [_P(first if i == 0 and first else nm, kind, default=d,
-                 annotation=ann.get(nm, _P.empty)) for i, (nm, kind, d) in enumerate(spec)]
-        return inspect.Signature(ps, return_annotation=ret, __validate_parameters__=False)
-
-    return make(None), make("input")
+    return spec
 
 
 class Ctx:
@@ -161,6 +229,15 @@ class Ctx:
 class OpSpec:
     """The declaration of one op (see the module docstring)."""
 
+    def __getattr__(self, name):
+        # an op with several outputs returns PyTorch's named tuple, made on first use (a
+        # named tuple class costs about 50 us to make, at import)
+        if name == "return_type" and self.outputs:
+            from .reduction import return_type
+            self.return_type = return_type(self.name, self.outputs)
+            return self.return_type
+        raise AttributeError(f"'OpSpec' object has no attribute '{name}'")
+
     def __init__(self, name, forward, node, inputs, saved, promote, batch, linear,
                  elementwise, method, function, floating_kernel, dims, complex_kernel=None,
                  real_only=False, aliases=(), differentiable=True, complex_error=None,
@@ -176,9 +253,6 @@ class OpSpec:
         # without a gradient; the public function returns them as PyTorch's named tuple
         self.outputs = tuple(outputs)
         self.extra_outputs = self.outputs[1:]
-        if outputs:
-            from .reduction import return_type
-            self.return_type = return_type(name, self.outputs)
         self.integer_kernel = integer_kernel
         self.floating_kernel = floating_kernel
         self.complex_kernel = complex_kernel
@@ -316,7 +390,8 @@ class OpSpec:
         spec = self
         n_in = len(self.inputs)
         sig, public_sig = _signatures(self.forward)
-        params = list(sig.parameters)[n_in:]
+        light = _light_sig(self.forward).parameters
+        params = list(light)[n_in:]
         name = self.name
 
         if n_in == 1 and not params:
@@ -331,15 +406,13 @@ class OpSpec:
         public = ("input",) + self.inputs[1:]  # the tensor inputs' keyword names
         # how many arguments may come by position, and how many must (PyTorch's "takes from
         # 2 to 5 positional arguments" when some have defaults)
-        positional = [v for v in sig.parameters.values() if v.kind is v.POSITIONAL_OR_KEYWORD]
+        positional = [v for v in light.values() if v.kind is _POS]
         n_pos = len(positional)
         n_req = sum(1 for v in positional if v.default is inspect.Parameter.empty)
         # for binding the other arguments without inspect (the common calls)
-        pos_params = [p for p in params
-                      if sig.parameters[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        pos_params = [p for p in params if light[p].kind is _POS]
         n_more, n_params, keywords = len(pos_params), len(params), frozenset(params)
-        defaults = {p: sig.parameters[p].default for p in params
-                    if sig.parameters[p].default is not inspect.Parameter.empty}
+        defaults = {p: light[p].default for p in params if light[p].default is not _P.empty}
         # what the node keeps, in order: (kind, name, input index, inputs whose gradient needs
         # it or None); kinds 0 the result, 1 an input, 2 an input's shape, 3 dims, 4 as given,
         # 5 an extra output (``indices``, by its index among them)
@@ -1352,16 +1425,14 @@ def _one_tensor_public(spec, general, record):
     the forward on the tensor's array directly; any other call (a dtype the kernel does not
     take as it is, an input not a Tensor, an error to report) goes through ``general``, which
     says what PyTorch says."""
-    sig = _signatures(spec.forward)[0]
-    params = list(sig.parameters)[1:]
-    pos_params = [p for p in params
-                  if sig.parameters[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    light = _light_sig(spec.forward).parameters
+    params = list(light)[1:]
+    pos_params = [p for p in params if light[p].kind is _POS]
     n_max = len(pos_params) + 1
-    n_min = 1 + sum(1 for p in pos_params
-                    if sig.parameters[p].default is inspect.Parameter.empty)
+    n_min = 1 + sum(1 for p in pos_params if light[p].default is _P.empty)
     keywords = frozenset(params)
-    defaults = {p: v.default for p, v in sig.parameters.items()
-                if p in keywords and v.default is not inspect.Parameter.empty}
+    defaults = {p: v.default for p, v in light.items()
+                if p in keywords and v.default is not _P.empty}
     # the dims parameters: (position among the arguments after the tensor, or None, name)
     dim_params = tuple((pos_params.index(p) if p in pos_params else None, p)
                        for p in params if p in spec.dims)
@@ -1747,11 +1818,11 @@ def _list_public(self):
     taken as it is (the ops move data), ``dims`` type-checked (the forward wraps them: the
     rank comes from the list)."""
     spec, name = self, self.name
-    sig = _signatures(self.forward)[0]
-    params = list(sig.parameters)[1:]
-    defaults = {p: sig.parameters[p].default for p in params}
+    light = _light_sig(self.forward).parameters
+    params = list(light)[1:]
+    defaults = {p: light[p].default for p in params}
     n_params = len(params)
-    n_req = sum(1 for v in sig.parameters.values() if v.default is inspect.Parameter.empty)
+    n_req = sum(1 for v in light.values() if v.default is _P.empty)
     dim_params = tuple((i, p) for i, p in enumerate(params) if p in spec.dims)
     forward = self.forward
 
