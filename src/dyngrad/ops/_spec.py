@@ -704,6 +704,21 @@ def _unary_public(self, cls=None):
     def f(input):
         return _unary_run(input, forward, kinds, cls, saves, quiet)
 
+    def guard_front(slow):
+        """``dyngrad.<name>``: the common call (one Tensor) runs the op at once; any other
+        call, or a call that fails, goes through ``slow`` (the function with PyTorch's
+        argument errors, ``_argcheck.guard``), which says what PyTorch says."""
+        def front(input=_MISSING, *rest, **kwargs):
+            if rest or kwargs or not isinstance(input, Tensor):
+                return slow(*rest, **kwargs) if input is _MISSING else \
+                    slow(input, *rest, **kwargs)
+            try:
+                return _unary_run(input, forward, kinds, cls, saves, quiet)
+            except Exception:  # (a pure op: run again where its error is translated)
+                return slow(input)
+        return front
+
+    f.guard_front = guard_front
     return f
 
 
