@@ -32,11 +32,11 @@ _DIFFERENCES = [
     ("round_decimals",
      "float16",
      "round(decimals=2) of float16: values differ from PyTorch's beyond float16 rounding; "
-     'in ops/pointwise.py'),
+     'in ops/unary.py'),
     ("float_power_ float_power_tensor_",
      INTS + " bool float16",
      "float_power_ on a non-double base: PyTorch's 'the base given to float_power_ has dtype"
-     " ...' error (float16 computes); in ops/pointwise.py"),
+     " ...' error (float16 computes); in ops/binary.py"),
     ("mvlgamma_",
      INTS + " bool",
      "mvlgamma_ cast error lacks PyTorch's 'mvlgamma: ' prefix and has the dtypes swapped; "

@@ -11,7 +11,7 @@ import torch
 import dyngrad
 import dyngrad.autograd.forward_ad as fwAD
 from dyngrad.func import _batched
-from dyngrad.ops import pointwise as P
+from dyngrad.ops import binary as P
 
 OPS = {"add": (P.add_scalar, torch.ops.aten.add.Scalar, "AddBackward1"),
        "sub": (P.sub_scalar, torch.ops.aten.sub.Scalar, "SubBackward1"),

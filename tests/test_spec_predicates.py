@@ -1,4 +1,4 @@
-"""The bool-valued predicates of ``ops/elementwise_more.py`` (isnan, isinf, isfinite,
+"""The bool-valued predicates of ``ops/comparison.py`` (isnan, isinf, isfinite,
 isposinf, isneginf, isreal, logical_not, signbit) are each one ``unary`` declaration without
 a derivative (src/dyngrad/ops/_spec.py): the registry says so, and values, result dtype,
 integer/bool/complex inputs (with PyTorch's errors), autograd (no node, the result never
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import dyngrad
-from dyngrad.ops import OPS, elementwise_more as E
+from dyngrad.ops import OPS, comparison as E
 from tests.call_outcome import error_of, outcome_of
 from dyngrad.ops._spec import apply_batched, defop, unary
 
@@ -38,12 +38,12 @@ def test_each_is_declared_without_a_derivative():
         spec = info["spec"]
         assert spec is not None and spec.name == name
         assert info["fn"] is spec.fn is getattr(E, name)
-        assert info["module"] == "elementwise_more" and info["function"] and info["method"]
+        assert info["module"] == "comparison" and info["function"] and info["method"]
         assert not spec.differentiable and spec.node_cls is None and info["nodes"] == ()
         m = getattr(dyngrad.Tensor, name)  # the method: the op, through its argument guard
         assert getattr(m, "__wrapped__", m) is spec.fn
     for name, info in OPS.items():  # no predicate of this module is hand-written any more
-        if info["module"] == "elementwise_more" and name.startswith(("is", "signbit")):
+        if info["module"] == "comparison" and name.startswith(("is", "signbit")):
             assert info.get("spec") is not None, name
 
 

@@ -35,7 +35,8 @@ try:
                                      is_grad_enabled, is_inference_mode_enabled)
     from . import autograd
     from .ops import OPS as _OPS, attach_methods as _attach_methods
-    from .ops import pointwise as _pointwise, reduction as _reduction, linalg as _linalg  # noqa: F401
+    from .ops import binary as _binary, unary as _unary, comparison as _comparison  # noqa: F401
+    from .ops import reduction as _reduction, linalg as _linalg  # noqa: F401
     from .ops import views as _views, indexing as _indexing, inplace as _inplace  # noqa: F401
     from .ops import _extra_loader  # noqa: F401 - loads the optional op families that exist
 

@@ -20,7 +20,7 @@ from . import _warn
 class _Late:
     """What Tensor's own methods call from the layers above, registered by them when they load
     (the core imports nothing above it): ``run_backward`` and ``backward`` (autograd),
-    ``to_dtype`` (ops.pointwise), ``live_views`` (ops.views), ``rebase_view`` (ops.inplace),
+    ``to_dtype`` (ops.tensor_basics), ``live_views`` (ops.views), ``rebase_view`` (ops.inplace),
     ``stack`` (ops.shape; autograd's batched grad and jacobians)."""
 
     run_backward = backward = to_dtype = live_views = rebase_view = stack = None

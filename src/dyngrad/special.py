@@ -11,8 +11,7 @@ tensor([0.5000])
 """
 from ._argcheck import guard as _guard
 from ._tensor import Tensor  # noqa: F401 - torch.special.Tensor
-from .ops import elementwise_more as _E, pointwise as _P, reduction as _R, special as _S
-from .ops import unary_more as _U  # noqa: F401
+from .ops import binary as _B, reduction as _R, special as _S, unary as _U
 
 __all__ = [
     "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "digamma", "entr", "erf",
@@ -40,8 +39,8 @@ gammaincc = _g(_S.igammac, "gammaincc")
 zeta = _g(_S.special_zeta, "zeta")
 
 # error functions and the normal distribution
-erf = _g(_P.erf, "erf")
-erfc = _g(_P.erfc, "erfc")
+erf = _g(_U.erf, "erf")
+erfc = _g(_U.erfc, "erfc")
 erfcx = _g(_S.special_erfcx, "erfcx")
 erfinv = _g(_S.erfinv, "erfinv")
 ndtr = _g(_S.special_ndtr, "ndtr")
@@ -69,13 +68,13 @@ airy_ai = _g(_S.special_airy_ai, "airy_ai")
 # elementary functions under their torch.special names
 entr = _g(_S.special_entr, "entr")
 sinc = _g(_S.sinc, "sinc")
-expit = _g(_P.sigmoid, "expit")
-logit = _g(_P.logit, "logit")
-exp2 = _g(_P.exp2, "exp2")
-expm1 = _g(_P.expm1, "expm1")
-log1p = _g(_P.log1p, "log1p")
-round = _g(_P.special_round, "round")  # noqa: A001 - torch.special.round
-xlogy = _g(_E.xlogy, "xlogy")
+expit = _g(_U.sigmoid, "expit")
+logit = _g(_U.logit, "logit")
+exp2 = _g(_U.exp2, "exp2")
+expm1 = _g(_U.expm1, "expm1")
+log1p = _g(_U.log1p, "log1p")
+round = _g(_U.special_round, "round")  # noqa: A001 - torch.special.round
+xlogy = _g(_B.xlogy, "xlogy")
 xlog1py = _g(_S.special_xlog1py, "xlog1py")
 logsumexp = _g(_R.logsumexp, "logsumexp")
 

@@ -57,7 +57,7 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def mode(self):
-        from ..ops.elementwise_more import where
+        from ..ops.indexing import where
         mode = (self.probs >= 0.5).to(self.probs.dtype)
         return where(self.probs == 0.5, math.nan, mode)
 
@@ -103,9 +103,9 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def _natural_params(self):
-        from ..ops.pointwise import logit
+        from ..ops.unary import logit
         return (logit(self.probs),)
 
     def _log_normalizer(self, x):
-        from ..ops.pointwise import exp, log1p
+        from ..ops.unary import exp, log1p
         return log1p(exp(x))

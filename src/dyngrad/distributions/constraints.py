@@ -239,7 +239,7 @@ class _Symmetric(_Square):
         square = super().check(value)
         if not square.all():
             return square
-        from ..ops.elementwise_more import isclose
+        from ..ops.comparison import isclose
         return isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
 
 

@@ -125,7 +125,7 @@ class Distribution:
         raise NotImplementedError
 
     def perplexity(self):
-        from ..ops.pointwise import exp
+        from ..ops.unary import exp
         return exp(self.entropy())
 
     def _extended_shape(self, sample_shape=Size()):

@@ -78,7 +78,7 @@ def _softplus(x):
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p, q):
-    from ..ops.elementwise_more import where
+    from ..ops.indexing import where
     t1 = p.probs * (_softplus(-q.logits) - _softplus(-p.logits))
     t1 = where(q.probs == 0, math.inf, t1)
     t1 = where(p.probs == 0, 0.0, t1)
@@ -90,7 +90,7 @@ def _kl_bernoulli_bernoulli(p, q):
 
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
-    from ..ops.elementwise_more import where
+    from ..ops.indexing import where
     t = p.probs * (p.logits - q.logits)
     t = where((q.probs == 0).expand_as(t), math.inf, t)
     t = where((p.probs == 0).expand_as(t), 0.0, t)
@@ -129,7 +129,7 @@ def _kl_normal_normal(p, q):
 
 @register_kl(Uniform, Uniform)
 def _kl_uniform_uniform(p, q):
-    from ..ops.elementwise_more import where
+    from ..ops.indexing import where
     result = ((q.high - q.low) / (p.high - p.low)).log()
     return where((q.low > p.low) | (q.high < p.high), math.inf, result)
 

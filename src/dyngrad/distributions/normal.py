@@ -63,13 +63,13 @@ class Normal(_Gaussian, ExponentialFamily):
         return -((value - self.loc) ** 2) / (2 * var) - log_scale - math.log(math.sqrt(2 * math.pi))
 
     def cdf(self, value):
-        from ..ops.pointwise import erf
+        from ..ops.unary import erf
         if self._validate_args:
             self._validate_sample(value)
         return 0.5 * (1 + erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def entropy(self):
-        from ..ops.pointwise import log
+        from ..ops.unary import log
         return 0.5 + 0.5 * math.log(2 * math.pi) + log(self.scale)
 
     @property
@@ -77,5 +77,5 @@ class Normal(_Gaussian, ExponentialFamily):
         return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
 
     def _log_normalizer(self, x, y):
-        from ..ops.pointwise import log
+        from ..ops.unary import log
         return -0.25 * x.pow(2) / y + 0.5 * log(-math.pi / y)

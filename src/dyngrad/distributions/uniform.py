@@ -66,7 +66,7 @@ class Uniform(Distribution):
         return self.low + r * (self.high - self.low)
 
     def log_prob(self, value):
-        from ..ops.pointwise import log
+        from ..ops.unary import log
         if self._validate_args:
             self._validate_sample(value)
         lb = self.low.le(value).to(self.low.dtype)
@@ -83,5 +83,5 @@ class Uniform(Distribution):
         return value * (self.high - self.low) + self.low
 
     def entropy(self):
-        from ..ops.pointwise import log
+        from ..ops.unary import log
         return log(self.high - self.low)

@@ -14,7 +14,7 @@ from .._factories import arange, eye, randn, tensor
 from .._tensor import Tensor
 from ..autograd.grad_mode import enable_grad
 from ..nn.functional import softmax
-from ..ops.pointwise import log, log1p, sigmoid
+from ..ops.unary import log, log1p, sigmoid
 from ..ops.shape import broadcast_shapes, broadcast_tensors, stack
 
 __all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property"]

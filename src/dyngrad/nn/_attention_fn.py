@@ -12,7 +12,7 @@ from .._tensor import Tensor
 from .._argcheck import guard as _guard
 from .._record import STATE, Node, Saved, edge_of, notify, record
 from ..ops import _dual as X
-from ..ops.elementwise_more import NotImplemented_
+from ..autograd.node import NotImplemented_
 from .. import _warn
 
 

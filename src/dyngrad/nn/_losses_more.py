@@ -85,7 +85,7 @@ class _NoDoubleBackward(Node):
         if not graph:
             return self._grad_np(g, x),
         d = self._grad_np(g._data, x._data)
-        from ..ops.elementwise_more import NotImplemented_
+        from ..autograd.node import NotImplemented_
         edges = tuple(edge_of(t) for t in (g, x) if t._requires_grad)
         if STATE.enabled and edges:
             return record(d, NotImplemented_(edges, (self._kernel,))),

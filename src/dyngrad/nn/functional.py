@@ -13,8 +13,8 @@ from .._record import notify, STATE, Node, Saved, edge_of, record, as_float
 from ..ops import _dual as X
 from ..ops import losses as _losses
 from ..ops.losses import REDUCTIONS as _REDUCTIONS  # noqa: E501
-from ..ops.pointwise import tanh, sigmoid  # noqa: F401 - re-exported
-from ..ops import pointwise as _pw
+from ..ops.unary import tanh, sigmoid  # noqa: F401 - re-exported
+from ..ops import binary as _bin, unary as _un
 from ..ops import activation as _A
 from ..ops import embedding as _embedding
 from ..ops import trilinear as _tri
@@ -560,7 +560,7 @@ def relu(input, inplace=False):
     """max(0, x); ReluBackward0."""
     if inplace:
         return input.relu_()
-    return _pw.relu(input)
+    return _un.relu(input)
 
 
 def relu_(input):
@@ -737,7 +737,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        from ..ops.elementwise_more import xlogy
+        from ..ops.binary import xlogy
         loss = xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.dim() else loss.sum()
@@ -796,7 +796,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
                          reduction="mean"):
     """x where target is 1, max(0, margin - x) where target is -1 (PyTorch's composite)."""
     reduction = _reduction_enum(reduction, size_average, reduce)
-    from ..ops.elementwise_more import where
+    from ..ops.indexing import where
     zeros = _make(np.zeros_like(input._data))
     clamp = _rsub_scalar(float(margin), input).clamp_min_(0)  # a C++ double
     out = where(target != 1, clamp, zeros) + where(target != -1, input, zeros)
@@ -822,7 +822,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     m1 = _add_scalar((input1 * input1).sum(td), eps)
     m2 = _add_scalar((input2 * input2).sum(td), eps)
     cos = prod / (m1 * m2).sqrt_()
-    from ..ops.elementwise_more import where
+    from ..ops.indexing import where
     zeros = _make(np.zeros_like(cos._data))
     pos = _rsub_scalar(1, cos)
     neg = _sub_scalar(cos, margin).clamp_min_(0)
@@ -876,8 +876,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 # --- similarity and normalisation -------------------------------------------------------
 # PyTorch's Scalar overloads (mul/add/sub/div with a number, MulBackward1...), recorded where
 # its C++ composites (cross_entropy's label smoothing, pairwise_distance) use them
-_mul_scalar, _add_scalar = _pw.mul_scalar, _pw.add_scalar
-_sub_scalar, _div_scalar = _pw.sub_scalar, _pw.div_scalar
+_mul_scalar, _add_scalar = _bin.mul_scalar, _bin.add_scalar
+_sub_scalar, _div_scalar = _bin.sub_scalar, _bin.div_scalar
 
 
 def _vnorm(x, p, dim, keepdim):
@@ -975,7 +975,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     dn = pairwise_distance(anchor, negative, p, eps)
     if swap:
         ds = pairwise_distance(positive, negative, p, eps)
-        from ..ops.elementwise_more import minimum
+        from ..ops.comparison import minimum
         dn = minimum(dn, ds)
     return _loss_reduce((_add_scalar(dp, margin) - dn).clamp_min(0), reduction)
 
@@ -1212,7 +1212,7 @@ class EmbeddingBagBackward0(Node):
             gp = np.zeros(idx.shape, gd.dtype)
             gp[valid] = (gd[bag[valid]] * w[idx[valid]]).sum(-1)
             if graph:
-                from ..ops.elementwise_more import _no_derivative
+                from ..ops.binary import _no_derivative
                 gp = _no_derivative(gp, "_embedding_bag_per_sample_weights_backward",
                                     [g, sw.get(self, True)])
         return gw, gp

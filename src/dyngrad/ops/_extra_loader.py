@@ -5,7 +5,7 @@ import importlib
 import pkgutil
 
 _PKG = __name__.rsplit(".", 1)[0]
-_CORE = {"pointwise", "reduction", "linalg", "views", "indexing", "inplace", "_dual",
+_CORE = {"binary", "unary", "comparison", "reduction", "linalg", "views", "indexing", "inplace", "_dual",
          "_saved_names",
          "_extra_loader"}
 

@@ -839,7 +839,7 @@ def _broadcast_first(input, other, a, b, spec):
         try:
             np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
-            from .pointwise import broadcast_error
+            from .binary import broadcast_error
             if spec.differentiable:
                 edges_first(input, other)
             raise broadcast_error(a.shape, b.shape) from None
@@ -1288,7 +1288,7 @@ Ctx.shape = _ctx_shape
 def _to_common(tensors, arrays):
     """The input arrays in PyTorch's common dtype of ``tensors``, and the dtypes to cast each
     input's gradient back to (None when all already had it)."""
-    from .elementwise_more import _result_dtype
+    from .comparison import _result_dtype
     rt = _result_dtype(tensors).np
     if all(a.dtype == rt for a in arrays):
         return arrays, None

@@ -165,11 +165,11 @@ log_softmax.__module__ = "dyngrad.nn.functional"
 # leaky_relu_, threshold_) are declared as ops of their own, written back by inplace.apply.
 from ..ops._spec import batch_along, defop as _defop  # noqa: E402
 from . import OPS as _OPS  # noqa: E402
-from . import pointwise as _pw  # noqa: E402
+from . import binary as _bin, unary as _un  # noqa: E402
 
-_plus = X.twin(lambda a, v: a + v, _pw.add_scalar)      # AddBackward1 on Tensors
-_times = X.twin(lambda a, v: a * v, _pw.mul_scalar)     # MulBackward1 on Tensors
-_minus = X.twin(lambda a, v: a - v, _pw.sub_scalar)     # SubBackward1 on Tensors
+_plus = X.twin(lambda a, v: a + v, _bin.add_scalar)      # AddBackward1 on Tensors
+_times = X.twin(lambda a, v: a * v, _bin.mul_scalar)     # MulBackward1 on Tensors
+_minus = X.twin(lambda a, v: a - v, _bin.sub_scalar)     # SubBackward1 on Tensors
 
 
 def rsub_number(s, t):
@@ -181,7 +181,7 @@ def rsub_number(s, t):
         return _make(np.full(d.shape, v, d.dtype)) - t
     r = np.asarray(s - d, dtype=d.dtype)
     if STATE.enabled and t._requires_grad:
-        return record(r, _pw.SubBackward0(((None, 0), edge_of(t)), (1, d.shape, d.shape)))
+        return record(r, _bin.SubBackward0(((None, 0), edge_of(t)), (1, d.shape, d.shape)))
     return _make(r)
 
 
@@ -191,7 +191,7 @@ _rsub = X.twin(lambda s, t: s - t, rsub_number)
 def checked_scalar(v, dt):
     """A Python number as PyTorch's kernels read it in integer dtype ``dt`` (c10's checked
     conversion), else its overflow error."""
-    from .elementwise_more import _CTYPES, _bound
+    from .comparison import _CTYPES, _bound
     if isinstance(v, float):
         info = np.iinfo(dt)
         if not info.min <= v <= info.max:  # NaN too
@@ -205,7 +205,7 @@ def _int_prm(x, name, prm):
     """The scalar parameters of hardtanh/threshold as PyTorch's kernels read them in ``x``'s
     dtype (hardtanh's limits through int64 first)."""
     if x.dtype.kind not in "iu":
-        from .elementwise_more import _bound
+        from .comparison import _bound
         for v in prm:  # a float dtype refuses a finite value beyond its range
             _bound(v, x.dtype)
         return prm
@@ -435,7 +435,7 @@ def _silu_grad_np(g, x):
 
 def _silu_grad_graph(g, x):
     """PyTorch's infinitely_differentiable_silu_backward."""
-    s = _pw.sigmoid(x)
+    s = _un.sigmoid(x)
     return g * s * _plus(x * _rsub(1.0, s), 1.0)
 
 
@@ -459,8 +459,8 @@ def _mish_grad_np(g, x):
 
 def _mish_grad_graph(g, x):
     """PyTorch's infinitely_differentiable_mish_backward."""
-    s = _pw.sigmoid(x)
-    t = _pw.tanh(_pw.log1p(_pw.exp(x)))
+    s = _un.sigmoid(x)
+    t = _un.tanh(_un.log1p(_un.exp(x)))
     return g * (t + x * s * _rsub(1.0, t * t))
 
 
@@ -490,10 +490,10 @@ def _softplus_dd(gg, ctx):
     beta = ctx.beta
     xb = _times(ctx.self, beta)
     m = _mask(X.data(xb) < ctx.threshold, gg)
-    return _times(_pw._sigmoid_bw(gg * ctx.grad_output, _pw_sigmoid(xb)) * m, beta)
+    return _times(_un._sigmoid_bw(gg * ctx.grad_output, _pw_sigmoid(xb)) * m, beta)
 
 
-_pw_sigmoid = X.twin(_sig, _pw.sigmoid)
+_pw_sigmoid = X.twin(_sig, _un.sigmoid)
 _softplus_bw = _grad_op_rules(
     _softplus_backward, lambda g, c: _softplus_bw(g, c.self, c.beta, c.threshold), _softplus_dd)
 

@@ -759,7 +759,7 @@ def masked_fill(self, mask, value):
         try:
             shape = np.broadcast_shapes(shape, md.shape)
         except ValueError:
-            from .pointwise import broadcast_error
+            from .binary import broadcast_error
             raise broadcast_error(md.shape, self.shape) from None
     out = np.where(md, np.asarray(value).astype(self.dtype), self)
     if out.shape != shape:

@@ -366,3 +366,123 @@ def _assign(dst, value):
 
 Tensor.__getitem__ = getitem
 Tensor.__setitem__ = setitem
+
+
+# --- where ---------------------------------------------------------------------------------
+from .. import _dtype as D, _warn  # noqa: E402
+from ._spec import batch_aligned, defop, edgeless, front  # noqa: E402
+from .binary import _scalar_ok  # noqa: E402
+from .comparison import _result_dtype  # noqa: E402
+from .binary import broadcast_error  # noqa: E402
+from .._record import edges_first  # noqa: E402
+from . import op  # noqa: E402
+
+_NO_ARGS: dict = {}
+
+_isT = isinstance
+
+def _where_batched(spec, arrays, params):
+    """where over a leading batch axis (the inputs' dims aligned after it)."""
+    return spec.forward(*batch_aligned(arrays))
+
+
+@defop("where", node="WhereBackward0", inputs=("condition", "self", "other"),
+       saved=("condition",), broadcast=True, method=False, batch=_where_batched)
+def _where(condition, self, other):
+    """Elementwise ``self if condition else other`` of arrays in one dtype; WhereBackward0."""
+    return np.where(condition, self, other)
+
+
+@_where.backward
+def _(ctx, grad):
+    c = X.data(ctx.condition)
+    if c.dtype != np.bool_:  # (a uint8 condition)
+        c = c.astype(bool)
+    shape = tuple(grad.shape)
+    c = X.const(c if c.shape == shape else np.broadcast_to(c, shape), grad)
+    z = X.zeros_like(grad)
+    return (X.where(c, grad, z) if ctx.needs(0) else None,
+            X.where(c, z, grad) if ctx.needs(1) else None)
+
+
+@_where.jvp
+def _(ctx, t_self, t_other):
+    c = ctx.condition
+    if c.dtype != D.bool_:
+        c = c.to(D.bool_)
+    return where(c, 0.0 if t_self is None else t_self, 0.0 if t_other is None else t_other)
+
+
+edgeless(_where, "condition")
+_where_forward, _where_record = _where.forward, _where.record
+
+
+def _where_operand(v, rt):
+    """An operand of where as an array of dtype ``rt``, and as the tensor the node takes (a
+    number as a tensor that needs no gradient)."""
+    if _isT(v, Tensor):
+        d = v._data
+        return (d if d.dtype == rt else d.astype(rt)), v
+    d = np.asarray(v, dtype=rt)
+    return d, _make(d)
+
+
+def where(condition, input=None, other=None):
+    """Elementwise choice ``input if condition else other`` (tensors or scalars, a scalar taken
+    as a tensor that needs no gradient); with only a condition, the indices of its nonzero
+    elements as a tuple.  WhereBackward0."""
+    cd = condition._data
+    if input.__class__ is Tensor and cd.dtype == np.bool_:
+        # the common calls: a tensor and another of its dtype, or a number it keeps
+        a = input._data
+        k = other.__class__
+        b = None
+        if k is Tensor and other._data.dtype == a.dtype:
+            b, tb = other._data, other
+        elif (k is float or k is int) and a.dtype.kind == "f":
+            b = np.asarray(other, a.dtype)
+            tb = _make(b)
+        if b is not None and cd.shape == a.shape and (b.shape == a.shape or not b.ndim):
+            return _where_record(_where_forward(cd, a, b), (condition, input, tb), _NO_ARGS)
+    if input is None and other is None:
+        return tuple(_make(i.astype(np.int64)) for i in np.nonzero(cd if cd.ndim else cd[None]))
+    if input is None or other is None or not (_isT(input, Tensor) or _scalar_ok(input)) or \
+            not (_isT(other, Tensor) or _scalar_ok(other)):
+        raise D.bad_combo("where", tuple(v for v in (condition, input, other) if v is not None))
+    if cd.dtype != np.bool_:
+        if cd.dtype != np.uint8:
+            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                               f"with dtype {D.TYPE_NAMES[D.FROM_NP[cd.dtype]].replace('Tensor', '')}")
+        _warn.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                   "will be removed in a future version of PyTorch. Use a boolean condition "
+                   "instead.")
+        cd = cd.astype(bool)
+    ts = [v for v in (input, other) if _isT(v, Tensor)]
+    sc = [v.item() if isinstance(v, np.generic) else v for v in (input, other)
+          if not _isT(v, Tensor)]
+    if ts:
+        rt = _result_dtype(ts, sc).np
+    else:
+        rt = (D.DEFAULTS.float.np if any(isinstance(v, float) for v in sc)
+              else np.bool_ if all(isinstance(v, bool) for v in sc) else np.int64)
+    (a, ta), (b, tb) = _where_operand(input, rt), _where_operand(other, rt)
+    try:
+        r = _where_forward(cd, a, b)
+    except ValueError:
+        edges_first(*ts)
+        raise broadcast_error(cd.shape, a.shape, b.shape) from None
+    casts = None
+    if ta._data.dtype != rt or tb._data.dtype != rt:
+        casts = tuple(t._data.dtype if t._data.dtype != rt else None for t in (ta, tb))
+    return _where_record(r, (condition, ta, tb), _NO_ARGS, casts)
+
+
+where = front(_where, where)
+
+
+def _where_method(self, condition, other):
+    """``self.where(condition, other)``: ``torch.where(condition, self, other)``."""
+    return where(condition, self, other)
+
+
+op("_where_method", function=False, method=False, methods=("where",))(_where_method)

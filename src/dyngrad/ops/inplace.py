@@ -708,7 +708,7 @@ _NUMBER_FIRST = (np.add, np.subtract)  # ops that convert a number to bfloat16 f
 
 def _arith(name, fn_name, np_fn):
     def f(self, other, *args, **kwargs):
-        from . import pointwise as P
+        from . import binary as P
         fn = getattr(P, fn_name)
         if not _recording(self, (other,)) and not args and not kwargs:
             od = other._data if isinstance(other, Tensor) else other
@@ -732,7 +732,7 @@ def _arith(name, fn_name, np_fn):
             if not d.flags.writeable:
                 d = _writable(self)
             if od.__class__ is float and d.dtype == D.BF16 and np_fn in _NUMBER_FIRST:
-                od = float(D.BF16.type(od))  # as add/sub do (pointwise._binary)
+                od = float(D.BF16.type(od))  # as add/sub do (binary._binary)
             np_fn(d, od, out=d, casting="unsafe")
             self._vc[0] += 1
             _after_untracked_write(self)
@@ -766,7 +766,7 @@ def _bad_bcast(self, shape, recording=False):
         _guard(self)
     d = self._data
     if not _bcast_ok(d.shape, shape):
-        from .pointwise import broadcast_error
+        from .binary import broadcast_error
         raise broadcast_error(d.shape, shape)
     raise RuntimeError(f"output with shape {list(d.shape)} doesn't match the broadcast shape "
                        f"{list(np.broadcast_shapes(d.shape, shape))}")
@@ -795,7 +795,7 @@ def _alpha_inplace(self, other, alpha, fn_name):
         elif isinstance(od, float) and d.dtype.kind in "biu":
             _check_cast(d, np.dtype(D.DEFAULTS.float.np))
         if alpha.__class__ is not int:
-            from .pointwise import alpha_check
+            from .binary import alpha_check
             alpha_check(d.dtype, alpha)
         a = alpha if fn_name == "add" else -alpha
         if not d.flags.writeable:
@@ -804,7 +804,7 @@ def _alpha_inplace(self, other, alpha, fn_name):
         self._vc[0] += 1
         _after_untracked_write(self)
         return self
-    from . import pointwise as P
+    from . import binary as P
     return apply(self, getattr(P, fn_name), other, alpha=alpha)
 
 
@@ -819,7 +819,7 @@ def sub_(self, other, *, alpha=1):
     """In-place ``self -= alpha * other``; returns self."""
     if self._data.dtype == np.bool_ or (other._data.dtype == np.bool_ if isinstance(other, Tensor)
                                          else isinstance(other, (bool, np.bool_))):
-        from .pointwise import _bool_sub_error
+        from .binary import _bool_sub_error
         raise _bool_sub_error(self, other)
     if alpha.__class__ is not int or alpha != 1:
         return _alpha_inplace(self, other, alpha, "sub")
@@ -852,7 +852,7 @@ def _clamp_inplace(name, fn_name):
     """clamp_/clip_/clamp_min_/clamp_max_: with Python-scalar bounds PyTorch checks the bounds'
     result type against the tensor first and names the tensor's C++ type (``long int``)."""
     def f(self, *args, **kwargs):
-        from . import elementwise_more as E
+        from . import comparison as E
         bounds = args + tuple(kwargs.values())
         if not any(isinstance(b, Tensor) for b in bounds):
             dt = self._data.dtype
@@ -885,14 +885,14 @@ for _n in ("clamp", "clip", "clamp_min", "clamp_max"):
 # the tensor's shape) are named in INPLACE_ALSO.  Forms registered by hand (add_, clamp_, the
 # in-place views, ...) are kept.  tests/test_ops_more.py checks the outcome against PyTorch's
 # Tensor methods, so the rule and PyTorch cannot drift apart.
-INPLACE_FAMILIES = ("pointwise", "elementwise_more", "unary_more", "special")
+INPLACE_FAMILIES = ("binary", "unary", "comparison", "special")
 INPLACE_ALSO = ("addmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv", "cumsum", "cumprod",
                 "index_add", "index_copy", "index_fill", "masked_fill", "masked_scatter",
                 "scatter", "scatter_add", "tril", "triu")
 OUT_OF_PLACE_ONLY = frozenset((
     "allclose", "equal", "isclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf",
     "isreal", "signbit", "angle", "positive", "clone", "contiguous", "rsub", "fmax", "fmin",
-    "maximum", "minimum", "logaddexp", "logaddexp2"))
+    "maximum", "minimum", "logaddexp", "logaddexp2", "frexp"))
 
 
 def inplace_forms(ops):

@@ -114,7 +114,7 @@ def _matmul_check(a, b, ka, kb, fold_t=False, unfolded=False):
     try:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
-        from .pointwise import broadcast_error
+        from .binary import broadcast_error
         raise broadcast_error(a.shape[:-2], b.shape[:-2]) from None
     n = int(np.prod(batch))
     if ka != kb:
@@ -166,7 +166,7 @@ def matmul(input, other):
     try:
         r = np.matmul(a, b) if a.dtype is not BF16 else X.matmul_np(a, b)
     except ValueError:
-        from .pointwise import broadcast_error
+        from .binary import broadcast_error
         raise broadcast_error(a.shape[:-2], b.shape[:-2]) from None
     return _make(np.asarray(r))
 
@@ -223,7 +223,7 @@ def _matmul_graph(input, other):
     try:
         batch = tuple(np.broadcast_shapes(a.shape[:max(d1 - 2, 0)], b.shape[:max(d2 - 2, 0)]))
     except ValueError:
-        from .pointwise import broadcast_error
+        from .binary import broadcast_error
         raise broadcast_error(a.shape[:max(d1 - 2, 0)], b.shape[:max(d2 - 2, 0)]) from None
     bp = int(np.prod(batch))
     t1e = input.expand(*batch, n, m1).reshape(bp, n, m1)
@@ -1211,7 +1211,7 @@ def logdet(input):
     if input.is_complex():
         return s.log() + l
     # PyTorch's composite: where(sign == -1, nan, logabsdet), so the graph ends in WhereBackward0
-    from .elementwise_more import where
+    from .indexing import where
     return where(s == -1.0, float("nan"), l)
 
 
@@ -1268,7 +1268,7 @@ def solve(A, B, *, left=True):
     try:
         np.broadcast_shapes(bm.shape[:-2], a.shape[:-2])
     except ValueError:
-        from .pointwise import broadcast_error
+        from .binary import broadcast_error
         raise broadcast_error(bm.shape[:-2], a.shape[:-2]) from None
     try:
         if left:

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._tensor import channels_last_format
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
-from .pointwise import layout_copy
+from .tensor_basics import layout_copy
 from . import _dual as X
 from .. import _dtype as _DT
 

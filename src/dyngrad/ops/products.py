@@ -16,7 +16,7 @@ from .views import unsafe_view as _unsafe_view
 from .linalg import _blend_jvp, blend_grads
 from .._tensor import _dim
 from .. import _dtype as D
-from .pointwise import broadcast_error
+from .binary import broadcast_error
 from .. import _warn
 
 _make = Tensor._make

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype as D
 from . import composite, inplace_of, op
 from .._fperr import quiet, quiet_off, quiet_on
-from .pointwise import UNSET
+from .binary import UNSET
 from .._tensor import _dim
 from .._record import STATE, Node, Tensor, edge_of, edges_first, raw_dim, raw_dims, record  # noqa: F401
 from . import _dual as X
@@ -460,7 +460,7 @@ def _declare_max(name, np_arg, np_red):
         if isinstance(dim, Tensor):
             other, dim = dim, UNSET
         if other is not None:
-            from .elementwise_more import maximum, minimum
+            from .comparison import maximum, minimum
             return (maximum if name == "max" else minimum)(input, other)
         if type(dim) is int and isinstance(input, Tensor):
             return quick(spec, input, (_dim(dim, input._data.ndim), keepdim),

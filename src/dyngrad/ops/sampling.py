@@ -222,7 +222,7 @@ def _bernoulli(input, p=None, *, generator=None):
     if d.dtype.kind == "c" and d.size:
         raise _not_impl("bernoulli_scalar_cpu_", d.dtype)
     data = (g.random(d.shape) < pv).astype(d.dtype)
-    from .elementwise_more import _no_derivative
+    from .binary import _no_derivative
     return _no_derivative(data, "bernoulli", (input,))
 
 

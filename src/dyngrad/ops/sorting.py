@@ -19,7 +19,7 @@ from .. import _dtype as D
 from .reduction import (dims_of, _nonempty, record_self_result, raw_dim, _reduced_grad, _select_grad,
                         _select_jvp, _selected, _selected_grad)
 from .reduction import sum as _sum
-from .pointwise import UNSET
+from .binary import UNSET
 from .gather_scatter import _scatter_add_any
 from ..autograd import errors
 

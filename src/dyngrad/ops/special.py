@@ -22,8 +22,7 @@ from .._record import (STATE, Node, Saved, Tensor, edge_of, quiet_off, quiet_on,
 from ._special import sp as _sp, erfcx as _erfcx_np
 from ..autograd.errors import no_derivative, without_rule
 from ._spec import defop, inplace_node, unary
-from .elementwise_more import _float_pair
-from .pointwise import _binary, _scalar_ok
+from .binary import _binary, _float_pair, _scalar_ok
 
 _make = Tensor._make
 _isT = isinstance
@@ -306,7 +305,8 @@ i0e, i1, i1e = special_i0e, special_i1, special_i1e  # what the dual helpers cal
 
 def special_ndtr(input):
     """The standard normal CDF, as PyTorch computes it: ``(1 + erf(x / sqrt(2))) * 0.5``."""
-    from .pointwise import add_scalar, erf, mul_scalar
+    from .binary import add_scalar, mul_scalar
+    from .unary import erf
     # PyTorch's composition: (1 + erf(x * M_SQRT1_2)) * 0.5 with C++ Scalars (MulBackward1,
     # AddBackward1, ErfBackward0, MulBackward1)
     return mul_scalar(add_scalar(erf(mul_scalar(input, _M_SQRT1_2)), 1), 0.5)

@@ -156,7 +156,7 @@ def _bincount(p, input, weights=None, minlength=0):
     if weights._data.ndim != 1 or weights._data.shape[0] != d.shape[0]:
         raise RuntimeError("weights should be 1-d and have the same length as input")
     # the declaration's node (PyTorch's NotImplemented, naming the op) when weights need grad
-    from .elementwise_more import _no_derivative
+    from .binary import _no_derivative
     return _no_derivative(_bincount_decl.forward(d, weights._data, minlength), "bincount",
                           (weights,))
 
@@ -226,7 +226,7 @@ def _quantile(name, p, input, q, dim=None, keepdim=False, *, interpolation="line
         ranks = q * (srt.isnan().logical_not_().sum(-1, True) - 1)
         ranks.masked_fill_(ranks < 0, 0)
     else:
-        from .pointwise import mul_scalar
+        from .binary import mul_scalar
         last = srt.shape[-1] - 1
         tl = t.broadcast_tensors(mul_scalar(q, last), srt.isnan().any(-1, True))
         ranks = t.masked_fill(tl[0], tl[1], last)
@@ -331,7 +331,7 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
     elif fweights is None and n == 1 and correction == 1:
         norm = t.tensor(0, dtype=t.int64)
     else:
-        from .pointwise import mul_scalar
+        from .binary import mul_scalar
         norm = w_sum - mul_scalar((w * aweights).sum(), correction) / w_sum
     low = _values(norm) <= 0
     if low.any():

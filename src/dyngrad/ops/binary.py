@@ -1,6 +1,9 @@
-"""Pointwise ops: arithmetic with broadcasting and PyTorch's dtype promotion, unary math,
-comparisons.  Backward formulas use only operators and the dual helpers, so they run on
-ndarrays (plain backward) and on Tensors (``create_graph=True``) alike."""
+"""Elementwise ops of two tensors (or a tensor and a number): arithmetic with broadcasting and
+PyTorch's dtype promotion (add, sub, rsub, mul, div, pow, float_power), binary math (atan2,
+hypot, fmod, remainder, floor_divide, xlogy, copysign, logaddexp, logaddexp2, lerp), the
+bitwise ops and shifts, gcd and lcm, heaviside, ldexp and frexp, nextafter.  Backward formulas
+use only operators and the dual helpers, so they run on ndarrays (plain backward) and on
+Tensors (``create_graph=True``) alike."""
 from __future__ import annotations
 
 import cmath
@@ -11,16 +14,18 @@ from numbers import Number
 import numpy as np
 
 from .. import _dtype as D
-from . import OPS, composite, query
+from . import OPS, composite, inplace_of, op
 from .._fperr import quiet
-from .._tensor import _CHANNELS_LAST_ORDER, channels_last_format
-from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Node, Saved, Tensor, edge_of, edges_first,
-                     grad_dtype, record)
+from ..autograd.node import NotImplemented_
+from .._record import (quiet_on, quiet_off, NO_EDGE, STATE, Saved, Tensor, edge_of, edges_first,
+                     record)
 from . import _dual as X
-from ._spec import (ELEMENTWISE, defop, formula_backward, front, quick, scalar_record,
-                    summed_backward, unary, variant)
+from ._spec import (ELEMENTWISE, batch_aligned, defop, formula_backward, front,
+                    scalar_record, summed_backward, unary, variant)
 
 _make = Tensor._make
+_OPS = OPS
+_NUMBERS = (int, float, bool, complex)
 _isT = isinstance
 
 
@@ -576,8 +581,8 @@ def _div_mode(a, b, mode):
         q = div(a, b)
         if q is NotImplemented:
             return q
-        from . import elementwise_more as E
-        r = (E.trunc if mode == "trunc" else E.floor)(q)
+        from .unary import floor, trunc
+        r = (trunc if mode == "trunc" else floor)(q)
     finally:
         STATE.enabled = prev
     if not (STATE.enabled and (a._requires_grad or (tb and b._requires_grad))):
@@ -633,6 +638,7 @@ _div_spec = _div_decl
 def _rtruediv(self, other):
     if not _scalar_ok(other):
         return NotImplemented
+    from .unary import reciprocal
     return mul(reciprocal(self), other)
 
 
@@ -765,496 +771,401 @@ def float_power(input, exponent):
     return pow(x, e)
 
 
-# --- unary ----------------------------------------------------------------------------
-def _neg_np(d):
-    if d.dtype == np.bool_:
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
-                           "are trying to invert a mask, use the `~` or `logical_not()` operator "
-                           "instead.")
-    return np.negative(d)
+
+_NO_ARGS: dict = {}
 
 
-_neg = unary("neg", _neg_np, lambda g, x, y: -g, module=__name__, saved=(), promote=None,
-             aliases=("negative",), fp_safe=True, doc="-input; NegBackward0.")
-neg = negative = _neg.fn
-NegBackward0 = _neg.node_cls
-OPS["neg"]["methods"] += ("__neg__",)
+def _float_pair(a, b):
+    """Integer/bool operands of an op with a floating result become the default float."""
+    if a._data.dtype not in D.INEXACT:
+        a = a.to(D.DEFAULTS.float)
+    if _isT(b, Tensor):
+        if b._data.dtype not in D.INEXACT:
+            b = b.to(D.DEFAULTS.float)
+    elif _scalar_ok(b) and not isinstance(b, complex):
+        b = float(b)
+    return a, b
 
 
-@composite(methods=("__pos__",))
-def positive(input):
-    """``input`` itself (``+x``); PyTorch refuses bool tensors and non-tensors."""
-    if not _isT(input, Tensor):
-        raise TypeError(f"positive(): argument 'input' (position 1) must be Tensor, not "
-                        f"{D.type_name(input)}")
-    if input._data.dtype == np.bool_:
-        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
-    return input
-
-
-def _unary_op(name, fn, formula, save_in=False, save_out=False, floating=True, doc="",
-              node=None, aliases=(), complex_error=None, fp_safe=False, complex_kernel=None):
-    """Declare (ops/_spec.py ``unary``) the elementwise op ``name`` with node
-    ``<Name>Backward0`` (or ``node``) from a gradient formula ``formula(g, x, y)`` (x the input,
-    y the output; either None if not saved); ``aliases``: its other names."""
-    saved = (("self",) if save_in else ()) + (("result",) if save_out else ())
-    spec = unary(name, fn, formula, module=__name__, saved=saved,
-                 promote="float" if floating else None, node=node, doc=doc, aliases=aliases,
-                 complex_error=complex_error, fp_safe=fp_safe, complex_kernel=complex_kernel)
-    globals()[spec.node_cls.__name__] = spec.node_cls
-    globals()[name] = spec.fn
-    return spec.fn
-
-
-def _sqrt_bw(g, x, y):
-    return g / (2 * y)
-
-
-_unary_op("exp", np.exp, lambda g, x, y: g * y, save_out=True)
-_unary_op("log", np.log, lambda g, x, y: g / x, save_in=True)
-_unary_op("sin", np.sin, lambda g, x, y: g * X.cos(x), save_in=True)
-_unary_op("cos", np.cos, lambda g, x, y: g * -X.sin(x), save_in=True)
-# tanh's and sigmoid's gradients are PyTorch's tanh_backward / sigmoid_backward ops: under
-# create_graph they record TanhBackwardBackward0 / SigmoidBackwardBackward0, whose own
-# gradients follow PyTorch's formulas (derivatives.yaml), so every order's graph is its
-@defop("_tanh_backward", node="TanhBackwardBackward0", inputs=("grad_output", "output"),
-       saved=("grad_output", "output"), function=False, method=False)
-def _tanh_backward(grad_output, output):
-    """grad_output * (1 - output**2): the gradient of tanh from its result."""
-    return grad_output * (1 - output * output)
-
-
-@_tanh_backward.backward
-def _(ctx, grad):
-    go, y = ctx.grad_output, ctx.output
-    return (_tanh_bw(grad, y) if ctx.needs(0) else None,
-            grad * (_times(y, -2) * go) if ctx.needs(1) else None)
-
-
-@_tanh_backward.jvp
-def _(ctx, t_go, t_y):
-    go, y = ctx.grad_output, ctx.output
-    out = None if t_go is None else _tanh_bw(t_go, y)
-    if t_y is not None:
-        d = t_y * (_times(y, -2) * go)
-        out = d if out is None else out + d
-    return out
-
-
-@defop("_sigmoid_backward", node="SigmoidBackwardBackward0", inputs=("grad_output", "output"),
-       saved=("grad_output", "output"), function=False, method=False)
-def _sigmoid_backward(grad_output, output):
-    """grad_output * output * (1 - output): the gradient of sigmoid from its result."""
-    return grad_output * (output * (1 - output))
-
-
-@_sigmoid_backward.backward
-def _(ctx, grad):
-    go, y = ctx.grad_output, ctx.output
-    return (_sigmoid_bw(grad, y) if ctx.needs(0) else None,
-            grad * go * _plus(_times(y, -2), 1) if ctx.needs(1) else None)
-
-
-@_sigmoid_backward.jvp
-def _(ctx, t_go, t_y):
-    go, y = ctx.grad_output, ctx.output
-    out = None if t_go is None else _sigmoid_bw(t_go, y)
-    if t_y is not None:
-        d = t_y * go * _plus(_times(y, -2), 1)
-        out = d if out is None else out + d
-    return out
-
-
-# a product / sum with a C++ Scalar inside PyTorch's formulas (MulBackward1 / AddBackward1)
-_plus = X.twin(lambda a, v: a + v, add_scalar)
-_tanh_bw = X.twin(_tanh_backward.forward, _tanh_backward.fn)
-_sigmoid_bw = X.twin(_sigmoid_backward.forward, _sigmoid_backward.fn)
-OPS.pop("_tanh_backward")  # reached through tanh's and sigmoid's gradients only
-OPS.pop("_sigmoid_backward")
-_unary_op("tanh", np.tanh,  # (the array case inline: the hot path of every tanh backward)
-          lambda g, x, y: g * (1 - y * y) if g.__class__ is np.ndarray else _tanh_bw(g, y),
-          save_out=True, fp_safe=True)
-_unary_op("sigmoid", lambda d: _sigmoid_np(d),
-          lambda g, x, y: g * (y * (1 - y)) if g.__class__ is np.ndarray else _sigmoid_bw(g, y),
-          save_out=True)
-_unary_op("sqrt", np.sqrt, _sqrt_bw, save_out=True)
-def _abs_bw(g, x, y):
-    """grad * sgn(x): the sign for real x, x/|x| (0 at 0) for complex x (PyTorch's rule)."""
-    if X.data(x).dtype.kind != "c":
-        return g * X.sign(x)
-    a = X.abs(x)
-    zero = X.const(X.data(a) == 0, a)
-    return X.where(zero, 0 * x, g * x / X.where(zero, 1 + 0 * a, a))
-
-
-def _abs_np(d):
-    if d.dtype.kind == "b":
-        raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
-    return np.abs(d)
-
-
-_unary_op("abs", _abs_np, _abs_bw, save_in=True, floating=False, aliases=("absolute",),
-          fp_safe=True)
-class ThresholdBackwardBackward0(Node):
-    """Gradient of relu's backward ``threshold_backward(g, y, 0)``: the same mask for ``g`` and
-    zeros for the saved result, which PyTorch records as an input (so a first derivative taken
-    with create_graph requires grad whenever the result does)."""
-    __slots__ = ()
-
-    def _bw(self, gg, graph):
-        y = self._saved[0].get(self, graph)
-        ga = _threshold_bw(gg, y) if self.next_functions[0][0] is not None else None
-        gy = X.zeros_like(gg) if self.next_functions[1][0] is not None else None
-        return ga, gy
-
-
-def _threshold_bw(g, y):
-    """``g`` where ``y > 0``, else 0: relu's backward, differentiable in ``g`` and ``y``."""
-    # PyTorch's threshold_backward: y <= 0 ? 0 : g (a NaN result passes the gradient)
-    if not isinstance(g, Tensor) and not isinstance(y, Tensor):
-        return X.where(y <= 0, X.zeros_like(g), g)
-    gd, yd = g._data, y._data
-    data = np.where(yd <= 0, np.zeros((), gd.dtype), gd)
-    if STATE.enabled and (g._requires_grad or y._requires_grad):
-        return record(data, ThresholdBackwardBackward0((edge_of(g), edge_of(y)), (Saved(y),)))
+def _no_derivative(data, name, inputs):
+    if STATE.enabled and any(_isT(t, Tensor) and t._requires_grad for t in inputs):
+        return record(data, NotImplemented_(tuple(edge_of(t) for t in inputs if _isT(t, Tensor)),
+                                            (name,)))
     return _make(data)
 
 
-def _relu_np(d):
-    if d.dtype.kind == "b":
-        raise RuntimeError("Boolean inputs not supported for relu")
-    return np.maximum(d, 0)
+# --- atan2 / hypot ----------------------------------------------------------------------
+def _binop(name, np_fn=None, doc="", **kw):
+    """Declare an elementwise op of two tensors (``self``, ``other``): promoted to PyTorch's
+    common dtype, broadcast, gradients summed back to each input (ops/_spec.py).  With
+    ``np_fn`` the forward is that NumPy function (called directly); else a decorator."""
+    node = kw.pop("node", None) or \
+        "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+    deco = defop(name, node=node, inputs=("self", "other"), elementwise=True, **kw)
+    if np_fn is None:
+        return deco
 
-
-_unary_op("relu", _relu_np,
-          lambda g, x, y: _threshold_bw(g, y), save_out=True, floating=False, fp_safe=True,
-          complex_error=(NotImplementedError, "clamp is not supported for complex types"))
-
-
-def _sigmoid_np(d):
-    # split by sign so neither branch overflows
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-d))
-
-
-absolute = globals()["abs"]
-
-
-def _erf_np(d):
-    from ._special import erf
-    return erf(d)
-
-
-def _erfc_np(d):
-    from ._special import erfc
-    return erfc(d)
-
-
-def _zero_grad(g, x, y):
-    return X.zeros_like(g)
-
-
-_LN2 = math.log(2.0)
-_LN10 = math.log(10.0)
-_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-def _keep_int(fn):
-    """A rounding function that leaves integer data as it is (a copy) and refuses bool, as
-    PyTorch's ``<name>_vml_cpu`` kernels."""
-    def f(d):
-        k = d.dtype.kind
-        if k in "iu":
-            return d.copy()
-        if k == "b":
-            raise NotImplementedError(f'"{fn.__name__}_vml_cpu" not implemented for \'Bool\'')
-        return fn(d)
-    return f
-
-
-reciprocal = _unary_op("reciprocal", lambda d: 1.0 / d, lambda g, x, y: -g * y * y,
-                       save_out=True, doc="1 / input; ReciprocalBackward0.")
-
-
-_unary_op("rsqrt", lambda d: 1.0 / np.sqrt(d), lambda g, x, y: g * (-0.5 * y * y * y), save_out=True)
-_unary_op("expm1", np.expm1, lambda g, x, y: g * (y + 1), save_out=True)
-_unary_op("exp2", np.exp2, lambda g, x, y: g * (y * _LN2), save_out=True)
-_unary_op("log1p", np.log1p, lambda g, x, y: g / (x + 1), save_in=True, node="Log1PBackward0")
-_unary_op("log2", np.log2, lambda g, x, y: g / (x * _LN2), save_in=True)
-_unary_op("log10", np.log10, lambda g, x, y: g / (x * _LN10), save_in=True)
-_unary_op("tan", np.tan, lambda g, x, y: g * (1 + y * y), save_out=True)
-asin = _unary_op("asin", np.arcsin, lambda g, x, y: g / X.sqrt(1 - x * x), save_in=True,
-                  aliases=("arcsin",))
-acos = _unary_op("acos", np.arccos, lambda g, x, y: -g / X.sqrt(1 - x * x), save_in=True,
-                  aliases=("arccos",))
-atan = _unary_op("atan", np.arctan, lambda g, x, y: g / (1 + x * x), save_in=True,
-                  aliases=("arctan",))
-_unary_op("sinh", np.sinh, lambda g, x, y: g * X.cosh(x), save_in=True)
-_unary_op("cosh", np.cosh, lambda g, x, y: g * X.sinh(x), save_in=True)
-_unary_op("erf", _erf_np, lambda g, x, y: g * (_TWO_OVER_SQRT_PI * X.exp(-(x * x))), save_in=True,
-          complex_kernel="erf_vml_cpu")
-_unary_op("erfc", _erfc_np, lambda g, x, y: g * (-_TWO_OVER_SQRT_PI * X.exp(-(x * x))),
-          save_in=True, complex_kernel="erfc_vml_cpu")
-def _sign_np(d):
-    """PyTorch's sign: (0 < x) - (x < 0) in x's dtype, so NaN gives 0; bool stays bool."""
-    if d.dtype == np.bool_:
-        return d.copy()
-    return (d > 0).astype(d.dtype) - (d < 0).astype(d.dtype)
-
-
-_unary_op("sign", _sign_np, _zero_grad, floating=False,
-          doc="Elementwise sign (-1, 0 or 1); zero gradient (SignBackward0).",
-          complex_error=(NotImplementedError, "Unlike NumPy, torch.sign is not intended to "
-                         "support complex numbers. Please use torch.sgn instead."))
-
-
-def _sgn_np(d):
-    """sign for real data, z/|z| (0 at 0) for complex (NumPy's complex sign)."""
-    return np.sign(d) if d.dtype.kind == "c" else _sign_np(d)
-
-
-def _sgn_bw(g, x, y):
-    """0 for real x; for complex x, (g - sgn(x)**2 conj(g)) / (2|x|) (0 at 0): the conjugate
-    Wirtinger gradient of z/|z|, as PyTorch's."""
-    if X.data(x).dtype.kind != "c":
-        return X.zeros_like(g)
-    a = X.abs(x)
-    zero = X.const(X.data(a) == 0, a)
-    gc = g.conj() if isinstance(g, Tensor) else np.conj(g)
-    r = (g - y * y * gc) / (2 * X.where(zero, 1 + 0 * a, a))
-    return X.where(zero, 0 * r, r)
-
-
-_unary_op("sgn", _sgn_np, _sgn_bw, floating=False, save_in=True, save_out=True,
-          doc="Sign for real tensors, z/|z| for complex (SgnBackward0).")
-SgnBackward0._holomorphic = False  # noqa: F821 - its formula is the complex gradient itself
-
-
-def _no_complex(name):
-    return NotImplementedError, f"{name} is not supported for complex inputs"
-
-
-_unary_op("floor", _keep_int(np.floor), _zero_grad, floating=False,
-          complex_error=_no_complex("floor"))
-_unary_op("ceil", _keep_int(np.ceil), _zero_grad, floating=False,
-          complex_error=_no_complex("ceil"))
-trunc = _unary_op("trunc", _keep_int(np.trunc), _zero_grad, floating=False, aliases=("fix",),
-                  complex_error=_no_complex("trunc"))
-def _frac_np(d):
-    if d.dtype.kind in "biu":
-        raise NotImplementedError(f'"frac_cpu" not implemented for \'{D.scalar_type_name(d.dtype)}\'')
-    return d - np.trunc(d)
-
-
-_unary_op("frac", _frac_np, lambda g, x, y: g, floating=False, complex_kernel="frac_cpu")
-_round0 = _unary_op("round", _keep_int(np.round), _zero_grad, floating=False,
-                    complex_kernel="round_vml_cpu")
-from . import OPS as _OPS  # noqa: E402
-
-
-@defop("_round1", node="RoundBackward1", elementwise=True, function=False, method=False)
-def _round1(self, decimals):
-    """Round half to even to ``decimals`` places (PyTorch's round.decimals); RoundBackward1."""
-    if self.dtype.kind not in "f":  # the kernel PyTorch names depends on the overload's path
-        raise NotImplementedError(f'"{"round_vml_cpu" if decimals == 0 else "round_cpu"}" not '
-                                  f"implemented for '{D.scalar_type_name(self.dtype)}'")
-    return np.round(self, decimals)
-
-
-@_round1.backward
-def _(ctx, grad):
-    return (X.zeros_like(grad),)
-
-
-_round1 = _round1.fn
-_OPS.pop("_round1")  # reached through round(input, decimals=...)
-
-
-def round(input, *, decimals=UNSET):
-    """Round half to even (to ``decimals`` places); zero gradient: RoundBackward0, or
-    RoundBackward1 when ``decimals`` is given (even 0: PyTorch's round.decimals overload)."""
-    if decimals is UNSET:
-        return _round0(input)
-    if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool):
-        raise D.bad_combo("round", (input,), {"decimals": decimals})
-    return _round1(input, decimals)
-
-
-round = front(_OPS["round"]["spec"], round)
-
-
-def special_round(input, *, decimals=0):
-    """``torch.special.round``: round with ``decimals`` always passed (RoundBackward1)."""
-    return round(input, decimals=decimals)
-
-
-@composite()
-def square(input):
-    """input ** 2, as PyTorch computes it (PowBackward0; bool becomes int64)."""
-    if not isinstance(input, Tensor):
-        raise TypeError(f"square(): argument 'input' (position 1) must be Tensor, not "
-                        f"{D.type_name(input)}")
-    return pow(input, 2)
-
-
-@defop("logit", node="LogitBackward0", saved=("self", "eps"), promote="float",
-       elementwise=True, complex_kernel="logit_cpu")
-def logit(self, eps=None):
-    """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when ``eps`` is given; LogitBackward0."""
-    x = self if eps is None else np.clip(self, eps, 1 - eps)
-    return np.log(x / (1 - x))
-
-
-@logit.backward
-def _(ctx, grad):
-    x, eps = ctx.self, ctx.eps
-    r = grad / (x * (1 - x))
-    if eps is not None:
-        xd = X.data(x)
-        r = X.where(X.const((xd < eps) | (xd > 1 - eps), x), X.zeros_like(grad), r)
-    return (r,)
-
-
-logit = logit.fn
-
-
-@defop("nan_to_num", node="NanToNumBackward0", saved=("self",), elementwise=True)
-def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
-    """Replace NaN and infinities by finite numbers; gradient flows only where finite."""
-    if self.dtype not in D.INEXACT:
-        return self.copy()
-    return np.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf)
-
-
-@nan_to_num.backward
-def _(ctx, grad):
-    x = ctx.self
-    return (X.where(X.const(np.isfinite(X.data(x)), grad), grad, X.zeros_like(grad)),)
-
-
-nan_to_num = nan_to_num.fn
-
-
-# --- dtype conversion and copies ------------------------------------------------------
-class ToCopyBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        return grad_dtype(g, self._saved[0]),
-
-
-def to_dtype(x, dt, memory_format=None):
-    """A copy of ``x`` in dtype ``dt`` (laid out as ``memory_format`` asks, else keeping the
-    layout); differentiable between floating and complex dtypes (a complex gradient reaching a
-    real input keeps its real part; NaN, inf and overflow convert silently, as in PyTorch)."""
-    with np.errstate(all="ignore"):
-        d = x._data.astype(dt.np)
-    if memory_format is not None:
-        d = layout_copy(d, memory_format)
-    if STATE.enabled and x._requires_grad and dt.np in D.INEXACT:
-        return record(d, ToCopyBackward0((edge_of(x),), (x._data.dtype,)))
-    return _make(d)
-
-
-def _clone_batch(spec, arrays, params):
-    """clone of a batch: each sample's layout is kept (a channels-last layout is a sample's)."""
-    mf = params.get("memory_format")
-    return layout_copy(arrays[0], None if mf in _CHANNELS_LAST_ORDER else mf)
-
-
-@defop("clone", node="CloneBackward0", linear=True, batch=_clone_batch)
-def clone(self, *, memory_format=None):
-    """A copy with its own storage, keeping the memory layout (PyTorch's preserve_format),
-    row-major (contiguous_format) or channels-last; CloneBackward0."""
-    return layout_copy(self, memory_format)
-
-
-@clone.backward
-def _(ctx, grad):
-    return (grad,)
-
-
-CloneBackward0 = clone.node_cls
-CloneBackward0._bw = lambda self, g, graph: (g,)  # the formula, without a ctx
-_clone, clone = clone, clone.fn
-_clone.declared = clone  # (what ``quick`` calls for a dtype the forward does not take as is)
-
-
-def layout_copy(src, memory_format):
-    """A copy of ``src`` laid out as ``memory_format`` asks (None: preserve the layout)."""
-    order = _CHANNELS_LAST_ORDER.get(memory_format)
-    if order is None:
-        return src.copy(order="C" if memory_format == "torch.contiguous_format" else "K")
-    rank = len(order)
-    if src.ndim != rank:
-        raise RuntimeError(f"required rank {rank} tensor to use {memory_format[6:]} format")
-    last = (0,) + tuple(range(2, rank)) + (1,)
-    back = (0, rank - 1) + tuple(range(1, rank - 1))
-    return np.ascontiguousarray(src.transpose(last)).transpose(back)
-
-
-@composite()
-def contiguous(input, memory_format=None):
-    """Self when already laid out as ``memory_format`` asks (row-major by default), else a
-    copy that is."""
-    if memory_format in _CHANNELS_LAST_ORDER:
-        if channels_last_format(input._data) == memory_format:
-            return input
-        return clone(input, memory_format=memory_format)
-    if input._data.flags.c_contiguous:
-        return input
-    return quick(_clone, input, (), _ROW_MAJOR, _ROW_MAJOR)
-
-
-_ROW_MAJOR = {"memory_format": "torch.contiguous_format"}
-
-
-# --- comparisons and logical ops (never differentiable) --------------------------------
-_NUMBERS = (int, float, bool, complex)
-
-
-def _cmp(np_fn, name, ordered, aliases=()):
-    """Declare the elementwise comparison ``name`` (bool result, no derivative) of two tensors
-    or a tensor and a number, its other names, and its operator method; ``ordered`` (lt, le,
-    gt, ge): complex operands are refused with PyTorch's dispatch error, as complex numbers
-    have no order."""
     def forward(self, other):
-        # a number the tensor's dtype cannot hold comes as a Python int (ops/_spec.py
-        # ``_scalar_run``): PyTorch converts it to that dtype, wrapping around (``uint8 == -1``
-        # compares with 255; a number from 2**63 to 2**64 - 1 is read as uint64 first)
-        if other.__class__ is int:
-            other = np.asarray(other).astype(self.dtype)
         return np_fn(self, other)
 
     forward.__name__ = forward.__qualname__ = name
-    forward.__doc__ = f"Elementwise {name} (bool result, no gradient)."
-    spec = defop(name, node=None, inputs=("self", "other"), differentiable=False,
-                 elementwise=True, complex_kernel=name + "_cpu" if ordered else None,
-                 aliases=aliases)(forward)
-    spec.scalar(None)  # eq(x, 1.5): the number as the second input only, as PyTorch's
-    method = _OPS[f"_{name}_method"]["fn"]
-    dunder = f"__{name}__"
-
-    def operator(self, other):
-        # another operand is left to Python (``x == "a"`` is False, ``x < "a"`` a TypeError)
-        if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
-            return NotImplemented
-        return method(self, other)
-
-    operator.__name__ = operator.__qualname__ = dunder
-    operator.__doc__ = f"``self {_SYMBOLS[name]} other``."
-    composite(f"_{name}", function=False, method=False, methods=(dunder,))(operator)
-    return spec.fn
+    forward.__doc__ = doc
+    forward.kernel = np_fn  # what the public function calls
+    return deco(forward)
 
 
-_SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-eq = _cmp(np.equal, "eq", False)
-ne = _cmp(np.not_equal, "ne", False, ("not_equal",))
-lt = _cmp(np.less, "lt", True, ("less",))
-le = _cmp(np.less_equal, "le", True, ("less_equal",))
-gt = _cmp(np.greater, "gt", True, ("greater",))
-ge = _cmp(np.greater_equal, "ge", True, ("greater_equal",))
+atan2 = _binop("atan2", np.arctan2, "Elementwise angle of (other, input) in radians; "
+               "Atan2Backward0.", saved=("self", "other"), promote="float",
+               complex_kernel="atan2_cpu", aliases=("arctan2",))
+
+
+@atan2.backward
+def _(ctx, grad):
+    a, b = ctx.self, ctx.other
+    den = a * a + b * b
+    zero = X.const(X.data(den) == 0, den)  # 0 at the origin, as PyTorch
+    den = X.where(zero, 1 + 0 * den, den)
+    z = X.zeros_like(grad)
+    return (X.where(zero, z, grad * b / den) if ctx.needs(0) else None,
+            X.where(zero, z, -grad * a / den) if ctx.needs(1) else None)
+
+
+atan2 = atan2.fn
+
+
+hypot = _binop("hypot", np.hypot, "sqrt(input**2 + other**2) without overflow; "
+               "HypotBackward0.", saved=("self", "other", "result"),
+               saved_for={"self": (0,), "other": (1,)}, floating_kernel="hypot_cpu",
+               complex_kernel="hypot_cpu")
+
+
+@hypot.backward
+def _(ctx, grad):
+    o = ctx.result
+    return (grad * ctx.self / o if ctx.needs(0) else None,
+            grad * ctx.other / o if ctx.needs(1) else None)
+
+
+hypot = hypot.fn
+
+# --- fmod / remainder / floor_divide ---------------------------------------------------------
+def _mod_np(np_fn, name):
+    """The forward of fmod/remainder: integer division by zero and bool inputs refused as
+    PyTorch refuses them (its shape error first)."""
+    def forward(self, other):
+        # a number the tensor's integer dtype cannot hold comes as a Python int (ops/_spec.py
+        # _scalar_run): PyTorch converts it to that dtype, wrapping around (-1 % uint8)
+        if isinstance(self, int):
+            self = np.asarray(self).astype(other.dtype)
+        elif isinstance(other, int):
+            other = np.asarray(other).astype(self.dtype)
+        if self.dtype.kind in "biu":  # the inputs' common dtype
+            if self.dtype.kind == "b":
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+            zero = other == 0  # an array, a NumPy bool, or a bool (a Python int)
+            if zero.any() if hasattr(zero, "any") else zero:
+                np.broadcast_shapes(np.shape(self), np.shape(other))  # PyTorch's shape error
+                raise RuntimeError("ZeroDivisionError")
+        return np_fn(self, other)
+    return forward
+
+
+fmod = _binop("fmod", _mod_np(np.fmod, "fmod"), "C-style remainder (sign of the dividend); FmodBackward1 "
+              "(FmodBackward0 with a number).", node="FmodBackward1", saved=("self", "other"),
+              saved_for={"self": (1,), "other": (1,)}, complex_kernel="fmod_cpu")
+
+
+@fmod.backward
+def _(ctx, grad):
+    return (grad if ctx.needs(0) else None,
+            -grad * X.trunc(ctx.self / ctx.other) if ctx.needs(1) else None)
+
+
+@fmod.scalar("FmodBackward0")
+def _(ctx, grad):
+    return grad,
+
+
+fmod = fmod.fn
+
+
+remainder = _binop("remainder", _mod_np(np.remainder, "remainder"), "Python-style remainder "
+                   "(sign of the divisor); RemainderBackward1 (RemainderBackward0 with a "
+                   "number).", node="RemainderBackward1", saved=("self", "other"),
+                   saved_for={"self": (1,), "other": (1,)}, complex_kernel="remainder_cpu")
+
+
+@remainder.backward
+def _(ctx, grad):
+    return (grad if ctx.needs(0) else None,
+            -grad * X.floor(ctx.self / ctx.other) if ctx.needs(1) else None)
+
+
+@remainder.scalar("RemainderBackward0")
+def _(ctx, grad):
+    return grad,
+
+
+remainder.scalar(NotImplemented_, first=True)  # remainder.Scalar_Tensor: no derivative
+remainder = remainder.fn
+_remainder_method = OPS["_remainder_method"]["fn"]  # Tensor.remainder (positions after self)
+
+
+
+
+@composite("_mod", function=False, method=False, methods=("__mod__",))
+def _mod(self, other):
+    """``self % other``: Tensor.remainder, or Python's NotImplemented for another operand."""
+    if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
+        return NotImplemented
+    return _remainder_method(self, other)
+
+
+@composite(function=False, method=False, methods=("__rmod__",))
+def _rmod(self, other):
+    if not _scalar_ok(other):
+        return NotImplemented
+    return remainder(other, self)
+
+
+floor_divide = _binop("floor_divide", _mod_np(np.floor_divide, "div_floor"), "Elementwise "
+                      "floor(input / other); PyTorch has no derivative for it (its "
+                      "NotImplemented node).", node=NotImplemented_, complex_kernel="div_floor_cpu")
+
+
+floor_divide.scalar(NotImplemented_)
+floor_divide.scalar(NotImplemented_, first=True)
+floor_divide = floor_divide.fn
+_floor_divide_method = OPS["_floor_divide_method"]["fn"]
+
+
+@composite("_floordiv", function=False, method=False, methods=("__floordiv__",))
+def _floordiv(self, other):
+    """``self // other``: Tensor.floor_divide, or Python's NotImplemented for another
+    operand."""
+    if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
+        return NotImplemented
+    return _floor_divide_method(self, other)
+
+
+@composite(function=False, method=False, methods=("__rfloordiv__",))
+def _rfloordiv(self, other):
+    if not _scalar_ok(other):
+        return NotImplemented
+    return floor_divide(other, self)
+
+
+# --- xlogy / copysign ------------------------------------------------------------------
+def _xlogy_np(x, y):
+    r = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), 0, r).astype(r.dtype, copy=False)
+
+
+xlogy = _binop("xlogy", _xlogy_np, "input * log(other), defined as 0 where input is 0; "
+               "XlogyBackward0 (XlogyBackward2 / XlogyBackward1 with a number as other / "
+               "input).", saved=("self", "other"), promote="float", complex_kernel="xlogy_cpu")
+
+
+@xlogy.backward
+def _(ctx, grad):
+    a, b = ctx.self, ctx.other
+    ga = gb = None
+    if ctx.needs(0):
+        ad, bd = X.data(a), X.data(b)
+        mask = X.const(np.broadcast_to((ad == 0) & (bd <= 0), tuple(grad.shape)), grad)
+        ga = X.where(mask, X.zeros_like(grad), grad * X.log(b))
+    if ctx.needs(1):
+        gb = grad * a / b
+    return ga, gb
+
+
+@xlogy.scalar("XlogyBackward2", saved=("self", "other"))
+def _(ctx, grad):
+    y = ctx.other
+    if y > 0:
+        return grad * float(np.log(y)),
+    zero = X.const(X.data(ctx.self) == 0, grad)
+    return X.where(zero, X.zeros_like(grad), grad * (-np.inf if y == 0 else np.nan)),
+
+
+@xlogy.scalar("XlogyBackward1", saved=("self", "other"), first=True)
+def _(ctx, grad):
+    return grad * ctx.self / ctx.other,
+
+
+xlogy = xlogy.fn
+
+
+copysign = _binop("copysign", np.copysign, "|input| with the sign of ``other``; "
+                  "CopysignBackward0 (CopysignBackward1 with a number).",
+                  saved=("self", "result"), saved_for={"self": (0,)}, promote="float",
+                  complex_kernel="copysign_cpu")
+
+
+def _copysign_grad(grad, x, y):
+    """PyTorch's copysign_tensor_self_backward: grad * result / self, 0 where self is 0."""
+    zero = X.const(np.broadcast_to(X.data(x) == 0, tuple(grad.shape)), grad)
+    return X.where(zero, X.zeros_like(grad), grad * (y / x))
+
+
+@copysign.backward
+def _(ctx, grad):
+    return (_copysign_grad(grad, ctx.self, ctx.result) if ctx.needs(0) else None,
+            X.zeros_like(grad) if ctx.needs(1) else None)
+
+
+@copysign.scalar("CopysignBackward1", saved=("self", "result"))
+def _(ctx, grad):
+    return _copysign_grad(grad, ctx.self, ctx.result),
+
+
+copysign = copysign.fn
+
+
+
+# --- logaddexp / logaddexp2 -----------------------------------------------------------------
+@_binop("logaddexp", saved=("self", "other"), floating_kernel="logaddexp_cpu")
+def logaddexp(self, other):
+    """log(exp(input) + exp(other)) without overflow; LogaddexpBackward0."""
+    if self.dtype.kind == "c":  # around the operand of the larger real part
+        big = self.real >= other.real
+        hi, lo = np.where(big, self, other), np.where(big, other, self)
+        return hi + np.log1p(np.exp(lo - hi))
+    return np.logaddexp(self, other)
+
+
+@logaddexp.backward
+def _(ctx, grad):
+    # PyTorch's formula, which does not save the result: changing it in place does not
+    # break backward (the derivative as written: a complex result's node conjugates it)
+    a, b = ctx.self, ctx.other
+    return (grad / (1 + X.exp(b - a)) if ctx.needs(0) else None,
+            grad / (1 + X.exp(a - b)) if ctx.needs(1) else None)
+
+
+logaddexp = logaddexp.fn
+
+
+logaddexp2 = _binop("logaddexp2", np.logaddexp2, "log2(2**input + 2**other) without "
+                    "overflow; Logaddexp2Backward0.", saved=("self", "other"),
+                    floating_kernel="logaddexp2_cpu", complex_kernel="logaddexp2_cpu")
+
+
+@logaddexp2.backward
+def _(ctx, grad):
+    a, b = ctx.self, ctx.other
+    return (grad / (1 + 2 ** (b - a)) if ctx.needs(0) else None,
+            grad / (1 + 2 ** (a - b)) if ctx.needs(1) else None)
+
+
+logaddexp2 = logaddexp2.fn
+
+
+# --- lerp ----------------------------------------------------------------------------------
+def _lerp_np(a, b, w):
+    d = b - a
+    return np.where(np.abs(w) < 0.5, a + w * d, b - d * (1 - w)).astype(np.result_type(a, b),
+                                                                        copy=False)
+
+
+def _aligned(spec, arrays, params):
+    """An op of broadcast inputs over a leading batch axis (their dims aligned after it)."""
+    return spec.forward(*batch_aligned(arrays), **params)
+
+
+@defop("lerp", node="LerpBackward1", inputs=("self", "end", "weight"),
+       saved=("self", "end", "weight"), broadcast=True, method=False, batch=_aligned)
+def _lerp(self, end, weight):
+    """``self + weight * (end - self)`` of arrays in one dtype, broadcast; LerpBackward1."""
+    return D.opmath(_lerp_np, self, end, weight)  # bfloat16 in float32, rounded once
+
+
+@_lerp.backward
+def _(ctx, grad):
+    w = ctx.weight
+    return (grad * (1 - w) if ctx.needs(0) else None,
+            grad * w if ctx.needs(1) else None,
+            grad * (ctx.end - ctx.self) if ctx.needs(2) else None)
+
+
+def _tangent_sum(ctx, terms, n):
+    """The sum of the tangent terms given (None: none), of the result's shape (``n`` inputs)."""
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    shape = np.broadcast_shapes(*(ctx.shape(i) for i in range(n)))
+    return out if tuple(out.shape) == shape else X.expand_to(out, shape)
+
+
+@_lerp.jvp
+def _(ctx, t_self, t_end, t_weight):
+    w = ctx.weight
+    return _tangent_sum(ctx, [None if t_self is None else t_self * (1 - w),
+                              None if t_end is None else t_end * w,
+                              None if t_weight is None else t_weight * (ctx.end - ctx.self)], 3)
+
+
+@defop("lerp", node="LerpBackward0", inputs=("self", "end"), saved=("weight",), broadcast=True,
+       function=False, method=False, batch=_aligned)
+def _lerp_scalar(self, end, weight):
+    """``self + weight * (end - self)`` with a number ``weight``; LerpBackward0."""
+    return _call2(lambda x, y: D.opmath(_lerp_np, x, y, weight), self, end)
+
+
+@_lerp_scalar.backward
+def _(ctx, grad):
+    w = ctx.weight
+    return (grad * (1 - w) if ctx.needs(0) else None,
+            grad * w if ctx.needs(1) else None)
+
+
+@_lerp_scalar.jvp
+def _(ctx, t_self, t_end):
+    w = ctx.weight
+    return _tangent_sum(ctx, [None if t_self is None else t_self * (1 - w),
+                              None if t_end is None else t_end * w], 2)
+
+
+OPS.pop(_lerp_scalar.key)  # an overload of lerp, reached through its public function
+_lerp_forward, _lerp_scalar_forward = _lerp.forward, _lerp_scalar.forward
+
+
+@quiet
+def lerp(input, end, weight):
+    """input + weight * (end - input); LerpBackward0 (a number as weight) / LerpBackward1."""
+    if not _isT(input, Tensor) or not _isT(end, Tensor) or \
+            not (_isT(weight, Tensor) or isinstance(weight, (int, float, complex))):
+        raise D.bad_combo("lerp", (input, end, weight))
+    ad, bd = input._data, end._data
+    if ad.dtype != bd.dtype:
+        raise RuntimeError(f"expected dtype {D.c_name(ad.dtype)} for `end` but got dtype "
+                           f"{D.c_name(bd.dtype)}")
+    if ad.dtype not in D.INEXACT:
+        kernel = "lerp_kernel_tensor" if _isT(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(ad.dtype)}'")
+    if _isT(weight, Tensor):
+        wd = weight._data
+        casts = None
+        if wd.dtype != ad.dtype and wd.ndim == 0:  # a 0-d weight of another dtype is cast
+            casts, wd = (None, None, wd.dtype), wd.astype(ad.dtype)
+        if wd.dtype != ad.dtype:
+            raise RuntimeError(f"expected dtype {D.c_name(ad.dtype)} for `weight` but got dtype "
+                               f"{D.c_name(wd.dtype)}")
+        try:
+            r = _lerp_forward(ad, bd, wd)
+        except ValueError:
+            raise broadcast_error(ad.shape, bd.shape, wd.shape) from None
+        return _lerp.record(r, (input, end, weight), _NO_ARGS, casts)
+    r = np.asarray(_lerp_scalar_forward(ad, bd, weight))
+    return _lerp_scalar.record(r, (input, end), {"weight": weight})
+
+
+lerp = front(_lerp, lerp)
+OPS["lerp"]["method"] = True
+OPS["lerp"]["nodes"] += ("LerpBackward0",)
+
 
 
 def _integral(name, d, other=None):
@@ -1324,21 +1235,317 @@ def _invert(self):
     return bitwise_not(self)
 
 
-# value reads: under vmap, read once per sample (torch.vmap refuses both ops)
-@query(tensors=("input", "other"), direct=False)
-def equal(input, other) -> bool:
-    """True when both tensors have the same shape and values."""
-    return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
+
+_LN2 = float(np.log(2.0))
 
 
-@query(tensors=["input", "other"], direct=False)  # (with more arguments than the two tensors)
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    """Whether ``isclose`` holds everywhere, as PyTorch computes it."""
-    from .elementwise_more import isclose
-    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+def _not_impl(kernel, dt):
+    return NotImplementedError(f'"{kernel}" not implemented for \'{D.scalar_type_name(dt)}\'')
 
 
-from .. import _tensor as _tensor_module  # noqa: E402
+def _is_scalar(v):
+    return isinstance(v, (Number, np.number, np.bool_)) and not isinstance(v, Tensor)
 
-# Tensor's own methods call it (the core registers nothing from above itself)
-_tensor_module.LATE.to_dtype = to_dtype
+
+def _operands(a, b, fn, pos=1):
+    """The data of two operands (tensors, or a tensor and a number) in PyTorch's result dtype."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        ad, bd = a._data, b._data
+        rt = D.result_type(D.FROM_NP[ad.dtype], ad.ndim, D.FROM_NP[bd.dtype], bd.ndim).np
+        return ad.astype(rt, copy=False), bd.astype(rt, copy=False), rt
+    if isinstance(a, Tensor) and _is_scalar(b):
+        rt = D.scalar_result(D.FROM_NP[a._data.dtype], b.item() if isinstance(
+            b, (np.number, np.bool_)) else b).np
+        return a._data.astype(rt, copy=False), np.asarray(b).astype(rt), rt
+    if _is_scalar(a) and isinstance(b, Tensor):
+        rt = D.scalar_result(D.FROM_NP[b._data.dtype], a.item() if isinstance(
+            a, (np.number, np.bool_)) else a).np
+        return np.asarray(a).astype(rt), b._data.astype(rt, copy=False), rt
+    raise D.bad_combo(fn, [a, b])
+
+
+def _need_tensor(fn, v, pos, arg="other"):
+    if not isinstance(v, Tensor):
+        raise D.not_tensor(fn, arg, pos, v)
+
+
+# --- gcd / lcm ---------------------------------------------------------------------------------
+def _lcm_np(a, b):
+    g = np.gcd(a, b)
+    dt = np.result_type(a, b)
+    if dt.kind in "iu" and dt.itemsize < 4:
+        # PyTorch's kernel computes abs(a / g * b) in C++'s int (integer promotion), then
+        # narrows: an overflowing int8/int16 lcm wraps after the abs, not before
+        a, b, g = (np.asarray(x).astype(np.int32) for x in (a, b, g))
+        r = np.abs(a // np.where(g == 0, 1, g) * b).astype(dt)
+        return np.where(g == 0, 0, r).astype(dt)
+    r = np.abs(a // np.where(g == 0, 1, g) * b)
+    return np.where(g == 0, 0, r)
+
+
+def _integer_op(name, np_fn, doc):
+    """An elementwise op of two integer tensors (promoted to their common dtype), which
+    PyTorch has no derivative for."""
+    def forward(self, other):
+        return np_fn(self, other)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = doc
+    forward.kernel = np_fn
+    return defop(name, node=None, inputs=("self", "other"), differentiable=False,
+                 elementwise=True, integer_kernel=name + "_cpu")(forward).fn
+
+
+gcd = _integer_op("gcd", np.gcd, "Elementwise greatest common divisor of integer tensors "
+                  "(non-negative).")
+lcm = _integer_op("lcm", _lcm_np, "Elementwise least common multiple of integer tensors "
+                  "(non-negative).")
+
+
+# --- bit shifts --------------------------------------------------------------------------------
+def _wrapped(a, b):
+    """The operands as arrays: a number the tensor's integer dtype cannot hold comes as a Python
+    int (ops/_spec.py ``_scalar_run``); PyTorch converts it to that dtype, wrapping around."""
+    if isinstance(a, int):
+        a = np.asarray(a).astype(b.dtype)
+    if isinstance(b, int):
+        b = np.asarray(b).astype(a.dtype)
+    return a, b
+
+
+def _lshift_np(a, b):
+    a, b = _wrapped(a, b)
+    bits = a.dtype.itemsize * 8
+    ub = b.astype(a.dtype.str.replace("i", "u"), copy=False) if a.dtype.kind == "i" else b
+    big = ub >= bits
+    r = np.left_shift(a, np.where(big, 0, b).astype(a.dtype, copy=False))
+    return np.where(big, np.zeros((), a.dtype), r).astype(a.dtype, copy=False)
+
+
+def _rshift_np(a, b):
+    a, b = _wrapped(a, b)
+    bits = a.dtype.itemsize * 8
+    sb = b.astype(b.dtype.str.replace("u", "i"), copy=False) if b.dtype.kind == "u" else b
+    big = (sb < 0) | (b >= bits)
+    r = np.right_shift(a, np.where(big, 0, b).astype(a.dtype, copy=False))
+    fill = np.right_shift(a, bits - 1) if a.dtype.kind == "i" else np.zeros((), a.dtype)
+    return np.where(big, fill, r).astype(a.dtype, copy=False)
+
+
+
+
+def _shift(name, kernel, np_fn, operator):
+    """A shift of integer tensors (their common dtype), with a number as either input (its
+    Scalar overloads), which PyTorch has no derivative for; ``operator``: the method name of
+    ``<<`` / ``>>``, which leaves other operands to Python."""
+    def forward(self, other):
+        return np_fn(self, other)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = (f"Elementwise {name.replace('_', ' ')} of integer tensors (PyTorch's "
+                       f"rules for negative and too-large shifts).")
+    forward.kernel = np_fn
+    spec = defop(name, node=None, inputs=("self", "other"), differentiable=False,
+                 elementwise=True, integer_kernel=kernel)(forward)
+    spec.scalar(None)
+    spec.scalar(None, first=True)
+    method = OPS[f"_{name}_method"]["fn"]
+
+    def dunder(self, other):
+        if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
+            return NotImplemented
+        return method(self, other)
+
+    dunder.__name__ = dunder.__qualname__ = operator
+    dunder.__doc__ = f"``self {'<<' if 'left' in name else '>>'} other``."
+    composite(f"_{operator.strip('_')}", function=False, method=False, methods=(operator,))(dunder)
+    return spec.fn
+
+
+bitwise_left_shift = _shift("bitwise_left_shift", "lshift_cpu", _lshift_np, "__lshift__")
+bitwise_right_shift = _shift("bitwise_right_shift", "rshift_cpu", _rshift_np, "__rshift__")
+
+
+def _reflected(fn):
+    def r(self, other):
+        if not _is_scalar(other):
+            return NotImplemented
+        return fn(other, self)
+    return r
+
+
+composite("_rlshift", function=False, method=False, methods=("__rlshift__",))(
+    _reflected(bitwise_left_shift))
+composite("_rrshift", function=False, method=False, methods=("__rrshift__",))(
+    _reflected(bitwise_right_shift))
+
+
+# --- heaviside ---------------------------------------------------------------------------------
+def _heaviside_np(input, values):
+    # PyTorch's kernel: input == 0 ? values : input > 0 (NaN input gives 0)
+    return np.where(input == 0, values, input > 0).astype(np.result_type(input, values),
+                                                         copy=False)
+
+
+def _heaviside_dtypes(input, values):
+    """PyTorch's checks of heaviside's dtypes, before the shapes: no complex, one dtype."""
+    a, v = input._data.dtype, values._data.dtype
+    if a.kind == "c" or v.kind == "c":
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    if a != v:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+
+
+_heaviside_spec = defop("heaviside", node=NotImplemented_, inputs=("self", "values"),
+                        elementwise=True)(_heaviside_np)
+_heaviside_spec.forward.kernel = _heaviside_np
+
+
+def _heaviside_front(declared):
+    def heaviside(input, values):
+        """0 where input < 0, 1 where input > 0, ``values`` where input == 0; PyTorch has no
+        derivative for it (its NotImplemented node)."""
+        if isinstance(input, Tensor) and isinstance(values, Tensor):
+            _heaviside_dtypes(input, values)
+        return declared(input, values)
+    return heaviside
+
+
+heaviside = front(_heaviside_spec, _heaviside_front(_heaviside_spec.fn))
+OPS["_heaviside_method"]["fn"] = _heaviside_front(OPS["_heaviside_method"]["fn"])
+OPS["heaviside"]["method"] = False  # Tensor.heaviside is _heaviside_method's function
+
+
+# --- ldexp -------------------------------------------------------------------------------------
+def _common(a, b):
+    """PyTorch's common dtype of arrays ``a`` and ``b`` (a 0-d one of the same kind yields)."""
+    return D.result_type(D.FROM_NP[a.dtype], a.ndim, D.FROM_NP[b.dtype], b.ndim).np
+
+
+def _pow2(e, like):
+    """2 ** ``e`` in the dtype of ``like`` (arrays or Tensors).  An integer exponent is raised
+    in integers, as PyTorch's formula does: a negative one gives 0."""
+    d = X.data(e)
+    if d.dtype.kind in "biu":
+        p = np.where(d < 0, 0, np.left_shift(1, np.maximum(d, 0).astype(np.int64)))
+        return X.const(p.astype(X.data(like).dtype), like)
+    if isinstance(e, Tensor):
+        return 2.0 ** (e if e.dtype == like.dtype else e.to(like.dtype))
+    return 2.0 ** e.astype(like.dtype, copy=False)
+
+
+def _ldexp_np(a, b):
+    return a * np.exp2(b)
+
+
+@defop("ldexp", node="LdexpBackward0", inputs=("self", "other"), saved=("other", "result"),
+       saved_for={"other": (0,)}, promote="float", elementwise=True)
+def ldexp(self, other):
+    """input * 2**other (integer operands give the default float); LdexpBackward0."""
+    return _ldexp_np(self, other)
+
+
+ldexp.forward.kernel = _ldexp_np
+
+
+@ldexp.backward
+def _(ctx, grad):
+    # d/dinput = g * 2^other, d/dother = g * result * ln 2 (other is kept only for input's)
+    return (grad * _pow2(ctx.other, grad) if ctx.needs(0) else None,
+            grad * ctx.result * _LN2 if ctx.needs(1) else None)
+
+
+ldexp = ldexp.fn
+
+
+# --- frexp -------------------------------------------------------------------------------------
+@defop("frexp", node="FrexpBackward0", saved=("exponent",), outputs=("mantissa", "exponent"),
+       elementwise=True)
+def frexp(self):
+    """(mantissa, exponent) with input = mantissa * 2**exponent, 0.5 <= |mantissa| < 1;
+    FrexpBackward0 on the mantissa."""
+    if self.dtype not in D.FLOATING:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m, e = np.frexp(self)
+    return np.asarray(m).astype(self.dtype, copy=False), np.asarray(e).astype(np.int32)
+
+
+@frexp.backward
+def _(ctx, grad):
+    e = ctx.exponent
+    return (grad / 2.0 ** (e.to(grad.dtype) if isinstance(e, Tensor) else e.astype(grad.dtype)),)
+
+
+frexp = frexp.fn
+
+
+# --- nextafter ---------------------------------------------------------------------------------
+@defop("nextafter", node="NextafterBackward0", inputs=("self", "other"),
+       saved=("self", "other"), saved_for={"self": (0,), "other": (0,)},
+       floating_kernel="nextafter_cpu", complex_kernel="nextafter_cpu", elementwise=True)
+def nextafter(self, other):
+    """The next floating-point value after ``input`` towards ``other``; NextafterBackward0."""
+    return np.nextafter(self, other)
+
+
+nextafter.forward.kernel = np.nextafter
+
+
+@nextafter.backward
+def _(ctx, grad):
+    # the gradient passes to input where it differs from other; other gets zeros
+    ga = None
+    if ctx.needs(0):
+        a, b = X.data(ctx.self), X.data(ctx.other)
+        rt = _common(a, b)  # compared in the op's dtype, as PyTorch
+        same = X.const(np.asarray(a.astype(rt, copy=False) == b.astype(rt, copy=False)), grad)
+        ga = X.where(same, X.zeros_like(grad), grad)
+    return ga, X.zeros_like(grad) if ctx.needs(1) else None
+
+
+nextafter = nextafter.fn
+
+
+# --- in-place forms --------------------------------------------------------------------------
+def _inplace(name, fn, function=False, arg=None, pre=None, dunder=()):
+    """``Tensor.<name>`` (and ``dyngrad.<name>`` when ``function``): ``fn`` in place.  ``arg``
+    names the tensor argument PyTorch requires (a number is refused with its message)."""
+    def make(p):
+        def f(self, other):
+            from .inplace import _check_cast, apply
+            if arg is not None:
+                _need_tensor(name, self, 1, "input")
+                _need_tensor(name, other, 1 + p, arg)
+            if pre is not None:
+                pre(self, other)
+            if isinstance(self, Tensor) and (isinstance(other, Tensor) or _is_scalar(other)):
+                _check_cast(self._data, _operands(self, other, name)[2], to_bool=True)
+            return apply(self, fn, other)
+
+        f.__name__ = f.__qualname__ = name
+        f.__doc__ = f"In-place {name[:-1]}; returns self."
+        return f
+
+    if function:
+        op(name, method=False)(make(1))
+        inplace_of(name, name[:-1])
+    op("_" + name + "_method", function=False, method=False, methods=(name,) + dunder)(make(0))
+    inplace_of("_" + name + "_method", name[:-1])
+    return make(1)
+
+
+def _ldexp_pre(self, other):
+    if self._data.dtype not in D.INEXACT:
+        raise RuntimeError(f"ldexp can't be cast to the desired output type "
+                           f"{D.scalar_type_name(self._data.dtype)}")
+
+
+gcd_ = _inplace("gcd_", gcd, function=True, arg="other")
+lcm_ = _inplace("lcm_", lcm, function=True, arg="other")
+ldexp_ = _inplace("ldexp_", ldexp, function=True, arg="other", pre=_ldexp_pre)
+heaviside_ = _inplace("heaviside_", heaviside, arg="values", pre=_heaviside_dtypes)
+nextafter_ = _inplace("nextafter_", nextafter, arg="other")
+bitwise_left_shift_ = _inplace("bitwise_left_shift_", bitwise_left_shift,
+                               dunder=("__ilshift__",))
+bitwise_right_shift_ = _inplace("bitwise_right_shift_", bitwise_right_shift,
+                                dunder=("__irshift__",))
