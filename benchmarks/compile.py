@@ -1,0 +1,200 @@
+"""Compiled training steps: dyngrad.compile against dyngrad eager, the hand-written NumPy step
+(the floor), PyTorch eager and, when asked, torch.compile, on the suite's workloads.
+
+    python -m benchmarks.compile [--torch-compile] [--only KEY ...] [--json out.json]
+
+Each step is forward, backward and (where the workload trains) the SGD update and zero_grad;
+the MLP and conv steps take their batch as arguments, cycling over the workload's batches, as
+a compiled training step is written.  Before timing, the compiled step runs the same steps as
+an eager copy and their losses and parameters are compared.  Goals (issue 16): compiled within
+1.1x of the NumPy floor on tiny-chain, mininet-step and digits-mlp-step and faster than
+torch.compile's steady state there; capture (the first call) under 50 ms; conv-step and
+rnn-unroll compiled at least 1.5x faster than eager.  Times are the minimum over repeats of
+the median of a block of steps, after warm-up."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from benchmarks import workloads as W  # noqa: E402
+from benchmarks.spec import SEED  # noqa: E402
+
+KEYS = ("tiny-chain", "mininet-step", "digits-mlp-step", "conv-step", "rnn-unroll")
+FLOOR_GOAL = {"tiny-chain": 1.1, "mininet-step": 1.1, "digits-mlp-step": 1.1}
+SPEEDUP_GOAL = {"conv-step": 1.5, "rnn-unroll": 1.5}
+CAPTURE_GOAL_S = 0.05
+
+
+def _data(key):
+    return W.WORKLOADS[key].init(np.random.default_rng(SEED))
+
+
+def step_of(key, T, d):
+    """``(step, args_for(i))``: the workload's training step for library ``T`` as a function of
+    its inputs, and the inputs of step ``i``."""
+    impl = W.WORKLOADS[key].framework(T, d)
+    if key in ("digits-mlp-step", "conv-step"):
+        xs, ys = impl.xs, impl.ys
+        if key == "digits-mlp-step":
+            def forward(x):
+                return impl.net(x)
+        else:
+            F = impl.F
+
+            def forward(x):
+                h = F.max_pool2d(F.relu(impl.c1(x)), 2)
+                h = F.max_pool2d(F.relu(impl.c2(h)), 2)
+                return impl.fc(h.reshape(h.shape[0], -1))
+
+        def step(x, y):
+            loss = T.nn.functional.cross_entropy(forward(x), y)
+            loss.backward()
+            impl.opt.step()
+            impl.opt.zero_grad()
+            return loss
+
+        return step, (lambda i: (xs[i % len(xs)], ys[i % len(ys)])), impl
+    if key == "mininet-step":
+        def step():
+            loss = impl.forward_backward()
+            impl.update()
+            return loss
+    else:  # tiny-chain, rnn-unroll: gradients accumulate, as the workloads do
+        def step():
+            return impl.forward_backward()
+    return step, (lambda i: ()), impl
+
+
+def _time(fn, args_for, block, repeats):
+    """Minimum over ``repeats`` of the median step time of a block of ``block`` steps."""
+    best = float("inf")
+    i = 0
+    for _ in range(repeats):
+        ts = []
+        for _ in range(block):
+            a = args_for(i)
+            i += 1
+            t0 = time.perf_counter()
+            fn(*a)
+            ts.append(time.perf_counter() - t0)
+        best = min(best, sorted(ts)[len(ts) // 2])
+    return best
+
+
+def _floor(key, d, block, repeats):
+    impl = W.WORKLOADS[key].numpy(d)
+    for _ in range(3):
+        impl.step()
+    return _time(impl.step, lambda i: (), block, repeats)
+
+
+def _agree(T, key, d, steps=5):
+    """Largest difference between ``steps`` compiled and eager steps (losses and parameters)."""
+    eager, args_e, ie = step_of(key, T, d)
+    comp, args_c, ic = step_of(key, T, d)
+    comp = T.compile(comp)
+    worst = 0.0
+    for i in range(steps):
+        le, lc = eager(*args_e(i)), comp(*args_c(i))
+        worst = max(worst, abs(float(le.item()) - float(lc.item())))
+    for pe, pc in zip(ie.params(), ic.params()):
+        worst = max(worst, float(np.max(np.abs(pe.detach().numpy() - pc.detach().numpy()))))
+        if pe.grad is not None or pc.grad is not None:
+            worst = max(worst, float(np.max(np.abs(pe.grad.numpy() - pc.grad.numpy()))))
+    return worst
+
+
+def measure(key, libs, torch_compile, block, repeats):
+    d = _data(key)
+    out = {"numpy": _floor(key, d, block, repeats)}
+    for name, T in libs.items():
+        step, args_for, _ = step_of(key, T, d)
+        for i in range(3):
+            step(*args_for(i))
+        out[f"{name} eager"] = _time(step, args_for, block, repeats)
+        if name == "dyngrad" or torch_compile:
+            cstep, cargs, _ = step_of(key, T, d)
+            compiled = T.compile(cstep)
+            t0 = time.perf_counter()
+            compiled(*cargs(0))
+            out[f"{name} capture"] = time.perf_counter() - t0
+            for i in range(1, 4):
+                compiled(*cargs(i))
+            out[f"{name} compiled"] = _time(compiled, cargs, block, repeats)
+    out["dyngrad agreement"] = _agree(libs["dyngrad"], key, d)
+    return out
+
+
+def report(res):
+    """The table and the goals, as lines."""
+    lines = [f"{'workload':16s} {'what':18s} {'us/step':>10s} {'/ numpy':>8s}"]
+    for key, r in res.items():
+        for what, s in r.items():
+            if what == "dyngrad agreement" or what.endswith("capture"):
+                continue
+            lines.append(f"{key:16s} {what:18s} {s * 1e6:10.1f} {s / r['numpy']:8.2f}")
+        for what in ("dyngrad capture", "torch capture"):
+            if what in r:
+                lines.append(f"{key:16s} {what:18s} {r[what] * 1e3:9.1f}ms")
+        lines.append(f"{key:16s} {'eager/compiled':18s} "
+                     f"{r['dyngrad eager'] / r['dyngrad compiled']:10.2f}x   "
+                     f"(compiled and eager differ by at most {r['dyngrad agreement']:.1e})")
+    lines.append("")
+    for key, r in res.items():
+        ratio = r["dyngrad compiled"] / r["numpy"]
+        if key in FLOOR_GOAL:
+            ok = ratio <= FLOOR_GOAL[key]
+            lines.append(f"goal {key}: compiled / numpy = {ratio:.2f} (<= {FLOOR_GOAL[key]}) "
+                         f"{'MET' if ok else 'MISS'}")
+            if "torch compiled" in r:
+                ok = r["dyngrad compiled"] < r["torch compiled"]
+                lines.append(f"goal {key}: compiled / torch.compile = "
+                             f"{r['dyngrad compiled'] / r['torch compiled']:.2f} (< 1) "
+                             f"{'MET' if ok else 'MISS'}")
+            cap = r["dyngrad capture"]
+            lines.append(f"goal {key}: capture {cap * 1e3:.1f} ms (< {CAPTURE_GOAL_S * 1e3:.0f}) "
+                         f"{'MET' if cap < CAPTURE_GOAL_S else 'MISS'}")
+        if key in SPEEDUP_GOAL:
+            sp = r["dyngrad eager"] / r["dyngrad compiled"]
+            lines.append(f"goal {key}: eager / compiled = {sp:.2f} (>= {SPEEDUP_GOAL[key]}) "
+                         f"{'MET' if sp >= SPEEDUP_GOAL[key] else 'MISS'}")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="+", choices=KEYS, default=list(KEYS))
+    ap.add_argument("--torch-compile", action="store_true",
+                    help="also time torch.compile (several seconds of compiling per workload)")
+    ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    ap.add_argument("--block", type=int, default=50)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--json")
+    a = ap.parse_args(argv)
+    import dyngrad
+    libs = {"dyngrad": dyngrad}
+    if not a.no_torch:
+        try:
+            import torch
+            torch.set_num_threads(1)
+            libs["torch"] = torch
+        except ImportError:
+            pass
+    res = {k: measure(k, libs, a.torch_compile, a.block, a.repeats) for k in a.only}
+    print("\n".join(report(res)))
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
