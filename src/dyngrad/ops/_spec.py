@@ -1687,60 +1687,106 @@ def summed_backward(cls: type, formula: Callable) -> None:
 
 
 def _summed_formula_bw(formula: Callable, tensor_pos: tuple, n_saved: int) -> Callable:
-    if n_saved == 2 and len(tensor_pos) == 2:
-        # (the products: two saved operands, unpacked in PyTorch's order)
-        later = tensor_pos[0] == 1  # the second saved value unpacked first (PyTorch's order)
-
-        def fast_bw(self, g, graph):
-            s = self._saved
-            a, b = s[0], s[1]
-            if later and b.__class__ is Saved:
-                b = b.get(self, graph)
-            if a.__class__ is Saved:
-                a = a.get(self, graph)
-            if not later and b.__class__ is Saved:
-                b = b.get(self, graph)
-            nf = self.next_functions
-            ga, gb = formula(g, (nf[0][0] is not None, nf[1][0] is not None), a, b)
-            if ga is not None and ga.shape != s[2]:
-                ga = sum_to(ga, s[2])
-            if gb is not None and gb.shape != s[3]:
-                gb = sum_to(gb, s[3])
-            return ga, gb
-
-        return fast_bw
-    if n_saved == 1 and not tensor_pos:
-        # (add, sub: one number kept)
-        def fast_bw(self, g, graph):
-            s = self._saved
-            nf = self.next_functions
-            ga, gb = formula(g, (nf[0][0] is not None, nf[1][0] is not None), s[0])
-            if ga is not None and ga.shape != s[1]:
-                ga = sum_to(ga, s[1])
-            if gb is not None and gb.shape != s[2]:
-                gb = sum_to(gb, s[2])
-            return ga, gb
-
-        return fast_bw
+    """The node's backward: unpack, formula, sum back.  Generated on first use with the
+    formula's body written in (``_inlined``: a call less per node, as a hand-written node
+    has), or calling the formula where its body cannot be written in."""
+    state: dict = {}
 
     def fast_bw(self, g, graph):
-        s = self._saved
-        vals = s[:n_saved]
-        if tensor_pos:
-            vals = list(vals)
-            for p in tensor_pos:
-                v = vals[p]
-                if v.__class__ is Saved:
-                    vals[p] = v.get(self, graph)
-        nf = self.next_functions
-        ga, gb = formula(g, (nf[0][0] is not None, nf[1][0] is not None), *vals)
-        if ga is not None and ga.shape != s[-2]:
-            ga = sum_to(ga, s[-2])
-        if gb is not None and gb.shape != s[-1]:
-            gb = sum_to(gb, s[-1])
-        return ga, gb
+        real = state.get("real")
+        if real is None:
+            real = state["real"] = _summed_source_bw(formula, tensor_pos, n_saved)
+            if type(self)._bw is fast_bw:
+                type(self)._bw = real  # (a subclass sharing this one keeps calling through)
+        return real(self, g, graph)
 
     return fast_bw
+
+
+def _summed_source_bw(formula: Callable, tensor_pos: tuple, n_saved: int) -> Callable:
+    """``_summed_formula_bw``'s function: Python source for the saved layout (the products'
+    two operands unpacked in PyTorch's order; add's and sub's one number; any other layout),
+    the formula's body written in when ``_inlined`` can, else a call of the formula."""
+    lines = ["def fast_bw(self, g, graph, Saved=Saved, sum_to=sum_to, formula=formula):",
+             "    s = self._saved", "    nf = self.next_functions",
+             "    needs = (nf[0][0] is not None, nf[1][0] is not None)"]
+    if n_saved == 2 and len(tensor_pos) == 2:
+        names = ["a", "b"]
+        lines.append("    a, b = s[0], s[1]")
+        for v in ("b", "a") if tensor_pos[0] == 1 else ("a", "b"):  # PyTorch's order
+            lines.append(f"    if {v}.__class__ is Saved:\n        {v} = {v}.get(self, graph)")
+        shapes = ("s[2]", "s[3]")
+    elif n_saved == 1 and not tensor_pos:
+        names, shapes = ["s[0]"], ("s[1]", "s[2]")
+    else:
+        names = [f"v{i}" for i in range(n_saved)]
+        lines.append(f"    {', '.join(names)}{',' if n_saved == 1 else ''} = s[:{n_saved}]")
+        for p in tensor_pos:
+            lines.append(f"    if v{p}.__class__ is Saved:\n        v{p} = v{p}.get(self, graph)")
+        shapes = ("s[-2]", "s[-1]")
+    body = _inlined(formula, ["g", "needs"] + names, "ga, gb")
+    lines += body if body is not None else [f"    ga, gb = formula(g, needs, {', '.join(names)})"]
+    lines += [f"    if ga is not None and ga.shape != {shapes[0]}:",
+              f"        ga = sum_to(ga, {shapes[0]})",
+              f"    if gb is not None and gb.shape != {shapes[1]}:",
+              f"        gb = sum_to(gb, {shapes[1]})",
+              "    return ga, gb"]
+    import os
+    import types
+    code = compile("\n".join(lines) + "\n", os.path.join(os.path.dirname(__file__), "<defop>"),
+                   "exec")
+    fn_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return types.FunctionType(fn_code, formula.__globals__, "fast_bw",
+                              (Saved, sum_to, formula))
+
+
+def _inlined(fn: Callable, args: list, target: str) -> list | None:
+    """The body of ``fn`` as source lines (indented once) that bind its result to ``target``,
+    its parameters read as the expressions ``args`` and its own locals renamed apart; None when
+    it cannot be written in: not a plain function of one file, a closure, a return that is not
+    its last statement, a nested function, a generator, or a parameter it assigns to."""
+    import ast
+    import textwrap
+    co = getattr(fn, "__code__", None)
+    if co is None or co.co_freevars or co.co_flags & 0x20 or fn.__defaults__ or \
+            co.co_argcount != len(args):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    f = tree.body[0] if tree.body else None
+    if not isinstance(f, ast.FunctionDef) or f.args.kwonlyargs or f.args.vararg or f.args.kwarg:
+        return None
+    body = f.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        return None
+    params = [a.arg for a in f.args.args]
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal,
+                             ast.FunctionDef, ast.Lambda, ast.ClassDef, ast.AsyncFunctionDef)) \
+                and node is not body[-1]:
+            return None
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in params:
+            return None
+    local = set(co.co_varnames) - set(params)
+    mapping = dict(zip(params, args))
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in mapping:
+                return ast.copy_location(ast.parse(mapping[node.id], mode="eval").body, node)
+            if node.id in local:
+                node.id = "_f_" + node.id
+            return node
+
+    stmts = [Rename().visit(st) for st in body]
+    last = stmts.pop()
+    out = [textwrap.indent(ast.unparse(st), "    ") for st in stmts]
+    out.append(f"    {target} = {ast.unparse(last.value)}")
+    return out
 
 
 # -- the common call of an op of two tensors and no other argument (mm) -----------------------
