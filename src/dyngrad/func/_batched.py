@@ -220,6 +220,9 @@ def _runs_composite(name, orig) -> bool:
     its function, or its Tensor method (a method of that name may be another op's alias)."""
     from ..ops import OPS
     info = OPS.get(name)
+    if info is None and name.startswith("F."):  # an op nn.functional also holds (F.conv3d)
+        name = name[2:]
+        info = OPS.get(name)
     if info is None or not info.get("composite", False):
         return False
     if info.get("method", False):
