@@ -1153,6 +1153,29 @@ def _convolution(orig, args, kwargs):
     return wrap(out.reshape(*sizes, *out.shape[1:]), levels)
 
 
+def _kron(orig, args, kwargs):
+    """kron of batched operands, computed on the physical tensors as kron's body does:
+    each operand padded to the common logical rank, its logical dims interleaved with 1s
+    (``a`` before, ``b`` after), one broadcasting product, the pairs merged."""
+    if len(args) + len(kwargs) != 2:
+        return NotImplemented
+    a, b = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "other")
+    if not (_is_t(a) and _is_t(b)):
+        return NotImplemented  # the body raises PyTorch's TypeError
+    levels = _union(a, b)
+    nb = len(levels)
+    n = max(_lrank(a), _lrank(b))
+    pa = align(a, levels) if type(a) is _BT else _lift(a, levels)
+    pb = align(b, levels) if type(b) is _BT else _lift(b, levels)
+    pa = pa.reshape(*pa.shape[:nb], *(1,) * (n - _lrank(a)), *pa.shape[nb:])
+    pb = pb.reshape(*pb.shape[:nb], *(1,) * (n - _lrank(b)), *pb.shape[nb:])
+    ash, bsh = tuple(pa.shape[nb:]), tuple(pb.shape[nb:])
+    pa = pa.reshape(*pa.shape[:nb], *sum(((s, 1) for s in ash), ()))
+    pb = pb.reshape(*pb.shape[:nb], *sum(((1, s) for s in bsh), ()))
+    prod = pa * pb
+    return wrap(prod.reshape(*prod.shape[:nb], *(x * y for x, y in zip(ash, bsh))), levels)
+
+
 def _SIZE(level):
     from ._batched import _SIZES
     return _SIZES[level]
@@ -1649,6 +1672,7 @@ for _n, _k in (("F.max_pool1d", 1), ("F.max_pool2d", 2), ("F.max_pool3d", 3),
                ("F.max_pool2d_with_indices", 2), ("F.lp_pool2d", 2), ("F.lp_pool1d", 1)):
     RULES[_n] = _leading(_k)
 RULES["convolution"] = _convolution
+RULES["kron"] = _kron
 RULES["F.layer_norm"] = _norm_affine("layer")
 RULES["F.group_norm"] = _norm_affine("group")
 RULES["F.batch_norm"] = _batch_norm
