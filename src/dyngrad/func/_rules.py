@@ -1640,6 +1640,15 @@ for _n in ("prod", "argmax", "argmin", "all", "any", "max", "min", "median", "na
 RULES["norm"] = along(2, "dim", full="flat")
 RULES["linalg.vector_norm"] = along(2, "dim", full="flat", multi=True)
 RULES["F.vector_norm"] = RULES["linalg.vector_norm"]
+
+
+def _composed(orig, args, kwargs):
+    """A function of ``dyngrad.linalg`` composed of that module's public ops (swapped for
+    their dispatching forms while vmap runs): its body runs batched op by op."""
+    return orig(*args, **kwargs)
+
+
+RULES["linalg.norm"] = RULES["linalg.matrix_norm"] = _composed
 for _n in ("softmax", "log_softmax", "F.softmax", "F.log_softmax", "F.softmin"):
     RULES[_n] = _softmax_like(_n)
 for _n in ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort",
@@ -1655,7 +1664,6 @@ for _n in ("det", "logdet", "slogdet", "inverse", "matrix_exp", "linalg.det", "l
            "linalg.matrix_exp", "tril", "triu", "matrix_power", "linalg.matrix_power",
            "linalg.solve"):
     RULES[_n] = _batched_matrices(2)
-RULES["linalg.matrix_norm"] = _batched_matrices(2)
 RULES["diagonal"] = _diagonal
 RULES["trace"] = _trace
 RULES["outer"] = RULES["ger"] = _outer
