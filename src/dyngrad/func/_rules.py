@@ -1176,6 +1176,34 @@ def _kron(orig, args, kwargs):
     return wrap(prod.reshape(*prod.shape[:nb], *(x * y for x, y in zip(ash, bsh))), levels)
 
 
+def _fill_diagonal_(orig, args, kwargs):
+    """fill_diagonal_ of a batched tensor: every sample's diagonal (and, with ``wrap``, its
+    continuation) filled at once through a mask of the sample's shape; the op's own checks
+    and errors run per sample (NotImplemented) for anything else."""
+    import numpy as np
+    if len(args) + len(kwargs) > 3:
+        return NotImplemented
+    x = args[0]
+    value = _arg(args, kwargs, 1, "fill_value")
+    wrap_ = _arg(args, kwargs, 2, "wrap", False)
+    if type(x) is not _BT or not isinstance(wrap_, (bool, np.bool_)) or (
+            type(value) is _BT or not isinstance(value, (int, float, complex, np.number, Tensor))
+            or isinstance(value, Tensor) and value.dim() != 0):
+        return NotImplemented
+    shape = tuple(x.shape)
+    if len(shape) < 2 or len(shape) > 2 and any(n != shape[0] for n in shape[1:]):
+        return NotImplemented
+    h, w = shape[0], shape[1]
+    step = sum(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+    mask = np.zeros(shape, bool)
+    flat = mask.reshape(-1)
+    flat[:min(h, w) * step:step] = True
+    if wrap_ and len(shape) == 2 and h > w + 1:
+        flat[::w + 1] = True  # the diagonal restarting every w + 1 rows
+    x._phys.masked_fill_(Tensor._make(mask), value)
+    return x
+
+
 def _SIZE(level):
     from ._batched import _SIZES
     return _SIZES[level]
@@ -1681,6 +1709,7 @@ for _n, _k in (("F.max_pool1d", 1), ("F.max_pool2d", 2), ("F.max_pool3d", 3),
     RULES[_n] = _leading(_k)
 RULES["convolution"] = _convolution
 RULES["kron"] = _kron
+RULES["fill_diagonal_"] = _fill_diagonal_
 RULES["F.layer_norm"] = _norm_affine("layer")
 RULES["F.group_norm"] = _norm_affine("group")
 RULES["F.batch_norm"] = _batch_norm

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from . import op
+from . import composite, op
 from ._spec import batch_along, defop, fp_safe, front, int64_saved
 from .._record import STATE, Node, Tensor, edge_of
 from .._tensor import _dim
@@ -310,6 +310,9 @@ class _DiagRegionBackward(Node):
 
 
 _DiagRegionBackward.__name__ = _DiagRegionBackward.__qualname__ = "AsStridedBackward0"
+# forward mode: the same diagonal of the base's tangent
+_DiagRegionBackward._fw_rule = lambda node, tangents: [
+    None if tangents[0] is None else node._saved[0](tangents[0].contiguous()).contiguous()]
 
 
 def _diag_view(self, count, offset_rows):
@@ -328,11 +331,12 @@ def _diag_view(self, count, offset_rows):
                      (fn, d.shape), fn)
 
 
-@op(function=False)
+@composite(function=False)
 def fill_diagonal_(self, fill_value, wrap=False):
     """Fill the main diagonal (all indices equal) in place; ``wrap`` restarts it every
-    ``width + 1`` rows of a tall matrix.  Written through a diagonal view, as PyTorch: the
-    history becomes CopySlices."""
+    ``width + 1`` rows of a tall matrix.  Composed as PyTorch's: ``fill_`` through a
+    diagonal view, so the history becomes CopySlices (whose forward-mode rule gives the
+    tangent its zero diagonal); vmap fills every sample's diagonal at once (its own rule)."""
     if not isinstance(wrap, (bool, np.bool_)):
         raise TypeError(f"fill_diagonal_(): argument 'wrap' must be bool, not {D.type_name(wrap)}")
     if not isinstance(fill_value, (int, float, complex, np.number, np.bool_)) and not (
