@@ -414,7 +414,10 @@ def _ops_globals():
         for k in called.intersection(d):
             v = d[k]
             hit = public.get(id(v)) if isinstance(v, types.FunctionType) else None
-            if hit is not None and hit[0] is v and id(v) in ops and hit[1] not in RANDOM:
+            # a registry op, or a public function with a batching rule (``pad``, which
+            # conv<n>d's padding="same" calls as F.pad)
+            if hit is not None and hit[0] is v and (id(v) in ops or hit[1] in RULES) and \
+                    hit[1] not in RANDOM:
                 w = _BY_ID.get(id(v))
                 if w is None:
                     w = _BY_ID[id(v)] = _wrapper(v, hit[1])
