@@ -1022,6 +1022,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg_vector_norm(): argument 'input' (position 1) must be Tensor, "
                         f"not {D.type_name(x)}")
+    if dtype is None and x._data.dtype.kind == "f":  # the common call: straight to the node
+        return quick(_linalg_vector_norm, x, (ord, dim, keepdim),
+                     {"ord": ord, "dim": dim, "keepdim": keepdim})
     if dtype is not None and x._data.dtype == D.BF16:  # (the forward sees it as float32)
         _vector_norm_dtype(x._data.dtype, dtype)
     return _linalg_vector_norm.declared(x, ord, dim, keepdim, dtype=dtype)
