@@ -104,6 +104,22 @@ def test_conv3d_is_a_composite_recording_convolution():
     assert y.grad_fn._saved_transposed is True and y.grad_fn._saved_bias_sym_sizes_opt == (0,)
 
 
+@pytest.mark.parametrize("call", [
+    lambda F, L: F.conv3d([1.0], L.ones(2, 2, 2, 2, 2)),
+    lambda F, L: F.conv1d(L.ones(1, 2, 3), "a"),
+    lambda F, L: F.conv2d(L.ones(1, 2, 3, 3), L.ones(2, 2, 1, 1), "b"),
+    lambda F, L: F.conv_transpose1d(L.ones(1, 2, 3), L.ones(2, 2, 2), "b"),
+    lambda F, L: F.conv_transpose3d(L.ones(1, 2, 3, 3, 3), [1]),
+    lambda F, L: F.conv_transpose1d(L.ones(2, 3), L.ones(2, 2))])
+def test_convolution_argument_errors_match_torch(call):
+    msgs = []
+    for lib in (torch, dyngrad):
+        with pytest.raises(Exception) as e:
+            call(lib.nn.functional, lib)
+        msgs.append((e.type.__name__, str(e.value)))
+    assert msgs[0] == msgs[1]
+
+
 def test_convolution_vmap_nested_levels():
     x = RNG.standard_normal((2, 3, 1, 2, 5)).astype(np.float32)
     w = RNG.standard_normal((3, 4, 2, 3)).astype(np.float32)

@@ -355,6 +355,9 @@ _ZEROS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)) or (
+            bias is not None and not isinstance(bias, Tensor)):
+        raise D.bad_combo(f"conv{nd}d", (input, weight) + (() if bias is None else (bias,)), {})
     xn = input.dim()
     if (xn != nd + 2 and xn != nd + 1) or weight.dim() != nd + 2:
         _check_dims(input, weight, False, nd,
@@ -460,6 +463,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
+    for pos, (arg, v) in enumerate((("input", input), ("weight", weight), ("bias", bias))):
+        if not isinstance(v, Tensor) and (v is not None or pos < 2):
+            raise D.not_tensor(f"conv_transpose{nd}d", arg, pos + 1, v)
     _check_dims(input, weight, True, nd,
                 (("stride", stride), ("padding", padding), ("output_padding", output_padding),
                  ("dilation", dilation)))
