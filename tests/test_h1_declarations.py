@@ -393,3 +393,22 @@ def test_unsafe_split_errors_match_torch(call):
             call(lib)
         msgs.append((e.type.__name__, str(e.value)))
     assert msgs[0] == msgs[1]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", None])
+def test_vector_norm_of_bfloat16_in_another_dtype(dtype):
+    """The result has the dtype asked for; the node keeps the bfloat16 input and the result;
+    the input's gradient is bfloat16."""
+    got = []
+    for lib in (torch, dyngrad):
+        x = lib.tensor([[1.5, -2.0, 3.25], [0.5, 1.0, -1.0]], dtype=lib.bfloat16,
+                       requires_grad=True)
+        kw = {} if dtype is None else {"dtype": getattr(lib, dtype)}
+        y = lib.linalg.vector_norm(x, 3, 1, **kw)
+        dts = (str(y.dtype), str(y.grad_fn._saved_self.dtype), str(y.grad_fn._saved_result.dtype))
+        (gx,) = lib.autograd.grad(y.sum(), x)
+        got.append((dts, str(gx.dtype), y.detach().double().numpy(), gx.double().numpy()))
+    (t_dts, t_g, t_y, t_gx), (d_dts, d_g, d_y, d_gx) = got
+    assert (d_dts, d_g) == (t_dts, t_g)
+    np.testing.assert_allclose(d_y, t_y, rtol=1e-6)
+    np.testing.assert_allclose(d_gx, t_gx, rtol=1e-2)

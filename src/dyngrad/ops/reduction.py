@@ -1025,8 +1025,16 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if dtype is None and x._data.dtype.kind == "f":  # the common call: straight to the node
         return quick(_linalg_vector_norm, x, (ord, dim, keepdim),
                      {"ord": ord, "dim": dim, "keepdim": keepdim})
-    if dtype is not None and x._data.dtype == D.BF16:  # (the forward sees it as float32)
-        _vector_norm_dtype(x._data.dtype, dtype)
+    if dtype is not None and x._data.dtype == D.BF16:
+        # computed in the dtype asked for (the declaration's bfloat16 path would round the
+        # result back to bfloat16)
+        want = _vector_norm_dtype(x._data.dtype, dtype)
+        if want != D.BF16:
+            r = _linalg_vector_norm.forward(x._data, ord, dim, keepdim, dtype=dtype)
+            raw = {"ord": ord, "dim": dim, "keepdim": keepdim}
+            if STATE.enabled and x._requires_grad:
+                return _linalg_vector_norm.record1(r, x, raw)
+            return _linalg_vector_norm.record(r, (x,), None)
     return _linalg_vector_norm.declared(x, ord, dim, keepdim, dtype=dtype)
 
 
