@@ -12,7 +12,7 @@ from ._spec import batch_along, defop, defpieces, fp_safe, front, int64_saved
 from .._record import Node, Tensor
 from .._tensor import _dim
 from .shape import cat
-from .views import _split_sizes_of, checked_split_sizes
+from .views import _pieces as _pieces_of, _split_sizes_of, checked_split_sizes
 from . import _dual as X
 
 _make = Tensor._make
@@ -140,14 +140,6 @@ narrow_copy = declared_dual(narrow_copy, _narrow_copy)
 
 
 # --- unsafe_split / unsafe_chunk / unsafe_split_with_sizes -----------------------------------
-def _pieces_of(d, sizes, k):
-    out, start = [], 0
-    for s in sizes:
-        out.append(d[(slice(None),) * k + (slice(start, start + s),)])
-        start += s
-    return out
-
-
 def _batch_pieces(spec, arrays, params):
     """A leading batch axis: the same pieces of every sample (``dim`` moved past it)."""
     x = arrays[0]
