@@ -22,7 +22,7 @@ def _matrix_norm_checks(A, dim, dtype, low_precision):
     if A.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
-    dt = A._data.dtype
+    dt = A.dtype.np  # (the logical tensor's: under vmap this runs on a batched one)
     if dt not in D.INEXACT:
         raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.scalar_type_name(dt)}")
@@ -111,8 +111,8 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
     (with ``ord=None`` the 2-norm of the flattened input)."""
     if dim is not None and not isinstance(dim, (int, np.integer)):
         dim = tuple(dim)
-    if ord is None:
-        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if ord is None:  # PyTorch's node shows the 2.0 linalg.norm passes
+        return vector_norm(A, 2.0, dim, keepdim, dtype=dtype)
     if isinstance(dim, tuple) and len(dim) == 2 or (dim is None and A.dim() == 2):
         return matrix_norm(A, ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
     if dim is None and A.dim() != 1:

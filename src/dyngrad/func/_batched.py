@@ -220,6 +220,9 @@ def _runs_composite(name, orig) -> bool:
     its function, or its Tensor method (a method of that name may be another op's alias)."""
     from ..ops import OPS
     info = OPS.get(name)
+    if info is None and name.startswith("F."):  # an op nn.functional also holds (F.conv3d)
+        name = name[2:]
+        info = OPS.get(name)
     if info is None or not info.get("composite", False):
         return False
     if info.get("method", False):
@@ -411,7 +414,10 @@ def _ops_globals():
         for k in called.intersection(d):
             v = d[k]
             hit = public.get(id(v)) if isinstance(v, types.FunctionType) else None
-            if hit is not None and hit[0] is v and id(v) in ops and hit[1] not in RANDOM:
+            # a registry op, or a public function with a batching rule (``pad``, which
+            # conv<n>d's padding="same" calls as F.pad)
+            if hit is not None and hit[0] is v and (id(v) in ops or hit[1] in RULES) and \
+                    hit[1] not in RANDOM:
                 w = _BY_ID.get(id(v))
                 if w is None:
                     w = _BY_ID[id(v)] = _wrapper(v, hit[1])

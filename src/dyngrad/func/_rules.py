@@ -9,6 +9,7 @@ from .._tensor import Tensor, _dim
 from ..autograd.function import Function
 from ..ops import OPS
 from ..ops._spec import ELEMENTWISE
+from ..ops.conv import _ABSENT as _ABSENT_BIAS
 from ._batched import (BatchedTensor, INPLACE_MSG, LEVELS, RANDOM_MSG, RULES, _union,
                        align, call, dispatch, expand_batch, fallback, orig_fn, unwrap, wrap,
                        wrap_out)
@@ -1103,44 +1104,104 @@ def _leading(spatial, names=("input",)):
     return rule
 
 
-def _conv(spatial):
-    fold = _leading(spatial)
+_CONV_NAMES = ("input", "weight", "bias", "stride", "padding", "dilation", "transposed",
+               "output_padding", "groups")
 
-    def rule(orig, args, kwargs):
-        names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
-        v = dict(zip(names, args))
-        v.update(kwargs)
-        x, w, b = v["input"], v["weight"], v.get("bias")
-        if type(w) is not _BT and type(b) is not _BT:
-            return fold(orig, args, kwargs)
-        # a batched weight: the batch becomes groups of one convolution (functorch's trick)
-        levels = _union(x, w, b)
+
+def _convolution(orig, args, kwargs):
+    """torch.convolution: a batched input only folds its batch into N; a batched weight or
+    bias makes the batch groups of one convolution (functorch's rule), the input's batch
+    moved into its channels: (B, N, C, *s) -> (N, B*C, *s), weight (B, O, C/g, *k) ->
+    (B*O, C/g, *k) (transposed: (B, C, O/g, *k) -> (B*C, O/g, *k)), groups g*B, and the
+    output (N, B*O, *s') back to (B, N, O, *s')."""
+    v = dict(zip(_CONV_NAMES, args))
+    v.update(kwargs)
+    if len(v) != len(_CONV_NAMES) or set(v) != set(_CONV_NAMES):
+        return NotImplemented
+    x, w, b = v["input"], v["weight"], v["bias"]
+    if not (_is_t(x) and _is_t(w)) or (b is not None and not _is_t(b)):
+        return NotImplemented
+    if b is _ABSENT_BIAS:  # conv<n>d's absent bias (an unbatched marker)
+        b = None
+    nd = _lrank(w) - 2
+    if nd < 1 or _lrank(x) != nd + 2 or (b is not None and _lrank(b) != 1):
+        return NotImplemented  # the op's own errors, per sample
+    rest = [v[n] for n in _CONV_NAMES[3:]]
+    if type(w) is not _BT and type(b) is not _BT:
+        phys, levels = x._phys, x._levels
         nb = len(levels)
-        g = v.get("groups", 1)
-        unb = x.dim() == spatial + 1
-        px = expand_batch(align(x, levels) if type(x) is _BT else _lift(x, levels), levels)
-        if unb:
-            px = px.unsqueeze(nb)
-        size = 1
-        for lv in levels:
-            size *= _SIZE(lv)
-        px = px.reshape(size, *px.shape[nb:])            # (B, N, C, *s)
-        n = px.shape[1]
-        px = px.movedim(0, 1).reshape(n, -1, *px.shape[3:])  # (N, B*C, *s)
-        pw = expand_batch(align(w, levels) if type(w) is _BT else _lift(w, levels), levels)
-        pw = pw.reshape(-1, *pw.shape[nb + 1:])            # (B*O, C/g, *k)
-        pb = None
-        if b is not None:
-            pb = expand_batch(align(b, levels) if type(b) is _BT else _lift(b, levels), levels)
-            pb = pb.reshape(-1)
-        out = orig(px, pw, pb, v.get("stride", 1), v.get("padding", 0), v.get("dilation", 1),
-                   g * size)                               # (N, B*O, *s')
-        out = out.reshape(n, size, -1, *out.shape[2:]).movedim(1, 0)
-        out = out.reshape(*[_SIZE(lv) for lv in levels], *out.shape[1:])
-        if unb:
-            out = out.squeeze(nb)
-        return wrap(out, levels)
-    return rule
+        out = orig(phys.reshape(-1, *phys.shape[nb + 1:]), w, v["bias"], *rest)
+        return wrap(out.reshape(*phys.shape[:nb + 1], *out.shape[1:]), levels)
+    levels = _union(x, w, b)
+    nb = len(levels)
+    sizes = [_SIZE(lv) for lv in levels]
+    size = 1
+    for s in sizes:
+        size *= s
+    px = expand_batch(align(x, levels), levels)
+    px = px.reshape(size, *px.shape[nb:])                    # (B, N, C, *s)
+    n = px.shape[1]
+    px = px.movedim(0, 1).reshape(n, -1, *px.shape[3:])      # (N, B*C, *s)
+    pw = expand_batch(align(w, levels), levels)
+    pw = pw.reshape(-1, *pw.shape[nb + 1:])                  # (B*O, C/g, *k)
+    pb = v["bias"]
+    if b is not None:
+        pb = expand_batch(align(b, levels), levels).reshape(-1)
+    rest[-1] = int(rest[-1]) * size
+    out = orig(px, pw, pb, *rest)                            # (N, B*O, *s')
+    out = out.reshape(n, size, -1, *out.shape[2:]).movedim(1, 0)
+    return wrap(out.reshape(*sizes, *out.shape[1:]), levels)
+
+
+def _kron(orig, args, kwargs):
+    """kron of batched operands, computed on the physical tensors as kron's body does:
+    each operand padded to the common logical rank, its logical dims interleaved with 1s
+    (``a`` before, ``b`` after), one broadcasting product, the pairs merged."""
+    if len(args) + len(kwargs) != 2:
+        return NotImplemented
+    a, b = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "other")
+    if not (_is_t(a) and _is_t(b)):
+        return NotImplemented  # the body raises PyTorch's TypeError
+    levels = _union(a, b)
+    nb = len(levels)
+    n = max(_lrank(a), _lrank(b))
+    pa = align(a, levels) if type(a) is _BT else _lift(a, levels)
+    pb = align(b, levels) if type(b) is _BT else _lift(b, levels)
+    pa = pa.reshape(*pa.shape[:nb], *(1,) * (n - _lrank(a)), *pa.shape[nb:])
+    pb = pb.reshape(*pb.shape[:nb], *(1,) * (n - _lrank(b)), *pb.shape[nb:])
+    ash, bsh = tuple(pa.shape[nb:]), tuple(pb.shape[nb:])
+    pa = pa.reshape(*pa.shape[:nb], *sum(((s, 1) for s in ash), ()))
+    pb = pb.reshape(*pb.shape[:nb], *sum(((1, s) for s in bsh), ()))
+    prod = pa * pb
+    return wrap(prod.reshape(*prod.shape[:nb], *(x * y for x, y in zip(ash, bsh))), levels)
+
+
+def _fill_diagonal_(orig, args, kwargs):
+    """fill_diagonal_ of a batched tensor: every sample's diagonal (and, with ``wrap``, its
+    continuation) filled at once through a mask of the sample's shape; the op's own checks
+    and errors run per sample (NotImplemented) for anything else."""
+    import numpy as np
+    if len(args) + len(kwargs) > 3:
+        return NotImplemented
+    x = args[0]
+    value = _arg(args, kwargs, 1, "fill_value")
+    wrap_ = _arg(args, kwargs, 2, "wrap", False)
+    if type(x) is not _BT or not isinstance(wrap_, (bool, np.bool_)) or (
+            type(value) is _BT or not isinstance(value, (int, float, complex, np.number, Tensor))
+            or isinstance(value, Tensor) and value.dim() != 0):
+        return NotImplemented
+    shape = tuple(x.shape)
+    if len(shape) < 2 or len(shape) > 2 and any(n != shape[0] for n in shape[1:]):
+        return NotImplemented
+    h, w = shape[0], shape[1]
+    step = sum(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+    mask = np.zeros(shape, bool)
+    flat = mask.reshape(-1)
+    flat[:min(h, w) * step:step] = True
+    if wrap_ and len(shape) == 2 and h > w + 1:
+        flat[::w + 1] = True  # the diagonal restarting every w + 1 rows
+    x._phys.masked_fill_(Tensor._make(mask), value)
+    return x
 
 
 def _SIZE(level):
@@ -1607,6 +1668,15 @@ for _n in ("prod", "argmax", "argmin", "all", "any", "max", "min", "median", "na
 RULES["norm"] = along(2, "dim", full="flat")
 RULES["linalg.vector_norm"] = along(2, "dim", full="flat", multi=True)
 RULES["F.vector_norm"] = RULES["linalg.vector_norm"]
+
+
+def _composed(orig, args, kwargs):
+    """A function of ``dyngrad.linalg`` composed of that module's public ops (swapped for
+    their dispatching forms while vmap runs): its body runs batched op by op."""
+    return orig(*args, **kwargs)
+
+
+RULES["linalg.norm"] = RULES["linalg.matrix_norm"] = _composed
 for _n in ("softmax", "log_softmax", "F.softmax", "F.log_softmax", "F.softmin"):
     RULES[_n] = _softmax_like(_n)
 for _n in ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "argsort",
@@ -1622,7 +1692,6 @@ for _n in ("det", "logdet", "slogdet", "inverse", "matrix_exp", "linalg.det", "l
            "linalg.matrix_exp", "tril", "triu", "matrix_power", "linalg.matrix_power",
            "linalg.solve"):
     RULES[_n] = _batched_matrices(2)
-RULES["linalg.matrix_norm"] = _batched_matrices(2)
 RULES["diagonal"] = _diagonal
 RULES["trace"] = _trace
 RULES["outer"] = RULES["ger"] = _outer
@@ -1638,8 +1707,9 @@ for _n, _k in (("F.max_pool1d", 1), ("F.max_pool2d", 2), ("F.max_pool3d", 3),
                ("F.adaptive_max_pool1d", 1), ("F.adaptive_max_pool2d", 2),
                ("F.max_pool2d_with_indices", 2), ("F.lp_pool2d", 2), ("F.lp_pool1d", 1)):
     RULES[_n] = _leading(_k)
-for _n, _k in (("F.conv1d", 1), ("F.conv2d", 2), ("conv1d", 1), ("conv2d", 2)):
-    RULES[_n] = _conv(_k)
+RULES["convolution"] = _convolution
+RULES["kron"] = _kron
+RULES["fill_diagonal_"] = _fill_diagonal_
 RULES["F.layer_norm"] = _norm_affine("layer")
 RULES["F.group_norm"] = _norm_affine("group")
 RULES["F.batch_norm"] = _batch_norm

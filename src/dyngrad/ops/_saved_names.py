@@ -68,16 +68,6 @@ SAVED_NAMES: dict = {
     "SpecialZetaBackward0": {"self": (0, "tensor"), "other": (1, "tensor")},
     "SpecialZetaBackward1": {"self": (0, "same"), "other": (1, "tensor")},
     "SplitBackward0": {"dim": (4, "dim"), "self_sym_sizes": (2, "same")},
-    "UnsafeSplitBackward0": {
-        "dim": (4, "dim"),
-        "split_size": (5, "same"),
-        "self_sym_sizes": (2, "same"),
-    },
-    "UnsafeSplitWithSizesBackward0": {
-        "dim": (4, "dim"),
-        "split_sizes": (1, "same"),
-        "self_sym_sizes": (2, "same"),
-    },
     "UnsafeViewBackward0": {"self_sym_sizes": (0, "same")},
 }
 

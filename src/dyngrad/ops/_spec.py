@@ -2283,6 +2283,87 @@ def every_output(spec: OpSpec) -> OpSpec:
     return spec
 
 
+# -- ops whose outputs are several pieces of the input that are not views (unsafe_split) --------
+def _pieces_node_bw(self, g, graph):
+    # the engine passes a single output's gradient alone: the formula always gets a list
+    grads = list(g) if self._nout != 1 else [g]
+    return tuple(type(self)._spec.bw(self, grads))
+
+
+def _pieces_node_fw(self, tangents):
+    """One tangent per piece: the declared rule returns them all."""
+    return list(type(self)._spec.fw(self, tangents[0]))
+
+
+def defpieces(name: str, *, node: str, saved: tuple = (), batch=None) -> Callable:
+    """Declare an op whose result is a tuple of pieces of its input that share its memory
+    but are not views (PyTorch's ``unsafe_split``): ``forward(self, *args)`` gets the input's
+    array and the arguments (already checked by the public function), and returns the list of
+    arrays.  Each piece is a tensor of its own (no base, its own version counter, so an
+    in-place change of one is neither tracked nor refused), and all of them are the outputs of
+    one node, which keeps no tensor, only ``saved``: ``self_sym_sizes`` (the input's shape) and
+    arguments by name, as given; its class shows them as attributes (``_saved_dim``...).
+    ``.backward(fn)``: ``fn(ctx, grads)`` gets the list of the pieces' gradients (None for
+    one that got none) and returns the input's; ``.jvp(fn)``: ``fn(ctx, tangent)`` returns one
+    tangent per piece (the ctx of both is the node).  ``batch``: the batching rule on arrays.
+    The declaration's function is ``spec.declared(input, *args)``; the public function and
+    method that check the arguments are made by the caller (``front``)."""
+    def deco(forward):
+        spec = defop(name, node=node, saved=tuple(saved), batch=batch, method=False,
+                     function=False)(forward)
+        for key in [k for k in OPS if OPS[k].get("spec") is spec]:
+            del OPS[key]  # registered by the caller's public function
+        cls = _view_classes(spec, (node,), [list(saved)])[0]
+        cls.__doc__ = f"Backward of {name} (pieces that are not views; declared with defpieces)."
+        cls._bw = _pieces_node_bw
+        spec.node_cls = cls
+        params = list(inspect.signature(forward).parameters)[1:]
+
+        def value(n, d, args):
+            if n == "self_sym_sizes":
+                return d.shape
+            v = args[params.index(n)]
+            return _dim_value(v) if "dim" in n else tuple(v) if type(v) is list else v
+
+        def declared(input, *args):
+            d = input._data
+            outs = [Tensor._make(a) for a in forward(d, *args)]
+            if STATE.enabled and input._requires_grad:
+                node_ = cls((edge_of(input),), tuple(value(n, d, args) for n in saved), d.dtype)
+                node_.__dict__["_nout"] = len(outs)
+                for i, o in enumerate(outs):
+                    o._requires_grad = True
+                    o._grad_fn = node_
+                    if i:
+                        o._output_nr = i
+                    if RECORD_HOOKS:
+                        for h in RECORD_HOOKS:
+                            h(o, node_)
+            return tuple(outs)
+
+        declared.__name__ = declared.__qualname__ = name
+        declared.__module__, declared.__doc__ = forward.__module__, forward.__doc__
+        spec.fn = spec.declared = declared
+        spec.key = name
+
+        def backward(fn):
+            spec.bw = fn
+            return fn
+
+        def jvp(fn):
+            spec.fw = fn
+            cls._fw_rule = _pieces_node_fw
+            return fn
+        spec.backward, spec.jvp = backward, jvp
+        op(name, method=False)(declared)
+        OPS[name].update(spec=spec, nodes=(node,))
+        return spec
+    return deco
+
+
+__all__ += ["defpieces"]
+
+
 # --- tensor inputs saved without an edge ----------------------------------------------------
 def edgeless(spec: OpSpec, *names: str) -> OpSpec:
     """Tensor inputs ``names`` of declared op ``spec`` kept as PyTorch keeps a target it does

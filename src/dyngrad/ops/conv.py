@@ -14,7 +14,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import _dtype as D
-from . import composite, op
+from . import composite
 from ._spec import defop, front
 from . import _dual as X
 from .._record import NO_EDGE, STATE, Node, Saved, Tensor, edge_of, record
@@ -253,25 +253,26 @@ def _tup(v, n, name):
 
 
 def _check_dims(input, weight, transposed, nd, params):
-    """conv<nd>d's checks of the input's and the weight's number of dimensions."""
-    x, w = input._data, weight._data
+    """conv<nd>d's checks of the input's and the weight's number of dimensions (read from
+    the logical shapes: under vmap they run on batched tensors)."""
+    xs, ws = list(input.shape), list(weight.shape)
     name = "conv_transpose" if transposed else "conv"
-    if x.ndim not in (nd + 1, nd + 2):
+    if len(xs) not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
-                           f"{name}{nd}d, but got input of size: {list(x.shape)}")
-    if w.ndim != nd + 2:
-        if w.ndim < 3:
+                           f"{name}{nd}d, but got input of size: {xs}")
+    if len(ws) != nd + 2:
+        if len(ws) < 3:
             raise RuntimeError("weight should have at least three dimensions")
         # PyTorch expands each size argument to the weight's spatial dims first
         for pname, v in params:
             v = list(v) if isinstance(v, (tuple, list)) else [v] * nd
-            if len(v) != 1 and len(v) != w.ndim - 2:
+            if len(v) != 1 and len(v) != len(ws) - 2:
                 raise RuntimeError(f"expected {pname} to be a single integer value or a list "
-                                   f"of {w.ndim - 2} values to match the convolution "
+                                   f"of {len(ws) - 2} values to match the convolution "
                                    f"dimensions, but got {pname}={v}")
         raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
-                           f"{list(x.shape)}, but got {w.ndim}-dimensional weight of size "
-                           f"{list(w.shape)} instead")
+                           f"{xs}, but got {len(ws)}-dimensional weight of size "
+                           f"{ws} instead")
 
 
 def _check(input, weight, bias, groups, transposed, nd):
@@ -354,8 +355,11 @@ _ZEROS = {1: (0,), 2: (0, 0), 3: (0, 0, 0)}
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
-    xn = input._data.ndim
-    if (xn != nd + 2 and xn != nd + 1) or weight._data.ndim != nd + 2:
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)) or (
+            bias is not None and not isinstance(bias, Tensor)):
+        raise D.bad_combo(f"conv{nd}d", (input, weight) + (() if bias is None else (bias,)), {})
+    xn = input.dim()
+    if (xn != nd + 2 and xn != nd + 1) or weight.dim() != nd + 2:
         _check_dims(input, weight, False, nd,
                     (("stride", stride), ("padding", 0 if isinstance(padding, str) else padding),
                      ("output_padding", 0), ("dilation", dilation)))
@@ -369,7 +373,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
             return _compose(input, weight, bias, s, p, d, False, _ZEROS[nd], groups)
         return _compose(input.unsqueeze(0), weight, bias, s, p, d, False, _ZEROS[nd],
                         groups).squeeze(0)
-    ks = tuple(weight._data.shape[2:])
+    ks = tuple(weight.shape[2:])
     asym = False
     if isinstance(padding, str):
         if padding == "valid":
@@ -389,7 +393,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
     if any(v <= 0 for v in s):
         raise RuntimeError("non-positive stride is not supported")
     # PyTorch's conv<n>d: an unbatched input is unsqueezed and the output squeezed back
-    batched = input._data.ndim == nd + 2
+    batched = xn == nd + 2
     if not batched:
         input = input.unsqueeze(0)
     if asym:
@@ -446,7 +450,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
-@op(method=False)
+@composite(method=False)
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d cross-correlation over (N, C, D, H, W) input, over ``convolution``."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
@@ -459,10 +463,13 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
+    for pos, (arg, v) in enumerate((("input", input), ("weight", weight), ("bias", bias))):
+        if not isinstance(v, Tensor) and (v is not None or pos < 2):
+            raise D.not_tensor(f"conv_transpose{nd}d", arg, pos + 1, v)
     _check_dims(input, weight, True, nd,
                 (("stride", stride), ("padding", padding), ("output_padding", output_padding),
                  ("dilation", dilation)))
-    if input._data.ndim == nd + 1:  # unbatched: unsqueezed, the output squeezed back
+    if input.dim() == nd + 1:  # unbatched: unsqueezed, the output squeezed back
         return _conv_t(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups,
                        dilation, nd).squeeze(0)
     return _compose(input, weight, bias, _tup(stride, nd, "stride"), _tup(padding, nd, "padding"),
@@ -473,7 +480,7 @@ def _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilati
 def _compose(input, weight, bias, *params):
     """``convolution`` as conv<n>d calls it: an absent bias passed as such, complex input
     as PyTorch's complex_convolution, three real convolutions (Gauss's trick)."""
-    if input._data.dtype.kind != "c":
+    if not input.is_complex():
         return convolution(input, weight, _ABSENT if bias is None else bias, *params)
     from .views import view_as_real
 
@@ -528,21 +535,21 @@ def _conv_t_nd(input, weight, bias, s, p, d, op_, groups, nd, meta):
     return _run("X", input, weight, bias, P, lift, meta)
 
 
-@op(method=False)
+@composite(method=False)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """2-d transposed convolution (the input-gradient of conv2d), over ``convolution``."""
     return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
-@op(method=False)
+@composite(method=False)
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """1-d transposed convolution, over ``convolution``."""
     return _conv_t(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
 
 
-@op(method=False)
+@composite(method=False)
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """3-d transposed convolution, over ``convolution``."""

@@ -434,6 +434,33 @@ class CopySlices(Node):
                 self._saved = None
 
 
+def _copy_slices_fw(node, tangents):
+    """Forward mode through CopySlices, as PyTorch's forward AD of an in-place op on a view:
+    the base's tangent (zeros when it has none) with the view's region replaced by the op's
+    tangent, which the op's node gives for the region of the old tangent and the op's other
+    inputs' tangents."""
+    from ..autograd import forward_ad as fw
+    chain, inner, shape, dtype = node._saved[:4]
+    tb = tangents[0]
+    new = Tensor._make(np.zeros(shape, dtype)) if tb is None else tb.clone()
+    region = apply_chain(new, chain)
+    before = None if tb is None else apply_chain(tb, chain).contiguous()
+    out = Tensor._make(np.zeros(tuple(region.shape), dtype))
+    busy = fw._BUSY[0]
+    try:
+        (t,) = fw._jvp(inner, [before] + list(tangents[1:]), [out])[:1]
+    finally:
+        fw._BUSY[0] = busy
+    if t is None:
+        region.zero_()
+    else:
+        region.copy_(t)
+    return [new]
+
+
+CopySlices._fw_rule = _copy_slices_fw
+
+
 class AsStridedBackward0(Node):
     """A view's history after an in-place op on it: its region of the base's gradient."""
 
@@ -450,6 +477,10 @@ class AsStridedBackward0(Node):
     def _positions(shape, chain):
         """Where each element of the view lies in the flattened base."""
         return apply_chain(np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape), chain)
+
+
+AsStridedBackward0._fw_rule = lambda node, tangents: [
+    None if tangents[0] is None else apply_chain(tangents[0], node._saved[0]).contiguous()]
 
 
 def _region_set_np(region, g):

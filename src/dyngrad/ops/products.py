@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from . import OPS, composite, op
+from . import OPS, composite
 from . import _dual as X
 from ._spec import batch_aligned, defop
 from .._record import Tensor, raw_dim
@@ -486,9 +486,11 @@ def cross(input, other, dim=None):
 
 
 # --- kron, tensordot, inner, multi_dot ------------------------------------------------------
-@op()
+@composite()
 def kron(input, other):
-    """Kronecker product (the smaller rank padded with leading 1s)."""
+    """Kronecker product (the smaller rank padded with leading 1s), composed as PyTorch's:
+    two _unsafe_view reshapes, a broadcasting mul, and an _unsafe_view of the product
+    (UnsafeViewBackward0 over MulBackward0); vmap runs it through its own rule."""
     _need_tensor("kron", "other", 2, other)
     n = max(input.dim(), other.dim())
     ash = (1,) * (n - input.dim()) + tuple(input.shape)

@@ -861,50 +861,122 @@ std_mean = _declare_var_mean("std_mean", True)
 
 
 # --- norms -----------------------------------------------------------------------------------------
+def _norm_grad(x, od, o, g, p, dims, keepdim):
+    """PyTorch's norm_backward: the gradient of the ``p``-norm over ``dims`` of ``x`` (array or
+    Tensor) for the incoming ``g``; ``od`` the norm's array, ``o`` the norm as the formula
+    reads it (array, or Tensor under create_graph)."""
+    xd = X.data(x)
+    shape = xd.shape
+    if p == 0:  # PyTorch's gradient of the 0-"norm" (a count) is undefined: None
+        return None
+    g = _keep(g, dims, keepdim, len(shape))
+    if p == 1:  # PyTorch's sgn(x) * grad (z / |z| for complex x)
+        return X.sgn(x) * g
+    od = od if keepdim or not dims else np.expand_dims(od, dims)
+    if _math.isinf(p):
+        # PyTorch's: sgn(x) * ((g / count) * mask), mask = (|x| == norm) | isnan(x); the
+        # sgn keeps the gradient depending on x under create_graph (zero second order)
+        m = (np.abs(xd) == od) | np.isnan(xd)
+        rdt = od.dtype
+        cnt = np.maximum(m.sum(axis=dims, keepdims=True), 1).astype(rdt)
+        return X.sgn(x) * ((g / X.const(cnt, g)) * X.const(m.astype(rdt), g))
+    o = _keep(o, dims, keepdim, len(shape))
+    zero = X.const(np.broadcast_to(od == 0, od.shape), g)
+    safe = X.where(zero, 1 + 0 * o, o)
+    if p == 2:
+        return X.where(X.const(np.broadcast_to(od == 0, shape), g), 0 * x, x * (g / safe))
+    ax = X.abs(x)
+    r = x * ax ** (p - 2) * (g / safe ** (p - 1))
+    return X.where(X.const(np.broadcast_to(od == 0, shape), g), 0 * x, r)
+
+
+def _norm_tangent(x, t, p, norm, dims, keepdim):
+    """PyTorch's norm_jvp: the tangent of the ``p``-norm ``norm`` over ``dims`` of ``x``
+    (Tensors) for the input tangent ``t``."""
+    if p == 0:
+        return norm * 0
+    cplx = x.is_complex() or t.is_complex()
+
+    def re(a):
+        return a.real if cplx else a
+    if p == 1:
+        return re(x.sgn().conj() * t).sum(dims, keepdim) if dims else re(x.sgn().conj() * t)
+    nd = x.dim()
+    kept = norm if keepdim or not dims or nd == 0 else X.unsqueeze_dims(norm, dims, nd)
+    if _math.isinf(p):
+        mask = ((x.abs() == kept) | (x.isnan() & kept.isnan())).to(norm.dtype)
+        count = mask.sum(dims, True) if dims else mask
+        w = re(x.sgn().conj() * t) * mask / count
+        return w.sum(dims, keepdim) if dims else w
+    prod = re(x.conj() * t)
+    if p != 2:
+        prod = x.abs() ** (p - 2) * prod
+        if p < 2:
+            prod = prod.masked_fill(x == 0, 0)
+    total = prod.sum(dims, keepdim) if dims else prod
+    if p == 2:
+        out = total / norm
+    elif p < 1:
+        return total * norm ** (1 - p)
+    else:
+        out = total / norm ** (p - 1)
+    return out.masked_fill(norm == 0, 0)
+
+
 class LinalgVectorNormBackward0(Node):
+    """The hand-made norm node NormBackward1 (nn.functional's at::norm) extends: its saved
+    values in the order ops/_saved_names.py names them; the formula is linalg_vector_norm's."""
     __slots__ = ()
 
     def _bw(self, g, graph):
         sx, so, p, dims, keepdim = self._saved[:5]
         x = sx.get(self, graph)
-        xd = X.data(x)
-        shape = xd.shape
         # the result is saved for every order, as PyTorch's: its version is checked
         od = np.asarray(X.data(so.get(self, False)))
-        if p == 0:  # PyTorch's gradient of the 0-"norm" (a count) is undefined: None
-            return None,
-        g = _keep(g, dims, keepdim, len(shape))
-        if p == 1:  # PyTorch's sgn(x) * grad (z / |z| for complex x)
-            return X.sgn(x) * g,
-        od = od if keepdim or not dims else np.expand_dims(od, dims)
-        if _math.isinf(p):
-            # PyTorch's: sgn(x) * ((g / count) * mask), mask = (|x| == norm) | isnan(x); the
-            # sgn keeps the gradient depending on x under create_graph (zero second order)
-            m = (np.abs(xd) == od) | np.isnan(xd)
-            rdt = od.dtype
-            cnt = np.maximum(m.sum(axis=dims, keepdims=True), 1).astype(rdt)
-            return X.sgn(x) * ((g / X.const(cnt, g)) * X.const(m.astype(rdt), g)),
-        o = _keep(so.get(self, graph), dims, keepdim, len(shape))
-        zero = X.const(np.broadcast_to(od == 0, od.shape), g)
-        safe = X.where(zero, 1 + 0 * o, o)
-        if p == 2:
-            return X.where(X.const(np.broadcast_to(od == 0, shape), g), 0 * x,
-                           x * (g / safe)),
-        ax = X.abs(x)
-        r = x * ax ** (p - 2) * (g / safe ** (p - 1))
-        return X.where(X.const(np.broadcast_to(od == 0, shape), g), 0 * x, r),
+        o = so.get(self, graph) if p not in (0, 1) and not _math.isinf(p) else None
+        return _norm_grad(x, od, o, g, p, dims, keepdim),
 
 
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    """The vector ``ord``-norm over ``dim`` (all elements by default); LinalgVectorNormBackward0."""
-    d = x._data
-    if dtype is not None:
-        d = d.astype(D.to_dtype(dtype).np)
+LinalgVectorNormBackward0._fw_rule = lambda node, tangents: [_norm_tangent(
+    node._saved[0].get(node, True), tangents[0], node._saved[2],
+    node._saved[1].get(node, True), node._saved[3], node._saved[4])]
+
+
+def _vector_norm_dtype(dt, dtype):
+    """The NumPy dtype linalg.vector_norm computes input of dtype ``dt`` in for its ``dtype``
+    argument, or PyTorch's error."""
+    want = D.to_dtype(dtype).np
+    name = D.scalar_type_name
+    if want not in D.INEXACT:
+        raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but "
+                           f"got {name(want)}")
+    if (dt.kind == "c") != (want.kind == "c"):
+        kind = "complex" if dt.kind == "c" else "real"
+        raise RuntimeError(f"linalg.vector_norm: dtype should be {kind} for {kind} inputs, but "
+                           f"got {name(want)}")
+    if dt != want and D.FROM_NP[dt].itemsize > D.FROM_NP[want].itemsize or (
+            dt == D.BF16) != (want == D.BF16) and D.FROM_NP[dt].itemsize == D.FROM_NP[want].itemsize:
+        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({name(dt)}) should be "
+                           f"convertible without narrowing to the specified dtype ({name(want)})")
+    return want
+
+
+@defop("linalg_vector_norm", node="LinalgVectorNormBackward0",
+       saved=("self", "ord", "dim", "keepdim", "result"), dim_lists=("dim",),
+       holomorphic=False, method=False, function=False, batch=batch_along_dims("dim"))
+def _linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The vector ``ord``-norm over ``dim`` (all elements by default), computed in ``dtype``
+    when given; LinalgVectorNormBackward0."""
+    d = self
     if d.dtype not in D.INEXACT:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.scalar_type_name(d.dtype)}")
-    if isinstance(ord, str):
-        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got '{ord}'")
+    if dtype is not None:
+        d = d.astype(_vector_norm_dtype(d.dtype, dtype))
+    if isinstance(ord, str) or isinstance(ord, bool) or not isinstance(ord, (int, float,
+                                                                            np.number)):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, "
+                        f"not {D.type_name(ord)}")
     out_dt = d.dtype if d.dtype.kind != "c" else d.real.dtype  # the norm of complex is real
     if out_dt == D.BF16:  # accumulated in float32 and rounded once, as PyTorch
         d = d.astype(np.float32)
@@ -925,20 +997,57 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         r = np.sqrt((a * a).sum(**kw))
     else:
         r = ((a ** p).sum(**kw)) ** (1.0 / p)
-    r = X.c_order(np.asarray(r, dtype=out_dt))
-    if STATE.enabled and x._requires_grad:
-        res = record(r, None)
-        src = x if dtype is None else x.to(D.to_dtype(dtype))
-        res._grad_fn = LinalgVectorNormBackward0(
-            (edge_of(src),), (Saved(src), Saved(res, True), p, dims, keepdim, raw_dims(dim)))
-        return notify(res)
-    return _make(r)
+    return X.c_order(np.asarray(r, dtype=out_dt))
 
 
-@op()
+@_linalg_vector_norm.backward
+def _(ctx, grad):
+    x, p = ctx.self, float(ctx.ord)
+    nd = X.data(x).ndim
+    dims = dims_of(ctx.dim, nd)
+    res = ctx.result
+    return _norm_grad(x, np.asarray(X.data(res)), res, grad, p, dims, ctx.keepdim),
+
+
+@_linalg_vector_norm.jvp
+def _(ctx, t):
+    x = ctx.self
+    return _norm_tangent(x, t, float(ctx.ord), ctx.result, dims_of(ctx.dim, x.dim()),
+                         ctx.keepdim)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """``torch.linalg.vector_norm``: the vector ``ord``-norm over ``dim`` (all elements by
+    default); LinalgVectorNormBackward0."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"linalg_vector_norm(): argument 'input' (position 1) must be Tensor, "
+                        f"not {D.type_name(x)}")
+    if dtype is None and x._data.dtype.kind == "f":  # the common call: straight to the node
+        return quick(_linalg_vector_norm, x, (ord, dim, keepdim),
+                     {"ord": ord, "dim": dim, "keepdim": keepdim})
+    if dtype is not None and x._data.dtype == D.BF16:
+        # computed in the dtype asked for (the declaration's bfloat16 path would round the
+        # result back to bfloat16)
+        want = _vector_norm_dtype(x._data.dtype, dtype)
+        if want != D.BF16:
+            r = _linalg_vector_norm.forward(x._data, ord, dim, keepdim, dtype=dtype)
+            raw = {"ord": ord, "dim": dim, "keepdim": keepdim}
+            if STATE.enabled and x._requires_grad:
+                return _linalg_vector_norm.record1(r, x, raw)
+            return _linalg_vector_norm.record(r, (x,), None)
+    return _linalg_vector_norm.declared(x, ord, dim, keepdim, dtype=dtype)
+
+
+vector_norm = front(_linalg_vector_norm, vector_norm)
+vector_norm.__name__ = vector_norm.__qualname__ = "vector_norm"  # torch.linalg's name
+
+
+@composite()
 @quiet
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """``torch.norm``: the vector p-norm over ``dim`` ('fro' = 2); 'nuc' the nuclear norm."""
+    """``torch.norm``: the vector p-norm over ``dim`` ('fro' = 2), linalg.vector_norm's node
+    (LinalgVectorNormBackward0) as PyTorch records it; 'nuc' the nuclear norm
+    (linalg.matrix_norm's composition)."""
     if isinstance(p, str):
         if p == "fro":
             return vector_norm(input, 2, dim, keepdim, dtype=dtype)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype as D
-from . import op
-from ._spec import batch_along, defop, fp_safe, front, int64_saved
-from .._record import STATE, Node, Tensor, edge_of
+from . import composite, op
+from ._spec import batch_along, defop, defpieces, fp_safe, front, int64_saved
+from .._record import Node, Tensor
 from .._tensor import _dim
 from .shape import cat
-from .views import SplitBackward0, _split_sizes_of, checked_split_sizes, share_node
+from .views import _pieces as _pieces_of, _split_sizes_of, checked_split_sizes
 from . import _dual as X
 
 _make = Tensor._make
@@ -140,27 +140,66 @@ narrow_copy = declared_dual(narrow_copy, _narrow_copy)
 
 
 # --- unsafe_split / unsafe_chunk / unsafe_split_with_sizes -----------------------------------
-class UnsafeSplitBackward0(SplitBackward0):
-    __slots__ = ()
+def _batch_pieces(spec, arrays, params):
+    """A leading batch axis: the same pieces of every sample (``dim`` moved past it)."""
+    x = arrays[0]
+    sizes = params["split_size" if "split_size" in params else "split_sizes"]
+    return spec.forward(x, sizes, _dim(params.get("dim", 0), x.ndim - 1) + 1)
 
 
-class UnsafeSplitWithSizesBackward0(SplitBackward0):
-    __slots__ = ()
+@defpieces("unsafe_split", node="UnsafeSplitBackward0",
+           saved=("dim", "self_sym_sizes", "split_size"), batch=_batch_pieces)
+def _unsafe_split_spec(self, split_size, dim):
+    """split's pieces without view tracking: equal sizes along ``dim`` (the last may be
+    smaller); UnsafeSplitBackward0."""
+    if self.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    k = _dim(dim, self.ndim)
+    return _pieces_of(self, _split_sizes_of(self.shape[k], split_size), k)
 
 
-def _unsafe_pieces(input, sizes, k, node_cls, raw, split_size=None):
-    """Pieces of ``input`` along ``k`` that share its memory but are not views (no base, own
-    version counters), recorded as one multi-output node (keeping ``split_size``, the size
-    unsafe_split was given)."""
-    d = input._data
-    outs, start = [], 0
-    for s in sizes:
-        outs.append(_make(d[(slice(None),) * k + (slice(start, start + s),)]))
-        start += s
-    if STATE.enabled and input._requires_grad:
-        share_node(outs, node_cls((edge_of(input),),
-                                  (k, tuple(sizes), d.shape, d.dtype, raw, split_size), d.dtype))
-    return tuple(outs)
+@defpieces("unsafe_split_with_sizes", node="UnsafeSplitWithSizesBackward0",
+           saved=("dim", "self_sym_sizes", "split_sizes"), batch=_batch_pieces)
+def _unsafe_split_with_sizes_spec(self, split_sizes, dim):
+    """split_with_sizes' pieces without view tracking; UnsafeSplitWithSizesBackward0."""
+    sizes, k = checked_split_sizes(self.shape, split_sizes, dim)
+    return _pieces_of(self, sizes, k)
+
+
+def _pieces_grad(ctx, grads, sizes):
+    """The pieces' gradients joined along the split dim, zeros where none arrived."""
+    shape = ctx.self_sym_sizes
+    k = _dim(ctx.dim, len(shape))
+    like = next(g for g in grads if g is not None)
+    return X.cat([g if g is not None else X.zeros(shape[:k] + (n,) + shape[k + 1:], like)
+                  for g, n in zip(grads, sizes)], k),
+
+
+def _pieces_tangent(t, sizes, dim):
+    return _pieces_of(t, sizes, _dim(dim, t.dim()))
+
+
+@_unsafe_split_spec.backward
+def _(ctx, grads):
+    n, ss = ctx.self_sym_sizes[_dim(ctx.dim, len(ctx.self_sym_sizes))], ctx.split_size
+    return _pieces_grad(ctx, grads, _split_sizes_of(n, ss))
+
+
+@_unsafe_split_spec.jvp
+def _(ctx, t):
+    n = ctx.self_sym_sizes[_dim(ctx.dim, len(ctx.self_sym_sizes))]
+    return [p.contiguous() for p in _pieces_tangent(t, _split_sizes_of(n, ctx.split_size),
+                                                    ctx.dim)]
+
+
+@_unsafe_split_with_sizes_spec.backward
+def _(ctx, grads):
+    return _pieces_grad(ctx, grads, ctx.split_sizes)
+
+
+@_unsafe_split_with_sizes_spec.jvp
+def _(ctx, t):
+    return [p.contiguous() for p in _pieces_tangent(t, ctx.split_sizes, ctx.dim)]
 
 
 def _unsafe_split(p, tensor, split_size, dim=0):
@@ -168,12 +207,7 @@ def _unsafe_split(p, tensor, split_size, dim=0):
     UnsafeSplitBackward0."""
     split_size = _int(split_size, "unsafe_split", "split_size", 1 + p)
     dim = _int(dim, "unsafe_split", "dim", 2 + p)
-    d = tensor._data
-    if d.ndim == 0:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
-    k = _dim(dim, d.ndim)
-    return _unsafe_pieces(tensor, _split_sizes_of(d.shape[k], split_size), k,
-                          UnsafeSplitBackward0, dim, split_size)
+    return _unsafe_split_spec.declared(_tensor_arg("unsafe_split", tensor), split_size, dim)
 
 
 def _unsafe_split_with_sizes(p, input, split_sizes, dim=0):
@@ -188,8 +222,15 @@ def _unsafe_split_with_sizes(p, input, split_sizes, dim=0):
                             f"{i + 1} with error \"type must be tuple of ints,but got "
                             f"{D.type_name(s)}\"")
     dim = _int(dim, fn, "dim", 2 + p)
-    sizes, k = checked_split_sizes(input._data.shape, split_sizes, dim)
-    return _unsafe_pieces(input, sizes, k, UnsafeSplitWithSizesBackward0, dim)
+    return _unsafe_split_with_sizes_spec.declared(_tensor_arg(fn, input),
+                                                  [int(s) for s in split_sizes], dim)
+
+
+def _tensor_arg(fn, v):
+    if not isinstance(v, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{D.type_name(v)}")
+    return v
 
 
 def _unsafe_chunk(p, input, chunks, dim=0):
@@ -208,8 +249,8 @@ def _unsafe_chunk(p, input, chunks, dim=0):
     return _unsafe_split(p, input, max(-(-n // chunks), 1), dim)
 
 
-unsafe_split = dual("unsafe_split", _unsafe_split)
-unsafe_split_with_sizes = dual("unsafe_split_with_sizes", _unsafe_split_with_sizes)
+unsafe_split = declared_dual(_unsafe_split_spec, _unsafe_split)
+unsafe_split_with_sizes = declared_dual(_unsafe_split_with_sizes_spec, _unsafe_split_with_sizes)
 unsafe_chunk = dual("unsafe_chunk", _unsafe_chunk, composite=True)
 
 
@@ -310,6 +351,9 @@ class _DiagRegionBackward(Node):
 
 
 _DiagRegionBackward.__name__ = _DiagRegionBackward.__qualname__ = "AsStridedBackward0"
+# forward mode: the same diagonal of the base's tangent
+_DiagRegionBackward._fw_rule = lambda node, tangents: [
+    None if tangents[0] is None else node._saved[0](tangents[0].contiguous()).contiguous()]
 
 
 def _diag_view(self, count, offset_rows):
@@ -328,11 +372,12 @@ def _diag_view(self, count, offset_rows):
                      (fn, d.shape), fn)
 
 
-@op(function=False)
+@composite(function=False)
 def fill_diagonal_(self, fill_value, wrap=False):
     """Fill the main diagonal (all indices equal) in place; ``wrap`` restarts it every
-    ``width + 1`` rows of a tall matrix.  Written through a diagonal view, as PyTorch: the
-    history becomes CopySlices."""
+    ``width + 1`` rows of a tall matrix.  Composed as PyTorch's: ``fill_`` through a
+    diagonal view, so the history becomes CopySlices (whose forward-mode rule gives the
+    tangent its zero diagonal); vmap fills every sample's diagonal at once (its own rule)."""
     if not isinstance(wrap, (bool, np.bool_)):
         raise TypeError(f"fill_diagonal_(): argument 'wrap' must be bool, not {D.type_name(wrap)}")
     if not isinstance(fill_value, (int, float, complex, np.number, np.bool_)) and not (
