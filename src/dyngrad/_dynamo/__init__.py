@@ -17,6 +17,7 @@ def reset() -> None:
         cf.entries.clear()
         cf.recompile_reasons.clear()
         cf.eager_reason = None
+        cf._fast = None
 
 
 def is_compiling() -> bool:

@@ -83,6 +83,7 @@ class Capture:
         self.optimizers: dict = {}   # id(optimizer) -> optimizer
         self.step_open = None        # optimizer whose step is running
         self.backwarded: set = set()  # ids of roots backward ran from
+        self.ones: set = set()       # buffers known to hold ones (the root gradient)
         self.extra_guards: list = []  # (condition, describe, constants) of the optimizers
         self.nll_by_node: dict = {}  # id(NllLossBackward0) -> (forward instr, aux buffers)
 
@@ -237,6 +238,7 @@ class Capture:
         if gradient is None:
             g0 = np.ones(root._data.shape, root._data.dtype)
             gi = self.new_buffer("const", g0, "ones", g0)
+            self.ones.add(gi)
         else:
             gi = self.ref(gradient, True).i
         nodes = _reachable(fn)

@@ -65,11 +65,11 @@ def generate(program, em: Emitter, arg_paths, guard_exprs, result_expr, body_lin
     for k in em.consts:
         src.append(f"    {k} = _ns[{k!r}]")
     src.append("    def _replay(args, kwargs):")
-    for setup, cond, k in guard_exprs:
-        for s in setup:
-            src.append("        " + s)
-        src.append(f"        if not ({cond}):")
-        src.append(f"            return MISS, {k}")
+    # one test of all the guards (which one failed is worked out on the slow path)
+    conds = " and\n                ".join(f"({c})" for setup, c, k in guard_exprs)
+    if conds:
+        src.append(f"        if not ({conds}):")
+        src.append("            return MISS, -1")
     src.extend(body_lines)
     src.append(f"        return HIT, {result_expr}")
     src.append("    return _replay")

@@ -30,6 +30,7 @@ from .codegen import HIT, Emitter, generate
 from .exc import ReplayMismatch, Unsupported
 from .program import Guard, Ref
 
+_LEVELS = _batched.LEVELS
 log = logging.getLogger("dyngrad._dynamo")
 recompiles_log = logging.getLogger("dyngrad._dynamo.recompiles")
 _TROUBLESHOOTING = "https://pytorch.org/docs/main/torch.compiler_troubleshooting.html"
@@ -201,9 +202,9 @@ class _GuardBuilder:
                            f"requires_grad={int(rg)}"
                 return f"tensor {label!r} changed"
 
-            self.add(f"type({v}) is {cls} and {v}._data.shape == {shape!r} and "
-                     f"{v}._data.dtype == {dtn} and {v}._data.strides == {st!r} and "
-                     f"{v}._requires_grad is {rg}", describe, [f"{v} = {expr}"])
+            self.add(f"type({v} := {expr}) is {cls} and ({v}d := {v}._data).shape == "
+                     f"{shape!r} and {v}d.dtype == {dtn} and {v}d.strides == {st!r} and "
+                     f"{v}._requires_grad is {rg}", describe)
             i = cap.by_array.get(id(d))
             if i is not None and cap.program.buffers[i].kind == "arg":
                 if i not in self.tensor_vars:
@@ -257,7 +258,7 @@ class CompiledFunction:
         self.recompile_reasons: list = []
         self.eager_reason = None
         self.captures = 0
-        self.replays = 0
+        self._fast = None   # the replay that ran last (tried first)
         functools.update_wrapper(self, fn, updated=())
         ALL_COMPILED.append(self)
 
@@ -274,6 +275,14 @@ class CompiledFunction:
         return self._limit if self._limit is not None else config.recompile_limit
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not DISABLED[0] and C.ACTIVE[0] is None and not _LEVELS:
+            hit, r = fast(args, kwargs)
+            if hit is HIT:
+                return r
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if self.eager_reason is not None or DISABLED[0] or C.ACTIVE[0] is not None or \
                 _batched.LEVELS:
             return self._fn(*args, **kwargs)
@@ -281,13 +290,15 @@ class CompiledFunction:
         for i in range(len(entries) - 1, -1, -1):
             e = entries[i]
             if not e.checked and config.check_replay:
+                snap = _Snapshot(e, args, kwargs)
                 hit, r = e.replay(args, kwargs)
                 if hit is HIT:
-                    return self._check(e, r, args, kwargs)
+                    e.checked = True
+                    return snap.compare(self._fn, r)
                 continue
             hit, r = e.replay(args, kwargs)
             if hit is HIT:
-                self.replays += 1
+                self._fast = e.replay
                 return r
         if entries:
             reasons = [self._reason(j, e, args, kwargs) for j, e in enumerate(entries)]
@@ -328,6 +339,7 @@ class CompiledFunction:
             'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
             "To diagnose recompilation issues, see %s", "recompile_limit", self.limit, info,
             reasons[-1] if reasons else "", _TROUBLESHOOTING)
+        self._fast = None
         self.eager_reason = f"hit config.recompile_limit ({self.limit}); last reason: " \
                             f"{reasons[-1] if reasons else ''}"
 
@@ -368,13 +380,119 @@ class CompiledFunction:
             return result
         entry.program.capture_ms = ms
         self.entries.append(entry)
+        if not config.check_replay:
+            self._fast = entry.replay
         return result
 
-    # -- the debug check -------------------------------------------------------------------
-    def _check(self, e, replay_result, args, kwargs):
-        """First replay under ``config.check_replay``: the replay already ran; keep what it
-        did, put the state back, run eagerly, compare (see ``config.check_replay``)."""
-        raise AssertionError("unreachable")
+
+
+class _Snapshot:
+    """The state a replay reads and changes (the tensors from outside and the arguments,
+    their ``.grad``, the optimizers' state), taken before the first replay of a capture under
+    ``config.check_replay``: ``compare`` keeps what the replay did, puts the state back,
+    runs the function eagerly and compares the two."""
+
+    def __init__(self, e, args, kwargs):
+        self.args, self.kwargs = args, kwargs
+        ts = list(e.tensors)
+        _collect(args, ts)
+        _collect(kwargs, ts)
+        self.tensors = ts
+        self.state = [self._take(t) for t in ts]
+        self.opts = e.optimizers
+        self.opt_state = [{p: {k: (v, v._data.copy() if isinstance(v, Tensor) else v)
+                               for k, v in st.items()} for p, st in o.state.items()}
+                          for o in self.opts]
+
+    @staticmethod
+    def _take(t):
+        g = t._grad
+        return (t._data.copy(), t._vc[0], g, None if g is None else g._data.copy(),
+                None if g is None else g._vc[0])
+
+    def _now(self):
+        out = []
+        for t in self.tensors:
+            out.append((t._data.copy(), None if t._grad is None else t._grad._data.copy()))
+        opt = [{id(p): {k: (v._data.copy() if isinstance(v, Tensor) else v)
+                        for k, v in st.items()} for p, st in o.state.items()}
+               for o in self.opts]
+        return out, opt
+
+    def _restore(self):
+        for t, (d, vc, g, gd, gvc) in zip(self.tensors, self.state):
+            t._data[...] = d
+            t._vc[0] = vc
+            t._grad = g
+            if g is not None:
+                g._data[...] = gd
+                g._vc[0] = gvc
+        for o, saved in zip(self.opts, self.opt_state):
+            o.state.clear()
+            for p, st in saved.items():
+                o.state[p] = {k: v for k, (v, c) in st.items()}
+                for k, (v, c) in st.items():
+                    if isinstance(v, Tensor):
+                        v._data = c.copy()
+
+    def compare(self, fn, replayed):
+        after, opt_after = self._now()
+        rep = _arrays_of(replayed)
+        self._restore()
+        eager = fn(*self.args, **self.kwargs)
+        now, opt_now = self._now()
+        what = None
+        eag = _arrays_of(eager)
+        if len(rep) != len(eag) or not all(_same(a, b) for a, b in zip(rep, eag)):
+            what = "the returned values"
+        for k, ((d1, g1), (d2, g2)) in enumerate(zip(after, now)):
+            if what is None and not _same(d1, d2):
+                what = f"the values of a tensor of shape {list(d2.shape)}"
+            if what is None and ((g1 is None) != (g2 is None) or
+                                 (g1 is not None and not _same(g1, g2))):
+                what = f"the .grad of a tensor of shape {list(d2.shape)}"
+        for s1, s2 in zip(opt_after, opt_now):
+            if what is None and (s1.keys() != s2.keys() or any(
+                    s1[p].keys() != s2[p].keys() or not all(_same(s1[p][k], s2[p][k])
+                                                            for k in s1[p]) for p in s1)):
+                what = "the optimizer state"
+        if what is not None:
+            raise ReplayMismatch(f"dyngrad.compile: the replay of "
+                                 f"{getattr(fn, '__qualname__', fn)} differs from eager in "
+                                 f"{what}")
+        return eager
+
+
+def _collect(obj, out):
+    if isinstance(obj, Tensor):
+        if all(t is not obj for t in out):
+            out.append(obj)
+    elif type(obj) in (tuple, list):
+        for x in obj:
+            _collect(x, out)
+    elif type(obj) is dict:
+        for x in obj.values():
+            _collect(x, out)
+
+
+def _arrays_of(r):
+    out = []
+    if isinstance(r, Tensor):
+        out.append(r._data)
+    elif type(r) in (tuple, list):
+        for x in r:
+            out.extend(_arrays_of(x))
+    elif type(r) is dict:
+        for x in r.values():
+            out.extend(_arrays_of(x))
+    return out
+
+
+def _same(a, b):
+    from .lowering import same
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return same(a, b)
+    return a == b
 
 
 def _emit_log(msg):
@@ -449,7 +567,7 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
     # arguments' arrays
     body = []
     for i, v in gb.tensor_vars.items():
-        body.append(f"        b{i} = {v}._data")
+        body.append(f"        b{i} = {v}d")
     _elide_grads(cap)
     for ins in prog.instrs:
         body.extend(_lines(ins, em, cap, gb))
@@ -504,6 +622,10 @@ def _lines(ins, em, cap, gb):
     if ins.mode == "out":
         em.consts[f"b{out}"] = cap.program.buffers[out].value
         em.stable.add(out)
+        inline = getattr(ins.fn, "inline", None)
+        if inline is not None and not ins.kwargs:
+            xs = [em.expr(x) for x in ins.args]
+            return [ind + line.format(*xs, o=f"b{out}") for line in inline]
         return [f"{ind}{fn}({a}, out=b{out})"]
     if ins.mode == "view":
         refs = [x.i for x in ins.args if type(x) is Ref]

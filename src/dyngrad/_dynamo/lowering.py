@@ -148,6 +148,14 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
             refs[k] = cap.ref(t, top)
         return refs[k]
 
+    if op == "mul" and not reflected and len(args) == 2 and not kwargs and \
+            all(isinstance(v, Tensor) for v in args):
+        for one, other in (args, args[::-1]):
+            if cap.by_array.get(id(one._data)) in cap.ones and \
+                    other._data.shape == result._data.shape and \
+                    other._data.dtype == result._data.dtype:
+                cap.map_array(result._data, r(other).i)   # x * 1 is x, bit for bit
+                return []
     candidates = []
     if kernel is not None:
         candidates = _kernel_candidates(name, kernel, args, kwargs, r)
@@ -234,10 +242,43 @@ def _ufunc_candidates(op, reflected, args, kwargs, result, r):
             rd.dtype.kind == "f":
         a, b = args if not reflected else args[::-1]
         out.append([Instr(op, np.matmul, (r(a), r(b)), mode="out")])
-    elif op == "sum" and len(args) == 1 and not kwargs and isinstance(args[0], Tensor) and \
-            rd.ndim == 0 and args[0]._data.dtype == rd.dtype and rd.dtype.kind == "f":
-        out.append([Instr(op, np.sum, (r(args[0]),), mode="out")])
+    elif op == "sum" and isinstance(args[0], Tensor) and args[0]._data.dtype == rd.dtype \
+            and rd.dtype.kind == "f" and rd.dtype.itemsize >= 4:
+        try:
+            ba = inspect.signature(_sum_sig).bind(*args, **kwargs)
+        except TypeError:
+            return out
+        dim, keep, dt = (ba.arguments.get(k, dflt) for k, dflt in
+                         (("dim", None), ("keepdim", False), ("dtype", None)))
+        if dt is not None or type(keep) is not bool:
+            return out
+        if dim is None and not keep:
+            out.append([Instr(op, np.add.reduce, (r(args[0]), None), mode="out")])
+        elif dim is not None:
+            dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+            nd = args[0]._data.ndim
+            if all(type(k) is int for k in dims) and nd:
+                dims = tuple(sorted(k % nd for k in dims))
+                out.append([Instr(op, np.add.reduce, (r(args[0]), dims), {"keepdims": keep},
+                                  mode="out")])
+    elif op == "addmm" and len(args) == 3 and not kwargs and \
+            all(isinstance(v, Tensor) and v._data.dtype == rd.dtype for v in args) and \
+            rd.dtype.kind == "f" and rd.dtype.itemsize >= 4:
+        out.append([Instr(op, addmm_out, (r(args[0]), r(args[1]), r(args[2])), mode="out")])
     return out
+
+
+def _sum_sig(input, dim=None, keepdim=False, *, dtype=None):
+    pass
+
+
+def addmm_out(c, a, b, out):
+    """``a @ b + c`` into ``out``: addmm's forward for float matrices."""
+    np.matmul(a, b, out=out)
+    np.add(out, c, out=out)
+
+
+addmm_out.inline = ("np.matmul({1}, {2}, out={o})", "np.add({o}, {0}, out={o})")
 
 
 _SIG_CACHE: dict = {}
@@ -396,6 +437,8 @@ def _place(cap, instrs, result):
             cap.nll_by_node[id(aux[0])] = (ins, ins.out[1:])
     else:
         ins.out = cap.new_buffer("tmp", d)
+        if ins.mode == "view" and any(type(a) is Ref and a.i in cap.ones for a in ins.args):
+            cap.ones.add(ins.out)   # a view of ones is ones
 
 
 # --- ops written here: the loss functions whose eager code is not one declared op ---------
