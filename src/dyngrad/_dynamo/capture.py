@@ -138,6 +138,8 @@ class Capture:
 
     def call(self, name, orig, args, kwargs, kernel=None):
         """Run op ``name`` eagerly and record it (see the module docstring)."""
+        if name in L.DATA_READS and not self.internal and not self.stack:
+            self.data_read(f"Tensor.{name}()" if not name.startswith("__") else name)
         if self.failed is not None or self.internal:
             return orig(*args, **kwargs)
         top = not self.stack

@@ -373,7 +373,9 @@ class CompiledFunction:
             except C.NoKernel as e:
                 cap.fail(str(e))
         if cap.failed is not None:
-            self.eager_reason = cap.failed
+            gb = cap.graph_break
+            self.eager_reason = cap.failed if gb is None else \
+                f"graph break: {gb[0]} at {gb[1][0]}:{gb[1][1]}"
             if cap.graph_break is not None and config.log_graph_breaks:
                 _emit_log(f"Graph break: {cap.graph_break[0]} at "
                           f"{cap.graph_break[1][0]}:{cap.graph_break[1][1]}")
@@ -552,6 +554,8 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             em.consts[f"b{b.i}"] = b.value
             em.stable.add(b.i)
     for pid, (p, was_none) in cap.grad_entry.items():
+        if was_none is None:    # cleared by zero_grad before anything read it
+            continue
         tn = em.const(p, "T")
         gb.add(f"({tn}._grad is None) is {was_none}", lambda a, k, p=p, w=was_none:
                f"a parameter of shape {list(p.shape)}: .grad is None == {w} failed")
@@ -614,6 +618,10 @@ def _lines(ins, em, cap, gb):
         tn = em.const(p, "T")
         copy = ins.aux == "copy" and g.i in em.stable
         return [f"{ind}{tn}._grad = _make(b{g.i}{'.copy()' if copy else ''})"]
+    if ins.op == "accumulate_grad":   # AccumulateGrad's in-place add, inline
+        tn = em.const(ins.args[0], "T")
+        return [f"{ind}_g = {tn}._grad", f"{ind}_gd = _g._data",
+                f"{ind}np.add(_gd, {em.expr(ins.args[1])}, out=_gd)", f"{ind}_g._vc[0] += 1"]
     fn = em.const(ins.fn, "f")
     parts = [em.expr(a) for a in ins.args]
     parts += [f"{k}={em.expr(v)}" for k, v in ins.kwargs.items()]

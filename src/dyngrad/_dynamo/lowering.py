@@ -65,10 +65,12 @@ _ALIAS = {"F.relu": "relu", "F.tanh": "tanh", "F.sigmoid": "sigmoid", "true_divi
           "F.log_softmax": "log_softmax", "F.softmax": "softmax", "F.nll_loss": "nll_loss"}
 _UFUNC2 = {"add": np.add, "mul": np.multiply, "sub": np.subtract, "div": np.true_divide,
            "maximum": np.maximum, "minimum": np.minimum}
+_CMP = {"gt": np.greater, "lt": np.less, "ge": np.greater_equal, "le": np.less_equal,
+        "eq": np.equal, "ne": np.not_equal}
 _UFUNC1 = {"tanh": np.tanh, "exp": np.exp, "log": np.log, "neg": np.negative, "sqrt": np.sqrt,
            "abs": np.absolute, "sin": np.sin, "cos": np.cos, "square": np.square,
            "log1p": np.log1p, "expm1": np.expm1, "reciprocal": np.reciprocal}
-_DATA_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__",
+DATA_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__",
                "__array__", "__repr__", "__str__", "__format__", "equal", "allclose",
                "is_nonzero", "__complex__"}
 _INPLACE_DUNDER = {"__iadd__", "__isub__", "__imul__", "__itruediv__"}
@@ -123,8 +125,7 @@ def _val(x, env):
 def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     """The instructions of op call ``name(*args, **kwargs)`` that gave ``result``
     (``kernel``: the NumPy function taking the same arguments as arrays, when known)."""
-    if name in _DATA_READS:
-        cap.data_read(f"Tensor.{name}()" if not name.startswith("__") else name)
+    if name in DATA_READS:
         return []
     ts = _tensors(result)
     if not ts:
@@ -227,6 +228,16 @@ def _ufunc_candidates(op, reflected, args, kwargs, result, r):
                     return out
                 xs.append(s)
         out.append([Instr(op, _UFUNC2[op], tuple(xs), mode="out")])
+    elif op in _CMP and len(args) == 2 and not kwargs and isinstance(args[0], Tensor):
+        a, b = args
+        dt = a._data.dtype
+        if isinstance(b, Tensor):
+            if b._data.dtype == dt:
+                out.append([Instr(op, _CMP[op], (r(a), r(b)), mode="out")])
+        else:
+            s = _scalar_for(b, dt)
+            if s is not None:
+                out.append([Instr(op, _CMP[op], (r(a), s), mode="out")])
     elif op == "relu" and len(args) == 1 and not kwargs:
         out.append([Instr(op, np.maximum, (r(args[0]), rd.dtype.type(0)), mode="out")])
     elif op == "pow" and len(args) == 2 and not kwargs and isinstance(args[0], Tensor) \

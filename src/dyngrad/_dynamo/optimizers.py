@@ -312,6 +312,11 @@ def zero_grad(cap, params, set_to_none, owner):
         _group_guard(cap, owner)
     ps = []
     for p in params:
+        if set_to_none and id(p) not in cap.grad_entry:
+            # .grad becomes None whatever it was: the program needs no guard on it
+            cap.grad_entry[id(p)] = (p, None)
+            ps.append(p)
+            continue
         cap.touch_grad(p)
         if p._grad is None:
             continue
