@@ -384,8 +384,20 @@ def _targets():
             w[k] = _WRAPPERS[(id(owner), k)]
             o[k] = v
     _MODULE_SWAP.extend(by_owner.values())
-    _MODULE_SWAP.extend(_ops_globals())
     return _TARGETS
+
+
+def _module_swap():
+    """``_MODULE_SWAP`` with the ops modules' copies that composites call (found by reading
+    their code once, on the first vmap: ``swap_all`` does not need them)."""
+    _targets()
+    if not _OPS_SWAP_DONE:
+        _OPS_SWAP_DONE.append(True)
+        _MODULE_SWAP.extend(_ops_globals())
+    return _MODULE_SWAP
+
+
+_OPS_SWAP_DONE: list = []
 
 
 def _ops_globals():
@@ -518,7 +530,7 @@ def install():
     _DEPTH[0] += 1
     if _DEPTH[0] > 1:
         return
-    _targets()
+    _module_swap()
     for cls, k, v, w in _STATIC:
         setattr(cls, k, w)
     for k, w in _TENSOR_SWAP[1].items():
