@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from .dot import make_dot, make_dot_from_trace, resize_graph, GraphvizNotFound
 from .explorer import record, Recorder
+from .compiled import compiled_html, save_compiled_html
 
 __all__ = ["make_dot", "make_dot_from_trace", "resize_graph", "walk", "walk_lines", "record",
-           "Recorder", "explore", "GraphvizNotFound"]
+           "Recorder", "explore", "GraphvizNotFound", "compiled_html", "save_compiled_html"]
 
 
 def explore(script, *args, iterations="1", output=None) -> Recorder:

@@ -280,6 +280,10 @@ class CallCounter:
         self.functions: list = []     # compiled functions called, in first-call order
         self.calls: dict = {}         # id(cf) -> {"capture": n, "replay": n, "eager": n}
         self._orig = None
+        # (owner, name, original) of the recorder's own wrappers: a capture swaps the
+        # package's functions for recording forms and leaves alone what is already wrapped,
+        # so the originals are put back for the length of a compiled call
+        self.unwrapped: list = []
 
     def install(self) -> None:
         from .._dynamo.eval_frame import CompiledFunction
@@ -289,7 +293,14 @@ class CallCounter:
 
         def __call__(cf, *args, **kwargs):
             before = (len(cf.entries), cf.eager_reason, [e.checked for e in cf.entries])
-            r = orig(cf, *args, **kwargs)
+            now = [(o, k, o.__dict__[k]) for o, k, _ in counter.unwrapped]
+            for o, k, v in counter.unwrapped:
+                setattr(o, k, v)
+            try:
+                r = orig(cf, *args, **kwargs)
+            finally:
+                for o, k, v in now:
+                    setattr(o, k, v)
             counter.note(cf, before)
             return r
         __call__.__wrapped__ = orig

@@ -143,6 +143,8 @@ class Recorder:
         _graph.RECORD_HOOKS.append(self._on_record)
         _module._GLOBAL_HOOKS.append(self)
         self._patch()
+        self.compiled.unwrapped = [(o, k, v) for o, k, v in self._patched
+                                   if k in ("backward", "grad")]
         self.compiled.install()
         self._active = True
         return self
