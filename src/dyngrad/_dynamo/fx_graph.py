@@ -67,7 +67,8 @@ def _call_form(ins, a: list, kw: dict):
     if op == "sum" and getattr(fn, "__self__", None) is np.add and fn.__name__ == "reduce":
         if a[1] is None:
             return _public("sum"), a[:1], {}
-        return _public("sum"), [a[0], list(a[1]), kw.get("keepdims", False)], {}
+        dims = a[1][0] if len(a[1]) == 1 else list(a[1])
+        return _public("sum"), [a[0], dims, kw.get("keepdims", False)], {}
     if op == "log_softmax":
         return F.log_softmax, [a[0], a[1]], {}
     if op == "softmax":
@@ -175,6 +176,7 @@ def graph_module_of(program: Program):
             continue
         target, fa, fk = _call_form(ins, a, kw)
         _, va, vk = _call_form(ins, av, kwv)
+        fa, fk = _without_defaults(target, fa, fk)
         node = g.call_function(target, tuple(fa), fk)
         with no_grad():
             out = target(*va, **vk)
@@ -195,6 +197,34 @@ def graph_module_of(program: Program):
     outs = [env[i] for i in results if i not in read_later]
     g.output(tuple(outs))
     return GraphModule(root, g)
+
+
+def _same_value(a, b, name: str = "") -> bool:
+    if b is None or type(b).__name__ == "_Unset":   # a default meaning "not given"
+        return a is None or (name == "keepdim" and a is False)
+    return type(a) is type(b) and a == b
+
+
+def _without_defaults(target, args: list, kwargs: dict) -> tuple[list, dict]:
+    """The call with its trailing positional arguments and keyword arguments that equal the
+    target's defaults left out (``torch.mean(x)`` rather than ``torch.mean(x, None, False,
+    dtype=None)``), as the user's code would write it."""
+    try:
+        params = list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return list(args), dict(kwargs)
+    empty = inspect.Parameter.empty
+    by_name = {p.name: p for p in params}
+    kwargs = {k: v for k, v in kwargs.items()
+              if k not in by_name or not _same_value(v, by_name[k].default, k)}
+    args = list(args)
+    while args and len(args) <= len(params):
+        p = params[len(args) - 1]
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.default is empty or \
+                not _same_value(args[-1], p.default, p.name):
+            break
+        args.pop()
+    return args, kwargs
 
 
 def _refs(x, out: list) -> None:
