@@ -14,6 +14,7 @@
   const shapeText = s => s.length ? "(" + s.join(", ") + (s.length === 1 ? ",)" : ")") : "()";
   const chip = (p, i, suffix) => "<span class='buf k-" + p.buffers[i].kind + "' data-b='" + i + "' title='" + esc(bufTitle(p.buffers[i]) + (suffix ? " (its " + suffix + ")" : "")) + "'>b" + i + (suffix || "") + "</span>";
   const bufTitle = b => "b" + b.i + ": " + b.kind + (b.source ? " " + b.source : "") + " " + shapeText(b.shape) + " " + b.dtype;
+  let markers = 0;
   const PHASES = {forward: "forward", backward: "backward", optimizer: "optimizer"};
 
   function history(f) {
@@ -87,11 +88,14 @@
     const gr = g.graph();
     const svg = document.createElementNS(NS, "svg");
     svg.setAttribute("width", Math.ceil(gr.width)); svg.setAttribute("height", Math.ceil(gr.height));
+    const mid = "carrow" + (++markers);   // ids unique per drawing (a closed one hides its own)
+    svg.innerHTML = "<defs><marker id='" + mid + "' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='7' markerHeight='7' orient='auto-start-reverse'><path d='M0,0 L10,5 L0,10 z' fill='#888'/></marker></defs>";
     for (const [v, w, name] of edges) {
       const pts = g.edge(v, w, name).points;
       const path = document.createElementNS(NS, "path");
-      path.setAttribute("d", "M" + pts.map(q => q.x.toFixed(1) + "," + q.y.toFixed(1)).join(" L"));
+      path.setAttribute("d", smooth(pts));
       path.setAttribute("class", "edge");
+      path.setAttribute("marker-end", "url(#" + mid + ")");
       svg.appendChild(path);
     }
     for (const v of g.nodes()) {
@@ -110,13 +114,25 @@
     box.appendChild(svg);
   }
 
+  // a smooth path through dagre's edge points (quadratic pieces between their midpoints)
+  function smooth(pts) {
+    const f = q => q.x.toFixed(1) + "," + q.y.toFixed(1);
+    if (pts.length < 3) return "M" + pts.map(f).join(" L");
+    let d = "M" + f(pts[0]);
+    for (let k = 1; k < pts.length - 1; k++) {
+      const m = {x: (pts[k].x + pts[k + 1].x) / 2, y: (pts[k].y + pts[k + 1].y) / 2};
+      d += " Q" + f(pts[k]) + " " + (k === pts.length - 2 ? f(pts[k + 1]) : f(m));
+    }
+    return d;
+  }
+
   function programSection(f, p, open) {
     const d = document.createElement("details");
     d.className = "program"; d.open = open;
     const replays = p.replays === null ? "replays not counted (counted while dyngrad.viz.record() runs)" : "replayed " + p.replays + " time" + (p.replays === 1 ? "" : "s");
     d.innerHTML = "<summary><b>program #" + p.index + "</b>: " + p.buffers.length + " buffers, " + p.instrs.length + " instructions, " + p.guards.length + " guards; captured in " + p.capture_ms.toFixed(1) + " ms; " + replays + "</summary>" +
       "<h3>guards</h3>" + guardsTable(p) +
-      "<h3>instructions by phase</h3><div class='flow'></div>" + instrTables(p) +
+      "<h3>instructions by phase</h3><div class='flowkey'><span class='ph-forward'>forward</span><span class='ph-backward'>backward</span><span class='ph-optimizer'>optimizer</span><span class='k-arg'>argument</span><span class='k-ext'>from outside</span><span class='k-const'>constant</span> an edge: a buffer one instruction writes and another reads; click a buffer (b3) to mark where it is used</div><div class='flow'></div>" + instrTables(p) +
       "<h3>buffers</h3>" + buffersTable(p) +
       (p.source ? "<details><summary>generated replay code</summary><pre class='src'>" + esc(p.source) + "</pre></details>" : "");
     drawFlow(p, d.querySelector(".flow"));
