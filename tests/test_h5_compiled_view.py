@@ -258,3 +258,34 @@ def test_rendered_page_shows_every_instruction_and_guard(tmp_path):
         assert len(re.findall(r"<tr><td>\d+</td><td>", sec.split("<table class=\"guards\">")[1]
                               .split("</table>")[0])) == len(prog.guards)
     assert "0/0: tensor 'x' size mismatch at index 0. expected 5, actual 6" in text
+
+
+def test_guard_words_for_python_arguments():
+    class Thing:
+        pass
+    thing = Thing()
+
+    @T.compile
+    def f(x, pair, d, n, flag, k, s, obj, lst):
+        return x * pair[0] + d["w"] * k
+    x = T.randn(3)
+    f(x, (T.ones(3), T.ones(3)), {"w": T.ones(3)}, None, True, 3, "s", thing, [1.5])
+    prog = f.entries[0].program
+    words = [g["words"] for g in compiled_html_data(f)["programs"][0]["guards"]]
+    assert len(words) == len(prog.guards)
+    for w in ("called with 9 positional and 0 keyword arguments", "pair is a tuple of 2 items",
+              "pair[1] is a Tensor of shape (3,), dtype torch.float32, strides (4,), "
+              "requires_grad=False", "d is a dict with the keys ('w',)", "n is None",
+              "flag is True", "k == 3 (int)", "s == 's' (str)",
+              "obj is the same object as at capture", "lst is a list of 1 item",
+              "lst[0] == 1.5 (float)", "grad mode is enabled"):
+        assert w in words, w
+    # a changed Python value recaptures, and the page gives the guard's failure
+    f(x, (T.ones(3), T.ones(3)), {"w": T.ones(3)}, None, True, 4, "s", thing, [1.5])
+    (r,) = compiled_html_data(f)["recaptures"]
+    assert r["reasons"] == ["0/0: k == 3 failed (the function specialised on this value; it "
+                            "is now 4)"]
+
+
+def compiled_html_data(fn):
+    return page_data(compiled_html(fn))["compiled"][0]

@@ -1,5 +1,6 @@
-"""Drawing and exploring the recorded graph: torchviz's ``make_dot``, a text ``walk``, and
-``record()``, which logs forward and backward step by step for an interactive HTML page.
+"""Drawing and exploring the recorded graph: torchviz's ``make_dot``, a text ``walk``,
+``record()``, which logs forward and backward step by step for an interactive HTML page, and
+``compiled_html``, the page of what ``dyngrad.compile`` captured for a function.
 
 ``import torchviz`` resolves here under ``dyngrad run``, so tutorials' ``make_dot(out)`` works.
 """

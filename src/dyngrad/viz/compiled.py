@@ -127,6 +127,7 @@ _GRAD_SHAPE = re.compile(r"^(?P<t>\w+)\._grad\._data\.shape == (?P<shape>.*?) an
 _TRAINING = re.compile(r"^(?P<m>\w+)\.training is (?P<v>True|False)$")
 _NARGS = re.compile(r"^len\(args\) == (?P<n>\d+) and len\(kwargs\) == (?P<m>\d+)$")
 _SEQ = re.compile(r"^type\((?P<e>.+)\) is (?P<t>tuple|list) and len\((?P=e)\) == (?P<n>\d+)$")
+_DICT = re.compile(r"^type\((?P<e>.+)\) is dict and tuple\((?P=e)\) == (?P<keys>\(.*\))$")
 _GROUPS = re.compile(r"^len\((?P<o>\w+)\.param_groups\) == (?P<n>\d+) and ")
 
 
@@ -168,7 +169,7 @@ def guard_words(guard, program: Program, consts: dict | None = None) -> str:
         return f"{who}.grad has shape {m['shape']} and no history"
     m = _SEQ.match(e)
     if m:
-        return f"{label or m['e']} is a {m['t']} of {m['n']} items"
+        return f"{label or m['e']} is a {m['t']} of {m['n']} item{'' if m['n'] == '1' else 's'}"
     m = _GROUPS.match(e)
     if m:
         opt = consts.get(m["o"])
@@ -181,9 +182,10 @@ def guard_words(guard, program: Program, consts: dict | None = None) -> str:
         if e.endswith(" is None") or e.endswith(" is True") or e.endswith(" is False"):
             return f"{label} is {e.rsplit(' is ', 1)[1]}"
         if "obj" in d:
-            return f"{label} == {d['obj']!r}"
-        if "keys" in e or e.startswith("type(") and "is dict" in e:
-            return f"{label} is a dict with the same keys"
+            return f"{label} == {d['obj']!r} ({type(d['obj']).__name__})"
+        m = _DICT.match(e)
+        if m:
+            return f"{label} is a dict with the keys {m['keys']}"
         if e.endswith(tuple(f"is {k}" for k in consts)) and " is " in e:
             return f"{label} is the same object as at capture"
     return e
