@@ -129,3 +129,43 @@ def test_reflected_scalar_stays_first():
     x = T.tensor([1.0, 2.0, 4.0])
     gm = graph_module_of(captured(lambda a: 2.0 - a / 3.0, x))
     assert np.array_equal(gm(x)[0].numpy(), (2.0 - x / 3.0).numpy())
+
+
+def _rnn_cell():
+    T.manual_seed(0)
+    return nn.RNNCell(3, 4)
+
+
+CASES = {
+    "pow": (lambda: lambda x, y: ((T.tanh(x) - y) ** 2).sum(), [(3, 2), (3, 2)]),
+    "unary": (lambda: lambda x: T.exp(x) + T.log(x.abs() + 1) + T.sqrt(x * x) + T.sigmoid(x)
+              - T.cos(x) * T.sin(x), [(4,)]),
+    "softmax": (lambda: lambda x: T.nn.functional.softmax(x, dim=1).mean(), [(3, 4)]),
+    "rnn-cell-twice": (lambda: (lambda c: lambda x, h: c(x, c(x, h)))(_rnn_cell()),
+                       [(2, 3), (2, 4)]),
+    "rsub-rdiv": (lambda: lambda x: 1 - 1 / (x * x + 1), [(3,)]),
+    "in-place": (lambda: lambda x: (x * 2).add_(1).mul_(3), [(3,)]),
+    "matmul-sum-keepdim": (lambda: lambda a, b: (a @ b).sum(dim=1, keepdim=True),
+                           [(2, 3), (3, 2)]),
+    "clamp": (lambda: lambda x: x.clamp(-0.5, 0.5) + x.clamp(min=0), [(5,)]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(CASES))
+def test_graph_output_equals_eager(key):
+    make, shapes = CASES[key]
+    fn = make()
+    T.manual_seed(1)
+    args = [T.randn(*s) for s in shapes]
+    c = T.compile(fn)
+    with T.no_grad():
+        want = c(*args)
+    assert c.eager_reason is None
+    gm = graph_module_of(c.entries[0].program)
+    with T.no_grad():
+        (got,) = gm(*args)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.array_equal(got.numpy(), want.numpy())
+    with T.no_grad():      # and on other inputs of the same shapes
+        args2 = [T.randn(*s) for s in shapes]
+        assert np.array_equal(gm(*args2)[0].numpy(), fn(*args2).numpy())

@@ -7,8 +7,8 @@ A program's forward instructions are NumPy kernels on buffers; each becomes a
 op's form.  The function's tensor arguments are placeholders; tensors it read from outside
 (parameters, closures) are ``get_attr`` attributes of the module (``_param_constant0``,
 ``_tensor_constant0``, as ``make_fx`` names them).  The graph returns, as a tuple (dynamo's
-convention), the forward's results that no later forward op reads: the loss of a training
-step, the output of a model.  Each node is run on the capture's inputs while the graph is
+convention), the forward's values that no later forward op reads (after an in-place op, the
+value of the tensor it changed): the loss of a training step, the output of a model.  Each node is run on the capture's inputs while the graph is
 built, and its shape and dtype checked against the program's buffer.
 """
 from __future__ import annotations
@@ -157,9 +157,14 @@ def graph_module_of(program: Program):
         return _np_scalar(x)
 
     fwd = [ins for ins in program.instrs if ins.phase == "forward"]
-    read_later: set = set()
-    results = []
+    last_read: dict = {}     # buffer -> when its value was last read
+    last_write: dict = {}    # buffer -> when it was last written (by a public op's result)
     for k, ins in enumerate(fwd):
+        refs: list = []
+        _refs(ins.args, refs)
+        _refs({key: v for key, v in ins.kwargs.items() if key != "out"}, refs)
+        for i in refs:
+            last_read[i] = 2 * k        # an instruction reads before it writes
         a = [conv(x, True) for x in ins.args]
         kw = {key: conv(v, True) for key, v in ins.kwargs.items()}
         av = [conv(x, False) for x in ins.args]
@@ -173,6 +178,7 @@ def graph_module_of(program: Program):
             with no_grad():
                 getattr(val[tgt.i], ins.op)(av[1])
             env[tgt.i] = node
+            last_write[tgt.i] = 2 * k + 1
             continue
         target, fa, fk = _call_form(ins, a, kw)
         _, va, vk = _call_form(ins, av, kwv)
@@ -189,12 +195,9 @@ def graph_module_of(program: Program):
                                f"program's b{first} is {(tuple(b.shape), b.dtype)}")
         env[first] = node
         val[first] = out
-        results.append(first)
-        refs: list = []
-        _refs(ins.args, refs)
-        _refs(ins.kwargs, refs)
-        read_later.update(refs)
-    outs = [env[i] for i in results if i not in read_later]
+        last_write[first] = 2 * k + 1
+    outs = [env[i] for i, w in sorted(last_write.items(), key=lambda kv: kv[1])
+            if last_read.get(i, -1) < w]
     g.output(tuple(outs))
     return GraphModule(root, g)
 
