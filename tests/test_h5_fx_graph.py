@@ -169,3 +169,19 @@ def test_graph_output_equals_eager(key):
     with T.no_grad():      # and on other inputs of the same shapes
         args2 = [T.randn(*s) for s in shapes]
         assert np.array_equal(gm(*args2)[0].numpy(), fn(*args2).numpy())
+
+
+def test_building_the_graph_changes_no_tensor():
+    x = T.tensor([1.0, 2.0])
+    w = T.tensor([3.0, 4.0])
+    c = T.compile(lambda a: a.add_(w).mul(2))
+    with T.no_grad():
+        c(x)
+    before = (x.numpy().copy(), w.numpy().copy())
+    gm = graph_module_of(c.entries[0].program)
+    assert np.array_equal(x.numpy(), before[0]) and np.array_equal(w.numpy(), before[1])
+    assert "add_ = a.add_(_tensor_constant0)" in gm.code
+    with T.no_grad():
+        (out,) = gm(x)
+    assert np.array_equal(out.numpy(), (before[0] + before[1]) * 2)
+    assert np.array_equal(x.numpy(), before[0] + before[1])   # the graph's add_ is in place

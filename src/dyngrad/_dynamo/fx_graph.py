@@ -122,7 +122,7 @@ def graph_module_of(program: Program):
         if b.kind == "arg":
             n = g.placeholder(_ident(names.get(b.source, b.source)))
             env[b.i] = n
-            val[b.i] = b.value
+            val[b.i] = _copy(b.value)
     root: dict = {}
     counts = {"param": 0, "tensor": 0}
 
@@ -136,7 +136,7 @@ def graph_module_of(program: Program):
             counts[kind] += 1
             root[name] = b.value
             env[i] = g.get_attr(name)
-            val[i] = b.value
+            val[i] = _copy(b.value)
             return env[i]
         if b.kind == "const":
             name = f"_tensor_constant{counts['tensor']}"
@@ -200,6 +200,13 @@ def graph_module_of(program: Program):
             if last_read.get(i, -1) < w]
     g.output(tuple(outs))
     return GraphModule(root, g)
+
+
+def _copy(t):
+    """A copy of a tensor to run the graph's ops on while it is built (an in-place op of the
+    forward must not change the user's tensors)."""
+    from .._tensor import Tensor
+    return Tensor._make(t._data.copy())
 
 
 def _same_value(a, b, name: str = "") -> bool:
