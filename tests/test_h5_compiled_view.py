@@ -289,3 +289,13 @@ def test_guard_words_for_python_arguments():
 
 def compiled_html_data(fn):
     return page_data(compiled_html(fn))["compiled"][0]
+
+
+def test_page_shows_the_forward_as_fx_code():
+    from dyngrad._dynamo.fx_graph import graph_module_of
+    step = training_step()
+    step(*batch(5))
+    p = compiled_html_data(step)["programs"][0]
+    assert p["fx"]["why"] is None
+    assert p["fx"]["code"] == graph_module_of(step.entries[0].program).code.strip("\n")
+    assert "nll_loss = torch.nn.functional.nll_loss(log_softmax, y)" in p["fx"]["code"]

@@ -134,6 +134,7 @@
       "<h3>guards</h3>" + guardsTable(p) +
       "<h3>instructions by phase</h3><div class='flowkey'><span class='ph-forward'>forward</span><span class='ph-backward'>backward</span><span class='ph-optimizer'>optimizer</span><span class='k-arg'>argument</span><span class='k-ext'>from outside</span><span class='k-const'>constant</span> an edge: a buffer one instruction writes and another reads; click a buffer (b3) to mark where it is used</div><div class='flow'></div>" + instrTables(p) +
       "<h3>buffers</h3>" + buffersTable(p) +
+      (p.fx ? "<details" + (p.fx.code ? "" : " class='nofx'") + "><summary>the forward as a torch.fx GraphModule</summary><pre class='src'>" + esc(p.fx.code || p.fx.why) + "</pre></details>" : "") +
       (p.source ? "<details><summary>generated replay code</summary><pre class='src'>" + esc(p.source) + "</pre></details>" : "");
     drawFlow(p, d.querySelector(".flow"));
     d.addEventListener("click", ev => {

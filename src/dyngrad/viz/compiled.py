@@ -236,6 +236,7 @@ def compiled_data(fn) -> dict:
         p["index"] = j
         p["replays"] = _replays(e)
         p["source"] = getattr(e, "source", "")
+        p["fx"] = _fx_code(e.program)
         progs.append(p)
     recaps = []
     for r, reasons in enumerate(cf.recompile_reasons):
@@ -252,6 +253,17 @@ def compiled_data(fn) -> dict:
             getattr(cf.backend, "__name__", repr(cf.backend)),
             "limit": cf.limit, "captures": cf.captures, "programs": progs,
             "recaptures": recaps, "eager": eager}
+
+
+def _fx_code(program: Program) -> dict:
+    """The program's forward as the code of a torch.fx GraphModule, or why it has none."""
+    from .._dynamo.fx_graph import graph_module_of
+    if not any(ins.phase == "forward" for ins in program.instrs):
+        return {"code": None, "why": "the program has no forward instructions"}
+    try:
+        return {"code": graph_module_of(program).code.strip("\n"), "why": None}
+    except (NotImplementedError, RuntimeError) as e:
+        return {"code": None, "why": str(e)}
 
 
 def _recompile_log(cf, reasons) -> str:
