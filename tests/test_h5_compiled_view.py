@@ -299,3 +299,38 @@ def test_page_shows_the_forward_as_fx_code():
     assert p["fx"]["why"] is None
     assert p["fx"]["code"] == graph_module_of(step.entries[0].program).code.strip("\n")
     assert "nll_loss = torch.nn.functional.nll_loss(log_softmax, y)" in p["fx"]["code"]
+
+
+SCRIPT = """
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+model = nn.Linear(3, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+@torch.compile
+def step(x):
+    opt.zero_grad()
+    loss = model(x).pow(2).sum()
+    loss.backward()
+    opt.step()
+    return loss
+
+x = torch.randn(4, 3)
+for _ in range(5):
+    step(x)
+"""
+
+
+def test_explore_of_a_script_with_a_compiled_step(tmp_path):
+    from dyngrad.viz import explore
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    rec = explore(script, output=tmp_path / "page.html")
+    assert rec.error is None
+    (c,) = page_data((tmp_path / "page.html").read_text(encoding="utf-8"))["compiled"]
+    assert c["name"] == "step" and c["calls"] == {"capture": 1, "replay": 4, "eager": 0}
+    (p,) = c["programs"]
+    assert p["replays"] == 4
+    assert [ph["phase"] for ph in p["phases"]] == ["optimizer", "forward", "backward",
+                                                   "optimizer"]
