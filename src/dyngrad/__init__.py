@@ -85,11 +85,23 @@ def numel(input) -> int:
     return input.numel()
 
 
-def compile(model=None, **kwargs):
-    """No compilation here: returns the model (or a decorator that does)."""
-    if model is None:
-        return lambda m: m
-    return model
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",
+            mode=None, options=None, name=None, disable: bool = False, recompile_limit=None,
+            isolate_recompiles: bool = False, shapes_spec=None):
+    """Compile a training step, a loss function or a Module: the first call runs eagerly
+    while capturing its op program (forward, backward, optimizer update); later calls
+    replay it as generated NumPy code, behind guards (see docs/compile.md).  Without
+    ``model``, a decorator.
+
+    >>> import dyngrad as torch
+    >>> f = torch.compile(lambda x: torch.tanh(x) * 2)
+    >>> f(torch.ones(2))
+    tensor([1.5232, 1.5232])
+    """
+    from ._dynamo.api import compile_impl
+    return compile_impl(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+                        options=options, name=name, disable=disable,
+                        recompile_limit=recompile_limit)
 
 
 def _assert(condition, message):
@@ -107,6 +119,7 @@ from ._threads import (set_num_threads, get_num_threads, set_num_interop_threads
 
 
 _LAZY = ("distributed", "multiprocessing", "distributions", "special", "func", "fx", "testing",
+         "compiler",
          "vmap", "save", "load", "serialization")
 
 
@@ -116,7 +129,7 @@ def __dir__():
 
 def __getattr__(name):
     if name in ("distributed", "multiprocessing", "distributions", "special", "func", "fx",
-                "testing", "futures"):  # loaded on first use, as they are rarer
+                "testing", "futures", "compiler", "_dynamo"):  # loaded on first use, as they are rarer
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     if name == "Future":  # torch.Future is torch.futures.Future

@@ -387,8 +387,20 @@ def _targets():
             w[k] = _WRAPPERS[(id(owner), k)]
             o[k] = v
     _MODULE_SWAP.extend(by_owner.values())
-    _MODULE_SWAP.extend(_ops_globals())
     return _TARGETS
+
+
+def _module_swap():
+    """``_MODULE_SWAP`` with the ops modules' copies that composites call (found by reading
+    their code once, on the first vmap: ``swap_all`` does not need them)."""
+    _targets()
+    if not _OPS_SWAP_DONE:
+        _OPS_SWAP_DONE.append(True)
+        _MODULE_SWAP.extend(_ops_globals())
+    return _MODULE_SWAP
+
+
+_OPS_SWAP_DONE: list = []
 
 
 def _ops_globals():
@@ -524,7 +536,7 @@ def install():
     _DEPTH[0] += 1
     if _DEPTH[0] > 1:
         return
-    _targets()
+    _module_swap()
     for cls, k, v, w in _STATIC:
         setattr(cls, k, w)
     for k, w in _TENSOR_SWAP[1].items():
@@ -544,6 +556,69 @@ def uninstall():
         setattr(Tensor, k, v)
     for d, wrapped, orig in _MODULE_SWAP:
         d.update(orig)
+
+
+_SWAPS: list = []   # what swap_all replaced: (owner dict or class, name, original)
+
+
+def swap_all(make) -> None:
+    """Replace every public function, Tensor method, layer op and ops-module copy of a public
+    op (everything ``install`` may wrap, and the Tensor methods it leaves alone) by
+    ``make(original, public name)``; ``restore_all`` puts the originals back.  ``dyngrad.compile``
+    records a capture this way, so nothing is wrapped outside one."""
+    _targets()
+    done = []
+    for owner, k, v, name in _ALL:
+        if vars(owner).get(k) is not v:
+            continue  # wrapped already (a vmap running): left as it is
+        setattr(owner, k, make(v, name)) if owner is Tensor else vars(owner).__setitem__(
+            k, make(v, name))
+        done.append((owner, k, v))
+    for cls, k, v, _w in _STATIC:
+        if vars(cls).get(k) is v:
+            setattr(cls, k, staticmethod(make(v.__func__, k)))
+            done.append((cls, k, v))
+    for d, k, v in _op_globals():
+        if d.get(k) is v:
+            d[k] = make(v, k)
+            done.append((d, k, v))
+    _SWAPS.append(done)
+
+
+_OP_GLOBALS: list = []
+
+
+def _op_globals():
+    """Every registered op as the ops modules and nn.functional hold it: ``(module dict,
+    name, function)`` (a backward formula calls ``t(grad)`` from ops/views.py)."""
+    if _OP_GLOBALS:
+        return _OP_GLOBALS
+    import sys
+    from ..ops import OPS
+    ops = {}
+    for name, info in OPS.items():
+        f = info["fn"]
+        for g in (f, getattr(f, "__wrapped__", None)):
+            if g is not None:
+                ops.setdefault(id(g), name)
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or not (mod_name.startswith("dyngrad.ops.") or
+                               mod_name == "dyngrad.nn.functional"):
+            continue
+        d = vars(mod)
+        for k, v in list(d.items()):
+            if isinstance(v, types.FunctionType) and id(v) in ops and not k.startswith("__"):
+                _OP_GLOBALS.append((d, k, v))
+    return _OP_GLOBALS
+
+
+def restore_all() -> None:
+    """Undo the last ``swap_all``."""
+    for owner, k, v in reversed(_SWAPS.pop()):
+        if isinstance(owner, dict):
+            owner[k] = v
+        else:
+            setattr(owner, k, v)
 
 
 def orig_fn(name):

@@ -199,6 +199,11 @@ def clamp_min(x, m):
     return x.clamp(min=m)
 
 
+# set while dyngrad.compile captures a program: ``hook(fast, diff, args, kwargs)`` runs a
+# twin's (or ``Ctx.op``'s) recorded form and records its NumPy kernel for replay
+TWIN_HOOK: list = [None]
+
+
 def twin(fast, diff):
     """One function from a NumPy kernel ``fast`` and its differentiable twin ``diff`` (same
     arguments), chosen by the first positional argument that is an ndarray or a Tensor (in a
@@ -208,6 +213,8 @@ def twin(fast, diff):
             if a.__class__ is np.ndarray:
                 break
             if isinstance(a, Tensor):
+                if TWIN_HOOK[0] is not None:
+                    return TWIN_HOOK[0](fast, diff, args, kwargs)
                 return diff(*args, **kwargs)
         return fast(*args, **kwargs)
 

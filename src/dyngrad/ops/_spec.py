@@ -223,6 +223,8 @@ class Ctx:
         spec = info.get("spec")
         if spec is not None and not self._graph:
             return spec.forward(*args, **kwargs)
+        if spec is not None and _X.TWIN_HOOK[0] is not None:
+            return _X.TWIN_HOOK[0](spec.forward, info["fn"], args, kwargs)
         return info["fn"](*args, **kwargs)
 
 
@@ -1244,6 +1246,7 @@ def unary(name: str, np_fn: Callable, formula: Callable | None, *, module: str,
         return formula(g, x, y),
 
     spec.node_cls._bw = fast_bw
+    spec.unary_formula = (formula, ix, iy)  # (dyngrad.compile replays the array formula)
     if not inplace_derivative:
         spec._inplace_without_derivative(tuple(a + "_" for a in aliases))
     return spec

@@ -1,5 +1,6 @@
-"""Drawing and exploring the recorded graph: torchviz's ``make_dot``, a text ``walk``, and
-``record()``, which logs forward and backward step by step for an interactive HTML page.
+"""Drawing and exploring the recorded graph: torchviz's ``make_dot``, a text ``walk``,
+``record()``, which logs forward and backward step by step for an interactive HTML page, and
+``compiled_html``, the page of what ``dyngrad.compile`` captured for a function.
 
 ``import torchviz`` resolves here under ``dyngrad run``, so tutorials' ``make_dot(out)`` works.
 """
@@ -7,9 +8,10 @@ from __future__ import annotations
 
 from .dot import make_dot, make_dot_from_trace, resize_graph, GraphvizNotFound
 from .explorer import record, Recorder
+from .compiled import compiled_html, save_compiled_html
 
 __all__ = ["make_dot", "make_dot_from_trace", "resize_graph", "walk", "walk_lines", "record",
-           "Recorder", "explore", "GraphvizNotFound"]
+           "Recorder", "explore", "GraphvizNotFound", "compiled_html", "save_compiled_html"]
 
 
 def explore(script, *args, iterations="1", output=None) -> Recorder:

@@ -33,9 +33,24 @@ _BODY = r"""<!DOCTYPE html>
 <div id="desc"></div><div id="note"></div>
 <main><div id="view"><div id="busy"></div><svg id="svg" xmlns="http://www.w3.org/2000/svg"></svg><canvas id="canvas" style="display:none"></canvas></div>
 <aside id="details"></aside></main>
+<section id="compiled"></section>
 <script id="data" type="application/json">__DATA__</script>
 <script id="dagre-src">__DAGRE__</script>
 <script>__JS__</script>
+<script>__CJS__</script>
+</body></html>
+"""
+
+_COMPILED_BODY = r"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>__TITLE__</title>
+<style>__CSS__</style></head>
+<body data-ready="0" class="compiled-page">
+<header><h1>__TITLE__</h1></header>
+<section id="compiled"></section>
+<script id="data" type="application/json">__DATA__</script>
+<script id="dagre-src">__DAGRE__</script>
+<script>__CJS__</script>
 </body></html>
 """
 
@@ -56,8 +71,20 @@ def render_page(title: str, data_json: str) -> str:
     parts = {"__TITLE__": t, "__CSS__": _asset("explorer.css"),
              "__DAGRE__": _inline(_asset("vendor/dagre.min.js")),
              "__JS__": _inline(_asset("explorer.js")),
+             "__CJS__": _inline(_asset("compiled.js")),
              "__DATA__": data_json.replace("</", "<\\/")}
-    return re.sub(r"__(TITLE|CSS|DAGRE|JS|DATA)__", lambda m: parts[m.group(0)], _BODY)
+    return re.sub(r"__(TITLE|CSS|DAGRE|JS|CJS|DATA)__", lambda m: parts[m.group(0)], _BODY)
+
+
+def render_compiled_page(title: str, data_json: str) -> str:
+    """The page of compiled functions alone (``{"title", "compiled": [...]}``)."""
+    t = _html.escape(title, quote=False)
+    parts = {"__TITLE__": t, "__CSS__": _asset("explorer.css"),
+             "__DAGRE__": _inline(_asset("vendor/dagre.min.js")),
+             "__CJS__": _inline(_asset("compiled.js")),
+             "__DATA__": data_json.replace("</", "<\\/")}
+    return re.sub(r"__(TITLE|CSS|DAGRE|CJS|DATA)__", lambda m: parts[m.group(0)],
+                  _COMPILED_BODY)
 
 
 def inline_frame(page: str, height: int = 640) -> str:

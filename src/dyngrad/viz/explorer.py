@@ -130,6 +130,8 @@ class Recorder:
         self._losses = [None]       # per iteration: the first scalar backward root's value
         self._patched = []
         self._hooked = []          # optimizers whose step hooks hold this recorder
+        from .compiled import CallCounter
+        self.compiled = CallCounter()  # the dyngrad.compile'd functions called while recording
 
     # -- context manager ---------------------------------------------------------------
     def __enter__(self):
@@ -141,6 +143,9 @@ class Recorder:
         _graph.RECORD_HOOKS.append(self._on_record)
         _module._GLOBAL_HOOKS.append(self)
         self._patch()
+        self.compiled.unwrapped = [(o, k, v) for o, k, v in self._patched
+                                   if k in ("backward", "grad")]
+        self.compiled.install()
         self._active = True
         return self
 
@@ -153,6 +158,7 @@ class Recorder:
         if self in _module._GLOBAL_HOOKS:
             _module._GLOBAL_HOOKS.remove(self)
         HOOKS.observer = self._prev
+        self.compiled.uninstall()
         self._unpatch()
         self._active = False
         return False
@@ -429,13 +435,16 @@ class Recorder:
                    "steps": [c[2] for c in self._counts], "loss": self._losses}
         out = {"title": self.title, "nodes": self.nodes, "events": self.events,
                "groups": groups, "summary": summary}
+        compiled = self.compiled.data()
+        if compiled:
+            out["compiled"] = compiled
         if self.error is not None:
             msg, fix = _fix_of(str(self.error))
             out["script_error"] = {"type": type(self.error).__name__, "message": msg, "fix": fix}
         return out
 
     def to_json(self) -> str:
-        return json.dumps(self.data(), separators=(",", ":"), allow_nan=False)
+        return json.dumps(self.data(), separators=(",", ":"), allow_nan=False, default=str)
 
     def html(self) -> str:
         """The page: one HTML document with its script and styles inline (no network)."""

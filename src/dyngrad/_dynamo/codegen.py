@@ -1,0 +1,79 @@
+"""Replay: a captured ``Program`` as one generated Python function of straight-line NumPy.
+
+The function takes the call's ``(args, kwargs)``, checks the guards (returning
+``(MISS, guard number)`` at the first that fails), reads the arguments' arrays, runs every
+instruction (ufuncs and matmul into preallocated buffers with ``out=``, other kernels making
+their arrays), writes ``.grad`` and the parameters back as eager would, and returns
+``(HIT, result)``.  The source is compiled once with ``compile()``; it is kept on the entry
+(``Entry.source``) for reading.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import STATE
+from .program import Ref
+
+MISS = object()
+HIT = object()
+
+
+class Emitter:
+    """Names for the constants the generated code uses, and its lines."""
+
+    def __init__(self, program, arrays):
+        self.program = program
+        self.arrays = arrays         # buffer number -> array at capture (or prealloc)
+        self.consts: dict = {"_make": Tensor._make, "_STATE": STATE, "HIT": HIT, "MISS": MISS,
+                             "np": np}
+        self.by_id: dict = {}
+        self.lines: list = []
+        self.stable: set = set()     # buffers whose array never changes between calls
+        self.tensor_expr: dict = {}  # id(argument tensor) -> its name in the replay
+
+    def const(self, v, hint="c") -> str:
+        """The replay's name for ``v`` (an argument tensor: the argument of this call)."""
+        k = self.tensor_expr.get(id(v))
+        if k is not None:
+            return k
+        k = self.by_id.get(id(v))
+        if k is None:
+            k = f"{hint}{len(self.consts)}"
+            self.consts[k] = v
+            self.by_id[id(v)] = k
+        return k
+
+    def expr(self, v) -> str:
+        if type(v) is Ref:
+            return f"b{v.i}"
+        if v is None or isinstance(v, (bool, int, str)) and not isinstance(v, np.generic):
+            return repr(v)
+        if type(v) is float and v == v and v not in (float("inf"), float("-inf")):
+            return repr(v)
+        if type(v) is tuple and all(type(x) is int for x in v):
+            return repr(v)
+        return self.const(v)
+
+    def line(self, s: str, indent: int = 2) -> None:
+        self.lines.append("    " * indent + s)
+
+
+def generate(program, em: Emitter, arg_paths, guard_exprs, result_expr, body_lines):
+    """The replay function's source: guards, argument reads, body, result."""
+    src = ["def _factory(_ns):"]
+    for k in em.consts:
+        src.append(f"    {k} = _ns[{k!r}]")
+    src.append("    def _replay(args, kwargs):")
+    # one test of all the guards (which one failed is worked out on the slow path)
+    conds = " and\n                ".join(f"({c})" for setup, c, k in guard_exprs)
+    if conds:
+        src.append(f"        if not ({conds}):")
+        src.append("            return MISS, -1")
+    src.extend(body_lines)
+    src.append(f"        return HIT, {result_expr}")
+    src.append("    return _replay")
+    text = "\n".join(src) + "\n"
+    ns: dict = {}
+    exec(compile(text, f"<replay of {program.name}>", "exec"), ns)
+    return ns["_factory"](em.consts), text

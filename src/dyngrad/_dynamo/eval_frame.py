@@ -1,0 +1,707 @@
+"""``dyngrad.compile``: a compiled function captures on its first call and replays after.
+
+``CompiledFunction`` keeps one ``Entry`` per capture (its ``Program``, the generated replay and
+its source).  A call tries the entries' replays newest first; each checks its guards first.
+When every entry's guards fail, the function is captured again (the failed guards are the
+recapture's reason, kept in ``recompile_reasons`` and logged under ``TORCH_LOGS=recompiles``),
+up to ``config.recompile_limit`` captures; then it runs eagerly with PyTorch's warning.  A
+function that cannot be captured (a graph break, an op without a replay kernel) runs eagerly
+from then on; ``eager_reason`` says why.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+
+import numpy as np
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import STATE
+from ..func import _batched
+from ..ops import _dual as _X
+from ..nn.modules.module import Module
+from ..optim.optimizer import Optimizer
+from . import capture as C
+from . import config
+from . import optimizers as O
+from .codegen import HIT, Emitter, generate
+from .exc import ReplayMismatch, Unsupported
+from .program import Guard, Ref
+
+_LEVELS = _batched.LEVELS
+log = logging.getLogger("dyngrad._dynamo")
+recompiles_log = logging.getLogger("dyngrad._dynamo.recompiles")
+_TROUBLESHOOTING = "https://pytorch.org/docs/main/torch.compiler_troubleshooting.html"
+
+DISABLED = [0]       # >0 inside dyngrad.compiler.disable'd code
+ALL_COMPILED: list = []   # weak registry for reset()
+
+
+class Entry:
+    """One capture: its program, the replay function and the replay's source."""
+
+    def __init__(self, program, replay, source, optimizers, tensors):
+        self.program = program
+        self.replay = replay
+        self.source = source
+        self.optimizers = optimizers
+        self.tensors = tensors      # the tensors a replay reads or changes (for the check)
+        self.checked = False
+
+
+# --- recording forms of what a capture swaps ---------------------------------------------
+_WRAPPERS: dict = {}
+
+
+def _recording(orig, name):
+    """The form of public op ``name`` that records while a capture runs."""
+    key = (id(orig), name)
+    w = _WRAPPERS.get(key)
+    if w is not None:
+        return w
+    if name == "backward":
+        def w(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+            cap = C.ACTIVE[0]
+            if cap is None:
+                return orig(self, gradient, retain_graph, create_graph, inputs)
+            return cap.backward(orig, self, gradient, retain_graph, create_graph, inputs)
+    else:
+        def w(*args, **kwargs):
+            cap = C.ACTIVE[0]
+            if cap is None:
+                return orig(*args, **kwargs)
+            return cap.call(name, orig, args, kwargs)
+    functools.update_wrapper(w, orig)
+    _WRAPPERS[key] = w
+    return w
+
+
+_DATA_METHODS = ("__repr__", "__str__", "__format__")
+
+
+def _data_method(name, orig):
+    def w(self, *a, **k):
+        cap = C.ACTIVE[0]
+        if cap is not None:
+            cap.data_read("printing a tensor" if name != "__format__" else "formatting a tensor")
+        return orig(self, *a, **k)
+    functools.update_wrapper(w, orig)
+    return w
+
+
+def _install(cap):
+    """Swap the recording forms in (see ``capture``); returns what ``_uninstall`` undoes."""
+    _batched.swap_all(_recording)
+    undo = []
+
+    def put(owner, k, new):
+        undo.append((owner, k, owner.__dict__.get(k, _ABSENT)))
+        setattr(owner, k, new)
+
+    for k in _DATA_METHODS:
+        put(Tensor, k, _data_method(k, getattr(Tensor, k)))
+    mcall = Module.__call__
+
+    def module_call(self, *args, **kwargs):
+        cap.module_called(self)
+        return mcall(self, *args, **kwargs)
+    put(Module, "__call__", module_call)
+    mzero = Module.zero_grad
+
+    def module_zero_grad(self, set_to_none=True):
+        O.zero_grad(cap, list(self.parameters()), set_to_none, self)
+        return mzero(self, set_to_none)
+    put(Module, "zero_grad", module_zero_grad)
+    for cls in _optimizer_classes():
+        if "zero_grad" in cls.__dict__:
+            put(cls, "zero_grad", O.zero_grad_wrapper(cap, cls.__dict__["zero_grad"]))
+        if "step" in cls.__dict__ and cls.__dict__["step"] is not Optimizer.step:
+            put(cls, "step", O.step_wrapper(cap, cls.__dict__["step"]))
+    put(Optimizer, "_closure", O.closure_wrapper(cap, Optimizer._closure))
+    put(Optimizer, "_stepped", O.stepped_wrapper(cap, Optimizer._stepped))
+    _X.TWIN_HOOK[0] = cap.twin
+    return undo
+
+
+_ABSENT = object()
+
+
+def _uninstall(undo):
+    _X.TWIN_HOOK[0] = None
+    for owner, k, v in reversed(undo):
+        if v is _ABSENT:
+            delattr(owner, k)
+        else:
+            setattr(owner, k, v)
+    _batched.restore_all()
+
+
+def _optimizer_classes():
+    out, todo = [], [Optimizer]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
+
+
+# --- guards ---------------------------------------------------------------------------
+def _names_of(fn):
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+class _GuardBuilder:
+    def __init__(self, em: Emitter):
+        self.em = em
+        self.guards: list = []     # (setup lines, condition, Guard)
+        self.tensor_vars: dict = {}  # buffer number -> name of the argument tensor
+
+    def add(self, cond, describe, setup=()):
+        g = Guard(cond, describe, "\n".join(setup))
+        self.guards.append((list(setup), cond, g))
+
+    def structure(self, obj, expr, label, cap):
+        """Guards on the call's arguments: the structure, each tensor's metadata, each
+        Python value the capture specialised on."""
+        em = self.em
+        t = type(obj)
+        if isinstance(obj, Tensor):
+            v = f"x{len(self.tensor_vars)}_{len(self.guards)}"
+            d = obj._data
+            cls = em.const(t, "K")
+            shape, dt, st, rg = d.shape, d.dtype, d.strides, obj._requires_grad
+            dtn = em.const(dt, "D")
+
+            def describe(args, kwargs, expr=expr, label=label, shape=shape, dt=dt, st=st,
+                         rg=rg, t=t):
+                x = eval(expr, {"args": args, "kwargs": kwargs})
+                if type(x) is not t:
+                    return f"{label} is a {type(x).__name__}, expected {t.__name__}"
+                xd = x._data
+                if xd.ndim != len(shape):
+                    return f"tensor {label!r} dimension mismatch. expected {len(shape)}, " \
+                           f"actual {xd.ndim}"
+                for i, (a, b) in enumerate(zip(shape, xd.shape)):
+                    if a != b:
+                        return f"tensor {label!r} size mismatch at index {i}. expected {a}, " \
+                               f"actual {b}"
+                if xd.dtype != dt:
+                    return f"tensor {label!r} dtype mismatch. expected {dt}, actual {xd.dtype}"
+                if xd.strides != st:
+                    return f"tensor {label!r} stride mismatch. expected {st}, actual " \
+                           f"{xd.strides}"
+                if x._requires_grad is not rg:
+                    return f"tensor {label!r} requires_grad mismatch. expected " \
+                           f"requires_grad={int(rg)}"
+                return f"tensor {label!r} changed"
+
+            self.add(f"type({v} := {expr}) is {cls} and ({v}d := {v}._data).shape == "
+                     f"{shape!r} and {v}d.dtype == {dtn} and {v}d.strides == {st!r} and "
+                     f"{v}._requires_grad is {rg}", describe)
+            i = cap.by_array.get(id(d))
+            if i is not None and cap.program.buffers[i].kind == "arg":
+                if i not in self.tensor_vars:
+                    self.tensor_vars[i] = v
+            return
+        if t in (tuple, list) and len(obj) <= 64:
+            n = len(obj)
+            self.add(f"type({expr}) is {t.__name__} and len({expr}) == {n}",
+                     lambda a, k, expr=expr, label=label, n=n, t=t:
+                     f"{label} changed: expected a {t.__name__} of {n} items")
+            for i, x in enumerate(obj):
+                self.structure(x, f"{expr}[{i}]", f"{label}[{i}]", cap)
+            return
+        if t is dict and len(obj) <= 64 and all(type(k) is str for k in obj):
+            keys = tuple(obj)
+            self.add(f"type({expr}) is dict and tuple({expr}) == {keys!r}",
+                     lambda a, k, label=label: f"{label} changed its keys")
+            for k, x in obj.items():
+                self.structure(x, f"{expr}[{k!r}]", f"{label}[{k!r}]", cap)
+            return
+        if obj is None or t is bool:
+            self.add(f"{expr} is {obj!r}", lambda a, k, label=label, obj=obj:
+                     f"{label} == {obj!r} failed")
+            return
+        if t in (int, float, str):
+            c = em.const(obj, "V")
+            self.add(f"type({expr}) is {t.__name__} and {expr} == {c}",
+                     lambda a, k, label=label, obj=obj, expr=expr:
+                     f"{label} == {obj!r} failed (the function specialised on this value; "
+                     f"it is now {eval(expr, {'args': a, 'kwargs': k})!r})")
+            return
+        c = em.const(obj, "O")
+        self.add(f"{expr} is {c}", lambda a, k, label=label:
+                 f"{label} is another object than at capture")
+
+
+# --- the compiled function ----------------------------------------------------------------
+class CompiledFunction:
+    """``fn`` compiled: capture on the first call, replay after (see the module docstring)."""
+
+    def __init__(self, fn, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+                 options=None, recompile_limit=None):
+        self._fn = fn
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.backend = backend
+        self.mode = mode
+        self.options = options
+        self._limit = recompile_limit
+        self.entries: list = []
+        self.recompile_reasons: list = []
+        self.eager_reason = None
+        self.captures = 0
+        self._fast = None   # the replay that ran last (tried first)
+        functools.update_wrapper(self, fn, updated=())
+        ALL_COMPILED.append(self)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __repr__(self):
+        return f"<compiled {getattr(self._fn, '__qualname__', self._fn)!r}>"
+
+    @property
+    def limit(self) -> int:
+        return self._limit if self._limit is not None else config.recompile_limit
+
+    def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not DISABLED[0] and C.ACTIVE[0] is None and not _LEVELS:
+            hit, r = fast(args, kwargs)
+            if hit is HIT:
+                return r
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
+        if self.eager_reason is not None or DISABLED[0] or C.ACTIVE[0] is not None or \
+                _batched.LEVELS:
+            return self._fn(*args, **kwargs)
+        entries = self.entries
+        for i in range(len(entries) - 1, -1, -1):
+            e = entries[i]
+            if not e.checked and config.check_replay:
+                snap = _Snapshot(e, args, kwargs)
+                hit, r = e.replay(args, kwargs)
+                if hit is HIT:
+                    e.checked = True
+                    return snap.compare(self._fn, r)
+                continue
+            hit, r = e.replay(args, kwargs)
+            if hit is HIT:
+                self._fast = e.replay
+                return r
+        if entries:
+            reasons = [self._reason(j, e, args, kwargs) for j, e in enumerate(entries)]
+            if len(entries) >= self.limit:
+                self._give_up(reasons)
+                return self._fn(*args, **kwargs)
+            self.recompile_reasons.append(reasons)
+            if config.log_recompiles:
+                code = getattr(self._fn, "__code__", None)
+                where = f"{code.co_filename}:{code.co_firstlineno}" if code else "?"
+                lines = [f"Recompiling function {getattr(self._fn, '__name__', self._fn)} in "
+                         f"{where}", "    triggered by the following guard failure(s):"]
+                lines += [f"    - {r}" for r in reasons]
+                _emit_log("\n".join(lines))
+        return self._capture(args, kwargs)
+
+    def _reason(self, j, e, args, kwargs):
+        """Why entry ``j``'s guards fail on these arguments (PyTorch's wording)."""
+        for setup, cond, g in e.guard_list:
+            ns = dict(e.consts)
+            ns.update({"args": args, "kwargs": kwargs})
+            try:
+                for s in setup:
+                    exec(s, ns)
+                ok = eval(cond, ns)
+            except Exception:
+                ok = False
+            if not ok:
+                return f"{j}/{j}: {g.describe(args, kwargs)}"
+        return f"{j}/{j}: guards passed"
+
+    def _give_up(self, reasons):
+        code = getattr(self._fn, "__code__", None)
+        info = f"'{code.co_name}' ({code.co_filename}:{code.co_firstlineno})" if code else \
+            repr(self._fn)
+        logging.getLogger("dyngrad._dynamo.convert_frame").warning(
+            "torch._dynamo hit config.%s (%s)\n   function: %s\n   last reason: %s\n"
+            'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
+            "To diagnose recompilation issues, see %s", "recompile_limit", self.limit, info,
+            reasons[-1] if reasons else "", _TROUBLESHOOTING)
+        self._fast = None
+        self.eager_reason = f"hit config.recompile_limit ({self.limit}); last reason: " \
+                            f"{reasons[-1] if reasons else ''}"
+
+    # -- capture ---------------------------------------------------------------------------
+    def _capture(self, args, kwargs):
+        cap = C.begin(getattr(self._fn, "__qualname__", repr(self._fn)), self.fullgraph)
+        grad_mode = STATE.enabled
+        self.captures += 1
+        for i, a in enumerate(args):
+            _register_args(cap, a, f"args[{i}]")
+        for k, a in kwargs.items():
+            _register_args(cap, a, f"kwargs[{k!r}]")
+        undo = _install(cap)
+        C.ACTIVE[0] = cap
+        try:
+            result = self._fn(*args, **kwargs)
+        except C.GraphBreak as e:
+            reason, (fname, line, func, src) = e.args
+            raise Unsupported(f"{reason}\n  Explanation: dyngrad.compile(fullgraph=True) "
+                              f"captures the whole function as one program; reading a "
+                              f"tensor's value into Python splits it.\n\nfrom user code:\n"
+                              f'   File "{fname}", line {line}, in {func}\n    {src}\n') \
+                from None
+        finally:
+            C.ACTIVE[0] = None
+            _uninstall(undo)
+        ms = (time.perf_counter() - cap.t0) * 1e3
+        if cap.failed is None:
+            try:
+                entry = _finalize(cap, self, args, kwargs, result, grad_mode)
+            except C.NoKernel as e:
+                cap.fail(str(e))
+        if cap.failed is not None:
+            gb = cap.graph_break
+            self.eager_reason = cap.failed if gb is None else \
+                f"graph break: {gb[0]} at {gb[1][0]}:{gb[1][1]}"
+            if cap.graph_break is not None and config.log_graph_breaks:
+                _emit_log(f"Graph break: {cap.graph_break[0]} at "
+                          f"{cap.graph_break[1][0]}:{cap.graph_break[1][1]}")
+            return result
+        entry.program.capture_ms = ms
+        self.entries.append(entry)
+        if not config.check_replay:
+            self._fast = entry.replay
+        return result
+
+
+
+class _Snapshot:
+    """The state a replay reads and changes (the tensors from outside and the arguments,
+    their ``.grad``, the optimizers' state), taken before the first replay of a capture under
+    ``config.check_replay``: ``compare`` keeps what the replay did, puts the state back,
+    runs the function eagerly and compares the two."""
+
+    def __init__(self, e, args, kwargs):
+        self.args, self.kwargs = args, kwargs
+        ts = list(e.tensors)
+        _collect(args, ts)
+        _collect(kwargs, ts)
+        self.tensors = ts
+        self.state = [self._take(t) for t in ts]
+        self.opts = e.optimizers
+        self.opt_state = [{p: {k: (v, v._data.copy() if isinstance(v, Tensor) else v)
+                               for k, v in st.items()} for p, st in o.state.items()}
+                          for o in self.opts]
+
+    @staticmethod
+    def _take(t):
+        g = t._grad
+        return (t._data.copy(), t._vc[0], g, None if g is None else g._data.copy(),
+                None if g is None else g._vc[0])
+
+    def _now(self):
+        out = []
+        for t in self.tensors:
+            out.append((t._data.copy(), None if t._grad is None else t._grad._data.copy()))
+        opt = [{id(p): {k: (v._data.copy() if isinstance(v, Tensor) else v)
+                        for k, v in st.items()} for p, st in o.state.items()}
+               for o in self.opts]
+        return out, opt
+
+    def _restore(self):
+        for t, (d, vc, g, gd, gvc) in zip(self.tensors, self.state):
+            t._data[...] = d
+            t._vc[0] = vc
+            t._grad = g
+            if g is not None:
+                g._data[...] = gd
+                g._vc[0] = gvc
+        for o, saved in zip(self.opts, self.opt_state):
+            o.state.clear()
+            for p, st in saved.items():
+                o.state[p] = {k: v for k, (v, c) in st.items()}
+                for k, (v, c) in st.items():
+                    if isinstance(v, Tensor):
+                        v._data = c.copy()
+
+    def compare(self, fn, replayed):
+        after, opt_after = self._now()
+        rep = _arrays_of(replayed)
+        self._restore()
+        eager = fn(*self.args, **self.kwargs)
+        now, opt_now = self._now()
+        what = None
+        eag = _arrays_of(eager)
+        if len(rep) != len(eag) or not all(_same(a, b) for a, b in zip(rep, eag)):
+            what = "the returned values"
+        for k, ((d1, g1), (d2, g2)) in enumerate(zip(after, now)):
+            if what is None and not _same(d1, d2):
+                what = f"the values of a tensor of shape {list(d2.shape)}"
+            if what is None and ((g1 is None) != (g2 is None) or
+                                 (g1 is not None and not _same(g1, g2))):
+                what = f"the .grad of a tensor of shape {list(d2.shape)}"
+        for s1, s2 in zip(opt_after, opt_now):
+            if what is None and (s1.keys() != s2.keys() or any(
+                    s1[p].keys() != s2[p].keys() or not all(_same(s1[p][k], s2[p][k])
+                                                            for k in s1[p]) for p in s1)):
+                what = "the optimizer state"
+        if what is not None:
+            raise ReplayMismatch(f"dyngrad.compile: the replay of "
+                                 f"{getattr(fn, '__qualname__', fn)} differs from eager in "
+                                 f"{what}")
+        return eager
+
+
+def _collect(obj, out):
+    if isinstance(obj, Tensor):
+        if all(t is not obj for t in out):
+            out.append(obj)
+    elif type(obj) in (tuple, list):
+        for x in obj:
+            _collect(x, out)
+    elif type(obj) is dict:
+        for x in obj.values():
+            _collect(x, out)
+
+
+def _arrays_of(r):
+    out = []
+    if isinstance(r, Tensor):
+        out.append(r._data)
+    elif type(r) in (tuple, list):
+        for x in r:
+            out.extend(_arrays_of(x))
+    elif type(r) is dict:
+        for x in r.values():
+            out.extend(_arrays_of(x))
+    return out
+
+
+def _same(a, b):
+    from .lowering import same
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return same(a, b)
+    return a == b
+
+
+def _emit_log(msg):
+    if not recompiles_log.handlers and not logging.getLogger().handlers:
+        h = logging.StreamHandler()
+        h.setFormatter(logging.Formatter("[__recompiles] %(message)s"))
+        recompiles_log.addHandler(h)
+        recompiles_log.setLevel(logging.DEBUG)
+    recompiles_log.warning(msg)
+
+
+def _register_args(cap, a, path):
+    if isinstance(a, Tensor):
+        cap.add_arg(a, path)
+    elif type(a) in (tuple, list):
+        for i, x in enumerate(a):
+            _register_args(cap, x, f"{path}[{i}]")
+    elif type(a) is dict:
+        for k, x in a.items():
+            _register_args(cap, x, f"{path}[{k!r}]")
+
+
+def _finalize(cap, cf, args, kwargs, result, grad_mode):
+    """Guards and generated replay of a finished capture."""
+    prog = cap.program
+    em = Emitter(prog, cap.arrays)
+    gb = _GuardBuilder(em)
+    names = _names_of(cf._fn)
+    gb.add(f"len(args) == {len(args)} and len(kwargs) == {len(kwargs)}",
+           lambda a, k, n=len(args), m=len(kwargs):
+           f"len(args) == {n} and len(kwargs) == {m} failed")
+    for i, a in enumerate(args):
+        gb.structure(a, f"args[{i}]", names[i] if i < len(names) else f"args[{i}]", cap)
+    for k, a in kwargs.items():
+        gb.structure(a, f"kwargs[{k!r}]", k, cap)
+    for i, v in gb.tensor_vars.items():
+        em.tensor_expr[id(prog.buffers[i].value)] = v
+    gb.add(f"_STATE.enabled is {grad_mode}", lambda a, k:
+           "GLOBAL_STATE changed: grad_mode")
+    for mid, (m, training) in cap.modules.items():
+        mn = em.const(m, "M")
+        gb.add(f"{mn}.training is {training}", lambda a, k, m=m, tr=training:
+               f"{type(m).__name__}.training == {tr} failed")
+    tensors = []
+    for b in prog.buffers:
+        if b.kind == "ext":
+            t = b.value
+            tn = em.const(t, "T")
+            an = f"b{b.i}"
+            em.consts[an] = t._data
+            em.stable.add(b.i)
+            tensors.append(t)
+            gb.add(f"{tn}._data is {an} and {tn}._requires_grad is {t._requires_grad}",
+                   lambda a, k, t=t, b=b: f"a tensor of shape {list(b.shape)} read from outside "
+                   f"the function was replaced or changed requires_grad")
+        elif b.kind == "const":
+            em.consts[f"b{b.i}"] = b.value
+            em.stable.add(b.i)
+    for pid, (p, was_none) in cap.grad_entry.items():
+        if was_none is None:    # cleared by zero_grad before anything read it
+            continue
+        tn = em.const(p, "T")
+        gb.add(f"({tn}._grad is None) is {was_none}", lambda a, k, p=p, w=was_none:
+               f"a parameter of shape {list(p.shape)}: .grad is None == {w} failed")
+        if not was_none:
+            shape = p._grad._data.shape if p._grad is not None else None
+            gb.add(f"{tn}._grad._data.shape == {shape!r} and {tn}._grad._grad_fn is None",
+                   lambda a, k, p=p: f"the .grad of a parameter of shape {list(p.shape)} "
+                   f"changed shape")
+    for cond, describe, consts in cap.extra_guards:
+        for k, v in consts.items():
+            em.consts[k] = v
+        gb.add(cond, describe)
+    # arguments' arrays
+    body = []
+    for i, v in gb.tensor_vars.items():
+        body.append(f"        b{i} = {v}d")
+    _elide_grads(cap)
+    for ins in prog.instrs:
+        body.extend(_lines(ins, em, cap, gb))
+    res = _result_expr(cap, result, em, gb, args, kwargs)
+    replay, source = generate(prog, em, None, [(s, c, k) for k, (s, c, g) in
+                                              enumerate(gb.guards)], res, body)
+    prog.guards = [g for _, _, g in gb.guards]
+    entry = Entry(prog, replay, source, list(cap.optimizers.values()), tensors)
+    entry.guard_list = gb.guards
+    entry.consts = em.consts
+    entry.arg_tensors = [v for v in gb.tensor_vars.values()]
+    return entry
+
+
+def _elide_grads(cap):
+    """A first gradient that a later ``zero_grad`` of the same program clears, with nothing
+    reading ``.grad`` live in between, is never written to the tensor; one that survives to
+    the end of the call is written as a copy (its buffer is reused by the next call)."""
+    instrs = cap.program.instrs
+    for i, ins in enumerate(instrs):
+        if ins.op != "set_grad":
+            continue
+        p = ins.args[0]
+        ins.aux = "copy"
+        for later in instrs[i + 1:]:
+            if later.op == "eager_step" or (later.op == "accumulate_grad" and
+                                            later.args[0] is p):
+                ins.aux = None
+                break
+            if later.op == "zero_grad" and any(q is p for q in later.args[0]):
+                ins.aux = "elide"
+                break
+
+
+def _lines(ins, em, cap, gb):
+    gen = getattr(ins.fn, "codegen", None)
+    if gen is not None:
+        return gen(ins, em)
+    ind = "        "
+    if ins.op == "set_grad":
+        p, g = ins.args
+        if ins.aux == "elide":
+            return []
+        tn = em.const(p, "T")
+        copy = ins.aux == "copy" and g.i in em.stable
+        return [f"{ind}{tn}._grad = _make(b{g.i}{'.copy()' if copy else ''})"]
+    if ins.op == "accumulate_grad":   # AccumulateGrad's in-place add, inline
+        tn = em.const(ins.args[0], "T")
+        return [f"{ind}_g = {tn}._grad", f"{ind}_gd = _g._data",
+                f"{ind}np.add(_gd, {em.expr(ins.args[1])}, out=_gd)", f"{ind}_g._vc[0] += 1"]
+    fn = em.const(ins.fn, "f")
+    parts = [em.expr(a) for a in ins.args]
+    parts += [f"{k}={em.expr(v)}" for k, v in ins.kwargs.items()]
+    a = ", ".join(parts)
+    out = ins.out
+    if ins.mode == "out":
+        em.consts[f"b{out}"] = cap.program.buffers[out].value
+        em.stable.add(out)
+        inline = getattr(ins.fn, "inline", None)
+        if inline is not None and not ins.kwargs:
+            xs = [em.expr(x) for x in ins.args]
+            return [ind + line.format(*xs, o=f"b{out}") for line in inline]
+        return [f"{ind}{fn}({a}, out=b{out})"]
+    if ins.mode == "view":
+        refs = [x.i for x in ins.args if type(x) is Ref]
+        if all(r in em.stable for r in refs):
+            vals = [_stable_value(x, em, cap) for x in ins.args]
+            em.consts[f"b{out}"] = ins.fn(*vals, **ins.kwargs)
+            em.stable.add(out)
+            return []
+        return [f"{ind}b{out} = {fn}({a})"]
+    if ins.mode == "effect":
+        lines = [f"{ind}{fn}({a})"]
+        tgt = ins.kwargs.get("out")
+        if type(tgt) is Ref:
+            b = cap.program.buffers[tgt.i]
+            if b.kind == "ext":
+                lines.append(f"{ind}{em.const(b.value, 'T')}._vc[0] += 1")
+            elif b.kind == "arg" and tgt.i in gb.tensor_vars:
+                lines.append(f"{ind}{gb.tensor_vars[tgt.i]}._vc[0] += 1")
+        return lines
+    if type(out) is tuple:
+        return [f"{ind}{', '.join(f'b{o}' for o in out)} = {fn}({a})"]
+    return [f"{ind}b{out} = {fn}({a})"]
+
+
+def _stable_value(x, em, cap):
+    if type(x) is Ref:
+        return em.consts[f"b{x.i}"]
+    return x
+
+
+def _result_expr(cap, result, em, gb, args, kwargs):
+    """The returned structure as an expression of the replay's names."""
+    if result is None:
+        return "None"
+    if isinstance(result, Tensor):
+        i = cap.by_array.get(id(result._data))
+        if i is None:
+            raise C.NoKernel("the function returns a tensor computed outside the capture")
+        if result._grad_fn is not None and id(result) not in cap.backwarded:
+            raise C.NoKernel("the function returns a tensor whose graph is still needed "
+                             "(its backward runs outside the function); its forward runs "
+                             "eagerly so that autograd can go through it")
+        b = cap.program.buffers[i]
+        if b.kind == "ext" and b.value is result:
+            return em.const(result, "T")
+        if b.kind == "arg":
+            if i in gb.tensor_vars and eval_path_is(result, args, kwargs, b.source):
+                return gb.tensor_vars[i]
+            return f"_make(b{i}.copy())"
+        if i in em.stable:
+            return f"_make(b{i}.copy())"
+        return f"_make(b{i})"
+    t = type(result)
+    if t in (tuple, list):
+        inner = ", ".join(_result_expr(cap, x, em, gb, args, kwargs) for x in result)
+        return f"({inner},)" if t is tuple else f"[{inner}]"
+    if t is dict and all(type(k) is str for k in result):
+        return "{" + ", ".join(f"{k!r}: {_result_expr(cap, v, em, gb, args, kwargs)}"
+                               for k, v in result.items()) + "}"
+    raise C.NoKernel(f"the function returns a Python {t.__name__}, which a replay would "
+                     f"freeze")
+
+
+def eval_path_is(result, args, kwargs, path):
+    try:
+        return eval(path, {"args": args, "kwargs": kwargs}) is result
+    except Exception:
+        return False
+
+
+__all__ = ["CompiledFunction", "Entry", "ReplayMismatch", "np"]

@@ -1,0 +1,597 @@
+"""Replay kernels: how a recorded op runs as NumPy on buffers.
+
+``lower`` turns one op call into instructions.  It tries the op's candidates in order (a
+ufunc writing into a preallocated buffer first, then the op's declared NumPy forward, then a
+kernel written here for a hand-written op) and keeps the first whose result, run on the
+capture's arrays, equals the eager result bit for bit; none does: ``NoKernel``.
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from .._tensor import Tensor
+from .program import Instr, Ref
+
+_make = Tensor._make
+
+
+def _nokernel(msg):
+    from .capture import NoKernel
+    return NoKernel(msg)
+
+
+def same(a, b) -> bool:
+    """Bit-for-bit equality of two arrays (shape, dtype, values, NaNs where NaNs are)."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "fc":
+        return a.tobytes() == np.ascontiguousarray(b).tobytes() if a.flags.c_contiguous \
+            else np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    return bool(np.array_equal(a, b))
+
+
+# --- helpers the generated code calls ------------------------------------------------------
+def set_grad(p, g):
+    """``p.grad`` becomes a new tensor on ``g`` (the first gradient of a leaf)."""
+    p._grad = _make(g)
+
+
+def accumulate_live(p, g):
+    """Add ``g`` into the leaf's current ``.grad`` in place, as AccumulateGrad does."""
+    old = p._grad
+    od = old._data
+    od += g
+    old._vc[0] += 1
+
+
+def bump_grad_version(p):
+    p._grad._vc[0] += 1
+
+
+# --- names ------------------------------------------------------------------------------
+_REFLECTED = {"__radd__": "add", "__rmul__": "mul", "__rsub__": "sub", "__rtruediv__": "div",
+              "__rdiv__": "div", "__rpow__": "pow", "__rmatmul__": "matmul"}
+_DUNDER = {"__add__": "add", "__mul__": "mul", "__sub__": "sub", "__truediv__": "div",
+           "__div__": "div", "__pow__": "pow", "__matmul__": "matmul", "__neg__": "neg",
+           "__abs__": "abs", "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_",
+           "__itruediv__": "div_", "__gt__": "gt", "__lt__": "lt", "__ge__": "ge",
+           "__le__": "le", "__eq__": "eq", "__ne__": "ne"}
+_ALIAS = {"F.relu": "relu", "F.tanh": "tanh", "F.sigmoid": "sigmoid", "true_divide": "div",
+          "multiply": "mul", "subtract": "sub", "negative": "neg", "divide": "div",
+          "F.log_softmax": "log_softmax", "F.softmax": "softmax", "F.nll_loss": "nll_loss"}
+_UFUNC2 = {"add": np.add, "mul": np.multiply, "sub": np.subtract, "div": np.true_divide,
+           "maximum": np.maximum, "minimum": np.minimum}
+_CMP = {"gt": np.greater, "lt": np.less, "ge": np.greater_equal, "le": np.less_equal,
+        "eq": np.equal, "ne": np.not_equal}
+_UFUNC1 = {"tanh": np.tanh, "exp": np.exp, "log": np.log, "neg": np.negative, "sqrt": np.sqrt,
+           "abs": np.absolute, "sin": np.sin, "cos": np.cos, "square": np.square,
+           "log1p": np.log1p, "expm1": np.expm1, "reciprocal": np.reciprocal}
+DATA_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__",
+               "__array__", "__repr__", "__str__", "__format__", "equal", "allclose",
+               "is_nonzero", "__complex__"}
+_INPLACE_DUNDER = {"__iadd__", "__isub__", "__imul__", "__itruediv__"}
+
+
+def op_name(name: str):
+    """``(op, reflected)``: the registry name of a public function or method."""
+    if name in _REFLECTED:
+        return _REFLECTED[name], True
+    name = _DUNDER.get(name, name)
+    name = _ALIAS.get(name, name)
+    if name.startswith("F."):
+        name = name[2:]
+    return name, False
+
+
+def is_inplace(name: str) -> bool:
+    return name in _INPLACE_DUNDER or (name.endswith("_") and not name.endswith("__"))
+
+
+def snapshot_inplace(name, args):
+    """Copies of the tensor arguments' arrays before an in-place op (to check its kernel)."""
+    if not is_inplace(name):
+        return None
+    return [a._data.copy() if isinstance(a, Tensor) else None for a in args]
+
+
+def produced(cap, result) -> bool:
+    """Whether every tensor of ``result`` is a buffer of the program."""
+    ts = _tensors(result)
+    return bool(ts) and all(id(t._data) in cap.by_array for t in ts)
+
+
+def _tensors(r):
+    if isinstance(r, Tensor):
+        return [r]
+    if isinstance(r, (tuple, list)):
+        return [x for x in r if isinstance(x, Tensor)]
+    return []
+
+
+# --- running instructions (the check of each candidate) ---------------------------------
+def _val(x, env):
+    if type(x) is Ref:
+        return env[x.i]
+    if type(x) is tuple:
+        return tuple(_val(v, env) for v in x)
+    return x
+
+
+# --- the lowering of one op call -------------------------------------------------------------
+def lower(cap, name, args, kwargs, result, before, top, kernel=None):
+    """The instructions of op call ``name(*args, **kwargs)`` that gave ``result``
+    (``kernel``: the NumPy function taking the same arguments as arrays, when known)."""
+    if name in DATA_READS:
+        return []
+    ts = _tensors(result)
+    if not ts:
+        if isinstance(result, (bool, int, float, complex)) and name not in _META:
+            raise _nokernel("returns a Python number computed from tensor data")
+        return []   # metadata (size, dim, dtype...): fixed by the guards
+    if name in ("backward", "record"):
+        raise _nokernel("not an op")
+    op, reflected = op_name(name)
+    if kwargs.get("inplace", True) is False:  # F.relu(x, inplace=False) is relu(x)
+        kwargs = {k: v for k, v in kwargs.items() if k != "inplace"}
+    # a no-op returning an input as it is (contiguous, to the same dtype, detach's data)
+    ins_arrays = {id(a._data) for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)}
+    if isinstance(result, Tensor) and id(result._data) in ins_arrays and not is_inplace(name):
+        return []
+    refs = {}
+
+    def r(t):
+        k = id(t)
+        if k not in refs:
+            refs[k] = cap.ref(t, top)
+        return refs[k]
+
+    if op == "mul" and not reflected and len(args) == 2 and not kwargs and \
+            all(isinstance(v, Tensor) for v in args):
+        for one, other in (args, args[::-1]):
+            if cap.by_array.get(id(one._data)) in cap.ones and \
+                    other._data.shape == result._data.shape and \
+                    other._data.dtype == result._data.dtype:
+                cap.map_array(result._data, r(other).i)   # x * 1 is x, bit for bit
+                return []
+    candidates = []
+    if kernel is not None:
+        candidates = _kernel_candidates(name, kernel, args, kwargs, r)
+    elif is_inplace(name):
+        candidates = _inplace_candidates(op, args, kwargs, result, r)
+    else:
+        special = _SPECIAL.get(op)
+        if special is not None:
+            candidates = special(cap, op, args, kwargs, result, r)
+        else:
+            if isinstance(result, Tensor):
+                candidates = _ufunc_candidates(op, reflected, args, kwargs, result, r)
+            c = _spec_candidate(op, reflected, args, kwargs, result, r)
+            if c is not None:
+                candidates.append(c)
+    if not candidates:
+        raise _nokernel("no kernel")
+    for instrs in candidates:
+        if _check(cap, instrs, result, before, args):
+            _place(cap, instrs, result)
+            return instrs
+    raise _nokernel("its kernel does not reproduce the eager result")
+
+
+_META = {"size", "dim", "ndimension", "numel", "nelement", "is_floating_point", "is_complex",
+         "element_size", "is_contiguous", "stride", "storage_offset", "get_device",
+         "is_signed", "__len__", "data_ptr", "type", "is_leaf", "requires_grad_", "__hash__"}
+
+
+def _kernel_candidates(name, kernel, args, kwargs, r):
+    def conv(v):
+        if isinstance(v, Tensor):
+            return r(v)
+        if _is_const(v):
+            return v
+        raise _nokernel(f"an argument of type {type(v).__name__}")
+    return [[Instr(name, kernel, tuple(conv(a) for a in args),
+                   {k: conv(v) for k, v in kwargs.items()}, mode="new")]]
+
+
+def _scalar_for(x, dtype):
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, (int, float)) and dtype.kind == "f":
+        return dtype.type(x)
+    return None
+
+
+def _ufunc_candidates(op, reflected, args, kwargs, result, r):
+    rd = result._data
+    out = []
+    if op in _UFUNC1 and len(args) == 1 and not kwargs and isinstance(args[0], Tensor):
+        a = args[0]
+        if a._data.dtype == rd.dtype:
+            out.append([Instr(op, _UFUNC1[op], (r(a),), mode="out")])
+    elif op in _UFUNC2 and len(args) == 2 and not kwargs:
+        a, b = args
+        if reflected:
+            a, b = b, a
+        xs = []
+        for v in (a, b):
+            if isinstance(v, Tensor):
+                if v._data.dtype != rd.dtype:
+                    return out
+                xs.append(r(v))
+            else:
+                s = _scalar_for(v, rd.dtype)
+                if s is None:
+                    return out
+                xs.append(s)
+        out.append([Instr(op, _UFUNC2[op], tuple(xs), mode="out")])
+    elif op in _CMP and len(args) == 2 and not kwargs and isinstance(args[0], Tensor):
+        a, b = args
+        dt = a._data.dtype
+        if isinstance(b, Tensor):
+            if b._data.dtype == dt:
+                out.append([Instr(op, _CMP[op], (r(a), r(b)), mode="out")])
+        else:
+            s = _scalar_for(b, dt)
+            if s is not None:
+                out.append([Instr(op, _CMP[op], (r(a), s), mode="out")])
+    elif op == "relu" and len(args) == 1 and not kwargs:
+        out.append([Instr(op, np.maximum, (r(args[0]), rd.dtype.type(0)), mode="out")])
+    elif op == "pow" and len(args) == 2 and not kwargs and isinstance(args[0], Tensor) \
+            and not reflected and args[1] == 2 and not isinstance(args[1], bool):
+        out.append([Instr(op, np.square, (r(args[0]),), mode="out")])
+        out.append([Instr(op, np.multiply, (r(args[0]), r(args[0])), mode="out")])
+    elif op == "rsub" and len(args) == 2 and not kwargs and isinstance(args[0], Tensor):
+        s = _scalar_for(args[1], rd.dtype)
+        if s is not None and args[0]._data.dtype == rd.dtype:
+            out.append([Instr(op, np.subtract, (s, r(args[0])), mode="out")])
+    elif op in ("mm", "matmul") and len(args) == 2 and not kwargs and \
+            all(isinstance(v, Tensor) and v._data.dtype == rd.dtype for v in args) and \
+            rd.dtype.kind == "f":
+        a, b = args if not reflected else args[::-1]
+        out.append([Instr(op, np.matmul, (r(a), r(b)), mode="out")])
+    elif op == "sum" and isinstance(args[0], Tensor) and args[0]._data.dtype == rd.dtype \
+            and rd.dtype.kind == "f" and rd.dtype.itemsize >= 4:
+        try:
+            ba = inspect.signature(_sum_sig).bind(*args, **kwargs)
+        except TypeError:
+            return out
+        dim, keep, dt = (ba.arguments.get(k, dflt) for k, dflt in
+                         (("dim", None), ("keepdim", False), ("dtype", None)))
+        if dt is not None or type(keep) is not bool:
+            return out
+        if dim is None and not keep:
+            out.append([Instr(op, np.add.reduce, (r(args[0]), None), mode="out")])
+        elif dim is not None:
+            dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+            nd = args[0]._data.ndim
+            if all(type(k) is int for k in dims) and nd:
+                dims = tuple(sorted(k % nd for k in dims))
+                out.append([Instr(op, np.add.reduce, (r(args[0]), dims), {"keepdims": keep},
+                                  mode="out")])
+    elif op == "addmm" and len(args) == 3 and not kwargs and \
+            all(isinstance(v, Tensor) and v._data.dtype == rd.dtype for v in args) and \
+            rd.dtype.kind == "f" and rd.dtype.itemsize >= 4:
+        out.append([Instr(op, addmm_out, (r(args[0]), r(args[1]), r(args[2])), mode="out")])
+    return out
+
+
+def _sum_sig(input, dim=None, keepdim=False, *, dtype=None):
+    pass
+
+
+def addmm_out(c, a, b, out):
+    """``a @ b + c`` into ``out``: addmm's forward for float matrices."""
+    np.matmul(a, b, out=out)
+    np.add(out, c, out=out)
+
+
+addmm_out.inline = ("np.matmul({1}, {2}, out={o})", "np.add({o}, {0}, out={o})")
+
+
+_SIG_CACHE: dict = {}
+
+
+def _spec_candidate(op, reflected, args, kwargs, result, r):
+    """The declared op's own NumPy forward on the arrays."""
+    from ..ops import OPS
+    from ..ops._spec import _signatures
+    info = OPS.get(op)
+    spec = info.get("spec") if info else None
+    if spec is None or spec.outputs or spec.inputs == ("tensors",):
+        return None
+    if reflected:
+        args = tuple(args)[::-1]
+    kw = dict(kwargs)
+    if "input" in kw:
+        kw["self"] = kw.pop("input")
+    sig = _signatures(spec.forward)[0]
+    try:
+        ba = sig.bind(*args, **kw)
+    except TypeError:
+        return None
+    ba.apply_defaults()
+    a2 = []
+    k2 = {}
+    for pname, p in sig.parameters.items():
+        v = ba.arguments.get(pname, inspect.Parameter.empty)
+        if v is inspect.Parameter.empty:
+            continue
+        if pname in spec.inputs:
+            if not isinstance(v, Tensor):
+                return None
+            v = r(v)
+        elif not _is_const(v):
+            return None
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            a2.extend(v)
+        elif p.kind == inspect.Parameter.KEYWORD_ONLY:
+            k2[pname] = v
+        elif p.kind == inspect.Parameter.VAR_KEYWORD:
+            k2.update(v)
+        else:
+            a2.append(v)
+    for t in [v for v in ba.arguments.values() if isinstance(v, Tensor)]:
+        if t._data.dtype != result._data.dtype and result._data.dtype.kind == "f":
+            return None
+    return [Instr(op, spec.forward, tuple(a2), k2, mode="new")]
+
+
+def _is_const(v) -> bool:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return True
+    if isinstance(v, (tuple, list)):
+        return all(_is_const(x) for x in v)
+    return False
+
+
+def _inplace_candidates(op, args, kwargs, result, r):
+    base = op[:-1] if op.endswith("_") else op
+    t = args[0]
+    if not isinstance(t, Tensor) or t._requires_grad or result is not t:
+        return []
+    d = t._data
+    if base in _UFUNC2 and len(args) == 2 and not kwargs:
+        o = args[1]
+        if isinstance(o, Tensor):
+            if o._data.dtype != d.dtype:
+                return []
+            x = r(o)
+        else:
+            x = _scalar_for(o, d.dtype)
+            if x is None:
+                return []
+        return [[Instr(op, _UFUNC2[base], (r(t), x), {"out": r(t)}, mode="effect")]]
+    if base in _UFUNC1 and len(args) == 1 and not kwargs:
+        return [[Instr(op, _UFUNC1[base], (r(t),), {"out": r(t)}, mode="effect")]]
+    if op == "zero_" and len(args) == 1 and not kwargs:
+        return [[Instr(op, np.copyto, (r(t), d.dtype.type(0)), mode="effect")]]
+    return []
+
+
+def _check(cap, instrs, result, before, args) -> bool:
+    """Run ``instrs`` on the capture's arrays and compare with the eager result."""
+    env = {}
+    need = set()
+    for ins in instrs:
+        for a in list(ins.args) + list(ins.kwargs.values()):
+            if type(a) is Ref:
+                need.add(a.i)
+    for i in need:
+        env[i] = cap.arrays[i]
+    if before is not None:  # in place: run on copies of the inputs as they were
+        for a, b in zip(args, before):
+            if isinstance(a, Tensor) and b is not None:
+                i = cap.by_array.get(id(a._data))
+                if i is not None:
+                    env[i] = b.copy()
+    outs = _tensors(result)
+    try:
+        with np.errstate(all="ignore"):
+            for ins in instrs:
+                if ins.mode == "out":
+                    ins.out = -1 - len(env)
+                    buf = np.empty_like(outs[0]._data) if ins is instrs[-1] else None
+                    if buf is None:
+                        return False
+                    args_ = [_val(a, env) for a in ins.args]
+                    ins.fn(*args_, out=buf, **{k: _val(v, env) for k, v in ins.kwargs.items()})
+                    env[ins.out] = buf
+                    last = buf
+                elif ins.mode == "effect":
+                    ins.fn(*[_val(a, env) for a in ins.args],
+                           **{k: _val(v, env) for k, v in ins.kwargs.items()})
+                    last = None
+                else:
+                    last = ins.fn(*[_val(a, env) for a in ins.args],
+                                  **{k: _val(v, env) for k, v in ins.kwargs.items()})
+                    ins.value = last
+                    if type(last) is tuple and len(outs) == 1:
+                        last = last[0]
+                    ins.out = -1 - len(env)
+                    env[ins.out] = last
+    except Exception:
+        return False
+    if before is not None:
+        i = cap.by_array.get(id(args[0]._data))
+        return i is not None and same(env[i], args[0]._data)
+    if len(outs) != 1 or not isinstance(last, np.ndarray):
+        return False
+    if not same(last, outs[0]._data):
+        return False
+    ins = instrs[-1]
+    if ins.mode == "new" and type(ins.value) is not tuple:
+        if any(np.shares_memory(last, cap.arrays[a.i]) for a in ins.args if type(a) is Ref):
+            ins.mode = "view"
+    return True
+
+
+def _place(cap, instrs, result):
+    """Give the instructions' results their buffers and map the eager result to them."""
+    outs = _tensors(result)
+    ins = instrs[-1]
+    if ins.mode == "effect":
+        return
+    d = outs[0]._data
+    if ins.mode == "out":
+        pre = np.empty_like(d)
+        ins.out = cap.new_buffer("tmp", d, "", pre)
+    elif type(getattr(ins, "value", None)) is tuple:  # several arrays: the result first
+        first = cap.new_buffer("tmp", d)
+        ins.out = (first,) + tuple(cap.new_buffer("tmp", np.asarray(v), map_id=False)
+                                  for v in ins.value[1:])
+        aux = getattr(ins, "aux", None)
+        if aux is not None and aux[0] is not None:
+            cap.nll_by_node[id(aux[0])] = (ins, ins.out[1:])
+    else:
+        ins.out = cap.new_buffer("tmp", d)
+        if ins.mode == "view" and any(type(a) is Ref and a.i in cap.ones for a in ins.args):
+            cap.ones.add(ins.out)   # a view of ones is ones
+
+
+# --- ops written here: the loss functions whose eager code is not one declared op ---------
+def _nll_loss_np(x, t, ignore_index, reduction):
+    """F.nll_loss of class indices without class weights, as nn.functional computes it:
+    ``(loss, target used, weight per sample, total weight)``."""
+    from ..nn.functional import _nll_index
+    C = x.shape[0] if x.ndim == 1 else x.shape[1]
+    valid = t != ignore_index
+    all_valid = bool(valid.all())
+    tv = t if all_valid else t[valid]
+    if tv.size and (tv.min() < 0 or tv.max() >= C):
+        bad = tv[(tv < 0) | (tv >= C)][0]
+        raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} classes).")
+    tc = t if all_valid else np.where(valid, t, 0)
+    w_t = np.ones(tc.shape, x.dtype) if all_valid else valid.astype(x.dtype)
+    picked = x[_nll_index(x.shape, tc)].reshape(tc.shape)
+    losses = -picked * w_t
+    total = w_t.sum()
+    if reduction == "none":
+        r = losses.astype(x.dtype)
+    elif reduction == "sum":
+        r = np.asarray(losses.sum(), x.dtype)
+    else:
+        r = np.asarray(losses.sum() / total if total else np.nan, x.dtype)
+    return r, tc, w_t.astype(x.dtype), total.astype(x.dtype)
+
+
+def _nll_lower(cap, op, args, kwargs, result, r):
+    from ..nn.functional import _reduction_enum
+    sig = inspect.signature(_nll_sig)
+    try:
+        ba = sig.bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x, t = a["input"], a["target"]
+    if a["weight"] is not None or not isinstance(x, Tensor) or not isinstance(t, Tensor):
+        return []
+    if x._data.dtype.kind != "f" or x._data.ndim not in (1, 2):
+        return []
+    red = _reduction_enum(a["reduction"], a["size_average"], a["reduce"])
+    node = result._grad_fn
+    ins = Instr("nll_loss", _nll_loss_np, (r(x), r(t), a["ignore_index"], red), mode="new")
+    ins.aux = (node, x._data.shape, red, x._data.dtype)
+    return [[ins]]
+
+
+def _nll_sig(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    pass
+
+
+def _log_softmax_lower(cap, op, args, kwargs, result, r):
+    from ..ops import OPS
+    from ..ops.activation import _dim_arg
+    try:
+        ba = inspect.signature(_softmax_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    x, dim, dtype = ba.arguments["input"], ba.arguments["dim"], ba.arguments["dtype"]
+    if dtype is not None or not isinstance(x, Tensor) or isinstance(dim, Tensor):
+        return []
+    if dim is None:
+        return []
+    nd = x._data.ndim
+    k = dim % nd if nd else 0
+    del _dim_arg
+    spec = OPS["_" + op]["spec"]
+    return [[Instr(op, spec.forward, (r(x), k, False), mode="new")]]
+
+
+def _softmax_sig(input, dim=None, _stacklevel=3, dtype=None):
+    pass
+
+
+_SPECIAL = {"nll_loss": _nll_lower, "log_softmax": _log_softmax_lower,
+            "softmax": _log_softmax_lower}
+
+
+def _nll_backward(cap, node, g):
+    """NllLossBackward0 on the replay's own target and weights (from the forward's outputs)."""
+    from ..nn.functional import _nll_grad_np
+    fwd = cap.nll_by_node.get(id(node))
+    if fwd is None:
+        from .capture import NoKernel
+        raise NoKernel("NllLossBackward0 of an nll_loss that was not captured")
+    ins, (tcb, wb, totb) = fwd
+    _, shape, red, dtype = ins.aux
+
+    def kernel(g, tc, w_t, total):
+        return _nll_grad_np(g, None, shape, tc, w_t, red, total, dtype, None)
+
+    gi = cap.by_array.get(id(g._data))
+    if gi is None:
+        from .capture import NoKernel
+        raise NoKernel("a gradient from outside the capture")
+    ins2 = Instr("nll_loss_backward", kernel, (Ref(gi), Ref(tcb), Ref(wb), Ref(totb)),
+                 mode="new")
+    val = kernel(g._data, cap.arrays[tcb], cap.arrays[wb], cap.arrays[totb])
+    j = cap.new_buffer("tmp", val)
+    ins2.out = j
+    cap.emit(ins2)
+    return (_make(val),)
+
+
+def emit_kernel(cap, name, kernel, args):
+    """Record ``kernel(*args)`` (Tensors as buffers, other values as constants) computed on
+    the capture's arrays; returns the result as a Tensor mapped to its new buffer."""
+    vals, refs = [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            i = cap.by_array.get(id(a._data))
+            if i is None:
+                raise _nokernel(f"{name}: an input from outside the capture")
+            refs.append(Ref(i))
+            vals.append(a._data)
+        else:
+            if not _is_const(a):
+                raise _nokernel(f"{name}: an argument of type {type(a).__name__}")
+            refs.append(a)
+            vals.append(a)
+    with np.errstate(all="ignore"):
+        val = kernel(*vals)
+    if not isinstance(val, np.ndarray):
+        val = np.asarray(val)
+    ins = Instr(name, kernel, tuple(refs), mode="new")
+    ins.out = cap.new_buffer("tmp", val)
+    cap.emit(ins)
+    return _make(val)
+
+
+def unary_backward(cap, node, g, uf):
+    """The backward of a one-input elementwise op: its array formula on the buffers, the
+    function a plain backward runs."""
+    formula, ix, iy = uf
+    sv = node._saved
+    y = sv[iy].get(node, True) if iy is not None else None
+    x = sv[ix].get(node, True) if ix is not None else None
+    return (emit_kernel(cap, type(node).__name__, formula, (g, x, y)),)
+
+
+BACKWARD = {"NllLossBackward0": _nll_backward}
