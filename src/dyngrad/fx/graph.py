@@ -666,14 +666,30 @@ class Graph:
         return s
 
     def print_tabular(self) -> None:
-        """Print the nodes as a table (opcode, name, target, args, kwargs)."""
-        rows = [["opcode", "name", "target", "args", "kwargs"]] + \
-            [[n.op, n.name, str(n.target), str(n.args), str(n.kwargs)] for n in self.nodes]
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        out = ["  ".join(c.ljust(w) for c, w in zip(rows[0], widths)).rstrip(),
-               "  ".join("-" * w for w in widths)]
-        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows[1:]]
-        print("\n".join(out))
+        """Print the nodes as a table (opcode, name, target, args, kwargs): ``tabulate``'s
+        "simple" table, made by ``tabulate`` when it is installed (as PyTorch does) and
+        laid out the same way without it."""
+        headers = ["opcode", "name", "target", "args", "kwargs"]
+        node_specs = [[n.op, n.name, n.target, n.args, n.kwargs] for n in self.nodes]
+        try:
+            from tabulate import tabulate
+        except ImportError:
+            print(_simple_table(headers, node_specs))
+        else:
+            print(tabulate(node_specs, headers=headers))
+
+
+def _simple_table(headers: list[str], rows: list[list]) -> str:
+    """``tabulate(rows, headers)``'s "simple" layout for text columns: each column as wide as
+    its widest cell and at least its header plus two, two spaces between columns, a dashed
+    rule under the headers, trailing spaces cut."""
+    cells = [[str(c).strip() for c in r] for r in rows]
+    widths = [max([len(h) + 2] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(row):
+        return "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths)] + [line(r) for r in cells])
 
 
 def _attr_exists(mod, qualified_name: str) -> bool:
