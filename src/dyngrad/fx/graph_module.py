@@ -8,6 +8,7 @@ import linecache
 import os
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -268,37 +269,45 @@ class GraphModule(Module):
 
     def to_folder(self, folder: str | os.PathLike, module_name: str = "FxModule") -> None:
         """Write this module as importable source (``module.py``, ``__init__.py``) plus its
-        state dict, so ``from <folder> import <module_name>`` rebuilds it."""
+        state dict, so ``from <folder> import <module_name>`` rebuilds it. Linear, Conv and
+        BatchNorm children are written as their repr; other children are saved to
+        ``<name>.pt`` files (with a warning naming them), as PyTorch does."""
         import dyngrad
         folder = Path(folder)
         folder.mkdir(exist_ok=True)
         dyngrad.save(self.state_dict(), folder / "state_dict.pt")
         tab = " " * 4
-        blocks = []
+        lines = ["", "import torch", "from math import inf", "from math import nan",
+                 "NoneType = type(None)", "import torch", "from torch import device", "",
+                 "from torch.nn import *", f"class {module_name}(torch.nn.Module):",
+                 f"{tab}def __init__(self):", f"{tab * 2}super().__init__()"]
+        blobified: list[str] = []
         for name, mod in self.named_children():
             r = _leaf_repr(mod)
             if r is None:
-                dyngrad.save(mod, folder / f"{name}.pt")
-                r = f"torch.load(r'{folder}/{name}.pt', weights_only=False)"
-            blocks.append(f"{tab * 2}self.{name} = {r}")
+                path = folder / f"{name}.pt"
+                dyngrad.save(mod, path)
+                blobified.append(name)
+                one_line = repr(mod).replace("\r", " ").replace("\n", " ")
+                lines.append(f"{tab * 2}setattr(self, '{name}', torch.load(r'{path}', "
+                             f"weights_only=False)) # {one_line}")
+            else:
+                lines.append(f"{tab * 2}setattr(self, '{name}', {r})")
         for name, buf in self._buffers.items():
-            if buf is None:
-                continue
-            blocks.append(f"{tab * 2}self.register_buffer('{name}', "
-                          f"torch.empty({list(buf.shape)}, dtype={buf.dtype}))")
+            if buf is not None:
+                lines.append(f"{tab * 2}self.register_buffer('{name}', "
+                             f"torch.empty({list(buf.shape)}, dtype={buf.dtype}))")
         for name, p in self._parameters.items():
-            if p is None:
-                continue
-            blocks.append(f"{tab * 2}self.{name} = torch.nn.Parameter("
-                          f"torch.empty({list(p.shape)}, dtype={p.dtype}))")
-        blocks.append(f"{tab * 2}self.load_state_dict(torch.load(r'{folder}/state_dict.pt'))")
-        code = _addindent(self.code, 4)
-        src = (f"import torch\nfrom math import inf\nfrom math import nan\n"
-               f"NoneType = type(None)\nfrom torch import device\n\n"
-               f"class {module_name}(torch.nn.Module):\n    def __init__(self):\n"
-               f"        super().__init__()\n" + "\n".join(blocks) + "\n" + code)
+            if p is not None:
+                lines.append(f"{tab * 2}setattr(self, '{name}', torch.nn.Parameter("
+                             f"torch.empty({list(p.shape)}, dtype={p.dtype})))")
+        lines.append(f"{tab * 2}self.load_state_dict(torch.load(r'{folder}/state_dict.pt'))")
+        src = "\n".join(lines) + "\n" + _addindent(self.code, 4) + "\n"
         (folder / "module.py").write_text(src)
         (folder / "__init__.py").write_text("from .module import *")
+        if blobified:
+            warnings.warn("Was not able to save the following children modules as reprs -"
+                          f"saved as pickled files instead: {blobified}")
 
     def __deepcopy__(self, memo: dict) -> GraphModule:
         res = type(self).__new__(type(self))
@@ -447,15 +456,12 @@ class _CodeOnlyModule(Module):
 
 
 def _leaf_repr(mod: Module) -> str | None:
-    """Source that rebuilds a standard layer from its repr (``torch.nn.Linear(...)``)."""
+    """A Linear, Conv1d/2d/3d or BatchNorm1d/2d/3d child's repr (the layers whose repr
+    rebuilds them, ``to_folder`` writing ``from torch.nn import *`` above); None for others."""
     import dyngrad.nn as nn
-    cls = type(mod)
-    if getattr(nn, cls.__name__, None) is not cls or mod._modules:
-        return None
-    r = repr(mod)
-    if "\n" in r:
-        return None
-    return f"torch.nn.{r}"
+    safe = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.BatchNorm1d, nn.BatchNorm2d,
+            nn.BatchNorm3d)
+    return repr(mod) if type(mod) in safe else None
 
 
 def _print_readable(module: GraphModule, name: str, print_output: bool = True) -> str:
