@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..nn import Module
-from .graph import Graph, PythonCode
+from .graph import CodeGen, Graph, PythonCode
 
 __all__ = ["GraphModule"]
 
@@ -424,8 +424,10 @@ def _graph_state(g: Graph) -> list:
 
 
 def _rebuild_graph_module(body: dict, nodes: list, codegen, co_fields: dict) -> GraphModule:
-    """A GraphModule from its pickle (``GraphModule.__reduce__``): the graph is built node
-    by node through the Graph API and the code generated from it."""
+    """A GraphModule from its pickle (``GraphModule.__reduce__``). The graph is built node by
+    node and its code generated; then, as PyTorch rebuilds a pickled GraphModule, the graph
+    is traced again from that code with every submodule a leaf, so node names and metadata
+    are the ones a trace of the code gives (a graph with its own CodeGen is kept as built)."""
     g = Graph(tracer_cls=body.get("_tracer_cls"))
     g._codegen = codegen
     g._co_fields = dict(co_fields)
@@ -436,14 +438,33 @@ def _rebuild_graph_module(body: dict, nodes: list, codegen, co_fields: dict) -> 
         made[name] = g.create_node(op, target, _unpickled(args, made), _unpickled(kwargs, made),
                                    name=name, type_expr=type_expr)
         made[name].meta.update(meta)
-    fake = _CodeOnlyModule(dict(body))
-    res = GraphModule(fake, g, body.get("_graphmodule_cls_name", "GraphModule"))
+    class_name = body.get("_graphmodule_cls_name", "GraphModule")
+    res = GraphModule(_CodeOnlyModule(dict(body)), g, class_name)
+    if type(codegen) is CodeGen:
+        res = _retraced(res, body, class_name)
     # the other attributes the module had are kept where the new one has none of that name
     # (so its meta and hooks start empty, as PyTorch's do)
     for k, v in body.items():
         if not hasattr(res, k):
             setattr(res, k, v)
     return res
+
+
+def _retraced(gm: GraphModule, body: dict, class_name: str) -> GraphModule:
+    """``gm`` rebuilt from a trace of its generated ``forward``, its submodules kept whole."""
+    from ._symbolic_trace import Tracer
+    tracer_cls = body.get("_tracer_cls") or Tracer
+
+    class KeepModules(tracer_cls):
+        def is_leaf_module(self, m, module_qualified_name: str) -> bool:
+            return True
+
+    code_only = type("_CodeOnlyModule", (_CodeOnlyModule,), {"forward": type(gm).forward})
+    com = code_only(dict(body))
+    graph = KeepModules().trace(com, **body.get("_tracer_extras", {}))
+    graph._tracer_cls = tracer_cls
+    graph._co_fields = dict(gm.graph._co_fields)
+    return GraphModule(com, graph, class_name)
 
 
 class _CodeOnlyModule(Module):
