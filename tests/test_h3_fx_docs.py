@@ -818,3 +818,56 @@ def test_pickled_graph_module_is_traced_again_from_its_code():
     out = _same_output(PICKLING, name="fxpickle")
     assert "helper = fxpickle_helper(add_1, 3)" in out and "relu = lin.relu()" in out
     assert "helper ['is_wrapped']" in out and "lin ['nn_module_stack']" in out
+
+
+OPS_AND_SHAPES = """
+import torch
+import torch.fx
+
+import operator
+import torch.nn.functional as F
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(4, 4))
+    def forward(self, x, y):
+        a = x @ self.w + x.T.T - (-x) * x.abs() ** 2 / (2 ** x.clamp(max=1))
+        b = (x // 2) % 3 + x[..., None].squeeze(-1) + x[:, 1:3].sum(-1, keepdim=True)
+        c = x.view(x.size(0), -1).reshape(-1, 4).to(torch.float64).float()
+        d = torch.where(x > 0, x, y) + F.softmax(x, -1) + torch.stack([x, y]).mean(0)
+        e = x.ndim + x.dtype.is_floating_point + x.shape[1]
+        f = torch.matmul(x, self.w) + x.new_zeros(4, 4) + torch.zeros_like(x)
+        g = x.masked_fill(x < 0, 0.0).cumsum(1).flip(0) & 1 if False else x.masked_fill(x < 0, 0.0).cumsum(1).flip(0)
+        h, i = torch.max(x, dim=1)
+        j = x.chunk(2, dim=1)[0].repeat(1, 2) + x.permute(1, 0).contiguous().t()
+        k = torch.mm(x, self.w) + F.layer_norm(x, (4,)) + F.dropout(x, 0.0, self.training)
+        l = torch.cat([x.unsqueeze(0), y.unsqueeze(0)]).max(dim=0).values
+        return a + b + c + d + e + f + g + h.unsqueeze(1) + i.unsqueeze(1) + j + k + l, x.shape
+gm = torch.fx.symbolic_trace(M())
+print(gm.code)
+print(gm.graph)
+x = torch.arange(16, dtype=torch.float32).reshape(4, 4) / 4 - 2
+y = torch.ones(4, 4) / 8
+with torch.no_grad():
+    out, shape = gm(x, y)
+print(out, shape)
+from torch.fx.passes.shape_prop import ShapeProp
+ShapeProp(gm).propagate(x, y)
+def meta(tm):
+    if tm is None or isinstance(tm, int):
+        return tm
+    if isinstance(tm, tuple) and not hasattr(tm, "shape"):
+        return (type(tm).__name__, [meta(t) for t in tm])
+    return (tuple(tm.shape), tm.dtype, tm.stride, str(tm.memory_format), tm.requires_grad)
+for n in gm.graph.nodes:
+    print(n.name, meta(n.meta.get("tensor_meta")))
+"""
+
+
+def test_operators_methods_functions_and_shape_prop_metadata():
+    # Proxy operators, tensor methods and attributes, torch and functional calls; ShapeProp's
+    # tensor_meta of every node (tuples for torch.max's (values, indices), None for x.shape)
+    out = _same_output(OPS_AND_SHAPES)
+    assert "max_1 ('tuple', [((4,), torch.float32, (1,), 'torch.contiguous_format', False)" in out
+    assert "getattr_8 None" in out
+    assert "output ('tuple', [((4, 4), torch.float32, (4, 1), 'torch.contiguous_format', True), ('tuple', [4, 4])])" in out
