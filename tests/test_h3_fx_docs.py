@@ -871,3 +871,52 @@ def test_operators_methods_functions_and_shape_prop_metadata():
     assert "max_1 ('tuple', [((4,), torch.float32, (1,), 'torch.contiguous_format', False)" in out
     assert "getattr_8 None" in out
     assert "output ('tuple', [((4, 4), torch.float32, (4, 1), 'torch.contiguous_format', True), ('tuple', [4, 4])])" in out
+
+
+READABLE = """
+import torch
+import torch.fx
+
+from torch.fx.passes.shape_prop import ShapeProp
+class Inner(torch.nn.Module):
+    def forward(self, x):
+        return x.sum(0)
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(2, 3)
+    def forward(self, x, k: int):
+        y = self.l(x).relu() + 1
+        return y.max(dim=1), y.shape, y.to(torch.float64).t(), (y > 0)
+gm = torch.fx.symbolic_trace(M())
+ShapeProp(gm).propagate(torch.ones(4, 2), 3)
+gm.print_readable()
+print(gm.print_readable(False, include_stride=True, include_device=True) == gm.print_readable(False))
+for n in gm.graph.nodes:
+    if n.op == "call_method" and n.target == "t":
+        n.meta["val"] = torch.ones(3, 4, dtype=torch.float64).t()
+    if n.name == "gt":
+        n.meta["example_value"] = torch.zeros(4, 3, dtype=torch.bool)
+gm.print_readable()
+gm.print_readable(include_stride=True, include_device=True)
+print(gm.code)
+inner = torch.fx.symbolic_trace(Inner())
+root = torch.nn.Module()
+root.inner = inner
+g = torch.fx.Graph()
+x = g.placeholder("x")
+o = g.call_module("inner", (x,))
+g.output(o)
+gm2 = torch.fx.GraphModule(root, g)
+ShapeProp(gm2).propagate(torch.ones(2, 5))
+gm2.print_readable()
+"""
+
+
+def test_print_readable_annotates_recorded_values():
+    # after ShapeProp (tensor_meta) or with meta['val'] / meta['example_value'] set,
+    # print_readable writes each value's dtype and shape (strides, device when asked)
+    out = _same_output(READABLE)
+    assert 'def forward(self, x: "f32[4, 2]", k : ' in out
+    assert 't: "f64[4, 3][1, 4]cpu" = to.t();  to = None' in out
+    assert 'inner: "f32[5]" = self.inner(x);  x = None' in out

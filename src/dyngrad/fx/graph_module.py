@@ -259,9 +259,13 @@ class GraphModule(Module):
             self.delete_submodule(name)
 
     # -- printing and saving --------------------------------------------------------------
-    def print_readable(self, print_output: bool = True) -> str:
-        """The generated code as a class (with nested GraphModules), printed and returned."""
-        return _print_readable(self, self._get_name(), print_output)
+    def print_readable(self, print_output: bool = True, include_stride: bool = False,
+                       include_device: bool = False) -> str:
+        """The generated code as a class (with nested GraphModules), printed and returned;
+        each node annotated with its recorded dtype and shape (and strides and device when
+        asked) and preceded by the user's source line."""
+        return _print_readable(self, self._get_name(), print_output, include_stride,
+                               include_device)
 
     def __str__(self) -> str:
         return "\n".join([super().__str__(), self._code,
@@ -485,14 +489,17 @@ def _leaf_repr(mod: Module) -> str | None:
     return repr(mod) if type(mod) in safe else None
 
 
-def _print_readable(module: GraphModule, name: str, print_output: bool = True) -> str:
-    src = module.graph.python_code(root_module="self", verbose=True).src
+def _print_readable(module: GraphModule, name: str, print_output: bool = True,
+                    include_stride: bool = False, include_device: bool = False) -> str:
+    src = module.graph.python_code(root_module="self", verbose=True,
+                                   include_stride=include_stride,
+                                   include_device=include_device).src
     code = f"class {name}(torch.nn.Module):\n" + src.lstrip("\n")
     code = _addindent(code, 4)
     subs = [""]
     for sub_name, sub in module.named_children():
         if isinstance(sub, GraphModule):
-            subs.append(_print_readable(sub, sub_name, print_output=False))
+            subs.append(_print_readable(sub, sub_name, False, include_stride, include_device))
     out = code + _addindent("\n".join(subs), 4)
     if print_output:
         print(out)
