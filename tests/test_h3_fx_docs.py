@@ -920,3 +920,109 @@ def test_print_readable_annotates_recorded_values():
     assert 'def forward(self, x: "f32[4, 2]", k : ' in out
     assert 't: "f64[4, 3][1, 4]cpu" = to.t();  to = None' in out
     assert 'inner: "f32[5]" = self.inner(x);  x = None' in out
+
+
+ERRORS = """
+import torch
+import torch.fx
+
+import operator
+def f(x, y=3, *args, z=4, **kw):
+    return x + y + z
+gm = torch.fx.symbolic_trace(f)
+print(gm.code)
+print(gm(torch.ones(1)), gm(torch.ones(1), 1, z=2))
+for call in [lambda: torch.fx.Interpreter(gm).run(), lambda: gm()]:
+    try:
+        call()
+    except Exception as e:
+        print(type(e).__name__, e)
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(2, 2)
+    def forward(self, x):
+        return self.l(x)
+gm = torch.fx.symbolic_trace(M())
+g = gm.graph
+with g.inserting_before(g.output_node()):
+    bad = g.get_attr("nope")
+try:
+    g.lint()
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    gm.recompile(); gm(torch.ones(1, 2))
+except Exception as e:
+    print(type(e).__name__, e)
+g.erase_node(bad)
+try:
+    with g.inserting_before(g.output_node()):
+        bad = g.call_module("zzz", (list(g.nodes)[0],))
+except AttributeError as e:
+    print(type(e).__name__, e)
+g2 = torch.fx.Graph()
+with g2.inserting_before(None):
+    p = g2.placeholder("x")
+    bad = g2.call_module("zzz", (p,))
+    g2.output(bad)
+try:
+    torch.fx.GraphModule(gm, g2)
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    torch.fx.GraphModule({"l": gm.l}, g2)
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    torch.fx.Interpreter(gm).run(torch.ones(1, 3))
+except Exception as e:
+    print(type(e).__name__, str(e).splitlines()[0], "While executing" in str(e))
+try:
+    torch.fx.symbolic_trace(lambda x: x.item() if x > 0 else 0)
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    torch.fx.symbolic_trace(lambda x: [a for a in x])
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    torch.fx.symbolic_trace(lambda x: int(x))
+except Exception as e:
+    print(type(e).__name__, e)
+def inner():
+    torch.fx.wrap("len")
+try:
+    inner()
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    torch.fx.Graph().output(1); g3 = torch.fx.Graph(); g3.output(1); g3.output(2); g3.lint()
+except Exception as e:
+    print(type(e).__name__, e)
+try:
+    torch.fx.symbolic_trace(M(), concrete_args={"y": 1})
+except Exception as e:
+    print(type(e).__name__, e)
+"""
+
+
+def test_errors_and_their_messages():
+    # missing arguments, a dangling get_attr, a missing submodule (looked up when the node is
+    # inserted, and when a GraphModule is built from a module or a dict), a failing node
+    # under Interpreter, data-dependent control flow, iteration, int(), wrap inside a function
+    out = _same_output(ERRORS)
+    assert "Use tlparse to see full graph." in out
+    assert "AttributeError M has no attribute `zzz`" in out
+
+
+def test_wrapping_a_name_the_module_never_defines_fails_the_next_trace():
+    from dyngrad.fx._symbolic_trace import _WRAPPED_NAMES
+    mod = types.ModuleType("fxwrapundefined")
+    exec("import dyngrad\ndyngrad.fx.wrap('not_defined_here')\n", mod.__dict__)
+    try:
+        with pytest.raises(KeyError, match="not_defined_here"):
+            dyngrad.fx.symbolic_trace(lambda x: x + 1)
+    finally:
+        _WRAPPED_NAMES.pop((id(mod.__dict__), "not_defined_here"))
+    assert dyngrad.fx.symbolic_trace(lambda x: x + 1).code

@@ -511,8 +511,11 @@ class Graph:
 
     def call_module(self, module_name: str, args: tuple | None = None,
                     kwargs: dict | None = None, type_expr: Any | None = None) -> Node:
-        """Call the submodule ``module_name`` (args exclude ``self``)."""
-        if self.owning_module is not None and not _attr_exists(self.owning_module, module_name):
+        """Call the submodule ``module_name`` (args exclude ``self``). On a graph owned by a
+        GraphModule the submodule must exist: looking it up raises AttributeError naming the
+        missing part, as PyTorch's does."""
+        if self.owning_module is not None and \
+                self.owning_module.get_submodule(module_name) is None:
             warnings.warn("Attempted to insert a call_module Node with no underlying reference "
                           "in the owning GraphModule! Call GraphModule.add_submodule to add the "
                           "necessary submodule")
