@@ -1086,3 +1086,40 @@ def test_conv_batchnorm_fusion_and_dropout_removal():
     assert "bn4 = self.bn4(shared)" in out and "bn = " not in out.split("GraphModule(")[0]
     assert "Conv2d True Conv1d True" in out and "\nTrue [" in out
     assert out.rstrip().endswith("True False")  # the same code; a new GraphModule
+
+
+AUTOWRAP = """
+import torch
+import torch.fx
+
+import math, operator
+def scale(x):
+    return x * 2
+class M(torch.nn.Module):
+    def forward(self, x):
+        return scale(x) + math.floor(math.pi) + math.sqrt(x.shape[0]) + operator.mul(x, 3)
+t = torch.fx.Tracer(autowrap_functions=(scale,))
+g = t.trace(M())
+print(torch.fx.GraphModule(M(), g).code)
+t2 = torch.fx.Tracer(autowrap_modules=())
+try:
+    t2.trace(M())
+except TypeError as e:
+    print("TypeError", e)
+print(torch.fx.symbolic_trace(M()).code)
+class P(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.p = torch.nn.Parameter(torch.ones(3, 2))
+        self.register_buffer("b", torch.zeros(2))
+    def forward(self, x):
+        return x.view(-1, self.p.shape[1]) + self.b + self.p.size()[0] + self.p.dim() + self.p.numel()
+print(torch.fx.symbolic_trace(P()).code)
+print(torch.fx.GraphModule(P(), torch.fx.Tracer(param_shapes_constant=True).trace(P())).code)
+"""
+
+
+def test_tracer_autowrap_functions_modules_and_constant_parameter_shapes():
+    out = _same_output(AUTOWRAP, name="fxauto")
+    assert "scale = fxauto_scale(x)" in out and "TypeError must be real number, not Proxy" in out
+    assert "view = x.view(-1, 2);  x = None" in out
