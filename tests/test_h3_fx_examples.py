@@ -692,3 +692,37 @@ def test_lowering_a_graph_to_an_instruction_list():
     assert "interpreter = self.interpreter" in out
     assert "call = interpreter.__call__([x, y]);  interpreter = x = y = None" in out
     assert out.rstrip().endswith("True")
+
+
+INTERPRETER_LISTS = """
+import torch
+import torch.fx
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        a = torch.cat([x, x * 2], dim=0)
+        b = torch.stack([a, a]).view([2, -1])
+        c = b[[0, 1]].permute([1, 0]).reshape([4, -1])
+        d = c[[0, 2], [1, 0]] + x.new_tensor([1.0, 2.0])
+        e = torch.tensor([[1.0, 2.0]]) + d.expand([3, 2])
+        f = x.repeat([1, 2]).sum(dim=[0, 1], keepdim=False)
+        g = torch.einsum("ij->j", e) if False else e.sum([0])
+        h = torch.nn.functional.pad(x, [1, 1]) + 0
+        return {"c": c, "d": d, "e": e, "f": f, "g": g, "h": h}
+gm = torch.fx.symbolic_trace(M())
+x = torch.tensor([[1.0, -2.0], [0.5, 3.0]])
+r = torch.fx.Interpreter(gm).run(x)
+for k, v in r.items():
+    print(k, v)
+print(type(r).__name__)
+t = torch.fx.Transformer(gm).transform()
+print(t.code == gm.code)
+print(all(torch.equal(t(x)[k], v) for k, v in r.items()))
+"""
+
+
+def test_interpreter_passes_the_graphs_immutable_lists_to_operations():
+    # cat/stack/view/permute/indexing/new_tensor/expand/sum/pad given the graph's
+    # immutable_list arguments by Interpreter, and Transformer's retrace of them
+    out, _, _ = _same_output(INTERPRETER_LISTS)
+    assert "immutable_dict\nTrue\nTrue" in out
