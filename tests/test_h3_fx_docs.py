@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import sys
 import textwrap
@@ -1123,3 +1124,41 @@ def test_tracer_autowrap_functions_modules_and_constant_parameter_shapes():
     out = _same_output(AUTOWRAP, name="fxauto")
     assert "scale = fxauto_scale(x)" in out and "TypeError must be real number, not Proxy" in out
     assert "view = x.view(-1, 2);  x = None" in out
+
+
+FOLDER = """
+import torch
+import torch.fx
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+        self.bn = torch.nn.BatchNorm1d(2)
+        self.seq = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(2, 2))
+        self.register_buffer("buf", torch.ones(2))
+        self.p = torch.nn.Parameter(torch.zeros(2))
+
+    def forward(self, x):
+        return self.seq(self.bn(self.lin(x))) + self.buf * self.p
+
+gm = torch.fx.symbolic_trace(M())
+"""
+
+
+def test_to_folder_writes_pytorchs_module_file(tmp_path):
+    # the Debugging section's to_folder: the same module.py (but for PyTorch's two pytree
+    # imports, modules dyngrad does not have), Linear/BatchNorm as reprs, the rest pickled
+    texts = []
+    for lib in (torch, dyngrad):
+        folder = tmp_path / lib.__name__
+        gm = _run(FOLDER, lib, "fxfolder")[1]["gm"]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gm.to_folder(folder, "Bar")
+        assert any("saved as pickled files instead: ['seq']" in str(w.message) for w in caught)
+        assert sorted(os.listdir(folder)) == ["__init__.py", "module.py", "seq.pt", "state_dict.pt"]
+        text = (folder / "module.py").read_text().replace(str(folder), "<folder>")
+        texts.append([line for line in text.splitlines() if "_pytree" not in line])
+    assert texts[1] == texts[0]
+    assert "        setattr(self, 'lin', Linear(in_features=3, out_features=2, bias=True))" in texts[1]
