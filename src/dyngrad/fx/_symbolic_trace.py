@@ -592,7 +592,10 @@ class Tracer(TracerBase):
                 _patch_ops(patcher)
                 _patch_tensor_methods(patcher)
                 for (_, name), frame_dict in list(_WRAPPED_NAMES.items()):
-                    orig = frame_dict[name] if name in frame_dict else getattr(builtins, name)
+                    if name not in frame_dict and hasattr(builtins, name):
+                        orig = getattr(builtins, name)
+                    else:
+                        orig = frame_dict[name]  # a name wrapped but never defined: KeyError
                     patcher.patch(frame_dict, name, _wrapped_function(orig))
                 _autowrap_check(patcher, fn_globals, ids)
                 for m in self._autowrap_search:

@@ -138,7 +138,8 @@ class CodeGen:
         return []
 
     def _gen_python_code(self, nodes, root_module: str, namespace: _Namespace, *,
-                         verbose: bool = False) -> PythonCode:
+                         verbose: bool = False, include_stride: bool = False,
+                         include_device: bool = False) -> PythonCode:
         free_vars: list[str] = []
         body: list[str] = []
         globals_: dict[str, Any] = {}
@@ -239,6 +240,10 @@ class CodeGen:
 
         def emit(node: Node) -> None:
             ann = "" if node.type is None else f" : {type_repr(node.type)}"
+            if verbose:
+                shown = _value_annotation(node, include_stride, include_device)
+                if shown is not None:
+                    ann = f': "{shown}"'
             if node.op == "placeholder":
                 default = "" if not node.args else f" = {get_repr(node.args[0])}"
                 free_vars.append(f"{node.target}{ann}{default}")
@@ -306,6 +311,36 @@ class CodeGen:
         code = "".join(body).lstrip("\n")
         code = "\n".join("    " + line for line in code.split("\n"))
         return PythonCode(f"\n{wrap_stmts}\n\n{prologue}\n{code}", globals_)
+
+
+# PyTorch's short dtype names (torch.utils._dtype_abbrs), by the dtype's printed name
+_DTYPE_ABBRS = {"uint8": "u8", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+                "uint16": "u16", "uint32": "u32", "uint64": "u64", "float16": "f16",
+                "bfloat16": "bf16", "float32": "f32", "float64": "f64", "complex32": "c32",
+                "complex64": "c64", "complex128": "c128", "bool": "b8"}
+
+
+def _shape_text(shape) -> str:
+    return f"[{', '.join(str(x) for x in shape)}]"
+
+
+def _value_annotation(node: Node, include_stride: bool, include_device: bool) -> str | None:
+    """``f32[2, 3]`` for a node whose recorded value is a tensor (with ``[3, 1]`` strides and
+    the device when asked) or ShapeProp's TensorMetadata of one; None otherwise."""
+    from .._tensor import Tensor
+    from .passes.shape_prop import TensorMetadata
+    meta = node.meta
+    val = meta.get("val", meta.get("tensor_meta", meta.get("example_value", None)))
+    if isinstance(val, Tensor):
+        text = _DTYPE_ABBRS[str(val.dtype).split(".")[-1]] + _shape_text(val.shape)
+        if include_stride:
+            text += _shape_text(val.stride())
+        if include_device:
+            text += str(val.device)
+        return text
+    if isinstance(val, TensorMetadata):
+        return _DTYPE_ABBRS[str(val.dtype).split(".")[-1]] + _shape_text(val.shape)
+    return None
 
 
 def _torch_path(obj: Any) -> str | None:
@@ -476,8 +511,11 @@ class Graph:
 
     def call_module(self, module_name: str, args: tuple | None = None,
                     kwargs: dict | None = None, type_expr: Any | None = None) -> Node:
-        """Call the submodule ``module_name`` (args exclude ``self``)."""
-        if self.owning_module is not None and not _attr_exists(self.owning_module, module_name):
+        """Call the submodule ``module_name`` (args exclude ``self``). On a graph owned by a
+        GraphModule the submodule must exist: looking it up raises AttributeError naming the
+        missing part, as PyTorch's does."""
+        if self.owning_module is not None and \
+                self.owning_module.get_submodule(module_name) is None:
             warnings.warn("Attempted to insert a call_module Node with no underlying reference "
                           "in the owning GraphModule! Call GraphModule.add_submodule to add the "
                           "necessary submodule")
@@ -632,9 +670,13 @@ class Graph:
                     cur = nxt
 
     # -- code -----------------------------------------------------------------------------
-    def python_code(self, root_module: str, *, verbose: bool = False) -> PythonCode:
+    def python_code(self, root_module: str, *, verbose: bool = False,
+                    include_stride: bool = False, include_device: bool = False) -> PythonCode:
         """The Python source of this graph as a ``forward`` method (``root_module`` is the
-        name the module is reached by, usually ``self``)."""
+        name the module is reached by, usually ``self``). ``verbose`` adds the user's source
+        line above each run of nodes and annotates each node with the dtype and shape of its
+        recorded value (``meta['val']``, ``meta['tensor_meta']`` from ShapeProp, or
+        ``meta['example_value']``), strides and device too when asked."""
         namespace = _Namespace()
         saved = {}
         for node in self.nodes:
@@ -642,7 +684,9 @@ class Graph:
             node._repr_fn = lambda n: namespace.create_name(n.name, n)
         try:
             return self._codegen._gen_python_code(self.nodes, root_module, namespace,
-                                                  verbose=verbose)
+                                                  verbose=verbose,
+                                                  include_stride=include_stride,
+                                                  include_device=include_device)
         finally:
             for node, fn in saved.items():
                 node._repr_fn = fn
@@ -666,14 +710,30 @@ class Graph:
         return s
 
     def print_tabular(self) -> None:
-        """Print the nodes as a table (opcode, name, target, args, kwargs)."""
-        rows = [["opcode", "name", "target", "args", "kwargs"]] + \
-            [[n.op, n.name, str(n.target), str(n.args), str(n.kwargs)] for n in self.nodes]
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        out = ["  ".join(c.ljust(w) for c, w in zip(rows[0], widths)).rstrip(),
-               "  ".join("-" * w for w in widths)]
-        out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows[1:]]
-        print("\n".join(out))
+        """Print the nodes as a table (opcode, name, target, args, kwargs): ``tabulate``'s
+        "simple" table, made by ``tabulate`` when it is installed (as PyTorch does) and
+        laid out the same way without it."""
+        headers = ["opcode", "name", "target", "args", "kwargs"]
+        node_specs = [[n.op, n.name, n.target, n.args, n.kwargs] for n in self.nodes]
+        try:
+            from tabulate import tabulate
+        except ImportError:
+            print(_simple_table(headers, node_specs))
+        else:
+            print(tabulate(node_specs, headers=headers))
+
+
+def _simple_table(headers: list[str], rows: list[list]) -> str:
+    """``tabulate(rows, headers)``'s "simple" layout for text columns: each column as wide as
+    its widest cell and at least its header plus two, two spaces between columns, a dashed
+    rule under the headers, trailing spaces cut."""
+    cells = [[str(c).strip() for c in r] for r in rows]
+    widths = [max([len(h) + 2] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(row):
+        return "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths)] + [line(r) for r in cells])
 
 
 def _attr_exists(mod, qualified_name: str) -> bool:

@@ -8,11 +8,12 @@ import linecache
 import os
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
 from ..nn import Module
-from .graph import Graph, PythonCode
+from .graph import CodeGen, Graph, PythonCode
 
 __all__ = ["GraphModule"]
 
@@ -258,9 +259,13 @@ class GraphModule(Module):
             self.delete_submodule(name)
 
     # -- printing and saving --------------------------------------------------------------
-    def print_readable(self, print_output: bool = True) -> str:
-        """The generated code as a class (with nested GraphModules), printed and returned."""
-        return _print_readable(self, self._get_name(), print_output)
+    def print_readable(self, print_output: bool = True, include_stride: bool = False,
+                       include_device: bool = False) -> str:
+        """The generated code as a class (with nested GraphModules), printed and returned;
+        each node annotated with its recorded dtype and shape (and strides and device when
+        asked) and preceded by the user's source line."""
+        return _print_readable(self, self._get_name(), print_output, include_stride,
+                               include_device)
 
     def __str__(self) -> str:
         return "\n".join([super().__str__(), self._code,
@@ -268,37 +273,45 @@ class GraphModule(Module):
 
     def to_folder(self, folder: str | os.PathLike, module_name: str = "FxModule") -> None:
         """Write this module as importable source (``module.py``, ``__init__.py``) plus its
-        state dict, so ``from <folder> import <module_name>`` rebuilds it."""
+        state dict, so ``from <folder> import <module_name>`` rebuilds it. Linear, Conv and
+        BatchNorm children are written as their repr; other children are saved to
+        ``<name>.pt`` files (with a warning naming them), as PyTorch does."""
         import dyngrad
         folder = Path(folder)
         folder.mkdir(exist_ok=True)
         dyngrad.save(self.state_dict(), folder / "state_dict.pt")
         tab = " " * 4
-        blocks = []
+        lines = ["", "import torch", "from math import inf", "from math import nan",
+                 "NoneType = type(None)", "import torch", "from torch import device", "",
+                 "from torch.nn import *", f"class {module_name}(torch.nn.Module):",
+                 f"{tab}def __init__(self):", f"{tab * 2}super().__init__()"]
+        blobified: list[str] = []
         for name, mod in self.named_children():
             r = _leaf_repr(mod)
             if r is None:
-                dyngrad.save(mod, folder / f"{name}.pt")
-                r = f"torch.load(r'{folder}/{name}.pt', weights_only=False)"
-            blocks.append(f"{tab * 2}self.{name} = {r}")
+                path = folder / f"{name}.pt"
+                dyngrad.save(mod, path)
+                blobified.append(name)
+                one_line = repr(mod).replace("\r", " ").replace("\n", " ")
+                lines.append(f"{tab * 2}setattr(self, '{name}', torch.load(r'{path}', "
+                             f"weights_only=False)) # {one_line}")
+            else:
+                lines.append(f"{tab * 2}setattr(self, '{name}', {r})")
         for name, buf in self._buffers.items():
-            if buf is None:
-                continue
-            blocks.append(f"{tab * 2}self.register_buffer('{name}', "
-                          f"torch.empty({list(buf.shape)}, dtype={buf.dtype}))")
+            if buf is not None:
+                lines.append(f"{tab * 2}self.register_buffer('{name}', "
+                             f"torch.empty({list(buf.shape)}, dtype={buf.dtype}))")
         for name, p in self._parameters.items():
-            if p is None:
-                continue
-            blocks.append(f"{tab * 2}self.{name} = torch.nn.Parameter("
-                          f"torch.empty({list(p.shape)}, dtype={p.dtype}))")
-        blocks.append(f"{tab * 2}self.load_state_dict(torch.load(r'{folder}/state_dict.pt'))")
-        code = _addindent(self.code, 4)
-        src = (f"import torch\nfrom math import inf\nfrom math import nan\n"
-               f"NoneType = type(None)\nfrom torch import device\n\n"
-               f"class {module_name}(torch.nn.Module):\n    def __init__(self):\n"
-               f"        super().__init__()\n" + "\n".join(blocks) + "\n" + code)
+            if p is not None:
+                lines.append(f"{tab * 2}setattr(self, '{name}', torch.nn.Parameter("
+                             f"torch.empty({list(p.shape)}, dtype={p.dtype})))")
+        lines.append(f"{tab * 2}self.load_state_dict(torch.load(r'{folder}/state_dict.pt'))")
+        src = "\n".join(lines) + "\n" + _addindent(self.code, 4) + "\n"
         (folder / "module.py").write_text(src)
         (folder / "__init__.py").write_text("from .module import *")
+        if blobified:
+            warnings.warn("Was not able to save the following children modules as reprs -"
+                          f"saved as pickled files instead: {blobified}")
 
     def __deepcopy__(self, memo: dict) -> GraphModule:
         res = type(self).__new__(type(self))
@@ -415,8 +428,10 @@ def _graph_state(g: Graph) -> list:
 
 
 def _rebuild_graph_module(body: dict, nodes: list, codegen, co_fields: dict) -> GraphModule:
-    """A GraphModule from its pickle (``GraphModule.__reduce__``): the graph is built node
-    by node through the Graph API and the code generated from it."""
+    """A GraphModule from its pickle (``GraphModule.__reduce__``). The graph is built node by
+    node and its code generated; then, as PyTorch rebuilds a pickled GraphModule, the graph
+    is traced again from that code with every submodule a leaf, so node names and metadata
+    are the ones a trace of the code gives (a graph with its own CodeGen is kept as built)."""
     g = Graph(tracer_cls=body.get("_tracer_cls"))
     g._codegen = codegen
     g._co_fields = dict(co_fields)
@@ -427,14 +442,33 @@ def _rebuild_graph_module(body: dict, nodes: list, codegen, co_fields: dict) -> 
         made[name] = g.create_node(op, target, _unpickled(args, made), _unpickled(kwargs, made),
                                    name=name, type_expr=type_expr)
         made[name].meta.update(meta)
-    fake = _CodeOnlyModule(dict(body))
-    res = GraphModule(fake, g, body.get("_graphmodule_cls_name", "GraphModule"))
+    class_name = body.get("_graphmodule_cls_name", "GraphModule")
+    res = GraphModule(_CodeOnlyModule(dict(body)), g, class_name)
+    if type(codegen) is CodeGen:
+        res = _retraced(res, body, class_name)
     # the other attributes the module had are kept where the new one has none of that name
     # (so its meta and hooks start empty, as PyTorch's do)
     for k, v in body.items():
         if not hasattr(res, k):
             setattr(res, k, v)
     return res
+
+
+def _retraced(gm: GraphModule, body: dict, class_name: str) -> GraphModule:
+    """``gm`` rebuilt from a trace of its generated ``forward``, its submodules kept whole."""
+    from ._symbolic_trace import Tracer
+    tracer_cls = body.get("_tracer_cls") or Tracer
+
+    class KeepModules(tracer_cls):
+        def is_leaf_module(self, m, module_qualified_name: str) -> bool:
+            return True
+
+    code_only = type("_CodeOnlyModule", (_CodeOnlyModule,), {"forward": type(gm).forward})
+    com = code_only(dict(body))
+    graph = KeepModules().trace(com, **body.get("_tracer_extras", {}))
+    graph._tracer_cls = tracer_cls
+    graph._co_fields = dict(gm.graph._co_fields)
+    return GraphModule(com, graph, class_name)
 
 
 class _CodeOnlyModule(Module):
@@ -447,25 +481,25 @@ class _CodeOnlyModule(Module):
 
 
 def _leaf_repr(mod: Module) -> str | None:
-    """Source that rebuilds a standard layer from its repr (``torch.nn.Linear(...)``)."""
+    """A Linear, Conv1d/2d/3d or BatchNorm1d/2d/3d child's repr (the layers whose repr
+    rebuilds them, ``to_folder`` writing ``from torch.nn import *`` above); None for others."""
     import dyngrad.nn as nn
-    cls = type(mod)
-    if getattr(nn, cls.__name__, None) is not cls or mod._modules:
-        return None
-    r = repr(mod)
-    if "\n" in r:
-        return None
-    return f"torch.nn.{r}"
+    safe = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.BatchNorm1d, nn.BatchNorm2d,
+            nn.BatchNorm3d)
+    return repr(mod) if type(mod) in safe else None
 
 
-def _print_readable(module: GraphModule, name: str, print_output: bool = True) -> str:
-    src = module.graph.python_code(root_module="self", verbose=True).src
+def _print_readable(module: GraphModule, name: str, print_output: bool = True,
+                    include_stride: bool = False, include_device: bool = False) -> str:
+    src = module.graph.python_code(root_module="self", verbose=True,
+                                   include_stride=include_stride,
+                                   include_device=include_device).src
     code = f"class {name}(torch.nn.Module):\n" + src.lstrip("\n")
     code = _addindent(code, 4)
     subs = [""]
     for sub_name, sub in module.named_children():
         if isinstance(sub, GraphModule):
-            subs.append(_print_readable(sub, sub_name, print_output=False))
+            subs.append(_print_readable(sub, sub_name, False, include_stride, include_device))
     out = code + _addindent("\n".join(subs), 4)
     if print_output:
         print(out)

@@ -57,6 +57,8 @@ class Interpreter:
                     msg = f"While executing {node.format_node()}"
                     msg = f"{e.args[0]}\n\n{msg}" if e.args else str(msg)
                     msg += f"\nOriginal traceback:\n{node.stack_trace}"
+                    msg += ("\nUse tlparse to see full graph. (https://github.com/pytorch/tlparse"
+                            "?tab=readme-ov-file#tlparse-parse-structured-pt2-logs)")
                     e.args = (msg,) + e.args[1:]
                     if isinstance(e, KeyError):
                         raise RuntimeError(*e.args) from e
@@ -145,18 +147,7 @@ class Interpreter:
                 raise RuntimeError(f"Node {n} referenced nonexistent value {a}! Run Graph.lint() "
                                    f"to diagnose such issues")
             return self.env[a]
-        return _plain(map_arg(args, load))
-
-
-def _plain(a: Any) -> Any:
-    """Ordinary lists and dicts in place of the graph's immutable ones."""
-    if isinstance(a, tuple) and not hasattr(a, "_fields"):
-        return tuple(_plain(x) for x in a)
-    if isinstance(a, list):
-        return [_plain(x) for x in a]
-    if isinstance(a, dict):
-        return {k: _plain(v) for k, v in a.items()}
-    return a
+        return map_arg(args, load)
 
 
 class _TransformerTracer(Tracer):

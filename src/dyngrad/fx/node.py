@@ -62,7 +62,11 @@ def map_aggregate(a: Argument, fn: Callable[[Argument], Argument]) -> Argument:
     keeping the structure."""
     if isinstance(a, tuple):
         t = tuple(map_aggregate(e, fn) for e in a)
-        return t if not hasattr(a, "_fields") else type(a)(*t)
+        # a named tuple keeps its type; the results of torch.max and the like (structseqs
+        # in PyTorch, with no _fields) come back as plain tuples, as PyTorch's do
+        if not hasattr(a, "_fields") or type(a).__module__ == "torch.return_types":
+            return t
+        return type(a)(*t)
     if isinstance(a, list):
         return immutable_list(map_aggregate(e, fn) for e in a)
     if isinstance(a, dict):
