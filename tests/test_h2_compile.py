@@ -11,8 +11,18 @@ import pytest
 import dyngrad as T
 from dyngrad import _dynamo
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
-import workloads as W  # noqa: E402
+def _load_workloads():
+    """benchmarks/workloads.py, loaded by path (its directory has a profile.py)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "workloads.py")
+    spec = importlib.util.spec_from_file_location("_h2_workloads", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+W = _load_workloads()
 
 
 @pytest.fixture(autouse=True)
@@ -243,13 +253,21 @@ def test_grad_none_or_not_recaptures_once():
 
 
 def test_train_eval_recaptures_once():
-    model = T.nn.Sequential(T.nn.Linear(3, 3), T.nn.Dropout(0.0))
+    class Scale(T.nn.Module):
+        def forward(self, x):
+            return x * (2.0 if self.training else 3.0)
+
+    model = T.nn.Sequential(T.nn.Linear(3, 3), Scale())
     cf = T.compile(lambda x: model(x))
+    x = T.ones(2, 3)
     with T.no_grad():
-        cf(T.ones(2, 3))
+        a = cf(x)
         model.eval()
-        cf(T.ones(2, 3))
-        cf(T.ones(2, 3))
+        b = cf(x)
+        c = cf(x)
+        assert same_tensor(b, model(x)) and same_tensor(c, b)
+        model.train()
+        assert same_tensor(cf(x), a)
     assert cf.captures == 2
     assert "training == True failed" in cf.recompile_reasons[0][0]
 
@@ -503,3 +521,42 @@ def test_program_is_plain_data():
     assert all(b.i == k for k, b in enumerate(prog.buffers))
     assert "program of" in str(prog) and prog.guards
     assert "def _replay" in cf.entries[0].source
+
+
+def test_random_op_is_not_frozen():
+    T.manual_seed(0)
+    cf = T.compile(lambda x: x + T.randn(3))
+    a, b = cf(T.zeros(3)), cf(T.zeros(3))
+    assert not same_tensor(a, b)
+    assert "random" in cf.eager_reason
+
+
+def test_compiled_training_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    w1, b1 = rng.standard_normal((8, 4)).astype(np.float32), np.zeros(8, np.float32)
+    w2, b2 = rng.standard_normal((3, 8)).astype(np.float32), np.zeros(3, np.float32)
+    xs = rng.standard_normal((4, 6, 4)).astype(np.float32)
+    ys = rng.integers(0, 3, (4, 6))
+    out = []
+    for lib in (T, torch):
+        m = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.ReLU(), lib.nn.Linear(8, 3))
+        with lib.no_grad():
+            for p, v in zip(m.parameters(), (w1, b1, w2, b2)):
+                p.copy_(lib.from_numpy(v.copy()))
+        opt = lib.optim.Adam(m.parameters(), lr=1e-2)
+
+        def step(x, y, m=m, opt=opt, lib=lib):
+            loss = lib.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss.detach()
+
+        f = T.compile(step) if lib is T else step
+        losses = [float(f(lib.from_numpy(xs[i % 4]), lib.from_numpy(ys[i % 4])))
+                  for i in range(12)]
+        out.append((losses, [p.detach().numpy().copy() for p in m.parameters()]))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-5, atol=1e-6)
+    for a, b in zip(out[0][1], out[1][1]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)

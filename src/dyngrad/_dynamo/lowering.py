@@ -135,6 +135,8 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     if name in ("backward", "record"):
         raise _nokernel("not an op")
     op, reflected = op_name(name)
+    if name in _random_names() or op in _random_names():
+        raise _nokernel("a random op (its numbers would be drawn once)")
     if kwargs.get("inplace", True) is False:  # F.relu(x, inplace=False) is relu(x)
         kwargs = {k: v for k, v in kwargs.items() if k != "inplace"}
     # a no-op returning an input as it is (contiguous, to the same dtype, detach's data)
@@ -195,6 +197,11 @@ def _kernel_candidates(name, kernel, args, kwargs, r):
         raise _nokernel(f"an argument of type {type(v).__name__}")
     return [[Instr(name, kernel, tuple(conv(a) for a in args),
                    {k: conv(v) for k, v in kwargs.items()}, mode="new")]]
+
+
+def _random_names():
+    from ..func._batched import RANDOM
+    return RANDOM
 
 
 def _scalar_for(x, dtype):
