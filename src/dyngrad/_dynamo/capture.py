@@ -83,6 +83,7 @@ class Capture:
         self.optimizers: dict = {}   # id(optimizer) -> optimizer
         self.step_open = None        # optimizer whose step is running
         self.backwarded: set = set()  # ids of roots backward ran from
+        self.aot_out = None           # see aot_backward
         self.ones: set = set()       # buffers known to hold ones (the root gradient)
         self.extra_guards: list = []  # (condition, describe, constants) of the optimizers
         self.nll_by_node: dict = {}  # id(NllLossBackward0) -> (forward instr, aux buffers)
@@ -113,6 +114,7 @@ class Capture:
             return Ref(i)
         if not top or self.phase != "forward":
             raise NoKernel("an input tensor was computed by code that was not captured")
+
         if t._grad_fn is not None:
             raise NoKernel("an input tensor has a history from outside the captured function")
         j = self.new_buffer("ext", t._data, f"tensor {tuple(t.shape)}", t)
@@ -123,6 +125,9 @@ class Capture:
         ins.phase = self.phase
         if self.stack:
             self.stack[-1].instrs.append(ins)
+        elif self.phase == "aot":
+            ins.phase = "backward"
+            self.aot_instrs.append(ins)
         else:
             self.program.instrs.append(ins)
 
@@ -254,13 +259,18 @@ class Capture:
         prev = STATE.enabled
         STATE.enabled = False
         try:
-            self._walk(fn, gi, nodes)
+            accs, bufs = self._walk(fn, gi, nodes)
+            for acc in accs:
+                self._accumulate(acc, bufs.pop(acc))
         finally:
             STATE.enabled = prev
             self.phase = "forward"
         self.backwarded.add(id(root))
 
     def _walk(self, fn, gi, nodes):
+        """Run the nodes' formulas in the engine's order; returns the leaves reached
+        (AccumulateGrad nodes, in order) and the gradients left for them and for nodes
+        outside ``nodes``."""
         bufs = {fn: _make(self.arrays[gi])}
         order = sorted((n for n in nodes if not isinstance(n, AccumulateGrad)),
                        key=lambda n: -n._seq)
@@ -297,9 +307,61 @@ class Capture:
                         accs.append(nxt)
                 b = bufs.get(nxt)
                 bufs[nxt] = go if b is None else b + go
+        return accs, bufs
+
+    # -- a forward whose result is differentiated outside the function ----------------------
+    def aot_backward(self, out):
+        """Record the backward of ``out`` from a gradient given at replay (the graph of a
+        compiled forward that autograd goes through after the call): its instructions go to
+        ``aot_instrs``; ``aot_outputs`` lists ``(tensor, buffer)``, the gradient each input
+        tensor (a leaf, or an argument with a history) receives."""
+        fn = out._grad_fn
+        boundary = {}
+        for b in self.program.buffers:
+            if b.kind == "arg" and b.value._grad_fn is not None:
+                t = b.value
+                if t._grad_fn._nout != 1:
+                    raise NoKernel("an input made by an op of several outputs")
+                boundary[t._grad_fn] = t
+        nodes = {fn}
+        todo = [fn]
+        while todo:
+            n = todo.pop()
+            for nxt, _ in n.next_functions:
+                if nxt is not None and nxt not in nodes and nxt not in boundary:
+                    nodes.add(nxt)
+                    todo.append(nxt)
+        for n in nodes:
+            if not n._plain:
+                raise NoKernel(f"{type(n).__name__} has hooks or runs user code")
+        g0 = np.ones(out._data.shape, out._data.dtype)
+        gi = self.new_buffer("gout", g0, "grad_output", g0)
+        self.phase = "aot"
+        self.aot_instrs = []
+        prev = STATE.enabled
+        STATE.enabled = False
+        try:
+            accs, bufs = self._walk(fn, gi, nodes)
+        finally:
+            STATE.enabled = prev
+            self.phase = "forward"
+        outs = []
         for acc in accs:
+            var = acc._var
+            if var._hooks or var._post_acc_hooks or not var._requires_grad:
+                raise NoKernel("a leaf with hooks")
             g = bufs.pop(acc)
-            self._accumulate(acc, g)
+            if g._data.shape != var._data.shape or g._data.dtype != var._data.dtype:
+                raise NoKernel("a gradient of another shape or dtype than its leaf")
+            outs.append((var, self.by_array[id(g._data)]))
+        for node, t in boundary.items():
+            g = bufs.pop(node, None)
+            if g is not None:
+                outs.append((t, self.by_array[id(g._data)]))
+        if bufs:
+            raise NoKernel("a gradient flows to a graph outside the function")
+        self.aot_outputs = outs
+        self.aot_out = out
 
     def _accumulate(self, acc, g):
         var = acc._var

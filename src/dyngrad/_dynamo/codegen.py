@@ -59,11 +59,13 @@ class Emitter:
         self.lines.append("    " * indent + s)
 
 
-def generate(program, em: Emitter, arg_paths, guard_exprs, result_expr, body_lines):
-    """The replay function's source: guards, argument reads, body, result."""
+def generate(program, em: Emitter, extra, guard_exprs, result_expr, body_lines):
+    """The replay function's source (after ``extra``, lines of functions it uses): guards,
+    argument reads, body, result."""
     src = ["def _factory(_ns):"]
     for k in em.consts:
         src.append(f"    {k} = _ns[{k!r}]")
+    src.extend(extra or ())
     src.append("    def _replay(args, kwargs):")
     # one test of all the guards (which one failed is worked out on the slow path)
     conds = " and\n                ".join(f"({c})" for setup, c, k in guard_exprs)

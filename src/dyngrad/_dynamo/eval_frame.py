@@ -356,6 +356,13 @@ class CompiledFunction:
         C.ACTIVE[0] = cap
         try:
             result = self._fn(*args, **kwargs)
+            if cap.failed is None and isinstance(result, Tensor) and \
+                    result._grad_fn is not None and id(result) not in cap.backwarded and \
+                    all(i.phase == "forward" for i in cap.program.instrs):
+                try:   # autograd goes through the result after the call
+                    cap.aot_backward(result)
+                except C.NoKernel as e:
+                    cap.fail(f"the backward of the result: {e}")
         except C.GraphBreak as e:
             reason, (fname, line, func, src) = e.args
             raise Unsupported(f"{reason}\n  Explanation: dyngrad.compile(fullgraph=True) "
@@ -575,9 +582,13 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
     _elide_grads(cap)
     for ins in prog.instrs:
         body.extend(_lines(ins, em, cap, gb))
-    res = _result_expr(cap, result, em, gb, args, kwargs)
-    replay, source = generate(prog, em, None, [(s, c, k) for k, (s, c, g) in
-                                              enumerate(gb.guards)], res, body)
+    extra = []
+    if cap.aot_out is not None:
+        extra, res = _aot(cap, em, gb, body)
+    else:
+        res = _result_expr(cap, result, em, gb, args, kwargs)
+    replay, source = generate(prog, em, extra, [(s, c, k) for k, (s, c, g) in
+                                               enumerate(gb.guards)], res, body)
     prog.guards = [g for _, _, g in gb.guards]
     entry = Entry(prog, replay, source, list(cap.optimizers.values()), tensors)
     entry.guard_list = gb.guards
@@ -656,6 +667,50 @@ def _lines(ins, em, cap, gb):
     if type(out) is tuple:
         return [f"{ind}{', '.join(f'b{o}' for o in out)} = {fn}({a})"]
     return [f"{ind}b{out} = {fn}({a})"]
+
+
+def _aot(cap, em, gb, body):
+    """The backward function of a forward whose result autograd goes through (see
+    ``aot.py``), and the result expression making that tensor with its node."""
+    from . import aot
+    prog = cap.program
+    fwd_out = set()
+    derived = {b.i for b in prog.buffers if b.kind in ("ext", "const")}
+    for ins in prog.instrs:
+        outs = ins.out if type(ins.out) is tuple else (ins.out,)
+        fwd_out.update(o for o in outs if o is not None)
+        if ins.mode == "view" and all(a.i in derived for a in ins.args if type(a) is Ref):
+            derived.update(outs)
+    fwd_out.update(b.i for b in prog.buffers if b.kind == "arg")
+    used = []
+    for ins in cap.aot_instrs:
+        for a in list(ins.args) + list(ins.kwargs.values()):
+            if type(a) is Ref and a.i in fwd_out and a.i not in derived and a.i not in used:
+                used.append(a.i)
+    for _, j in cap.aot_outputs:
+        if j in fwd_out and j not in derived and j not in used:
+            used.append(j)
+    gout = next(b.i for b in prog.buffers if b.kind == "gout")
+    # the backward: forward arrays come in ``_s``, per call
+    bem = Emitter(prog, cap.arrays)
+    bem.consts = em.consts
+    bem.by_id = em.by_id
+    bem.stable = {i for i in em.stable if i not in fwd_out or i in derived}
+    lines = ["    def _bwd(g, _s):", f"        b{gout} = g"]
+    if used:
+        lines.append(f"        {', '.join(f'b{i}' for i in used)}, = _s")
+    for ins in cap.aot_instrs:
+        lines.extend(_lines(ins, bem, cap, gb))
+    rets = [f"b{j}.copy()" if j in bem.stable else f"b{j}" for _, j in cap.aot_outputs]
+    lines.append(f"        return ({', '.join(rets)},)")
+    # the forward's result: the saved arrays (copies of the reused buffers), the edges
+    saved = ", ".join(f"b{i}.copy()" if i in em.stable else f"b{i}" for i in used)
+    edges = ", ".join(f"_edge_of({em.const(t, 'T')})" for t, _ in cap.aot_outputs)
+    em.consts["_edge_of"] = aot.edge_of
+    em.consts["_aot_output"] = aot.aot_output
+    o = cap.by_array[id(cap.aot_out._data)]
+    data = f"b{o}.copy()" if o in em.stable else f"b{o}"
+    return lines, f"_aot_output({data}, ({edges},), ({saved}{',' if used else ''}), _bwd)"
 
 
 def _stable_value(x, em, cap):
