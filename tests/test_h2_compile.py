@@ -591,3 +591,51 @@ def test_compiled_training_matches_pytorch():
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-5, atol=1e-6)
     for a, b in zip(out[0][1], out[1][1]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+_F = T.nn.functional
+_OPS = {
+    "detach": lambda x: (x.detach() * x).sum(),
+    "clone-reshape-view": lambda x: x.clone().reshape(6, 4).view(-1).exp().sum(),
+    "mean": lambda x: x.mean() + x.mean(1).sum(),
+    "softmax-pow": lambda x: _F.softmax(x, dim=1).pow(3).sum(),
+    "sigmoid-log-exp": lambda x: T.log(T.exp(T.sigmoid(x)) + 1).sum(),
+    "transpose-matmul": lambda x: x.transpose(0, 1).matmul(x).sum(),
+    "zeros_like-div-sqrt-abs": lambda x: ((x + T.zeros_like(x)) / (x * x + 1).sqrt()).abs().sum(),
+    "unsqueeze-float": lambda x: x.unsqueeze(0).squeeze(0).float().sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(_OPS))
+def test_ops_forward_backward_equal_eager(name):
+    f = _OPS[name]
+    rng = np.random.default_rng(0)
+    x = T.tensor(rng.standard_normal((4, 6)).astype(np.float32), requires_grad=True)
+    xr = x.detach().requires_grad_()
+
+    def step(x):
+        out = f(x)
+        out.backward()
+        return out
+
+    cf = T.compile(step)
+    for _ in range(4):
+        assert same_tensor(cf(x), step(xr))
+        assert same_tensor(x.grad, xr.grad)
+    assert cf.eager_reason is None
+
+
+def test_op_without_kernel_runs_eagerly_with_reason():
+    x = T.ones(3, 4, requires_grad=True)
+
+    def step(x):
+        out = x.max(dim=1).values.sum()
+        out.backward()
+        return out
+
+    cf = T.compile(step)
+    xr = T.ones(3, 4, requires_grad=True)
+    for _ in range(2):
+        assert same_tensor(cf(x), step(xr))
+    assert "no replay kernel reproduces 'max'" in cf.eager_reason
+    assert same_tensor(x.grad, xr.grad)

@@ -53,6 +53,9 @@ class Emitter:
             return repr(v)
         if type(v) is tuple and all(type(x) is int for x in v):
             return repr(v)
+        if type(v) in (tuple, list) and any(type(x) is Ref for x in v):
+            inner = ", ".join(self.expr(x) for x in v)
+            return f"({inner},)" if type(v) is tuple else f"[{inner}]"
         return self.const(v)
 
     def line(self, s: str, indent: int = 2) -> None:
