@@ -639,3 +639,14 @@ def test_op_without_kernel_runs_eagerly_with_reason():
         assert same_tensor(cf(x), step(xr))
     assert "no replay kernel reproduces 'max'" in cf.eager_reason
     assert same_tensor(x.grad, xr.grad)
+
+
+def test_replaced_parameter_recaptures():
+    lin = T.nn.Linear(2, 2)
+    cf = T.compile(lambda x: lin(x).detach())
+    x = T.ones(1, 2)
+    cf(x)
+    lin.weight = T.nn.Parameter(T.full((2, 2), 3.0))
+    assert same_tensor(cf(x), lin(x).detach())
+    assert cf.captures == 2
+    assert "was replaced" in cf.recompile_reasons[0][0]

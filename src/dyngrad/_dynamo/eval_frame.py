@@ -545,6 +545,19 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
         mn = em.const(m, "M")
         gb.add(f"{mn}.training is {training}", lambda a, k, m=m, tr=training:
                f"{type(m).__name__}.training == {tr} failed")
+        # the module still holds the same parameters, buffers and submodules
+        d = m.__dict__
+        conds = []
+        for slot in ("_parameters", "_buffers", "_modules"):
+            entries = d.get(slot)
+            if entries is None:
+                continue
+            sn = em.const(entries, "E")
+            conds.append(f"{mn}.__dict__[{slot!r}] is {sn} and len({sn}) == {len(entries)}")
+            for key, v in entries.items():
+                conds.append(f"{sn}[{key!r}] is {em.const(v, 'V')}")
+        gb.add(" and ".join(conds), lambda a, k, m=m:
+               f"a parameter, buffer or submodule of {type(m).__name__} was replaced")
     tensors = []
     for b in prog.buffers:
         if b.kind == "ext":
