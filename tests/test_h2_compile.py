@@ -650,3 +650,14 @@ def test_replaced_parameter_recaptures():
     assert same_tensor(cf(x), lin(x).detach())
     assert cf.captures == 2
     assert "was replaced" in cf.recompile_reasons[0][0]
+
+
+def test_vmap_inside_runs_eagerly():
+    def f(x):
+        return T.vmap(T.sin)(x) * 2
+
+    cf = T.compile(f)
+    x = T.ones(3, 2)
+    for _ in range(2):
+        assert same_tensor(cf(x), f(x))
+    assert "vmap" in cf.eager_reason

@@ -23,6 +23,7 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.grad_mode import STATE
 from ..autograd.node import AccumulateGrad
+from ..func import _batched
 from .program import Buffer, Guard, Instr, Program, Ref
 from . import lowering as L
 
@@ -146,6 +147,9 @@ class Capture:
         if name in L.DATA_READS and not self.internal and not self.stack:
             self.data_read(f"Tensor.{name}()" if not name.startswith("__") else name)
         if self.failed is not None or self.internal:
+            return orig(*args, **kwargs)
+        if _batched.LEVELS:   # vmap swaps the same functions while it runs
+            self.fail("vmap inside a compiled function is not captured")
             return orig(*args, **kwargs)
         top = not self.stack
         if top and self.phase == "forward":  # tensors from outside enter as the op's inputs
