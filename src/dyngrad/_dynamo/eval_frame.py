@@ -577,7 +577,7 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
         if was_none is None:    # cleared by zero_grad before anything read it
             continue
         tn = em.const(p, "T")
-        gb.add(f"({tn}._grad is None) is {was_none}", lambda a, k, p=p, w=was_none:
+        gb.add(f"{tn}._grad is {'' if was_none else 'not '}None", lambda a, k, p=p, w=was_none:
                f"a parameter of shape {list(p.shape)}: .grad is None == {w} failed")
         if not was_none:
             shape = p._grad._data.shape if p._grad is not None else None
