@@ -661,3 +661,21 @@ def test_vmap_inside_runs_eagerly():
     for _ in range(2):
         assert same_tensor(cf(x), f(x))
     assert "vmap" in cf.eager_reason
+
+
+def test_unrecorded_in_place_change_runs_eagerly():
+    """A tensor changed in place by code that is not an op (here written as the library's
+    NumPy-level code does it) cannot be replayed: the version counters show it."""
+    w = T.nn.Parameter(T.ones(2))
+
+    def f(x):
+        with T.no_grad():
+            w._data[...] *= 2.0   # the kind of update nn.init or a buffer update makes
+            w._vc[0] += 1
+        return (x * w).detach()
+
+    cf = T.compile(f)
+    for _ in range(3):
+        cf(T.ones(2))
+    assert "changed in place by code that was not captured" in cf.eager_reason
+    assert same_tensor(w.detach(), T.full((2,), 8.0))

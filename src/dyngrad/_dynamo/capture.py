@@ -85,6 +85,7 @@ class Capture:
         self.step_open = None        # optimizer whose step is running
         self.backwarded: set = set()  # ids of roots backward ran from
         self.aot_out = None           # see aot_backward
+        self.versions: dict = {}      # id(version counter) -> [counter, at start, recorded]
         self.ones: set = set()       # buffers known to hold ones (the root gradient)
         self.extra_guards: list = []  # (condition, describe, constants) of the optimizers
         self.nll_by_node: dict = {}  # id(NllLossBackward0) -> (forward instr, aux buffers)
@@ -107,6 +108,23 @@ class Capture:
         d = t._data
         if id(d) not in self.by_array:
             self.new_buffer("arg", d, path, t)
+        self.watch(t)
+
+    def watch(self, t) -> None:
+        """Note ``t``'s version: at the end every change of it must be a recorded one."""
+        vc = t._vc
+        if id(vc) not in self.versions:
+            self.versions[id(vc)] = [vc, vc[0], 0]
+
+    def bumped(self, t) -> None:
+        """A recorded instruction changes ``t`` in place (its version goes up by one)."""
+        v = self.versions.get(id(t._vc))
+        if v is not None:
+            v[2] += 1
+
+    def unrecorded_change(self) -> bool:
+        """Whether a watched tensor was changed in place by code that was not recorded."""
+        return any(vc[0] - v0 != n for vc, v0, n in self.versions.values())
 
     def ref(self, t, top: bool):
         """The buffer of tensor ``t`` (a Ref), registering a tensor from outside at top level."""
@@ -120,6 +138,7 @@ class Capture:
             raise NoKernel("an input tensor has a history from outside the captured function")
         j = self.new_buffer("ext", t._data, f"tensor {tuple(t.shape)}", t)
         self.ext[id(t)] = j
+        self.watch(t)
         return Ref(j)
 
     def emit(self, ins: Instr) -> None:
@@ -186,6 +205,8 @@ class Capture:
                 return result
         for ins in instrs:
             self.emit(ins)
+        if instrs and L.is_inplace(name) and isinstance(args[0], Tensor):
+            self.bumped(args[0])
         return result
 
     # -- data read into Python -------------------------------------------------------------
@@ -214,6 +235,7 @@ class Capture:
             if id(p) not in self.ext and id(p._data) not in self.by_array:
                 j = self.new_buffer("ext", p._data, f"tensor {tuple(p.shape)}", p)
                 self.ext[id(p)] = j
+            self.watch(p)
 
     def grad_ref(self, p):
         """The buffer holding ``p.grad``'s data, registering the live .grad as read each call."""

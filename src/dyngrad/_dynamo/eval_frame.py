@@ -374,6 +374,8 @@ class CompiledFunction:
             C.ACTIVE[0] = None
             _uninstall(undo)
         ms = (time.perf_counter() - cap.t0) * 1e3
+        if cap.failed is None and cap.unrecorded_change():
+            cap.fail("a tensor was changed in place by code that was not captured")
         if cap.failed is None:
             try:
                 entry = _finalize(cap, self, args, kwargs, result, grad_mode)
