@@ -669,10 +669,11 @@ def test_unrecorded_in_place_change_runs_eagerly():
     w = T.nn.Parameter(T.ones(2))
 
     def f(x):
+        y = (x * w).detach()
         with T.no_grad():
             w._data[...] *= 2.0   # the kind of update nn.init or a buffer update makes
             w._vc[0] += 1
-        return (x * w).detach()
+        return y
 
     cf = T.compile(f)
     for _ in range(3):
