@@ -228,6 +228,10 @@ class Capture:
     def module_called(self, m) -> None:
         if id(m) not in self.modules:
             self.modules[id(m)] = (m, m.training)
+            for slot in ("_parameters", "_buffers"):
+                for t in (m.__dict__.get(slot) or {}).values():
+                    if isinstance(t, Tensor):
+                        self.watch(t)
 
     def touch_grad(self, p) -> None:
         if id(p) not in self.grad_entry:
