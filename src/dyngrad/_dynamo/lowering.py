@@ -654,7 +654,10 @@ def unary_backward(cap, node, g, uf):
     y = sv[iy].get(node, True) if iy is not None else None
     x = sv[ix].get(node, True) if ix is not None else None
     name = type(node).__name__
-    return (emit_kernel(cap, name, formula, (g, x, y), _FASTER.get(name)),)
+    faster = _FASTER.get(name)
+    if cap.by_array.get(id(g._data)) in cap.ones and name in _FASTER_ONES:
+        faster = _FASTER_ONES[name]   # the incoming gradient is ones: g * v is v
+    return (emit_kernel(cap, name, formula, (g, x, y), faster),)
 
 
 def _relu_bw(g, x, y):
@@ -664,6 +667,10 @@ def _relu_bw(g, x, y):
 
 
 _FASTER = {"ReluBackward0": _relu_bw}
+# the formulas ``g * f(y)`` of a gradient of ones (a loss's first node), without the product
+_FASTER_ONES = {"TanhBackward0": lambda g, x, y: 1 - y * y,
+                "SigmoidBackward0": lambda g, x, y: y * (1 - y),
+                "ExpBackward0": lambda g, x, y: y.copy()}
 
 
 BACKWARD = {"NllLossBackward0": _nll_backward}
