@@ -24,7 +24,7 @@ from .._tensor import Tensor
 from ..autograd.grad_mode import STATE
 from ..autograd.node import AccumulateGrad
 from ..func import _batched
-from .program import Buffer, Guard, Instr, Program, Ref
+from .program import Buffer, Instr, Program, Ref
 from . import lowering as L
 
 _make = Tensor._make
@@ -240,13 +240,6 @@ class Capture:
                 j = self.new_buffer("ext", p._data, f"tensor {tuple(p.shape)}", p)
                 self.ext[id(p)] = j
             self.watch(p)
-
-    def grad_ref(self, p):
-        """The buffer holding ``p.grad``'s data, registering the live .grad as read each call."""
-        j = self.grad_buf.get(id(p))
-        if j is not None:
-            return ("buf", j)
-        return ("live", None)
 
     # -- backward --------------------------------------------------------------------------
     def backward(self, orig, root, gradient, retain_graph, create_graph, inputs):
@@ -476,4 +469,4 @@ def begin(name: str, fullgraph: bool) -> Capture:
     return cap
 
 
-__all__ = ["Capture", "GraphBreak", "NoKernel", "ACTIVE", "begin", "user_frame", "Guard"]
+__all__ = ["Capture", "GraphBreak", "NoKernel", "ACTIVE", "begin", "user_frame"]

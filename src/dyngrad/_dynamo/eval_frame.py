@@ -31,7 +31,6 @@ from .exc import ReplayMismatch, Unsupported
 from .program import Guard, Ref
 
 _LEVELS = _batched.LEVELS
-log = logging.getLogger("dyngrad._dynamo")
 recompiles_log = logging.getLogger("dyngrad._dynamo.recompiles")
 _TROUBLESHOOTING = "https://pytorch.org/docs/main/torch.compiler_troubleshooting.html"
 
@@ -608,7 +607,6 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
     entry = Entry(prog, replay, source, list(cap.optimizers.values()), tensors)
     entry.guard_list = gb.guards
     entry.consts = em.consts
-    entry.arg_tensors = [v for v in gb.tensor_vars.values()]
     return entry
 
 
@@ -774,4 +772,4 @@ def eval_path_is(result, args, kwargs, path):
         return False
 
 
-__all__ = ["CompiledFunction", "Entry", "ReplayMismatch", "np"]
+__all__ = ["CompiledFunction", "Entry", "ReplayMismatch"]
