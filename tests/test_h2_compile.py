@@ -680,3 +680,11 @@ def test_unrecorded_in_place_change_runs_eagerly():
         cf(T.ones(2))
     assert "changed in place by code that was not captured" in cf.eager_reason
     assert same_tensor(w.detach(), T.full((2,), 8.0))
+
+
+def test_fullgraph_raises_when_an_op_cannot_be_captured():
+    def f(x):
+        return x.max(dim=0).values
+
+    with pytest.raises(_dynamo.Unsupported, match="no replay kernel reproduces 'max'"):
+        T.compile(f, fullgraph=True)(T.ones(2, 2))

@@ -380,6 +380,10 @@ class CompiledFunction:
                 entry = _finalize(cap, self, args, kwargs, result, grad_mode)
             except C.NoKernel as e:
                 cap.fail(str(e))
+        if cap.failed is not None and self.fullgraph:
+            raise Unsupported(f"dyngrad.compile(fullgraph=True) could not capture "
+                              f"{getattr(self._fn, '__qualname__', self._fn)} as one program: "
+                              f"{cap.failed}")
         if cap.failed is not None:
             gb = cap.graph_break
             self.eager_reason = cap.failed if gb is None else \
