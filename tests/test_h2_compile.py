@@ -688,3 +688,14 @@ def test_fullgraph_raises_when_an_op_cannot_be_captured():
 
     with pytest.raises(_dynamo.Unsupported, match="no replay kernel reproduces 'max'"):
         T.compile(f, fullgraph=True)(T.ones(2, 2))
+
+
+def test_dropout_in_eval_replays():
+    model = T.nn.Sequential(T.nn.Linear(3, 3), T.nn.Dropout(0.5))
+    model.eval()
+    cf = T.compile(model)
+    x = T.ones(2, 3)
+    with T.no_grad():
+        for _ in range(3):
+            assert same_tensor(cf(x), model(x))
+    assert cf._compiled.eager_reason is None

@@ -137,14 +137,14 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     if name in ("backward", "record"):
         raise _nokernel("not an op")
     op, reflected = op_name(name)
-    if name in _random_names() or op in _random_names():
-        raise _nokernel("a random op (its numbers would be drawn once)")
     if kwargs.get("inplace", True) is False:  # F.relu(x, inplace=False) is relu(x)
         kwargs = {k: v for k, v in kwargs.items() if k != "inplace"}
     # a no-op returning an input as it is (contiguous, to the same dtype, detach's data)
     ins_arrays = {id(a._data) for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)}
     if isinstance(result, Tensor) and id(result._data) in ins_arrays and not is_inplace(name):
-        return []
+        return []   # (dropout in eval returns its input too)
+    if name in _random_names() or op in _random_names():
+        raise _nokernel("a random op (its numbers would be drawn once)")
     refs = {}
 
     def r(t):
