@@ -202,7 +202,8 @@ class _GuardBuilder:
                 return f"tensor {label!r} changed"
 
             self.add(f"type({v} := {expr}) is {cls} and ({v}d := {v}._data).shape == "
-                     f"{shape!r} and {v}d.dtype == {dtn} and {v}d.strides == {st!r} and "
+                     f"{shape!r} and ({v}d.dtype is {dtn} or {v}d.dtype == {dtn}) and "
+                     f"{v}d.strides == {st!r} and "
                      f"{v}._requires_grad is {rg}", describe)
             i = cap.by_array.get(id(d))
             if i is not None and cap.program.buffers[i].kind == "arg":
@@ -535,7 +536,8 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
     em = Emitter(prog, cap.arrays)
     gb = _GuardBuilder(em)
     names = _names_of(cf._fn)
-    gb.add(f"len(args) == {len(args)} and len(kwargs) == {len(kwargs)}",
+    gb.add(f"len(args) == {len(args)} and " + ("not kwargs" if not kwargs else
+                                                 f"len(kwargs) == {len(kwargs)}"),
            lambda a, k, n=len(args), m=len(kwargs):
            f"len(args) == {n} and len(kwargs) == {m} failed")
     for i, a in enumerate(args):
