@@ -23,7 +23,8 @@ import numpy as np
 from .._tensor import Tensor
 from ..autograd.grad_mode import STATE
 from ..autograd.node import AccumulateGrad
-from .program import Buffer, Guard, Instr, Program, Ref
+from ..func import _batched
+from .program import Buffer, Instr, Program, Ref
 from . import lowering as L
 
 _make = Tensor._make
@@ -83,6 +84,8 @@ class Capture:
         self.optimizers: dict = {}   # id(optimizer) -> optimizer
         self.step_open = None        # optimizer whose step is running
         self.backwarded: set = set()  # ids of roots backward ran from
+        self.aot_out = None           # see aot_backward
+        self.versions: dict = {}      # id(version counter) -> [counter, at start, recorded]
         self.ones: set = set()       # buffers known to hold ones (the root gradient)
         self.extra_guards: list = []  # (condition, describe, constants) of the optimizers
         self.nll_by_node: dict = {}  # id(NllLossBackward0) -> (forward instr, aux buffers)
@@ -105,6 +108,23 @@ class Capture:
         d = t._data
         if id(d) not in self.by_array:
             self.new_buffer("arg", d, path, t)
+        self.watch(t)
+
+    def watch(self, t) -> None:
+        """Note ``t``'s version: at the end every change of it must be a recorded one."""
+        vc = t._vc
+        if id(vc) not in self.versions:
+            self.versions[id(vc)] = [vc, vc[0], 0]
+
+    def bumped(self, t) -> None:
+        """A recorded instruction changes ``t`` in place (its version goes up by one)."""
+        v = self.versions.get(id(t._vc))
+        if v is not None:
+            v[2] += 1
+
+    def unrecorded_change(self) -> bool:
+        """Whether a watched tensor was changed in place by code that was not recorded."""
+        return any(vc[0] - v0 != n for vc, v0, n in self.versions.values())
 
     def ref(self, t, top: bool):
         """The buffer of tensor ``t`` (a Ref), registering a tensor from outside at top level."""
@@ -113,16 +133,21 @@ class Capture:
             return Ref(i)
         if not top or self.phase != "forward":
             raise NoKernel("an input tensor was computed by code that was not captured")
+
         if t._grad_fn is not None:
             raise NoKernel("an input tensor has a history from outside the captured function")
         j = self.new_buffer("ext", t._data, f"tensor {tuple(t.shape)}", t)
         self.ext[id(t)] = j
+        self.watch(t)
         return Ref(j)
 
     def emit(self, ins: Instr) -> None:
         ins.phase = self.phase
         if self.stack:
             self.stack[-1].instrs.append(ins)
+        elif self.phase == "aot":
+            ins.phase = "backward"
+            self.aot_instrs.append(ins)
         else:
             self.program.instrs.append(ins)
 
@@ -141,6 +166,9 @@ class Capture:
         if name in L.DATA_READS and not self.internal and not self.stack:
             self.data_read(f"Tensor.{name}()" if not name.startswith("__") else name)
         if self.failed is not None or self.internal:
+            return orig(*args, **kwargs)
+        if _batched.LEVELS:   # vmap swaps the same functions while it runs
+            self.fail("vmap inside a compiled function is not captured")
             return orig(*args, **kwargs)
         top = not self.stack
         if top and self.phase == "forward":  # tensors from outside enter as the op's inputs
@@ -177,6 +205,8 @@ class Capture:
                 return result
         for ins in instrs:
             self.emit(ins)
+        if instrs and L.is_inplace(name) and isinstance(args[0], Tensor):
+            self.bumped(args[0])
         return result
 
     # -- data read into Python -------------------------------------------------------------
@@ -198,6 +228,10 @@ class Capture:
     def module_called(self, m) -> None:
         if id(m) not in self.modules:
             self.modules[id(m)] = (m, m.training)
+            for slot in ("_parameters", "_buffers"):
+                for t in (m.__dict__.get(slot) or {}).values():
+                    if isinstance(t, Tensor):
+                        self.watch(t)
 
     def touch_grad(self, p) -> None:
         if id(p) not in self.grad_entry:
@@ -205,13 +239,7 @@ class Capture:
             if id(p) not in self.ext and id(p._data) not in self.by_array:
                 j = self.new_buffer("ext", p._data, f"tensor {tuple(p.shape)}", p)
                 self.ext[id(p)] = j
-
-    def grad_ref(self, p):
-        """The buffer holding ``p.grad``'s data, registering the live .grad as read each call."""
-        j = self.grad_buf.get(id(p))
-        if j is not None:
-            return ("buf", j)
-        return ("live", None)
+            self.watch(p)
 
     # -- backward --------------------------------------------------------------------------
     def backward(self, orig, root, gradient, retain_graph, create_graph, inputs):
@@ -254,13 +282,18 @@ class Capture:
         prev = STATE.enabled
         STATE.enabled = False
         try:
-            self._walk(fn, gi, nodes)
+            accs, bufs = self._walk(fn, gi, nodes)
+            for acc in accs:
+                self._accumulate(acc, bufs.pop(acc))
         finally:
             STATE.enabled = prev
             self.phase = "forward"
         self.backwarded.add(id(root))
 
     def _walk(self, fn, gi, nodes):
+        """Run the nodes' formulas in the engine's order; returns the leaves reached
+        (AccumulateGrad nodes, in order) and the gradients left for them and for nodes
+        outside ``nodes``."""
         bufs = {fn: _make(self.arrays[gi])}
         order = sorted((n for n in nodes if not isinstance(n, AccumulateGrad)),
                        key=lambda n: -n._seq)
@@ -297,9 +330,61 @@ class Capture:
                         accs.append(nxt)
                 b = bufs.get(nxt)
                 bufs[nxt] = go if b is None else b + go
+        return accs, bufs
+
+    # -- a forward whose result is differentiated outside the function ----------------------
+    def aot_backward(self, out):
+        """Record the backward of ``out`` from a gradient given at replay (the graph of a
+        compiled forward that autograd goes through after the call): its instructions go to
+        ``aot_instrs``; ``aot_outputs`` lists ``(tensor, buffer)``, the gradient each input
+        tensor (a leaf, or an argument with a history) receives."""
+        fn = out._grad_fn
+        boundary = {}
+        for b in self.program.buffers:
+            if b.kind == "arg" and b.value._grad_fn is not None:
+                t = b.value
+                if t._grad_fn._nout != 1:
+                    raise NoKernel("an input made by an op of several outputs")
+                boundary[t._grad_fn] = t
+        nodes = {fn}
+        todo = [fn]
+        while todo:
+            n = todo.pop()
+            for nxt, _ in n.next_functions:
+                if nxt is not None and nxt not in nodes and nxt not in boundary:
+                    nodes.add(nxt)
+                    todo.append(nxt)
+        for n in nodes:
+            if not n._plain:
+                raise NoKernel(f"{type(n).__name__} has hooks or runs user code")
+        g0 = np.ones(out._data.shape, out._data.dtype)
+        gi = self.new_buffer("gout", g0, "grad_output", g0)
+        self.phase = "aot"
+        self.aot_instrs = []
+        prev = STATE.enabled
+        STATE.enabled = False
+        try:
+            accs, bufs = self._walk(fn, gi, nodes)
+        finally:
+            STATE.enabled = prev
+            self.phase = "forward"
+        outs = []
         for acc in accs:
+            var = acc._var
+            if var._hooks or var._post_acc_hooks or not var._requires_grad:
+                raise NoKernel("a leaf with hooks")
             g = bufs.pop(acc)
-            self._accumulate(acc, g)
+            if g._data.shape != var._data.shape or g._data.dtype != var._data.dtype:
+                raise NoKernel("a gradient of another shape or dtype than its leaf")
+            outs.append((var, self.by_array[id(g._data)]))
+        for node, t in boundary.items():
+            g = bufs.pop(node, None)
+            if g is not None:
+                outs.append((t, self.by_array[id(g._data)]))
+        if bufs:
+            raise NoKernel("a gradient flows to a graph outside the function")
+        self.aot_outputs = outs
+        self.aot_out = out
 
     def _accumulate(self, acc, g):
         var = acc._var
@@ -384,4 +469,4 @@ def begin(name: str, fullgraph: bool) -> Capture:
     return cap
 
 
-__all__ = ["Capture", "GraphBreak", "NoKernel", "ACTIVE", "begin", "user_frame", "Guard"]
+__all__ = ["Capture", "GraphBreak", "NoKernel", "ACTIVE", "begin", "user_frame"]

@@ -53,17 +53,22 @@ class Emitter:
             return repr(v)
         if type(v) is tuple and all(type(x) is int for x in v):
             return repr(v)
+        if type(v) in (tuple, list) and any(type(x) is Ref for x in v):
+            inner = ", ".join(self.expr(x) for x in v)
+            return f"({inner},)" if type(v) is tuple else f"[{inner}]"
         return self.const(v)
 
     def line(self, s: str, indent: int = 2) -> None:
         self.lines.append("    " * indent + s)
 
 
-def generate(program, em: Emitter, arg_paths, guard_exprs, result_expr, body_lines):
-    """The replay function's source: guards, argument reads, body, result."""
+def generate(program, em: Emitter, extra, guard_exprs, result_expr, body_lines):
+    """The replay function's source (after ``extra``, lines of functions it uses): guards,
+    argument reads, body, result."""
     src = ["def _factory(_ns):"]
     for k in em.consts:
         src.append(f"    {k} = _ns[{k!r}]")
+    src.extend(extra or ())
     src.append("    def _replay(args, kwargs):")
     # one test of all the guards (which one failed is worked out on the slow path)
     conds = " and\n                ".join(f"({c})" for setup, c, k in guard_exprs)

@@ -31,7 +31,6 @@ from .exc import ReplayMismatch, Unsupported
 from .program import Guard, Ref
 
 _LEVELS = _batched.LEVELS
-log = logging.getLogger("dyngrad._dynamo")
 recompiles_log = logging.getLogger("dyngrad._dynamo.recompiles")
 _TROUBLESHOOTING = "https://pytorch.org/docs/main/torch.compiler_troubleshooting.html"
 
@@ -203,7 +202,8 @@ class _GuardBuilder:
                 return f"tensor {label!r} changed"
 
             self.add(f"type({v} := {expr}) is {cls} and ({v}d := {v}._data).shape == "
-                     f"{shape!r} and {v}d.dtype == {dtn} and {v}d.strides == {st!r} and "
+                     f"{shape!r} and ({v}d.dtype is {dtn} or {v}d.dtype == {dtn}) and "
+                     f"{v}d.strides == {st!r} and "
                      f"{v}._requires_grad is {rg}", describe)
             i = cap.by_array.get(id(d))
             if i is not None and cap.program.buffers[i].kind == "arg":
@@ -356,6 +356,13 @@ class CompiledFunction:
         C.ACTIVE[0] = cap
         try:
             result = self._fn(*args, **kwargs)
+            if cap.failed is None and isinstance(result, Tensor) and \
+                    result._grad_fn is not None and id(result) not in cap.backwarded and \
+                    all(i.phase == "forward" for i in cap.program.instrs):
+                try:   # autograd goes through the result after the call
+                    cap.aot_backward(result)
+                except C.NoKernel as e:
+                    cap.fail(f"the backward of the result: {e}")
         except C.GraphBreak as e:
             reason, (fname, line, func, src) = e.args
             raise Unsupported(f"{reason}\n  Explanation: dyngrad.compile(fullgraph=True) "
@@ -367,11 +374,17 @@ class CompiledFunction:
             C.ACTIVE[0] = None
             _uninstall(undo)
         ms = (time.perf_counter() - cap.t0) * 1e3
+        if cap.failed is None and cap.unrecorded_change():
+            cap.fail("a tensor was changed in place by code that was not captured")
         if cap.failed is None:
             try:
                 entry = _finalize(cap, self, args, kwargs, result, grad_mode)
             except C.NoKernel as e:
                 cap.fail(str(e))
+        if cap.failed is not None and self.fullgraph:
+            raise Unsupported(f"dyngrad.compile(fullgraph=True) could not capture "
+                              f"{getattr(self._fn, '__qualname__', self._fn)} as one program: "
+                              f"{cap.failed}")
         if cap.failed is not None:
             gb = cap.graph_break
             self.eager_reason = cap.failed if gb is None else \
@@ -523,7 +536,8 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
     em = Emitter(prog, cap.arrays)
     gb = _GuardBuilder(em)
     names = _names_of(cf._fn)
-    gb.add(f"len(args) == {len(args)} and len(kwargs) == {len(kwargs)}",
+    gb.add(f"len(args) == {len(args)} and " + ("not kwargs" if not kwargs else
+                                                 f"len(kwargs) == {len(kwargs)}"),
            lambda a, k, n=len(args), m=len(kwargs):
            f"len(args) == {n} and len(kwargs) == {m} failed")
     for i, a in enumerate(args):
@@ -538,6 +552,19 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
         mn = em.const(m, "M")
         gb.add(f"{mn}.training is {training}", lambda a, k, m=m, tr=training:
                f"{type(m).__name__}.training == {tr} failed")
+        # the module still holds the same parameters, buffers and submodules
+        d = m.__dict__
+        conds = []
+        for slot in ("_parameters", "_buffers", "_modules"):
+            entries = d.get(slot)
+            if entries is None:
+                continue
+            sn = em.const(entries, "E")
+            conds.append(f"{mn}.__dict__[{slot!r}] is {sn} and len({sn}) == {len(entries)}")
+            for key, v in entries.items():
+                conds.append(f"{sn}[{key!r}] is {em.const(v, 'V')}")
+        gb.add(" and ".join(conds), lambda a, k, m=m:
+               f"a parameter, buffer or submodule of {type(m).__name__} was replaced")
     tensors = []
     for b in prog.buffers:
         if b.kind == "ext":
@@ -557,7 +584,7 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
         if was_none is None:    # cleared by zero_grad before anything read it
             continue
         tn = em.const(p, "T")
-        gb.add(f"({tn}._grad is None) is {was_none}", lambda a, k, p=p, w=was_none:
+        gb.add(f"{tn}._grad is {'' if was_none else 'not '}None", lambda a, k, p=p, w=was_none:
                f"a parameter of shape {list(p.shape)}: .grad is None == {w} failed")
         if not was_none:
             shape = p._grad._data.shape if p._grad is not None else None
@@ -575,14 +602,17 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
     _elide_grads(cap)
     for ins in prog.instrs:
         body.extend(_lines(ins, em, cap, gb))
-    res = _result_expr(cap, result, em, gb, args, kwargs)
-    replay, source = generate(prog, em, None, [(s, c, k) for k, (s, c, g) in
-                                              enumerate(gb.guards)], res, body)
+    extra = []
+    if cap.aot_out is not None:
+        extra, res = _aot(cap, em, gb, body)
+    else:
+        res = _result_expr(cap, result, em, gb, args, kwargs)
+    replay, source = generate(prog, em, extra, [(s, c, k) for k, (s, c, g) in
+                                               enumerate(gb.guards)], res, body)
     prog.guards = [g for _, _, g in gb.guards]
     entry = Entry(prog, replay, source, list(cap.optimizers.values()), tensors)
     entry.guard_list = gb.guards
     entry.consts = em.consts
-    entry.arg_tensors = [v for v in gb.tensor_vars.values()]
     return entry
 
 
@@ -658,6 +688,50 @@ def _lines(ins, em, cap, gb):
     return [f"{ind}b{out} = {fn}({a})"]
 
 
+def _aot(cap, em, gb, body):
+    """The backward function of a forward whose result autograd goes through (see
+    ``aot.py``), and the result expression making that tensor with its node."""
+    from . import aot
+    prog = cap.program
+    fwd_out = set()
+    derived = {b.i for b in prog.buffers if b.kind in ("ext", "const")}
+    for ins in prog.instrs:
+        outs = ins.out if type(ins.out) is tuple else (ins.out,)
+        fwd_out.update(o for o in outs if o is not None)
+        if ins.mode == "view" and all(a.i in derived for a in ins.args if type(a) is Ref):
+            derived.update(outs)
+    fwd_out.update(b.i for b in prog.buffers if b.kind == "arg")
+    used = []
+    for ins in cap.aot_instrs:
+        for a in list(ins.args) + list(ins.kwargs.values()):
+            if type(a) is Ref and a.i in fwd_out and a.i not in derived and a.i not in used:
+                used.append(a.i)
+    for _, j in cap.aot_outputs:
+        if j in fwd_out and j not in derived and j not in used:
+            used.append(j)
+    gout = next(b.i for b in prog.buffers if b.kind == "gout")
+    # the backward: forward arrays come in ``_s``, per call
+    bem = Emitter(prog, cap.arrays)
+    bem.consts = em.consts
+    bem.by_id = em.by_id
+    bem.stable = {i for i in em.stable if i not in fwd_out or i in derived}
+    lines = ["    def _bwd(g, _s):", f"        b{gout} = g"]
+    if used:
+        lines.append(f"        {', '.join(f'b{i}' for i in used)}, = _s")
+    for ins in cap.aot_instrs:
+        lines.extend(_lines(ins, bem, cap, gb))
+    rets = [f"b{j}.copy()" if j in bem.stable else f"b{j}" for _, j in cap.aot_outputs]
+    lines.append(f"        return ({', '.join(rets)},)")
+    # the forward's result: the saved arrays (copies of the reused buffers), the edges
+    saved = ", ".join(f"b{i}.copy()" if i in em.stable else f"b{i}" for i in used)
+    edges = ", ".join(f"_edge_of({em.const(t, 'T')})" for t, _ in cap.aot_outputs)
+    em.consts["_edge_of"] = aot.edge_of
+    em.consts["_aot_output"] = aot.aot_output
+    o = cap.by_array[id(cap.aot_out._data)]
+    data = f"b{o}.copy()" if o in em.stable else f"b{o}"
+    return lines, f"_aot_output({data}, ({edges},), ({saved}{',' if used else ''}), _bwd)"
+
+
 def _stable_value(x, em, cap):
     if type(x) is Ref:
         return em.consts[f"b{x.i}"]
@@ -704,4 +778,4 @@ def eval_path_is(result, args, kwargs, path):
         return False
 
 
-__all__ = ["CompiledFunction", "Entry", "ReplayMismatch", "np"]
+__all__ = ["CompiledFunction", "Entry", "ReplayMismatch"]

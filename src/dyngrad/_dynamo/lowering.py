@@ -62,7 +62,9 @@ _DUNDER = {"__add__": "add", "__mul__": "mul", "__sub__": "sub", "__truediv__": 
            "__le__": "le", "__eq__": "eq", "__ne__": "ne"}
 _ALIAS = {"F.relu": "relu", "F.tanh": "tanh", "F.sigmoid": "sigmoid", "true_divide": "div",
           "multiply": "mul", "subtract": "sub", "negative": "neg", "divide": "div",
-          "F.log_softmax": "log_softmax", "F.softmax": "softmax", "F.nll_loss": "nll_loss"}
+          "F.log_softmax": "log_softmax", "F.softmax": "softmax", "F.nll_loss": "nll_loss",
+          "swapaxes": "transpose", "swapdims": "transpose", "concat": "cat",
+          "concatenate": "cat"}
 _UFUNC2 = {"add": np.add, "mul": np.multiply, "sub": np.subtract, "div": np.true_divide,
            "maximum": np.maximum, "minimum": np.minimum}
 _CMP = {"gt": np.greater, "lt": np.less, "ge": np.greater_equal, "le": np.less_equal,
@@ -140,7 +142,9 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     # a no-op returning an input as it is (contiguous, to the same dtype, detach's data)
     ins_arrays = {id(a._data) for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)}
     if isinstance(result, Tensor) and id(result._data) in ins_arrays and not is_inplace(name):
-        return []
+        return []   # (dropout in eval returns its input too)
+    if name in _random_names() or op in _random_names():
+        raise _nokernel("a random op (its numbers would be drawn once)")
     refs = {}
 
     def r(t):
@@ -197,6 +201,11 @@ def _kernel_candidates(name, kernel, args, kwargs, r):
                    {k: conv(v) for k, v in kwargs.items()}, mode="new")]]
 
 
+def _random_names():
+    from ..func._batched import RANDOM
+    return RANDOM
+
+
 def _scalar_for(x, dtype):
     if isinstance(x, bool):
         return None
@@ -244,6 +253,10 @@ def _ufunc_candidates(op, reflected, args, kwargs, result, r):
             and not reflected and args[1] == 2 and not isinstance(args[1], bool):
         out.append([Instr(op, np.square, (r(args[0]),), mode="out")])
         out.append([Instr(op, np.multiply, (r(args[0]), r(args[0])), mode="out")])
+    elif op == "pow" and len(args) == 2 and not kwargs and isinstance(args[0], Tensor) \
+            and not reflected and _scalar_for(args[1], rd.dtype) is not None:
+        out.append([Instr(op, np.power, (r(args[0]), _scalar_for(args[1], rd.dtype)),
+                          mode="out")])
     elif op == "rsub" and len(args) == 2 and not kwargs and isinstance(args[0], Tensor):
         s = _scalar_for(args[1], rd.dtype)
         if s is not None and args[0]._data.dtype == rd.dtype:
@@ -301,8 +314,9 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
     from ..ops._spec import _signatures
     info = OPS.get(op)
     spec = info.get("spec") if info else None
-    if spec is None or spec.outputs or spec.inputs == ("tensors",):
+    if spec is None or spec.outputs:
         return None
+    listed = spec.inputs == ("tensors",)
     if reflected:
         args = tuple(args)[::-1]
     kw = dict(kwargs)
@@ -320,7 +334,11 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
         v = ba.arguments.get(pname, inspect.Parameter.empty)
         if v is inspect.Parameter.empty:
             continue
-        if pname in spec.inputs:
+        if listed and pname == "tensors":
+            if not isinstance(v, (list, tuple)) or not all(isinstance(t, Tensor) for t in v):
+                return None
+            v = tuple(r(t) for t in v)
+        elif pname in spec.inputs:
             if not isinstance(v, Tensor):
                 return None
             v = r(v)
@@ -335,8 +353,8 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
         else:
             a2.append(v)
     for t in [v for v in ba.arguments.values() if isinstance(v, Tensor)]:
-        if t._data.dtype != result._data.dtype and result._data.dtype.kind == "f":
-            return None
+        if t._data.dtype != result._data.dtype and t._data.dtype.kind in "fc":
+            return None   # (promotion happens before the forward)
     return [Instr(op, spec.forward, tuple(a2), k2, mode="new")]
 
 
@@ -528,7 +546,44 @@ def _softmax_sig(input, dim=None, _stacklevel=3, dtype=None):
     pass
 
 
-_SPECIAL = {"nll_loss": _nll_lower, "log_softmax": _log_softmax_lower,
+def _getitem_lower(cap, op, args, kwargs, result, r):
+    """Basic indexing (ints, slices, None, Ellipsis): a view of the array."""
+    if len(args) != 2 or kwargs or not isinstance(args[0], Tensor):
+        return []
+    idx = args[1] if type(args[1]) is tuple else (args[1],)
+    for i in idx:
+        if not (i is None or i is Ellipsis or type(i) is int or
+                (type(i) is slice and all(v is None or type(v) is int
+                                          for v in (i.start, i.stop, i.step)))):
+            return []
+    return [[Instr("getitem", _getitem, (r(args[0]), args[1]), mode="new")]]
+
+
+def _getitem(a, idx):
+    return a[idx]
+
+
+def _factory_lower(cap, op, args, kwargs, result, r):
+    """zeros, ones, full and their _like forms: a new array of the result's (guarded)
+    shape and dtype."""
+    if kwargs.get("requires_grad") or (op.endswith("_like") and args and
+                                       isinstance(args[0], Tensor) and False):
+        return []
+    d = result._data
+    fill = {"zeros": 0, "zeros_like": 0, "ones": 1, "ones_like": 1}.get(op)
+    if fill is None:
+        v = args[1] if len(args) > 1 else kwargs.get("fill_value")
+        if not isinstance(v, (int, float, bool)):
+            return []
+        fill = v
+    return [[Instr(op, np.full, (tuple(d.shape), d.dtype.type(fill)), {"dtype": d.dtype},
+                   mode="new")]]
+
+
+_SPECIAL = {"__getitem__": _getitem_lower, "zeros": _factory_lower, "ones": _factory_lower,
+            "full": _factory_lower, "zeros_like": _factory_lower,
+            "ones_like": _factory_lower, "full_like": _factory_lower,
+            "nll_loss": _nll_lower, "log_softmax": _log_softmax_lower,
             "softmax": _log_softmax_lower}
 
 
@@ -558,9 +613,10 @@ def _nll_backward(cap, node, g):
     return (_make(val),)
 
 
-def emit_kernel(cap, name, kernel, args):
+def emit_kernel(cap, name, kernel, args, faster=None):
     """Record ``kernel(*args)`` (Tensors as buffers, other values as constants) computed on
-    the capture's arrays; returns the result as a Tensor mapped to its new buffer."""
+    the capture's arrays; returns the result as a Tensor mapped to its new buffer.
+    ``faster``: a cheaper kernel used instead when it gives the same bits here."""
     vals, refs = [], []
     for a in args:
         if isinstance(a, Tensor):
@@ -576,6 +632,12 @@ def emit_kernel(cap, name, kernel, args):
             vals.append(a)
     with np.errstate(all="ignore"):
         val = kernel(*vals)
+        if faster is not None:
+            try:
+                if same(faster(*vals), val):
+                    kernel = faster
+            except Exception:
+                pass
     if not isinstance(val, np.ndarray):
         val = np.asarray(val)
     ins = Instr(name, kernel, tuple(refs), mode="new")
@@ -591,7 +653,24 @@ def unary_backward(cap, node, g, uf):
     sv = node._saved
     y = sv[iy].get(node, True) if iy is not None else None
     x = sv[ix].get(node, True) if ix is not None else None
-    return (emit_kernel(cap, type(node).__name__, formula, (g, x, y)),)
+    name = type(node).__name__
+    faster = _FASTER.get(name)
+    if cap.by_array.get(id(g._data)) in cap.ones and name in _FASTER_ONES:
+        faster = _FASTER_ONES[name]   # the incoming gradient is ones: g * v is v
+    return (emit_kernel(cap, name, formula, (g, x, y), faster),)
+
+
+def _relu_bw(g, x, y):
+    """ReluBackward0's ``where(y <= 0, zeros_like(g), g)`` with a scalar zero (no zeros
+    array): the same values."""
+    return np.where(y <= 0, g.dtype.type(0), g)
+
+
+_FASTER = {"ReluBackward0": _relu_bw}
+# the formulas ``g * f(y)`` of a gradient of ones (a loss's first node), without the product
+_FASTER_ONES = {"TanhBackward0": lambda g, x, y: 1 - y * y,
+                "SigmoidBackward0": lambda g, x, y: y * (1 - y),
+                "ExpBackward0": lambda g, x, y: y.copy()}
 
 
 BACKWARD = {"NllLossBackward0": _nll_backward}

@@ -268,6 +268,9 @@ def step_end(cap, opt):
     if opened is None or opened[1] is None or cap.failed is not None:
         return
     _, groups, flag = opened
+    for _g, pairs in groups:
+        for p, _src in pairs:
+            cap.bumped(p)   # the update changes each parameter that has a gradient
     if type(opt) in _NATIVE:
         cap.emit_phase(Instr(f"{type(opt).__name__}.step", STEP, (opt, groups, flag),
                              mode="effect"), "optimizer")
