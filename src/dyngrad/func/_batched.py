@@ -417,6 +417,8 @@ def _ops_globals():
     from ..ops import OPS
     ops = {id(getattr(info["fn"], "__wrapped__", info["fn"])) for info in OPS.values()}
     called = _composite_names()
+    # a vmap entered during a capture (``swap_all``) reads the originals under its wrappers
+    captured = {(id(o), k): v for done in _SWAPS for o, k, v in done if isinstance(o, dict)}
     swaps = []
     for mod_name, mod in list(sys.modules.items()):
         if mod is None or not mod_name.startswith("dyngrad.ops."):
@@ -424,7 +426,7 @@ def _ops_globals():
         d = vars(mod)
         wrapped, orig = {}, {}
         for k in called.intersection(d):
-            v = d[k]
+            v = captured.get((id(d), k), d[k])
             hit = public.get(id(v)) if isinstance(v, types.FunctionType) else None
             # a registry op, or a public function with a batching rule (``pad``, which
             # conv<n>d's padding="same" calls as F.pad)
