@@ -177,90 +177,6 @@ from ..ops.activation import (SoftmaxBackward0, LogSoftmaxBackward0, _dim_arg,  
                               log_softmax, softmax)
 
 
-class NllLossBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        shape, tgt, w_t, red, total, dtype, sx, st = self._saved
-        sx.get(self, False)  # self and target are saved, as PyTorch's: versions are checked
-        st.get(self, False)
-        # gradient: -w[t] at the target class, scaled by the reduction
-        return _nll_grad(g, self, shape, tgt, w_t, red, total, dtype, sx),
-
-
-def _nll_grad_np(g, node, shape, tgt, w_t, red, total, dtype, sx):
-    z = np.zeros(shape, dtype)
-    if red == "none":
-        coef = -w_t * g
-    elif red == "mean":
-        coef = -w_t * (g / total if total else g * 0)
-    else:
-        coef = -w_t * g
-    z[_nll_index(shape, tgt)] = coef.reshape(-1) if np.ndim(coef) else coef
-    return z
-
-
-def _nll_grad_graph(g, node, shape, tgt, w_t, red, total, dtype, sx):
-    """The gradient recorded as PyTorch's NllLossBackwardBackward0 (``node._double``)."""
-    x = sx.get(node, True)
-    div = total if red == "mean" else None  # mean: the weight total (0: none)
-    w = np.asarray(-w_t).astype(dtype).reshape(-1)
-    idx = _nll_index(shape, tgt)
-    z = np.zeros(shape, dtype)
-    z[idx] = (w * (g._data.reshape(-1) / div if div else
-                   g._data.reshape(-1) * (0 if div == 0 else 1))).reshape(z[idx].shape)
-    if STATE.enabled and (g._requires_grad or x._requires_grad):
-        # linear in g; as PyTorch's it also depends on the input (zero gradient)
-        edges = (edge_of(g), edge_of(x)) if x._requires_grad else (edge_of(g),)
-        return record(z, node._double(edges, (idx, w, div, tuple(g.shape), shape)))
-    return _make(z)
-
-
-_nll_grad = X.twin(_nll_grad_np, _nll_grad_graph)
-
-
-class NllLossBackwardBackward0(Node):
-    """nll_loss's gradient under create_graph: ``-w[t] * g`` scattered to the target
-    classes; its backward gathers them (and sends zeros to the input when it is an edge)."""
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, gg, graph):
-        idx, w, div, gshape, shape = self._saved
-        r = gg[idx] * X.const(w, gg)
-        r = r.reshape(gshape) if gshape else r.sum()
-        if div is not None:  # mean: divided by the weight total (0/0 is nan, as PyTorch's)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r = r / X.const(np.asarray(div, w.dtype), gg)
-        if len(self.next_functions) == 1:
-            return r,
-        return r, X.zeros(shape, gg, w.dtype)
-
-
-class NllLoss2DBackwardBackward0(NllLossBackwardBackward0):
-    __slots__ = ()
-
-
-NllLossBackward0._double = NllLossBackwardBackward0
-
-
-class NllLoss2DBackward0(NllLossBackward0):
-    __slots__ = ()
-    _double = NllLoss2DBackwardBackward0
-
-
-def _nll_index(shape, tgt):
-    """Fancy index selecting the target class of every sample: input (N, C, d1...)."""
-    if len(shape) == 1:
-        return (tgt,)
-    n = shape[0]
-    rest = shape[2:]
-    if not rest:  # (N, C): the common case
-        return (_arange(n), tgt.reshape(-1))
-    grids = np.indices((n,) + tuple(rest))
-    return (grids[0].reshape(-1), tgt.reshape(-1)) + tuple(gr.reshape(-1) for gr in grids[1:])
-
-
 def _check_class_weight(weight, C, dtype):
     """nll_loss/cross_entropy's checks of a class-weight tensor."""
     w = weight._data
@@ -306,35 +222,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if weight is not None:
         _check_class_weight(weight, C, x.dtype)
     _pool.need_kernel(x, "nll_loss2d_forward_out_frame" if x.ndim == 4 else "nll_loss_out_frame")
-    valid = t != ignore_index
-    all_valid = bool(valid.all())
-    tv = t if all_valid else t[valid]
-    if tv.size and (tv.min() < 0 or tv.max() >= C):
-        bad = tv[(tv < 0) | (tv >= C)][0]
-        raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} classes).")
-    tc = t if all_valid else np.where(valid, t, 0)
-    if weight is None:
-        w_t = np.ones(tc.shape, x.dtype) if all_valid else valid.astype(x.dtype)
-    else:
-        w_t = weight._data.astype(x.dtype)[tc] * valid
-    idx = _nll_index(x.shape, tc)
-    picked = x[idx].reshape(tc.shape)
-    losses = -picked * w_t
-    acc = np.float32 if x.dtype == D.BF16 else None  # bfloat16 summed in float32
-    total = w_t.sum(dtype=acc)
-    if reduction == "none":
-        r = losses.astype(x.dtype)
-    elif reduction == "sum":
-        r = np.asarray(losses.sum(dtype=acc), x.dtype)
-    else:
-        r = np.asarray(losses.sum(dtype=acc) / total if total else np.nan, x.dtype)
+    spec = _losses.nll_loss2d_forward if x.ndim == 4 else _losses.nll_loss_forward
+    red = _REDUCTIONS[reduction]
+    r = spec.forward(x, t, None if weight is None else weight._data, red, ignore_index)
     if STATE.enabled and input._requires_grad:
-        cls = NllLoss2DBackward0 if x.ndim == 4 else NllLossBackward0
-        return record(r, cls((edge_of(input),),
-                                          (x.shape, tc, w_t.astype(x.dtype), reduction,
-                                           total.astype(x.dtype), x.dtype, Saved(input),
-                                           Saved(target))))
-    return _make(r)
+        return spec.record(r, (input,), {"target": target, "weight": weight, "reduction": red,
+                                         "ignore_index": ignore_index})[0]
+    return _make(r[0])
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

@@ -386,3 +386,174 @@ def _(ctx, tangent, *_):
 
 edgeless(soft_margin_loss, "target")
 OPS.pop(soft_margin_loss.key)  # reached through nn.functional.soft_margin_loss only
+
+
+# --- nll_loss: PyTorch's nll_loss_forward / nll_loss2d_forward and their gradient ops ---------
+# The forward keeps its input, the target (as a SavedVariable: version-checked, freed after
+# backward), the class weight, the reduction, ignore_index and the total weight it computed;
+# its gradient is the op nll_loss_backward (NllLossBackwardBackward0 under create_graph),
+# whose own gradient is nll_loss of the incoming gradient, so every order records PyTorch's
+# nodes.  nn.functional.nll_loss gives them PyTorch's signature and argument checks.
+def _arr(v):
+    """An array argument that may come as a Tensor (a formula under create_graph)."""
+    return None if v is None else v._data if isinstance(v, Tensor) else np.asarray(v)
+
+
+def nll_index(shape, tgt):
+    """Fancy index selecting the target class of every sample: input (C,) or (N, C, d1...)."""
+    if len(shape) == 1:
+        return (tgt,)
+    rest = shape[2:]
+    if not rest:  # (N, C): the common case
+        return (np.arange(shape[0]), tgt.reshape(-1))
+    grids = np.indices((shape[0],) + tuple(rest))
+    return (grids[0].reshape(-1), tgt.reshape(-1)) + tuple(gr.reshape(-1) for gr in grids[1:])
+
+
+def _nll_pick(x, t, weight, ignore_index, check=True):
+    """The per-sample weights (0 where the target is ignored) and the index of each sample's
+    target class; ``check``: PyTorch's IndexError for a target out of range."""
+    C = x.shape[0] if x.ndim == 1 else x.shape[1]
+    valid = t != ignore_index
+    all_valid = bool(valid.all())
+    if check:
+        tv = t if all_valid else t[valid]
+        if tv.size and (tv.min() < 0 or tv.max() >= C):
+            bad = tv[(tv < 0) | (tv >= C)][0]
+            raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} classes).")
+    tc = t if all_valid else np.where(valid, t, 0)
+    if weight is None:
+        w_t = np.ones(tc.shape, x.dtype) if all_valid else valid.astype(x.dtype)
+    else:
+        w_t = weight.astype(x.dtype)[tc] * valid
+    return w_t, nll_index(x.shape, tc), tc.shape
+
+
+def _nll_forward(self, target, weight=None, reduction=1, ignore_index=-100):
+    """Negative log likelihood of the target classes, weighted, reduced; returns the loss and
+    the total weight (the mean's divisor; 0 for reduction none, as PyTorch's)."""
+    w_t, idx, tshape = _nll_pick(self, _arr(target), _arr(weight), ignore_index)
+    losses = -self[idx].reshape(tshape) * w_t
+    acc = np.float32 if self.dtype == D.BF16 else None  # bfloat16 summed in float32
+    if reduction == 0:
+        return losses.astype(self.dtype, copy=False), np.zeros((), self.dtype)
+    total = w_t.sum(dtype=acc)
+    s = losses.sum(dtype=acc)
+    if reduction == 2:
+        return np.asarray(s, self.dtype), np.asarray(total, self.dtype)
+    return np.asarray(s / total if total else np.nan, self.dtype), np.asarray(total, self.dtype)
+
+
+def _nll_backward(grad_output, self, target, weight=None, reduction=1, ignore_index=-100,
+                  total_weight=None):
+    """nll_loss's gradient: ``-weight[target] * grad`` at each sample's target class (divided
+    by the total weight for the mean; no gradient when it is 0), zero elsewhere."""
+    g = grad_output
+    t = _arr(target)
+    w_t, idx, tshape = _nll_pick(self, t, _arr(weight), ignore_index, False)
+    if reduction == 1:
+        total = _arr(total_weight)
+        g = g / total if total else g * 0
+    z = np.zeros(self.shape, self.dtype)
+    coef = -w_t * g
+    if ignore_index in t:  # an ignored target gets no gradient (not -0)
+        coef = np.where(t != ignore_index, coef, 0)
+    z[idx] = coef.reshape(-1) if np.ndim(coef) else coef
+    return z
+
+
+def _batch_nll(spec, arrays, params):
+    """Batching rule of nll_loss: the batch axis joins the samples' axis (a sample of one
+    dimension, (C,), becomes a row), then each sample's losses are reduced on their own."""
+    x, = arrays
+    p = dict(params)
+    t = _arr(p["target"])
+    w = _arr(p.get("weight"))
+    red = p.get("reduction", 1)
+    B = x.shape[0]
+    if t.ndim == x.ndim - 1:  # a target per sample
+        t = t.reshape((-1,) + t.shape[2:]) if t.ndim > 1 else t
+    else:  # one target for every sample
+        t = np.broadcast_to(t, (B,) + t.shape).reshape((-1,) + t.shape[1:]) \
+            if t.ndim else np.broadcast_to(t, (B,))
+    xs = x.reshape((-1,) + x.shape[2:]) if x.ndim > 2 else x
+    w_t, idx, tshape = _nll_pick(xs, t, w, p.get("ignore_index", -100))
+    losses = (-xs[idx].reshape(tshape) * w_t).reshape(B, -1)
+    w_t = w_t.reshape(B, -1)
+    acc = np.float32 if x.dtype == D.BF16 else None
+    if red == 0:
+        out = losses.reshape((B,) + t.shape[1:] if x.ndim > 2 else (B,))
+        return out.astype(x.dtype, copy=False), np.zeros(B, x.dtype)
+    total = w_t.sum(1, dtype=acc)
+    s = losses.sum(1, dtype=acc)
+    if red == 2:
+        return s.astype(x.dtype), total.astype(x.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (s / total).astype(x.dtype), total.astype(x.dtype)
+
+
+def _batch_nll_backward(spec, arrays, params):
+    """Batching rule of nll_loss's gradient: each sample's gradient placed by its target (a
+    target and total weight per sample, or one for all)."""
+    g, x = arrays
+    p = dict(params)
+    t, tw = _arr(p["target"]), _arr(p.get("total_weight"))
+    out = np.zeros(x.shape, x.dtype)
+    for b in range(x.shape[0]):
+        q = dict(p, target=t[b] if t.ndim == x.ndim - 1 else t,
+                 total_weight=tw[b] if tw is not None and tw.ndim else tw)
+        out[b] = spec.forward(g[b], x[b], **q)
+    return out
+
+
+def _declare_nll(suffix, node):
+    """nll_loss<suffix>_forward recording ``node`` and its gradient op recording
+    ``node``'s BackwardBackward0 (2D: the input (N, C, H, W), as PyTorch's nll_loss2d)."""
+    fwd = defop(f"nll_loss{suffix}_forward", node=node, inputs=("self",),
+                outputs=("output", "total_weight"),
+                saved=("self", "target", "weight", "reduction", "ignore_index", "total_weight"),
+                index_args=("target",), function=False, method=False, batch=_batch_nll)(
+        _nll_forward)
+    bwd = defop(f"nll_loss{suffix}_backward", node=node.replace("Backward0", "BackwardBackward0"),
+                inputs=("grad_output", "self"),
+                saved=("target", "weight", "reduction", "ignore_index", "self_sym_sizes"),
+                index_args=("target",), function=False, method=False,
+                batch=_batch_nll_backward)(_nll_backward)
+    # (the input's shape is kept for the forward-mode rule; PyTorch's node does not show it)
+    del bwd.node_cls._named_saved["self_sym_sizes"]
+    loss = X.twin(lambda *a: fwd.forward(*a)[0], lambda *a: fwd.fn(*a)[0])
+    grad_op = X.twin(bwd.forward, bwd.fn)
+
+    @fwd.backward
+    def _(ctx, grad):
+        return grad_op(grad, ctx.self, ctx.target, ctx.weight, ctx.reduction, ctx.ignore_index,
+                       ctx.total_weight),
+
+    @fwd.jvp
+    def _(ctx, tangent):  # linear in the input
+        return fwd.fn(tangent, ctx.target, ctx.weight, ctx.reduction, ctx.ignore_index)[0]
+
+    @bwd.backward
+    def _(ctx, gg):
+        # linear in grad_output; the input only gives the shape (a zero gradient, as PyTorch's)
+        return (loss(gg, ctx.target, ctx.weight, ctx.reduction, ctx.ignore_index)
+                if ctx.needs(0) else None,
+                X.zeros_like(gg) if ctx.needs(1) else None)
+
+    @bwd.jvp
+    def _(ctx, t_grad, t_self):
+        shape = ctx.self_sym_sizes
+        if t_grad is None:
+            return X.zeros(shape, t_self)
+        total = fwd.fn(X.zeros(shape, t_grad), ctx.target, ctx.weight, ctx.reduction,
+                       ctx.ignore_index)[1]
+        return bwd.fn(t_grad, X.zeros(shape, t_grad), ctx.target, ctx.weight, ctx.reduction,
+                      ctx.ignore_index, total)
+
+    for spec in (fwd, bwd):
+        OPS.pop(spec.key)  # reached through nn.functional.nll_loss only
+    return fwd, bwd
+
+
+nll_loss_forward, nll_loss_backward = _declare_nll("", "NllLossBackward0")
+nll_loss2d_forward, nll_loss2d_backward = _declare_nll("2d", "NllLoss2DBackward0")
