@@ -227,7 +227,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     r = spec.forward(x, t, None if weight is None else weight._data, red, ignore_index)
     if STATE.enabled and input._requires_grad:
         return spec.record(r, (input,), {"target": target, "weight": weight, "reduction": red,
-                                         "ignore_index": ignore_index})[0]
+                                         "ignore_index": _losses.symint(ignore_index)})[0]
     return _make(r[0])
 
 

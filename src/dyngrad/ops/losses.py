@@ -410,9 +410,19 @@ def nll_index(shape, tgt):
     return (grids[0].reshape(-1), tgt.reshape(-1)) + tuple(gr.reshape(-1) for gr in grids[1:])
 
 
+def symint(v):
+    """An int as PyTorch's nodes show a saved SymInt: a negative one as unsigned 64-bit."""
+    return v % (1 << 64) if v < 0 else v
+
+
+def _signed(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
 def _nll_pick(x, t, weight, ignore_index, check=True):
     """The per-sample weights (0 where the target is ignored) and the index of each sample's
     target class; ``check``: PyTorch's IndexError for a target out of range."""
+    ignore_index = _signed(ignore_index)
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
     valid = t != ignore_index
     all_valid = bool(valid.all())
@@ -450,6 +460,7 @@ def _nll_backward(grad_output, self, target, weight=None, reduction=1, ignore_in
     by the total weight for the mean; no gradient when it is 0), zero elsewhere."""
     g = grad_output
     t = _arr(target)
+    ignore_index = _signed(ignore_index)
     w_t, idx, tshape = _nll_pick(self, t, _arr(weight), ignore_index, False)
     if reduction == 1:
         total = _arr(total_weight)
