@@ -221,13 +221,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if weight is not None:
         _check_class_weight(weight, C, x.dtype)
     _pool.need_kernel(x, "nll_loss2d_forward_out_frame" if x.ndim == 4 else "nll_loss_out_frame")
-    spec = _losses.nll_loss2d_forward if x.ndim == 4 else _losses.nll_loss_forward
-    red = _REDUCTIONS[reduction]
-    r = spec.forward(x, t, None if weight is None else weight._data, red, ignore_index)
-    if STATE.enabled and input._requires_grad:
-        return spec.record(r, (input,), {"target": target, "weight": weight, "reduction": red,
-                                         "ignore_index": _losses.symint(ignore_index)})[0]
-    return _make(r[0])
+    return _losses.nll_call(_losses.nll_loss2d_forward if x.ndim == 4 else
+                            _losses.nll_loss_forward, input, target, weight,
+                            _REDUCTIONS[reduction], ignore_index)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

@@ -420,38 +420,45 @@ def _signed(v):
 
 
 def _nll_pick(x, t, weight, ignore_index, check=True):
-    """The per-sample weights (0 where the target is ignored) and the index of each sample's
-    target class; ``check``: PyTorch's IndexError for a target out of range."""
+    """The per-sample weights (None: all 1), the mask of the targets not ignored (None: all
+    of them), and the index of each sample's target class; ``check``: PyTorch's IndexError
+    for a target out of range."""
     ignore_index = _signed(ignore_index)
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
     valid = t != ignore_index
-    all_valid = bool(valid.all())
-    if check:
-        tv = t if all_valid else t[valid]
-        if tv.size and (tv.min() < 0 or tv.max() >= C):
-            bad = tv[(tv < 0) | (tv >= C)][0]
+    if valid.all():
+        valid, tc = None, t
+        if check and t.size and (t.min() < 0 or t.max() >= C):
+            bad = t[(t < 0) | (t >= C)][0]
             raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} classes).")
-    tc = t if all_valid else np.where(valid, t, 0)
-    if weight is None:
-        w_t = np.ones(tc.shape, x.dtype) if all_valid else valid.astype(x.dtype)
+        w_t = None if weight is None else weight.astype(x.dtype)[tc]
     else:
-        w_t = weight.astype(x.dtype)[tc] * valid
-    return w_t, nll_index(x.shape, tc), tc.shape
+        if check:
+            tv = t[valid]
+            if tv.size and (tv.min() < 0 or tv.max() >= C):
+                bad = tv[(tv < 0) | (tv >= C)][0]
+                raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} "
+                                 f"classes).")
+        tc = np.where(valid, t, 0)
+        w_t = valid.astype(x.dtype) if weight is None else \
+            weight.astype(x.dtype)[tc] * valid
+    return w_t, valid, nll_index(x.shape, tc), tc.shape
 
 
 def _nll_forward(self, target, weight=None, reduction=1, ignore_index=-100):
     """Negative log likelihood of the target classes, weighted, reduced; returns the loss and
     the total weight (the mean's divisor; 0 for reduction none, as PyTorch's)."""
-    w_t, idx, tshape = _nll_pick(self, _arr(target), _arr(weight), ignore_index)
-    losses = -self[idx].reshape(tshape) * w_t
+    w_t, _, idx, tshape = _nll_pick(self, _arr(target), _arr(weight), ignore_index)
+    picked = self[idx].reshape(tshape)
+    losses = -picked if w_t is None else -picked * w_t
     acc = np.float32 if self.dtype == D.BF16 else None  # bfloat16 summed in float32
     if reduction == 0:
         return losses.astype(self.dtype, copy=False), np.zeros((), self.dtype)
-    total = w_t.sum(dtype=acc)
+    total = np.asarray(losses.size if w_t is None else w_t.sum(dtype=acc), self.dtype)
     s = losses.sum(dtype=acc)
     if reduction == 2:
-        return np.asarray(s, self.dtype), np.asarray(total, self.dtype)
-    return np.asarray(s / total if total else np.nan, self.dtype), np.asarray(total, self.dtype)
+        return np.asarray(s, self.dtype), total
+    return np.asarray(s / total if total else np.nan, self.dtype), total
 
 
 def _nll_backward(grad_output, self, target, weight=None, reduction=1, ignore_index=-100,
@@ -459,16 +466,21 @@ def _nll_backward(grad_output, self, target, weight=None, reduction=1, ignore_in
     """nll_loss's gradient: ``-weight[target] * grad`` at each sample's target class (divided
     by the total weight for the mean; no gradient when it is 0), zero elsewhere."""
     g = grad_output
-    t = _arr(target)
-    ignore_index = _signed(ignore_index)
-    w_t, idx, tshape = _nll_pick(self, t, _arr(weight), ignore_index, False)
+    t = target if target.__class__ is np.ndarray else _arr(target)
+    tw = total_weight if total_weight.__class__ is np.ndarray else _arr(total_weight)
+    if weight is None and reduction and self.ndim == 2 and t.size and tw == t.size:
+        # the common call (cross_entropy's): no weight, and a total weight of one per target
+        # says that none is ignored
+        z = np.zeros(self.shape, self.dtype)
+        z[np.arange(t.size), t] = -g / tw if reduction == 1 else -g
+        return z
+    w_t, valid, idx, tshape = _nll_pick(self, t, _arr(weight), ignore_index, False)
     if reduction == 1:
-        total = _arr(total_weight)
-        g = g / total if total else g * 0
+        g = g / tw if tw else g * 0
     z = np.zeros(self.shape, self.dtype)
-    coef = -w_t * g
-    if ignore_index in t:  # an ignored target gets no gradient (not -0)
-        coef = np.where(t != ignore_index, coef, 0)
+    coef = -g if w_t is None else -w_t * g
+    if valid is not None:  # an ignored target gets no gradient (not -0)
+        coef = np.where(valid, coef, 0)
     z[idx] = coef.reshape(-1) if np.ndim(coef) else coef
     return z
 
@@ -488,7 +500,9 @@ def _batch_nll(spec, arrays, params):
         t = np.broadcast_to(t, (B,) + t.shape).reshape((-1,) + t.shape[1:]) \
             if t.ndim else np.broadcast_to(t, (B,))
     xs = x.reshape((-1,) + x.shape[2:]) if x.ndim > 2 else x
-    w_t, idx, tshape = _nll_pick(xs, t, w, p.get("ignore_index", -100))
+    w_t, _, idx, tshape = _nll_pick(xs, t, w, p.get("ignore_index", -100))
+    if w_t is None:
+        w_t = np.ones(tshape, x.dtype)
     losses = (-xs[idx].reshape(tshape) * w_t).reshape(B, -1)
     w_t = w_t.reshape(B, -1)
     acc = np.float32 if x.dtype == D.BF16 else None
@@ -540,6 +554,15 @@ def _declare_nll(suffix, node):
         return grad_op(grad, ctx.self, ctx.target, ctx.weight, ctx.reduction, ctx.ignore_index,
                        ctx.total_weight),
 
+    def fast_bw(self, g, graph):
+        # the same formula without a Ctx (cross_entropy's hot path): the saved tensors
+        # unpacked in the Ctx's order (self, target, total_weight)
+        sv = self._saved
+        x, t = sv[0].get(self, graph), sv[1].get(self, graph)
+        return grad_op(g, x, t, sv[2], sv[3], sv[4], sv[5].get(self, graph)),
+
+    fwd.node_cls._bw = fast_bw
+
     @fwd.jvp
     def _(ctx, tangent):  # linear in the input
         return fwd.fn(tangent, ctx.target, ctx.weight, ctx.reduction, ctx.ignore_index)[0]
@@ -564,6 +587,19 @@ def _declare_nll(suffix, node):
     for spec in (fwd, bwd):
         OPS.pop(spec.key)  # reached through nn.functional.nll_loss only
     return fwd, bwd
+
+
+def nll_call(spec, input, target, weight, reduction, ignore_index):
+    """Declared ``nll_loss(2d)_forward`` of Tensors ``input``, ``target`` and ``weight`` (or
+    None), already checked, with its node when the input requires grad: the forward and
+    node without the general path's argument binding (cross_entropy's hot path)."""
+    out, total = spec.forward(input._data, target._data,
+                              None if weight is None else weight._data, reduction, ignore_index)
+    if STATE.enabled and input._requires_grad:
+        return record(out, spec.node_cls((edge_of(input),), (
+            Saved(input), Saved(target), weight, reduction, symint(ignore_index),
+            Saved(_make(total))), out.dtype))
+    return _make(out)
 
 
 nll_loss_forward, nll_loss_backward = _declare_nll("", "NllLossBackward0")
