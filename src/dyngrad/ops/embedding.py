@@ -185,8 +185,9 @@ def embedding_bag(weight, per_sample_weights, indices, offsets, scale_grad_by_fr
                            f"offsets[-1] of {int(offs[-1])}")
     bad = (idx < 0) | (idx >= num)
     if bad.any():
-        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found "
-                           f"idx to be {int(idx[bad][0])}")
+        pos = int(np.flatnonzero(bad)[0])
+        raise RuntimeError(f"Index {pos} of input takes value {int(idx[pos])} which is not in "
+                           f"the valid range [0, {num})")
     nb = offs.size - 1 if include_last_offset else offs.size
     bag = _bags(n, offs, nb)
     valid = _bag_valid(idx, bag, padding_idx)

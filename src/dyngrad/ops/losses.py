@@ -430,15 +430,14 @@ def _nll_pick(x, t, weight, ignore_index, check=True):
         valid, tc = None, t
         if check and t.size and (t.min() < 0 or t.max() >= C):
             bad = t[(t < 0) | (t >= C)][0]
-            raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} classes).")
+            raise IndexError(f"Target {int(bad)} is out of bounds.")
         w_t = None if weight is None else weight.astype(x.dtype)[tc]
     else:
         if check:
             tv = t[valid]
             if tv.size and (tv.min() < 0 or tv.max() >= C):
                 bad = tv[(tv < 0) | (tv >= C)][0]
-                raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} "
-                                 f"classes).")
+                raise IndexError(f"Target {int(bad)} is out of bounds.")
         tc = np.where(valid, t, 0)
         w_t = valid.astype(x.dtype) if weight is None else \
             weight.astype(x.dtype)[tc] * valid
@@ -452,11 +451,12 @@ def _nll_forward(self, target, weight=None, reduction=1, ignore_index=-100):
     picked = self[idx].reshape(tshape)
     losses = -picked if w_t is None else -picked * w_t
     acc = np.float32 if self.dtype == D.BF16 else None  # bfloat16 summed in float32
-    if reduction == 0:
+    if reduction == 0 and self.ndim > 1:
         return losses.astype(self.dtype, copy=False), np.zeros((), self.dtype)
+    # (a single sample, input (C,), is reduced even for none: its total weight is kept)
     total = np.asarray(losses.size if w_t is None else w_t.sum(dtype=acc), self.dtype)
     s = losses.sum(dtype=acc)
-    if reduction == 2:
+    if reduction != 1:
         return np.asarray(s, self.dtype), total
     return np.asarray(s / total if total else np.nan, self.dtype), total
 
@@ -491,26 +491,22 @@ def _batch_nll(spec, arrays, params):
     x, = arrays
     p = dict(params)
     t = _arr(p["target"])
-    w = _arr(p.get("weight"))
     red = p.get("reduction", 1)
-    B = x.shape[0]
-    if t.ndim == x.ndim - 1:  # a target per sample
-        t = t.reshape((-1,) + t.shape[2:]) if t.ndim > 1 else t
-    else:  # one target for every sample
-        t = np.broadcast_to(t, (B,) + t.shape).reshape((-1,) + t.shape[1:]) \
-            if t.ndim else np.broadcast_to(t, (B,))
-    xs = x.reshape((-1,) + x.shape[2:]) if x.ndim > 2 else x
-    w_t, _, idx, tshape = _nll_pick(xs, t, w, p.get("ignore_index", -100))
+    B, nd = x.shape[0], x.ndim - 1  # nd: a sample's dimensions
+    if red == 0 and nd == 1:
+        red = 2  # (a single sample is reduced even for none)
+    tb = t if t.ndim == x.ndim - 1 else np.broadcast_to(t, (B,) + t.shape)
+    ts = tb.reshape((-1,) + tb.shape[2:]) if nd > 1 else tb
+    xs = x.reshape((-1,) + x.shape[2:]) if nd > 1 else x
+    w_t, _, idx, tshape = _nll_pick(xs, ts, _arr(p.get("weight")), p.get("ignore_index", -100))
     if w_t is None:
         w_t = np.ones(tshape, x.dtype)
-    losses = (-xs[idx].reshape(tshape) * w_t).reshape(B, -1)
-    w_t = w_t.reshape(B, -1)
-    acc = np.float32 if x.dtype == D.BF16 else None
+    losses = -xs[idx].reshape(tshape) * w_t
     if red == 0:
-        out = losses.reshape((B,) + t.shape[1:] if x.ndim > 2 else (B,))
-        return out.astype(x.dtype, copy=False), np.zeros(B, x.dtype)
-    total = w_t.sum(1, dtype=acc)
-    s = losses.sum(1, dtype=acc)
+        return losses.reshape(tb.shape).astype(x.dtype, copy=False), np.zeros(B, x.dtype)
+    acc = np.float32 if x.dtype == D.BF16 else None
+    total = w_t.reshape(B, -1).sum(1, dtype=acc)
+    s = losses.reshape(B, -1).sum(1, dtype=acc)
     if red == 2:
         return s.astype(x.dtype), total.astype(x.dtype)
     with np.errstate(invalid="ignore", divide="ignore"):
