@@ -220,7 +220,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
     if weight is not None:
         _check_class_weight(weight, C, x.dtype)
-    _pool.need_kernel(x, "nll_loss2d_forward_out_frame" if x.ndim == 4 else "nll_loss_out_frame")
+    _pool.need_kernel(x, "nll_loss2d_forward_out_frame" if x.ndim == 4 else "nll_loss_out_frame",
+                      complex=False)
     return _losses.nll_call(_losses.nll_loss2d_forward if x.ndim == 4 else
                             _losses.nll_loss_forward, input, target, weight,
                             _REDUCTIONS[reduction], ignore_index)

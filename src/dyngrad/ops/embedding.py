@@ -171,9 +171,10 @@ def embedding_bag(weight, per_sample_weights, indices, offsets, scale_grad_by_fr
     offs = _arr(offsets).astype(np.int64, copy=False)
     psw = _arr(per_sample_weights)
     n, num = idx.size, weight.shape[0]
-    if weight.dtype.kind in "iub":  # PyTorch's kernel takes floating weights only
-        got = "CPUBoolType" if weight.dtype == np.bool_ else \
-            f"torch.{D.TYPE_NAMES[D.FROM_NP[weight.dtype]]}"
+    if weight.dtype.kind in "iubc":  # PyTorch's kernel takes real floating weights only
+        got = "CPUBoolType" if weight.dtype == np.bool_ else "CPUComplexFloatType" if \
+            weight.dtype == np.complex64 else "CPUComplexDoubleType" if \
+            weight.dtype.kind == "c" else f"torch.{D.TYPE_NAMES[D.FROM_NP[weight.dtype]]}"
         raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following "
                            f"scalar types: Half, BFloat16, Float, Double; but got {got} instead "
                            f"(while checking arguments for embedding_bag)")
