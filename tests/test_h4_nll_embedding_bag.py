@@ -170,15 +170,19 @@ def test_nll_loss_errors_match_torch(name):
     assert _outcome(dyngrad, ERRORS[name]) == _outcome(torch, ERRORS[name])
 
 
-@pytest.mark.parametrize("which", ["input", "target"])
+@pytest.mark.parametrize("which", ["input", "target", "weight", "weight_gradgrad"])
 def test_nll_loss_saved_tensors_are_version_checked(which):
     out = []
     for L in (torch, dyngrad):
         x = _t(L, RNG.randn(3, 4), True)
         xi = x * 1
         t = L.tensor([0, 1, 2])
-        y = L.nn.functional.nll_loss(xi, t)
-        (xi if which == "input" else t).add_(1 if which == "target" else 1.0)
+        w = L.ones(4, dtype=L.float64)
+        y = L.nn.functional.nll_loss(xi, t, weight=w)
+        if which == "weight_gradgrad":
+            y, = L.autograd.grad(y, x, create_graph=True)
+            y = y.sum()
+        {"input": xi, "target": t}.get(which, w).add_(1)
         try:
             y.backward()
             out.append(None)

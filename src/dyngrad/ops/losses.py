@@ -533,12 +533,12 @@ def _declare_nll(suffix, node):
     fwd = defop(f"nll_loss{suffix}_forward", node=node, inputs=("self",),
                 outputs=("output", "total_weight"),
                 saved=("self", "target", "weight", "reduction", "ignore_index", "total_weight"),
-                index_args=("target",), function=False, method=False, batch=_batch_nll)(
+                index_args=("target", "weight"), function=False, method=False, batch=_batch_nll)(
         _nll_forward)
     bwd = defop(f"nll_loss{suffix}_backward", node=node.replace("Backward0", "BackwardBackward0"),
                 inputs=("grad_output", "self"),
                 saved=("target", "weight", "reduction", "ignore_index", "self_sym_sizes"),
-                index_args=("target",), function=False, method=False,
+                index_args=("target", "weight"), function=False, method=False,
                 batch=_batch_nll_backward)(_nll_backward)
     # (the input's shape is kept for the forward-mode rule; PyTorch's node does not show it)
     del bwd.node_cls._named_saved["self_sym_sizes"]
@@ -552,10 +552,12 @@ def _declare_nll(suffix, node):
 
     def fast_bw(self, g, graph):
         # the same formula without a Ctx (cross_entropy's hot path): the saved tensors
-        # unpacked in the Ctx's order (self, target, total_weight)
+        # unpacked in the Ctx's order (self, target, total_weight, weight)
         sv = self._saved
         x, t = sv[0].get(self, graph), sv[1].get(self, graph)
-        return grad_op(g, x, t, sv[2], sv[3], sv[4], sv[5].get(self, graph)),
+        tw = sv[5].get(self, graph)
+        w = sv[2] if sv[2] is None else sv[2].get(self, graph)
+        return grad_op(g, x, t, w, sv[3], sv[4], tw),
 
     fwd.node_cls._bw = fast_bw
 
@@ -593,7 +595,8 @@ def nll_call(spec, input, target, weight, reduction, ignore_index):
                               None if weight is None else weight._data, reduction, ignore_index)
     if STATE.enabled and input._requires_grad:
         return record(out, spec.node_cls((edge_of(input),), (
-            Saved(input), Saved(target), weight, reduction, symint(ignore_index),
+            Saved(input), Saved(target), None if weight is None else Saved(weight), reduction,
+            symint(ignore_index),
             Saved(_make(total))), out.dtype))
     return _make(out)
 
