@@ -30,7 +30,6 @@ KNOWN_COMPLEX = {
     'F.layer_norm': 'raises RuntimeError where PyTorch raises NotImplementedError',
     'F.max_pool1d': 'computes where PyTorch refuses complex input',
     'F.max_pool2d': 'raises ValueError where PyTorch raises NotImplementedError',
-    'F.nll_loss_2d': 'computes where PyTorch refuses complex input',
     'F.soft_margin_loss': 'computes where PyTorch refuses complex input',
     'abs_': 'computes where PyTorch refuses complex input',
     'absolute_': 'computes where PyTorch refuses complex input',

@@ -103,6 +103,11 @@ ROWS = [
            None, [S((3, 4), (3,), int_args=(1,), int_high=4)]),
     OpInfo("F.nll_loss_2d", lambda a, t: F.nll_loss(a, t), None,
            [S((2, 3, 2, 2), (2, 2, 2), int_args=(1,), int_high=3)], "NllLoss2DBackward0"),
+    OpInfo("F.nll_loss_weight", lambda a, t: F.nll_loss(
+        a, t, weight=torch.tensor([1.0, 2.0, 0.5, 3.0], dtype=a.dtype), ignore_index=1,
+        reduction="sum"), None, [S((5, 4), (5,), int_args=(1,), int_high=4)], "NllLossBackward0"),
+    OpInfo("F.nll_loss_nd", lambda a, t: F.nll_loss(a, t), None,
+           [S((2, 3, 4), (2, 4), int_args=(1,), int_high=3)], "NllLoss2DBackward0"),
     OpInfo("F.cosine_similarity", F.cosine_similarity, None, [S((3, 4), (3, 4))]),
     OpInfo("F.pairwise_distance", F.pairwise_distance, None, [S((3, 4), (3, 4))]),
     OpInfo("F.pdist", F.pdist, None, [S((4, 3))], "PdistBackward0", gradgrad=False),
@@ -174,6 +179,21 @@ ROWS = [
            [S((2, 4, 3), (4,), (4,))], "NativeGroupNormBackward0"),
     OpInfo("F.embedding", lambda i, w: F.embedding(i, w), None,
            [S((2, 3), (4, 2), int_args=(0,), int_high=4)], "EmbeddingBackward0"),
+    # (PyTorch has no derivative of embedding_bag's gradient)
+    OpInfo("F.embedding_bag_sum", lambda i, w: F.embedding_bag(i, w, torch.tensor([0, 2]),
+                                                               mode="sum"), None,
+           [S((5,), (6, 3), int_args=(0,), int_high=6)], "EmbeddingBagBackward0", gradgrad=False),
+    OpInfo("F.embedding_bag_mean", lambda i, w: F.embedding_bag(i, w, mode="mean",
+                                                                padding_idx=2), None,
+           [S((2, 3), (6, 3), int_args=(0,), int_high=6)], "EmbeddingBagBackward0",
+           gradgrad=False),
+    OpInfo("F.embedding_bag_max", lambda i, w: F.embedding_bag(i, w, torch.tensor([0, 2, 2]),
+                                                               mode="max"), None,
+           [S((5,), (6, 3), int_args=(0,), int_high=6)], "EmbeddingBagBackward0", gradgrad=False),
+    OpInfo("F.embedding_bag_psw", lambda i, w, p: F.embedding_bag(
+        i, w, torch.tensor([0, 2]), mode="sum", per_sample_weights=p), None,
+           [S((5,), (6, 3), (5,), int_args=(0,), int_high=6)], "EmbeddingBagBackward0",
+           gradgrad=False),
 ]
 
 ROWS += [

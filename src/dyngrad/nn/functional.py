@@ -9,8 +9,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _dim
-from .._record import notify, STATE, Node, Saved, edge_of, record, as_float
-from ..ops import _dual as X
+from .._record import notify, STATE, Saved, edge_of, record, as_float
 from ..ops import losses as _losses
 from ..ops.losses import REDUCTIONS as _REDUCTIONS  # noqa: E501
 from ..ops.unary import tanh, sigmoid  # noqa: F401 - re-exported
@@ -177,90 +176,6 @@ from ..ops.activation import (SoftmaxBackward0, LogSoftmaxBackward0, _dim_arg,  
                               log_softmax, softmax)
 
 
-class NllLossBackward0(Node):
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        shape, tgt, w_t, red, total, dtype, sx, st = self._saved
-        sx.get(self, False)  # self and target are saved, as PyTorch's: versions are checked
-        st.get(self, False)
-        # gradient: -w[t] at the target class, scaled by the reduction
-        return _nll_grad(g, self, shape, tgt, w_t, red, total, dtype, sx),
-
-
-def _nll_grad_np(g, node, shape, tgt, w_t, red, total, dtype, sx):
-    z = np.zeros(shape, dtype)
-    if red == "none":
-        coef = -w_t * g
-    elif red == "mean":
-        coef = -w_t * (g / total if total else g * 0)
-    else:
-        coef = -w_t * g
-    z[_nll_index(shape, tgt)] = coef.reshape(-1) if np.ndim(coef) else coef
-    return z
-
-
-def _nll_grad_graph(g, node, shape, tgt, w_t, red, total, dtype, sx):
-    """The gradient recorded as PyTorch's NllLossBackwardBackward0 (``node._double``)."""
-    x = sx.get(node, True)
-    div = total if red == "mean" else None  # mean: the weight total (0: none)
-    w = np.asarray(-w_t).astype(dtype).reshape(-1)
-    idx = _nll_index(shape, tgt)
-    z = np.zeros(shape, dtype)
-    z[idx] = (w * (g._data.reshape(-1) / div if div else
-                   g._data.reshape(-1) * (0 if div == 0 else 1))).reshape(z[idx].shape)
-    if STATE.enabled and (g._requires_grad or x._requires_grad):
-        # linear in g; as PyTorch's it also depends on the input (zero gradient)
-        edges = (edge_of(g), edge_of(x)) if x._requires_grad else (edge_of(g),)
-        return record(z, node._double(edges, (idx, w, div, tuple(g.shape), shape)))
-    return _make(z)
-
-
-_nll_grad = X.twin(_nll_grad_np, _nll_grad_graph)
-
-
-class NllLossBackwardBackward0(Node):
-    """nll_loss's gradient under create_graph: ``-w[t] * g`` scattered to the target
-    classes; its backward gathers them (and sends zeros to the input when it is an edge)."""
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, gg, graph):
-        idx, w, div, gshape, shape = self._saved
-        r = gg[idx] * X.const(w, gg)
-        r = r.reshape(gshape) if gshape else r.sum()
-        if div is not None:  # mean: divided by the weight total (0/0 is nan, as PyTorch's)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r = r / X.const(np.asarray(div, w.dtype), gg)
-        if len(self.next_functions) == 1:
-            return r,
-        return r, X.zeros(shape, gg, w.dtype)
-
-
-class NllLoss2DBackwardBackward0(NllLossBackwardBackward0):
-    __slots__ = ()
-
-
-NllLossBackward0._double = NllLossBackwardBackward0
-
-
-class NllLoss2DBackward0(NllLossBackward0):
-    __slots__ = ()
-    _double = NllLoss2DBackwardBackward0
-
-
-def _nll_index(shape, tgt):
-    """Fancy index selecting the target class of every sample: input (N, C, d1...)."""
-    if len(shape) == 1:
-        return (tgt,)
-    n = shape[0]
-    rest = shape[2:]
-    if not rest:  # (N, C): the common case
-        return (_arange(n), tgt.reshape(-1))
-    grids = np.indices((n,) + tuple(rest))
-    return (grids[0].reshape(-1), tgt.reshape(-1)) + tuple(gr.reshape(-1) for gr in grids[1:])
-
-
 def _check_class_weight(weight, C, dtype):
     """nll_loss/cross_entropy's checks of a class-weight tensor."""
     w = weight._data
@@ -305,36 +220,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     C = x.shape[0] if x.ndim == 1 else x.shape[1]
     if weight is not None:
         _check_class_weight(weight, C, x.dtype)
-    _pool.need_kernel(x, "nll_loss2d_forward_out_frame" if x.ndim == 4 else "nll_loss_out_frame")
-    valid = t != ignore_index
-    all_valid = bool(valid.all())
-    tv = t if all_valid else t[valid]
-    if tv.size and (tv.min() < 0 or tv.max() >= C):
-        bad = tv[(tv < 0) | (tv >= C)][0]
-        raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} classes).")
-    tc = t if all_valid else np.where(valid, t, 0)
-    if weight is None:
-        w_t = np.ones(tc.shape, x.dtype) if all_valid else valid.astype(x.dtype)
-    else:
-        w_t = weight._data.astype(x.dtype)[tc] * valid
-    idx = _nll_index(x.shape, tc)
-    picked = x[idx].reshape(tc.shape)
-    losses = -picked * w_t
-    acc = np.float32 if x.dtype == D.BF16 else None  # bfloat16 summed in float32
-    total = w_t.sum(dtype=acc)
-    if reduction == "none":
-        r = losses.astype(x.dtype)
-    elif reduction == "sum":
-        r = np.asarray(losses.sum(dtype=acc), x.dtype)
-    else:
-        r = np.asarray(losses.sum(dtype=acc) / total if total else np.nan, x.dtype)
-    if STATE.enabled and input._requires_grad:
-        cls = NllLoss2DBackward0 if x.ndim == 4 else NllLossBackward0
-        return record(r, cls((edge_of(input),),
-                                          (x.shape, tc, w_t.astype(x.dtype), reduction,
-                                           total.astype(x.dtype), x.dtype, Saved(input),
-                                           Saved(target))))
-    return _make(r)
+    _pool.need_kernel(x, "nll_loss2d_forward_out_frame" if x.ndim == 4 else "nll_loss_out_frame",
+                      complex=False)
+    return _losses.nll_call(_losses.nll_loss2d_forward if x.ndim == 4 else
+                            _losses.nll_loss_forward, input, target, weight,
+                            _REDUCTIONS[reduction], ignore_index)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -1185,70 +1075,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                                    None else padding_idx, scale_grad_by_freq, sparse)
 
 
-class EmbeddingBagBackward0(Node):
-    """Bags of embedding rows reduced by sum, mean or max; edges (weight, per_sample_weights).
-    Under create_graph the weight's gradient is an EmbeddingBagBackwardBackward0 (that PyTorch
-    cannot differentiate), the per-sample weights' a NotImplemented."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sw, sp, idx, bag, bag_size, maxi, mode, freq, valid = self._saved
-        w = sw.get(self, False) if sw is not None else None
-        p = sp.get(self, False) if sp is not None else None
-        gd = X.data(g)
-        nf = self.next_functions
-        gw = gp = None
-        if nf[0][0] is not None:
-            gw = _bag_weight_grad(gd, idx, bag, bag_size, maxi, mode, freq, valid, p,
-                                  self._saved_weight_shape())
-            if graph:
-                ins = [g] + ([sp.get(self, True)] if sp is not None else [])
-                edges = (edge_of(g), edge_of(ins[1]) if sp is not None else (None, 0))
-                if STATE.enabled and any(t._requires_grad for t in ins):
-                    gw = record(gw, EmbeddingBagBackwardBackward0(edges, ()))
-                else:
-                    gw = _make(gw)
-        if len(nf) > 1 and nf[1][0] is not None:
-            gp = np.zeros(idx.shape, gd.dtype)
-            gp[valid] = (gd[bag[valid]] * w[idx[valid]]).sum(-1)
-            if graph:
-                from ..ops.binary import _no_derivative
-                gp = _no_derivative(gp, "_embedding_bag_per_sample_weights_backward",
-                                    [g, sw.get(self, True)])
-        return gw, gp
-
-    def _saved_weight_shape(self):
-        return tuple(self._saved[0].value._data.shape)
-
-
-class EmbeddingBagBackwardBackward0(Node):
-    __slots__ = ()
-    _needs_saved = False
-
-    def _bw(self, g, graph):
-        raise NotImplementedError("the derivative for '_embedding_bag_backward' is not "
-                                  "implemented.")
-
-
-def _bag_weight_grad(g, idx, bag, bag_size, maxi, mode, freq, valid, psw, wshape):
-    gw = np.zeros(wshape, g.dtype)
-    if mode == "max":
-        nz = maxi >= 0
-        cols = np.broadcast_to(np.arange(wshape[1]), maxi.shape)
-        np.add.at(gw, (maxi[nz], cols[nz]), g[nz])
-        return gw
-    iv, bv = idx[valid], bag[valid]
-    rows = g[bv]
-    if mode == "mean":
-        rows = rows / bag_size[bv][:, None].astype(g.dtype)
-    if psw is not None:
-        rows = rows * psw[valid][:, None]
-    if freq is not None:
-        rows = rows * freq[iv][:, None].astype(g.dtype)
-    np.add.at(gw, iv, rows)
-    return gw
-
-
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
@@ -1271,8 +1097,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "
                              f"is a mini-batch of fixed length sequences. However, found offsets "
                              f"of type {type(offsets)}")
-        offs = np.arange(0, input._data.size, input._data.shape[1]) if input._data.shape[1] \
-            else np.zeros(input._data.shape[0], np.int64)
+        offs = _make(np.arange(0, input._data.size, input._data.shape[1]) if
+                     input._data.shape[1] else np.zeros(input._data.shape[0], np.int64))
         include_last_offset = False
         input = input.reshape(-1)
         if per_sample_weights is not None:
@@ -1282,7 +1108,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.dim() != 1:
             raise ValueError("offsets has to be a 1D Tensor")
-        offs = offsets._data.astype(np.int64)
+        offs = offsets
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.dim()}")
@@ -1299,7 +1125,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on GitHub.")
     return _embedding_bag(weight, input, offs, scale_grad_by_freq, mode, per_sample_weights,
-                          include_last_offset, padding_idx)
+                          include_last_offset, padding_idx, sparse)
 
 
 def _embedding_renorm(weight, idx, max_norm, norm_type):
@@ -1314,74 +1140,17 @@ def _embedding_renorm(weight, idx, max_norm, norm_type):
         weight._vc[0] += 1
 
 
-def _embedding_bag(weight, input, offs, scale_grad_by_freq, mode, psw, include_last, padding_idx):
-    w = weight._data
-    idx = input._data.astype(np.int64).reshape(-1)
-    n, num = idx.size, w.shape[0]
+def _embedding_bag(weight, input, offs, scale_grad_by_freq, mode, psw, include_last, padding_idx,
+                   sparse=False):
+    num = weight._data.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
             raise RuntimeError(f"padding_idx must be within the number of embeddings, -{num} "
                                f"through {num - 1}, but got {padding_idx}")
         padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
-    if w.dtype.kind in "iub":  # PyTorch's kernel takes floating weights only
-        got = "CPUBoolType" if w.dtype == np.bool_ else f"torch.{D.TYPE_NAMES[D.FROM_NP[w.dtype]]}"
-        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have one of the following "
-                           f"scalar types: Half, BFloat16, Float, Double; but got {got} instead "
-                           f"(while checking arguments for embedding_bag)")
-    if offs.size and offs[0] != 0:
-        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
-                           f"has to start from position 0. However, got {int(offs[0])}")
-    if offs.size and offs[-1] > n:
-        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
-                           f"offsets[-1] of {int(offs[-1])}")
-    bad = (idx < 0) | (idx >= num)
-    if bad.any():
-        raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found "
-                           f"idx to be {int(idx[bad][0])}")
-    nb = offs.size - 1 if include_last else offs.size
-    ends = np.append(offs[1:], n) if not include_last else offs[1:]
-    bag = np.full(n, -1, np.int64)
-    for b in range(nb):
-        bag[offs[b]:ends[b]] = b
-    valid = bag >= 0
-    if padding_idx is not None:
-        valid &= idx != padding_idx
-    D_ = w.shape[1]
-    bag_size = np.bincount(bag[valid], minlength=nb)[:nb]
-    maxi = None
-    out = np.zeros((nb, D_), w.dtype)
-    if mode == "max":
-        maxi = np.full((nb, D_), -1, np.int64)
-        for b in range(nb):
-            sel = idx[(bag == b) & valid]
-            if sel.size:
-                rows = w[sel]
-                a = rows.argmax(0)
-                out[b] = rows[a, np.arange(D_)]
-                maxi[b] = sel[a]
-    else:
-        rows = w[idx[valid]]
-        if psw is not None:
-            rows = rows * psw._data.reshape(-1)[valid][:, None]
-        np.add.at(out, bag[valid], rows)
-        if mode == "mean":
-            out = out / np.maximum(bag_size, 1)[:, None].astype(w.dtype)
-    out = out.astype(w.dtype, copy=False)
-    needs = weight._requires_grad or (psw is not None and psw._requires_grad)
-    if STATE.enabled and needs:
-        freq = None
-        if scale_grad_by_freq:
-            # PyTorch's dense backward scales the i-th distinct index (in sorted order) by
-            # 1 / count of the i-th sorted index (not its own count, when indices repeat)
-            srt = np.sort(idx)
-            u = np.unique(srt)
-            freq = np.ones(num)
-            freq[u] = 1.0 / np.bincount(idx, minlength=num)[srt[:u.size]]
-        edges = (edge_of(weight), edge_of(psw) if psw is not None else (None, 0))
-        return record(out, EmbeddingBagBackward0(edges, (
-            Saved(weight), Saved(psw) if psw is not None else None, idx, bag, bag_size, maxi,
-            mode, freq, valid)))
-    return _make(out)
+    return _embedding.bag_call(weight, input, offs, scale_grad_by_freq,
+                               _embedding.BAG_MODES[mode], sparse, psw, include_last,
+                               -1 if padding_idx is None else padding_idx)
 
 
 # --- convolution ----------------------------------------------------------------------

@@ -43,7 +43,6 @@ SAVED_NAMES: dict = {
         "result2": (3, "array"),
         "bias": (10, "tensor"),
     },
-    "NllLossBackward0": {"total_weight": (4, "tensor"), "self": (6, "tensor")},
     "NormBackward1": {
         "self": (0, "tensor"),
         "result": (1, "tensor"),

@@ -386,3 +386,220 @@ def _(ctx, tangent, *_):
 
 edgeless(soft_margin_loss, "target")
 OPS.pop(soft_margin_loss.key)  # reached through nn.functional.soft_margin_loss only
+
+
+# --- nll_loss: PyTorch's nll_loss_forward / nll_loss2d_forward and their gradient ops ---------
+# The forward keeps its input, the target (as a SavedVariable: version-checked, freed after
+# backward), the class weight, the reduction, ignore_index and the total weight it computed;
+# its gradient is the op nll_loss_backward (NllLossBackwardBackward0 under create_graph),
+# whose own gradient is nll_loss of the incoming gradient, so every order records PyTorch's
+# nodes.  nn.functional.nll_loss gives them PyTorch's signature and argument checks.
+def _arr(v):
+    """An array argument that may come as a Tensor (a formula under create_graph)."""
+    return None if v is None else v._data if isinstance(v, Tensor) else np.asarray(v)
+
+
+def nll_index(shape, tgt):
+    """Fancy index selecting the target class of every sample: input (C,) or (N, C, d1...)."""
+    if len(shape) == 1:
+        return (tgt,)
+    rest = shape[2:]
+    if not rest:  # (N, C): the common case
+        return (np.arange(shape[0]), tgt.reshape(-1))
+    grids = np.indices((shape[0],) + tuple(rest))
+    return (grids[0].reshape(-1), tgt.reshape(-1)) + tuple(gr.reshape(-1) for gr in grids[1:])
+
+
+def symint(v):
+    """An int as PyTorch's nodes show a saved SymInt: a negative one as unsigned 64-bit."""
+    return v % (1 << 64) if v < 0 else v
+
+
+def _signed(v):
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _nll_pick(x, t, weight, ignore_index, check=True):
+    """The per-sample weights (None: all 1), the mask of the targets not ignored (None: all
+    of them), and the index of each sample's target class; ``check``: PyTorch's IndexError
+    for a target out of range."""
+    ignore_index = _signed(ignore_index)
+    C = x.shape[0] if x.ndim == 1 else x.shape[1]
+    valid = t != ignore_index
+    if valid.all():
+        valid, tc = None, t
+        if check and t.size and (t.min() < 0 or t.max() >= C):
+            bad = t[(t < 0) | (t >= C)][0]
+            raise IndexError(f"Target {int(bad)} is out of bounds.")
+        w_t = None if weight is None else weight.astype(x.dtype)[tc]
+    else:
+        if check:
+            tv = t[valid]
+            if tv.size and (tv.min() < 0 or tv.max() >= C):
+                bad = tv[(tv < 0) | (tv >= C)][0]
+                raise IndexError(f"Target {int(bad)} is out of bounds.")
+        tc = np.where(valid, t, 0)
+        w_t = valid.astype(x.dtype) if weight is None else \
+            weight.astype(x.dtype)[tc] * valid
+    return w_t, valid, nll_index(x.shape, tc), tc.shape
+
+
+def _nll_forward(self, target, weight=None, reduction=1, ignore_index=-100):
+    """Negative log likelihood of the target classes, weighted, reduced; returns the loss and
+    the total weight (the mean's divisor; 0 for reduction none, as PyTorch's)."""
+    w_t, _, idx, tshape = _nll_pick(self, _arr(target), _arr(weight), ignore_index)
+    picked = self[idx].reshape(tshape)
+    losses = -picked if w_t is None else -picked * w_t
+    acc = np.float32 if self.dtype == D.BF16 else None  # bfloat16 summed in float32
+    if reduction == 0 and self.ndim > 1:
+        return losses.astype(self.dtype, copy=False), np.zeros((), self.dtype)
+    # (a single sample, input (C,), is reduced even for none: its total weight is kept)
+    total = np.asarray(losses.size if w_t is None else w_t.sum(dtype=acc), self.dtype)
+    s = losses.sum(dtype=acc)
+    if reduction != 1:
+        return np.asarray(s, self.dtype), total
+    return np.asarray(s / total if total else np.nan, self.dtype), total
+
+
+def _nll_backward(grad_output, self, target, weight=None, reduction=1, ignore_index=-100,
+                  total_weight=None):
+    """nll_loss's gradient: ``-weight[target] * grad`` at each sample's target class (divided
+    by the total weight for the mean; no gradient when it is 0), zero elsewhere."""
+    g = grad_output
+    t = target if target.__class__ is np.ndarray else _arr(target)
+    tw = total_weight if total_weight.__class__ is np.ndarray else _arr(total_weight)
+    if weight is None and reduction and self.ndim == 2 and t.size and tw == t.size:
+        # the common call (cross_entropy's): no weight, and a total weight of one per target
+        # says that none is ignored
+        z = np.zeros(self.shape, self.dtype)
+        z[np.arange(t.size), t] = -g / tw if reduction == 1 else -g
+        return z
+    w_t, valid, idx, tshape = _nll_pick(self, t, _arr(weight), ignore_index, False)
+    if reduction == 1:
+        g = g / tw if tw else g * 0
+    z = np.zeros(self.shape, self.dtype)
+    coef = -g if w_t is None else -w_t * g
+    if valid is not None:  # an ignored target gets no gradient (not -0)
+        coef = np.where(valid, coef, 0)
+    z[idx] = coef.reshape(-1) if np.ndim(coef) else coef
+    return z
+
+
+def _batch_nll(spec, arrays, params):
+    """Batching rule of nll_loss: the batch axis joins the samples' axis (a sample of one
+    dimension, (C,), becomes a row), then each sample's losses are reduced on their own."""
+    x, = arrays
+    p = dict(params)
+    t = _arr(p["target"])
+    red = p.get("reduction", 1)
+    B, nd = x.shape[0], x.ndim - 1  # nd: a sample's dimensions
+    if red == 0 and nd == 1:
+        red = 2  # (a single sample is reduced even for none)
+    tb = t if t.ndim == x.ndim - 1 else np.broadcast_to(t, (B,) + t.shape)
+    ts = tb.reshape((-1,) + tb.shape[2:]) if nd > 1 else tb
+    xs = x.reshape((-1,) + x.shape[2:]) if nd > 1 else x
+    w_t, _, idx, tshape = _nll_pick(xs, ts, _arr(p.get("weight")), p.get("ignore_index", -100))
+    if w_t is None:
+        w_t = np.ones(tshape, x.dtype)
+    losses = -xs[idx].reshape(tshape) * w_t
+    if red == 0:
+        return losses.reshape(tb.shape).astype(x.dtype, copy=False), np.zeros(B, x.dtype)
+    acc = np.float32 if x.dtype == D.BF16 else None
+    total = w_t.reshape(B, -1).sum(1, dtype=acc)
+    s = losses.reshape(B, -1).sum(1, dtype=acc)
+    if red == 2:
+        return s.astype(x.dtype), total.astype(x.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (s / total).astype(x.dtype), total.astype(x.dtype)
+
+
+def _batch_nll_backward(spec, arrays, params):
+    """Batching rule of nll_loss's gradient: each sample's gradient placed by its target (a
+    target and total weight per sample, or one for all)."""
+    g, x = arrays
+    p = dict(params)
+    t, tw = _arr(p["target"]), _arr(p.get("total_weight"))
+    out = np.zeros(x.shape, x.dtype)
+    for b in range(x.shape[0]):
+        q = dict(p, target=t[b] if t.ndim == x.ndim - 1 else t,
+                 total_weight=tw[b] if tw is not None and tw.ndim else tw)
+        out[b] = spec.forward(g[b], x[b], **q)
+    return out
+
+
+def _declare_nll(suffix, node):
+    """nll_loss<suffix>_forward recording ``node`` and its gradient op recording
+    ``node``'s BackwardBackward0 (2D: the input (N, C, H, W), as PyTorch's nll_loss2d)."""
+    fwd = defop(f"nll_loss{suffix}_forward", node=node, inputs=("self",),
+                outputs=("output", "total_weight"),
+                saved=("self", "target", "weight", "reduction", "ignore_index", "total_weight"),
+                index_args=("target", "weight"), function=False, method=False, batch=_batch_nll)(
+        _nll_forward)
+    bwd = defop(f"nll_loss{suffix}_backward", node=node.replace("Backward0", "BackwardBackward0"),
+                inputs=("grad_output", "self"),
+                saved=("target", "weight", "reduction", "ignore_index", "self_sym_sizes"),
+                index_args=("target", "weight"), function=False, method=False,
+                batch=_batch_nll_backward)(_nll_backward)
+    # (the input's shape is kept for the forward-mode rule; PyTorch's node does not show it)
+    del bwd.node_cls._named_saved["self_sym_sizes"]
+    loss = X.twin(lambda *a: fwd.forward(*a)[0], lambda *a: fwd.fn(*a)[0])
+    grad_op = X.twin(bwd.forward, bwd.fn)
+
+    @fwd.backward
+    def _(ctx, grad):
+        return grad_op(grad, ctx.self, ctx.target, ctx.weight, ctx.reduction, ctx.ignore_index,
+                       ctx.total_weight),
+
+    def fast_bw(self, g, graph):
+        # the same formula without a Ctx (cross_entropy's hot path): the saved tensors
+        # unpacked in the Ctx's order (self, target, total_weight, weight)
+        sv = self._saved
+        x, t = sv[0].get(self, graph), sv[1].get(self, graph)
+        tw = sv[5].get(self, graph)
+        w = sv[2] if sv[2] is None else sv[2].get(self, graph)
+        return grad_op(g, x, t, w, sv[3], sv[4], tw),
+
+    fwd.node_cls._bw = fast_bw
+
+    @fwd.jvp
+    def _(ctx, tangent):  # linear in the input
+        return fwd.fn(tangent, ctx.target, ctx.weight, ctx.reduction, ctx.ignore_index)[0]
+
+    @bwd.backward
+    def _(ctx, gg):
+        # linear in grad_output; the input only gives the shape (a zero gradient, as PyTorch's)
+        return (loss(gg, ctx.target, ctx.weight, ctx.reduction, ctx.ignore_index)
+                if ctx.needs(0) else None,
+                X.zeros_like(gg) if ctx.needs(1) else None)
+
+    @bwd.jvp
+    def _(ctx, t_grad, t_self):
+        shape = ctx.self_sym_sizes
+        if t_grad is None:
+            return X.zeros(shape, t_self)
+        total = fwd.fn(X.zeros(shape, t_grad), ctx.target, ctx.weight, ctx.reduction,
+                       ctx.ignore_index)[1]
+        return bwd.fn(t_grad, X.zeros(shape, t_grad), ctx.target, ctx.weight, ctx.reduction,
+                      ctx.ignore_index, total)
+
+    for spec in (fwd, bwd):
+        OPS.pop(spec.key)  # reached through nn.functional.nll_loss only
+    return fwd, bwd
+
+
+def nll_call(spec, input, target, weight, reduction, ignore_index):
+    """Declared ``nll_loss(2d)_forward`` of Tensors ``input``, ``target`` and ``weight`` (or
+    None), already checked, with its node when the input requires grad: the forward and
+    node without the general path's argument binding (cross_entropy's hot path)."""
+    out, total = spec.forward(input._data, target._data,
+                              None if weight is None else weight._data, reduction, ignore_index)
+    if STATE.enabled and input._requires_grad:
+        return record(out, spec.node_cls((edge_of(input),), (
+            Saved(input), Saved(target), None if weight is None else Saved(weight), reduction,
+            symint(ignore_index),
+            Saved(_make(total))), out.dtype))
+    return _make(out)
+
+
+nll_loss_forward, nll_loss_backward = _declare_nll("", "NllLossBackward0")
+nll_loss2d_forward, nll_loss2d_backward = _declare_nll("2d", "NllLoss2DBackward0")
