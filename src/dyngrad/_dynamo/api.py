@@ -9,7 +9,6 @@ def compile_impl(model, *, fullgraph, dynamic, backend, mode, options, name, dis
     """See ``dyngrad.compile``."""
     from . import lookup_backend
     from .eval_frame import CompiledFunction
-    from .exc import InvalidBackend
     from .optimized_module import OptimizedModule
     from ..nn.modules.module import Module
 
@@ -28,8 +27,6 @@ def compile_impl(model, *, fullgraph, dynamic, backend, mode, options, name, dis
         backend = "inductor"
     if isinstance(backend, str):
         backend = lookup_backend(backend)
-    elif not callable(backend):
-        raise InvalidBackend(repr(backend))
     if not callable(model):
         raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
     if disable:

@@ -636,7 +636,7 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             body.append(f"        b{i} = {v}d")
         _elide_grads(cap)
         instrs = prog.instrs
-        if callable(backend):
+        if not isinstance(backend, str):
             gm, backend_fn, instrs, call = _with_backend(cap, em, gb, backend, result)
         nf = sum(ins.phase == "forward" for ins in instrs)
         for k, ins in enumerate(instrs):
@@ -713,14 +713,14 @@ def _with_backend(cap, em, gb, backend, result):
         raise C.NoKernel(f"the forward has no torch.fx form for the backend: {e}") from None
     try:
         fn = backend(gm, example_inputs_of(prog))
-    except Exception as e:
+    except Exception as e:   # (a backend that is not callable too: PyTorch's TypeError)
         raise BackendCompilerFailed(backend, e) from e
     if not callable(fn):
         raise BackendCompilerFailed(backend, TypeError(
             f"the backend returned a {type(fn).__name__}, expected a callable"))
     # the forward instructions the rest of the program (or the result) still needs
     need: set = set()
-    for ins in rest + list(cap.aot_instrs):
+    for ins in rest + list(getattr(cap, "aot_instrs", ())):
         r: list = []
         _refs_in(ins.args, r)
         _refs_in(ins.kwargs, r)
