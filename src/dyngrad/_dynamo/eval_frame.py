@@ -577,7 +577,8 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
         mn = em.const(m, "M")
         gb.add(f"{mn}.training is {training}", lambda a, k, m=m, tr=training:
                f"{type(m).__name__}.training == {tr} failed")
-        # the module still holds the same parameters, buffers and submodules
+        # the module still holds the same parameters, buffers and submodules (in the dicts
+        # it had: Module never replaces them, it changes their entries)
         d = m.__dict__
         conds = []
         for slot in ("_parameters", "_buffers", "_modules"):
@@ -585,7 +586,7 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             if entries is None:
                 continue
             sn = em.const(entries, "E")
-            conds.append(f"{mn}.__dict__[{slot!r}] is {sn} and len({sn}) == {len(entries)}")
+            conds.append(f"len({sn}) == {len(entries)}" if entries else f"not {sn}")
             for key, v in entries.items():
                 conds.append(f"{sn}[{key!r}] is {em.const(v, 'V')}")
         gb.add(" and ".join(conds), lambda a, k, m=m:
@@ -840,6 +841,8 @@ def _lines(ins, em, cap, gb):
             em.consts[f"b{out}"] = ins.fn(*vals, **ins.kwargs)
             em.stable.add(out)
             return []
+        if _is_t_kernel(ins, cap):
+            return [f"{ind}b{out} = {a}.T"]     # what the kernel returns, without the call
         return [f"{ind}b{out} = {fn}({a})"]
     if ins.mode == "effect":
         lines = [f"{ind}{fn}({a})"]
@@ -898,6 +901,16 @@ def _aot(cap, em, gb, body):
     o = cap.by_array[id(cap.aot_out._data)]
     data = f"b{o}.copy()" if o in em.stable else f"b{o}"
     return lines, f"_aot_output({data}, ({edges},), ({saved}{',' if used else ''}), _bwd)"
+
+
+def _is_t_kernel(ins, cap) -> bool:
+    """Whether ``ins`` is ``t`` of a matrix or vector by its array kernel (``a.T``)."""
+    fn = ins.fn
+    if ins.op != "t" or getattr(fn, "__name__", "") != "t" or \
+            getattr(fn, "__module__", "") != "dyngrad.ops.views" or ins.kwargs or \
+            len(ins.args) != 1 or type(ins.args[0]) is not Ref:
+        return False
+    return len(cap.program.buffers[ins.args[0].i].shape) <= 2
 
 
 def _stable_value(x, em, cap):
