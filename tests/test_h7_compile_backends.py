@@ -271,3 +271,34 @@ def test_replays_counter_is_read_only_and_counts():
     assert [g.replays for g in f.entries] == [4, 1]
     D.reset()
     assert f.entries == []
+
+
+def test_backend_called_as_pytorch_calls_it():
+    torch = pytest.importorskip("torch")
+
+    def f_of(lib):
+        def f(x, y):
+            return (lib.sin(x) * y).sum()
+        return f
+    got = {}
+
+    def backend_for(key):
+        def backend(gm, example_inputs):
+            got.setdefault(key, []).append(([tuple(t.shape) for t in example_inputs],
+                                            [n.op for n in gm.graph.nodes]))
+            return gm.forward
+        return backend
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(2)]
+    ft = torch.compile(f_of(torch), backend=backend_for("torch"))
+    fd = T.compile(f_of(T), backend=backend_for("ours"))
+    for _ in range(3):
+        rt = ft(torch.tensor(xs[0]), torch.tensor(xs[1]))
+        rd = fd(T.tensor(xs[0]), T.tensor(xs[1]))
+        np.testing.assert_allclose(rd.numpy(), rt.numpy(), rtol=1e-6)
+    # dynamo writes x.sum() as a method call, the capture as torch.sum (docs/compile.md)
+    theirs = [(shapes, [op.replace("call_method", "call_function") for op in ops])
+              for shapes, ops in got["torch"]]
+    assert got["ours"] == theirs
+    assert got["ours"] == [([(2, 3), (2, 3)], ["placeholder", "placeholder", "call_function",
+                                               "call_function", "call_function", "output"])]
