@@ -6,7 +6,10 @@ When every entry's guards fail, the function is captured again (the failed guard
 recapture's reason, kept in ``recompile_reasons`` and logged under ``TORCH_LOGS=recompiles``),
 up to ``config.recompile_limit`` captures; then it runs eagerly with PyTorch's warning.  A
 function that cannot be captured (a graph break, an op without a replay kernel) runs eagerly
-from then on; ``eager_reason`` says why.
+from then on; ``eager_reason`` says why.  Under the ``eager`` backends a replay runs the
+function itself behind the guards; a ``backend=`` callable is given the captured forward as a
+GraphModule once per capture and what it returns runs for the forward's outputs in the replay
+(docs/compile.md, "Backends").
 """
 from __future__ import annotations
 
