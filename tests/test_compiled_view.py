@@ -127,9 +127,9 @@ def test_page_data_matches_program():
     assert any(w.startswith("SGD has the same 1 param group holding the same 4 parameters")
                for w in words)
     assert all(w for w in words)
-    # capture time and (not yet counted) replays
+    # capture time and the calls the program answered (three calls: a capture, two replays)
     assert p["capture_ms"] == round(prog.capture_ms, 3) and p["capture_ms"] > 0
-    assert p["replays"] is None
+    assert p["replays"] == entry.replays == 2
 
 
 def test_phases_are_runs_in_program_order():
@@ -211,12 +211,13 @@ def test_compiled_module_page(tmp_path):
     (p,) = d["compiled"][0]["programs"]
     assert [i["op"] for i in p["instrs"]] == ["t", "addmm"]
     assert "grad mode is disabled" in [g["words"] for g in p["guards"]]
-    # a module whose output still needs its graph runs eagerly; the page says why
+    # a module whose output still needs its graph is captured with that graph's backward
     m2 = T.compile(nn.Linear(3, 2))
-    m2(T.randn(4, 3))
-    d = compiled_html(m2)
-    e = page_data(d)["compiled"][0]["eager"]
-    assert e["limit_hit"] is False and "graph is still needed" in e["reason"]
+    for _ in range(3):
+        out = m2(T.randn(4, 3))
+    assert type(out.grad_fn).__name__ == "CompiledFunctionBackward"
+    c = page_data(compiled_html(m2))["compiled"][0]
+    assert c["eager"] is None and [p["replays"] for p in c["programs"]] == [2]
 
 
 def rendered(path):

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from . import config
 from .exc import InvalidBackend, ReplayMismatch, Unsupported
-from .eval_frame import ALL_COMPILED, CompiledFunction, DISABLED
+from .eval_frame import (ALL_COMPILED, DISABLED, MISSING, BackendCompilerFailed,
+                         CompiledFunction)
 from .optimized_module import OptimizedModule
 
 __all__ = ["config", "reset", "OptimizedModule", "CompiledFunction", "Unsupported",
-           "InvalidBackend", "ReplayMismatch", "disable", "is_compiling", "list_backends"]
+           "InvalidBackend", "BackendCompilerFailed", "ReplayMismatch", "disable", "is_compiling", "list_backends",
+           "register_backend", "lookup_backend"]
 
 
 def reset() -> None:
@@ -17,7 +19,7 @@ def reset() -> None:
         cf.entries.clear()
         cf.recompile_reasons.clear()
         cf.eager_reason = None
-        cf._fast = None
+        cf._fast = MISSING
 
 
 def is_compiling() -> bool:
@@ -51,9 +53,46 @@ def disable(fn=None, recursive=True, *, reason=None):
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
-    """The backend names ``compile`` accepts (all run the same NumPy replay)."""
-    return sorted(_BACKENDS)
+    """The names ``compile(backend=...)`` accepts, without those tagged with one of
+    ``exclude_tags`` (PyTorch's: ``eager`` and the ``aot_eager`` family are tagged ``debug``)."""
+    ex = set(exclude_tags or ())
+    return sorted(n for n, (_, tags) in _REGISTRY.items() if not ex.intersection(tags))
 
 
-_BACKENDS = {"inductor", "cudagraphs", "openxla", "tvm", "onnxrt"}
-_ALL_BACKENDS = _BACKENDS | {"eager", "aot_eager", "aot_eager_decomp_partition"}
+def register_backend(compiler_fn=None, name: str | None = None, tags=()):
+    """Add ``compiler_fn`` (called as ``compiler_fn(gm, example_inputs)``, returning the
+    callable that runs the captured forward) to the names ``compile(backend=...)`` accepts;
+    also a decorator, ``@register_backend`` or ``@register_backend(name=...)``."""
+    import functools
+
+    if compiler_fn is None:
+        return functools.partial(register_backend, name=name, tags=tags)
+    if not callable(compiler_fn):
+        raise AssertionError(f"compiler_fn must be callable, got {type(compiler_fn)}")
+    name = name or compiler_fn.__name__
+    if name in _REGISTRY:
+        raise AssertionError(f"duplicate name: {name}")
+    _REGISTRY[name] = (compiler_fn, tuple(tags))
+    return compiler_fn
+
+
+def lookup_backend(compiler_fn):
+    """The backend ``compiler_fn`` names: a registered backend's function, a built-in's name,
+    or ``compiler_fn`` itself when it is a callable; ``InvalidBackend`` for an unknown name."""
+    if isinstance(compiler_fn, str):
+        if compiler_fn not in _REGISTRY:
+            raise InvalidBackend(compiler_fn)
+        fn = _REGISTRY[compiler_fn][0]
+        return compiler_fn if fn is None else fn
+    return compiler_fn
+
+
+#: name -> (compiler function, or None for a built-in run by the replay; tags).
+#: ``inductor`` and the accelerator names run the NumPy replay; ``eager`` and the
+#: ``aot_eager`` family run the function eagerly behind the guards.
+_REGISTRY: dict = {
+    "inductor": (None, ()), "cudagraphs": (None, ()), "openxla": (None, ()),
+    "tvm": (None, ()),
+    "eager": (None, ("debug",)), "aot_eager": (None, ("debug",)),
+    "aot_eager_decomp_partition": (None, ("debug",)),
+}

@@ -7,9 +7,8 @@ _MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "m
 def compile_impl(model, *, fullgraph, dynamic, backend, mode, options, name, disable,
                  recompile_limit):
     """See ``dyngrad.compile``."""
-    from . import _ALL_BACKENDS
+    from . import lookup_backend
     from .eval_frame import CompiledFunction
-    from .exc import InvalidBackend
     from .optimized_module import OptimizedModule
     from ..nn.modules.module import Module
 
@@ -26,8 +25,8 @@ def compile_impl(model, *, fullgraph, dynamic, backend, mode, options, name, dis
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(_MODES)}")
     if backend is None:
         backend = "inductor"
-    if isinstance(backend, str) and backend not in _ALL_BACKENDS:
-        raise InvalidBackend(backend)
+    if isinstance(backend, str):
+        backend = lookup_backend(backend)
     if not callable(model):
         raise AssertionError(f"A callable function is expected, but {type(model)} is provided.")
     if disable:

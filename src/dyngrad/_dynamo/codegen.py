@@ -1,10 +1,10 @@
 """Replay: a captured ``Program`` as one generated Python function of straight-line NumPy.
 
-The function takes the call's ``(args, kwargs)``, checks the guards (returning
-``(MISS, guard number)`` at the first that fails), reads the arguments' arrays, runs every
+The function takes the call's ``(args, kwargs)``, checks the guards in one expression
+(returning ``MISS`` when one fails), counts the call, reads the arguments' arrays, runs every
 instruction (ufuncs and matmul into preallocated buffers with ``out=``, other kernels making
-their arrays), writes ``.grad`` and the parameters back as eager would, and returns
-``(HIT, result)``.  The source is compiled once with ``compile()``; it is kept on the entry
+their arrays), writes ``.grad`` and the parameters back as eager would, and returns the
+function's result.  The source is compiled once with ``compile()``; it is kept on the entry
 (``Entry.source``) for reading.
 """
 from __future__ import annotations
@@ -16,7 +16,6 @@ from ..autograd.grad_mode import STATE
 from .program import Ref
 
 MISS = object()
-HIT = object()
 
 
 class Emitter:
@@ -25,7 +24,7 @@ class Emitter:
     def __init__(self, program, arrays):
         self.program = program
         self.arrays = arrays         # buffer number -> array at capture (or prealloc)
-        self.consts: dict = {"_make": Tensor._make, "_STATE": STATE, "HIT": HIT, "MISS": MISS,
+        self.consts: dict = {"_make": Tensor._make, "_STATE": STATE, "MISS": MISS,
                              "np": np}
         self.by_id: dict = {}
         self.lines: list = []
@@ -64,19 +63,23 @@ class Emitter:
 
 def generate(program, em: Emitter, extra, guard_exprs, result_expr, body_lines):
     """The replay function's source (after ``extra``, lines of functions it uses): guards,
-    argument reads, body, result."""
+    argument reads, body, result.  ``em.consts`` must hold ``_n``, the one-item list counting
+    the calls the replay answers, and ``_GATE``, the lists whose state bars any replay (a
+    capture running, code marked ``disable`` running, a ``vmap`` level)."""
     src = ["def _factory(_ns):"]
     for k in em.consts:
         src.append(f"    {k} = _ns[{k!r}]")
     src.extend(extra or ())
     src.append("    def _replay(args, kwargs):")
     # one test of all the guards (which one failed is worked out on the slow path)
-    conds = " and\n                ".join(f"({c})" for setup, c, k in guard_exprs)
-    if conds:
-        src.append(f"        if not ({conds}):")
-        src.append("            return MISS, -1")
+    conds = ["_ACTIVE[0] is None and not _DISABLED[0] and not _LEVELS"]
+    conds += [f"({c})" for setup, c, k in guard_exprs]
+    joined = " and\n                ".join(conds)
+    src.append(f"        if not ({joined}):")
+    src.append("            return MISS")
+    src.append("        _n[0] += 1")
     src.extend(body_lines)
-    src.append(f"        return HIT, {result_expr}")
+    src.append(f"        return {result_expr}")
     src.append("    return _replay")
     text = "\n".join(src) + "\n"
     ns: dict = {}

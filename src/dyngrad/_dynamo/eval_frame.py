@@ -6,7 +6,10 @@ When every entry's guards fail, the function is captured again (the failed guard
 recapture's reason, kept in ``recompile_reasons`` and logged under ``TORCH_LOGS=recompiles``),
 up to ``config.recompile_limit`` captures; then it runs eagerly with PyTorch's warning.  A
 function that cannot be captured (a graph break, an op without a replay kernel) runs eagerly
-from then on; ``eager_reason`` says why.
+from then on; ``eager_reason`` says why.  Under the ``eager`` backends a replay runs the
+function itself behind the guards; a ``backend=`` callable is given the captured forward as a
+GraphModule once per capture and what it returns runs for the forward's outputs in the replay
+(docs/compile.md, "Backends").
 """
 from __future__ import annotations
 
@@ -26,8 +29,8 @@ from ..optim.optimizer import Optimizer
 from . import capture as C
 from . import config
 from . import optimizers as O
-from .codegen import HIT, Emitter, generate
-from .exc import ReplayMismatch, Unsupported
+from .codegen import MISS, Emitter, generate
+from .exc import ReplayMismatch, TorchDynamoException, Unsupported
 from .program import Guard, Ref
 
 _LEVELS = _batched.LEVELS
@@ -35,19 +38,45 @@ recompiles_log = logging.getLogger("dyngrad._dynamo.recompiles")
 _TROUBLESHOOTING = "https://pytorch.org/docs/main/torch.compiler_troubleshooting.html"
 
 DISABLED = [0]       # >0 inside dyngrad.compiler.disable'd code
+#: the backend names under which the function runs eagerly behind the guards (PyTorch's
+#: ``eager`` runs the captured graph without compiling it)
+EAGER_BACKENDS = frozenset({"eager", "aot_eager", "aot_eager_decomp_partition"})
 ALL_COMPILED: list = []   # weak registry for reset()
+
+
+def MISSING(args, kwargs):
+    """The replay tried first before any capture: answers no call."""
+    return MISS
+
+
+class BackendCompilerFailed(TorchDynamoException):
+    """A ``backend=`` callable raised when given the captured graph (PyTorch's type)."""
+
+    def __init__(self, backend, inner: BaseException):
+        name = getattr(backend, "__name__", None) or str(backend)
+        super().__init__(f"backend={name!r} raised:\n{type(inner).__name__}: {inner}")
+        self.backend_name = name
+        self.inner_exception = inner
 
 
 class Entry:
     """One capture: its program, the replay function and the replay's source."""
 
-    def __init__(self, program, replay, source, optimizers, tensors):
+    def __init__(self, program, replay, source, optimizers, tensors, counter=None):
         self.program = program
         self.replay = replay
         self.source = source
         self.optimizers = optimizers
         self.tensors = tensors      # the tensors a replay reads or changes (for the check)
         self.checked = False
+        self._count = counter if counter is not None else [0]
+        self.graph_module = None    # what a ``backend=`` callable was given, if one was
+        self.backend_fn = None      # and what it returned
+
+    @property
+    def replays(self) -> int:
+        """How many calls this program answered (the replay counts itself)."""
+        return self._count[0]
 
 
 # --- recording forms of what a capture swaps ---------------------------------------------
@@ -258,7 +287,7 @@ class CompiledFunction:
         self.recompile_reasons: list = []
         self.eager_reason = None
         self.captures = 0
-        self._fast = None   # the replay that ran last (tried first)
+        self._fast = MISSING   # the replay that ran last (tried first)
         functools.update_wrapper(self, fn, updated=())
         ALL_COMPILED.append(self)
 
@@ -275,11 +304,10 @@ class CompiledFunction:
         return self._limit if self._limit is not None else config.recompile_limit
 
     def __call__(self, *args, **kwargs):
-        fast = self._fast
-        if fast is not None and not DISABLED[0] and C.ACTIVE[0] is None and not _LEVELS:
-            hit, r = fast(args, kwargs)
-            if hit is HIT:
-                return r
+        # the replay checks that no capture, vmap or disabled code runs, and its guards
+        r = self._fast(args, kwargs)
+        if r is not MISS:
+            return r
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -291,13 +319,13 @@ class CompiledFunction:
             e = entries[i]
             if not e.checked and config.check_replay:
                 snap = _Snapshot(e, args, kwargs)
-                hit, r = e.replay(args, kwargs)
-                if hit is HIT:
+                r = e.replay(args, kwargs)
+                if r is not MISS:
                     e.checked = True
                     return snap.compare(self._fn, r)
                 continue
-            hit, r = e.replay(args, kwargs)
-            if hit is HIT:
+            r = e.replay(args, kwargs)
+            if r is not MISS:
                 self._fast = e.replay
                 return r
         if entries:
@@ -339,7 +367,7 @@ class CompiledFunction:
             'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
             "To diagnose recompilation issues, see %s", "recompile_limit", self.limit, info,
             reasons[-1] if reasons else "", _TROUBLESHOOTING)
-        self._fast = None
+        self._fast = MISSING
         self.eager_reason = f"hit config.recompile_limit ({self.limit}); last reason: " \
                             f"{reasons[-1] if reasons else ''}"
 
@@ -552,7 +580,8 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
         mn = em.const(m, "M")
         gb.add(f"{mn}.training is {training}", lambda a, k, m=m, tr=training:
                f"{type(m).__name__}.training == {tr} failed")
-        # the module still holds the same parameters, buffers and submodules
+        # the module still holds the same parameters, buffers and submodules (in the dicts
+        # it had: Module never replaces them, it changes their entries)
         d = m.__dict__
         conds = []
         for slot in ("_parameters", "_buffers", "_modules"):
@@ -560,7 +589,7 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             if entries is None:
                 continue
             sn = em.const(entries, "E")
-            conds.append(f"{mn}.__dict__[{slot!r}] is {sn} and len({sn}) == {len(entries)}")
+            conds.append(f"len({sn}) == {len(entries)}" if entries else f"not {sn}")
             for key, v in entries.items():
                 conds.append(f"{sn}[{key!r}] is {em.const(v, 'V')}")
         gb.add(" and ".join(conds), lambda a, k, m=m:
@@ -595,25 +624,168 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
         for k, v in consts.items():
             em.consts[k] = v
         gb.add(cond, describe)
-    # arguments' arrays
-    body = []
-    for i, v in gb.tensor_vars.items():
-        body.append(f"        b{i} = {v}d")
-    _elide_grads(cap)
-    for ins in prog.instrs:
-        body.extend(_lines(ins, em, cap, gb))
-    extra = []
-    if cap.aot_out is not None:
-        extra, res = _aot(cap, em, gb, body)
+    prog.guards = [g for _, _, g in gb.guards]
+    counter = [0]
+    em.consts.update({"_n": counter, "_ACTIVE": C.ACTIVE, "_DISABLED": DISABLED,
+                      "_LEVELS": _LEVELS})
+    backend = cf.backend
+    gm = backend_fn = None
+    body, extra = [], []
+    if isinstance(backend, str) and backend in EAGER_BACKENDS:
+        # behind the guards, the function itself runs: nothing of the program replays
+        em.consts["_fn"] = cf._fn
+        res = "_fn(*args, **kwargs)"
     else:
-        res = _result_expr(cap, result, em, gb, args, kwargs)
+        for i, v in gb.tensor_vars.items():   # arguments' arrays
+            body.append(f"        b{i} = {v}d")
+        _elide_grads(cap)
+        instrs = prog.instrs
+        if not isinstance(backend, str):
+            gm, backend_fn, instrs, call = _with_backend(cap, em, gb, backend, result)
+        nf = sum(ins.phase == "forward" for ins in instrs)
+        for k, ins in enumerate(instrs):
+            if gm is not None and k == nf:
+                body.extend(call)
+            body.extend(_lines(ins, em, cap, gb))
+        if gm is not None and nf == len(instrs):
+            body.extend(call)
+        if cap.aot_out is not None:
+            extra, res = _aot(cap, em, gb, body)
+        else:
+            res = _result_expr(cap, result, em, gb, args, kwargs)
     replay, source = generate(prog, em, extra, [(s, c, k) for k, (s, c, g) in
                                                enumerate(gb.guards)], res, body)
-    prog.guards = [g for _, _, g in gb.guards]
-    entry = Entry(prog, replay, source, list(cap.optimizers.values()), tensors)
+    entry = Entry(prog, replay, source, list(cap.optimizers.values()), tensors, counter)
     entry.guard_list = gb.guards
     entry.consts = em.consts
+    entry.graph_module, entry.backend_fn = gm, backend_fn
     return entry
+
+
+def _forward_outputs(fwd) -> list:
+    """The buffers the captured forward's GraphModule returns, in its order: the values no
+    later forward instruction reads (the rule of ``fx_graph.graph_module_of``)."""
+    last_read: dict = {}
+    last_write: dict = {}
+    for k, ins in enumerate(fwd):
+        refs: list = []
+        _refs_in(ins.args, refs)
+        _refs_in({key: v for key, v in ins.kwargs.items() if key != "out"}, refs)
+        for i in refs:
+            last_read[i] = 2 * k
+        if ins.mode == "effect":
+            last_write[ins.kwargs["out"].i] = 2 * k + 1
+        else:
+            last_write[ins.out[0] if type(ins.out) is tuple else ins.out] = 2 * k + 1
+    return [i for i, w in sorted(last_write.items(), key=lambda kv: kv[1])
+            if last_read.get(i, -1) < w]
+
+
+def _refs_in(x, out: list) -> None:
+    if type(x) is Ref:
+        out.append(x.i)
+    elif type(x) in (tuple, list):
+        for v in x:
+            _refs_in(v, out)
+    elif type(x) is dict:
+        for v in x.values():
+            _refs_in(v, out)
+
+
+def _with_backend(cap, em, gb, backend, result):
+    """A ``backend=`` callable given the captured forward: ``(gm, what it returned, the
+    instructions still replayed, the replay's lines calling it)``.  The forward instructions
+    kept are those whose values the backward, the optimizer step or the result read (other
+    than the graph's outputs, which come from the backend's callable); the rest are left to
+    the backend."""
+    from .fx_graph import example_inputs_of, graph_module_of
+    prog = cap.program
+    fwd = [ins for ins in prog.instrs if ins.phase == "forward"]
+    rest = [ins for ins in prog.instrs if ins.phase != "forward"]
+    if any(ins.mode == "effect" for ins in fwd):
+        raise C.NoKernel("a backend= callable is given the forward as a graph, and this "
+                         "forward changes a tensor in place (its graph would run the change "
+                         "a second time)")
+    outs = _forward_outputs(fwd)
+    ins_args = [b.i for b in prog.buffers if b.kind == "arg"]
+    missing = [i for i in ins_args if i not in gb.tensor_vars]
+    if missing:
+        raise C.NoKernel("a backend= callable needs each tensor argument once by its place")
+    try:
+        gm = graph_module_of(prog)
+    except (NotImplementedError, RuntimeError) as e:
+        raise C.NoKernel(f"the forward has no torch.fx form for the backend: {e}") from None
+    try:
+        fn = backend(gm, example_inputs_of(prog))
+    except Exception as e:   # (a backend that is not callable too: PyTorch's TypeError)
+        raise BackendCompilerFailed(backend, e) from e
+    if not callable(fn):
+        raise BackendCompilerFailed(backend, TypeError(
+            f"the backend returned a {type(fn).__name__}, expected a callable"))
+    # the forward instructions the rest of the program (or the result) still needs
+    need: set = set()
+    for ins in rest + list(getattr(cap, "aot_instrs", ())):
+        r: list = []
+        _refs_in(ins.args, r)
+        _refs_in(ins.kwargs, r)
+        need.update(r)
+    need.update(_result_buffers(cap, result))
+    keep = []
+    for ins in reversed(fwd):
+        o = ins.out if type(ins.out) is tuple else (ins.out,)
+        if any(i in need and i not in outs for i in o):
+            keep.append(ins)
+            r: list = []
+            _refs_in(ins.args, r)
+            _refs_in(ins.kwargs, r)
+            need.update(r)
+    keep.reverse()
+    specs = tuple((tuple(prog.buffers[i].shape), prog.buffers[i].dtype) for i in outs)
+    em.consts["_BK"] = fn
+    em.consts["_run_backend"] = _run_backend
+    em.consts["_BKS"] = specs
+    xs = "".join(f"{gb.tensor_vars[i]}, " for i in ins_args)
+    call = [f"        _o = _run_backend(_BK, ({xs}), _BKS)"]
+    call += [f"        b{i} = _o[{k}]" for k, i in enumerate(outs)]
+    for i in outs:
+        em.stable.discard(i)
+    return gm, fn, keep + rest, call
+
+
+def _result_buffers(cap, result) -> list:
+    """The buffers holding the tensors the function returns."""
+    ts: list = []
+    _collect(result, ts)
+    if cap.aot_out is not None:
+        ts.append(cap.aot_out)
+    return [cap.by_array[id(t._data)] for t in ts if id(t._data) in cap.by_array]
+
+
+def _run_backend(fn, inputs, specs):
+    """The arrays of what the backend's callable returns for the forward's outputs; checked
+    against the captured shapes and dtypes (the replayed backward writes into buffers of
+    those).  It runs without recording a graph: the replay does the backward."""
+    prev = STATE.enabled
+    STATE.enabled = False
+    try:
+        out = fn(*inputs)
+    finally:
+        STATE.enabled = prev
+    if isinstance(out, Tensor):
+        out = (out,)
+    if type(out) not in (tuple, list) or len(out) != len(specs):
+        raise RuntimeError(f"dyngrad.compile: the backend's callable returned "
+                           f"{type(out).__name__}, expected a tuple of {len(specs)} tensors "
+                           f"(the captured graph's outputs)")
+    arrays = []
+    for k, (o, (shape, dtype)) in enumerate(zip(out, specs)):
+        d = getattr(o, "_data", None)
+        if not isinstance(o, Tensor) or d.shape != shape or d.dtype != dtype:
+            got = (tuple(d.shape), d.dtype) if isinstance(o, Tensor) else type(o).__name__
+            raise RuntimeError(f"dyngrad.compile: output {k} of the backend's callable is "
+                               f"{got}, the captured graph's is {(shape, dtype)}")
+        arrays.append(d)
+    return arrays
 
 
 def _elide_grads(cap):
@@ -672,6 +844,8 @@ def _lines(ins, em, cap, gb):
             em.consts[f"b{out}"] = ins.fn(*vals, **ins.kwargs)
             em.stable.add(out)
             return []
+        if _is_t_kernel(ins, cap):
+            return [f"{ind}b{out} = {a}.T"]     # what the kernel returns, without the call
         return [f"{ind}b{out} = {fn}({a})"]
     if ins.mode == "effect":
         lines = [f"{ind}{fn}({a})"]
@@ -730,6 +904,16 @@ def _aot(cap, em, gb, body):
     o = cap.by_array[id(cap.aot_out._data)]
     data = f"b{o}.copy()" if o in em.stable else f"b{o}"
     return lines, f"_aot_output({data}, ({edges},), ({saved}{',' if used else ''}), _bwd)"
+
+
+def _is_t_kernel(ins, cap) -> bool:
+    """Whether ``ins`` is ``t`` of a matrix or vector by its array kernel (``a.T``)."""
+    fn = ins.fn
+    if ins.op != "t" or getattr(fn, "__name__", "") != "t" or \
+            getattr(fn, "__module__", "") != "dyngrad.ops.views" or ins.kwargs or \
+            len(ins.args) != 1 or type(ins.args[0]) is not Ref:
+        return False
+    return len(cap.program.buffers[ins.args[0].i].shape) <= 2
 
 
 def _stable_value(x, em, cap):

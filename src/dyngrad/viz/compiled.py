@@ -12,17 +12,12 @@ from __future__ import annotations
 import inspect
 import json
 import re
-import weakref
 from typing import Any
 
 from .._dynamo.program import Program, Ref
 
 __all__ = ["compiled_data", "compiled_html", "save_compiled_html", "program_data",
            "CallCounter"]
-
-# replays counted while a recorder watched: Entry -> number of calls its replay answered
-_REPLAYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
 
 def _compiled_function(fn):
     """The ``CompiledFunction`` behind ``fn`` (a compiled function or an OptimizedModule)."""
@@ -117,7 +112,8 @@ def _tensor_names(program: Program, consts: dict) -> dict:
 
 
 _TENSOR = re.compile(r"^type\(\w+ := (?P<expr>.+?)\) is \w+ and \(\w+ := \w+\._data\)\.shape == "
-                     r"(?P<shape>\(.*?\)) and \w+\.dtype == \w+ and \w+\.strides == "
+                     r"(?P<shape>\(.*?\)) and (?:\(\w+\.dtype is \w+ or )?\w+\.dtype == \w+\)? "
+                     r"and \w+\.strides == "
                      r"(?P<strides>\(.*?\)) and \w+\._requires_grad is (?P<rg>True|False)$")
 _EXT = re.compile(r"^(?P<t>\w+)\._data is (?P<b>b\d+) and \w+\._requires_grad is "
                   r"(?P<rg>True|False)$")
@@ -125,7 +121,8 @@ _GRAD_NONE = re.compile(r"^\((?P<t>\w+)\._grad is None\) is (?P<v>True|False)$")
 _GRAD_SHAPE = re.compile(r"^(?P<t>\w+)\._grad\._data\.shape == (?P<shape>.*?) and \w+\._grad\."
                          r"_grad_fn is None$")
 _TRAINING = re.compile(r"^(?P<m>\w+)\.training is (?P<v>True|False)$")
-_NARGS = re.compile(r"^len\(args\) == (?P<n>\d+) and len\(kwargs\) == (?P<m>\d+)$")
+_NARGS = re.compile(r"^len\(args\) == (?P<n>\d+) and (?:len\(kwargs\) == (?P<m>\d+)|"
+                    r"(?P<none>not kwargs))$")
 _SEQ = re.compile(r"^type\((?P<e>.+)\) is (?P<t>tuple|list) and len\((?P=e)\) == (?P<n>\d+)$")
 _DICT = re.compile(r"^type\((?P<e>.+)\) is dict and tuple\((?P=e)\) == (?P<keys>\(.*\))$")
 _GROUPS = re.compile(r"^len\((?P<o>\w+)\.param_groups\) == (?P<n>\d+) and ")
@@ -140,7 +137,7 @@ def guard_words(guard, program: Program, consts: dict | None = None) -> str:
     names = _tensor_names(program, consts)
     m = _NARGS.match(e)
     if m:
-        return f"called with {m['n']} positional and {m['m']} keyword arguments"
+        return f"called with {m['n']} positional and {m['m'] or 0} keyword arguments"
     m = _TENSOR.match(e)
     if m:
         who = label or m["expr"]
@@ -218,10 +215,9 @@ def program_data(program: Program, consts: dict | None = None) -> dict:
 
 
 def _replays(entry) -> int | None:
+    """The calls the program answered (``Entry.replays``, counted by the replay itself)."""
     n = getattr(entry, "replays", None)
-    if isinstance(n, int):
-        return n
-    return _REPLAYS.get(entry)
+    return n if isinstance(n, int) else None
 
 
 def compiled_data(fn) -> dict:
@@ -306,7 +302,7 @@ class CallCounter:
         counter = self
 
         def __call__(cf, *args, **kwargs):
-            before = (len(cf.entries), cf.eager_reason, [e.checked for e in cf.entries])
+            before = (len(cf.entries), cf.eager_reason, [e.replays for e in cf.entries])
             now = [(o, k, o.__dict__[k]) for o, k, _ in counter.unwrapped]
             for o, k, v in counter.unwrapped:
                 setattr(o, k, v)
@@ -327,7 +323,7 @@ class CallCounter:
             self._orig = None
 
     def note(self, cf, before) -> None:
-        n, eager, checked = before
+        n, eager, replays = before
         if all(f is not cf for f in self.functions):
             self.functions.append(cf)
         c = self.calls.setdefault(id(cf), {"capture": 0, "replay": 0, "eager": 0})
@@ -337,20 +333,10 @@ class CallCounter:
         if eager is not None or cf.eager_reason is not None:
             c["eager"] += 1
             return
-        hit = None
-        for e, was in zip(cf.entries, checked):
-            if e.checked and not was:
-                hit = e
-        if hit is None:
-            for e in cf.entries:
-                if e.replay is cf._fast:
-                    hit = e
-        if hit is None:
+        if any(e.replays > r for e, r in zip(cf.entries, replays)):
+            c["replay"] += 1
+        else:
             c["eager"] += 1
-            return
-        c["replay"] += 1
-        if not isinstance(getattr(hit, "replays", None), int):
-            _REPLAYS[hit] = _REPLAYS.get(hit, 0) + 1
 
     def data(self) -> list:
         out = []
