@@ -472,8 +472,15 @@ def test_decorator_forms_and_arguments():
 
 def test_signature_and_errors_as_pytorch():
     ps = inspect.signature(T.compile).parameters
+    # PyTorch's, less isolate_recompiles and shapes_spec (absent: every compiled function
+    # keeps its own captures, and shapes are never symbolic)
     assert list(ps) == ["model", "fullgraph", "dynamic", "backend", "mode", "options", "name",
-                        "disable", "recompile_limit", "isolate_recompiles", "shapes_spec"]
+                        "disable", "recompile_limit"]
+    torch = pytest.importorskip("torch")
+    assert set(inspect.signature(torch.compile).parameters) - set(ps) == {
+        "isolate_recompiles", "shapes_spec"}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'isolate_recompiles'"):
+        T.compile(lambda x: x, isolate_recompiles=True)
     with pytest.raises(AssertionError, match="A callable function is expected, but "
                                              "<class 'int'> is provided."):
         T.compile(3)

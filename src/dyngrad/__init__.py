@@ -86,12 +86,13 @@ def numel(input) -> int:
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor",
-            mode=None, options=None, name=None, disable: bool = False, recompile_limit=None,
-            isolate_recompiles: bool = False, shapes_spec=None):
+            mode=None, options=None, name=None, disable: bool = False, recompile_limit=None):
     """Compile a training step, a loss function or a Module: the first call runs eagerly
     while capturing its op program (forward, backward, optimizer update); later calls
     replay it as generated NumPy code, behind guards (see docs/compile.md).  Without
-    ``model``, a decorator.
+    ``model``, a decorator.  ``name`` names the compiled region in its repr, logs and the
+    explorer; PyTorch's ``isolate_recompiles`` and ``shapes_spec`` are absent (every compiled
+    function keeps its own captures; shapes are never symbolic).
 
     >>> import dyngrad as torch
     >>> f = torch.compile(lambda x: torch.tanh(x) * 2)
@@ -102,6 +103,10 @@ def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="induc
     return compile_impl(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                         options=options, name=name, disable=disable,
                         recompile_limit=recompile_limit)
+
+
+# (torch.compile is a Python function: Python's own argument errors, no tensor op's)
+compile.own_errors = True
 
 
 def _assert(condition, message):

@@ -255,6 +255,7 @@ def guard_module(namespace: dict, module_name: str) -> None:
     """Wrap every public function defined in module ``module_name`` found in ``namespace``."""
     import inspect
     for k, v in list(namespace.items()):
-        if k.startswith("_") or not inspect.isfunction(v) or v.__module__ != module_name:
+        if k.startswith("_") or not inspect.isfunction(v) or v.__module__ != module_name or \
+                getattr(v, "own_errors", False):
             continue
         namespace[k] = guard(v, k)

@@ -34,7 +34,8 @@ def compile_impl(model, *, fullgraph, dynamic, backend, mode, options, name, dis
     if isinstance(model, Module):
         cf = CompiledFunction(model.__call__, fullgraph=fullgraph, dynamic=dynamic,
                               backend=backend, mode=mode, options=options,
-                              recompile_limit=recompile_limit)
+                              recompile_limit=recompile_limit, name=name)
         return OptimizedModule(model, cf)
     return CompiledFunction(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
-                            mode=mode, options=options, recompile_limit=recompile_limit)
+                            mode=mode, options=options, recompile_limit=recompile_limit,
+                            name=name)

@@ -275,8 +275,10 @@ class CompiledFunction:
     """``fn`` compiled: capture on the first call, replay after (see the module docstring)."""
 
     def __init__(self, fn, fullgraph=False, dynamic=None, backend="inductor", mode=None,
-                 options=None, recompile_limit=None):
+                 options=None, recompile_limit=None, name=None):
         self._fn = fn
+        # the region's name in reprs, logs and the explorer (``compile(name=...)``)
+        self.name = name if name is not None else getattr(fn, "__qualname__", repr(fn))
         self.fullgraph = fullgraph
         self.dynamic = dynamic
         self.backend = backend
@@ -297,7 +299,7 @@ class CompiledFunction:
         return functools.partial(self.__call__, obj)
 
     def __repr__(self):
-        return f"<compiled {getattr(self._fn, '__qualname__', self._fn)!r}>"
+        return f"<compiled {self.name!r}>"
 
     @property
     def limit(self) -> int:
@@ -373,7 +375,7 @@ class CompiledFunction:
 
     # -- capture ---------------------------------------------------------------------------
     def _capture(self, args, kwargs):
-        cap = C.begin(getattr(self._fn, "__qualname__", repr(self._fn)), self.fullgraph)
+        cap = C.begin(self.name, self.fullgraph)
         grad_mode = STATE.enabled
         self.captures += 1
         for i, a in enumerate(args):
@@ -411,7 +413,7 @@ class CompiledFunction:
                 cap.fail(str(e))
         if cap.failed is not None and self.fullgraph:
             raise Unsupported(f"dyngrad.compile(fullgraph=True) could not capture "
-                              f"{getattr(self._fn, '__qualname__', self._fn)} as one program: "
+                              f"{self.name} as one program: "
                               f"{cap.failed}")
         if cap.failed is not None:
             gb = cap.graph_break

@@ -225,7 +225,7 @@ def compiled_data(fn) -> dict:
     replay counts where counted), its recaptures with their reasons, its fall back to eager."""
     cf = _compiled_function(fn)
     code = getattr(cf._fn, "__code__", None)
-    name = getattr(cf._fn, "__qualname__", None) or repr(cf._fn)
+    name = getattr(cf, "name", None) or getattr(cf._fn, "__qualname__", None) or repr(cf._fn)
     progs = []
     for j, e in enumerate(cf.entries):
         p = program_data(e.program, getattr(e, "consts", None))
