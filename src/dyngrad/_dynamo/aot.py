@@ -4,7 +4,7 @@ name) whose backward runs the captured backward program on the gradient it recei
 from __future__ import annotations
 
 from .._record import record
-from ..autograd.node import Node, edge_of
+from ..autograd.node import Node, Saved, edge_of
 
 __all__ = ["CompiledFunctionBackward", "aot_output", "edge_of"]
 
@@ -20,10 +20,15 @@ class CompiledFunctionBackward(Node):
             raise RuntimeError("dyngrad.compile: backward with create_graph=True through a "
                                "compiled forward is not supported; call the module "
                                "uncompiled for higher-order gradients")
-        bwd, saved = self._saved
+        bwd, saved, watched = self._saved
+        for s in watched:  # a tensor the backward reads, changed in place since: eager's error
+            s.get(self, False)
         return bwd(g, saved)
 
 
-def aot_output(data, edges, saved, bwd):
-    """The forward's output: ``data`` with a CompiledFunctionBackward node."""
-    return record(data, CompiledFunctionBackward(edges, (bwd, saved)))
+def aot_output(data, edges, saved, bwd, watched=()):
+    """The forward's output: ``data`` with a CompiledFunctionBackward node; ``watched``: the
+    tensors from outside (parameters) whose arrays the backward reads, stamped with their
+    versions now, as a node's saved tensors are."""
+    return record(data, CompiledFunctionBackward(edges, (bwd, saved,
+                                                         tuple(map(Saved, watched)))))

@@ -871,11 +871,15 @@ def _aot(cap, em, gb, body):
     prog = cap.program
     fwd_out = set()
     derived = {b.i for b in prog.buffers if b.kind in ("ext", "const")}
+    root = {b.i: b.i for b in prog.buffers if b.kind == "ext"}  # a view's tensor from outside
     for ins in prog.instrs:
         outs = ins.out if type(ins.out) is tuple else (ins.out,)
         fwd_out.update(o for o in outs if o is not None)
         if ins.mode == "view" and all(a.i in derived for a in ins.args if type(a) is Ref):
             derived.update(outs)
+            src = next((root[a.i] for a in ins.args if type(a) is Ref and a.i in root), None)
+            if src is not None:
+                root.update((o, src) for o in outs if o is not None)
     fwd_out.update(b.i for b in prog.buffers if b.kind == "arg")
     used = []
     for ins in cap.aot_instrs:
@@ -900,12 +904,25 @@ def _aot(cap, em, gb, body):
     lines.append(f"        return ({', '.join(rets)},)")
     # the forward's result: the saved arrays (copies of the reused buffers), the edges
     saved = ", ".join(f"b{i}.copy()" if i in em.stable else f"b{i}" for i in used)
+    # the arguments and parameters whose arrays the backward reads: version-checked when it
+    # runs, as eager's nodes check their saved tensors
+    watched, seen = [], set()
+    for ins in cap.aot_instrs:
+        for a in list(ins.args) + list(ins.kwargs.values()):
+            if type(a) is not Ref:
+                continue
+            i = root.get(a.i, a.i)
+            if i not in seen and prog.buffers[i].kind in ("ext", "arg") and \
+                    isinstance(prog.buffers[i].value, Tensor):
+                seen.add(i)
+                watched.append(em.const(prog.buffers[i].value, "T"))
     edges = ", ".join(f"_edge_of({em.const(t, 'T')})" for t, _ in cap.aot_outputs)
     em.consts["_edge_of"] = aot.edge_of
     em.consts["_aot_output"] = aot.aot_output
     o = cap.by_array[id(cap.aot_out._data)]
     data = f"b{o}.copy()" if o in em.stable else f"b{o}"
-    return lines, f"_aot_output({data}, ({edges},), ({saved}{',' if used else ''}), _bwd)"
+    return lines, (f"_aot_output({data}, ({edges},), ({saved}{',' if used else ''}), _bwd, "
+                   f"({', '.join(watched)}{',' if watched else ''}))")
 
 
 def _is_t_kernel(ins, cap) -> bool:
