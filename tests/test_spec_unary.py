@@ -180,3 +180,16 @@ def test_recording_waits_for_the_backward_declaration():
         assert x.grad.tolist() == [3.0, 12.0]
     finally:
         del OPS["_cube_test"]
+
+
+def test_python_abs_of_a_tensor_is_torch_abs():
+    """``abs(t)`` (Python's builtin) is ``t.abs()``: AbsBackward0 and its gradient, as PyTorch."""
+    out = []
+    for lib in (torch, dyngrad):
+        x = lib.tensor([-1.5, 2.0, 0.0], requires_grad=True)
+        y = abs(x)
+        y.sum().backward()
+        out.append((y.detach().numpy(), type(y.grad_fn).__name__, x.grad.numpy(),
+                    abs(lib.tensor([-3, 4])).numpy()))
+    for a, b in zip(*out):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

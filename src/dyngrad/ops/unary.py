@@ -151,6 +151,9 @@ def _abs_np(d):
 
 _unary_op("abs", _abs_np, _abs_bw, save_in=True, floating=False, aliases=("absolute",),
           fp_safe=True)
+OPS["abs"]["methods"] += ("__abs__",)  # Python's abs(t)
+
+
 class ThresholdBackwardBackward0(Node):
     """Gradient of relu's backward ``threshold_backward(g, y, 0)``: the same mask for ``g`` and
     zeros for the saved result, which PyTorch records as an input (so a first derivative taken
