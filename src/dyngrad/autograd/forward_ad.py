@@ -20,13 +20,14 @@ from collections import namedtuple
 
 import numpy as np
 
+from .grad_mode import DUAL_LEVEL
 from .node import CONJ_OFF, AccumulateGrad, Node, NO_EDGE, Saved
 from .. import _dtype as _DT
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
            "UnpackedDualTensor"]
 
-_LEVEL: list = []      # the active level (at most one: nesting is not supported, as in PyTorch)
+_LEVEL = DUAL_LEVEL  # the active level (at most one: nesting is not supported, as in PyTorch)
 _TENSORS: list = []    # weakrefs to tensors given a tangent at this level (cleared on exit)
 _NODES: list = []      # weakrefs to nodes holding tangents of their outputs
 _BUSY = [False]
@@ -604,3 +605,102 @@ def _custom_function_jvp(cls, node, tensor_args, args, result):
                 d["_fw_out"][o._output_nr] = w
                 _attach(o, w, only)
     # otherwise the generic rule runs when the outputs are announced to the graph observers
+
+
+# --- a backward without create_graph through values that carry tangents ----------------
+def carries_tangents(roots, grads) -> bool:
+    """Whether a backward from ``roots`` with ``grads`` meets a tangent: a gradient or root
+    that carries one, or a node of the graph whose inputs carried one (so its saved values
+    do).  Then the backward formulas must run on tensors for the tangents to come through."""
+    if _BUSY[0]:
+        return False
+    for g in grads:
+        if type(g) is _Dual:
+            return True
+    for r in roots:
+        if type(r) is _Dual:
+            return True
+    if not _NODES:
+        return False
+    seen = set()
+    stack = [r._grad_fn for r in roots if r._grad_fn is not None]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.__class__ is AccumulateGrad:
+            if type(n.variable) is _Dual:
+                return True
+            continue
+        d = getattr(n, "__dict__", None)
+        if d and ("_fw_out" in d or "_fw_pending" in d):
+            return True
+        stack.extend(fn for fn, _ in n.next_functions if fn is not None)
+    return False
+
+
+def _graph_leaves(roots):
+    out, seen = [], set()
+    stack = [r._grad_fn for r in roots if r._grad_fn is not None]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.__class__ is AccumulateGrad:
+            out.append(n.variable)
+            continue
+        stack.extend(fn for fn, _ in n.next_functions if fn is not None)
+    return out
+
+
+def _without_graph(r):
+    """``r``'s value and tangent, with no history: a tangent-only tensor, or a plain one."""
+    Tensor = _tensor_cls()
+    tan = _tangent(r)
+    out = Tensor._make(r._data)
+    if tan is None:
+        return out
+    out._requires_grad = True
+    out.__class__ = _Dual
+    out.__dict__["_dual_only"] = True
+    out.__dict__["_fw_grad"] = Tensor._make(tan._data)
+    _TENSORS.append(weakref.ref(out))
+    return out
+
+
+def tangent_backward(roots, grads, retain_graph, inputs, capture, allow_unused):
+    """A backward without ``create_graph`` that meets tangents (``carries_tangents``): the
+    formulas run on tensors so the gradients carry their tangents, as PyTorch's forward AD
+    does in a backward; the gradients handed back or accumulated have no history."""
+    Tensor = _tensor_cls()
+    from .engine import run_backward
+    gs = [g if g is None or isinstance(g, Tensor) else Tensor._make(g) for g in grads]
+    if capture:
+        res = run_backward(roots, gs, retain_graph, True, inputs, capture, allow_unused)
+        return [None if r is None else _without_graph(r) for r in res]
+    targets = list(inputs) if inputs is not None else _graph_leaves(roots)
+    before = [(t, t._grad) for t in targets]
+    run_backward(roots, gs, retain_graph, True, inputs, capture, allow_unused)
+    for t, old in before:
+        new = t._grad
+        if new is old or new is None:
+            continue
+        plain = _without_graph(new)
+        if old is None:
+            # a first gradient is stored without its tangent, as PyTorch's AccumulateGrad
+            # stores a detached copy
+            t._grad = Tensor._make(plain._data)
+            continue
+        if old._grad_fn is not None or old._requires_grad:
+            t._grad = plain
+            continue
+        # accumulated in place into the existing gradient, as without tangents
+        old._data[...] = plain._data
+        old._vc[0] += 1
+        tan = plain.__dict__.get("_fw_grad")
+        if tan is not None:
+            _attach(old, tan, True)
+        t._grad = old
+    return None

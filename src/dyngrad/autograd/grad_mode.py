@@ -18,6 +18,8 @@ STATE = _GradState()
 # how many inference_mode(True) blocks are open in all threads: tensor creation reads this
 # cheap global first and the thread-local flag only when some block is open
 INFERENCE_BLOCKS = [0]
+# the active forward-AD level (autograd.forward_ad), read here so backward checks it cheaply
+DUAL_LEVEL: list = []
 
 
 def is_grad_enabled() -> bool:
