@@ -101,6 +101,9 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     state = STATE
     prev_mode = state.enabled
     state.enabled = create_graph
+    if _FW_LEVEL:
+        prev_fw = state.fw_only
+        state.fw_only = False
     quiet = quiet_on()  # backward formulas give inf/nan without NumPy warnings, as PyTorch
     try:
         if inputs is None:
@@ -113,6 +116,8 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
         raise
     finally:
         state.enabled = prev_mode
+        if _FW_LEVEL:
+            state.fw_only = prev_fw
         quiet_off(quiet)
 
 

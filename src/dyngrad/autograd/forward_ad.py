@@ -20,7 +20,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .grad_mode import DUAL_LEVEL
+from .grad_mode import DUAL_LEVEL, STATE
 from .node import CONJ_OFF, AccumulateGrad, Node, NO_EDGE, Saved
 from .. import _dtype as _DT
 
@@ -48,6 +48,8 @@ def enter_dual_level():
     from .._record import RECORD_HOOKS
     _LEVEL.append(0)
     RECORD_HOOKS.append(_observe)
+    if not STATE.enabled and not STATE.inference:
+        STATE.enabled = STATE.fw_only = True  # grad mode is off: record for the tangents only
     return 0
 
 
@@ -63,6 +65,8 @@ def exit_dual_level(*, level=None):
         RECORD_HOOKS.remove(_observe)
     except ValueError:
         pass
+    if STATE.fw_only:
+        STATE.enabled = STATE.fw_only = False
     for ref in _TENSORS:
         t = ref()
         if t is None:
@@ -289,6 +293,9 @@ def _observe(t, node):
     """Graph observer: give the new output ``t`` of ``node`` its tangent."""
     if _BUSY[0] or node is None:
         return
+    if STATE.fw_only:
+        _observe_fw_only(t, node)
+        return
     d = node.__dict__
     if "_fw_out" in d:  # a node already finished (a re-announced tensor)
         tan = d["_fw_out"].get(t._output_nr)
@@ -310,6 +317,33 @@ def _observe(t, node):
         # several outputs: their output numbers may be set after they are announced, so
         # the tangents are computed when first asked for
         _attach(t, None, d.get("_dual_only", False))
+
+
+def _observe_fw_only(t, node):
+    """Grad mode is off but the op recorded so that tangents flow: an output of an op with
+    an input carrying a tangent is tangent-only (no history, ``requires_grad=False``, and the
+    node passes no gradient on); any other output loses the history it was given."""
+    d = node.__dict__
+    if "_fw_out" not in d and "_fw_pending" not in d:
+        if not any(fn is not None and _edge_tangent(fn, nr) is not None
+                   for fn, nr in node.next_functions):
+            _strip(t)
+            return
+        d["_dual_only"] = True
+    prev = STATE.fw_only
+    STATE.fw_only = False
+    try:
+        _observe(t, node)
+    finally:
+        STATE.fw_only = prev
+    if type(t) is not _Dual:  # an output without a tangent (an integer result)
+        _strip(t)
+
+
+def _strip(t):
+    t._requires_grad = False
+    t._grad_fn = None
+    t.__dict__.pop("_output_nr", None)
 
 
 def _classify(node):
@@ -434,8 +468,10 @@ def _jvp(node, tangents, outs):
     from .grad_mode import STATE
     from .engine import run_backward
     prev = STATE.enabled
+    prev_fw = STATE.fw_only
     _BUSY[0] = CONJ_OFF[0] = True
     STATE.enabled = True
+    STATE.fw_only = False
     try:
         rule = getattr(type(node), "_fw_rule", None)
         if rule is not None:  # the op's declared forward-mode rule (ops/_spec.py)
@@ -493,6 +529,7 @@ def _jvp(node, tangents, outs):
         pass
     finally:
         STATE.enabled = prev
+        STATE.fw_only = prev_fw
         _BUSY[0] = CONJ_OFF[0] = False
     res = []
     for o, w, u in zip(outs, ws, us):
@@ -704,3 +741,17 @@ def tangent_backward(roots, grads, retain_graph, inputs, capture, allow_unused):
             _attach(old, tan, True)
         t._grad = old
     return None
+
+
+def inplace_records(self, args) -> bool:
+    """Grad mode is off inside a dual level: whether an in-place op on ``self`` records, for
+    the tangents' sake.  A tensor that requires grad keeps its history (as under ``no_grad``);
+    otherwise the op records when ``self`` or an argument carries a tangent."""
+    if _real(self):
+        return False
+    if type(self) is _Dual:
+        return True
+    for a in args:
+        if type(a) is _Dual:
+            return True
+    return False

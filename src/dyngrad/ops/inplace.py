@@ -21,6 +21,7 @@ from ._spec import batch_aligned, defop
 from .views import (apply_chain, expanded_strides, overlapping, partial_overlap, root_writeable,
                     writeable_alias)
 from ..autograd import errors
+from ..autograd.forward_ad import inplace_records as fw_inplace_records
 from .. import _dtype as D
 
 _make = Tensor._make
@@ -49,6 +50,8 @@ def _check_cast(dst, src_dtype, to_bool=False):
 def _recording(self, args):
     if not STATE.enabled:
         return False
+    if STATE.fw_only:  # grad mode is off inside a dual level: only tangents make it record
+        return fw_inplace_records(self, args)
     if self._requires_grad:
         return True
     for a in args:
@@ -220,6 +223,8 @@ def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
         _own_outputs(node, r, self, True)
         if base is None:
             _refresh_views(self, None)
+        if RECORD_HOOKS:
+            notify(self)  # (forward AD: the tensor now carries the result's tangent)
         return self
     cs = CopySlices((edge_of(base),) + node.next_functions[1:],
                     (self._view_fn, node, base._data.shape, base._data.dtype))
