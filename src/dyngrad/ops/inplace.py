@@ -50,13 +50,12 @@ def _check_cast(dst, src_dtype, to_bool=False):
 def _recording(self, args):
     if not STATE.enabled:
         return False
-    if STATE.fw_only:  # grad mode is off inside a dual level: only tangents make it record
-        return fw_inplace_records(self, args)
     if self._requires_grad:
-        return True
+        # (grad mode off inside a dual level: only tangents make the op record)
+        return not STATE.fw_only or fw_inplace_records(self, args)
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
-            return True
+            return not STATE.fw_only or fw_inplace_records(self, args)
     return False
 
 
