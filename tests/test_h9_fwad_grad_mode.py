@@ -251,3 +251,24 @@ def test_grad_mode_restored_after_level_exit():
         assert not z.requires_grad and z.grad_fn is None
     assert dyngrad.is_grad_enabled()
     assert type(y) is dyngrad.Tensor and not y.requires_grad and y.grad_fn is None
+
+
+def test_view_under_no_grad_in_level_is_a_no_grad_view():
+    def run(L):
+        fw = L.autograd.forward_ad
+        p = L.tensor([1.0, 2.0], requires_grad=True)
+        with fw.dual_level():
+            x = fw.make_dual(L.tensor([1.0, 2.0]), L.tensor([1.0, 1.0]))
+            with L.no_grad():
+                v = p[0:1]
+                w = p.view(2)
+                z = p.exp()
+                d = x[0:1]
+            try:
+                v.mul_(2)
+                err = None
+            except RuntimeError as e:
+                err = str(e).split(".")[0]
+            return (v.requires_grad, v.grad_fn is None, w.requires_grad, z.requires_grad, err,
+                    fw.unpack_dual(d).tangent, d.requires_grad)
+    _both(run)

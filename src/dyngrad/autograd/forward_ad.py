@@ -341,9 +341,16 @@ def _observe_fw_only(t, node):
 
 
 def _strip(t):
-    t._requires_grad = False
     t._grad_fn = None
     t.__dict__.pop("_output_nr", None)
+    if t._base is not None and t._view_fn is not None:
+        # a view made under no_grad of a tensor that requires grad: it still requires grad,
+        # has no history and refuses in-place changes while recording (as ops/views.py
+        # makes it when nothing records)
+        t._creation = "no_grad"
+        t._nograd_view = True
+        return
+    t._requires_grad = False
 
 
 def _classify(node):
