@@ -4,10 +4,12 @@ While a level is active, a graph observer computes, for every recorded op with a
 carries a tangent, the output tangent as the op's Jacobian-vector product.  The JVP comes from
 the op's own differentiable backward formula (the "double vjp": jvp(v) = d/du <vjp(u), v>), so
 every op with a differentiable backward works.  Tensors that only carry a tangent (their primal
-does not require grad) record internally but report ``requires_grad=False`` as in PyTorch.  Grad mode does not stop tangents (only inference mode
-does): under ``no_grad`` ops still record while a level is active, and an output is kept only
-if an input carried a tangent (then it is tangent-only); a backward without ``create_graph``
-that meets tangents runs its formulas on tensors so its gradients carry them.
+does not require grad) record internally but report ``requires_grad=False`` as in PyTorch.
+
+Grad mode does not stop tangents (only inference mode does): under ``no_grad`` ops still
+record while a level is active, and an output keeps its node only if an input carried a
+tangent (it is then tangent-only); a backward without ``create_graph`` that meets tangents
+runs its formulas on tensors, so its gradients carry them.
 
 >>> import dyngrad as torch
 >>> import dyngrad.autograd.forward_ad as fwAD
