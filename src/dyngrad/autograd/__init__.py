@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .grad_mode import DUAL_LEVEL
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                         STATE)
 from .node import Node, AccumulateGrad
@@ -105,8 +106,9 @@ def _make_grads(outputs, grad_outputs, create_graph, is_grads_batched=False):
             raise RuntimeError(f"For complex Tensors, both grad_output and output are required to "
                                f"have the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype "
                                f"of {g.dtype} and output[{i}] has a dtype of {out.dtype}.")
-        if create_graph:
-            grads.append(g)
+        if create_graph or (DUAL_LEVEL and type(g).__name__ == "_Dual"):
+            # a gradient carrying a tangent stays a tensor: the tangent flows through backward
+            grads.append(g if g._data.dtype == out._data.dtype else g.to(out.dtype))
         else:
             d = g._data
             # always a copy: the engine may adopt gradient buffers as a leaf's .grad

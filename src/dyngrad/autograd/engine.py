@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from . import errors
-from .grad_mode import STATE
+from .grad_mode import DUAL_LEVEL as _FW_LEVEL, STATE
 from .node import KEEPERS, LIVE_PACKS, AccumulateGrad, cast_grad as _to_dtype, edge_of, keeper
 from .._fperr import quiet_on, quiet_off
 
@@ -94,9 +94,16 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
     when given).  With ``capture`` (``autograd.grad``), the gradients reaching ``inputs`` are
     returned instead and no ``.grad`` is touched.
     """
+    if _FW_LEVEL and not create_graph:
+        from .forward_ad import carries_tangents, tangent_backward
+        if carries_tangents(roots, grads):
+            return tangent_backward(roots, grads, retain_graph, inputs, capture, allow_unused)
     state = STATE
     prev_mode = state.enabled
     state.enabled = create_graph
+    if _FW_LEVEL:
+        prev_fw = state.fw_only
+        state.fw_only = False
     quiet = quiet_on()  # backward formulas give inf/nan without NumPy warnings, as PyTorch
     try:
         if inputs is None:
@@ -109,6 +116,8 @@ def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=
         raise
     finally:
         state.enabled = prev_mode
+        if _FW_LEVEL:
+            state.fw_only = prev_fw
         quiet_off(quiet)
 
 

@@ -6,6 +6,11 @@ the op's own differentiable backward formula (the "double vjp": jvp(v) = d/du <v
 every op with a differentiable backward works.  Tensors that only carry a tangent (their primal
 does not require grad) record internally but report ``requires_grad=False`` as in PyTorch.
 
+Grad mode does not stop tangents (only inference mode does): under ``no_grad`` ops still
+record while a level is active, and an output keeps its node only if an input carried a
+tangent (it is then tangent-only); a backward without ``create_graph`` that meets tangents
+runs its formulas on tensors, so its gradients carry them.
+
 >>> import dyngrad as torch
 >>> import dyngrad.autograd.forward_ad as fwAD
 >>> with fwAD.dual_level():
@@ -20,13 +25,14 @@ from collections import namedtuple
 
 import numpy as np
 
+from .grad_mode import DUAL_LEVEL, STATE
 from .node import CONJ_OFF, AccumulateGrad, Node, NO_EDGE, Saved
 from .. import _dtype as _DT
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
            "UnpackedDualTensor"]
 
-_LEVEL: list = []      # the active level (at most one: nesting is not supported, as in PyTorch)
+_LEVEL = DUAL_LEVEL  # the active level (at most one: nesting is not supported, as in PyTorch)
 _TENSORS: list = []    # weakrefs to tensors given a tangent at this level (cleared on exit)
 _NODES: list = []      # weakrefs to nodes holding tangents of their outputs
 _BUSY = [False]
@@ -47,6 +53,8 @@ def enter_dual_level():
     from .._record import RECORD_HOOKS
     _LEVEL.append(0)
     RECORD_HOOKS.append(_observe)
+    if not STATE.enabled and not STATE.inference:
+        STATE.enabled = STATE.fw_only = True  # grad mode is off: record for the tangents only
     return 0
 
 
@@ -62,6 +70,8 @@ def exit_dual_level(*, level=None):
         RECORD_HOOKS.remove(_observe)
     except ValueError:
         pass
+    if STATE.fw_only:
+        STATE.enabled = STATE.fw_only = False
     for ref in _TENSORS:
         t = ref()
         if t is None:
@@ -288,6 +298,9 @@ def _observe(t, node):
     """Graph observer: give the new output ``t`` of ``node`` its tangent."""
     if _BUSY[0] or node is None:
         return
+    if STATE.fw_only:
+        _observe_fw_only(t, node)
+        return
     d = node.__dict__
     if "_fw_out" in d:  # a node already finished (a re-announced tensor)
         tan = d["_fw_out"].get(t._output_nr)
@@ -309,6 +322,40 @@ def _observe(t, node):
         # several outputs: their output numbers may be set after they are announced, so
         # the tangents are computed when first asked for
         _attach(t, None, d.get("_dual_only", False))
+
+
+def _observe_fw_only(t, node):
+    """Grad mode is off but the op recorded so that tangents flow: an output of an op with
+    an input carrying a tangent is tangent-only (no history, ``requires_grad=False``, and the
+    node passes no gradient on); any other output loses the history it was given."""
+    d = node.__dict__
+    if "_fw_out" not in d and "_fw_pending" not in d:
+        if not any(fn is not None and _edge_tangent(fn, nr) is not None
+                   for fn, nr in node.next_functions):
+            _strip(t)
+            return
+        d["_dual_only"] = True
+    prev = STATE.fw_only
+    STATE.fw_only = False
+    try:
+        _observe(t, node)
+    finally:
+        STATE.fw_only = prev
+    if type(t) is not _Dual:  # an output without a tangent (an integer result)
+        _strip(t)
+
+
+def _strip(t):
+    t._grad_fn = None
+    t.__dict__.pop("_output_nr", None)
+    if t._base is not None and t._view_fn is not None:
+        # a view made under no_grad of a tensor that requires grad: it still requires grad,
+        # has no history and refuses in-place changes while recording (as ops/views.py
+        # makes it when nothing records)
+        t._creation = "no_grad"
+        t._nograd_view = True
+        return
+    t._requires_grad = False
 
 
 def _classify(node):
@@ -433,8 +480,10 @@ def _jvp(node, tangents, outs):
     from .grad_mode import STATE
     from .engine import run_backward
     prev = STATE.enabled
+    prev_fw = STATE.fw_only
     _BUSY[0] = CONJ_OFF[0] = True
     STATE.enabled = True
+    STATE.fw_only = False
     try:
         rule = getattr(type(node), "_fw_rule", None)
         if rule is not None:  # the op's declared forward-mode rule (ops/_spec.py)
@@ -492,6 +541,7 @@ def _jvp(node, tangents, outs):
         pass
     finally:
         STATE.enabled = prev
+        STATE.fw_only = prev_fw
         _BUSY[0] = CONJ_OFF[0] = False
     res = []
     for o, w, u in zip(outs, ws, us):
@@ -604,3 +654,116 @@ def _custom_function_jvp(cls, node, tensor_args, args, result):
                 d["_fw_out"][o._output_nr] = w
                 _attach(o, w, only)
     # otherwise the generic rule runs when the outputs are announced to the graph observers
+
+
+# --- a backward without create_graph through values that carry tangents ----------------
+def carries_tangents(roots, grads) -> bool:
+    """Whether a backward from ``roots`` with ``grads`` meets a tangent: a gradient or root
+    that carries one, or a node of the graph whose inputs carried one (so its saved values
+    do).  Then the backward formulas must run on tensors for the tangents to come through."""
+    if _BUSY[0]:
+        return False
+    for g in grads:
+        if type(g) is _Dual:
+            return True
+    for r in roots:
+        if type(r) is _Dual:
+            return True
+    if not _NODES:
+        return False
+    seen = set()
+    stack = [r._grad_fn for r in roots if r._grad_fn is not None]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.__class__ is AccumulateGrad:
+            if type(n.variable) is _Dual:
+                return True
+            continue
+        d = getattr(n, "__dict__", None)
+        if d and ("_fw_out" in d or "_fw_pending" in d):
+            return True
+        stack.extend(fn for fn, _ in n.next_functions if fn is not None)
+    return False
+
+
+def _graph_leaves(roots):
+    out, seen = [], set()
+    stack = [r._grad_fn for r in roots if r._grad_fn is not None]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.__class__ is AccumulateGrad:
+            out.append(n.variable)
+            continue
+        stack.extend(fn for fn, _ in n.next_functions if fn is not None)
+    return out
+
+
+def _without_graph(r):
+    """``r``'s value and tangent, with no history: a tangent-only tensor, or a plain one."""
+    Tensor = _tensor_cls()
+    tan = _tangent(r)
+    out = Tensor._make(r._data)
+    if tan is None:
+        return out
+    out._requires_grad = True
+    out.__class__ = _Dual
+    out.__dict__["_dual_only"] = True
+    out.__dict__["_fw_grad"] = Tensor._make(tan._data)
+    _TENSORS.append(weakref.ref(out))
+    return out
+
+
+def tangent_backward(roots, grads, retain_graph, inputs, capture, allow_unused):
+    """A backward without ``create_graph`` that meets tangents (``carries_tangents``): the
+    formulas run on tensors so the gradients carry their tangents, as PyTorch's forward AD
+    does in a backward; the gradients handed back or accumulated have no history."""
+    Tensor = _tensor_cls()
+    from .engine import run_backward
+    gs = [g if g is None or isinstance(g, Tensor) else Tensor._make(g) for g in grads]
+    if capture:
+        res = run_backward(roots, gs, retain_graph, True, inputs, capture, allow_unused)
+        return [None if r is None else _without_graph(r) for r in res]
+    targets = list(inputs) if inputs is not None else _graph_leaves(roots)
+    before = [(t, t._grad) for t in targets]
+    run_backward(roots, gs, retain_graph, True, inputs, capture, allow_unused)
+    for t, old in before:
+        new = t._grad
+        if new is old or new is None:
+            continue
+        plain = _without_graph(new)
+        if old is None:
+            # a first gradient is stored without its tangent, as PyTorch's AccumulateGrad
+            # stores a detached copy
+            t._grad = Tensor._make(plain._data)
+            continue
+        if old._grad_fn is not None or old._requires_grad:
+            t._grad = plain
+            continue
+        # accumulated in place into the existing gradient, as without tangents
+        old._data[...] = plain._data
+        old._vc[0] += 1
+        tan = plain.__dict__.get("_fw_grad")
+        if tan is not None:
+            _attach(old, tan, True)
+        t._grad = old
+    return None
+
+
+def inplace_records(self, args) -> bool:
+    """Grad mode is off inside a dual level: whether an in-place op on ``self`` records, for
+    the tangents' sake.  A tensor that requires grad keeps its history (as under ``no_grad``);
+    otherwise the op records when ``self`` or an argument carries a tangent."""
+    if _real(self):
+        return False
+    if type(self) is _Dual:
+        return True
+    for a in args:
+        if type(a) is _Dual:
+            return True
+    return False

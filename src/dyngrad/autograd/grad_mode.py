@@ -12,17 +12,31 @@ from .. import _warn
 class _GradState(threading.local):
     enabled = True
     inference = False
+    # grad mode is off for the user, but ops still record for forward AD's sake: inside a
+    # dual level, ops on tensors carrying tangents give dual outputs whatever the grad mode
+    # (the record observer of forward_ad strips every other output of its history)
+    fw_only = False
 
 
 STATE = _GradState()
 # how many inference_mode(True) blocks are open in all threads: tensor creation reads this
 # cheap global first and the thread-local flag only when some block is open
 INFERENCE_BLOCKS = [0]
+# the active forward-AD level (autograd.forward_ad), read here so backward checks it cheaply
+DUAL_LEVEL: list = []
 
 
 def is_grad_enabled() -> bool:
     """True when ops record the graph in this thread."""
-    return STATE.enabled
+    return STATE.enabled and not STATE.fw_only
+
+
+def _off():
+    """Turn grad mode off: inside a dual level ops keep recording for the tangents only."""
+    if DUAL_LEVEL:
+        STATE.enabled = STATE.fw_only = True
+    else:
+        STATE.enabled = False
 
 
 def is_inference_mode_enabled() -> bool:
@@ -97,14 +111,14 @@ class no_grad(_DecoratorContextManager):
     """
 
     def __init__(self, orig_func=None):
-        self.prev = True
+        self.prev = (True, False)
 
     def __enter__(self):
-        self.prev = STATE.enabled
-        STATE.enabled = False
+        self.prev = (STATE.enabled, STATE.fw_only)
+        _off()
 
     def __exit__(self, *exc):
-        STATE.enabled = self.prev
+        STATE.enabled, STATE.fw_only = self.prev
         return False
 
     def __new__(cls, orig_func=None):
@@ -125,11 +139,12 @@ class enable_grad(_DecoratorContextManager):
         return self
 
     def __enter__(self):
-        self.prev = STATE.enabled
+        self.prev = (STATE.enabled, STATE.fw_only)
         STATE.enabled = True
+        STATE.fw_only = False
 
     def __exit__(self, *exc):
-        STATE.enabled = self.prev
+        STATE.enabled, STATE.fw_only = self.prev
         return False
 
 
@@ -138,20 +153,27 @@ class set_grad_enabled(_DecoratorContextManager):
     the previous mode on exit."""
 
     def __init__(self, mode: bool):
-        self.prev = STATE.enabled
+        self.prev = (STATE.enabled, STATE.fw_only)
         self.mode = mode
-        STATE.enabled = bool(mode)
+        self._set()
+
+    def _set(self):
+        if self.mode:
+            STATE.enabled = True
+            STATE.fw_only = False
+        else:
+            _off()
 
     def __call__(self, fn):
         # used as a decorator: the mode applies inside the function only
-        STATE.enabled = self.prev
+        STATE.enabled, STATE.fw_only = self.prev
         return super().__call__(fn)
 
     def __enter__(self):
-        STATE.enabled = bool(self.mode)
+        self._set()
 
     def __exit__(self, *exc):
-        STATE.enabled = self.prev
+        STATE.enabled, STATE.fw_only = self.prev
         return False
 
     def __str__(self):
@@ -176,15 +198,16 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self):
         # PyTorch's InferenceMode guard: inference_mode(False) turns grad mode back on
-        self.prev = (STATE.enabled, STATE.inference)
+        self.prev = (STATE.enabled, STATE.inference, STATE.fw_only)
         on = bool(self.mode)
         STATE.enabled = not on
         STATE.inference = on
+        STATE.fw_only = False  # no forward AD in inference mode, as in PyTorch
         if on:
             INFERENCE_BLOCKS[0] += 1
 
     def __exit__(self, *exc):
-        STATE.enabled, STATE.inference = self.prev
+        STATE.enabled, STATE.inference, STATE.fw_only = self.prev
         if self.mode:
             INFERENCE_BLOCKS[0] -= 1
         return False

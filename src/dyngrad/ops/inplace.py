@@ -21,6 +21,7 @@ from ._spec import batch_aligned, defop
 from .views import (apply_chain, expanded_strides, overlapping, partial_overlap, root_writeable,
                     writeable_alias)
 from ..autograd import errors
+from ..autograd.forward_ad import inplace_records as fw_inplace_records
 from .. import _dtype as D
 
 _make = Tensor._make
@@ -50,10 +51,11 @@ def _recording(self, args):
     if not STATE.enabled:
         return False
     if self._requires_grad:
-        return True
+        # (grad mode off inside a dual level: only tangents make the op record)
+        return not STATE.fw_only or fw_inplace_records(self, args)
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
-            return True
+            return not STATE.fw_only or fw_inplace_records(self, args)
     return False
 
 
@@ -220,6 +222,8 @@ def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
         _own_outputs(node, r, self, True)
         if base is None:
             _refresh_views(self, None)
+        if RECORD_HOOKS:
+            notify(self)  # (forward AD: the tensor now carries the result's tangent)
         return self
     cs = CopySlices((edge_of(base),) + node.next_functions[1:],
                     (self._view_fn, node, base._data.shape, base._data.dtype))
