@@ -55,5 +55,5 @@ def list_backends(exclude_tags=("debug", "experimental")) -> list:
     return sorted(_BACKENDS)
 
 
-_BACKENDS = {"inductor", "cudagraphs", "openxla", "tvm", "onnxrt"}
+_BACKENDS = {"inductor", "cudagraphs", "openxla", "tvm", "onnxrt", "numba"}
 _ALL_BACKENDS = _BACKENDS | {"eager", "aot_eager", "aot_eager_decomp_partition"}

@@ -25,6 +25,7 @@ from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from . import capture as C
 from . import config
+from . import numba_backend
 from . import optimizers as O
 from .codegen import HIT, Emitter, generate
 from .exc import ReplayMismatch, Unsupported
@@ -600,7 +601,7 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
     for i, v in gb.tensor_vars.items():
         body.append(f"        b{i} = {v}d")
     _elide_grads(cap)
-    for ins in prog.instrs:
+    for ins in (prog.instrs if cf.backend != "numba" else numba_backend.fuse(prog)):
         body.extend(_lines(ins, em, cap, gb))
     extra = []
     if cap.aot_out is not None:

@@ -1,0 +1,395 @@
+"""The ``"numba"`` backend of ``dyngrad.compile``: runs of elementwise instructions, small
+matmuls and sums compiled into one numba kernel each.
+
+A NumPy replay pays NumPy's per-call cost (about half a microsecond) for every instruction,
+however small its arrays.  ``fuse(program)`` returns the program's instructions with each
+maximal run of instructions it can fuse (two or more in a row) replaced by one instruction
+whose generated line calls an ``@njit`` kernel: one loop nest over the elements for
+consecutive elementwise steps of the same shape (the intermediate values stay in registers;
+each result is still stored in its buffer, as later instructions and ``.grad`` read them),
+explicit loops for matmuls and sums.  The backend is optional: numba is imported only when
+a function compiled with ``backend="numba"`` is captured; without it that raises
+``ImportError`` naming the package, as PyTorch's backends whose package is missing do.
+
+Fused arithmetic follows NumPy's dtypes (each step rounded to the buffer's dtype), so sums,
+products and quotients are the same; ``tanh``, ``exp``, ``log`` come from another math
+library than NumPy's and matmuls and sums add in another order, so results can differ from
+the NumPy replay in the last bits (see docs/compile.md, "The numba backend").
+
+Kernels are compiled once per distinct generated source and kept in memory for the process.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .program import Instr, Ref
+
+NAME = "numba"
+
+# ufunc -> expression of its operands (valid on numba scalars and on NumPy arrays)
+_UFUNCS = {
+    np.add: "({0} + {1})",
+    np.subtract: "({0} - {1})",
+    np.multiply: "({0} * {1})",
+    np.true_divide: "({0} / {1})",
+    np.negative: "(-{0})",
+    np.square: "({0} * {0})",
+    np.tanh: "np.tanh({0})",
+    np.exp: "np.exp({0})",
+    np.log: "np.log({0})",
+    np.sqrt: "np.sqrt({0})",
+    np.sin: "np.sin({0})",
+    np.cos: "np.cos({0})",
+    np.absolute: "np.abs({0})",
+}
+# one-input elementwise backward formulas ``f(g, x, y)`` (``x`` the op's input, ``y`` its
+# output); each is checked against the recorded kernel before it is used
+_BACKWARD = {
+    "TanhBackward0": ("({0} * (1 - {2} * {2}))", "(1 - {2} * {2})"),
+    "SigmoidBackward0": ("({0} * ({2} * (1 - {2})))", "({2} * (1 - {2}))"),
+    "ExpBackward0": ("({0} * {2})", "{2}"),
+}
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_KERNELS: dict = {}      # generated source -> compiled kernel
+
+
+def available() -> bool:
+    """Whether numba can be imported."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def require():
+    """numba's ``njit``; ``ImportError`` naming the package when numba is not installed."""
+    try:
+        from numba import njit
+    except ImportError as e:
+        raise ImportError(f"backend='numba' needs the numba package, which is not "
+                          f"installed ({e}); install it with `pip install numba` or "
+                          f"`pip install dyngrad[numba]`") from None
+    return njit
+
+
+# --- what can be fused -------------------------------------------------------------------
+class _Step:
+    """One fusable instruction: ``kind`` is "ew" (elementwise, ``expr`` over ``ins`` with
+    ``{0}``...), "mm" (matmul, optional bias ``ins[2]``) or "sum" (over ``axes``)."""
+
+    def __init__(self, kind, ins, out, expr=None, axes=None):
+        self.kind, self.ins, self.out, self.expr, self.axes = kind, ins, out, expr, axes
+
+
+def _float_buf(prog, a):
+    return type(a) is Ref and np.dtype(prog.buffers[a.i].dtype) in _FLOATS
+
+
+def _scalar_ok(v):
+    return type(v) in (float, int) or (isinstance(v, np.generic) and
+                                       np.dtype(type(v)) in _FLOATS)
+
+
+def _broadcasts(shape, to):
+    if len(shape) > len(to):
+        return False
+    return all(s in (1, t) for s, t in zip(shape[::-1], to[::-1]))
+
+
+def _backward_expr(ins, prog):
+    """The expression of a one-input elementwise backward formula, when the recorded kernel
+    is one of the known formulas (checked on random arrays)."""
+    forms = _BACKWARD.get(ins.op)
+    if forms is None or ins.mode != "new" or len(ins.args) != 3:
+        return None
+    g, x, y = ins.args
+    if type(g) is not Ref or type(y) is not Ref or x is not None:
+        return None
+    shape = tuple(prog.buffers[y.i].shape)
+    dt = np.dtype(prog.buffers[y.i].dtype)
+    if tuple(prog.buffers[g.i].shape) != shape or dt not in _FLOATS:
+        return None
+    rng = np.random.default_rng(0)
+    gv = rng.uniform(0.1, 0.9, shape).astype(dt)
+    yv = rng.uniform(0.1, 0.9, shape).astype(dt)
+    try:
+        want = np.asarray(ins.fn(gv, None, yv))
+    except Exception:
+        return None
+    for form in forms:
+        got = eval(form.format("gv", "None", "yv"), {"np": np}, {"gv": gv, "yv": yv})
+        if want.shape == shape and np.allclose(got, want, rtol=1e-5, atol=1e-6):
+            return _Step("ew", [g, None, y], ins.out, form)
+    return None
+
+
+def _step(ins, prog):
+    """``ins`` as a ``_Step``, or None when it cannot be fused."""
+    if ins.mode == "new":
+        return _backward_expr(ins, prog)
+    if ins.mode != "out" or ins.out is None or type(ins.out) is tuple:
+        return None
+    ob = prog.buffers[ins.out]
+    if np.dtype(ob.dtype) not in _FLOATS:
+        return None
+    oshape = tuple(ob.shape)
+    fn = ins.fn
+    expr = _UFUNCS.get(fn) if isinstance(fn, np.ufunc) else None
+    if expr is not None and not ins.kwargs and len(ins.args) == fn.nin:
+        for a in ins.args:
+            if type(a) is Ref:
+                b = prog.buffers[a.i]
+                if np.dtype(b.dtype) != np.dtype(ob.dtype) or \
+                        not _broadcasts(tuple(b.shape), oshape):
+                    return None
+            elif not _scalar_ok(a):
+                return None
+        return _Step("ew", list(ins.args), ins.out, expr)
+    if fn is np.matmul or (ins.op == "addmm" and getattr(fn, "inline", None)):
+        mats = ins.args if fn is np.matmul else ins.args[1:]
+        if ins.kwargs or len(mats) != 2 or not all(_float_buf(prog, a) for a in mats):
+            return None
+        a, b = (tuple(prog.buffers[m.i].shape) for m in mats)
+        if len(a) != 2 or len(b) != 2 or oshape != (a[0], b[1]):
+            return None
+        if any(np.dtype(prog.buffers[m.i].dtype) != np.dtype(ob.dtype) for m in mats):
+            return None
+        if fn is np.matmul:
+            return _Step("mm", [mats[0], mats[1]], ins.out)
+        c = ins.args[0]
+        if not _float_buf(prog, c) or not _broadcasts(tuple(prog.buffers[c.i].shape), oshape):
+            return None
+        return _Step("mm", [mats[0], mats[1], c], ins.out)
+    if getattr(fn, "__self__", None) is np.add and getattr(fn, "__name__", "") == "reduce":
+        if len(ins.args) != 2 or not _float_buf(prog, ins.args[0]):
+            return None
+        x = ins.args[0]
+        shape = tuple(prog.buffers[x.i].shape)
+        axis = ins.args[1]
+        keep = ins.kwargs.get("keepdims", False)
+        if set(ins.kwargs) - {"keepdims"}:
+            return None
+        axes = tuple(range(len(shape))) if axis is None else \
+            tuple(sorted(a % len(shape) for a in ((axis,) if type(axis) is int else axis)))
+        want = tuple(1 if d in axes else s for d, s in enumerate(shape)) if keep else \
+            tuple(s for d, s in enumerate(shape) if d not in axes)
+        if want != oshape or np.dtype(prog.buffers[x.i].dtype) != np.dtype(ob.dtype):
+            return None
+        return _Step("sum", [x], ins.out, axes=(axes, keep))
+    return None
+
+
+def _hoistable(ins, prog, before):
+    """A view whose arguments are fixed before the run started (a parameter's transpose):
+    made once, so it can go ahead of the fused run."""
+    if ins.mode != "view":
+        return False
+    for a in ins.args:
+        if type(a) is Ref and prog.buffers[a.i].kind not in ("ext", "const") and \
+                a.i not in before:
+            return False
+    return True
+
+
+def fuse(program) -> list:
+    """``program``'s instructions with each run of two or more fusable instructions replaced
+    by one that calls a numba kernel (the program itself is not changed)."""
+    require()
+    prog = program
+    out: list = []
+    run: list = []        # (instr, step)
+    hoisted: list = []
+    stable: set = set()   # buffers written by "out" instructions before the current run
+
+    def flush():
+        if len(run) >= 2:
+            out.extend(hoisted)
+            out.append(_fused_instr(prog, run))
+        else:
+            out.extend(hoisted)
+            out.extend(i for i, _ in run)
+        for i, _ in run:
+            if i.mode == "out":
+                stable.add(i.out)
+        run.clear()
+        hoisted.clear()
+
+    kept = set()        # buffers that effects (``.grad``, the optimizer) hold on to
+    for ins in prog.instrs:
+        if ins.mode == "effect":
+            for a in list(ins.args) + list(ins.kwargs.values()):
+                for x in (a if type(a) in (tuple, list) else (a,)):
+                    if type(x) is Ref:
+                        kept.add(x.i)
+    for ins in prog.instrs:
+        st = _step(ins, prog)
+        if st is not None and ins.mode == "new" and ins.out in kept:
+            st = None
+        if st is not None:
+            run.append((ins, st))
+            continue
+        if ins.mode == "view" and _hoistable(ins, prog, stable) and type(ins.out) is int:
+            stable.add(ins.out)     # a view of fixed arrays is made once
+            if run:
+                hoisted.append(ins)
+                continue
+        flush()
+        out.append(ins)
+        if ins.mode == "out" and type(ins.out) is int:
+            stable.add(ins.out)
+    flush()
+    return out
+
+
+# --- the kernel ----------------------------------------------------------------------------
+class _Fused:
+    """The fused run's callable: its kernel source, and the replay line calling it."""
+
+    def __init__(self, prog, steps, instrs):
+        self.prog = prog
+        self.steps = steps
+        self.instrs = instrs
+        self.bufs: list = []      # buffer numbers in the kernel's argument order
+        self.source = self._source()
+        self.__name__ = "fused"
+
+    def _arg(self, i):
+        if i not in self.bufs:
+            self.bufs.append(i)
+        return f"a{i}"
+
+    def _source(self):
+        prog = self.prog
+        lines = []
+        groups: list = []        # consecutive "ew" steps of the same shape share a loop
+        for st in self.steps:
+            shape = tuple(prog.buffers[st.out].shape)
+            if st.kind == "ew" and groups and groups[-1][0] == "ew" and groups[-1][1] == shape:
+                groups[-1][2].append(st)
+            else:
+                groups.append((st.kind, shape, [st]))
+        for kind, shape, sts in groups:
+            if kind == "ew":
+                lines.extend(self._ew(shape, sts))
+            elif kind == "mm":
+                lines.extend(self._mm(sts[0]))
+            else:
+                lines.extend(self._sum(sts[0]))
+        params = ", ".join(f"a{i}" for i in self.bufs)
+        return "\n".join([f"def kernel({params}):"] + lines + ["    return 0"]) + "\n"
+
+    def _dt(self, i):
+        return "np." + np.dtype(self.prog.buffers[i].dtype).name
+
+    def _index(self, i, shape, idx):
+        bshape = tuple(self.prog.buffers[i].shape)
+        if not bshape:
+            return f"{self._arg(i)}[()]"
+        off = len(shape) - len(bshape)
+        parts = ["0" if s == 1 and shape[off + d] != 1 else idx[off + d]
+                 for d, s in enumerate(bshape)]
+        return f"{self._arg(i)}[{', '.join(parts)}]"
+
+    def _ew(self, shape, sts):
+        ind = "    "
+        idx = [f"i{d}" for d in range(len(shape))]
+        lines = []
+        for d, n in enumerate(shape):
+            lines.append(ind * (d + 1) + f"for {idx[d]} in range({n}):")
+        ind = ind * (len(shape) + 1)
+        local: dict = {}
+        for st in sts:
+            dt = self._dt(st.out)
+            ops = []
+            for a in st.ins:
+                if a is None:
+                    ops.append("None")
+                elif type(a) is Ref:
+                    ops.append(local.get(a.i) or self._index(a.i, shape, idx))
+                else:
+                    ops.append(f"{dt}({float(a)!r})")
+            v = f"t{st.out}"
+            lines.append(f"{ind}{v} = {dt}({st.expr.format(*ops)})")
+            lines.append(f"{ind}{self._index(st.out, shape, idx)} = {v}")
+            local[st.out] = v
+        return lines
+
+    def _mm(self, st):
+        a, b = st.ins[0].i, st.ins[1].i
+        m, k = self.prog.buffers[a].shape
+        n = self.prog.buffers[b].shape[1]
+        o = st.out
+        dt = self._dt(o)
+        A, B, O = self._arg(a), self._arg(b), self._arg(o)
+        lines = [f"    for i in range({m}):", f"        for j in range({n}):",
+                 f"            acc = {dt}(0)", f"            for p in range({k}):",
+                 f"                acc += {A}[i, p] * {B}[p, j]"]
+        if len(st.ins) == 3:
+            c = self._index(st.ins[2].i, (m, n), ["i", "j"])
+            lines.append(f"            acc = {dt}(acc + {c})")
+        lines.append(f"            {O}[i, j] = acc")
+        return lines
+
+    def _sum(self, st):
+        x = st.ins[0].i
+        axes, keep = st.axes
+        shape = tuple(self.prog.buffers[x].shape)
+        o = st.out
+        dt = self._dt(o)
+        X, O = self._arg(x), self._arg(o)
+        idx = [f"i{d}" for d in range(len(shape))]
+        oshape = tuple(self.prog.buffers[o].shape)
+        if keep:
+            oidx = ["0" if d in axes else idx[d] for d in range(len(shape))]
+        else:
+            oidx = [idx[d] for d in range(len(shape)) if d not in axes]
+        oref = f"{O}[{', '.join(oidx)}]" if oshape else f"{O}[()]"
+        lines = []
+        if oshape:
+            lines.append(f"    {O}[...] = 0")
+        else:
+            lines.append(f"    {O}[()] = {dt}(0)")
+        xref = f"{X}[{', '.join(idx)}]" if shape else f"{X}[()]"
+        for d, n in enumerate(shape):
+            lines.append("    " * (d + 1) + f"for {idx[d]} in range({n}):")
+        lines.append("    " * (len(shape) + 1) + f"{oref} += {xref}")
+        return lines
+
+    def kernel(self):
+        """The compiled kernel (compiled once per distinct source in this process)."""
+        k = _KERNELS.get(self.source)
+        if k is None:
+            njit = require()
+            ns: dict = {"np": np}
+            exec(compile(self.source, "<dyngrad numba kernel>", "exec"), ns)
+            k = njit(cache=False, nogil=True)(ns["kernel"])
+            _KERNELS[self.source] = k
+        return k
+
+    def codegen(self, ins, em):
+        """The replay's line: the kernel called on the run's buffers.  The run's results
+        get preallocated arrays (also those its NumPy form made anew each call)."""
+        for ins_of, st in zip(self.instrs, self.steps):
+            o = st.out
+            k = f"b{o}"
+            if k not in em.consts:
+                b = self.prog.buffers[o]
+                fresh = ins_of.mode == "new" or not isinstance(b.value, np.ndarray)
+                em.consts[k] = np.zeros(tuple(b.shape), np.dtype(b.dtype)) if fresh \
+                    else b.value
+            em.stable.add(o)
+        kn = em.const(self.kernel(), "K")
+        return [f"        {kn}({', '.join(f'b{i}' for i in self.bufs)})"]
+
+    def __call__(self, *arrays):
+        return self.kernel()(*arrays)
+
+
+def _fused_instr(prog, run):
+    instrs = [i for i, _ in run]
+    steps = [s for _, s in run]
+    f = _Fused(prog, steps, instrs)
+    args = tuple(Ref(i) for i in f.bufs)
+    return Instr("fused", f, args, mode="effect", phase=instrs[0].phase,
+                 note=" + ".join(i.op for i in instrs))
