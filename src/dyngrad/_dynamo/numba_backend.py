@@ -124,10 +124,43 @@ def _backward_expr(ins, prog):
     return None
 
 
+def _matmul_formula(ins, prog):
+    """A two-matrix kernel (a backward formula such as ``(g.T @ m1).T``) recognised as a
+    product of its arguments, each maybe transposed (checked on random arrays)."""
+    if len(ins.args) != 2 or ins.kwargs or not all(_float_buf(prog, a) for a in ins.args) \
+            or type(ins.out) is not int:
+        return None
+    ob = prog.buffers[ins.out]
+    shapes = [tuple(prog.buffers[a.i].shape) for a in ins.args]
+    dts = {np.dtype(prog.buffers[a.i].dtype) for a in ins.args}
+    if any(len(sh) != 2 for sh in shapes) or len(tuple(ob.shape)) != 2 or \
+            dts != {np.dtype(ob.dtype)}:
+        return None
+    rng = np.random.default_rng(0)
+    vals = [rng.uniform(-1, 1, sh).astype(ob.dtype) for sh in shapes]
+    try:
+        want = np.asarray(ins.fn(*vals))
+    except Exception:
+        return None
+    if want.shape != tuple(ob.shape) or want.dtype != np.dtype(ob.dtype):
+        return None
+    for first in (0, 1):
+        for ta in (False, True):
+            for tb in (False, True):
+                a, b = vals[first], vals[1 - first]
+                a, b = (a.T if ta else a), (b.T if tb else b)
+                if a.shape[1] != b.shape[0] or (a.shape[0], b.shape[1]) != want.shape:
+                    continue
+                if np.allclose(a @ b, want, rtol=1e-5, atol=1e-6):
+                    return _Step("mm", [ins.args[first], ins.args[1 - first]], ins.out,
+                                 axes=(ta, tb))
+    return None
+
+
 def _step(ins, prog):
     """``ins`` as a ``_Step``, or None when it cannot be fused."""
     if ins.mode == "new":
-        return _backward_expr(ins, prog)
+        return _backward_expr(ins, prog) or _matmul_formula(ins, prog)
     if ins.mode != "out" or ins.out is None or type(ins.out) is tuple:
         return None
     ob = prog.buffers[ins.out]
@@ -156,11 +189,11 @@ def _step(ins, prog):
         if any(np.dtype(prog.buffers[m.i].dtype) != np.dtype(ob.dtype) for m in mats):
             return None
         if fn is np.matmul:
-            return _Step("mm", [mats[0], mats[1]], ins.out)
+            return _Step("mm", [mats[0], mats[1]], ins.out, axes=(False, False))
         c = ins.args[0]
         if not _float_buf(prog, c) or not _broadcasts(tuple(prog.buffers[c.i].shape), oshape):
             return None
-        return _Step("mm", [mats[0], mats[1], c], ins.out)
+        return _Step("mm", [mats[0], mats[1], c], ins.out, axes=(False, False))
     if getattr(fn, "__self__", None) is np.add and getattr(fn, "__name__", "") == "reduce":
         if len(ins.args) != 2 or not _float_buf(prog, ins.args[0]):
             return None
@@ -180,59 +213,83 @@ def _step(ins, prog):
     return None
 
 
-def _hoistable(ins, prog, before):
-    """A view whose arguments are fixed before the run started (a parameter's transpose):
-    made once, so it can go ahead of the fused run."""
-    if ins.mode != "view":
-        return False
-    for a in ins.args:
-        if type(a) is Ref and prog.buffers[a.i].kind not in ("ext", "const") and \
-                a.i not in before:
-            return False
-    return True
+def _fixed(a, prog, stable):
+    return type(a) is not Ref or prog.buffers[a.i].kind in ("ext", "const") or a.i in stable
+
+
+def _held(prog):
+    """Buffers that outlive the call through an effect (a ``.grad`` set without a copy, an
+    optimizer's own step), following views back to the arrays they show: their
+    instructions keep making new arrays."""
+    held: set = set()
+    for ins in reversed(prog.instrs):
+        if ins.mode == "effect":
+            if ins.op == "set_grad" and ins.aux in ("copy", "elide"):
+                continue
+            for a in list(ins.args) + list(ins.kwargs.values()):
+                for x in (a if type(a) in (tuple, list) else (a,)):
+                    if type(x) is Ref:
+                        held.add(x.i)
+        elif ins.mode == "view" and ins.out in held:
+            held.update(a.i for a in ins.args if type(a) is Ref)
+    return held
 
 
 def fuse(program) -> list:
     """``program``'s instructions with each run of two or more fusable instructions replaced
-    by one that calls a numba kernel (the program itself is not changed)."""
+    by one that calls a numba kernel (the program itself is not changed).
+
+    Views met inside a run do not end it: a view of arrays fixed before the run (a
+    parameter's transpose) goes ahead of it, a view of the run's results after it (the run's
+    results are preallocated arrays, so the view is made once)."""
     require()
     prog = program
+    held = _held(prog)
     out: list = []
     run: list = []        # (instr, step)
-    hoisted: list = []
-    stable: set = set()   # buffers written by "out" instructions before the current run
+    before: list = []     # views moved ahead of the run
+    after: list = []      # views of the run's results, placed after it
+    after_outs: set = set()
+    stable: set = set()   # buffers whose array is the same at every call
 
     def flush():
-        if len(run) >= 2:
-            out.extend(hoisted)
+        fused = len(run) >= 2
+        out.extend(before)
+        if fused:
             out.append(_fused_instr(prog, run))
         else:
-            out.extend(hoisted)
             out.extend(i for i, _ in run)
-        for i, _ in run:
-            if i.mode == "out":
-                stable.add(i.out)
+        for i, st in run:
+            if fused or i.mode == "out":
+                stable.add(st.out)
+        for v in after:
+            out.append(v)
+            if all(_fixed(a, prog, stable) for a in v.args):
+                stable.add(v.out)
         run.clear()
-        hoisted.clear()
+        before.clear()
+        after.clear()
+        after_outs.clear()
 
-    kept = set()        # buffers that effects (``.grad``, the optimizer) hold on to
-    for ins in prog.instrs:
-        if ins.mode == "effect":
-            for a in list(ins.args) + list(ins.kwargs.values()):
-                for x in (a if type(a) in (tuple, list) else (a,)):
-                    if type(x) is Ref:
-                        kept.add(x.i)
     for ins in prog.instrs:
         st = _step(ins, prog)
-        if st is not None and ins.mode == "new" and ins.out in kept:
+        if st is not None and ins.mode == "new" and ins.out in held:
             st = None
         if st is not None:
+            if any(type(a) is Ref and a.i in after_outs for a in st.ins):
+                flush()
             run.append((ins, st))
             continue
-        if ins.mode == "view" and _hoistable(ins, prog, stable) and type(ins.out) is int:
-            stable.add(ins.out)     # a view of fixed arrays is made once
-            if run:
-                hoisted.append(ins)
+        if ins.mode == "view" and type(ins.out) is int:
+            if all(_fixed(a, prog, stable) for a in ins.args):
+                stable.add(ins.out)
+                if run:
+                    before.append(ins)
+                    continue
+            elif run and all(_fixed(a, prog, stable) or
+                             any(a.i == s.out for _, s in run) for a in ins.args):
+                after.append(ins)
+                after_outs.add(ins.out)
                 continue
         flush()
         out.append(ins)
@@ -317,14 +374,17 @@ class _Fused:
 
     def _mm(self, st):
         a, b = st.ins[0].i, st.ins[1].i
-        m, k = self.prog.buffers[a].shape
-        n = self.prog.buffers[b].shape[1]
+        ta, tb = st.axes
+        m, k = self.prog.buffers[a].shape[::-1] if ta else self.prog.buffers[a].shape
+        n = self.prog.buffers[b].shape[0 if tb else 1]
         o = st.out
         dt = self._dt(o)
         A, B, O = self._arg(a), self._arg(b), self._arg(o)
+        ea = f"{A}[p, i]" if ta else f"{A}[i, p]"
+        eb = f"{B}[j, p]" if tb else f"{B}[p, j]"
         lines = [f"    for i in range({m}):", f"        for j in range({n}):",
                  f"            acc = {dt}(0)", f"            for p in range({k}):",
-                 f"                acc += {A}[i, p] * {B}[p, j]"]
+                 f"                acc += {ea} * {eb}"]
         if len(st.ins) == 3:
             c = self._index(st.ins[2].i, (m, n), ["i", "j"])
             lines.append(f"            acc = {dt}(acc + {c})")
