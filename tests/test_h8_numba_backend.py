@@ -1,0 +1,185 @@
+"""dyngrad.compile(backend="numba"): fused kernels give the NumPy replay's values, gradients
+and parameters within float rounding (the tolerance of docs/compile.md, "The numba backend");
+plain arithmetic chains bit for bit; a missing numba is an ImportError naming it."""
+import sys
+
+import numpy as np
+import pytest
+
+import dyngrad as T
+from dyngrad import _dynamo
+from dyngrad._dynamo import numba_backend as NB
+
+pytest.importorskip("numba")
+
+# docs/compile.md: fused results equal the NumPy replay within these
+RTOL = {np.float32: 1e-5, np.float64: 1e-12}
+ATOL = {np.float32: 1e-6, np.float64: 1e-13}
+
+
+@pytest.fixture(autouse=True)
+def _unchecked():
+    """check_replay compares with eager bit for bit; fused tanh/exp and matmuls may differ
+    in the last bit, so these tests compare with a tolerance themselves."""
+    old = _dynamo.config.check_replay
+    _dynamo.config.check_replay = False
+    yield
+    _dynamo.config.check_replay = old
+
+
+def close(a, b, dt=np.float32):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=RTOL[dt], atol=ATOL[dt])
+
+
+def _mlp(seed, dt=np.float32, n_in=4, hidden=5, n_out=3):
+    T.manual_seed(seed)
+    l1 = T.nn.Linear(n_in, hidden)
+    l2 = T.nn.Linear(hidden, n_out)
+    if dt == np.float64:
+        l1, l2 = l1.double(), l2.double()
+    opt = T.optim.SGD(list(l1.parameters()) + list(l2.parameters()), lr=0.1)
+
+    def step(x, y):
+        out = T.tanh(l2(T.tanh(l1(x))))
+        loss = ((out - y) ** 2).sum()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+    return step, [l1.weight, l1.bias, l2.weight, l2.bias]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_mlp_training_matches_numpy_replay(dt):
+    rng = np.random.default_rng(1)
+    xs = [T.tensor(rng.standard_normal((2, 4)).astype(dt)) for _ in range(8)]
+    ys = [T.tensor(rng.standard_normal((2, 3)).astype(dt)) for _ in range(8)]
+    ref_step, ref_params = _mlp(0, dt)
+    ref = T.compile(ref_step)
+    fused_step, params = _mlp(0, dt)
+    fused = T.compile(fused_step, backend="numba")
+    for x, y in zip(xs, ys):
+        close(ref(x, y).detach().numpy(), fused(x, y).detach().numpy(), dt)
+    for p, q in zip(ref_params, params):
+        close(p.detach().numpy(), q.detach().numpy(), dt)
+    assert len(fused.entries) == 1
+    src = fused.entries[0].source
+    assert "np.matmul" not in src and "K" in src   # forward and backward in kernels
+
+
+def test_tiny_chain_gradients_accumulate_as_numpy_replay():
+    rng = np.random.default_rng(2)
+    a0, b0 = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    outs = []
+    for backend in ("inductor", "numba"):
+        a = T.tensor(a0.astype(np.float32), requires_grad=True)
+        b = T.tensor(b0.astype(np.float32), requires_grad=True)
+
+        @T.compile(backend=backend)
+        def step():
+            e = T.tanh(a * b).sum()
+            e.backward()
+            return e
+        losses = [step().item() for _ in range(5)]
+        outs.append((losses, a.grad.numpy().copy(), b.grad.numpy().copy(), step))
+    (l0, ga0, gb0, _), (l1, ga1, gb1, fused) = outs
+    close(l0, l1)
+    close(ga0, ga1)
+    close(gb0, gb1)
+    assert len(fused.entries) == 2    # .grad None at the first call, set after
+
+
+def test_broadcasting_scalars_and_unary_ops():
+    rng = np.random.default_rng(3)
+    w0 = rng.uniform(0.5, 1.5, (3, 4)).astype(np.float32)
+    v0 = rng.uniform(0.5, 1.5, (4,)).astype(np.float32)
+    xs = [rng.standard_normal((3, 4)).astype(np.float32) + i for i in range(3)]
+    got = []
+    for backend in ("inductor", "numba"):
+        w = T.tensor(w0, requires_grad=True)
+        v = T.tensor(v0, requires_grad=True)
+
+        def f(x):
+            h = T.exp(-(x * w + v) / 3.0) - 2 * T.log(w + 1.5) + T.sqrt(v) * T.sin(x)
+            loss = (T.cos(h) * h).sum()
+            loss.backward()
+            return loss
+        cf = T.compile(f, backend=backend)
+        for x in xs:
+            loss = cf(T.tensor(x))
+        got.append((loss.detach().numpy(), w.grad.numpy().copy(), v.grad.numpy().copy()))
+    for r, s in zip(*got):
+        close(r, s)
+
+
+def test_plain_arithmetic_is_bit_identical():
+    """+, -, *, / rounded to float32 at each step are exact: no fused multiply-add."""
+    rng = np.random.default_rng(4)
+    a = T.tensor(rng.standard_normal((5, 7)).astype(np.float32))
+    b = T.tensor(rng.standard_normal((5, 7)).astype(np.float32))
+
+    def f(a, b):
+        return ((a * b + a) / (b - 3.0)) * a - b * 0.1
+
+    ref = T.compile(f)
+    fused = T.compile(f, backend="numba")
+    for _ in range(3):
+        r, s = ref(a, b), fused(a, b)
+    assert r.numpy().tobytes() == s.numpy().tobytes()
+    assert "K" in fused.entries[0].source and "np.multiply" not in fused.entries[0].source
+
+
+def test_fuse_replaces_runs_and_leaves_program_alone():
+    step, _ = _mlp(5)
+    cf = T.compile(step)
+    x = T.randn(2, 4)
+    y = T.randn(2, 3)
+    cf(x, y)
+    prog = cf.entries[0].program
+    before = list(prog.instrs)
+    fused = NB.fuse(prog)
+    assert prog.instrs == before
+    kernels = [i for i in fused if i.op == "fused"]
+    assert len(kernels) == 1 and len(fused) < len(before)
+    assert "tanh" in kernels[0].note and "addmm" in kernels[0].note
+    assert "def kernel(" in kernels[0].fn.source
+
+
+def test_kernels_compiled_once_per_source():
+    step1, _ = _mlp(6)
+    step2, _ = _mlp(7)
+    x, y = T.randn(2, 4), T.randn(2, 3)
+    c1 = T.compile(step1, backend="numba")
+    c1(x, y)
+    c1(x, y)
+    n = len(NB._KERNELS)
+    c2 = T.compile(step2, backend="numba")
+    c2(x, y)
+    c2(x, y)
+    assert len(NB._KERNELS) == n   # same shapes, same kernels: nothing new compiled
+
+
+def test_new_shape_recaptures_with_new_kernels():
+    step, _ = _mlp(8)
+    cf = T.compile(step, backend="numba")
+    ref_step, _ = _mlp(8)
+    ref = T.compile(ref_step)
+    for n in (2, 2, 3, 3):
+        x, y = T.ones(n, 4), T.ones(n, 3)
+        close(ref(x, y).detach().numpy(), cf(x, y).detach().numpy())
+    assert len(cf.entries) == 2
+    assert "size mismatch" in cf.recompile_reasons[0][0]
+
+
+def test_numba_is_listed_as_a_backend():
+    assert "numba" in T._dynamo.list_backends()
+    with pytest.raises(_dynamo.InvalidBackend, match="numbaa"):
+        T.compile(lambda x: x, backend="numbaa")
+
+
+def test_missing_numba_raises_import_error_naming_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "numba", None)
+    assert not NB.available()
+    cf = T.compile(lambda x: (x * 2 + 1).tanh(), backend="numba")
+    with pytest.raises(ImportError, match="numba package"):
+        cf(T.ones(3))
