@@ -183,3 +183,28 @@ def test_missing_numba_raises_import_error_naming_it(monkeypatch):
     cf = T.compile(lambda x: (x * 2 + 1).tanh(), backend="numba")
     with pytest.raises(ImportError, match="numba package"):
         cf(T.ones(3))
+
+
+def test_relu_cross_entropy_adam_matches_numpy_replay():
+    rng = np.random.default_rng(9)
+    xs = [T.tensor(rng.standard_normal((6, 8)).astype(np.float32)) for _ in range(5)]
+    ys = [T.tensor(rng.integers(0, 4, 6)) for _ in range(5)]
+    runs = []
+    for backend in ("inductor", "numba"):
+        T.manual_seed(3)
+        net = T.nn.Sequential(T.nn.Linear(8, 16), T.nn.ReLU(), T.nn.Linear(16, 4))
+        opt = T.optim.Adam(net.parameters(), lr=0.01)
+
+        def step(x, y):
+            loss = T.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+        cf = T.compile(step, backend=backend)
+        losses = [cf(x, y).item() for x, y in zip(xs, ys)]
+        runs.append((losses, [p.detach().numpy().copy() for p in net.parameters()], cf))
+    close(runs[0][0], runs[1][0])
+    for p, q in zip(runs[0][1], runs[1][1]):
+        close(p, q)
+    assert "ReluBackward0" in str([i.note for i in NB.fuse(runs[1][2].entries[0].program)])

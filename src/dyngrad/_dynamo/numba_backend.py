@@ -43,11 +43,19 @@ _UFUNCS = {
     np.absolute: "np.abs({0})",
 }
 # one-input elementwise backward formulas ``f(g, x, y)`` (``x`` the op's input, ``y`` its
-# output); each is checked against the recorded kernel before it is used
+# output), as expressions of ``{0}``, ``{1}``, ``{2}``; the recorded kernel is checked to be
+# one of them (on sample values) before it is fused
 _BACKWARD = {
     "TanhBackward0": ("({0} * (1 - {2} * {2}))", "(1 - {2} * {2})"),
-    "SigmoidBackward0": ("({0} * ({2} * (1 - {2})))", "({2} * (1 - {2}))"),
+    "SigmoidBackward0": ("({0} * ((1 - {2}) * {2}))", "({0} * ({2} * (1 - {2})))",
+                         "({2} * (1 - {2}))"),
     "ExpBackward0": ("({0} * {2})", "{2}"),
+    "LogBackward0": ("({0} / {1})",),
+    "SqrtBackward0": ("({0} / (2 * {2}))", "({0} / ({2} * 2))"),
+    "SinBackward0": ("({0} * np.cos({1}))",),
+    "CosBackward0": ("({0} * -np.sin({1}))", "(-({0} * np.sin({1})))"),
+    "NegBackward0": ("(-{0})",),
+    "ReluBackward0": ("(0 if {2} <= 0 else {0})",),
 }
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _KERNELS: dict = {}      # generated source -> compiled kernel
@@ -99,28 +107,47 @@ def _broadcasts(shape, to):
 
 def _backward_expr(ins, prog):
     """The expression of a one-input elementwise backward formula, when the recorded kernel
-    is one of the known formulas (checked on random arrays)."""
+    is one of the known formulas (checked element by element on sample values)."""
     forms = _BACKWARD.get(ins.op)
-    if forms is None or ins.mode != "new" or len(ins.args) != 3:
+    if forms is None or ins.mode != "new" or len(ins.args) != 3 or type(ins.out) is not int:
         return None
-    g, x, y = ins.args
-    if type(g) is not Ref or type(y) is not Ref or x is not None:
+    ob = prog.buffers[ins.out]
+    shape, dt = tuple(ob.shape), np.dtype(ob.dtype)
+    if dt not in _FLOATS or type(ins.args[0]) is not Ref:
         return None
-    shape = tuple(prog.buffers[y.i].shape)
-    dt = np.dtype(prog.buffers[y.i].dtype)
-    if tuple(prog.buffers[g.i].shape) != shape or dt not in _FLOATS:
-        return None
+    for a in ins.args:
+        if a is not None and (type(a) is not Ref or tuple(prog.buffers[a.i].shape) != shape or
+                              np.dtype(prog.buffers[a.i].dtype) != dt):
+            return None
     rng = np.random.default_rng(0)
-    gv = rng.uniform(0.1, 0.9, shape).astype(dt)
-    yv = rng.uniform(0.1, 0.9, shape).astype(dt)
-    try:
-        want = np.asarray(ins.fn(gv, None, yv))
-    except Exception:
-        return None
+    n = int(np.prod(shape))
+    samples = []
+    for lo in (0.1, -0.9):
+        vals = [None if a is None else rng.uniform(lo, 0.9, shape).astype(dt)
+                for a in ins.args]
+        try:
+            with np.errstate(all="ignore"):
+                want = np.asarray(ins.fn(*vals))
+        except Exception:
+            return None
+        if want.shape != shape:
+            return None
+        samples.append((vals, want.reshape(-1)))
     for form in forms:
-        got = eval(form.format("gv", "None", "yv"), {"np": np}, {"gv": gv, "yv": yv})
-        if want.shape == shape and np.allclose(got, want, rtol=1e-5, atol=1e-6):
-            return _Step("ew", [g, None, y], ins.out, form)
+        ok = True
+        for vals, want in samples:
+            flat = [None if v is None else v.reshape(-1) for v in vals]
+            with np.errstate(all="ignore"):
+                got = np.array([eval(form.format("g", "x", "y"), {"np": np},
+                                     {"g": flat[0][k],
+                                      "x": None if flat[1] is None else flat[1][k],
+                                      "y": None if flat[2] is None else flat[2][k]})
+                                for k in range(n)], dtype=dt)
+            if not np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True):
+                ok = False
+                break
+        if ok:
+            return _Step("ew", list(ins.args), ins.out, form)
     return None
 
 
