@@ -444,13 +444,11 @@ class _Fused:
         return lines
 
     def kernel(self):
-        """The compiled kernel (compiled once per distinct source in this process)."""
+        """The compiled kernel (compiled once per distinct source in this process, and kept
+        by numba's cache on disk, see ``cache_dir``)."""
         k = _KERNELS.get(self.source)
         if k is None:
-            njit = require()
-            ns: dict = {"np": np}
-            exec(compile(self.source, "<dyngrad numba kernel>", "exec"), ns)
-            k = njit(cache=False, nogil=True)(ns["kernel"])
+            k = _compile(self.source)
             _KERNELS[self.source] = k
         return k
 
@@ -471,6 +469,57 @@ class _Fused:
 
     def __call__(self, *arrays):
         return self.kernel()(*arrays)
+
+
+def cache_dir() -> str | None:
+    """Where kernels' sources and numba's compiled forms are kept between processes: the
+    user's cache (``$DYNGRAD_NUMBA_CACHE``, else ``$XDG_CACHE_HOME/dyngrad/numba`` or
+    ``~/.cache/dyngrad/numba``); None when it cannot be written (kernels are then compiled
+    in every process)."""
+    import os
+    d = os.environ.get("DYNGRAD_NUMBA_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "dyngrad", "numba")
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError:
+        return None
+    return d if os.access(d, os.W_OK) else None
+
+
+def _compile(source):
+    """``source``'s ``kernel`` compiled by numba: from a file named by the source's hash in
+    ``cache_dir()`` with numba's ``cache=True`` (a later process loads the machine code),
+    else from memory."""
+    import hashlib
+    import importlib.util
+    import os
+    import sys
+    njit = require()
+    d = cache_dir()
+    if d is not None:
+        name = "k" + hashlib.sha256(source.encode()).hexdigest()[:24]
+        path = os.path.join(d, name + ".py")
+        try:
+            if not os.path.exists(path):
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "w", encoding="utf-8") as f:
+                    f.write("import numpy as np\n\n\n" + source)
+                os.replace(tmp, path)
+            mname = f"_dyngrad_numba_{name}"
+            mod = sys.modules.get(mname)
+            if mod is None:   # registered: numba's cache finds the module by its name
+                spec = importlib.util.spec_from_file_location(mname, path)
+                mod = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(mod)
+                sys.modules[mname] = mod
+            if getattr(mod.kernel, "__code__", None) is not None:
+                return njit(cache=True, nogil=True)(mod.kernel)
+        except (OSError, ImportError, SyntaxError):
+            pass
+    ns: dict = {"np": np}
+    exec(compile(source, "<dyngrad numba kernel>", "exec"), ns)
+    return njit(nogil=True)(ns["kernel"])
 
 
 def _fused_instr(prog, run):
