@@ -464,8 +464,24 @@ class _Fused:
                 em.consts[k] = np.zeros(tuple(b.shape), np.dtype(b.dtype)) if fresh \
                     else b.value
             em.stable.add(o)
-        kn = em.const(self.kernel(), "K")
+        k = self.kernel()
+        self._precompile(k, em)
+        kn = em.const(k, "K")
         return [f"        {kn}({', '.join(f'b{i}' for i in self.bufs)})"]
+
+    def _precompile(self, k, em):
+        """Compile ``k`` now for the arrays it will be called with (the capture's), so that
+        numba's compiling is part of the capture, not of the first replay."""
+        from numba import typeof
+        arrays = []
+        for i in self.bufs:
+            a = em.consts.get(f"b{i}")
+            if not isinstance(a, np.ndarray):
+                a = em.arrays[i] if i < len(em.arrays) else None
+            if not isinstance(a, np.ndarray):
+                return
+            arrays.append(a)
+        k.compile(tuple(typeof(a) for a in arrays))
 
     def __call__(self, *arrays):
         return self.kernel()(*arrays)
