@@ -282,12 +282,13 @@ def fuse(program) -> list:
     def flush():
         fused = len(run) >= 2
         out.extend(before)
-        if fused:
-            out.append(_fused_instr(prog, run))
+        f = _fused_instr(prog, run) if fused else None
+        if f is not None:
+            out.append(f)
         else:
             out.extend(i for i, _ in run)
         for i, st in run:
-            if fused or i.mode == "out":
+            if f is not None or i.mode == "out":
                 stable.add(st.out)
         for v in after:
             out.append(v)
@@ -464,24 +465,29 @@ class _Fused:
                 em.consts[k] = np.zeros(tuple(b.shape), np.dtype(b.dtype)) if fresh \
                     else b.value
             em.stable.add(o)
-        k = self.kernel()
-        self._precompile(k, em)
-        kn = em.const(k, "K")
+        kn = em.const(self.kernel(), "K")
         return [f"        {kn}({', '.join(f'b{i}' for i in self.bufs)})"]
 
-    def _precompile(self, k, em):
-        """Compile ``k`` now for the arrays it will be called with (the capture's), so that
-        numba's compiling is part of the capture, not of the first replay."""
+    def compile_now(self):
+        """Compile the kernel now for the arrays it will be called with (the program's
+        arrays at capture; a fresh C-ordered array for each result the kernel gets a new
+        buffer for), so that numba's compiling is part of the capture."""
         from numba import typeof
+        fresh = {st.out for ins, st in zip(self.instrs, self.steps) if ins.mode == "new"}
+        made = {ins.out: ins.value for ins in self.prog.instrs if type(ins.out) is int}
         arrays = []
         for i in self.bufs:
-            a = em.consts.get(f"b{i}")
-            if not isinstance(a, np.ndarray):
-                a = em.arrays[i] if i < len(em.arrays) else None
+            b = self.prog.buffers[i]
+            if i in fresh:
+                a = np.zeros(tuple(b.shape), np.dtype(b.dtype))
+            else:
+                a = getattr(b.value, "_data", b.value)
+                if not isinstance(a, np.ndarray):
+                    a = getattr(made.get(i), "_data", made.get(i))
             if not isinstance(a, np.ndarray):
                 return
             arrays.append(a)
-        k.compile(tuple(typeof(a) for a in arrays))
+        self.kernel().compile(tuple(typeof(a) for a in arrays))
 
     def __call__(self, *arrays):
         return self.kernel()(*arrays)
@@ -538,10 +544,21 @@ def _compile(source):
     return njit(nogil=True)(ns["kernel"])
 
 
+def _is_numba_error(e) -> bool:
+    from numba.core.errors import NumbaError
+    return isinstance(e, NumbaError)
+
+
 def _fused_instr(prog, run):
     instrs = [i for i, _ in run]
     steps = [s for _, s in run]
     f = _Fused(prog, steps, instrs)
+    try:
+        f.compile_now()
+    except Exception as e:    # numba could not type or compile it: the run stays NumPy
+        if not _is_numba_error(e):
+            raise
+        return None
     args = tuple(Ref(i) for i in f.bufs)
     return Instr("fused", f, args, mode="effect", phase=instrs[0].phase,
                  note=" + ".join(i.op for i in instrs))
