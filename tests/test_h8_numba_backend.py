@@ -70,7 +70,8 @@ def test_mlp_training_matches_numpy_replay(dt):
         close(p.detach().numpy(), q.detach().numpy(), dt)
     assert len(fused.entries) == 1
     src = fused.entries[0].source
-    assert "np.matmul" not in src and len(kernels(fused)) == 1   # forward and backward
+    # one kernel for forward and backward, one for the SGD update
+    assert "np.matmul" not in src and "np.subtract" not in src and len(kernels(fused)) == 2
 
 
 def test_tiny_chain_gradients_accumulate_as_numpy_replay():
@@ -246,3 +247,31 @@ def test_a_run_numba_cannot_compile_stays_numpy(monkeypatch):
     assert r.numpy().tobytes() == s.numpy().tobytes()
     assert kernels(cf) == [] and len(kernels(ref)) == 0
     assert not any(i.op == "fused" for i in NB.fuse(cf.entries[0].program))
+
+
+def test_sgd_update_kernel_is_bit_identical():
+    rng = np.random.default_rng(11)
+    x = T.tensor(rng.standard_normal((3, 4)).astype(np.float32))
+    w0 = rng.standard_normal((3, 4)).astype(np.float32)
+    c0 = rng.standard_normal((4,)).astype(np.float32)
+    params = []
+    for backend in ("inductor", "numba"):
+        w = T.nn.Parameter(T.tensor(w0))
+        c = T.nn.Parameter(T.tensor(c0))
+        opt = T.optim.SGD([w, c], lr=0.37)
+
+        def step(x):
+            loss = (w * x + c * 3.0).sum()    # exact gradients: x and 9
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+        cf = T.compile(step, backend=backend)
+        for i in range(6):
+            if i == 3:
+                opt.param_groups[0]["lr"] = 0.05     # a live hyperparameter
+            cf(x)
+        params.append((w.detach().numpy().copy(), c.detach().numpy().copy(), w._vc[0]))
+    (w1, c1, v1), (w2, c2, v2) = params
+    assert w1.tobytes() == w2.tobytes() and c1.tobytes() == c2.tobytes() and v1 == v2
+    assert "np.subtract" not in cf.entries[0].source

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .optimizers import STEP
 from .program import Instr, Ref
 
 NAME = "numba"
@@ -300,6 +301,9 @@ def fuse(program) -> list:
         after_outs.clear()
 
     for ins in prog.instrs:
+        if ins.fn is STEP:
+            ins = Instr(ins.op, _SGDStep(ins), ins.args, ins.kwargs, ins.out, ins.mode,
+                        ins.phase, ins.note, ins.aux, ins.value)
         st = _step(ins, prog)
         if st is not None and ins.mode == "new" and ins.out in held:
             st = None
@@ -542,6 +546,90 @@ def _compile(source):
     ns: dict = {"np": np}
     exec(compile(source, "<dyngrad numba kernel>", "exec"), ns)
     return njit(nogil=True)(ns["kernel"])
+
+
+class _SGDStep:
+    """An optimizer step instruction whose plain SGD update (``p -= lr * g`` per parameter,
+    each product rounded to the parameter's dtype as NumPy's ``multiply`` then ``subtract``
+    do) runs as one kernel over all the parameters; the rest of its lines are the NumPy
+    replay's."""
+
+    def __init__(self, ins):
+        self.ins = ins
+        self.__name__ = "step"
+
+    def codegen(self, ins, em):
+        import re
+        lines = self.ins.fn.codegen(self.ins, em)
+        mul = re.compile(r"^(\s+)np\.multiply\((b\d+), (_s\d+), out=(S\d+)\)$")
+        out, i = [], 0
+        while i < len(lines):
+            m = mul.match(lines[i])
+            if m is None:
+                out.append(lines[i])
+                i += 1
+                continue
+            ind, scal, start = m.group(1), m.group(3), i
+            pairs, vcs = [], []
+            while i + 2 < len(lines):
+                m = mul.match(lines[i])
+                if m is None or m.group(3) != scal:
+                    break
+                g, tmp = m.group(2), m.group(4)
+                sub = re.match(rf"^\s+np\.subtract\((P\d+), {tmp}, out=\1\)$", lines[i + 1])
+                if sub is None or not lines[i + 2].strip().endswith("._vc[0] += 1"):
+                    break
+                pairs.append((g, sub.group(1)))
+                vcs.append(lines[i + 2])
+                i += 3
+            call = self._kernel_call(pairs, scal, em) if pairs else None
+            if call is None:   # as generated
+                out.extend(lines[start:i])
+                if not pairs:
+                    out.append(lines[i])
+                    i += 1
+                continue
+            out.append(ind + call)
+            out.extend(vcs)
+        return out
+
+    def _kernel_call(self, pairs, scal, em):
+        arrays, params, body = [], [], []
+        for k, (g, p) in enumerate(pairs):
+            pa = em.consts.get(p)
+            ga = em.consts.get(g)
+            if ga is None:
+                ga = em.arrays[int(g[1:])] if int(g[1:]) < len(em.arrays) else None
+            if not isinstance(pa, np.ndarray) or not isinstance(ga, np.ndarray) or \
+                    pa.shape != ga.shape or pa.dtype not in _FLOATS or pa.dtype != ga.dtype:
+                return None
+            arrays += [ga, pa]
+            params += [f"g{k}", f"p{k}"]
+            idx = [f"i{d}" for d in range(pa.ndim)]
+            ix = ", ".join(idx) if idx else "()"
+            for d, n in enumerate(pa.shape):
+                body.append("    " * (d + 1) + f"for {idx[d]} in range({n}):")
+            body.append("    " * (pa.ndim + 1) +
+                        f"p{k}[{ix}] = p{k}[{ix}] - np.{pa.dtype.name}(g{k}[{ix}] * s)")
+        dts = {a.dtype for a in arrays}
+        if len(dts) != 1:
+            return None
+        src = "\n".join([f"def kernel({', '.join(params)}, s):"] + body + ["    return 0"]) + "\n"
+        try:
+            from numba import typeof
+            k = _KERNELS.get(src)
+            if k is None:
+                k = _KERNELS[src] = _compile(src)
+            k.compile(tuple(typeof(a) for a in arrays) + (typeof(dts.pop().type(0.1)),))
+        except Exception as e:
+            if not _is_numba_error(e):
+                raise
+            return None
+        kn = em.const(k, "K")
+        return f"{kn}({', '.join(x for pair in pairs for x in pair)}, {scal})"
+
+    def __call__(self, *a, **k):
+        return self.ins.fn(*a, **k)
 
 
 def _is_numba_error(e) -> bool:
