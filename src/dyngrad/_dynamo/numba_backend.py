@@ -58,6 +58,11 @@ _BACKWARD = {
     "NegBackward0": ("(-{0})",),
     "ReluBackward0": ("(0 if {2} <= 0 else {0})",),
 }
+# matmuls of at most this many multiply-adds are fused (explicit loops beat NumPy's call
+# overhead there; larger ones run on NumPy's BLAS)
+MATMUL_MAX = 4096
+# runs are cut at this many instructions: numba's compile time grows faster than a kernel
+RUN_MAX = 32
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _KERNELS: dict = {}      # generated source -> compiled kernel
 
@@ -164,6 +169,8 @@ def _matmul_formula(ins, prog):
     if any(len(sh) != 2 for sh in shapes) or len(tuple(ob.shape)) != 2 or \
             dts != {np.dtype(ob.dtype)}:
         return None
+    if max(shapes[0][0], shapes[0][1]) * shapes[1][0] * shapes[1][1] > MATMUL_MAX:
+        return None     # larger than any product of these shapes: BLAS is faster
     rng = np.random.default_rng(0)
     vals = [rng.uniform(-1, 1, sh).astype(ob.dtype) for sh in shapes]
     try:
@@ -212,7 +219,8 @@ def _step(ins, prog):
         if ins.kwargs or len(mats) != 2 or not all(_float_buf(prog, a) for a in mats):
             return None
         a, b = (tuple(prog.buffers[m.i].shape) for m in mats)
-        if len(a) != 2 or len(b) != 2 or oshape != (a[0], b[1]):
+        if len(a) != 2 or len(b) != 2 or oshape != (a[0], b[1]) or \
+                a[0] * a[1] * b[1] > MATMUL_MAX:
             return None
         if any(np.dtype(prog.buffers[m.i].dtype) != np.dtype(ob.dtype) for m in mats):
             return None
@@ -308,7 +316,8 @@ def fuse(program) -> list:
         if st is not None and ins.mode == "new" and ins.out in held:
             st = None
         if st is not None:
-            if any(type(a) is Ref and a.i in after_outs for a in st.ins):
+            if len(run) >= RUN_MAX or any(type(a) is Ref and a.i in after_outs
+                                          for a in st.ins):
                 flush()
             run.append((ins, st))
             continue
@@ -344,9 +353,11 @@ class _Fused:
         self.__name__ = "fused"
 
     def _arg(self, i):
+        """The kernel's name for buffer ``i``: by position, so that runs of the same
+        structure (the steps of an unrolled loop) have the same source and one kernel."""
         if i not in self.bufs:
             self.bufs.append(i)
-        return f"a{i}"
+        return f"a{self.bufs.index(i)}"
 
     def _source(self):
         prog = self.prog
@@ -365,7 +376,7 @@ class _Fused:
                 lines.extend(self._mm(sts[0]))
             else:
                 lines.extend(self._sum(sts[0]))
-        params = ", ".join(f"a{i}" for i in self.bufs)
+        params = ", ".join(f"a{k}" for k in range(len(self.bufs)))
         return "\n".join([f"def kernel({params}):"] + lines + ["    return 0"]) + "\n"
 
     def _dt(self, i):
@@ -398,7 +409,7 @@ class _Fused:
                     ops.append(local.get(a.i) or self._index(a.i, shape, idx))
                 else:
                     ops.append(f"{dt}({float(a)!r})")
-            v = f"t{st.out}"
+            v = "t" + self._arg(st.out)[1:]
             lines.append(f"{ind}{v} = {dt}({st.expr.format(*ops)})")
             lines.append(f"{ind}{self._index(st.out, shape, idx)} = {v}")
             local[st.out] = v
