@@ -275,3 +275,22 @@ def test_sgd_update_kernel_is_bit_identical():
     (w1, c1, v1), (w2, c2, v2) = params
     assert w1.tobytes() == w2.tobytes() and c1.tobytes() == c2.tobytes() and v1 == v2
     assert "np.subtract" not in cf.entries[0].source
+
+
+def test_compiled_module_backward_from_outside():
+    rng = np.random.default_rng(12)
+    xs = [T.tensor(rng.standard_normal((2, 4)).astype(np.float32)) for _ in range(3)]
+    runs = []
+    for backend in ("inductor", "numba"):
+        T.manual_seed(4)
+        net = T.nn.Sequential(T.nn.Linear(4, 6), T.nn.Tanh(), T.nn.Linear(6, 2), T.nn.Sigmoid())
+        cm = T.compile(net, backend=backend)
+        outs = []
+        for x in xs:
+            out = cm(x)
+            (out * out).sum().backward()
+            outs.append(out.detach().numpy().copy())
+        runs.append((outs, [p.grad.numpy().copy() for p in net.parameters()]))
+    for a, b in zip(runs[0][0] + runs[0][1], runs[1][0] + runs[1][1]):
+        close(a, b)
+    assert kernels(cm._compiled)     # the forward ran fused
