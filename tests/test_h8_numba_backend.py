@@ -294,3 +294,26 @@ def test_compiled_module_backward_from_outside():
     for a, b in zip(runs[0][0] + runs[0][1], runs[1][0] + runs[1][1]):
         close(a, b)
     assert kernels(cm._compiled)     # the forward ran fused
+
+
+def test_in_place_and_unfused_ops_keep_numpy_results():
+    rng = np.random.default_rng(13)
+    x0 = rng.standard_normal((4, 5)).astype(np.float32)
+    results = []
+    for backend in ("inductor", "numba"):
+        x = T.tensor(x0.copy())
+
+        def f(x):
+            x.mul_(0.5)                       # in place on an argument
+            h = T.relu(x * 2.0 - 0.25) + T.exp(x) * x
+            m = T.maximum(h, x)               # not a fused ufunc
+            return m.softmax(-1) * 2.0 - h
+        cf = T.compile(f, backend=backend)
+        outs = [cf(x).numpy() for _ in range(3)]
+        assert cf.eager_reason is None
+        results.append((outs, x.numpy().copy(), x._vc[0], cf))
+    (a0, x1, v1, _), (a1, x2, v2, fused) = results
+    for p, q in zip(a0, a1):
+        close(p, q)
+    assert x1.tobytes() == x2.tobytes() and v1 == v2
+    assert kernels(fused) and "_vc[0] += 1" in fused.entries[0].source

@@ -118,6 +118,8 @@ def _backward_expr(ins, prog):
     if forms is None or ins.mode != "new" or len(ins.args) != 3 or type(ins.out) is not int:
         return None
     ob = prog.buffers[ins.out]
+    if ob.kind != "tmp":
+        return None
     shape, dt = tuple(ob.shape), np.dtype(ob.dtype)
     if dt not in _FLOATS or type(ins.args[0]) is not Ref:
         return None
@@ -161,7 +163,7 @@ def _matmul_formula(ins, prog):
     """A two-matrix kernel (a backward formula such as ``(g.T @ m1).T``) recognised as a
     product of its arguments, each maybe transposed (checked on random arrays)."""
     if len(ins.args) != 2 or ins.kwargs or not all(_float_buf(prog, a) for a in ins.args) \
-            or type(ins.out) is not int:
+            or type(ins.out) is not int or prog.buffers[ins.out].kind != "tmp":
         return None
     ob = prog.buffers[ins.out]
     shapes = [tuple(prog.buffers[a.i].shape) for a in ins.args]
@@ -196,9 +198,11 @@ def _step(ins, prog):
     """``ins`` as a ``_Step``, or None when it cannot be fused."""
     if ins.mode == "new":
         return _backward_expr(ins, prog) or _matmul_formula(ins, prog)
-    if ins.mode != "out" or ins.out is None or type(ins.out) is tuple:
+    if ins.mode != "out" or type(ins.out) is not int:
         return None
     ob = prog.buffers[ins.out]
+    if ob.kind != "tmp":     # a result written into an argument or a tensor from outside
+        return None
     if np.dtype(ob.dtype) not in _FLOATS:
         return None
     oshape = tuple(ob.shape)
