@@ -317,3 +317,17 @@ def test_in_place_and_unfused_ops_keep_numpy_results():
         close(p, q)
     assert x1.tobytes() == x2.tobytes() and v1 == v2
     assert kernels(fused) and "_vc[0] += 1" in fused.entries[0].source
+
+
+def test_maximum_minimum_propagate_nan_as_numpy():
+    v = np.array([[1.0, np.nan, -2.0, 0.5], [np.nan, 3.0, -1.0, np.inf]], np.float32)
+    w = np.array([0.0, 1.0, np.nan, -np.inf], np.float32)
+
+    def f(a, b):
+        return T.maximum(a * 1.0, b) + T.minimum(a, b * 1.0)
+    ref = T.compile(f)
+    fused = T.compile(f, backend="numba")
+    for _ in range(2):
+        r, s = ref(T.tensor(v), T.tensor(w)), fused(T.tensor(v), T.tensor(w))
+    np.testing.assert_array_equal(r.numpy(), s.numpy())
+    assert len(kernels(fused)) == 1

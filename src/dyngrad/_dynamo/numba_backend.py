@@ -42,6 +42,9 @@ _UFUNCS = {
     np.sin: "np.sin({0})",
     np.cos: "np.cos({0})",
     np.absolute: "np.abs({0})",
+    # NaN in either operand gives NaN, as NumPy's
+    np.maximum: "({0} if {0} >= {1} or {0} != {0} else {1})",
+    np.minimum: "({0} if {0} <= {1} or {0} != {0} else {1})",
 }
 # one-input elementwise backward formulas ``f(g, x, y)`` (``x`` the op's input, ``y`` its
 # output), as expressions of ``{0}``, ``{1}``, ``{2}``; the recorded kernel is checked to be
