@@ -51,7 +51,8 @@ def disable(fn=None, recursive=True, *, reason=None):
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
-    """The backend names ``compile`` accepts (all run the same NumPy replay)."""
+    """The backend names ``compile`` accepts (all run the same NumPy replay but ``"numba"``,
+    which fuses runs of it into numba kernels; see ``numba_backend``)."""
     return sorted(_BACKENDS)
 
 
