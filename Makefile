@@ -20,7 +20,7 @@ system-deps:
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e ".[test]"
+	$(PIP) install -q -e ".[test,numba]"
 	touch $(STAMP)
 
 setup: system-deps $(STAMP)

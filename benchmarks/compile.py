@@ -1,7 +1,8 @@
 """Compiled training steps: dyngrad.compile against dyngrad eager, the hand-written NumPy step
 (the floor), PyTorch eager and, when asked, torch.compile, on the suite's workloads.
 
-    python -m benchmarks.compile [--torch-compile] [--only KEY ...] [--json out.json]
+    python -m benchmarks.compile [--torch-compile] [--backend numba] [--only KEY ...]
+                                 [--json out.json]
 
 Each step is forward, backward and (where the workload trains) the SGD update and zero_grad;
 the MLP and conv steps take their batch as arguments, cycling over the workload's batches, as
@@ -10,7 +11,9 @@ an eager copy and their losses and parameters are compared.  Goals (issue 16): c
 1.1x of the NumPy floor on tiny-chain, mininet-step and digits-mlp-step and faster than
 torch.compile's steady state there; capture (the first call) under 50 ms; conv-step and
 rnn-unroll compiled at least 1.5x faster than eager.  Times are the minimum over repeats of
-the median of a block of steps, after warm-up."""
+the median of a block of steps, after warm-up.  ``--backend numba`` also times
+``dyngrad.compile(step, backend="numba")`` (the optional numba backend, docs/compile.md); its
+capture time includes numba's compiling of the kernels."""
 from __future__ import annotations
 
 import argparse
@@ -97,11 +100,11 @@ def _floor(key, d, block, repeats):
     return _time(impl.step, lambda i: (), block, repeats)
 
 
-def _agree(T, key, d, steps=5):
+def _agree(T, key, d, steps=5, backend=None):
     """Largest difference between ``steps`` compiled and eager steps (losses and parameters)."""
     eager, args_e, ie = step_of(key, T, d)
     comp, args_c, ic = step_of(key, T, d)
-    comp = T.compile(comp)
+    comp = T.compile(comp, backend=backend)
     worst = 0.0
     for i in range(steps):
         le, lc = eager(*args_e(i)), comp(*args_c(i))
@@ -113,7 +116,7 @@ def _agree(T, key, d, steps=5):
     return worst
 
 
-def measure(key, libs, torch_compile, block, repeats):
+def measure(key, libs, torch_compile, block, repeats, backends=()):
     d = _data(key)
     out = {"numpy": _floor(key, d, block, repeats)}
     for name, T in libs.items():
@@ -131,6 +134,18 @@ def measure(key, libs, torch_compile, block, repeats):
                 compiled(*cargs(i))
             out[f"{name} compiled"] = _time(compiled, cargs, block, repeats)
     out["dyngrad agreement"] = _agree(libs["dyngrad"], key, d)
+    T = libs["dyngrad"]
+    for be in backends:
+        cstep, cargs, _ = step_of(key, T, d)
+        compiled = T.compile(cstep, backend=be)
+        t0 = time.perf_counter()
+        compiled(*cargs(0))
+        compiled(*cargs(1))     # numba compiles a kernel on its first call
+        out[f"{be} capture"] = time.perf_counter() - t0
+        for i in range(2, 5):
+            compiled(*cargs(i))
+        out[f"dyngrad {be}"] = _time(compiled, cargs, block, repeats)
+        out[f"{be} agreement"] = _agree(T, key, d, backend=be)
     return out
 
 
@@ -139,12 +154,14 @@ def report(res):
     lines = [f"{'workload':16s} {'what':18s} {'us/step':>10s} {'/ numpy':>8s}"]
     for key, r in res.items():
         for what, s in r.items():
-            if what == "dyngrad agreement" or what.endswith("capture"):
+            if what.endswith("agreement") or what.endswith("capture"):
                 continue
             lines.append(f"{key:16s} {what:18s} {s * 1e6:10.1f} {s / r['numpy']:8.2f}")
-        for what in ("dyngrad capture", "torch capture"):
-            if what in r:
-                lines.append(f"{key:16s} {what:18s} {r[what] * 1e3:9.1f}ms")
+        for what in [w for w in r if w.endswith("capture")]:
+            lines.append(f"{key:16s} {what:18s} {r[what] * 1e3:9.1f}ms")
+        for what in [w for w in r if w.endswith("agreement") and w != "dyngrad agreement"]:
+            be = what.split()[0]
+            lines.append(f"{key:16s} {be + ' vs eager':18s} differ by at most {r[what]:.1e}")
         lines.append(f"{key:16s} {'eager/compiled':18s} "
                      f"{r['dyngrad eager'] / r['dyngrad compiled']:10.2f}x   "
                      f"(compiled and eager differ by at most {r['dyngrad agreement']:.1e})")
@@ -176,6 +193,8 @@ def main(argv=None):
     ap.add_argument("--torch-compile", action="store_true",
                     help="also time torch.compile (several seconds of compiling per workload)")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
+    ap.add_argument("--backend", action="append", default=[], choices=("numba",),
+                    help="also time dyngrad.compile with this backend")
     ap.add_argument("--block", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json")
@@ -189,7 +208,8 @@ def main(argv=None):
             libs["torch"] = torch
         except ImportError:
             pass
-    res = {k: measure(k, libs, a.torch_compile, a.block, a.repeats) for k in a.only}
+    res = {k: measure(k, libs, a.torch_compile, a.block, a.repeats, a.backend)
+           for k in a.only}
     print("\n".join(report(res)))
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:

@@ -95,4 +95,7 @@ _REGISTRY: dict = {
     "tvm": (None, ()),
     "eager": (None, ("debug",)), "aot_eager": (None, ("debug",)),
     "aot_eager_decomp_partition": (None, ("debug",)),
+    # dyngrad's own: runs of the replay fused into numba kernels (``numba_backend``; needs
+    # the numba package); tagged experimental, so the default listing stays PyTorch's
+    "numba": (None, ("experimental",)),
 }

@@ -28,6 +28,7 @@ from ..nn.modules.module import Module
 from ..optim.optimizer import Optimizer
 from . import capture as C
 from . import config
+from . import numba_backend
 from . import optimizers as O
 from .codegen import MISS, Emitter, generate
 from .exc import ReplayMismatch, TorchDynamoException, Unsupported
@@ -641,7 +642,7 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
         for i, v in gb.tensor_vars.items():   # arguments' arrays
             body.append(f"        b{i} = {v}d")
         _elide_grads(cap)
-        instrs = prog.instrs
+        instrs = prog.instrs if backend != "numba" else numba_backend.fuse(prog)
         if not isinstance(backend, str):
             gm, backend_fn, instrs, call = _with_backend(cap, em, gb, backend, result)
         nf = sum(ins.phase == "forward" for ins in instrs)
