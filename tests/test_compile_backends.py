@@ -214,33 +214,33 @@ def test_list_backends_as_pytorch():
     assert D.list_backends() == torch._dynamo.list_backends()
     ours = set(D.list_backends(exclude_tags=()))
     assert {"eager", "aot_eager", "inductor"} <= ours
-    assert ours <= set(torch._dynamo.list_backends(exclude_tags=()))
+    assert ours - {"numba"} <= set(torch._dynamo.list_backends(exclude_tags=()))
     assert "eager" not in D.list_backends()
 
 
 def test_register_backend():
     rec = Recorder()
     try:
-        assert D.register_backend(rec, name="h7_recorder") is rec
-        assert "h7_recorder" in D.list_backends()
+        assert D.register_backend(rec, name="test_recorder") is rec
+        assert "test_recorder" in D.list_backends()
 
-        @D.register_backend(name="h7_tagged", tags=("debug",))
+        @D.register_backend(name="test_tagged", tags=("debug",))
         def tagged(gm, example_inputs):
             return gm.forward
-        assert "h7_tagged" not in D.list_backends()
-        assert "h7_tagged" in D.list_backends(exclude_tags=())
-        assert D.lookup_backend("h7_recorder") is rec
-        f = T.compile(lambda x: (x * 3).sum(), backend="h7_recorder")
+        assert "test_tagged" not in D.list_backends()
+        assert "test_tagged" in D.list_backends(exclude_tags=())
+        assert D.lookup_backend("test_recorder") is rec
+        f = T.compile(lambda x: (x * 3).sum(), backend="test_recorder")
         for _ in range(3):
             assert f(T.ones(2)).item() == 6.0
         assert len(rec.calls) == 1
         with pytest.raises(AssertionError, match="duplicate name: inductor"):
             D.register_backend(rec, name="inductor")
         with pytest.raises(AssertionError, match="compiler_fn must be callable"):
-            D.register_backend(3, name="h7_three")
+            D.register_backend(3, name="test_three")
     finally:
-        D._REGISTRY.pop("h7_recorder", None)
-        D._REGISTRY.pop("h7_tagged", None)
+        D._REGISTRY.pop("test_recorder", None)
+        D._REGISTRY.pop("test_tagged", None)
 
 
 def test_unknown_backend_name():
