@@ -472,28 +472,10 @@ def _place(cap, instrs, result):
 
 # --- ops written here: the loss functions whose eager code is not one declared op ---------
 def _nll_loss_np(x, t, ignore_index, reduction):
-    """F.nll_loss of class indices without class weights, as nn.functional computes it:
-    ``(loss, target used, weight per sample, total weight)``."""
-    from ..nn.functional import _nll_index
-    C = x.shape[0] if x.ndim == 1 else x.shape[1]
-    valid = t != ignore_index
-    all_valid = bool(valid.all())
-    tv = t if all_valid else t[valid]
-    if tv.size and (tv.min() < 0 or tv.max() >= C):
-        bad = tv[(tv < 0) | (tv >= C)][0]
-        raise IndexError(f"Target {int(bad)} is out of bounds (the input has {C} classes).")
-    tc = t if all_valid else np.where(valid, t, 0)
-    w_t = np.ones(tc.shape, x.dtype) if all_valid else valid.astype(x.dtype)
-    picked = x[_nll_index(x.shape, tc)].reshape(tc.shape)
-    losses = -picked * w_t
-    total = w_t.sum()
-    if reduction == "none":
-        r = losses.astype(x.dtype)
-    elif reduction == "sum":
-        r = np.asarray(losses.sum(), x.dtype)
-    else:
-        r = np.asarray(losses.sum() / total if total else np.nan, x.dtype)
-    return r, tc, w_t.astype(x.dtype), total.astype(x.dtype)
+    """F.nll_loss of class indices without class weights: the declared op's forward
+    (``ops.losses``), ``(loss, total weight)``."""
+    from ..ops.losses import _nll_forward
+    return _nll_forward(x, t, None, reduction, ignore_index)
 
 
 def _nll_lower(cap, op, args, kwargs, result, r):
@@ -510,7 +492,8 @@ def _nll_lower(cap, op, args, kwargs, result, r):
         return []
     if x._data.dtype.kind != "f" or x._data.ndim not in (1, 2):
         return []
-    red = _reduction_enum(a["reduction"], a["size_average"], a["reduce"])
+    from ..ops.losses import REDUCTIONS
+    red = REDUCTIONS[_reduction_enum(a["reduction"], a["size_average"], a["reduce"])]
     node = result._grad_fn
     ins = Instr("nll_loss", _nll_loss_np, (r(x), r(t), a["ignore_index"], red), mode="new")
     ins.aux = (node, x._data.shape, red, x._data.dtype)
@@ -588,25 +571,25 @@ _SPECIAL = {"__getitem__": _getitem_lower, "zeros": _factory_lower, "ones": _fac
 
 
 def _nll_backward(cap, node, g):
-    """NllLossBackward0 on the replay's own target and weights (from the forward's outputs)."""
-    from ..nn.functional import _nll_grad_np
+    """NllLossBackward0: the declared gradient op's kernel on the replay's own input, target
+    and total weight (the forward's buffers)."""
+    from ..ops.losses import _nll_backward as grad_kernel
     fwd = cap.nll_by_node.get(id(node))
     if fwd is None:
         from .capture import NoKernel
         raise NoKernel("NllLossBackward0 of an nll_loss that was not captured")
-    ins, (tcb, wb, totb) = fwd
-    _, shape, red, dtype = ins.aux
+    ins, (totb,) = fwd
+    xr, tr, ignore_index, red = ins.args
 
-    def kernel(g, tc, w_t, total):
-        return _nll_grad_np(g, None, shape, tc, w_t, red, total, dtype, None)
+    def kernel(g, x, t, total):
+        return grad_kernel(g, x, t, None, red, ignore_index, total)
 
     gi = cap.by_array.get(id(g._data))
     if gi is None:
         from .capture import NoKernel
         raise NoKernel("a gradient from outside the capture")
-    ins2 = Instr("nll_loss_backward", kernel, (Ref(gi), Ref(tcb), Ref(wb), Ref(totb)),
-                 mode="new")
-    val = kernel(g._data, cap.arrays[tcb], cap.arrays[wb], cap.arrays[totb])
+    ins2 = Instr("nll_loss_backward", kernel, (Ref(gi), xr, tr, Ref(totb)), mode="new")
+    val = kernel(g._data, cap.arrays[xr.i], cap.arrays[tr.i], cap.arrays[totb])
     j = cap.new_buffer("tmp", val)
     ins2.out = j
     cap.emit(ins2)
