@@ -335,3 +335,30 @@ def test_explore_of_a_script_with_a_compiled_step(tmp_path):
     assert p["replays"] == 4
     assert [ph["phase"] for ph in p["phases"]] == ["optimizer", "forward", "backward",
                                                    "optimizer"]
+
+
+def test_every_guard_of_a_training_step_is_in_words():
+    """The page says what each guard checks, in words, never only its Python expression;
+    parameters are named by their module (``Linear.weight``)."""
+    import dyngrad.nn.functional as F
+    from dyngrad.viz.compiled import guard_words
+    T.manual_seed(0)
+    model = T.nn.Sequential(T.nn.Linear(4, 8), T.nn.ReLU(), T.nn.Linear(8, 3))
+    opt = T.optim.SGD(model.parameters(), lr=0.1)
+
+    @T.compile
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    for _ in range(2):
+        step(T.randn(5, 4), T.randint(0, 3, (5,)))
+    e = step.entries[-1]
+    words = [guard_words(g, e.program, e.consts) for g in e.program.guards]
+    assert all(w != g.expr for w, g in zip(words, e.program.guards)), words
+    assert "Linear.weight (shape [8, 4]) keeps its data, requires_grad=True" in words
+    assert "Sequential holds the same submodules 0, 1, 2, and no parameters or buffers" in words
+    assert "Linear.bias.grad is None" in words

@@ -192,8 +192,8 @@ class _GuardBuilder:
         self.guards: list = []     # (setup lines, condition, Guard)
         self.tensor_vars: dict = {}  # buffer number -> name of the argument tensor
 
-    def add(self, cond, describe, setup=()):
-        g = Guard(cond, describe, "\n".join(setup))
+    def add(self, cond, describe, setup=(), words=""):
+        g = Guard(cond, describe, "\n".join(setup), words)
         self.guards.append((list(setup), cond, g))
 
     def structure(self, obj, expr, label, cap):
@@ -595,8 +595,24 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             conds.append(f"len({sn}) == {len(entries)}" if entries else f"not {sn}")
             for key, v in entries.items():
                 conds.append(f"{sn}[{key!r}] is {em.const(v, 'V')}")
+        kinds = (("_parameters", "parameters"), ("_buffers", "buffers"),
+                 ("_modules", "submodules"))
+        held = [f"{what} {', '.join(map(str, d[slot]))}" for slot, what in kinds if d.get(slot)]
+        none = [what for slot, what in kinds if not d.get(slot)]
+        none = ", ".join(none[:-1]) + " or " + none[-1] if len(none) > 1 else "".join(none)
+        words = (f"{type(m).__name__} holds the same {', '.join(held)}" +
+                 (f", and no {none}" if none else "") if held else
+                 f"{type(m).__name__} holds no {none}")
         gb.add(" and ".join(conds), lambda a, k, m=m:
-               f"a parameter, buffer or submodule of {type(m).__name__} was replaced")
+               f"a parameter, buffer or submodule of {type(m).__name__} was replaced",
+               words=words)
+    # a tensor from outside by the name its module gives it (``Linear.weight``)
+    owned = {}
+    for m, _ in cap.modules.values():
+        for slot in ("_parameters", "_buffers"):
+            for key, v in (m.__dict__.get(slot) or {}).items():
+                if v is not None:
+                    owned.setdefault(id(v), f"{type(m).__name__}.{key}")
     tensors = []
     for b in prog.buffers:
         if b.kind == "ext":
@@ -606,9 +622,12 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             em.consts[an] = t._data
             em.stable.add(b.i)
             tensors.append(t)
+            who = owned.get(id(t), f"a tensor from outside the function ({an})")
             gb.add(f"{tn}._data is {an} and {tn}._requires_grad is {t._requires_grad}",
                    lambda a, k, t=t, b=b: f"a tensor of shape {list(b.shape)} read from outside "
-                   f"the function was replaced or changed requires_grad")
+                   f"the function was replaced or changed requires_grad",
+                   words=f"{who} (shape {list(b.shape)}) keeps its data, "
+                         f"requires_grad={t._requires_grad}")
         elif b.kind == "const":
             em.consts[f"b{b.i}"] = b.value
             em.stable.add(b.i)
@@ -616,13 +635,16 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
         if was_none is None:    # cleared by zero_grad before anything read it
             continue
         tn = em.const(p, "T")
+        who = owned.get(id(p), f"a parameter of shape {list(p.shape)}")
         gb.add(f"{tn}._grad is {'' if was_none else 'not '}None", lambda a, k, p=p, w=was_none:
-               f"a parameter of shape {list(p.shape)}: .grad is None == {w} failed")
+               f"a parameter of shape {list(p.shape)}: .grad is None == {w} failed",
+               words=f"{who}.grad is {'' if was_none else 'not '}None")
         if not was_none:
             shape = p._grad._data.shape if p._grad is not None else None
             gb.add(f"{tn}._grad._data.shape == {shape!r} and {tn}._grad._grad_fn is None",
                    lambda a, k, p=p: f"the .grad of a parameter of shape {list(p.shape)} "
-                   f"changed shape")
+                   f"changed shape", words=f"{who}.grad has shape {list(shape or ())} and no "
+                                         f"history")
     for cond, describe, consts in cap.extra_guards:
         for k, v in consts.items():
             em.consts[k] = v

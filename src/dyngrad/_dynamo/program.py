@@ -93,6 +93,7 @@ class Guard:
     expr: str
     describe: Callable
     setup: str = ""      # statement(s) run before the check (binding a name)
+    words: str = ""      # what must hold, in words (the explorer shows it)
 
 
 @dataclass

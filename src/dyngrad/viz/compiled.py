@@ -130,6 +130,8 @@ _GROUPS = re.compile(r"^len\((?P<o>\w+)\.param_groups\) == (?P<n>\d+) and ")
 
 def guard_words(guard, program: Program, consts: dict | None = None) -> str:
     """The condition a guard checks, in words (what must still hold for the replay to run)."""
+    if getattr(guard, "words", ""):  # the words the compiler gave the guard
+        return guard.words
     consts = consts or {}
     e = guard.expr
     d = _defaults(guard.describe)
