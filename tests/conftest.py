@@ -21,3 +21,16 @@ def _reset_global_state():
     dyngrad.set_grad_enabled(True)
     dyngrad.set_default_dtype(dyngrad.float32)
     dyngrad.set_printoptions(profile="default")
+
+
+@pytest.fixture(autouse=True)
+def _torch_distribution_validation_kept():
+    """PyTorch's first torch.compile turns distributions' argument validation off for the whole
+    process (torch._dynamo does when it starts); the tests that compare with PyTorch expect its
+    default, so it is put back after each test."""
+    td = sys.modules.get("torch.distributions")
+    prev = td.Distribution._validate_args if td is not None else None
+    yield
+    td = sys.modules.get("torch.distributions")
+    if td is not None:
+        td.Distribution.set_default_validate_args(__debug__ if prev is None else prev)

@@ -18,20 +18,6 @@ def _checked():
     config.check_replay = prev
 
 
-@pytest.fixture(autouse=True)
-def _torch_validation_kept():
-    """PyTorch's first torch.compile turns distributions' argument validation off for the whole
-    process (torch._dynamo does so when it starts): put it back for the other tests."""
-    try:
-        import torch.distributions as td
-    except ImportError:
-        yield
-        return
-    prev = td.Distribution._validate_args
-    yield
-    td.Distribution.set_default_validate_args(prev)
-
-
 def _model(seed=0):
     T.manual_seed(seed)
     return nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
