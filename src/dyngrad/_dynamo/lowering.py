@@ -90,7 +90,12 @@ def op_name(name: str):
 
 
 def is_inplace(name: str) -> bool:
-    return name in _INPLACE_DUNDER or (name.endswith("_") and not name.endswith("__"))
+    """Whether op ``name`` changes its first argument (``add_``, ``__iadd__``,
+    ``__setitem__``)."""
+    return name in _INPLACE_DUNDER or name == "__setitem__" or \
+        (name.startswith("__i") and name.endswith("__") and name not in ("__index__", "__int__",
+                                                                        "__invert__")) or \
+        (name.endswith("_") and not name.endswith("__"))
 
 
 def snapshot_inplace(name, args):
@@ -129,6 +134,8 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     (``kernel``: the NumPy function taking the same arguments as arrays, when known)."""
     if name in DATA_READS:
         return []
+    if name == "__setitem__":
+        return _setitem_lower(cap, args, kwargs, before, top)
     ts = _tensors(result)
     if not ts:
         if isinstance(result, (bool, int, float, complex)) and name not in _META:
@@ -151,6 +158,9 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
         k = id(t)
         if k not in refs:
             refs[k] = cap.ref(t, top)
+            if not defined(cap, refs[k].i):
+                raise _nokernel("an input computed inside an op whose own kernel replaced "
+                                "the ops it ran")
         return refs[k]
 
     if op == "mul" and not reflected and len(args) == 2 and not kwargs and \
@@ -176,13 +186,18 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
             c = _spec_candidate(op, reflected, args, kwargs, result, r)
             if c is not None:
                 candidates.append(c)
-    if not candidates:
-        raise _nokernel("no kernel")
     for instrs in candidates:
         if _check(cap, instrs, result, before, args):
             _place(cap, instrs, result)
             return instrs
-    raise _nokernel("its kernel does not reproduce the eager result")
+    msg = "its kernel does not reproduce the eager result" if candidates else "no kernel"
+    if is_inplace(name):
+        # the ops an in-place op ran inside do not stand for it: its write would be lost
+        if top:
+            cap.fail(f"no replay kernel reproduces '{name}' ({name}: {msg})")
+        elif cap.stack and cap.stack[-1].failed is None:
+            cap.stack[-1].failed = f"{name}: {msg}"
+    raise _nokernel(msg)
 
 
 _META = {"size", "dim", "ndimension", "numel", "nelement", "is_floating_point", "is_complex",
@@ -250,7 +265,7 @@ def _ufunc_candidates(op, reflected, args, kwargs, result, r):
     elif op == "relu" and len(args) == 1 and not kwargs:
         out.append([Instr(op, np.maximum, (r(args[0]), rd.dtype.type(0)), mode="out")])
     elif op == "pow" and len(args) == 2 and not kwargs and isinstance(args[0], Tensor) \
-            and not reflected and args[1] == 2 and not isinstance(args[1], bool):
+            and not reflected and type(args[1]) in (int, float) and args[1] == 2:
         out.append([Instr(op, np.square, (r(args[0]),), mode="out")])
         out.append([Instr(op, np.multiply, (r(args[0]), r(args[0])), mode="out")])
     elif op == "pow" and len(args) == 2 and not kwargs and isinstance(args[0], Tensor) \
@@ -352,6 +367,8 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
             k2.update(v)
         else:
             a2.append(v)
+    if not isinstance(result, Tensor):
+        return None
     for t in [v for v in ba.arguments.values() if isinstance(v, Tensor)]:
         if t._data.dtype != result._data.dtype and t._data.dtype.kind in "fc":
             return None   # (promotion happens before the forward)
@@ -387,7 +404,18 @@ def _inplace_candidates(op, args, kwargs, result, r):
         return [[Instr(op, _UFUNC1[base], (r(t),), {"out": r(t)}, mode="effect")]]
     if op == "zero_" and len(args) == 1 and not kwargs:
         return [[Instr(op, np.copyto, (r(t), d.dtype.type(0)), mode="effect")]]
+    c = _spec_candidate(base, False, args, kwargs, result, r)
+    if c is not None:   # the out-of-place forward, written into the tensor
+        fwd = c[0]
+        return [[Instr(op, _into(fwd.fn), (r(t),) + fwd.args, fwd.kwargs, mode="effect")]]
     return []
+
+
+def _into(fn):
+    def into(dst, *args, **kwargs):
+        dst[...] = fn(*args, **kwargs)
+    into.__name__ = f"{getattr(fn, '__name__', 'op')}_into"
+    return into
 
 
 def _check(cap, instrs, result, before, args) -> bool:
@@ -559,6 +587,39 @@ def _getitem_lower(cap, op, args, kwargs, result, r):
     return [[Instr("getitem", _getitem, (r(args[0]), args[1]), mode="new")]]
 
 
+def _setitem_lower(cap, args, kwargs, before, top):
+    """``t[idx] = v`` with a basic index on a tensor that does not require grad: the same
+    assignment on its buffer."""
+    if len(args) != 3 or kwargs or not isinstance(args[0], Tensor) or args[0]._requires_grad:
+        raise _nokernel("an assignment into a tensor that requires grad")
+    t, idx, v = args
+    if not _basic_index(idx):
+        raise _nokernel("an assignment with tensor indices")
+    if isinstance(v, Tensor):
+        if v._data.dtype != t._data.dtype:
+            raise _nokernel("an assignment of another dtype")
+        val = cap.ref(v, top)
+    elif isinstance(v, (int, float)) and not isinstance(v, bool) and t._data.dtype.kind == "f":
+        val = t._data.dtype.type(v)
+    else:
+        raise _nokernel("an assignment of a value of another type")
+    instrs = [Instr("setitem", _setitem, (cap.ref(t, top), idx, val), mode="effect")]
+    if not _check(cap, instrs, t, before, args):
+        raise _nokernel("its kernel does not reproduce the eager result")
+    return instrs
+
+
+def _basic_index(idx) -> bool:
+    idx = idx if type(idx) is tuple else (idx,)
+    return all(i is None or i is Ellipsis or type(i) is int or
+               (type(i) is slice and all(v is None or type(v) is int
+                                         for v in (i.start, i.stop, i.step))) for i in idx)
+
+
+def _setitem(a, idx, v):
+    a[idx] = v
+
+
 def _getitem(a, idx):
     return a[idx]
 
@@ -613,6 +674,21 @@ def _nll_backward(cap, node, g):
     return (_make(val),)
 
 
+def defined(cap, i) -> bool:
+    """Whether buffer ``i`` is an input of the program or the output of a recorded
+    instruction (a result of an op nested in another whose own kernel was recorded instead
+    is not)."""
+    if cap.program.buffers[i].kind != "tmp":
+        return True
+    for lst in [cap.program.instrs, getattr(cap, "aot_instrs", ())] + \
+            [f.instrs for f in cap.stack]:
+        for ins in lst:
+            o = ins.out
+            if o == i or (type(o) is tuple and i in o):
+                return True
+    return False
+
+
 def emit_kernel(cap, name, kernel, args, faster=None):
     """Record ``kernel(*args)`` (Tensors as buffers, other values as constants) computed on
     the capture's arrays; returns the result as a Tensor mapped to its new buffer.
@@ -621,7 +697,7 @@ def emit_kernel(cap, name, kernel, args, faster=None):
     for a in args:
         if isinstance(a, Tensor):
             i = cap.by_array.get(id(a._data))
-            if i is None:
+            if i is None or not defined(cap, i):
                 raise _nokernel(f"{name}: an input from outside the capture")
             refs.append(Ref(i))
             vals.append(a._data)
