@@ -41,10 +41,27 @@ def _outputs(o):
     return []
 
 
+def _public_names():
+    """id of each public function -> (module, name): a row whose callable is the function
+    itself (``torch.exp``) calls it by name, as user code does, so a capture sees the call."""
+    out = {}
+    for mod in (torch, torch.nn.functional, torch.linalg, torch.special):
+        for k in dir(mod):
+            if not k.startswith("_"):
+                out.setdefault(id(getattr(mod, k)), (mod, k))
+    return out
+
+
+_PUBLIC = _public_names()
+
+
 def _step(row, sample):
     """The compiled function: the op, then the backward of the sum of its outputs."""
+    by_name = _PUBLIC.get(id(row.fn))
+
     def step(*ts):
-        out = row.fn(*ts, *sample.extra, **sample.kwargs)
+        fn = row.fn if by_name is None else getattr(*by_name)
+        out = fn(*ts, *sample.extra, **sample.kwargs)
         outs = _outputs(out)
         if row.grad:
             diff = [o for o in outs if o.requires_grad and o.grad_fn is not None]

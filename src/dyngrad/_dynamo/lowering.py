@@ -150,6 +150,10 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     ins_arrays = {id(a._data) for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)}
     if isinstance(result, Tensor) and id(result._data) in ins_arrays and not is_inplace(name):
         return []   # (dropout in eval returns its input too)
+    if isinstance(result, Tensor) and not is_inplace(name):
+        i = cap.by_array.get(id(result._data))
+        if i is not None and defined(cap, i):
+            return []   # a tensor on a buffer's own array (from_numpy of a saved array)
     if name in _random_names() or op in _random_names():
         raise _nokernel("a random op (its numbers would be drawn once)")
     refs = {}
@@ -173,7 +177,7 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
                 return []
     candidates = []
     if kernel is not None:
-        candidates = _kernel_candidates(name, kernel, args, kwargs, r)
+        candidates = _kernel_candidates(name, kernel, args, kwargs, r, cap)
     elif is_inplace(name):
         candidates = _inplace_candidates(op, args, kwargs, result, r)
     else:
@@ -205,15 +209,54 @@ _META = {"size", "dim", "ndimension", "numel", "nelement", "is_floating_point", 
          "is_signed", "__len__", "data_ptr", "type", "is_leaf", "requires_grad_", "__hash__"}
 
 
-def _kernel_candidates(name, kernel, args, kwargs, r):
-    def conv(v):
+def _kernel_candidates(name, kernel, args, kwargs, r, cap=None):
+    shapes = {}
+
+    def conv(v, pos=None):
         if isinstance(v, Tensor):
             return r(v)
         if _is_const(v):
             return v
+        if cap is not None and isinstance(v, np.ndarray) and pos is not None:
+            ref = _array_ref(cap, v)
+            if ref is not None:
+                if ref[1] is not None:
+                    shapes[pos] = ref[1]
+                return ref[0]
         raise _nokernel(f"an argument of type {type(v).__name__}")
-    return [[Instr(name, kernel, tuple(conv(a) for a in args),
-                   {k: conv(v) for k, v in kwargs.items()}, mode="new")]]
+    a2 = tuple(conv(a, i) for i, a in enumerate(args))
+    k2 = {k: conv(v) for k, v in kwargs.items()}
+    if shapes:
+        kernel = _reshaping(kernel, shapes)
+    return [[Instr(name, kernel, a2, k2, mode="new")]]
+
+
+def _array_ref(cap, v):
+    """``(Ref, shape or None)`` of an array argument that is a buffer, or a reshaped view of
+    one (the indices a backward formula reshapes at array level)."""
+    i = cap.by_array.get(id(v))
+    if i is not None and defined(cap, i):
+        return Ref(i), None
+    b = v.base
+    if b is None or not v.flags.c_contiguous:
+        return None
+    for i in range(len(cap.arrays) - 1, -1, -1):   # a buffer on the same memory, reshaped
+        a = cap.arrays[i]
+        if (a is b or a.base is b) and a.size == v.size and a.dtype == v.dtype and \
+                a.flags.c_contiguous and np.shares_memory(a, v) and \
+                a.__array_interface__["data"][0] == v.__array_interface__["data"][0] and \
+                cap.by_array.get(id(a)) == i and defined(cap, i):
+            return Ref(i), tuple(v.shape)
+    return None
+
+
+def _reshaping(kernel, shapes):
+    """``kernel`` with the positional arguments in ``shapes`` reshaped first."""
+    def k(*args, **kwargs):
+        args = [a.reshape(shapes[i]) if i in shapes else a for i, a in enumerate(args)]
+        return kernel(*args, **kwargs)
+    k.__name__ = getattr(kernel, "__name__", "kernel")
+    return k
 
 
 def _random_names():
@@ -329,7 +372,10 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
     from ..ops._spec import _signatures
     info = OPS.get(op)
     spec = info.get("spec") if info else None
-    if spec is None or spec.outputs:
+    if spec is None:
+        return None
+    if spec.outputs and (not isinstance(result, tuple) or len(result) != len(spec.outputs) or
+                         not all(isinstance(t, Tensor) for t in result)):
         return None
     listed = spec.inputs == ("tensors",)
     if reflected:
@@ -367,10 +413,11 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
             k2.update(v)
         else:
             a2.append(v)
-    if not isinstance(result, Tensor):
+    if not isinstance(result, Tensor) and not spec.outputs:
         return None
+    first = result if isinstance(result, Tensor) else result[0]
     for t in [v for v in ba.arguments.values() if isinstance(v, Tensor)]:
-        if t._data.dtype != result._data.dtype and t._data.dtype.kind in "fc":
+        if t._data.dtype != first._data.dtype and t._data.dtype.kind in "fc":
             return None   # (promotion happens before the forward)
     return [Instr(op, spec.forward, tuple(a2), k2, mode="new")]
 
@@ -424,8 +471,9 @@ def _check(cap, instrs, result, before, args) -> bool:
     need = set()
     for ins in instrs:
         for a in list(ins.args) + list(ins.kwargs.values()):
-            if type(a) is Ref:
-                need.add(a.i)
+            for v in (a if type(a) is tuple else (a,)):
+                if type(v) is Ref:
+                    need.add(v.i)
     for i in need:
         env[i] = cap.arrays[i]
     if before is not None:  # in place: run on copies of the inputs as they were
@@ -464,11 +512,15 @@ def _check(cap, instrs, result, before, args) -> bool:
     if before is not None:
         i = cap.by_array.get(id(args[0]._data))
         return i is not None and same(env[i], args[0]._data)
+    ins = instrs[-1]
+    if len(outs) > 1 and ins.mode == "new" and type(ins.value) is tuple and \
+            len(ins.value) == len(outs) == len(result):   # several results (values, indices)
+        return all(isinstance(v, np.ndarray) and same(v, t._data)
+                   for v, t in zip(ins.value, outs))
     if len(outs) != 1 or not isinstance(last, np.ndarray):
         return False
     if not same(last, outs[0]._data):
         return False
-    ins = instrs[-1]
     if ins.mode == "new" and type(ins.value) is not tuple:
         if any(np.shares_memory(last, cap.arrays[a.i]) for a in ins.args if type(a) is Ref):
             ins.mode = "view"
@@ -487,8 +539,11 @@ def _place(cap, instrs, result):
         ins.out = cap.new_buffer("tmp", d, "", pre)
     elif type(getattr(ins, "value", None)) is tuple:  # several arrays: the result first
         first = cap.new_buffer("tmp", d)
-        ins.out = (first,) + tuple(cap.new_buffer("tmp", np.asarray(v), map_id=False)
-                                  for v in ins.value[1:])
+        if len(outs) == len(ins.value) > 1:   # every result is a tensor the program gives
+            ins.out = (first,) + tuple(cap.new_buffer("tmp", t._data) for t in outs[1:])
+        else:
+            ins.out = (first,) + tuple(cap.new_buffer("tmp", np.asarray(v), map_id=False)
+                                      for v in ins.value[1:])
         aux = getattr(ins, "aux", None)
         if aux is not None and aux[0] is not None:
             cap.nll_by_node[id(aux[0])] = (ins, ins.out[1:])
