@@ -98,8 +98,12 @@ def is_inplace(name: str) -> bool:
         (name.endswith("_") and not name.endswith("__"))
 
 
-def snapshot_inplace(name, args):
-    """Copies of the tensor arguments' arrays before an in-place op (to check its kernel)."""
+def snapshot_inplace(name, args, kwargs=None):
+    """Copies of the tensor arguments' arrays before an in-place op (to check its kernel);
+    for batch norm, ``{id(tensor): copy}`` of the running statistics it updates."""
+    if name in ("F.batch_norm", "batch_norm"):
+        ts = list(args[1:3]) + [(kwargs or {}).get(k) for k in ("running_mean", "running_var")]
+        return {id(t): t._data.copy() for t in ts if isinstance(t, Tensor)}
     if not is_inplace(name):
         return None
     return [a._data.copy() if isinstance(a, Tensor) else None for a in args]
@@ -175,6 +179,11 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
                     other._data.dtype == result._data.dtype:
                 cap.map_array(result._data, r(other).i)   # x * 1 is x, bit for bit
                 return []
+    if op == "batch_norm" and kernel is None:
+        instrs = _batch_norm_lower(cap, args, kwargs, result, r, before or {}, top)
+        if instrs is None:
+            raise _nokernel("no kernel")
+        return instrs
     candidates = []
     if kernel is not None:
         candidates = _kernel_candidates(name, kernel, args, kwargs, r, cap)
@@ -696,7 +705,228 @@ def _factory_lower(cap, op, args, kwargs, result, r):
                    mode="new")]]
 
 
-_SPECIAL = {"__getitem__": _getitem_lower, "zeros": _factory_lower, "ones": _factory_lower,
+def _gelu_lower(cap, op, args, kwargs, result, r):
+    """F.gelu: the declared gelu's NumPy forward."""
+    from ..ops import activation as A
+    try:
+        ba = inspect.signature(_gelu_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    x, approx = ba.arguments["input"], ba.arguments.get("approximate", "none")
+    if not isinstance(x, Tensor) or approx not in ("none", "tanh"):
+        return []
+    return [[Instr("gelu", A.gelu.forward, (r(x), approx), mode="new")]]
+
+
+def _gelu_sig(input, approximate="none"):
+    pass
+
+
+def _mse_lower(cap, op, args, kwargs, result, r):
+    """F.mse_loss without weights, of one dtype and shape: the declared loss's forward."""
+    from ..ops import losses
+    from ..nn.functional import _reduction_enum, _REDUCTIONS
+    try:
+        ba = inspect.signature(_mse_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x, t = a["input"], a["target"]
+    if a["weight"] is not None or not isinstance(x, Tensor) or not isinstance(t, Tensor) or \
+            x._data.shape != t._data.shape or x._data.dtype != t._data.dtype:
+        return []
+    red = _REDUCTIONS[_reduction_enum(a["reduction"], a["size_average"], a["reduce"])]
+    return [[Instr("mse_loss", losses.mse_loss.forward, (r(x), r(t), red), mode="new")]]
+
+
+def _mse_sig(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    pass
+
+
+def _max_pool2d_np(x, k, s, p, d, ceil_mode):
+    """F.max_pool2d's window maxima and their flat indices, as its eager code finds them."""
+    from ..ops import pool
+    x4 = x if x.ndim == 4 else x[None]
+    idx, _, vals = pool.max_pool2d_indices(x4, k, s, p, d, ceil_mode)
+    if x.ndim == 3:
+        idx, vals = idx[0], vals[0]
+    return vals, idx
+
+
+def _max_pool2d_lower(cap, op, args, kwargs, result, r):
+    from ..nn.functional import _pool_args
+    try:
+        ba = inspect.signature(_max_pool2d_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x = a["input"]
+    if a["return_indices"] or not isinstance(x, Tensor) or not isinstance(result, Tensor) or \
+            not _is_const(tuple(v for k, v in a.items() if k != "input")):
+        return []
+    k, s, p, d = _pool_args(x, a["kernel_size"], a["stride"], a["padding"], a["dilation"],
+                            "max_pool2d", ceil_mode=a["ceil_mode"])
+    ins = Instr("max_pool2d", _max_pool2d_np, (r(x), k, s, p, d, a["ceil_mode"]), mode="new")
+    ins.aux = (result._grad_fn,)
+    return [[ins]]
+
+
+def _max_pool2d_sig(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                    return_indices=False):
+    pass
+
+
+def _normalize_np(x, w, b, rs, axes, wb, eps, layout, mean=None, var=None):
+    """The normalisation of ``norm.normalize_affine`` on arrays of one float dtype (float32,
+    float64): ``(y, mean, var, invstd)``; ``mean``/``var`` given: fixed statistics."""
+    xr = x.reshape(rs)
+    if mean is None:
+        mean = xr.mean(axis=axes, keepdims=True)
+        xc = xr - mean
+        var = (xc * xc).mean(axis=axes, keepdims=True)
+    else:
+        mean = mean.astype(x.dtype, copy=False)
+        var = var.astype(x.dtype, copy=False)
+        xc = xr - mean
+    invstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
+    y = (xc * invstd).reshape(x.shape)
+    if w is not None:
+        y = y * w.reshape(wb)
+    if b is not None:
+        y = y + b.reshape(wb)
+    return layout(x, y.astype(x.dtype, copy=False)), mean, var, invstd
+
+
+def _norm_ok(x, *ts):
+    return isinstance(x, Tensor) and x._data.dtype in (np.float32, np.float64) and \
+        all(t is None or (isinstance(t, Tensor) and t._data.dtype == x._data.dtype) for t in ts)
+
+
+def _layer_norm_lower(cap, op, args, kwargs, result, r):
+    """F.layer_norm: the normalisation on arrays; its statistics kept for the backward."""
+    from ..nn.functional import _c_layout
+    try:
+        ba = inspect.signature(_layer_norm_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x, w, b, eps = a["input"], a["weight"], a["bias"], a["eps"]
+    ns = a["normalized_shape"]
+    ns = (ns,) if isinstance(ns, int) else tuple(ns)
+    if not _norm_ok(x, w, b) or not isinstance(eps, (int, float)) or not _is_const(ns):
+        return []
+    nd, k = x._data.ndim, len(ns)
+    axes = tuple(range(nd - k, nd))
+    wb = (1,) * (nd - k) + ns
+    ins = Instr("layer_norm", _layer_norm_np(axes, wb, eps, _c_layout),
+                (r(x), None if w is None else r(w), None if b is None else r(b)), mode="new")
+    ins.aux = (result._grad_fn,)
+    return [[ins]]
+
+
+def _layer_norm_np(axes, wb, eps, layout):
+    def layer_norm(x, w, b):
+        y, mean, _, invstd = _normalize_np(x, w, b, x.shape, axes, wb, eps, layout)
+        return y, mean, invstd
+    return layer_norm
+
+
+def _layer_norm_sig(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    pass
+
+
+def _batch_norm_sig(input, running_mean, running_var, weight=None, bias=None, training=False,
+                    momentum=0.1, eps=1e-05):
+    pass
+
+
+def _batch_norm_np(axes, bshape, eps, layout, C, n, momentum):
+    """F.batch_norm on arrays: ``(y, mean, invstd)``; in training (``momentum`` not None)
+    the running statistics given are updated in place as the eager code updates them."""
+    def batch_norm(x, w, b, rm, rv):
+        if momentum is None:
+            y, mean, _, invstd = _normalize_np(x, w, b, x.shape, axes, bshape, eps, layout,
+                                               rm.reshape(bshape), rv.reshape(bshape))
+            return y, mean, invstd
+        y, mean, var, invstd = _normalize_np(x, w, b, x.shape, axes, bshape, eps, layout)
+        m = momentum
+        if rm is not None:
+            rm[...] = (1 - m) * rm + m * mean.reshape(C)
+        if rv is not None:
+            rv[...] = (1 - m) * rv + m * var.reshape(C) * (n / (n - 1))
+        return y, mean, invstd
+    return batch_norm
+
+
+def bump_version(t):
+    """A tensor changed in place by a replayed kernel: its version goes up, as in eager."""
+    t._vc[0] += 1
+
+
+def _batch_norm_lower(cap, args, kwargs, result, r, before, top):
+    """F.batch_norm (training: batch statistics, the running ones updated in place; eval:
+    the running statistics).  Checked here against eager, the running statistics from their
+    values before the call."""
+    from ..ops.norm import suggested_layout
+    try:
+        ba = inspect.signature(_batch_norm_sig).bind(*args, **kwargs)
+    except TypeError:
+        return None
+    ba.apply_defaults()
+    a = ba.arguments
+    x, rm, rv, w, b = (a[k] for k in ("input", "running_mean", "running_var", "weight", "bias"))
+    eps, momentum, training = a["eps"], a["momentum"], a["training"]
+    if not _norm_ok(x, w, b) or not isinstance(result, Tensor) or type(training) is not bool \
+            or not isinstance(eps, (int, float)) or not isinstance(momentum, (int, float)):
+        return None
+    xd = x._data
+    if xd.ndim < 2 or not xd.size:
+        return None
+    C = xd.shape[1]
+    axes = (0,) + tuple(range(2, xd.ndim))
+    bshape = (1, C) + (1,) * (xd.ndim - 2)
+    use_batch = training or rm is None or rv is None
+    stats = [t for t in (rm, rv) if t is not None] if training else []
+    if not use_batch and not (isinstance(rm, Tensor) and isinstance(rv, Tensor)):
+        return None
+    for t in stats:
+        if not isinstance(t, Tensor) or t._requires_grad or id(t) not in before:
+            return None
+    kernel = _batch_norm_np(axes, bshape, eps, suggested_layout, C, xd.size // C,
+                            momentum if training else None)
+    refs = [r(x), None if w is None else r(w), None if b is None else r(b)]
+    refs += [None if t is None or (use_batch and not training) else r(t) for t in (rm, rv)]
+    # check on the capture's arrays (the running statistics: copies as they were before)
+    vals = [None if v is None else cap.arrays[v.i] for v in refs]
+    for j, t in ((3, rm), (4, rv)):
+        if t is not None and id(t) in before:
+            vals[j] = before[id(t)].copy()
+    try:
+        with np.errstate(all="ignore"):
+            out = kernel(*vals)
+    except Exception:
+        return None
+    if not same(out[0], result._data):
+        return None
+    for j, t in ((3, rm), (4, rv)):
+        if any(t is u for u in stats) and not same(vals[j], t._data):
+            return None
+    ins = Instr("batch_norm", kernel, tuple(refs), mode="new")
+    ins.value = out
+    ins.aux = (result._grad_fn,)
+    _place(cap, [ins], result)
+    instrs = [ins]
+    for t in stats:
+        instrs.append(Instr("bump_version", bump_version, (t,), mode="effect"))
+        cap.bumped(t)
+    return instrs
+
+
+_SPECIAL = {"__getitem__": _getitem_lower, "gelu": _gelu_lower, "mse_loss": _mse_lower,
+            "max_pool2d": _max_pool2d_lower, "layer_norm": _layer_norm_lower, "zeros": _factory_lower, "ones": _factory_lower,
             "full": _factory_lower, "zeros_like": _factory_lower,
             "ones_like": _factory_lower, "full_like": _factory_lower,
             "nll_loss": _nll_lower, "log_softmax": _log_softmax_lower,
@@ -804,4 +1034,110 @@ _FASTER_ONES = {"TanhBackward0": lambda g, x, y: 1 - y * y,
                 "ExpBackward0": lambda g, x, y: y.copy()}
 
 
-BACKWARD = {"NllLossBackward0": _nll_backward}
+def _saved_outputs(cap, node):
+    """The buffers of the arrays the forward kernel of ``node``'s op gave besides its result
+    (indices, statistics), computed by the replay itself."""
+    fwd = cap.nll_by_node.get(id(node))
+    if fwd is None:
+        raise _nokernel(f"{type(node).__name__} of an op that was not captured by its kernel")
+    return fwd[1]
+
+
+def _emit_grads(cap, node, kernel, g, aux, n):
+    """Record ``kernel(g, *aux)`` giving the gradients of ``node``'s ``n`` inputs."""
+    gi = cap.by_array.get(id(g._data))
+    if gi is None or not defined(cap, gi):
+        raise _nokernel("a gradient from outside the capture")
+    with np.errstate(all="ignore"):
+        vals = kernel(g._data, *[cap.arrays[i] for i in aux])
+    vals = vals if type(vals) is tuple else (vals,)
+    if len(vals) != n:
+        raise _nokernel(f"{type(node).__name__}: its kernel gives {len(vals)} gradients")
+    ins = Instr(type(node).__name__, kernel, (Ref(gi),) + tuple(Ref(i) for i in aux),
+                mode="new")
+    if n == 1:
+        ins.out = cap.new_buffer("tmp", vals[0])
+    else:
+        ins.value = vals
+        ins.out = tuple(cap.new_buffer("tmp", v) for v in vals)
+    cap.emit(ins)
+    return tuple(_make(v) for v in vals)
+
+
+def _max_pool_backward(cap, node, g):
+    """MaxPool2DWithIndicesBackward0: the gradient added at the replay's own indices."""
+    from ..ops import pool
+    (idxb,) = _saved_outputs(cap, node)
+    _, xshape, unique, nl = node._saved[:4]
+    if len(node._saved) > 5:
+        raise _nokernel("max_pool2d's indices were returned")
+
+    def kernel(g, idx):
+        return pool._scatter_np(g, idx, xshape, unique, nl)
+    kernel.__name__ = "max_pool2d_backward"
+    return _emit_grads(cap, node, kernel, g, (idxb,), 1)
+
+
+class _FixedSaved:
+    """A saved tensor standing for a buffer's array in a backward replayed on arrays."""
+    __slots__ = ("a",)
+
+    def __init__(self, a):
+        self.a = a
+
+    def get(self, node, graph):
+        return self.a
+
+
+class _NodeOnArrays:
+    """What a node's array backward (``_bw(g, False)``) reads: its saved values (the arrays
+    the replay computes in their places) and its edges."""
+    __slots__ = ("_saved", "next_functions")
+
+    def __init__(self, saved, nf):
+        self._saved = saved
+        self.next_functions = nf
+
+
+def _norm_backward(cap, node, g):
+    """The backward of layer norm and batch norm: the node's own array formula, on the
+    replay's input, weight and statistics."""
+    from ..autograd.node import Saved
+    mean_b, invstd_b = _saved_outputs(cap, node)
+    sv = list(node._saved)
+    if not isinstance(sv[0], Saved) or (sv[1] is not None and not isinstance(sv[1], Saved)):
+        raise _nokernel("a norm without its saved input")
+    ins_ = []
+    for s in sv[:2]:
+        if s is None:
+            continue
+        i = cap.by_array.get(id(s.get(node, False)))
+        if i is None or not defined(cap, i):
+            raise _nokernel("a norm of a tensor from outside the capture")
+        ins_.append(i)
+    if isinstance(sv[10], Saved):
+        sv[10] = tuple(sv[10].get(node, False).shape)   # (only the bias's shape is read)
+    nf = node.next_functions
+    keep = [k for k, (n, _) in enumerate(nf) if n is not None]
+    cls = type(node)
+    has_w = sv[1] is not None
+
+    def kernel(g, x, *rest):
+        s2 = list(sv)
+        s2[0] = _FixedSaved(x)
+        if has_w:
+            s2[1] = _FixedSaved(rest[0])
+        s2[2], s2[3] = rest[-2], rest[-1]
+        gs = cls._bw(_NodeOnArrays(tuple(s2), nf), g, False)
+        return tuple(gs[k] for k in keep)
+    kernel.__name__ = f"{cls.__name__}_arrays"
+    got = _emit_grads(cap, node, kernel, g, tuple(ins_) + (mean_b, invstd_b), len(keep))
+    out = [None] * len(nf)
+    for k, t in zip(keep, got):
+        out[k] = t
+    return tuple(out)
+
+
+BACKWARD = {"NllLossBackward0": _nll_backward, "NativeLayerNormBackward0": _norm_backward,
+            "NativeBatchNormBackward0": _norm_backward,
+            "MaxPool2DWithIndicesBackward0": _max_pool_backward}
