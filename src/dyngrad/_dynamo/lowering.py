@@ -224,7 +224,7 @@ def _kernel_candidates(name, kernel, args, kwargs, r, cap=None):
     def conv(v, pos=None):
         if isinstance(v, Tensor):
             return r(v)
-        if _is_const(v):
+        if _is_const(v) or _is_geometry(v):
             return v
         if cap is not None and isinstance(v, np.ndarray) and pos is not None:
             ref = _array_ref(cap, v)
@@ -232,12 +232,38 @@ def _kernel_candidates(name, kernel, args, kwargs, r, cap=None):
                 if ref[1] is not None:
                     shapes[pos] = ref[1]
                 return ref[0]
+            if pos in _recomputed(kernel):
+                return None
+        if cap is not None and type(v) is tuple and pos is not None:   # an index of arrays
+            out = []
+            for x in v:
+                ref = _array_ref(cap, x) if isinstance(x, np.ndarray) else None
+                if ref is not None and ref[1] is None:
+                    out.append(ref[0])
+                elif _is_const(x) or x is Ellipsis or (type(x) is slice and _basic_index(x)):
+                    out.append(x)
+                else:
+                    raise _nokernel(f"an argument of type {type(x).__name__} in a tuple")
+            return tuple(out)
         raise _nokernel(f"an argument of type {type(v).__name__}")
     a2 = tuple(conv(a, i) for i, a in enumerate(args))
     k2 = {k: conv(v) for k, v in kwargs.items()}
     if shapes:
         kernel = _reshaping(kernel, shapes)
     return [[Instr(name, kernel, a2, k2, mode="new")]]
+
+
+def _recomputed(kernel):
+    """Positions of ``kernel``'s array arguments that only cache what it computes itself when
+    given None (a convolution's im2col columns of the forward)."""
+    from ..ops import conv
+    return (4,) if kernel is conv._bilinear_np else ()
+
+
+def _is_geometry(v) -> bool:
+    """A convolution's geometry (stride, padding, sizes: fixed by the guarded shapes)."""
+    from ..ops.conv import _P
+    return type(v) is _P and all(_is_const(getattr(v, k)) for k in _P.__slots__)
 
 
 def _array_ref(cap, v):
@@ -639,16 +665,35 @@ def _softmax_sig(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def _getitem_lower(cap, op, args, kwargs, result, r):
-    """Basic indexing (ints, slices, None, Ellipsis): a view of the array."""
+    """Basic indexing (ints, slices, None, Ellipsis): a view of the array; with integer or
+    bool tensors among the indices: NumPy's advanced indexing with the tensors' arrays."""
     if len(args) != 2 or kwargs or not isinstance(args[0], Tensor):
         return []
+    if _basic_index(args[1]):
+        return [[Instr("getitem", _getitem, (r(args[0]), args[1]), mode="new")]]
     idx = args[1] if type(args[1]) is tuple else (args[1],)
+    template, refs = [], []
     for i in idx:
-        if not (i is None or i is Ellipsis or type(i) is int or
-                (type(i) is slice and all(v is None or type(v) is int
-                                          for v in (i.start, i.stop, i.step)))):
+        if isinstance(i, Tensor) and i._data.dtype.kind in "iub":
+            template.append(_TENSOR_AT)
+            refs.append(r(i))
+        elif _basic_index((i,)) or (type(i) is list and _is_const(i)):
+            template.append(i)
+        else:
             return []
-    return [[Instr("getitem", _getitem, (r(args[0]), args[1]), mode="new")]]
+    return [[Instr("getitem", _getitem_adv, (r(args[0]), tuple(template)) + tuple(refs),
+                   {"one": type(args[1]) is not tuple}, mode="new")]]
+
+
+_TENSOR_AT = "<tensor>"
+
+
+def _getitem_adv(a, template, *arrays, one=False):
+    """``a[index]``, the index rebuilt from ``template`` with ``arrays`` in the places of its
+    tensors."""
+    it = iter(arrays)
+    idx = tuple(next(it) if type(v) is str else v for v in template)
+    return a[idx[0] if one else idx]
 
 
 def _setitem_lower(cap, args, kwargs, before, top):
@@ -925,7 +970,34 @@ def _batch_norm_lower(cap, args, kwargs, result, r, before, top):
     return instrs
 
 
-_SPECIAL = {"__getitem__": _getitem_lower, "gelu": _gelu_lower, "mse_loss": _mse_lower,
+def _embedding_lower(cap, op, args, kwargs, result, r):
+    """F.embedding without ``max_norm``: the rows of the weight at the indices."""
+    try:
+        ba = inspect.signature(_embedding_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x, w = a["input"], a["weight"]
+    if a["max_norm"] is not None or not isinstance(x, Tensor) or not isinstance(w, Tensor) or \
+            x._data.dtype.kind not in "iu":
+        return []
+    return [[Instr("embedding", _embedding_np, (r(w), r(x)), mode="new")]]
+
+
+def _embedding_np(w, idx):
+    """The rows of ``w`` at ``idx`` (indices out of range raise IndexError, as eager)."""
+    if idx.size and (idx.min() < 0 or idx.max() >= w.shape[0]):
+        raise IndexError("index out of range in self")
+    return w[idx]
+
+
+def _embedding_sig(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+                   scale_grad_by_freq=False, sparse=False):
+    pass
+
+
+_SPECIAL = {"__getitem__": _getitem_lower, "gelu": _gelu_lower, "embedding": _embedding_lower, "mse_loss": _mse_lower,
             "max_pool2d": _max_pool2d_lower, "layer_norm": _layer_norm_lower, "zeros": _factory_lower, "ones": _factory_lower,
             "full": _factory_lower, "zeros_like": _factory_lower,
             "ones_like": _factory_lower, "full_like": _factory_lower,
