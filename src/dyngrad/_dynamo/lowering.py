@@ -234,6 +234,8 @@ def _kernel_candidates(name, kernel, args, kwargs, r, cap=None):
                 return ref[0]
             if pos in _recomputed(kernel):
                 return None
+        if pos is not None and pos in _unused(kernel):
+            return None
         if cap is not None and type(v) is tuple and pos is not None:   # an index of arrays
             out = []
             for x in v:
@@ -258,6 +260,13 @@ def _recomputed(kernel):
     given None (a convolution's im2col columns of the forward)."""
     from ..ops import conv
     return (4,) if kernel is conv._bilinear_np else ()
+
+
+def _unused(kernel):
+    """Positions of arguments ``kernel`` takes but does not read (its Tensor twin's node class
+    and saved values)."""
+    from ..ops import shape
+    return (3, 4) if kernel is shape._place_np else ()
 
 
 def _is_geometry(v) -> bool:
@@ -468,7 +477,7 @@ def _is_const(v) -> bool:
 def _inplace_candidates(op, args, kwargs, result, r):
     base = op[:-1] if op.endswith("_") else op
     t = args[0]
-    if not isinstance(t, Tensor) or t._requires_grad or result is not t:
+    if not isinstance(t, Tensor) or (t._requires_grad and t._grad_fn is None) or result is not t:
         return []
     d = t._data
     if base in _UFUNC2 and len(args) == 2 and not kwargs:
@@ -572,6 +581,7 @@ def _place(cap, instrs, result):
     if ins.mode == "out":
         pre = np.empty_like(d)
         ins.out = cap.new_buffer("tmp", d, "", pre)
+        cap.__dict__.setdefault("_producers", {})[ins.out] = ins
     elif type(getattr(ins, "value", None)) is tuple:  # several arrays: the result first
         first = cap.new_buffer("tmp", d)
         if len(outs) == len(ins.value) > 1:   # every result is a tensor the program gives
@@ -584,6 +594,7 @@ def _place(cap, instrs, result):
             cap.nll_by_node[id(aux[0])] = (ins, ins.out[1:])
     else:
         ins.out = cap.new_buffer("tmp", d)
+        cap.__dict__.setdefault("_producers", {})[ins.out] = ins
         if ins.mode == "view" and any(type(a) is Ref and a.i in cap.ones for a in ins.args):
             cap.ones.add(ins.out)   # a view of ones is ones
 
@@ -997,12 +1008,47 @@ def _embedding_sig(input, weight, padding_idx=None, max_norm=None, norm_type=2.0
     pass
 
 
-_SPECIAL = {"__getitem__": _getitem_lower, "gelu": _gelu_lower, "embedding": _embedding_lower, "mse_loss": _mse_lower,
-            "max_pool2d": _max_pool2d_lower, "layer_norm": _layer_norm_lower, "zeros": _factory_lower, "ones": _factory_lower,
+def _eye_lower(cap, op, args, kwargs, result, r):
+    """eye(n, m): a new identity array of the result's (guarded) shape and dtype."""
+    if kwargs.get("requires_grad") or kwargs.get("out") is not None or \
+            not all(type(a) is int for a in args) or result._data.ndim != 2:
+        return []
+    d = result._data
+    return [[Instr("eye", np.eye, d.shape, {"dtype": d.dtype}, mode="new")]]
+
+
+def _where_lower(cap, op, args, kwargs, result, r):
+    """where(cond, a, b) with tensors or numbers of the result's dtype."""
+    if kwargs or len(args) != 3 or not isinstance(args[0], Tensor) or \
+            args[0]._data.dtype != np.bool_:
+        return []
+    dt = result._data.dtype
+    xs = [r(args[0])]
+    for v in args[1:]:
+        if isinstance(v, Tensor):
+            if v._data.dtype != dt:
+                return []
+            xs.append(r(v))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and dt.kind == "f":
+            xs.append(dt.type(v))
+        else:
+            return []
+    return [[Instr("where", _where_np, tuple(xs), mode="new")]]
+
+
+def _where_np(c, a, b):
+    r = np.where(c, a, b)
+    return r if r.dtype == (a.dtype if isinstance(a, np.ndarray) else b.dtype) else \
+        r.astype(a.dtype if isinstance(a, np.ndarray) else b.dtype)
+
+
+_SPECIAL = {"__getitem__": _getitem_lower, "zeros": _factory_lower, "ones": _factory_lower,
             "full": _factory_lower, "zeros_like": _factory_lower,
-            "ones_like": _factory_lower, "full_like": _factory_lower,
+            "ones_like": _factory_lower, "full_like": _factory_lower, "eye": _eye_lower,
             "nll_loss": _nll_lower, "log_softmax": _log_softmax_lower,
-            "softmax": _log_softmax_lower}
+            "softmax": _log_softmax_lower, "gelu": _gelu_lower, "mse_loss": _mse_lower,
+            "embedding": _embedding_lower, "max_pool2d": _max_pool2d_lower,
+            "layer_norm": _layer_norm_lower, "where": _where_lower}
 
 
 def _nll_backward(cap, node, g):
@@ -1031,19 +1077,61 @@ def _nll_backward(cap, node, g):
     return (_make(val),)
 
 
+def _outs(ins):
+    o = ins.out
+    return o if type(o) is tuple else (o,)
+
+
 def defined(cap, i) -> bool:
     """Whether buffer ``i`` is an input of the program or the output of a recorded
-    instruction (a result of an op nested in another whose own kernel was recorded instead
-    is not)."""
+    instruction.  A result of an op nested in another whose own kernel was recorded instead
+    is not, until it is needed: then the instruction that made it is recorded at that point
+    when, run on the arrays as they are now, it still gives that result."""
     if cap.program.buffers[i].kind != "tmp":
         return True
-    for lst in [cap.program.instrs, getattr(cap, "aot_instrs", ())] + \
-            [f.instrs for f in cap.stack]:
-        for ins in lst:
-            o = ins.out
-            if o == i or (type(o) is tuple and i in o):
+    seen = cap.__dict__.setdefault("_defined", {})
+    outs = seen.setdefault("outs", set())
+    for lst in (cap.program.instrs, getattr(cap, "aot_instrs", None)):
+        if lst is None:
+            continue
+        n = seen.get(id(lst), (None, 0))
+        start = n[1] if n[0] is lst else 0
+        for ins in lst[start:]:
+            outs.update(_outs(ins))
+        seen[id(lst)] = (lst, len(lst))
+    if i in outs:
+        return True
+    for f in cap.stack:
+        for ins in f.instrs:
+            if i in _outs(ins):
                 return True
-    return False
+    return _reemit(cap, i)
+
+
+def _reemit(cap, i) -> bool:
+    ins = cap.__dict__.get("_producers", {}).get(i)
+    if ins is None or ins.mode not in ("new", "view", "out") or type(ins.out) is tuple:
+        return False
+    refs = [v for a in list(ins.args) + list(ins.kwargs.values())
+            for v in (a if type(a) is tuple else (a,)) if type(v) is Ref]
+    if not all(defined(cap, r.i) for r in refs):
+        return False
+    try:
+        with np.errstate(all="ignore"):
+            a2 = [_val(a, cap.arrays) for a in ins.args]
+            k2 = {k: _val(v, cap.arrays) for k, v in ins.kwargs.items()}
+            if ins.mode == "out":
+                val = np.empty_like(cap.arrays[i])
+                ins.fn(*a2, out=val, **k2)
+            else:
+                val = ins.fn(*a2, **k2)
+    except Exception:
+        return False
+    if not isinstance(val, np.ndarray) or not same(val, cap.arrays[i]):
+        return False
+    del cap._producers[i]
+    cap.emit(ins)
+    return True
 
 
 def emit_kernel(cap, name, kernel, args, faster=None):
