@@ -236,6 +236,9 @@ def _kernel_candidates(name, kernel, args, kwargs, r, cap=None):
                 return None
         if pos is not None and pos in _unused(kernel):
             return None
+        if pos == 1 and _reads_saved(kernel) and all(
+                _is_const(x) or (type(x) is slice and _basic_index(x)) for x in v._saved[:3]):
+            return _NodeOnArrays(tuple(v._saved[:3]), ())   # the select's shape, dim, index
         if cap is not None and type(v) is tuple and pos is not None:   # an index of arrays
             out = []
             for x in v:
@@ -260,6 +263,12 @@ def _recomputed(kernel):
     given None (a convolution's im2col columns of the forward)."""
     from ..ops import conv
     return (4,) if kernel is conv._bilinear_np else ()
+
+
+def _reads_saved(kernel) -> bool:
+    """Whether ``kernel`` takes a node only to read its saved constants."""
+    from ..ops import indexing
+    return kernel is indexing._view_grad_np
 
 
 def _unused(kernel):
@@ -1210,6 +1219,8 @@ def _emit_grads(cap, node, kernel, g, aux, n):
         raise _nokernel("a gradient from outside the capture")
     with np.errstate(all="ignore"):
         vals = kernel(g._data, *[cap.arrays[i] for i in aux])
+    if (type(vals) is tuple) != (n > 1):
+        raise _nokernel(f"{type(node).__name__}: its kernel gives another number of arrays")
     vals = vals if type(vals) is tuple else (vals,)
     if len(vals) != n:
         raise _nokernel(f"{type(node).__name__}: its kernel gives {len(vals)} gradients")
@@ -1289,7 +1300,7 @@ def _norm_backward(cap, node, g):
             s2[1] = _FixedSaved(rest[0])
         s2[2], s2[3] = rest[-2], rest[-1]
         gs = cls._bw(_NodeOnArrays(tuple(s2), nf), g, False)
-        return tuple(gs[k] for k in keep)
+        return gs[keep[0]] if len(keep) == 1 else tuple(gs[k] for k in keep)
     kernel.__name__ = f"{cls.__name__}_arrays"
     got = _emit_grads(cap, node, kernel, g, tuple(ins_) + (mean_b, invstd_b), len(keep))
     out = [None] * len(nf)
