@@ -453,9 +453,12 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
                 return None
             v = tuple(r(t) for t in v)
         elif pname in spec.inputs:
-            if not isinstance(v, Tensor):
-                return None
-            v = r(v)
+            if isinstance(v, Tensor):
+                v = r(v)
+            else:   # a number where a tensor goes: a 0-d array of the result's dtype
+                v = _wrapped_number(v, result)
+                if v is None:
+                    return None
         elif not _is_const(v):
             return None
         if p.kind == inspect.Parameter.VAR_POSITIONAL:
@@ -469,10 +472,27 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
     if not isinstance(result, Tensor) and not spec.outputs:
         return None
     first = result if isinstance(result, Tensor) else result[0]
-    for t in [v for v in ba.arguments.values() if isinstance(v, Tensor)]:
-        if t._data.dtype != first._data.dtype and t._data.dtype.kind in "fc":
-            return None   # (promotion happens before the forward)
+    fdts = {t._data.dtype for t in ba.arguments.values()
+            if isinstance(t, Tensor) and t._data.dtype.kind in "fc"}
+    if len(fdts) > 1 or (fdts and first._data.dtype.kind in "fc" and
+                         first._data.dtype not in fdts):
+        return None   # (promotion happens before the forward)
     return [Instr(op, spec.forward, tuple(a2), k2, mode="new")]
+
+
+def _wrapped_number(v, result):
+    """A Python number as the 0-d array of the result's dtype that eager computes with (the
+    kernel check says whether that reproduces eager)."""
+    first = result if isinstance(result, Tensor) else result[0]
+    dt = first._data.dtype
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if dt.kind in "fc" or (type(v) is int and dt.kind in "iu"):
+        try:
+            return np.asarray(v, dt)
+        except (OverflowError, ValueError):
+            return None
+    return None
 
 
 def _is_const(v) -> bool:
