@@ -58,6 +58,7 @@ OPS = {
     "embedding": lambda v: F.embedding(v["eidx"], v["emb"]),
     "conv2d": lambda v: F.conv2d(v["x4"], v["w"], v["b"], padding=1),
     "conv2d_stride": lambda v: F.conv2d(v["x4"], v["w"], v["b"], stride=2),
+    "conv2d_no_bias": lambda v: F.conv2d(v["x4"], v["w"]),
 }
 
 

@@ -294,7 +294,6 @@ FALLS_BACK: dict = {
     'F.multilabel_soft_margin_loss-0': 'F.multilabel_soft_margin_loss',
     'F.normalize-0': 'F.normalize',
     'F.bilinear-0': 'F.bilinear',
-    'F.conv2d_groups_dil-0': 'F.conv2d',
     'F.unfold-0': 'F.unfold',
     'F.fold-0': 'F.fold',
     'F.avg_pool2d-0': 'F.avg_pool2d',

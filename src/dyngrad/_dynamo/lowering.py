@@ -621,6 +621,9 @@ def _place(cap, instrs, result):
         aux = getattr(ins, "aux", None)
         if aux is not None and aux[0] is not None:
             cap.nll_by_node[id(aux[0])] = (ins, ins.out[1:])
+        for arr, k in getattr(ins, "alias", ()):   # eager's own array of that result
+            if same(arr, cap.arrays[ins.out[k]]):
+                cap.map_array(arr, ins.out[k])
     else:
         ins.out = cap.new_buffer("tmp", d)
         cap.__dict__.setdefault("_producers", {})[ins.out] = ins
@@ -1071,7 +1074,41 @@ def _where_np(c, a, b):
         r.astype(a.dtype if isinstance(a, np.ndarray) else b.dtype)
 
 
-_SPECIAL = {"__getitem__": _getitem_lower, "zeros": _factory_lower, "ones": _factory_lower,
+def _convolution_lower(cap, op, args, kwargs, result, r):
+    """torch.convolution recording its node (not transposed, batched 2-d or 3-d): the
+    forward also gives the input's columns, which the weight's gradient reads, as eager keeps
+    them; else the declared forward."""
+    from ..ops import conv
+    out = []
+    node = result._grad_fn if isinstance(result, Tensor) else None
+    if node is not None and type(node) is conv._NODE and len(args) >= 3 and not kwargs and \
+            isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+        kind, P, cols, lift = node._saved[-4:]
+        b = args[2]
+        if kind == "C" and cols is not None and lift is None and _is_geometry(P) and \
+                (b is None or b is conv._ABSENT or isinstance(b, Tensor)):
+            ins = Instr("convolution", _conv_cols(P),
+                        (r(args[0]), r(args[1]),
+                         None if b is None or b is conv._ABSENT else r(b)), mode="new")
+            ins.alias = ((cols, 1),)
+            out.append([ins])
+    if not any(a is conv._ABSENT for a in args):
+        c = _spec_candidate(op, False, args, kwargs, result, r)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def _conv_cols(P):
+    from ..ops import conv
+
+    def convolution(x, w, b):
+        cols = conv._im2col(x, P)
+        return conv._apply_np("C", x, w, P, cols, b), cols
+    return convolution
+
+
+_SPECIAL = {"convolution": _convolution_lower, "__getitem__": _getitem_lower, "zeros": _factory_lower, "ones": _factory_lower,
             "full": _factory_lower, "zeros_like": _factory_lower,
             "ones_like": _factory_lower, "full_like": _factory_lower, "eye": _eye_lower,
             "nll_loss": _nll_lower, "log_softmax": _log_softmax_lower,
