@@ -4,6 +4,11 @@
 ufunc writing into a preallocated buffer first, then the op's declared NumPy forward, then a
 kernel written here for a hand-written op) and keeps the first whose result, run on the
 capture's arrays, equals the eager result bit for bit; none does: ``NoKernel``.
+
+Some kernels written here also give the arrays their op's backward reads (max pooling's
+indices, the norms' statistics, a convolution's input columns): the backward forms in
+``BACKWARD`` (keyed by node name) run the node's own array formula on those buffers, so a
+replay's backward uses what the replay's forward computed.
 """
 from __future__ import annotations
 
