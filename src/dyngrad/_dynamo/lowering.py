@@ -59,12 +59,21 @@ def bump_grad_version(p):
 
 # --- names ------------------------------------------------------------------------------
 _REFLECTED = {"__radd__": "add", "__rmul__": "mul", "__rsub__": "sub", "__rtruediv__": "div",
-              "__rdiv__": "div", "__rpow__": "pow", "__rmatmul__": "matmul"}
+              "__rdiv__": "div", "__rpow__": "pow", "__rmatmul__": "matmul",
+              "__rand__": "bitwise_and", "__ror__": "bitwise_or", "__rxor__": "bitwise_xor",
+              "__rlshift__": "bitwise_left_shift", "__rrshift__": "bitwise_right_shift",
+              "__rmod__": "remainder", "__rfloordiv__": "floor_divide"}
 _DUNDER = {"__add__": "add", "__mul__": "mul", "__sub__": "sub", "__truediv__": "div",
            "__div__": "div", "__pow__": "pow", "__matmul__": "matmul", "__neg__": "neg",
            "__abs__": "abs", "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_",
            "__itruediv__": "div_", "__gt__": "gt", "__lt__": "lt", "__ge__": "ge",
-           "__le__": "le", "__eq__": "eq", "__ne__": "ne"}
+           "__le__": "le", "__eq__": "eq", "__ne__": "ne", "__and__": "bitwise_and",
+           "__or__": "bitwise_or", "__xor__": "bitwise_xor", "__lshift__": "bitwise_left_shift",
+           "__rshift__": "bitwise_right_shift", "__mod__": "remainder",
+           "__floordiv__": "floor_divide", "__invert__": "bitwise_not",
+           "__iand__": "bitwise_and_", "__ior__": "bitwise_or_", "__ixor__": "bitwise_xor_",
+           "__ilshift__": "bitwise_left_shift_", "__irshift__": "bitwise_right_shift_",
+           "__imod__": "remainder_", "__ifloordiv__": "floor_divide_", "__ipow__": "pow_"}
 _ALIAS = {"F.relu": "relu", "F.tanh": "tanh", "F.sigmoid": "sigmoid", "true_divide": "div",
           "multiply": "mul", "subtract": "sub", "negative": "neg", "divide": "div",
           "F.log_softmax": "log_softmax", "F.softmax": "softmax", "F.nll_loss": "nll_loss",
@@ -80,7 +89,9 @@ _UFUNC1 = {"tanh": np.tanh, "exp": np.exp, "log": np.log, "neg": np.negative, "s
 DATA_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__",
                "__array__", "__repr__", "__str__", "__format__", "equal", "allclose",
                "is_nonzero", "__complex__"}
-_INPLACE_DUNDER = {"__iadd__", "__isub__", "__imul__", "__itruediv__"}
+_INPLACE_DUNDER = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+                   "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+                   "__irshift__", "__imatmul__"}
 
 
 def op_name(name: str):
@@ -98,8 +109,6 @@ def is_inplace(name: str) -> bool:
     """Whether op ``name`` changes its first argument (``add_``, ``__iadd__``,
     ``__setitem__``)."""
     return name in _INPLACE_DUNDER or name == "__setitem__" or \
-        (name.startswith("__i") and name.endswith("__") and name not in ("__index__", "__int__",
-                                                                        "__invert__")) or \
         (name.endswith("_") and not name.endswith("__"))
 
 
