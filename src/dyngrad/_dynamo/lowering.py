@@ -78,7 +78,8 @@ _ALIAS = {"F.relu": "relu", "F.tanh": "tanh", "F.sigmoid": "sigmoid", "true_divi
           "multiply": "mul", "subtract": "sub", "negative": "neg", "divide": "div",
           "F.log_softmax": "log_softmax", "F.softmax": "softmax", "F.nll_loss": "nll_loss",
           "swapaxes": "transpose", "swapdims": "transpose", "concat": "cat",
-          "concatenate": "cat"}
+          "concatenate": "cat", "less": "lt", "less_equal": "le", "greater": "gt",
+          "greater_equal": "ge", "not_equal": "ne", "clip": "clamp", "clip_": "clamp_"}
 _UFUNC2 = {"add": np.add, "mul": np.multiply, "sub": np.subtract, "div": np.true_divide,
            "maximum": np.maximum, "minimum": np.minimum}
 _CMP = {"gt": np.greater, "lt": np.less, "ge": np.greater_equal, "le": np.less_equal,
@@ -438,6 +439,9 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
     from ..ops import OPS
     from ..ops._spec import _signatures
     info = OPS.get(op)
+    if info is None and "." in op:   # linalg.cross, special.xlogy: the declared op's own name
+        head, _, base = op.rpartition(".")
+        info = OPS.get(f"{head.replace('.', '_')}_{base}")
     spec = info.get("spec") if info else None
     if spec is None:
         return None
