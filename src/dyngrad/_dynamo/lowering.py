@@ -4,6 +4,11 @@
 ufunc writing into a preallocated buffer first, then the op's declared NumPy forward, then a
 kernel written here for a hand-written op) and keeps the first whose result, run on the
 capture's arrays, equals the eager result bit for bit; none does: ``NoKernel``.
+
+Some kernels written here also give the arrays their op's backward reads (max pooling's
+indices, the norms' statistics, a convolution's input columns): the backward forms in
+``BACKWARD`` (keyed by node name) run the node's own array formula on those buffers, so a
+replay's backward uses what the replay's forward computed.
 """
 from __future__ import annotations
 
@@ -54,17 +59,27 @@ def bump_grad_version(p):
 
 # --- names ------------------------------------------------------------------------------
 _REFLECTED = {"__radd__": "add", "__rmul__": "mul", "__rsub__": "sub", "__rtruediv__": "div",
-              "__rdiv__": "div", "__rpow__": "pow", "__rmatmul__": "matmul"}
+              "__rdiv__": "div", "__rpow__": "pow", "__rmatmul__": "matmul",
+              "__rand__": "bitwise_and", "__ror__": "bitwise_or", "__rxor__": "bitwise_xor",
+              "__rlshift__": "bitwise_left_shift", "__rrshift__": "bitwise_right_shift",
+              "__rmod__": "remainder", "__rfloordiv__": "floor_divide"}
 _DUNDER = {"__add__": "add", "__mul__": "mul", "__sub__": "sub", "__truediv__": "div",
            "__div__": "div", "__pow__": "pow", "__matmul__": "matmul", "__neg__": "neg",
            "__abs__": "abs", "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_",
            "__itruediv__": "div_", "__gt__": "gt", "__lt__": "lt", "__ge__": "ge",
-           "__le__": "le", "__eq__": "eq", "__ne__": "ne"}
+           "__le__": "le", "__eq__": "eq", "__ne__": "ne", "__and__": "bitwise_and",
+           "__or__": "bitwise_or", "__xor__": "bitwise_xor", "__lshift__": "bitwise_left_shift",
+           "__rshift__": "bitwise_right_shift", "__mod__": "remainder",
+           "__floordiv__": "floor_divide", "__invert__": "bitwise_not",
+           "__iand__": "bitwise_and_", "__ior__": "bitwise_or_", "__ixor__": "bitwise_xor_",
+           "__ilshift__": "bitwise_left_shift_", "__irshift__": "bitwise_right_shift_",
+           "__imod__": "remainder_", "__ifloordiv__": "floor_divide_", "__ipow__": "pow_"}
 _ALIAS = {"F.relu": "relu", "F.tanh": "tanh", "F.sigmoid": "sigmoid", "true_divide": "div",
           "multiply": "mul", "subtract": "sub", "negative": "neg", "divide": "div",
           "F.log_softmax": "log_softmax", "F.softmax": "softmax", "F.nll_loss": "nll_loss",
           "swapaxes": "transpose", "swapdims": "transpose", "concat": "cat",
-          "concatenate": "cat"}
+          "concatenate": "cat", "less": "lt", "less_equal": "le", "greater": "gt",
+          "greater_equal": "ge", "not_equal": "ne", "clip": "clamp", "clip_": "clamp_"}
 _UFUNC2 = {"add": np.add, "mul": np.multiply, "sub": np.subtract, "div": np.true_divide,
            "maximum": np.maximum, "minimum": np.minimum}
 _CMP = {"gt": np.greater, "lt": np.less, "ge": np.greater_equal, "le": np.less_equal,
@@ -75,7 +90,9 @@ _UFUNC1 = {"tanh": np.tanh, "exp": np.exp, "log": np.log, "neg": np.negative, "s
 DATA_READS = {"item", "tolist", "numpy", "__bool__", "__float__", "__int__", "__index__",
                "__array__", "__repr__", "__str__", "__format__", "equal", "allclose",
                "is_nonzero", "__complex__"}
-_INPLACE_DUNDER = {"__iadd__", "__isub__", "__imul__", "__itruediv__"}
+_INPLACE_DUNDER = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+                   "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+                   "__irshift__", "__imatmul__"}
 
 
 def op_name(name: str):
@@ -90,11 +107,18 @@ def op_name(name: str):
 
 
 def is_inplace(name: str) -> bool:
-    return name in _INPLACE_DUNDER or (name.endswith("_") and not name.endswith("__"))
+    """Whether op ``name`` changes its first argument (``add_``, ``__iadd__``,
+    ``__setitem__``)."""
+    return name in _INPLACE_DUNDER or name == "__setitem__" or \
+        (name.endswith("_") and not name.endswith("__"))
 
 
-def snapshot_inplace(name, args):
-    """Copies of the tensor arguments' arrays before an in-place op (to check its kernel)."""
+def snapshot_inplace(name, args, kwargs=None):
+    """Copies of the tensor arguments' arrays before an in-place op (to check its kernel);
+    for batch norm, ``{id(tensor): copy}`` of the running statistics it updates."""
+    if name in ("F.batch_norm", "batch_norm"):
+        ts = list(args[1:3]) + [(kwargs or {}).get(k) for k in ("running_mean", "running_var")]
+        return {id(t): t._data.copy() for t in ts if isinstance(t, Tensor)}
     if not is_inplace(name):
         return None
     return [a._data.copy() if isinstance(a, Tensor) else None for a in args]
@@ -129,6 +153,8 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     (``kernel``: the NumPy function taking the same arguments as arrays, when known)."""
     if name in DATA_READS:
         return []
+    if name == "__setitem__":
+        return _setitem_lower(cap, args, kwargs, before, top)
     ts = _tensors(result)
     if not ts:
         if isinstance(result, (bool, int, float, complex)) and name not in _META:
@@ -143,6 +169,10 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     ins_arrays = {id(a._data) for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)}
     if isinstance(result, Tensor) and id(result._data) in ins_arrays and not is_inplace(name):
         return []   # (dropout in eval returns its input too)
+    if isinstance(result, Tensor) and not is_inplace(name):
+        i = cap.by_array.get(id(result._data))
+        if i is not None and defined(cap, i):
+            return []   # a tensor on a buffer's own array (from_numpy of a saved array)
     if name in _random_names() or op in _random_names():
         raise _nokernel("a random op (its numbers would be drawn once)")
     refs = {}
@@ -151,6 +181,9 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
         k = id(t)
         if k not in refs:
             refs[k] = cap.ref(t, top)
+            if not defined(cap, refs[k].i):
+                raise _nokernel("an input computed inside an op whose own kernel replaced "
+                                "the ops it ran")
         return refs[k]
 
     if op == "mul" and not reflected and len(args) == 2 and not kwargs and \
@@ -161,9 +194,14 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
                     other._data.dtype == result._data.dtype:
                 cap.map_array(result._data, r(other).i)   # x * 1 is x, bit for bit
                 return []
+    if op == "batch_norm" and kernel is None:
+        instrs = _batch_norm_lower(cap, args, kwargs, result, r, before or {}, top)
+        if instrs is None:
+            raise _nokernel("no kernel")
+        return instrs
     candidates = []
     if kernel is not None:
-        candidates = _kernel_candidates(name, kernel, args, kwargs, r)
+        candidates = _kernel_candidates(name, kernel, args, kwargs, r, cap)
     elif is_inplace(name):
         candidates = _inplace_candidates(op, args, kwargs, result, r)
     else:
@@ -176,13 +214,18 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
             c = _spec_candidate(op, reflected, args, kwargs, result, r)
             if c is not None:
                 candidates.append(c)
-    if not candidates:
-        raise _nokernel("no kernel")
     for instrs in candidates:
         if _check(cap, instrs, result, before, args):
             _place(cap, instrs, result)
             return instrs
-    raise _nokernel("its kernel does not reproduce the eager result")
+    msg = "its kernel does not reproduce the eager result" if candidates else "no kernel"
+    if is_inplace(name):
+        # the ops an in-place op ran inside do not stand for it: its write would be lost
+        if top:
+            cap.fail(f"no replay kernel reproduces '{name}' ({name}: {msg})")
+        elif cap.stack and cap.stack[-1].failed is None:
+            cap.stack[-1].failed = f"{name}: {msg}"
+    raise _nokernel(msg)
 
 
 _META = {"size", "dim", "ndimension", "numel", "nelement", "is_floating_point", "is_complex",
@@ -190,15 +233,98 @@ _META = {"size", "dim", "ndimension", "numel", "nelement", "is_floating_point", 
          "is_signed", "__len__", "data_ptr", "type", "is_leaf", "requires_grad_", "__hash__"}
 
 
-def _kernel_candidates(name, kernel, args, kwargs, r):
-    def conv(v):
+def _kernel_candidates(name, kernel, args, kwargs, r, cap=None):
+    shapes = {}
+
+    def conv(v, pos=None):
         if isinstance(v, Tensor):
             return r(v)
-        if _is_const(v):
+        if _is_const(v) or _is_geometry(v):
             return v
+        if cap is not None and isinstance(v, np.ndarray) and pos is not None:
+            ref = _array_ref(cap, v)
+            if ref is not None:
+                if ref[1] is not None:
+                    shapes[pos] = ref[1]
+                return ref[0]
+            if pos in _recomputed(kernel):
+                return None
+        if pos is not None and pos in _unused(kernel):
+            return None
+        if pos == 1 and _reads_saved(kernel) and all(
+                _is_const(x) or (type(x) is slice and _basic_index(x)) for x in v._saved[:3]):
+            return _NodeOnArrays(tuple(v._saved[:3]), ())   # the select's shape, dim, index
+        if cap is not None and type(v) is tuple and pos is not None:   # an index of arrays
+            out = []
+            for x in v:
+                ref = _array_ref(cap, x) if isinstance(x, np.ndarray) else None
+                if ref is not None and ref[1] is None:
+                    out.append(ref[0])
+                elif _is_const(x) or x is Ellipsis or (type(x) is slice and _basic_index(x)):
+                    out.append(x)
+                else:
+                    raise _nokernel(f"an argument of type {type(x).__name__} in a tuple")
+            return tuple(out)
         raise _nokernel(f"an argument of type {type(v).__name__}")
-    return [[Instr(name, kernel, tuple(conv(a) for a in args),
-                   {k: conv(v) for k, v in kwargs.items()}, mode="new")]]
+    a2 = tuple(conv(a, i) for i, a in enumerate(args))
+    k2 = {k: conv(v) for k, v in kwargs.items()}
+    if shapes:
+        kernel = _reshaping(kernel, shapes)
+    return [[Instr(name, kernel, a2, k2, mode="new")]]
+
+
+def _recomputed(kernel):
+    """Positions of ``kernel``'s array arguments that only cache what it computes itself when
+    given None (a convolution's im2col columns of the forward)."""
+    from ..ops import conv
+    return (4,) if kernel is conv._bilinear_np else ()
+
+
+def _reads_saved(kernel) -> bool:
+    """Whether ``kernel`` takes a node only to read its saved constants."""
+    from ..ops import indexing
+    return kernel is indexing._view_grad_np
+
+
+def _unused(kernel):
+    """Positions of arguments ``kernel`` takes but does not read (its Tensor twin's node class
+    and saved values)."""
+    from ..ops import shape
+    return (3, 4) if kernel is shape._place_np else ()
+
+
+def _is_geometry(v) -> bool:
+    """A convolution's geometry (stride, padding, sizes: fixed by the guarded shapes)."""
+    from ..ops.conv import _P
+    return type(v) is _P and all(_is_const(getattr(v, k)) for k in _P.__slots__)
+
+
+def _array_ref(cap, v):
+    """``(Ref, shape or None)`` of an array argument that is a buffer, or a reshaped view of
+    one (the indices a backward formula reshapes at array level)."""
+    i = cap.by_array.get(id(v))
+    if i is not None and defined(cap, i):
+        return Ref(i), None
+    b = v.base
+    if b is None or not v.flags.c_contiguous:
+        return None
+    for i in range(len(cap.arrays) - 1, -1, -1):   # a buffer on the same memory, reshaped
+        a = cap.arrays[i]
+        if (a is b or a.base is b) and a.size == v.size and a.dtype == v.dtype and \
+                a.flags.c_contiguous and np.shares_memory(a, v) and \
+                a.__array_interface__["data"][0] == v.__array_interface__["data"][0] and \
+                cap.by_array.get(id(a)) == i and defined(cap, i):
+            return Ref(i), tuple(v.shape)
+    return None
+
+
+def _reshaping(kernel, shapes):
+    """``kernel`` with the positional arguments in ``shapes`` reshaped first."""
+    def k(*args, **kwargs):
+        args = [a.reshape(shapes[i]) if i in shapes else a for i, a in enumerate(args)]
+        return kernel(*args, **kwargs)
+    k.__name__ = getattr(kernel, "__name__", "kernel")
+    return k
 
 
 def _random_names():
@@ -250,7 +376,7 @@ def _ufunc_candidates(op, reflected, args, kwargs, result, r):
     elif op == "relu" and len(args) == 1 and not kwargs:
         out.append([Instr(op, np.maximum, (r(args[0]), rd.dtype.type(0)), mode="out")])
     elif op == "pow" and len(args) == 2 and not kwargs and isinstance(args[0], Tensor) \
-            and not reflected and args[1] == 2 and not isinstance(args[1], bool):
+            and not reflected and type(args[1]) in (int, float) and args[1] == 2:
         out.append([Instr(op, np.square, (r(args[0]),), mode="out")])
         out.append([Instr(op, np.multiply, (r(args[0]), r(args[0])), mode="out")])
     elif op == "pow" and len(args) == 2 and not kwargs and isinstance(args[0], Tensor) \
@@ -313,8 +439,14 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
     from ..ops import OPS
     from ..ops._spec import _signatures
     info = OPS.get(op)
+    if info is None and "." in op:   # linalg.cross, special.xlogy: the declared op's own name
+        head, _, base = op.rpartition(".")
+        info = OPS.get(f"{head.replace('.', '_')}_{base}")
     spec = info.get("spec") if info else None
-    if spec is None or spec.outputs:
+    if spec is None:
+        return None
+    if spec.outputs and (not isinstance(result, tuple) or len(result) != len(spec.outputs) or
+                         not all(isinstance(t, Tensor) for t in result)):
         return None
     listed = spec.inputs == ("tensors",)
     if reflected:
@@ -339,9 +471,12 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
                 return None
             v = tuple(r(t) for t in v)
         elif pname in spec.inputs:
-            if not isinstance(v, Tensor):
-                return None
-            v = r(v)
+            if isinstance(v, Tensor):
+                v = r(v)
+            else:   # a number where a tensor goes: a 0-d array of the result's dtype
+                v = _wrapped_number(v, result)
+                if v is None:
+                    return None
         elif not _is_const(v):
             return None
         if p.kind == inspect.Parameter.VAR_POSITIONAL:
@@ -352,10 +487,30 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
             k2.update(v)
         else:
             a2.append(v)
-    for t in [v for v in ba.arguments.values() if isinstance(v, Tensor)]:
-        if t._data.dtype != result._data.dtype and t._data.dtype.kind in "fc":
-            return None   # (promotion happens before the forward)
+    if not isinstance(result, Tensor) and not spec.outputs:
+        return None
+    first = result if isinstance(result, Tensor) else result[0]
+    fdts = {t._data.dtype for t in ba.arguments.values()
+            if isinstance(t, Tensor) and t._data.dtype.kind in "fc"}
+    if len(fdts) > 1 or (fdts and first._data.dtype.kind in "fc" and
+                         first._data.dtype not in fdts):
+        return None   # (promotion happens before the forward)
     return [Instr(op, spec.forward, tuple(a2), k2, mode="new")]
+
+
+def _wrapped_number(v, result):
+    """A Python number as the 0-d array of the result's dtype that eager computes with (the
+    kernel check says whether that reproduces eager)."""
+    first = result if isinstance(result, Tensor) else result[0]
+    dt = first._data.dtype
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if dt.kind in "fc" or (type(v) is int and dt.kind in "iu"):
+        try:
+            return np.asarray(v, dt)
+        except (OverflowError, ValueError):
+            return None
+    return None
 
 
 def _is_const(v) -> bool:
@@ -369,7 +524,7 @@ def _is_const(v) -> bool:
 def _inplace_candidates(op, args, kwargs, result, r):
     base = op[:-1] if op.endswith("_") else op
     t = args[0]
-    if not isinstance(t, Tensor) or t._requires_grad or result is not t:
+    if not isinstance(t, Tensor) or (t._requires_grad and t._grad_fn is None) or result is not t:
         return []
     d = t._data
     if base in _UFUNC2 and len(args) == 2 and not kwargs:
@@ -387,7 +542,18 @@ def _inplace_candidates(op, args, kwargs, result, r):
         return [[Instr(op, _UFUNC1[base], (r(t),), {"out": r(t)}, mode="effect")]]
     if op == "zero_" and len(args) == 1 and not kwargs:
         return [[Instr(op, np.copyto, (r(t), d.dtype.type(0)), mode="effect")]]
+    c = _spec_candidate(base, False, args, kwargs, result, r)
+    if c is not None:   # the out-of-place forward, written into the tensor
+        fwd = c[0]
+        return [[Instr(op, _into(fwd.fn), (r(t),) + fwd.args, fwd.kwargs, mode="effect")]]
     return []
+
+
+def _into(fn):
+    def into(dst, *args, **kwargs):
+        dst[...] = fn(*args, **kwargs)
+    into.__name__ = f"{getattr(fn, '__name__', 'op')}_into"
+    return into
 
 
 def _check(cap, instrs, result, before, args) -> bool:
@@ -396,8 +562,9 @@ def _check(cap, instrs, result, before, args) -> bool:
     need = set()
     for ins in instrs:
         for a in list(ins.args) + list(ins.kwargs.values()):
-            if type(a) is Ref:
-                need.add(a.i)
+            for v in (a if type(a) is tuple else (a,)):
+                if type(v) is Ref:
+                    need.add(v.i)
     for i in need:
         env[i] = cap.arrays[i]
     if before is not None:  # in place: run on copies of the inputs as they were
@@ -436,11 +603,15 @@ def _check(cap, instrs, result, before, args) -> bool:
     if before is not None:
         i = cap.by_array.get(id(args[0]._data))
         return i is not None and same(env[i], args[0]._data)
+    ins = instrs[-1]
+    if len(outs) > 1 and ins.mode == "new" and type(ins.value) is tuple and \
+            len(ins.value) == len(outs) == len(result):   # several results (values, indices)
+        return all(isinstance(v, np.ndarray) and same(v, t._data)
+                   for v, t in zip(ins.value, outs))
     if len(outs) != 1 or not isinstance(last, np.ndarray):
         return False
     if not same(last, outs[0]._data):
         return False
-    ins = instrs[-1]
     if ins.mode == "new" and type(ins.value) is not tuple:
         if any(np.shares_memory(last, cap.arrays[a.i]) for a in ins.args if type(a) is Ref):
             ins.mode = "view"
@@ -457,15 +628,23 @@ def _place(cap, instrs, result):
     if ins.mode == "out":
         pre = np.empty_like(d)
         ins.out = cap.new_buffer("tmp", d, "", pre)
+        cap.__dict__.setdefault("_producers", {})[ins.out] = ins
     elif type(getattr(ins, "value", None)) is tuple:  # several arrays: the result first
         first = cap.new_buffer("tmp", d)
-        ins.out = (first,) + tuple(cap.new_buffer("tmp", np.asarray(v), map_id=False)
-                                  for v in ins.value[1:])
+        if len(outs) == len(ins.value) > 1:   # every result is a tensor the program gives
+            ins.out = (first,) + tuple(cap.new_buffer("tmp", t._data) for t in outs[1:])
+        else:
+            ins.out = (first,) + tuple(cap.new_buffer("tmp", np.asarray(v), map_id=False)
+                                      for v in ins.value[1:])
         aux = getattr(ins, "aux", None)
         if aux is not None and aux[0] is not None:
             cap.nll_by_node[id(aux[0])] = (ins, ins.out[1:])
+        for arr, k in getattr(ins, "alias", ()):   # eager's own array of that result
+            if same(arr, cap.arrays[ins.out[k]]):
+                cap.map_array(arr, ins.out[k])
     else:
         ins.out = cap.new_buffer("tmp", d)
+        cap.__dict__.setdefault("_producers", {})[ins.out] = ins
         if ins.mode == "view" and any(type(a) is Ref and a.i in cap.ones for a in ins.args):
             cap.ones.add(ins.out)   # a view of ones is ones
 
@@ -530,16 +709,68 @@ def _softmax_sig(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def _getitem_lower(cap, op, args, kwargs, result, r):
-    """Basic indexing (ints, slices, None, Ellipsis): a view of the array."""
+    """Basic indexing (ints, slices, None, Ellipsis): a view of the array; with integer or
+    bool tensors among the indices: NumPy's advanced indexing with the tensors' arrays."""
     if len(args) != 2 or kwargs or not isinstance(args[0], Tensor):
         return []
+    if _basic_index(args[1]):
+        return [[Instr("getitem", _getitem, (r(args[0]), args[1]), mode="new")]]
     idx = args[1] if type(args[1]) is tuple else (args[1],)
+    template, refs = [], []
     for i in idx:
-        if not (i is None or i is Ellipsis or type(i) is int or
-                (type(i) is slice and all(v is None or type(v) is int
-                                          for v in (i.start, i.stop, i.step)))):
+        if isinstance(i, Tensor) and i._data.dtype.kind in "iub":
+            template.append(_TENSOR_AT)
+            refs.append(r(i))
+        elif _basic_index((i,)) or (type(i) is list and _is_const(i)):
+            template.append(i)
+        else:
             return []
-    return [[Instr("getitem", _getitem, (r(args[0]), args[1]), mode="new")]]
+    return [[Instr("getitem", _getitem_adv, (r(args[0]), tuple(template)) + tuple(refs),
+                   {"one": type(args[1]) is not tuple}, mode="new")]]
+
+
+_TENSOR_AT = "<tensor>"
+
+
+def _getitem_adv(a, template, *arrays, one=False):
+    """``a[index]``, the index rebuilt from ``template`` with ``arrays`` in the places of its
+    tensors."""
+    it = iter(arrays)
+    idx = tuple(next(it) if type(v) is str else v for v in template)
+    return a[idx[0] if one else idx]
+
+
+def _setitem_lower(cap, args, kwargs, before, top):
+    """``t[idx] = v`` with a basic index on a tensor that does not require grad: the same
+    assignment on its buffer."""
+    if len(args) != 3 or kwargs or not isinstance(args[0], Tensor) or args[0]._requires_grad:
+        raise _nokernel("an assignment into a tensor that requires grad")
+    t, idx, v = args
+    if not _basic_index(idx):
+        raise _nokernel("an assignment with tensor indices")
+    if isinstance(v, Tensor):
+        if v._data.dtype != t._data.dtype:
+            raise _nokernel("an assignment of another dtype")
+        val = cap.ref(v, top)
+    elif isinstance(v, (int, float)) and not isinstance(v, bool) and t._data.dtype.kind == "f":
+        val = t._data.dtype.type(v)
+    else:
+        raise _nokernel("an assignment of a value of another type")
+    instrs = [Instr("setitem", _setitem, (cap.ref(t, top), idx, val), mode="effect")]
+    if not _check(cap, instrs, t, before, args):
+        raise _nokernel("its kernel does not reproduce the eager result")
+    return instrs
+
+
+def _basic_index(idx) -> bool:
+    idx = idx if type(idx) is tuple else (idx,)
+    return all(i is None or i is Ellipsis or type(i) is int or
+               (type(i) is slice and all(v is None or type(v) is int
+                                         for v in (i.start, i.stop, i.step))) for i in idx)
+
+
+def _setitem(a, idx, v):
+    a[idx] = v
 
 
 def _getitem(a, idx):
@@ -563,11 +794,328 @@ def _factory_lower(cap, op, args, kwargs, result, r):
                    mode="new")]]
 
 
-_SPECIAL = {"__getitem__": _getitem_lower, "zeros": _factory_lower, "ones": _factory_lower,
+def _gelu_lower(cap, op, args, kwargs, result, r):
+    """F.gelu: the declared gelu's NumPy forward."""
+    from ..ops import activation as A
+    try:
+        ba = inspect.signature(_gelu_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    x, approx = ba.arguments["input"], ba.arguments.get("approximate", "none")
+    if not isinstance(x, Tensor) or approx not in ("none", "tanh"):
+        return []
+    return [[Instr("gelu", A.gelu.forward, (r(x), approx), mode="new")]]
+
+
+def _gelu_sig(input, approximate="none"):
+    pass
+
+
+def _mse_lower(cap, op, args, kwargs, result, r):
+    """F.mse_loss without weights, of one dtype and shape: the declared loss's forward."""
+    from ..ops import losses
+    from ..nn.functional import _reduction_enum, _REDUCTIONS
+    try:
+        ba = inspect.signature(_mse_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x, t = a["input"], a["target"]
+    if a["weight"] is not None or not isinstance(x, Tensor) or not isinstance(t, Tensor) or \
+            x._data.shape != t._data.shape or x._data.dtype != t._data.dtype:
+        return []
+    red = _REDUCTIONS[_reduction_enum(a["reduction"], a["size_average"], a["reduce"])]
+    return [[Instr("mse_loss", losses.mse_loss.forward, (r(x), r(t), red), mode="new")]]
+
+
+def _mse_sig(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    pass
+
+
+def _max_pool2d_np(x, k, s, p, d, ceil_mode):
+    """F.max_pool2d's window maxima and their flat indices, as its eager code finds them."""
+    from ..ops import pool
+    x4 = x if x.ndim == 4 else x[None]
+    idx, _, vals = pool.max_pool2d_indices(x4, k, s, p, d, ceil_mode)
+    if x.ndim == 3:
+        idx, vals = idx[0], vals[0]
+    return vals, idx
+
+
+def _max_pool2d_lower(cap, op, args, kwargs, result, r):
+    from ..nn.functional import _pool_args
+    try:
+        ba = inspect.signature(_max_pool2d_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x = a["input"]
+    if a["return_indices"] or not isinstance(x, Tensor) or not isinstance(result, Tensor) or \
+            not _is_const(tuple(v for k, v in a.items() if k != "input")):
+        return []
+    k, s, p, d = _pool_args(x, a["kernel_size"], a["stride"], a["padding"], a["dilation"],
+                            "max_pool2d", ceil_mode=a["ceil_mode"])
+    ins = Instr("max_pool2d", _max_pool2d_np, (r(x), k, s, p, d, a["ceil_mode"]), mode="new")
+    ins.aux = (result._grad_fn,)
+    return [[ins]]
+
+
+def _max_pool2d_sig(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                    return_indices=False):
+    pass
+
+
+def _normalize_np(x, w, b, rs, axes, wb, eps, layout, mean=None, var=None):
+    """The normalisation of ``norm.normalize_affine`` on arrays of one float dtype (float32,
+    float64): ``(y, mean, var, invstd)``; ``mean``/``var`` given: fixed statistics."""
+    xr = x.reshape(rs)
+    if mean is None:
+        mean = xr.mean(axis=axes, keepdims=True)
+        xc = xr - mean
+        var = (xc * xc).mean(axis=axes, keepdims=True)
+    else:
+        mean = mean.astype(x.dtype, copy=False)
+        var = var.astype(x.dtype, copy=False)
+        xc = xr - mean
+    invstd = (1.0 / np.sqrt(var + eps)).astype(x.dtype, copy=False)
+    y = (xc * invstd).reshape(x.shape)
+    if w is not None:
+        y = y * w.reshape(wb)
+    if b is not None:
+        y = y + b.reshape(wb)
+    return layout(x, y.astype(x.dtype, copy=False)), mean, var, invstd
+
+
+def _norm_ok(x, *ts):
+    return isinstance(x, Tensor) and x._data.dtype in (np.float32, np.float64) and \
+        all(t is None or (isinstance(t, Tensor) and t._data.dtype == x._data.dtype) for t in ts)
+
+
+def _layer_norm_lower(cap, op, args, kwargs, result, r):
+    """F.layer_norm: the normalisation on arrays; its statistics kept for the backward."""
+    from ..nn.functional import _c_layout
+    try:
+        ba = inspect.signature(_layer_norm_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x, w, b, eps = a["input"], a["weight"], a["bias"], a["eps"]
+    ns = a["normalized_shape"]
+    ns = (ns,) if isinstance(ns, int) else tuple(ns)
+    if not _norm_ok(x, w, b) or not isinstance(eps, (int, float)) or not _is_const(ns):
+        return []
+    nd, k = x._data.ndim, len(ns)
+    axes = tuple(range(nd - k, nd))
+    wb = (1,) * (nd - k) + ns
+    ins = Instr("layer_norm", _layer_norm_np(axes, wb, eps, _c_layout),
+                (r(x), None if w is None else r(w), None if b is None else r(b)), mode="new")
+    ins.aux = (result._grad_fn,)
+    return [[ins]]
+
+
+def _layer_norm_np(axes, wb, eps, layout):
+    def layer_norm(x, w, b):
+        y, mean, _, invstd = _normalize_np(x, w, b, x.shape, axes, wb, eps, layout)
+        return y, mean, invstd
+    return layer_norm
+
+
+def _layer_norm_sig(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    pass
+
+
+def _batch_norm_sig(input, running_mean, running_var, weight=None, bias=None, training=False,
+                    momentum=0.1, eps=1e-05):
+    pass
+
+
+def _batch_norm_np(axes, bshape, eps, layout, C, n, momentum):
+    """F.batch_norm on arrays: ``(y, mean, invstd)``; in training (``momentum`` not None)
+    the running statistics given are updated in place as the eager code updates them."""
+    def batch_norm(x, w, b, rm, rv):
+        if momentum is None:
+            y, mean, _, invstd = _normalize_np(x, w, b, x.shape, axes, bshape, eps, layout,
+                                               rm.reshape(bshape), rv.reshape(bshape))
+            return y, mean, invstd
+        y, mean, var, invstd = _normalize_np(x, w, b, x.shape, axes, bshape, eps, layout)
+        m = momentum
+        if rm is not None:
+            rm[...] = (1 - m) * rm + m * mean.reshape(C)
+        if rv is not None:
+            rv[...] = (1 - m) * rv + m * var.reshape(C) * (n / (n - 1))
+        return y, mean, invstd
+    return batch_norm
+
+
+def bump_version(t):
+    """A tensor changed in place by a replayed kernel: its version goes up, as in eager."""
+    t._vc[0] += 1
+
+
+def _batch_norm_lower(cap, args, kwargs, result, r, before, top):
+    """F.batch_norm (training: batch statistics, the running ones updated in place; eval:
+    the running statistics).  Checked here against eager, the running statistics from their
+    values before the call."""
+    from ..ops.norm import suggested_layout
+    try:
+        ba = inspect.signature(_batch_norm_sig).bind(*args, **kwargs)
+    except TypeError:
+        return None
+    ba.apply_defaults()
+    a = ba.arguments
+    x, rm, rv, w, b = (a[k] for k in ("input", "running_mean", "running_var", "weight", "bias"))
+    eps, momentum, training = a["eps"], a["momentum"], a["training"]
+    if not _norm_ok(x, w, b) or not isinstance(result, Tensor) or type(training) is not bool \
+            or not isinstance(eps, (int, float)) or not isinstance(momentum, (int, float)):
+        return None
+    xd = x._data
+    if xd.ndim < 2 or not xd.size:
+        return None
+    C = xd.shape[1]
+    axes = (0,) + tuple(range(2, xd.ndim))
+    bshape = (1, C) + (1,) * (xd.ndim - 2)
+    use_batch = training or rm is None or rv is None
+    stats = [t for t in (rm, rv) if t is not None] if training else []
+    if not use_batch and not (isinstance(rm, Tensor) and isinstance(rv, Tensor)):
+        return None
+    for t in stats:
+        if not isinstance(t, Tensor) or t._requires_grad or id(t) not in before:
+            return None
+    kernel = _batch_norm_np(axes, bshape, eps, suggested_layout, C, xd.size // C,
+                            momentum if training else None)
+    refs = [r(x), None if w is None else r(w), None if b is None else r(b)]
+    refs += [None if t is None or (use_batch and not training) else r(t) for t in (rm, rv)]
+    # check on the capture's arrays (the running statistics: copies as they were before)
+    vals = [None if v is None else cap.arrays[v.i] for v in refs]
+    for j, t in ((3, rm), (4, rv)):
+        if t is not None and id(t) in before:
+            vals[j] = before[id(t)].copy()
+    try:
+        with np.errstate(all="ignore"):
+            out = kernel(*vals)
+    except Exception:
+        return None
+    if not same(out[0], result._data):
+        return None
+    for j, t in ((3, rm), (4, rv)):
+        if any(t is u for u in stats) and not same(vals[j], t._data):
+            return None
+    ins = Instr("batch_norm", kernel, tuple(refs), mode="new")
+    ins.value = out
+    ins.aux = (result._grad_fn,)
+    _place(cap, [ins], result)
+    instrs = [ins]
+    for t in stats:
+        instrs.append(Instr("bump_version", bump_version, (t,), mode="effect"))
+        cap.bumped(t)
+    return instrs
+
+
+def _embedding_lower(cap, op, args, kwargs, result, r):
+    """F.embedding without ``max_norm``: the rows of the weight at the indices."""
+    try:
+        ba = inspect.signature(_embedding_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x, w = a["input"], a["weight"]
+    if a["max_norm"] is not None or not isinstance(x, Tensor) or not isinstance(w, Tensor) or \
+            x._data.dtype.kind not in "iu":
+        return []
+    return [[Instr("embedding", _embedding_np, (r(w), r(x)), mode="new")]]
+
+
+def _embedding_np(w, idx):
+    """The rows of ``w`` at ``idx`` (indices out of range raise IndexError, as eager)."""
+    if idx.size and (idx.min() < 0 or idx.max() >= w.shape[0]):
+        raise IndexError("index out of range in self")
+    return w[idx]
+
+
+def _embedding_sig(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+                   scale_grad_by_freq=False, sparse=False):
+    pass
+
+
+def _eye_lower(cap, op, args, kwargs, result, r):
+    """eye(n, m): a new identity array of the result's (guarded) shape and dtype."""
+    if kwargs.get("requires_grad") or kwargs.get("out") is not None or \
+            not all(type(a) is int for a in args) or result._data.ndim != 2:
+        return []
+    d = result._data
+    return [[Instr("eye", np.eye, d.shape, {"dtype": d.dtype}, mode="new")]]
+
+
+def _where_lower(cap, op, args, kwargs, result, r):
+    """where(cond, a, b) with tensors or numbers of the result's dtype."""
+    if kwargs or len(args) != 3 or not isinstance(args[0], Tensor) or \
+            args[0]._data.dtype != np.bool_:
+        return []
+    dt = result._data.dtype
+    xs = [r(args[0])]
+    for v in args[1:]:
+        if isinstance(v, Tensor):
+            if v._data.dtype != dt:
+                return []
+            xs.append(r(v))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and dt.kind == "f":
+            xs.append(dt.type(v))
+        else:
+            return []
+    return [[Instr("where", _where_np, tuple(xs), mode="new")]]
+
+
+def _where_np(c, a, b):
+    r = np.where(c, a, b)
+    return r if r.dtype == (a.dtype if isinstance(a, np.ndarray) else b.dtype) else \
+        r.astype(a.dtype if isinstance(a, np.ndarray) else b.dtype)
+
+
+def _convolution_lower(cap, op, args, kwargs, result, r):
+    """torch.convolution recording its node (not transposed, batched 2-d or 3-d): the
+    forward also gives the input's columns, which the weight's gradient reads, as eager keeps
+    them; else the declared forward."""
+    from ..ops import conv
+    out = []
+    node = result._grad_fn if isinstance(result, Tensor) else None
+    if node is not None and type(node) is conv._NODE and len(args) >= 3 and not kwargs and \
+            isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
+        kind, P, cols, lift = node._saved[-4:]
+        b = args[2]
+        if kind == "C" and cols is not None and lift is None and _is_geometry(P) and \
+                (b is None or b is conv._ABSENT or isinstance(b, Tensor)):
+            ins = Instr("convolution", _conv_cols(P),
+                        (r(args[0]), r(args[1]),
+                         None if b is None or b is conv._ABSENT else r(b)), mode="new")
+            ins.alias = ((cols, 1),)
+            out.append([ins])
+    if not any(a is conv._ABSENT for a in args):
+        c = _spec_candidate(op, False, args, kwargs, result, r)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def _conv_cols(P):
+    from ..ops import conv
+
+    def convolution(x, w, b):
+        cols = conv._im2col(x, P)
+        return conv._apply_np("C", x, w, P, cols, b), cols
+    return convolution
+
+
+_SPECIAL = {"convolution": _convolution_lower, "__getitem__": _getitem_lower, "zeros": _factory_lower, "ones": _factory_lower,
             "full": _factory_lower, "zeros_like": _factory_lower,
-            "ones_like": _factory_lower, "full_like": _factory_lower,
+            "ones_like": _factory_lower, "full_like": _factory_lower, "eye": _eye_lower,
             "nll_loss": _nll_lower, "log_softmax": _log_softmax_lower,
-            "softmax": _log_softmax_lower}
+            "softmax": _log_softmax_lower, "gelu": _gelu_lower, "mse_loss": _mse_lower,
+            "embedding": _embedding_lower, "max_pool2d": _max_pool2d_lower,
+            "layer_norm": _layer_norm_lower, "where": _where_lower}
 
 
 def _nll_backward(cap, node, g):
@@ -596,6 +1144,63 @@ def _nll_backward(cap, node, g):
     return (_make(val),)
 
 
+def _outs(ins):
+    o = ins.out
+    return o if type(o) is tuple else (o,)
+
+
+def defined(cap, i) -> bool:
+    """Whether buffer ``i`` is an input of the program or the output of a recorded
+    instruction.  A result of an op nested in another whose own kernel was recorded instead
+    is not, until it is needed: then the instruction that made it is recorded at that point
+    when, run on the arrays as they are now, it still gives that result."""
+    if cap.program.buffers[i].kind != "tmp":
+        return True
+    seen = cap.__dict__.setdefault("_defined", {})
+    outs = seen.setdefault("outs", set())
+    for lst in (cap.program.instrs, getattr(cap, "aot_instrs", None)):
+        if lst is None:
+            continue
+        n = seen.get(id(lst), (None, 0))
+        start = n[1] if n[0] is lst else 0
+        for ins in lst[start:]:
+            outs.update(_outs(ins))
+        seen[id(lst)] = (lst, len(lst))
+    if i in outs:
+        return True
+    for f in cap.stack:
+        for ins in f.instrs:
+            if i in _outs(ins):
+                return True
+    return _reemit(cap, i)
+
+
+def _reemit(cap, i) -> bool:
+    ins = cap.__dict__.get("_producers", {}).get(i)
+    if ins is None or ins.mode not in ("new", "view", "out") or type(ins.out) is tuple:
+        return False
+    refs = [v for a in list(ins.args) + list(ins.kwargs.values())
+            for v in (a if type(a) is tuple else (a,)) if type(v) is Ref]
+    if not all(defined(cap, r.i) for r in refs):
+        return False
+    try:
+        with np.errstate(all="ignore"):
+            a2 = [_val(a, cap.arrays) for a in ins.args]
+            k2 = {k: _val(v, cap.arrays) for k, v in ins.kwargs.items()}
+            if ins.mode == "out":
+                val = np.empty_like(cap.arrays[i])
+                ins.fn(*a2, out=val, **k2)
+            else:
+                val = ins.fn(*a2, **k2)
+    except Exception:
+        return False
+    if not isinstance(val, np.ndarray) or not same(val, cap.arrays[i]):
+        return False
+    del cap._producers[i]
+    cap.emit(ins)
+    return True
+
+
 def emit_kernel(cap, name, kernel, args, faster=None):
     """Record ``kernel(*args)`` (Tensors as buffers, other values as constants) computed on
     the capture's arrays; returns the result as a Tensor mapped to its new buffer.
@@ -604,7 +1209,7 @@ def emit_kernel(cap, name, kernel, args, faster=None):
     for a in args:
         if isinstance(a, Tensor):
             i = cap.by_array.get(id(a._data))
-            if i is None:
+            if i is None or not defined(cap, i):
                 raise _nokernel(f"{name}: an input from outside the capture")
             refs.append(Ref(i))
             vals.append(a._data)
@@ -656,4 +1261,112 @@ _FASTER_ONES = {"TanhBackward0": lambda g, x, y: 1 - y * y,
                 "ExpBackward0": lambda g, x, y: y.copy()}
 
 
-BACKWARD = {"NllLossBackward0": _nll_backward}
+def _saved_outputs(cap, node):
+    """The buffers of the arrays the forward kernel of ``node``'s op gave besides its result
+    (indices, statistics), computed by the replay itself."""
+    fwd = cap.nll_by_node.get(id(node))
+    if fwd is None:
+        raise _nokernel(f"{type(node).__name__} of an op that was not captured by its kernel")
+    return fwd[1]
+
+
+def _emit_grads(cap, node, kernel, g, aux, n):
+    """Record ``kernel(g, *aux)`` giving the gradients of ``node``'s ``n`` inputs."""
+    gi = cap.by_array.get(id(g._data))
+    if gi is None or not defined(cap, gi):
+        raise _nokernel("a gradient from outside the capture")
+    with np.errstate(all="ignore"):
+        vals = kernel(g._data, *[cap.arrays[i] for i in aux])
+    if (type(vals) is tuple) != (n > 1):
+        raise _nokernel(f"{type(node).__name__}: its kernel gives another number of arrays")
+    vals = vals if type(vals) is tuple else (vals,)
+    if len(vals) != n:
+        raise _nokernel(f"{type(node).__name__}: its kernel gives {len(vals)} gradients")
+    ins = Instr(type(node).__name__, kernel, (Ref(gi),) + tuple(Ref(i) for i in aux),
+                mode="new")
+    if n == 1:
+        ins.out = cap.new_buffer("tmp", vals[0])
+    else:
+        ins.value = vals
+        ins.out = tuple(cap.new_buffer("tmp", v) for v in vals)
+    cap.emit(ins)
+    return tuple(_make(v) for v in vals)
+
+
+def _max_pool_backward(cap, node, g):
+    """MaxPool2DWithIndicesBackward0: the gradient added at the replay's own indices."""
+    from ..ops import pool
+    (idxb,) = _saved_outputs(cap, node)
+    _, xshape, unique, nl = node._saved[:4]
+    if len(node._saved) > 5:
+        raise _nokernel("max_pool2d's indices were returned")
+
+    def kernel(g, idx):
+        return pool._scatter_np(g, idx, xshape, unique, nl)
+    kernel.__name__ = "max_pool2d_backward"
+    return _emit_grads(cap, node, kernel, g, (idxb,), 1)
+
+
+class _FixedSaved:
+    """A saved tensor standing for a buffer's array in a backward replayed on arrays."""
+    __slots__ = ("a",)
+
+    def __init__(self, a):
+        self.a = a
+
+    def get(self, node, graph):
+        return self.a
+
+
+class _NodeOnArrays:
+    """What a node's array backward (``_bw(g, False)``) reads: its saved values (the arrays
+    the replay computes in their places) and its edges."""
+    __slots__ = ("_saved", "next_functions")
+
+    def __init__(self, saved, nf):
+        self._saved = saved
+        self.next_functions = nf
+
+
+def _norm_backward(cap, node, g):
+    """The backward of layer norm and batch norm: the node's own array formula, on the
+    replay's input, weight and statistics."""
+    from ..autograd.node import Saved
+    mean_b, invstd_b = _saved_outputs(cap, node)
+    sv = list(node._saved)
+    if not isinstance(sv[0], Saved) or (sv[1] is not None and not isinstance(sv[1], Saved)):
+        raise _nokernel("a norm without its saved input")
+    ins_ = []
+    for s in sv[:2]:
+        if s is None:
+            continue
+        i = cap.by_array.get(id(s.get(node, False)))
+        if i is None or not defined(cap, i):
+            raise _nokernel("a norm of a tensor from outside the capture")
+        ins_.append(i)
+    if isinstance(sv[10], Saved):
+        sv[10] = tuple(sv[10].get(node, False).shape)   # (only the bias's shape is read)
+    nf = node.next_functions
+    keep = [k for k, (n, _) in enumerate(nf) if n is not None]
+    cls = type(node)
+    has_w = sv[1] is not None
+
+    def kernel(g, x, *rest):
+        s2 = list(sv)
+        s2[0] = _FixedSaved(x)
+        if has_w:
+            s2[1] = _FixedSaved(rest[0])
+        s2[2], s2[3] = rest[-2], rest[-1]
+        gs = cls._bw(_NodeOnArrays(tuple(s2), nf), g, False)
+        return gs[keep[0]] if len(keep) == 1 else tuple(gs[k] for k in keep)
+    kernel.__name__ = f"{cls.__name__}_arrays"
+    got = _emit_grads(cap, node, kernel, g, tuple(ins_) + (mean_b, invstd_b), len(keep))
+    out = [None] * len(nf)
+    for k, t in zip(keep, got):
+        out[k] = t
+    return tuple(out)
+
+
+BACKWARD = {"NllLossBackward0": _nll_backward, "NativeLayerNormBackward0": _norm_backward,
+            "NativeBatchNormBackward0": _norm_backward,
+            "MaxPool2DWithIndicesBackward0": _max_pool_backward}
