@@ -84,3 +84,17 @@ def test_train_command_writes_outputs(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "test accuracy:" in r.stdout
     assert (tmp_path / "mlp.safetensors").exists()
+
+
+def test_compiled_step_example_writes_its_page(tmp_path):
+    """examples/compiled_step.py: compiled faster than eager is not asserted (wall clock);
+    the recapture is reported and the page names it."""
+    out = tmp_path / "compiled.html"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "compiled_step.py"),
+                        "--out", str(out)], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "src")})
+    assert r.returncode == 0, r.stderr
+    assert "size mismatch at index 0. expected 16, actual 5" in r.stdout
+    page = out.read_text()
+    assert "size mismatch at index 0. expected 16, actual 5" in page
+    assert "Linear.weight (shape [8, 4]) keeps its data" in page

@@ -101,6 +101,16 @@ def _defaults(fn) -> dict:
         return {}
 
 
+def _shown(path: str) -> str:
+    """A source file as the page shows it: relative to the working directory when inside it."""
+    import os
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
 def _dtype_name(dt) -> str:
     return f"torch.{dt}" if dt is not None else "?"
 
@@ -246,7 +256,7 @@ def compiled_data(fn) -> dict:
         eager = {"reason": cf.eager_reason, "limit_hit": cf.eager_reason.startswith("hit config"),
                  "warning": _limit_warning(cf) if cf.eager_reason.startswith("hit config")
                  else None}
-    return {"name": name, "where": f"{code.co_filename}:{code.co_firstlineno}" if code else None,
+    return {"name": name, "where": f"{_shown(code.co_filename)}:{code.co_firstlineno}" if code else None,
             "backend": cf.backend if isinstance(cf.backend, str) else
             getattr(cf.backend, "__name__", repr(cf.backend)),
             "limit": cf.limit, "captures": cf.captures, "programs": progs,
