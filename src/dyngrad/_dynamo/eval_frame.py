@@ -32,7 +32,7 @@ from . import numba_backend
 from . import optimizers as O
 from .codegen import MISS, Emitter, generate
 from .exc import ReplayMismatch, TorchDynamoException, Unsupported
-from .program import Guard, Ref
+from .program import Guard, Ref, refs_in
 
 _LEVELS = _batched.LEVELS
 recompiles_log = logging.getLogger("dyngrad._dynamo.recompiles")
@@ -694,8 +694,8 @@ def _forward_outputs(fwd) -> list:
     last_write: dict = {}
     for k, ins in enumerate(fwd):
         refs: list = []
-        _refs_in(ins.args, refs)
-        _refs_in({key: v for key, v in ins.kwargs.items() if key != "out"}, refs)
+        refs_in(ins.args, refs)
+        refs_in({key: v for key, v in ins.kwargs.items() if key != "out"}, refs)
         for i in refs:
             last_read[i] = 2 * k
         if ins.mode == "effect":
@@ -704,17 +704,6 @@ def _forward_outputs(fwd) -> list:
             last_write[ins.out[0] if type(ins.out) is tuple else ins.out] = 2 * k + 1
     return [i for i, w in sorted(last_write.items(), key=lambda kv: kv[1])
             if last_read.get(i, -1) < w]
-
-
-def _refs_in(x, out: list) -> None:
-    if type(x) is Ref:
-        out.append(x.i)
-    elif type(x) in (tuple, list):
-        for v in x:
-            _refs_in(v, out)
-    elif type(x) is dict:
-        for v in x.values():
-            _refs_in(v, out)
 
 
 def _with_backend(cap, em, gb, backend, result):
@@ -751,8 +740,8 @@ def _with_backend(cap, em, gb, backend, result):
     need: set = set()
     for ins in rest + list(getattr(cap, "aot_instrs", ())):
         r: list = []
-        _refs_in(ins.args, r)
-        _refs_in(ins.kwargs, r)
+        refs_in(ins.args, r)
+        refs_in(ins.kwargs, r)
         need.update(r)
     need.update(_result_buffers(cap, result))
     keep = []
@@ -761,8 +750,8 @@ def _with_backend(cap, em, gb, backend, result):
         if any(i in need and i not in outs for i in o):
             keep.append(ins)
             r: list = []
-            _refs_in(ins.args, r)
-            _refs_in(ins.kwargs, r)
+            refs_in(ins.args, r)
+            refs_in(ins.kwargs, r)
             need.update(r)
     keep.reverse()
     specs = tuple((tuple(prog.buffers[i].shape), prog.buffers[i].dtype) for i in outs)

@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from .program import Program, Ref
+from .program import Program, Ref, refs_in
 
 __all__ = ["graph_module_of", "example_inputs_of"]
 
@@ -161,8 +161,8 @@ def graph_module_of(program: Program):
     last_write: dict = {}    # buffer -> when it was last written (by a public op's result)
     for k, ins in enumerate(fwd):
         refs: list = []
-        _refs(ins.args, refs)
-        _refs({key: v for key, v in ins.kwargs.items() if key != "out"}, refs)
+        refs_in(ins.args, refs)
+        refs_in({key: v for key, v in ins.kwargs.items() if key != "out"}, refs)
         for i in refs:
             last_read[i] = 2 * k        # an instruction reads before it writes
         a = [conv(x, True) for x in ins.args]
@@ -235,14 +235,3 @@ def _without_defaults(target, args: list, kwargs: dict) -> tuple[list, dict]:
             break
         args.pop()
     return args, kwargs
-
-
-def _refs(x, out: list) -> None:
-    if type(x) is Ref:
-        out.append(x.i)
-    elif type(x) in (tuple, list):
-        for v in x:
-            _refs(v, out)
-    elif type(x) is dict:
-        for v in x.values():
-            _refs(v, out)

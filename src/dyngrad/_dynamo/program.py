@@ -40,6 +40,19 @@ class Ref:
         return hash(("Ref", self.i))
 
 
+def refs_in(x, out: list) -> None:
+    """Append to ``out`` the buffer numbers of the ``Ref``s in ``x`` (nested tuples, lists
+    and dicts), in order."""
+    if type(x) is Ref:
+        out.append(x.i)
+    elif type(x) in (tuple, list):
+        for v in x:
+            refs_in(v, out)
+    elif type(x) is dict:
+        for v in x.values():
+            refs_in(v, out)
+
+
 @dataclass
 class Buffer:
     """One array of the program: where it comes from and its shape and dtype at capture."""

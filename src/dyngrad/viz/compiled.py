@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from .._dynamo.program import Program, Ref
+from .._dynamo.program import Program, refs_in
 
 __all__ = ["compiled_data", "compiled_html", "save_compiled_html", "program_data",
            "CallCounter"]
@@ -32,17 +32,6 @@ def _compiled_function(fn):
 
 
 # --- reads and writes ---------------------------------------------------------------------
-def _refs(x, out: list) -> None:
-    if type(x) is Ref:
-        out.append(x.i)
-    elif type(x) in (tuple, list):
-        for v in x:
-            _refs(v, out)
-    elif type(x) is dict:
-        for v in x.values():
-            _refs(v, out)
-
-
 def _tensors_in(x, out: list) -> None:
     from .._tensor import Tensor
     if isinstance(x, Tensor):
@@ -74,14 +63,14 @@ def instr_io(program: Program, ins) -> tuple[list, list, list]:
     for an instruction that changes tensors in place (an optimizer update), the buffers of
     those tensors."""
     reads: list = []
-    _refs(ins.args, reads)
-    _refs({k: v for k, v in ins.kwargs.items() if k != "out"}, reads)
+    refs_in(ins.args, reads)
+    refs_in({k: v for k, v in ins.kwargs.items() if k != "out"}, reads)
     writes: list = []
     if type(ins.out) is tuple:
         writes.extend(ins.out)
     elif ins.out is not None:
         writes.append(ins.out)
-    _refs(ins.kwargs.get("out"), writes)
+    refs_in(ins.kwargs.get("out"), writes)
     grads: list = []
     if ins.mode == "effect":
         ts: list = []
