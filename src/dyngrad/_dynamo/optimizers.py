@@ -8,14 +8,13 @@ Any other optimizer's instruction calls its own eager ``step()`` on the live ten
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from .._tensor import Tensor
-from ..optim.adam import Adam, AdamW, _bf16_step
-from ..optim.optimizer import _CHUNK, _lerp_, _sub_scaled_, _weight_decay
-from ..optim.sgd import SGD
+from ..optim.adam import Adam, AdamW, adam_group
+from ..optim.optimizer import _CHUNK
+from ..optim.sgd import SGD, sgd_group
 from .. import _dtype as D
 from . import capture as C
 from .program import Instr, Ref
@@ -25,79 +24,23 @@ _make = Tensor._make
 
 # --- the updates, as the eager steps compute them -----------------------------------------
 def sgd_update(opt, group, params, grads) -> None:
-    """SGD.step over ``params`` with gradient arrays ``grads``."""
-    lr = group["lr"]
-    mom = group["momentum"]
-    damp = group["dampening"]
-    wd = group["weight_decay"]
-    nesterov = group["nesterov"]
+    """SGD.step over ``params`` with gradient arrays ``grads`` (SGD's own group update)."""
+    sgd_group(opt.state, group, _items(group, params, grads))
+
+
+def _items(group, params, grads):
+    """``(p, data, gradient)`` as ``Optimizer._grads`` yields them, for the replay's gradient
+    arrays: negated under ``maximize``, the version counted up after the update."""
     maximize = group["maximize"]
     for p, g in zip(params, grads):
-        d = p._data
-        gd = -g if maximize else g
-        if wd != 0:
-            gd = gd + wd * d
-        if mom != 0:
-            st = opt.state[p]
-            buf = st.get("momentum_buffer")
-            if buf is None:
-                buf = _make(np.array(gd, copy=True))
-                st["momentum_buffer"] = buf
-            else:
-                b = buf._data
-                b *= mom
-                b += (1 - damp) * gd
-            gd = gd + mom * buf._data if nesterov else buf._data
-        if lr == 1:
-            d -= gd
-        else:
-            _sub_scaled_(d, gd, lr)
+        yield p, p._data, (-g if maximize else g)
         p._vc[0] += 1
 
 
 def adam_update(opt, group, params, grads) -> None:
-    """Adam.step (and AdamW's) over ``params`` with gradient arrays ``grads``."""
-    lr = group["lr"]
-    b1, b2 = group["betas"]
-    eps = group["eps"]
-    wd = group["weight_decay"]
-    ams = group["amsgrad"]
-    decoupled = group.get("decoupled_weight_decay", False)
-    buffers = ("exp_avg", "exp_avg_sq") + ("max_exp_avg_sq",) * bool(ams)
-    for p, g in zip(params, grads):
-        if group["maximize"]:
-            g = -g
-        d = p._data
-        st = opt.state[p]
-        if not st:
-            st["step"] = _make(np.asarray(0.0, np.float32))
-            for name in buffers:
-                st[name] = _make(np.zeros_like(d))
-        st["step"]._data = np.asarray(st["step"]._data + 1, np.float32)
-        step = float(st["step"]._data)
-        f = d.dtype.type
-        g = _weight_decay(d, g, wd, lr, decoupled)
-        m = st["exp_avg"]._data
-        v = st["exp_avg_sq"]._data
-        bc1 = 1 - b1 ** step
-        bc2 = 1 - b2 ** step
-        step_size = lr / bc1
-        bc2_sqrt = math.sqrt(bc2)
-        if d.dtype == D.BF16:
-            mx = st["max_exp_avg_sq"]._data if ams else None
-            _bf16_step(d, g, m, v, mx, b1, b2, eps, step_size, bc2_sqrt)
-        else:
-            _lerp_(m, g, b1, f)
-            v *= f(b2)
-            v += f(1 - b2) * g * g
-            if ams:
-                mx = st["max_exp_avg_sq"]._data
-                np.maximum(mx, v, out=mx)
-                denom = np.sqrt(mx) / f(bc2_sqrt) + f(eps)
-            else:
-                denom = np.sqrt(v) / f(bc2_sqrt) + f(eps)
-            d += f(-step_size) * (m / denom)
-        p._vc[0] += 1
+    """Adam.step (and AdamW's) over ``params`` with gradient arrays ``grads`` (Adam's own
+    group update)."""
+    adam_group(opt, group, _items(group, params, grads))
 
 
 def run_step_hooks(opt) -> None:

@@ -29,36 +29,43 @@ class Adam(Optimizer):
         """Update every parameter that has a gradient."""
         loss = self._closure(closure)
         for group in self.param_groups:
-            lr = group["lr"]
-            b1, b2 = group["betas"]
-            eps = group["eps"]
-            wd = group["weight_decay"]
-            ams = group["amsgrad"]
-            decoupled = group.get("decoupled_weight_decay", False)
-            buffers = ("exp_avg", "exp_avg_sq") + ("max_exp_avg_sq",) * bool(ams)
-            for _, d, f, g, st, step in self._updates(group, buffers):
-                g = _weight_decay(d, g, wd, lr, decoupled)
-                m = st["exp_avg"]._data
-                v = st["exp_avg_sq"]._data
-                bc1 = 1 - b1 ** step
-                bc2 = 1 - b2 ** step
-                step_size = lr / bc1
-                bc2_sqrt = math.sqrt(bc2)
-                if d.dtype == BF16:
-                    mx = st["max_exp_avg_sq"]._data if ams else None
-                    _bf16_step(d, g, m, v, mx, b1, b2, eps, step_size, bc2_sqrt)
-                    continue
-                _lerp_(m, g, b1, f)
-                v *= f(b2)
-                v += f(1 - b2) * g * g
-                if ams:
-                    mx = st["max_exp_avg_sq"]._data
-                    np.maximum(mx, v, out=mx)
-                    denom = np.sqrt(mx) / f(bc2_sqrt) + f(eps)
-                else:
-                    denom = np.sqrt(v) / f(bc2_sqrt) + f(eps)
-                d += f(-step_size) * (m / denom)
+            adam_group(self, group)
         return self._stepped(loss)
+
+
+def adam_group(opt, group, items=None) -> None:
+    """Adam's (and AdamW's) update of one param group of optimizer ``opt``; ``items``: the
+    ``(p, data, gradient)`` to update instead of those with a ``.grad`` (a compiled step's
+    arrays).  Eager ``step`` and a compiled step's replay both run it."""
+    lr = group["lr"]
+    b1, b2 = group["betas"]
+    eps = group["eps"]
+    wd = group["weight_decay"]
+    ams = group["amsgrad"]
+    decoupled = group.get("decoupled_weight_decay", False)
+    buffers = ("exp_avg", "exp_avg_sq") + ("max_exp_avg_sq",) * bool(ams)
+    for _, d, f, g, st, step in opt._updates(group, buffers, items=items):
+        g = _weight_decay(d, g, wd, lr, decoupled)
+        m = st["exp_avg"]._data
+        v = st["exp_avg_sq"]._data
+        bc1 = 1 - b1 ** step
+        bc2 = 1 - b2 ** step
+        step_size = lr / bc1
+        bc2_sqrt = math.sqrt(bc2)
+        if d.dtype == BF16:
+            mx = st["max_exp_avg_sq"]._data if ams else None
+            _bf16_step(d, g, m, v, mx, b1, b2, eps, step_size, bc2_sqrt)
+            continue
+        _lerp_(m, g, b1, f)
+        v *= f(b2)
+        v += f(1 - b2) * g * g
+        if ams:
+            mx = st["max_exp_avg_sq"]._data
+            np.maximum(mx, v, out=mx)
+            denom = np.sqrt(mx) / f(bc2_sqrt) + f(eps)
+        else:
+            denom = np.sqrt(v) / f(bc2_sqrt) + f(eps)
+        d += f(-step_size) * (m / denom)
 
 
 def _bf16_step(d, g, m, v, mx, b1, b2, eps, step_size, bc2_sqrt):

@@ -115,13 +115,14 @@ class Optimizer:
             yield p, p._data, g
             p._vc[0] += 1
 
-    def _updates(self, group, buffers=(), scalars=None, init=True):
+    def _updates(self, group, buffers=(), scalars=None, init=True, items=None):
         """Yield ``(p, d, f, g, st, step)`` for each parameter of ``group`` that has a gradient,
         as ``_grads`` does, with ``f`` the data's scalar type and ``st`` its state.  On first
         use (when ``init``) the state gets a float32 0-d ``step``, then the float32 0-d
         ``scalars`` (name: initial value) and zero ``buffers`` shaped as the parameter, in that
-        order.  ``step`` is counted up first and handed over as a float."""
-        for p, d, g in self._grads(group):
+        order.  ``step`` is counted up first and handed over as a float.  ``items``: the
+        ``(p, d, g)`` to update in place of ``_grads(group)``'s (a compiled step's arrays)."""
+        for p, d, g in (self._grads(group) if items is None else items):
             st = self.state[p]
             if init and not st:
                 st["step"] = Tensor._make(np.asarray(0.0, np.float32))

@@ -35,27 +35,34 @@ class SGD(Optimizer):
         """Update every parameter that has a gradient."""
         loss = self._closure(closure)
         for group in self.param_groups:
-            lr = group["lr"]
-            mom = group["momentum"]
-            damp = group["dampening"]
-            wd = group["weight_decay"]
-            nesterov = group["nesterov"]
-            for p, d, gd in self._grads(group):
-                if wd != 0:
-                    gd = gd + wd * d
-                if mom != 0:
-                    st = self.state[p]
-                    buf = st.get("momentum_buffer")
-                    if buf is None:
-                        buf = Tensor._make(np.array(gd, copy=True))
-                        st["momentum_buffer"] = buf
-                    else:
-                        b = buf._data
-                        b *= mom
-                        b += (1 - damp) * gd
-                    gd = gd + mom * buf._data if nesterov else buf._data
-                if lr == 1:
-                    d -= gd
-                else:
-                    _sub_scaled_(d, gd, lr)
+            sgd_group(self.state, group, self._grads(group))
         return self._stepped(loss)
+
+
+def sgd_group(state, group, items) -> None:
+    """SGD's update of one param group: ``items`` yields ``(p, data, gradient)`` (the gradient
+    negated under ``maximize``) for each parameter to update; ``state`` is the optimizer's.
+    Eager ``step`` and a compiled step's replay both run it."""
+    lr = group["lr"]
+    mom = group["momentum"]
+    damp = group["dampening"]
+    wd = group["weight_decay"]
+    nesterov = group["nesterov"]
+    for p, d, gd in items:
+        if wd != 0:
+            gd = gd + wd * d
+        if mom != 0:
+            st = state[p]
+            buf = st.get("momentum_buffer")
+            if buf is None:
+                buf = Tensor._make(np.array(gd, copy=True))
+                st["momentum_buffer"] = buf
+            else:
+                b = buf._data
+                b *= mom
+                b += (1 - damp) * gd
+            gd = gd + mom * buf._data if nesterov else buf._data
+        if lr == 1:
+            d -= gd
+        else:
+            _sub_scaled_(d, gd, lr)
