@@ -76,6 +76,7 @@ class Capture:
         self.failed = None           # why this capture cannot be replayed
         self.graph_break = None      # (reason, (file, line, function, source)) of a break
         self.phase = "forward"
+        self.node_name = None        # the backward node whose formula runs (names its steps)
         self.internal = 0            # >0 while dyngrad's own code runs (no graph breaks)
         self.ext: dict = {}          # id(tensor) -> buffer number, tensors from outside
         self.modules: dict = {}      # id(module) -> (module, training)
@@ -159,7 +160,10 @@ class Capture:
     def twin(self, fast, diff, args, kwargs):
         """A backward formula's step (``_dual.twin``, ``Ctx.op``) on Tensors: recorded with
         its NumPy kernel ``fast``, the one a plain backward runs."""
-        return self.call(getattr(diff, "__name__", "twin"), diff, args, kwargs, fast)
+        name = getattr(diff, "__name__", "twin")
+        if name == "<lambda>" and self.node_name is not None:
+            name = self.node_name  # an unnamed step of a node's formula: named by the node
+        return self.call(name, diff, args, kwargs, fast)
 
     def call(self, name, orig, args, kwargs, kernel=None):
         """Run op ``name`` eagerly and record it (see the module docstring)."""
@@ -288,6 +292,7 @@ class Capture:
         finally:
             STATE.enabled = prev
             self.phase = "forward"
+        self.node_name = None        # the backward node whose formula runs (names its steps)
         self.backwarded.add(id(root))
 
     def _walk(self, fn, gi, nodes):
@@ -313,7 +318,9 @@ class Capture:
                     node._odt.itemsize >= 4:
                 outs = L.unary_backward(self, node, g, uf)
             else:
+                self.node_name = type(node).__name__
                 outs = node._bw(g, True)
+                self.node_name = None
             for (nxt, nr), go in zip(nf, outs):
                 if nxt is None or go is None:
                     continue
@@ -368,6 +375,7 @@ class Capture:
         finally:
             STATE.enabled = prev
             self.phase = "forward"
+        self.node_name = None        # the backward node whose formula runs (names its steps)
         outs = []
         for acc in accs:
             var = acc._var
