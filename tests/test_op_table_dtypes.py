@@ -81,18 +81,18 @@ _DIFFERENCES = [
     ("svdvals",
      INTS + " bool float16",
      "svdvals' error names linalg.svdvals where PyTorch's names linalg.svd (float16: NumPy's"
-     ' TypeError leaks); in ops/linalg_more.py'),
+     ' TypeError leaks); in ops/decompositions.py'),
     ("cholesky cholesky_upper qr",
      "float16",
      'float16 leaks NumPy\'s TypeError where PyTorch raises "<kernel>_cpu" not implemented '
-     "for 'Half'; in ops/linalg_more.py"),
+     "for 'Half'; in ops/decompositions.py"),
     ("eigvalsh eigh",
      INTS + " bool float16",
      'RuntimeError (float16: NumPy\'s TypeError) where PyTorch raises "linalg_eigh_cpu" not '
-     'implemented; in ops/linalg_more.py'),
+     'implemented; in ops/decompositions.py'),
     ("matrix_exp linalg_matrix_exp",
      "float16",
-     "float16 values differ from PyTorch's beyond float16 rounding; in ops/linalg_more.py"),
+     "float16 values differ from PyTorch's beyond float16 rounding; in ops/decompositions.py"),
     ("setitem_adv setitem_mixed",
      "bool",
      "setitem of a bool value into an int64 tensor computes where PyTorch raises 'Index put "

@@ -10,7 +10,7 @@ from . import _dtype as D
 from .ops.linalg import (LinAlgError, det, inverse as inv, linalg_slogdet as slogdet, solve,  # noqa: F401
                          matmul, RT_SLOGDET)
 from .ops.reduction import vector_norm, dims_of
-from .ops.linalg_more import svdvals
+from .ops.decompositions import svdvals
 from ._factories import zeros
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve", "matmul",
@@ -124,7 +124,7 @@ def norm(A: Tensor, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
 
 
 from .ops.products import linalg_cross as cross, multi_dot  # noqa: E402,F401
-from .ops.linalg_more import (  # noqa: E402,F401
+from .ops.decompositions import (  # noqa: E402,F401
     linalg_svd as svd, matrix_exp, eigh, eigvalsh, cholesky, cholesky_ex, qr)
 
 __all__ += ["cross", "multi_dot", "svd", "svdvals", "matrix_exp", "eigh", "eigvalsh", "cholesky",

@@ -1005,7 +1005,7 @@ def einsum(equation, *operands):
 
 
 # --- inverse, determinants, solve --------------------------------------------------------------
-from .linalg_more import _col_major  # noqa: E402
+from .decompositions import _col_major  # noqa: E402
 
 
 class LinAlgError(RuntimeError):

@@ -85,7 +85,7 @@ def pinverse(self, rcond=1e-15):
     """The Moore-Penrose pseudo-inverse of a matrix (or batch): PyTorch's linalg_pinv, whose
     node, LinalgPinvBackward0, is the only one recorded; singular values at or below
     ``rcond`` times the largest count as zero."""
-    from .linalg_more import _col_major
+    from .decompositions import _col_major
     if self.ndim < 2 or self.dtype not in (np.float32, np.float64, np.complex64,
                                            np.complex128):
         raise RuntimeError(f"linalg.pinv({D.scalar_type_name(self.dtype)}{{{list(self.shape)}}}): "

@@ -1,5 +1,6 @@
-"""More linear algebra: svd (torch.svd, linalg.svd, linalg.svdvals), matrix_exp, linalg.eigh,
-linalg.eigvalsh, linalg.cholesky (and cholesky_ex), linalg.qr.  Backward formulas follow
+"""Matrix decompositions and what is computed through them: svd (torch.svd, linalg.svd,
+linalg.svdvals), linalg.eigh, linalg.eigvalsh, linalg.cholesky (and cholesky_ex), linalg.qr,
+and matrix_exp (its backward is the exponential of a block matrix).  Backward formulas follow
 PyTorch's (FunctionsManual.cpp): they are written with dyngrad ops, so they have second
 derivatives too.  Gradients through singular vectors / eigenvectors assume distinct singular
 values / eigenvalues, as PyTorch's formulas do."""

@@ -1,4 +1,4 @@
-"""Rows for svd, matrix_exp, eigh, cholesky and qr (src/dyngrad/ops/linalg_more.py).
+"""Rows for svd, matrix_exp, eigh, cholesky and qr (src/dyngrad/ops/decompositions.py).
 Singular vectors and eigenvectors are only defined up to sign, so rows differentiate
 gauge-invariant functions of them (U @ Vh, V * V), as PyTorch's own tests do."""
 import numpy as np
