@@ -124,7 +124,7 @@ _DIFFERENCES = [
     ("fill_diagonal_wrap",
      "uint8",
      "fill_diagonal_ of uint8 with -1.0 computes where PyTorch raises 'value cannot be "
-     "converted to type uint8_t without overflow'; in ops/shape_more.py"),
+     "converted to type uint8_t without overflow'; in ops/shape.py"),
     ("histc histc_method",
      "uint8 bool",
      'histc of uint8 with a negative min raises "histogram_cpu" not implemented where '

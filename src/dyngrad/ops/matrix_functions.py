@@ -139,12 +139,12 @@ def _pinverse(p, input, rcond=1e-15):
 
 
 def _register(name, impl):
-    from .shape_more import dual
+    from .shape import dual
     return dual(name, impl, composite=True)
 
 
 def _register_declared(spec, impl):
-    from .shape_more import declared_dual
+    from .shape import declared_dual
     return declared_dual(spec, impl)
 
 

@@ -370,13 +370,13 @@ def _corrcoef(p, input):
 
 
 def _dual(name, impl, composite=False):
-    from .shape_more import dual
+    from .shape import dual
     return dual(name, impl, composite)
 
 
 
 def _declared_dual(spec, impl):
-    from .shape_more import declared_dual
+    from .shape import declared_dual
     return declared_dual(spec, impl)
 
 

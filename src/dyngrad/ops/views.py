@@ -725,7 +725,7 @@ def _joined(g, nout, sizes, shape, dim):
 
 
 class SplitBackward0(Node):
-    """The node of unsafe_split and unsafe_chunk (ops/shape_more.py), pieces that are not
+    """The node of unsafe_split and unsafe_chunk (ops/shape.py), pieces that are not
     views: their gradients joined."""
     __slots__ = ()
     _needs_saved = False
@@ -997,7 +997,7 @@ def _batch_unfold(spec, arrays, params):
 def unfold(self, dimension, size, step):
     """All windows of ``size`` elements every ``step`` along ``dimension`` (a view; the window
     is the new last dim); UnfoldBackward0."""
-    from .shape_more import _int
+    from .shape import _int
     dimension = _int(dimension, "unfold", "dimension", 1)
     size = _int(size, "unfold", "size", 2)
     step = _int(step, "unfold", "step", 3)
