@@ -412,3 +412,25 @@ def test_vector_norm_of_bfloat16_in_another_dtype(dtype):
     assert (d_dts, d_g) == (t_dts, t_g)
     np.testing.assert_allclose(d_y, t_y, rtol=1e-6)
     np.testing.assert_allclose(d_gx, t_gx, rtol=1e-2)
+
+
+def test_norm_dtype_argument_matches_torch():
+    """vector_norm and matrix_norm with ``dtype=``: the result's dtype or PyTorch's error, for
+    every pair of input and requested dtype (one check for both norms; bfloat16 asked of
+    bfloat16 computes, float16 asked as bfloat16 is PyTorch's narrowing error, not NumPy's)."""
+    import itertools
+    torch = pytest.importorskip("torch")
+
+    def run(L):
+        out = []
+        dts = [L.float16, L.bfloat16, L.float32, L.float64, L.complex64, L.complex128, L.int64]
+        for a, b in itertools.product(dts[:6], dts):
+            for fn in ("vector_norm", "matrix_norm"):
+                try:
+                    r = getattr(L.linalg, fn)(L.ones(3, 3, dtype=a), dtype=b)
+                    out.append((str(a), str(b), fn, str(r.dtype)))
+                except Exception as e:  # noqa: BLE001 - the type and text are compared
+                    out.append((str(a), str(b), fn, type(e).__name__, str(e).split("\n")[0]))
+        return out
+
+    assert run(dyngrad) == run(torch)

@@ -9,7 +9,7 @@ from ._tensor import Tensor
 from . import _dtype as D
 from .ops.linalg import (LinAlgError, det, inverse as inv, linalg_slogdet as slogdet, solve,  # noqa: F401
                          matmul, RT_SLOGDET)
-from .ops.reduction import vector_norm, dims_of
+from .ops.reduction import vector_norm, dims_of, norm_dtype
 from .ops.decompositions import svdvals
 from ._factories import zeros
 
@@ -37,18 +37,7 @@ def _matrix_norm_checks(A, dim, dtype, low_precision):
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     if dtype is not None:
-        want = D.to_dtype(dtype).np
-        if want not in D.INEXACT:
-            raise RuntimeError(f"linalg.matrix_norm: dtype should be floating point or complex, "
-                               f"but got {D.scalar_type_name(want)}")
-        if (dt.kind == "c") != (want.kind == "c"):
-            kind = "complex" if dt.kind == "c" else "real"
-            raise RuntimeError(f"linalg.matrix_norm: dtype should be {kind} for {kind} inputs, "
-                               f"but got {D.scalar_type_name(want)}")
-        if np.promote_types(dt, want) != want:
-            raise RuntimeError(f"linalg.matrix_norm: the dtype of the input "
-                               f"({D.scalar_type_name(dt)}) should be convertible without "
-                               f"narrowing to the specified dtype ({D.scalar_type_name(want)})")
+        norm_dtype(dt, dtype, "linalg.matrix_norm")
     return d0, d1
 
 

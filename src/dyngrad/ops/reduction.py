@@ -942,22 +942,22 @@ LinalgVectorNormBackward0._fw_rule = lambda node, tangents: [_norm_tangent(
     node._saved[1].get(node, True), node._saved[3], node._saved[4])]
 
 
-def _vector_norm_dtype(dt, dtype):
-    """The NumPy dtype linalg.vector_norm computes input of dtype ``dt`` in for its ``dtype``
-    argument, or PyTorch's error."""
+def norm_dtype(dt, dtype, fn: str = "linalg.vector_norm"):
+    """The NumPy dtype a norm (``fn``: linalg.vector_norm, linalg.matrix_norm) computes input
+    of dtype ``dt`` in for its ``dtype`` argument, or PyTorch's error."""
     want = D.to_dtype(dtype).np
     name = D.scalar_type_name
     if want not in D.INEXACT:
-        raise RuntimeError(f"linalg.vector_norm: dtype should be floating point or complex, but "
-                           f"got {name(want)}")
+        raise RuntimeError(f"{fn}: dtype should be floating point or complex, but got "
+                           f"{name(want)}")
     if (dt.kind == "c") != (want.kind == "c"):
         kind = "complex" if dt.kind == "c" else "real"
-        raise RuntimeError(f"linalg.vector_norm: dtype should be {kind} for {kind} inputs, but "
-                           f"got {name(want)}")
+        raise RuntimeError(f"{fn}: dtype should be {kind} for {kind} inputs, but got "
+                           f"{name(want)}")
     if dt != want and D.FROM_NP[dt].itemsize > D.FROM_NP[want].itemsize or (
             dt == D.BF16) != (want == D.BF16) and D.FROM_NP[dt].itemsize == D.FROM_NP[want].itemsize:
-        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({name(dt)}) should be "
-                           f"convertible without narrowing to the specified dtype ({name(want)})")
+        raise RuntimeError(f"{fn}: the dtype of the input ({name(dt)}) should be convertible "
+                           f"without narrowing to the specified dtype ({name(want)})")
     return want
 
 
@@ -972,7 +972,7 @@ def _linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.scalar_type_name(d.dtype)}")
     if dtype is not None:
-        d = d.astype(_vector_norm_dtype(d.dtype, dtype))
+        d = d.astype(norm_dtype(d.dtype, dtype))
     if isinstance(ord, str) or isinstance(ord, bool) or not isinstance(ord, (int, float,
                                                                             np.number)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, "
@@ -1028,13 +1028,16 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None and x._data.dtype == D.BF16:
         # computed in the dtype asked for (the declaration's bfloat16 path would round the
         # result back to bfloat16)
-        want = _vector_norm_dtype(x._data.dtype, dtype)
+        want = norm_dtype(x._data.dtype, dtype)
         if want != D.BF16:
             r = _linalg_vector_norm.forward(x._data, ord, dim, keepdim, dtype=dtype)
             raw = {"ord": ord, "dim": dim, "keepdim": keepdim}
             if STATE.enabled and x._requires_grad:
                 return _linalg_vector_norm.record1(r, x, raw)
             return _linalg_vector_norm.record(r, (x,), None)
+        # (bfloat16 asked of bfloat16: the declaration's own bfloat16 path, computed in float32
+        # and rounded once; the forward would see the float32 array and refuse it as narrowing)
+        return _linalg_vector_norm.declared(x, ord, dim, keepdim)
     return _linalg_vector_norm.declared(x, ord, dim, keepdim, dtype=dtype)
 
 
