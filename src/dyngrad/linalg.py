@@ -9,7 +9,7 @@ from ._tensor import Tensor
 from . import _dtype as D
 from .ops.linalg import (LinAlgError, det, inverse as inv, linalg_slogdet as slogdet, solve,  # noqa: F401
                          matmul, RT_SLOGDET)
-from .ops.reduction import vector_norm, dims_of, norm_dtype
+from .ops.reduction import vector_norm, dims_of, norm_dtype as _norm_dtype
 from .ops.decompositions import svdvals
 from ._factories import zeros
 
@@ -37,7 +37,7 @@ def _matrix_norm_checks(A, dim, dtype, low_precision):
     if d0 == d1:
         raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     if dtype is not None:
-        norm_dtype(dt, dtype, "linalg.matrix_norm")
+        _norm_dtype(dt, dtype, "linalg.matrix_norm")
     return d0, d1
 
 

@@ -1198,18 +1198,24 @@ def _bitwise(np_fn, name, symbol):
                  elementwise=True)(forward)
     spec.scalar(None)
     spec.scalar(None, first=True)
-    method = _OPS[f"_{name}_method"]["fn"]
+    # (commutative: ``3 & x`` is ``x & 3``)
+    operator_method(_OPS[f"_{name}_method"]["fn"], (f"__{symbol}__", f"__r{symbol}__"),
+                    f"``self {symbol} other``, either way round.", f"_{symbol}")
+    return spec.fn
 
+
+def operator_method(method, names: tuple, doc: str, key: str) -> None:
+    """Register Tensor operator ``names`` (``__and__``, ...) as ``method(self, other)`` for a
+    number, a NumPy scalar or a Tensor, and ``NotImplemented`` for any other operand, which is
+    left to Python (``x == "a"`` is False, ``x < "a"`` a TypeError)."""
     def operator(self, other):
         if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
             return NotImplemented
-        return method(self, other)  # (commutative: ``3 & x`` is ``x & 3``)
+        return method(self, other)
 
-    operator.__name__ = operator.__qualname__ = f"__{symbol}__"
-    operator.__doc__ = f"``self {symbol} other``, either way round."
-    composite(f"_{symbol}", function=False, method=False,
-              methods=(f"__{symbol}__", f"__r{symbol}__"))(operator)
-    return spec.fn
+    operator.__name__ = operator.__qualname__ = names[0]
+    operator.__doc__ = doc
+    composite(key, function=False, method=False, methods=names)(operator)
 
 
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and", "and")
@@ -1349,16 +1355,9 @@ def _shift(name, kernel, np_fn, operator):
                  elementwise=True, integer_kernel=kernel)(forward)
     spec.scalar(None)
     spec.scalar(None, first=True)
-    method = OPS[f"_{name}_method"]["fn"]
-
-    def dunder(self, other):
-        if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
-            return NotImplemented
-        return method(self, other)
-
-    dunder.__name__ = dunder.__qualname__ = operator
-    dunder.__doc__ = f"``self {'<<' if 'left' in name else '>>'} other``."
-    composite(f"_{operator.strip('_')}", function=False, method=False, methods=(operator,))(dunder)
+    operator_method(OPS[f"_{name}_method"]["fn"], (operator,),
+                    f"``self {'<<' if 'left' in name else '>>'} other``.",
+                    f"_{operator.strip('_')}")
     return spec.fn
 
 

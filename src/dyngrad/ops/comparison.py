@@ -12,7 +12,7 @@ from .. import _dtype as D
 from . import OPS, composite, query
 from .._record import Tensor
 from . import _dual as X
-from .binary import _binop, _call2, broadcast_error
+from .binary import _binop, _call2, broadcast_error, operator_method
 from ._spec import defop, fp_safe, front, unary
 
 _make = Tensor._make
@@ -44,18 +44,8 @@ def _cmp(np_fn, name, ordered, aliases=()):
                  elementwise=True, complex_kernel=name + "_cpu" if ordered else None,
                  aliases=aliases)(forward)
     spec.scalar(None)  # eq(x, 1.5): the number as the second input only, as PyTorch's
-    method = _OPS[f"_{name}_method"]["fn"]
-    dunder = f"__{name}__"
-
-    def operator(self, other):
-        # another operand is left to Python (``x == "a"`` is False, ``x < "a"`` a TypeError)
-        if type(other) not in _NUMBERS and not isinstance(other, (Tensor, np.number, np.bool_)):
-            return NotImplemented
-        return method(self, other)
-
-    operator.__name__ = operator.__qualname__ = dunder
-    operator.__doc__ = f"``self {_SYMBOLS[name]} other``."
-    composite(f"_{name}", function=False, method=False, methods=(dunder,))(operator)
+    operator_method(_OPS[f"_{name}_method"]["fn"], (f"__{name}__",),
+                    f"``self {_SYMBOLS[name]} other``.", f"_{name}")
     return spec.fn
 
 
