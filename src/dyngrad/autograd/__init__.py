@@ -80,6 +80,12 @@ def _as_list(x):
     return list(x)
 
 
+def _is_dual(t) -> bool:
+    """Whether ``t`` carries a forward-mode tangent (a dual level is active)."""
+    from .forward_ad import _Dual
+    return type(t) is _Dual
+
+
 def _make_grads(outputs, grad_outputs, create_graph, is_grads_batched=False):
     Tensor = _tensor_cls()
     grads = []
@@ -106,7 +112,7 @@ def _make_grads(outputs, grad_outputs, create_graph, is_grads_batched=False):
             raise RuntimeError(f"For complex Tensors, both grad_output and output are required to "
                                f"have the same dtype. Mismatch in dtype: grad_output[{i}] has a dtype "
                                f"of {g.dtype} and output[{i}] has a dtype of {out.dtype}.")
-        if create_graph or (DUAL_LEVEL and type(g).__name__ == "_Dual"):
+        if create_graph or (DUAL_LEVEL and _is_dual(g)):
             # a gradient carrying a tangent stays a tensor: the tangent flows through backward
             grads.append(g if g._data.dtype == out._data.dtype else g.to(out.dtype))
         else:
