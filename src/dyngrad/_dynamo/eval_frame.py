@@ -32,7 +32,7 @@ from . import numba_backend
 from . import optimizers as O
 from .codegen import MISS, Emitter, generate
 from .exc import ReplayMismatch, TorchDynamoException, Unsupported
-from .program import Guard, Ref, refs_in
+from .program import Guard, Ref, refs_in, tensors_in
 
 _LEVELS = _batched.LEVELS
 recompiles_log = logging.getLogger("dyngrad._dynamo.recompiles")
@@ -441,8 +441,8 @@ class _Snapshot:
     def __init__(self, e, args, kwargs):
         self.args, self.kwargs = args, kwargs
         ts = list(e.tensors)
-        _collect(args, ts)
-        _collect(kwargs, ts)
+        tensors_in(args, ts)
+        tensors_in(kwargs, ts)
         self.tensors = ts
         self.state = [self._take(t) for t in ts]
         self.opts = e.optimizers
@@ -507,18 +507,6 @@ class _Snapshot:
                                  f"{getattr(fn, '__qualname__', fn)} differs from eager in "
                                  f"{what}")
         return eager
-
-
-def _collect(obj, out):
-    if isinstance(obj, Tensor):
-        if all(t is not obj for t in out):
-            out.append(obj)
-    elif type(obj) in (tuple, list):
-        for x in obj:
-            _collect(x, out)
-    elif type(obj) is dict:
-        for x in obj.values():
-            _collect(x, out)
 
 
 def _arrays_of(r):
@@ -769,7 +757,7 @@ def _with_backend(cap, em, gb, backend, result):
 def _result_buffers(cap, result) -> list:
     """The buffers holding the tensors the function returns."""
     ts: list = []
-    _collect(result, ts)
+    tensors_in(result, ts)
     if cap.aot_out is not None:
         ts.append(cap.aot_out)
     return [cap.by_array[id(t._data)] for t in ts if id(t._data) in cap.by_array]

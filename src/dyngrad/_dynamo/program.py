@@ -53,6 +53,21 @@ def refs_in(x, out: list) -> None:
             refs_in(v, out)
 
 
+def tensors_in(x, out: list) -> None:
+    """Append to ``out`` the Tensors in ``x`` (nested tuples, lists and dicts) not already in
+    it, in order."""
+    from .._tensor import Tensor
+    if isinstance(x, Tensor):
+        if all(t is not x for t in out):
+            out.append(x)
+    elif type(x) in (tuple, list):
+        for v in x:
+            tensors_in(v, out)
+    elif type(x) is dict:
+        for v in x.values():
+            tensors_in(v, out)
+
+
 @dataclass
 class Buffer:
     """One array of the program: where it comes from and its shape and dtype at capture."""

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from .._dynamo.program import Program, refs_in
+from .._dynamo.program import Program, refs_in, tensors_in
 
 __all__ = ["compiled_data", "compiled_html", "save_compiled_html", "program_data",
            "CallCounter"]
@@ -32,18 +32,6 @@ def _compiled_function(fn):
 
 
 # --- reads and writes ---------------------------------------------------------------------
-def _tensors_in(x, out: list) -> None:
-    from .._tensor import Tensor
-    if isinstance(x, Tensor):
-        out.append(x)
-    elif type(x) in (tuple, list):
-        for v in x:
-            _tensors_in(v, out)
-    elif type(x) is dict:
-        for v in x.values():
-            _tensors_in(v, out)
-
-
 def _uniq(xs):
     seen, out = set(), []
     for x in xs:
@@ -74,7 +62,7 @@ def instr_io(program: Program, ins) -> tuple[list, list, list]:
     grads: list = []
     if ins.mode == "effect":
         ts: list = []
-        _tensors_in(ins.args, ts)
+        tensors_in(ins.args, ts)
         by_tensor = {id(b.value): b.i for b in program.buffers if b.kind in ("ext", "arg")}
         hit = [by_tensor[id(t)] for t in ts if id(t) in by_tensor]
         (grads if ins.op in _GRAD_OPS else writes).extend(hit)
