@@ -21,7 +21,6 @@ from ._spec import batch_aligned, defop
 from .views import (apply_chain, expanded_strides, overlapping, partial_overlap, root_writeable,
                     writeable_alias)
 from ..autograd import errors
-from ..autograd.forward_ad import inplace_records as fw_inplace_records
 from .. import _dtype as D
 
 _make = Tensor._make
@@ -47,15 +46,22 @@ def _check_cast(dst, src_dtype, to_bool=False):
                            f"desired output type {D.scalar_type_name(dst.dtype)}")
 
 
+def _fw_records(self, args) -> bool:
+    """Inside a dual level with grad mode off (forward_ad is loaded then): whether the op
+    records for the tangents' sake."""
+    from ..autograd.forward_ad import inplace_records
+    return inplace_records(self, args)
+
+
 def _recording(self, args):
     if not STATE.enabled:
         return False
     if self._requires_grad:
         # (grad mode off inside a dual level: only tangents make the op record)
-        return not STATE.fw_only or fw_inplace_records(self, args)
+        return not STATE.fw_only or _fw_records(self, args)
     for a in args:
         if isinstance(a, Tensor) and a._requires_grad:
-            return not STATE.fw_only or fw_inplace_records(self, args)
+            return not STATE.fw_only or _fw_records(self, args)
     return False
 
 
