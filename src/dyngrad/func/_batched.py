@@ -573,8 +573,7 @@ def swap_all(make) -> None:
     for owner, k, v, name in _ALL:
         if vars(owner).get(k) is not v:
             continue  # wrapped already (a vmap running): left as it is
-        setattr(owner, k, make(v, name)) if owner is Tensor else vars(owner).__setitem__(
-            k, make(v, name))
+        setattr(owner, k, make(v, name))  # (a module's attribute is its dict's entry)
         done.append((owner, k, v))
     for cls, k, v, _w in _STATIC:
         if vars(cls).get(k) is v:

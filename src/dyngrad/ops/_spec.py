@@ -2328,20 +2328,14 @@ def defpieces(name: str, *, node: str, saved: tuple = (), batch=None) -> Callabl
             v = args[params.index(n)]
             return _dim_value(v) if "dim" in n else tuple(v) if type(v) is list else v
 
+        from .views import share_node
+
         def declared(input, *args):
             d = input._data
             outs = [Tensor._make(a) for a in forward(d, *args)]
             if STATE.enabled and input._requires_grad:
-                node_ = cls((edge_of(input),), tuple(value(n, d, args) for n in saved), d.dtype)
-                node_.__dict__["_nout"] = len(outs)
-                for i, o in enumerate(outs):
-                    o._requires_grad = True
-                    o._grad_fn = node_
-                    if i:
-                        o._output_nr = i
-                    if RECORD_HOOKS:
-                        for h in RECORD_HOOKS:
-                            h(o, node_)
+                share_node(outs, cls((edge_of(input),), tuple(value(n, d, args) for n in saved),
+                                     d.dtype))
             return tuple(outs)
 
         declared.__name__ = declared.__qualname__ = name
