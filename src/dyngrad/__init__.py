@@ -70,9 +70,10 @@ try:
     from . import utils  # noqa: E402
     from . import accelerator, cuda, backends  # noqa: E402
     from . import linalg  # noqa: E402
-finally:
+except BaseException:
     if _GC_ON:
         _gc.enable()
+    raise
 
 
 def diagnose(model, loss=None):
@@ -155,5 +156,16 @@ def __getattr__(name):
 # they are exported)
 from ._argcheck import guard_module as _guard_module  # noqa: E402
 
-_guard_module(globals(), "dyngrad._factories")
-_guard_module(globals(), __name__)
+try:
+    _guard_module(globals(), "dyngrad._factories")
+    _guard_module(globals(), __name__)
+finally:
+    # The objects the import made (functions, classes, closures of the declared ops) live as
+    # long as the program: they join the oldest generation at once rather than being scanned
+    # by two young collections first (freeze then unfreeze moves every tracked object there;
+    # nothing is left frozen, and garbage among them is still found by a full collection).
+    if _gc.get_freeze_count() == 0:
+        _gc.freeze()
+        _gc.unfreeze()
+    if _GC_ON:
+        _gc.enable()

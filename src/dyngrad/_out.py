@@ -208,9 +208,13 @@ def _check_overlap(out, inputs):
 def swallows_out(fn) -> bool:
     """Whether an ``out`` keyword would reach ``fn``'s body unrefused: it names an ``out`` it
     does not write through this module (``handles_out``)."""
-    import inspect
     if getattr(fn, "_handles_out", False):
         return False
+    code = getattr(fn, "__code__", None)
+    if code is not None and getattr(fn, "__signature__", None) is None:
+        # a plain function: its own parameter names say it (no inspect.signature at import)
+        return "out" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    import inspect
     try:
         params = inspect.signature(fn, follow_wrapped=False).parameters.values()
     except (TypeError, ValueError):

@@ -370,6 +370,7 @@ def _targets():
         _BY_ID.setdefault(id(v), w)
     # layers that keep an op as a class attribute (nn.Conv2d._conv = staticmethod(F.conv2d))
     from .. import nn
+    nn._load_all()  # the layer files not loaded yet
     for cls in list(vars(nn).values()):
         if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
             continue

@@ -156,6 +156,7 @@ def static_ops() -> list[tuple[type, str, Callable, str]]:
     _build()
     if not _STATIC:
         from .. import nn
+        nn._load_all()  # the layer files not loaded yet
         for cls in vars(nn).values():
             if isinstance(cls, type) and issubclass(cls, nn.Module):
                 for k, v in vars(cls).items():

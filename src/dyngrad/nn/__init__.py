@@ -1,16 +1,20 @@
-"""``dyngrad.nn``: modules, parameters, functional ops, initialisers and utilities
-(``nn.utils`` and ``nn.parallel`` are imported on first use, as they are rarer)."""
+"""``dyngrad.nn``: modules, parameters, functional ops, initialisers and utilities.  The layer
+classes' files, ``nn.utils`` and ``nn.parallel`` are loaded on first use."""
 from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer  # noqa: F401
-from .modules import *  # noqa: F401,F403
-from .modules import __all__ as _mods
+from . import modules
+from .modules import Module  # noqa: F401
 from . import functional, init  # noqa: F401
 
+_LAYERS = frozenset(modules.__all__)
 # (the names loaded on first use are in __all__: a star import reaches them through __getattr__)
-__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel",  # noqa: F405
-           "DataParallel"] + list(_mods)
+__all__ = ["Parameter", "Buffer", "functional", "init", "utils", "parallel",
+           "DataParallel", *modules.__all__]
 
 
 def __getattr__(name):
+    if name in _LAYERS:
+        value = globals()[name] = getattr(modules, name)
+        return value
     if name in ("utils", "parallel"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
@@ -21,4 +25,10 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | {"utils", "parallel", "DataParallel"})
+    return sorted(set(globals()) | _LAYERS | {"utils", "parallel", "DataParallel"})
+
+
+def _load_all() -> None:
+    """Every layer class bound here (for code that walks ``vars(nn)``)."""
+    for name in _LAYERS:
+        __getattr__(name)
