@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor, _dim
-from .._record import notify, STATE, Saved, edge_of, record, as_float
+from .._record import STATE, as_float
 from ..ops import losses as _losses
 from ..ops.losses import REDUCTIONS as _REDUCTIONS  # noqa: E501
 from ..ops.unary import tanh, sigmoid  # noqa: F401 - re-exported
@@ -20,7 +20,7 @@ from ..ops import trilinear as _tri
 from ..ops.linalg import addmm, matmul
 from ..ops.views import reshape
 from ..ops.shape import broadcast_tensors
-from ..ops.reduction import LinalgVectorNormBackward0, vector_norm, dims_of, raw_dims
+from ..ops.reduction import vector_norm, _norm_dim
 from .. import _warn
 
 _make = Tensor._make
@@ -768,6 +768,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 # its C++ composites (cross_entropy's label smoothing, pairwise_distance) use them
 _mul_scalar, _add_scalar = _bin.mul_scalar, _bin.add_scalar
 _sub_scalar, _div_scalar = _bin.sub_scalar, _bin.div_scalar
+_at_norm = _norm_dim.fn  # at::norm(x, p, dim, keepdim): NormBackward1
 
 
 def _vnorm(x, p, dim, keepdim):
@@ -827,27 +828,10 @@ def _broadcast_msg(s1, s2):
     return "shape mismatch"
 
 
-class NormBackward1(LinalgVectorNormBackward0):
-    """norm(self, p, dim, keepdim): PyTorch's norm_backward, as linalg.vector_norm's."""
-    __slots__ = ()
-
-
-def _norm1(x, p, dim, keepdim):
-    """``at::norm(x, p, dim, keepdim)`` as PyTorch's composites call it: NormBackward1."""
-    if not (STATE.enabled and x._requires_grad):
-        return vector_norm(x, p, dim, keepdim)
-    r = vector_norm(x.detach(), p, dim, keepdim)._data
-    res = record(r, None)
-    res._grad_fn = NormBackward1((edge_of(x),), (Saved(x), Saved(res, True), float(p),
-                                                 dims_of(dim, x._data.ndim), keepdim,
-                                                 raw_dims(dim)))
-    return notify(res)
-
-
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """||x1 - x2 + eps||_p along the last dimension (PyTorch's at::norm of the difference)."""
     d = max(x1.dim(), x2.dim()) - 1
-    return _norm1(_add_scalar(x1 - x2, eps), p, d, keepdim)
+    return _at_norm(_add_scalar(x1 - x2, eps), p, d, keepdim)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,

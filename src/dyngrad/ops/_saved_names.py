@@ -18,13 +18,6 @@ SAVED_NAMES: dict = {
     "LinalgEighBackward0": {"eigenvalues": (0, "tensor")},
     "LinalgQrBackward0": {"Q": (0, "tensor"), "R": (1, "tensor"), "mode": (2, "same")},
     "LinalgSolveExBackward0": {"A": (0, "tensor"), "result": (1, "tensor"), "left": (3, "same")},
-    "LinalgVectorNormBackward0": {
-        "self": (0, "tensor"),
-        "result": (1, "tensor"),
-        "ord": (2, "same"),
-        "dim": (5, "dim"),
-        "keepdim": (4, "same"),
-    },
     "MaxPool2DWithIndicesBackward0": {"result1": (0, "array"), "self": (4, "tensor")},
     "NativeBatchNormBackward0": {
         "input": (0, "tensor"),
@@ -42,13 +35,6 @@ SAVED_NAMES: dict = {
         "result1": (2, "array"),
         "result2": (3, "array"),
         "bias": (10, "tensor"),
-    },
-    "NormBackward1": {
-        "self": (0, "tensor"),
-        "result": (1, "tensor"),
-        "p": (2, "same"),
-        "dim": (5, "dim"),
-        "keepdim": (4, "same"),
     },
     "ReflectionPad2DBackward0": {"self": (2, "tensor")},
     "ReplicationPad2DBackward0": {"self": (2, "tensor")},

@@ -923,25 +923,6 @@ def _norm_tangent(x, t, p, norm, dims, keepdim):
     return out.masked_fill(norm == 0, 0)
 
 
-class LinalgVectorNormBackward0(Node):
-    """The hand-made norm node NormBackward1 (nn.functional's at::norm) extends: its saved
-    values in the order ops/_saved_names.py names them; the formula is linalg_vector_norm's."""
-    __slots__ = ()
-
-    def _bw(self, g, graph):
-        sx, so, p, dims, keepdim = self._saved[:5]
-        x = sx.get(self, graph)
-        # the result is saved for every order, as PyTorch's: its version is checked
-        od = np.asarray(X.data(so.get(self, False)))
-        o = so.get(self, graph) if p not in (0, 1) and not _math.isinf(p) else None
-        return _norm_grad(x, od, o, g, p, dims, keepdim),
-
-
-LinalgVectorNormBackward0._fw_rule = lambda node, tangents: [_norm_tangent(
-    node._saved[0].get(node, True), tangents[0], node._saved[2],
-    node._saved[1].get(node, True), node._saved[3], node._saved[4])]
-
-
 def norm_dtype(dt, dtype, fn: str = "linalg.vector_norm"):
     """The NumPy dtype a norm (``fn``: linalg.vector_norm, linalg.matrix_norm) computes input
     of dtype ``dt`` in for its ``dtype`` argument, or PyTorch's error."""
@@ -1002,18 +983,45 @@ def _linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 @_linalg_vector_norm.backward
 def _(ctx, grad):
-    x, p = ctx.self, float(ctx.ord)
-    nd = X.data(x).ndim
-    dims = dims_of(ctx.dim, nd)
-    res = ctx.result
-    return _norm_grad(x, np.asarray(X.data(res)), res, grad, p, dims, ctx.keepdim),
+    return _vector_norm_grad(ctx, grad, ctx.ord)
 
 
 @_linalg_vector_norm.jvp
 def _(ctx, t):
+    return _vector_norm_tangent(ctx, t, ctx.ord)
+
+
+def _vector_norm_grad(ctx, grad, p):
+    """PyTorch's norm_backward, for linalg.vector_norm's node and at::norm's."""
+    x, res = ctx.self, ctx.result
+    dims = dims_of(ctx.dim, X.data(x).ndim)
+    return _norm_grad(x, np.asarray(X.data(res)), res, grad, float(p), dims, ctx.keepdim),
+
+
+def _vector_norm_tangent(ctx, t, p):
+    """PyTorch's norm_jvp, for linalg.vector_norm's node and at::norm's."""
     x = ctx.self
-    return _norm_tangent(x, t, float(ctx.ord), ctx.result, dims_of(ctx.dim, x.dim()),
-                         ctx.keepdim)
+    return _norm_tangent(x, t, float(p), ctx.result, dims_of(ctx.dim, x.dim()), ctx.keepdim)
+
+
+@defop("norm", node="NormBackward1", saved=("self", "p", "dim", "keepdim", "result"),
+       dim_lists=("dim",), holomorphic=False, method=False, function=False,
+       batch=batch_along_dims("dim"))
+def _norm_dim(self, p, dim, keepdim=False):
+    """``at::norm(self, p, dim, keepdim)`` (its ScalarOpt_dim overload), which PyTorch's C++
+    composites call (pairwise_distance): linalg.vector_norm's value and formulas, recorded
+    as NormBackward1."""
+    return _linalg_vector_norm.forward(self, p, dim, keepdim)
+
+
+@_norm_dim.backward
+def _(ctx, grad):
+    return _vector_norm_grad(ctx, grad, ctx.p)
+
+
+@_norm_dim.jvp
+def _(ctx, t):
+    return _vector_norm_tangent(ctx, t, ctx.p)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
