@@ -20,6 +20,8 @@ def reset() -> None:
         cf.recompile_reasons.clear()
         cf.eager_reason = None
         cf._fast = MISSING
+        cf.split = False
+        cf.split_regions.clear()
 
 
 def is_compiling() -> bool:

@@ -5,8 +5,9 @@ its source).  A call tries the entries' replays newest first; each checks its gu
 When every entry's guards fail, the function is captured again (the failed guards are the
 recapture's reason, kept in ``recompile_reasons`` and logged under ``TORCH_LOGS=recompiles``),
 up to ``config.recompile_limit`` captures; then it runs eagerly with PyTorch's warning.  A
-function that cannot be captured (a graph break, an op without a replay kernel) runs eagerly
-from then on; ``eager_reason`` says why.  Under the ``eager`` backends a replay runs the
+function that cannot be captured (a graph break, an op without a replay kernel) is split
+from then on (``split``: its own code eager, the Modules it calls compiled regions);
+``eager_reason`` says why.  Under the ``eager`` backends a replay runs the
 function itself behind the guards; a ``backend=`` callable is given the captured forward as a
 GraphModule once per capture and what it returns runs for the forward's outputs in the replay
 (docs/compile.md, "Backends").
@@ -30,6 +31,7 @@ from . import capture as C
 from . import config
 from . import numba_backend
 from . import optimizers as O
+from . import split
 from .codegen import MISS, Emitter, generate
 from .exc import ReplayMismatch, TorchDynamoException, Unsupported
 from .program import Guard, Ref, refs_in, tensors_in
@@ -291,6 +293,14 @@ class CompiledFunction:
         self.eager_reason = None
         self.captures = 0
         self._fast = MISSING   # the replay that ran last (tried first)
+        # after a capture that stopped (a graph break, an op without a replay kernel): the
+        # function's own code runs eagerly and the Modules it calls compiled (``split``)
+        self.split = False
+        self.split_regions: dict = {}   # id(module) -> (module, its compiled region)
+        self.split_body = None          # (a region: the module's own call)
+        # the function whose code names this one in logs and the explorer (a region: the
+        # module's forward)
+        self.where = fn
         functools.update_wrapper(self, fn, updated=())
         ALL_COMPILED.append(self)
 
@@ -316,6 +326,8 @@ class CompiledFunction:
     def _call(self, args, kwargs):
         if self.eager_reason is not None or DISABLED[0] or C.ACTIVE[0] is not None or \
                 _batched.LEVELS:
+            if self.split and not (DISABLED[0] or C.ACTIVE[0] is not None or _batched.LEVELS):
+                return split.run(self, args, kwargs)
             return self._fn(*args, **kwargs)
         entries = self.entries
         for i in range(len(entries) - 1, -1, -1):
@@ -338,9 +350,9 @@ class CompiledFunction:
                 return self._fn(*args, **kwargs)
             self.recompile_reasons.append(reasons)
             if config.log_recompiles:
-                code = getattr(self._fn, "__code__", None)
+                code = getattr(self.where, "__code__", None)
                 where = f"{code.co_filename}:{code.co_firstlineno}" if code else "?"
-                lines = [f"Recompiling function {getattr(self._fn, '__name__', self._fn)} in "
+                lines = [f"Recompiling function {getattr(self.where, '__name__', self._fn)} in "
                          f"{where}", "    triggered by the following guard failure(s):"]
                 lines += [f"    - {r}" for r in reasons]
                 _emit_log("\n".join(lines))
@@ -362,7 +374,7 @@ class CompiledFunction:
         return f"{j}/{j}: guards passed"
 
     def _give_up(self, reasons):
-        code = getattr(self._fn, "__code__", None)
+        code = getattr(self.where, "__code__", None)
         info = f"'{code.co_name}' ({code.co_filename}:{code.co_firstlineno})" if code else \
             repr(self._fn)
         logging.getLogger("dyngrad._dynamo.convert_frame").warning(
@@ -420,6 +432,7 @@ class CompiledFunction:
             gb = cap.graph_break
             self.eager_reason = cap.failed if gb is None else \
                 f"graph break: {gb[0]} at {gb[1][0]}:{gb[1][1]}"
+            self.split = True   # from now on (see ``split``)
             if cap.graph_break is not None and config.log_graph_breaks:
                 _emit_log(f"Graph break: {cap.graph_break[0]} at "
                           f"{cap.graph_break[1][0]}:{cap.graph_break[1][1]}")

@@ -27,7 +27,7 @@
       h += "<details><summary>TORCH_LOGS=recompiles</summary><pre>" + esc(r.log) + "</pre></details></li>";
     }
     if (f.eager) {
-      h += "<li class='eager'><b>" + (f.eager.limit_hit ? "recompile limit hit: runs eagerly from then on" : "runs eagerly") + "</b><pre>" + esc(f.eager.warning || f.eager.reason) + "</pre></li>";
+      h += "<li class='eager'><b>" + (f.eager.limit_hit ? "recompile limit hit: runs eagerly from then on" : f.split && f.regions.length ? "split: its own code runs eagerly, the Modules it calls as compiled regions (" + f.regions.map(esc).join(", ") + ")" : "runs eagerly") + "</b><pre>" + esc(f.eager.warning || f.eager.reason) + "</pre></li>";
     }
     return h + "</ol>";
   }

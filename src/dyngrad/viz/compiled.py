@@ -213,7 +213,7 @@ def compiled_data(fn) -> dict:
     """What ``compiled_html`` shows, JSON-ready: the function's captured programs (with their
     replay counts where counted), its recaptures with their reasons, its fall back to eager."""
     cf = _compiled_function(fn)
-    code = getattr(cf._fn, "__code__", None)
+    code = getattr(getattr(cf, "where", cf._fn), "__code__", None)
     name = getattr(cf, "name", None) or getattr(cf._fn, "__qualname__", None) or repr(cf._fn)
     progs = []
     for j, e in enumerate(cf.entries):
@@ -237,7 +237,16 @@ def compiled_data(fn) -> dict:
             "backend": cf.backend if isinstance(cf.backend, str) else
             getattr(cf.backend, "__name__", repr(cf.backend)),
             "limit": cf.limit, "captures": cf.captures, "programs": progs,
-            "recaptures": recaps, "eager": eager}
+            "recaptures": recaps, "eager": eager, "split": bool(getattr(cf, "split", False)),
+            "regions": [r.name for _, r in getattr(cf, "split_regions", {}).values()]}
+
+
+def _with_regions(cf) -> list:
+    """``cf`` and, when it is split at a graph break, its compiled regions (theirs too)."""
+    out = [cf]
+    for _, region in getattr(cf, "split_regions", {}).values():
+        out += _with_regions(region)
+    return out
 
 
 def _fx_code(program: Program) -> dict:
@@ -253,7 +262,7 @@ def _fx_code(program: Program) -> dict:
 
 def _recompile_log(cf, reasons) -> str:
     """The lines ``TORCH_LOGS=recompiles`` prints for this recapture."""
-    code = getattr(cf._fn, "__code__", None)
+    code = getattr(getattr(cf, "where", cf._fn), "__code__", None)
     where = f"{code.co_filename}:{code.co_firstlineno}" if code else "?"
     lines = [f"Recompiling function {getattr(cf._fn, '__name__', cf._fn)} in {where}",
              "    triggered by the following guard failure(s):"]
@@ -262,7 +271,7 @@ def _recompile_log(cf, reasons) -> str:
 
 
 def _limit_warning(cf) -> str:
-    code = getattr(cf._fn, "__code__", None)
+    code = getattr(getattr(cf, "where", cf._fn), "__code__", None)
     info = f"'{code.co_name}' ({code.co_filename}:{code.co_firstlineno})" if code else \
         repr(cf._fn)
     last = cf.eager_reason.partition("; last reason: ")[2]
@@ -341,9 +350,9 @@ def compiled_html(fn, title: str | None = None) -> str:
     """A self-contained HTML page (no network) showing a compiled function's programs,
     guards and recaptures."""
     from ._page import render_compiled_page
-    data = compiled_data(fn)
-    title = title or f"dyngrad.compile: {data['name']}"
-    return render_compiled_page(title, json.dumps({"title": title, "compiled": [data]},
+    data = [compiled_data(cf) for cf in _with_regions(_compiled_function(fn))]
+    title = title or f"dyngrad.compile: {data[0]['name']}"
+    return render_compiled_page(title, json.dumps({"title": title, "compiled": data},
                                                   separators=(",", ":"), allow_nan=False,
                                                   default=_json_default))
 
