@@ -6,9 +6,25 @@ from __future__ import annotations
 import os
 import tomllib
 
+import logging
+
 import importlinter.cli as cli
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _loggers_kept():
+    """import-linter configures logging with ``disable_existing_loggers``: the loggers that
+    existed before (dyngrad's own among them) are enabled again afterwards, so later tests
+    see their records."""
+    loggers = [lg for lg in logging.Logger.manager.loggerDict.values()
+               if isinstance(lg, logging.Logger)]
+    before = [lg.disabled for lg in loggers]
+    yield
+    for lg, was in zip(loggers, before):
+        lg.disabled = was
 
 
 def _layers():
