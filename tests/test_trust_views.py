@@ -463,3 +463,65 @@ def test_setitem_zero_dim_value_fills_or_copies_as_torch(dtype, shape):
         x[0] = L.ones((), dtype=L.float64, requires_grad=True) * 2
         return x.requires_grad, type(x.grad_fn).__name__, x.tolist()
     assert prog(dyngrad) == prog(torch)
+
+
+# --- a view's history rebuilt lazily after its base gained one in place -------------------
+# (PyTorch makes it when grad_fn or is_leaf is read, or when an op collects its edges, even an
+# op whose kernel then fails; until then the in-place check sees a leaf that requires grad)
+_LAZY_SETUP = """
+    w = torch.ones(4, dtype=torch.float64, requires_grad=True)
+    b = torch.zeros(1, 4, 4, dtype=torch.float64)
+    v = b.view(-1)
+    b[0] = w
+    """
+
+
+@pytest.mark.parametrize("touch", ["pass", "v.is_leaf", "v.grad_fn", "v.requires_grad",
+                                   "v.grad", "v.output_nr", "v._version", "v.sum()",
+                                   "v.detach()", "b.exp_()"])
+def test_lazy_view_history_made_by_what_reads_it(touch):
+    check(_LAZY_SETUP + f"""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        {touch}
+    try:
+        v.mul_(torch.ones(16, dtype=torch.float64))
+        r = str(v.grad_fn is not None)
+    except RuntimeError as e:
+        r = str(e).splitlines()[0]
+    out = [r, len(caught)]
+    """)
+
+
+@pytest.mark.parametrize("failing", ["torch.sub(v, torch.ones(4, 4))", "v.sub(torch.ones(4, 4))",
+                                     "v - torch.ones(4, 4)", "torch.ones(4, 4) * v",
+                                     "torch.cat([v, torch.ones(4, 4)])", "torch.sub(v, 'x')",
+                                     "torch.sub(v.detach(), torch.ones(4, 4))"])
+def test_lazy_view_history_made_by_a_failing_op(failing):
+    check(_LAZY_SETUP + f"""
+    try:
+        {failing}
+    except (RuntimeError, TypeError):
+        pass
+    try:
+        v.mul_(torch.ones(16, dtype=torch.float64))
+        out = "history made"
+    except RuntimeError as e:
+        out = str(e).splitlines()[0]
+    """)
+
+
+def test_grad_warning_only_for_a_non_leaf_without_a_gradient():
+    check("""
+    import warnings
+    a = torch.ones(2, requires_grad=True)
+    b, c = a * 2, a * 3
+    b.grad = torch.ones(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b.grad
+        n_set = len(caught)
+        c.grad
+    out = [n_set, len(caught)]
+    """)

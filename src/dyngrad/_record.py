@@ -8,7 +8,7 @@ from math import prod as _prod
 from ._dtype import DEFAULTS
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
-from .autograd.node import Node, Saved, cast_grad, edge_of, NO_EDGE
+from .autograd.node import Node, Saved, cast_grad, edge_of, first_use, NO_EDGE
 
 _make = Tensor._make
 
@@ -105,6 +105,13 @@ def edges_first(*inputs):
         for t in inputs:
             if isinstance(t, Tensor) and t._stale_view:
                 raise RuntimeError(t._stale_view)
+        # collecting the edges makes a view's lazily rebuilt history (its grad_fn) now, even
+        # though the kernel then fails (later in-place checks see it)
+        if any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
+            for t in inputs:
+                fn = t._grad_fn if isinstance(t, Tensor) else None
+                if fn is not None and fn._seq < 0:
+                    first_use(fn)
 
 
 def sum_to(g, shape):

@@ -328,12 +328,19 @@ class Tensor:
         """True for tensors that no recorded op produced."""
         if self._stale_view:
             raise RuntimeError(self._stale_view)
-        return self._grad_fn is None
+        fn = self._grad_fn
+        if fn is not None and fn._seq < 0:  # a view's history rebuilt lazily: made now, as
+            from .autograd.node import first_use  # PyTorch's is_leaf asks for grad_fn
+            first_use(fn)
+        return fn is None
 
     @property
     def grad(self):
         """The accumulated gradient of a leaf (None until a backward reaches it)."""
-        if self._grad_fn is not None and not self._retains_grad:
+        fn = self._grad_fn
+        # PyTorch warns for a non-leaf without a gradient, judging by the history as it
+        # stands (a view's history rebuilt lazily and never used counts as none)
+        if fn is not None and self._grad is None and not self._retains_grad and fn._seq != -2:
             _warn.warn(errors.NONLEAF_GRAD, UserWarning)
         return self._grad
 
