@@ -859,12 +859,16 @@ def _lead(err):
     - the version error names the tensor as ``[torch.FloatTensor [3, 4]], which is output 0
       of XBackward0, is at version 1; ...``; dyngrad words that part its own way and adds the
       line that made the tensor and a fix, so only the sentence before `` [`` / ``: [`` counts;
-    - anything after ``Hint:`` is advice, not the error.
+    - anything after ``Hint:`` is advice, not the error;
+    - PyTorch's internal assertions name its C++ source file and ask for a bug report, where
+      dyngrad says what went wrong: only the assertion, to ``INTERNAL ASSERT FAILED``, counts.
     """
     if err is None or ":" not in err:
         return err
     typ, msg = err.split(":", 1)
     msg = msg.strip()
+    if "INTERNAL ASSERT FAILED" in msg:
+        msg = msg[:msg.index("INTERNAL ASSERT FAILED") + len("INTERNAL ASSERT FAILED")]
     for cut in ("Hint:", ": [", " [torch."):
         i = msg.find(cut)
         if i > 0:

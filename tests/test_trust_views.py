@@ -525,3 +525,33 @@ def test_grad_warning_only_for_a_non_leaf_without_a_gradient():
         c.grad
     out = [n_set, len(caught)]
     """)
+
+
+# --- an integer tensor given a history by an in-place copy (PyTorch's CopySlices) ------------
+_INT_SETUP = """
+    a = torch.zeros(2, 2, dtype=torch.long)
+    w = torch.ones((), requires_grad=True)
+    a[0] = w * 2
+    """
+
+
+@pytest.mark.parametrize("use", ["a[1:]", "a[0]", "a.view(-1)", "a.sum()", "a * 2",
+                                 "a.float() * 2", "a * 2.0", "a.t()", "a.clone()",
+                                 "torch.cat([a, a])", "a.neg()", "a.abs()"])
+def test_integer_history_results(use):
+    check(_INT_SETUP + f"""
+    r = {use}
+    out = [r.requires_grad, r.dtype, type(r.grad_fn).__name__, a.requires_grad, a.is_leaf,
+           type(a.grad_fn).__name__]
+    """)
+
+
+@pytest.mark.parametrize("loss", ["a.float().sum()", "(a * 1.5).sum()", "a.double().mean()"])
+def test_integer_history_backward_is_refused(loss):
+    t = _run(torch, _INT_SETUP + f"({loss}).backward()")
+    d = _run(dyngrad, _INT_SETUP + f"({loss}).backward()")
+    assert t[0] == d[0] == "err"
+    assert type(t[1]) is RuntimeError and type(d[1]) is RuntimeError
+    lead = "isDifferentiableType(grad.scalar_type()) INTERNAL ASSERT FAILED"
+    assert str(t[1]).startswith(lead) and str(d[1]).startswith(lead)
+    assert "dtype Long" in str(d[1])   # (dyngrad's says what went wrong, not where in C++)

@@ -8,7 +8,8 @@ from math import prod as _prod
 from ._dtype import DEFAULTS
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
-from .autograd.node import Node, Saved, cast_grad, edge_of, first_use, NO_EDGE
+from .autograd import errors
+from .autograd.node import IN_PLACE, Node, Saved, cast_grad, edge_of, first_use, NO_EDGE
 
 _make = Tensor._make
 
@@ -53,8 +54,12 @@ def record(data, node):
     t._grad_fn = node
     if node is not None:
         node._odt = dt = data.dtype
-        if dt.kind == "c" and node._holomorphic:
-            node._conjugate_rule()
+        if dt.kind != "f":
+            if dt.kind == "c":
+                if node._holomorphic:
+                    node._conjugate_rule()
+            elif dt.kind in "biu" and not IN_PLACE[0]:
+                raise errors.integer_history(dt)
         if RECORD_HOOKS:
             for h in RECORD_HOOKS:
                 h(t, node)

@@ -205,3 +205,21 @@ def without_rule(op: str, *, kind: str = "formula"):
 def no_derivative(what: str) -> NotImplementedError:
     """PyTorch's error for a backward it declares no derivative for."""
     return NotImplementedError(f"the derivative for '{what}' is not implemented.")
+
+
+def integer_history(dt) -> RuntimeError:
+    """PyTorch's error for an op recording a history on a result of integer or bool dtype
+    (possible only for an integer tensor that an in-place copy of a tensor requiring grad
+    gave a history, ``a[0] = w``)."""
+    from .._dtype import scalar_type_name
+    return RuntimeError(f"Autograd not support dtype: {scalar_type_name(dt)}")
+
+
+def integer_gradient(dt) -> RuntimeError:
+    """PyTorch's (internal) error when a gradient would flow into a tensor of integer or bool
+    dtype, which only the history an in-place copy gave an integer tensor leads to."""
+    from .._dtype import scalar_type_name
+    return RuntimeError("isDifferentiableType(grad.scalar_type()) INTERNAL ASSERT FAILED: a "
+                        f"gradient cannot flow into a tensor of dtype {scalar_type_name(dt)} (an "
+                        "integer tensor that an in-place copy of a tensor requiring grad gave a "
+                        "history)")

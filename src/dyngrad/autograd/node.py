@@ -146,6 +146,11 @@ def _conjugating(cls):
                                       "__doc__": cls.__doc__})
 
 
+# >0 while an in-place op runs its out-of-place form: PyTorch rebases the tensor's history
+# there without the integer-dtype check that recording a new result makes
+IN_PLACE = [0]
+
+
 class Node:
     """Base class of every backward node.
 
@@ -192,8 +197,12 @@ class Node:
         self._saved = saved
         self._seq = next(_seq)
         self._odt = odt
-        if odt is not None and odt.kind == "c" and self._holomorphic:
-            self._conjugate_rule()
+        if odt is not None and odt.kind != "f":
+            if odt.kind == "c":
+                if self._holomorphic:
+                    self._conjugate_rule()
+            elif odt.kind in "biu" and not IN_PLACE[0]:
+                raise errors.integer_history(odt)
         # Where user code created this node: (code, instruction offset) of the first frame
         # outside dyngrad, resolved to file:line only when an error or a viewer asks.  The
         # depth that held last for this class is tried first (and verified), so a hit looks at

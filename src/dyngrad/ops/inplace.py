@@ -15,7 +15,7 @@ from . import OPS, inplace_of, op
 from .._record import (RECORD_HOOKS, STATE, Node, Tensor, edge_of, grad_dtype, notify, sum_to)
 from . import _dual as X
 from ._dual import c_order, zeros_like
-from ..autograd.node import AccumulateGrad, Saved, lazy
+from ..autograd.node import IN_PLACE, AccumulateGrad, Saved, lazy
 from .._record import edges_first
 from ._spec import batch_aligned, defop
 from .views import (apply_chain, expanded_strides, overlapping, partial_overlap, root_writeable,
@@ -207,10 +207,13 @@ def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
         snap._acc = self._acc
     else:
         acc = None
+    IN_PLACE[0] += 1
     try:
         r = fn(snap, *args, **kwargs)
     except NotImplementedError as e:
         raise _named_inplace(e) from None
+    finally:
+        IN_PLACE[0] -= 1
     del acc
     if r._data.dtype != self._data.dtype:
         _check_cast(self._data, r._data.dtype, True)
@@ -233,6 +236,7 @@ def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
         return self
     cs = CopySlices((edge_of(base),) + node.next_functions[1:],
                     (self._view_fn, node, base._data.shape, base._data.dtype))
+    cs._odt = base._data.dtype  # (gradients reaching it take the base's dtype)
     _set_history(base, cs)
     # the view gets a fresh node that reads its region out of the new base history
     _set_history(self, AsStridedBackward0(((cs, 0),), (self._view_fn, base._data.shape,
@@ -431,6 +435,8 @@ class CopySlices(Node):
 
     def _bw(self, g, graph):
         chain, node, shape, dtype = self._unpack()
+        if dtype.kind in "biu":  # an integer base: PyTorch's engine refuses its gradient
+            raise errors.integer_gradient(dtype)
         res = _clone_any(g)
         outs = node._bw(_contiguous_any(apply_chain(g, chain)), graph)
         _region_set_any(apply_chain(res, chain), outs[0])
