@@ -555,3 +555,18 @@ def test_integer_history_backward_is_refused(loss):
     lead = "isDifferentiableType(grad.scalar_type()) INTERNAL ASSERT FAILED"
     assert str(t[1]).startswith(lead) and str(d[1]).startswith(lead)
     assert "dtype Long" in str(d[1])   # (dyngrad's says what went wrong, not where in C++)
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_integer_history_refused_before_other_leaves_accumulate(first):
+    terms = ["(a * 1.5).sum()", "(x * 2).sum()"]
+    check(_INT_SETUP + f"""
+    x = torch.ones(3, requires_grad=True)
+    loss = {' + '.join(terms if first else terms[::-1])}
+    try:
+        loss.backward()
+        failed = False
+    except RuntimeError:
+        failed = True
+    out = [failed, x.grad is None, w.grad is None]
+    """)

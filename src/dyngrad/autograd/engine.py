@@ -12,8 +12,17 @@ import numpy as np
 
 from . import errors
 from .grad_mode import DUAL_LEVEL as _FW_LEVEL, STATE
-from .node import KEEPERS, LIVE_PACKS, AccumulateGrad, cast_grad as _to_dtype, edge_of, keeper
+from .node import KEEPERS, LIVE_PACKS, AccumulateGrad, cast_grad, edge_of, keeper
 from .._fperr import quiet_on, quiet_off
+
+
+def _to_dtype(g, dt):
+    """A gradient flowing into a node, in the dtype of that node's output (PyTorch's
+    validate_outputs, run on the differing dtypes only); none may flow into an integer tensor
+    (PyTorch's assertion, raised there, before later nodes run)."""
+    if dt.kind in "biu":
+        raise errors.integer_gradient(dt)
+    return cast_grad(g, dt)
 
 _getrefcount = sys.getrefcount
 _ACC_LOCK = __import__('threading').Lock()

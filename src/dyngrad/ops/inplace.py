@@ -5,6 +5,7 @@ rewritten -- the tensor's own ``grad_fn`` for a plain tensor, the base's (``Copy
 for a view."""
 from __future__ import annotations
 
+import copy
 import functools
 import types
 import weakref
@@ -236,7 +237,12 @@ def _apply(self, fn, args, kwargs, shared_ok, operands=None, untracked=False):
         return self
     cs = CopySlices((edge_of(base),) + node.next_functions[1:],
                     (self._view_fn, node, base._data.shape, base._data.dtype))
-    cs._odt = base._data.dtype  # (gradients reaching it take the base's dtype)
+    cs._odt = dt = base._data.dtype  # (gradients reaching it take the base's dtype)
+    if dt.kind in "biu":
+        # an integer base: an equal but distinct dtype object, so the engine's dtype test
+        # (by identity) takes its slow path for every gradient reaching this node, and refuses
+        # it there, when the node that made it has run (PyTorch's validate_outputs)
+        cs._odt = copy.copy(dt)
     _set_history(base, cs)
     # the view gets a fresh node that reads its region out of the new base history
     _set_history(self, AsStridedBackward0(((cs, 0),), (self._view_fn, base._data.shape,
