@@ -60,6 +60,31 @@ class Emitter:
     def line(self, s: str, indent: int = 2) -> None:
         self.lines.append("    " * indent + s)
 
+    def out_buffer(self, i: int) -> str:
+        """Buffer ``i`` as an array made once that the replay writes into at every call (so
+        what keeps its value past the call copies it, as for ``out=`` results)."""
+        name = f"b{i}"
+        if name not in self.consts:
+            b = self.program.buffers[i]
+            self.consts[name] = np.empty(b.shape, b.dtype)
+        self.stable.add(i)
+        return name
+
+    def scratch(self, shape, dtype, hint: str = "W") -> str:
+        """A new array of ``shape`` and ``dtype`` made once, for values that live within one
+        instruction's lines."""
+        arr = np.empty(shape, dtype)
+        return self.const(arr, hint)
+
+    def bits_view(self, i: int) -> str:
+        """Buffer ``i`` (float) seen as signed integers of its width: made once when the
+        buffer's array never changes, else an expression the replay evaluates."""
+        b = self.program.buffers[i]
+        it = np.dtype(f"i{np.dtype(b.dtype).itemsize}")
+        if i in self.stable:
+            return self.const(self.consts[f"b{i}"].view(it), "I")
+        return f"b{i}.view({self.const(it, 'D')})"
+
 
 def generate(program, em: Emitter, extra, guard_exprs, result_expr, body_lines):
     """The replay function's source (after ``extra``, lines of functions it uses): guards,

@@ -813,7 +813,9 @@ def _elide_grads(cap):
 def _lines(ins, em, cap, gb):
     gen = getattr(ins.fn, "codegen", None)
     if gen is not None:
-        return gen(ins, em)
+        lines = gen(ins, em)
+        if lines is not None:     # (None: the kernel's plain call below)
+            return lines
     ind = "        "
     if ins.op == "set_grad":
         p, g = ins.args
