@@ -16,6 +16,7 @@ from ..autograd.grad_mode import STATE
 from .program import Ref
 
 MISS = object()
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class Emitter:
@@ -30,6 +31,8 @@ class Emitter:
         self.lines: list = []
         self.stable: set = set()     # buffers whose array never changes between calls
         self.tensor_expr: dict = {}  # id(argument tensor) -> its name in the replay
+        self.grad_names: dict = {}   # id(leaf) -> name the guards bind its entry .grad to
+        self.entry_grads: set = set()  # ids of the instructions that may use those names
 
     def const(self, v, hint="c") -> str:
         """The replay's name for ``v`` (an argument tensor: the argument of this call)."""
@@ -59,6 +62,37 @@ class Emitter:
 
     def line(self, s: str, indent: int = 2) -> None:
         self.lines.append("    " * indent + s)
+
+    def scalar(self, v, dtype) -> str:
+        """A 0-d array of ``dtype`` holding ``v``, made once: what NumPy converts a Python
+        number (or a scalar of that dtype) to in a ufunc over ``dtype`` arrays, without the
+        conversion at every call."""
+        key = ("scalar", np.dtype(dtype).str, type(v), v)
+        k = self.by_id.get(key)
+        if k is None:
+            k = self.const(np.full((), v, dtype), "Z")
+            self.by_id[key] = k
+        return k
+
+    def ufunc_args(self, ins, dtype) -> list:
+        """The expressions of ``ins``'s arguments, its scalars as ``scalar`` arrays where that
+        leaves the computation as it is: a float ufunc whose array arguments and result all
+        have ``dtype``, a Python float, a Python int exact in ``dtype``, or a scalar of
+        ``dtype``."""
+        dt = np.dtype(dtype)
+        refs = [a for a in ins.args if type(a) is Ref]
+        if not isinstance(ins.fn, np.ufunc) or dt not in _FLOATS or not refs or \
+                any(np.dtype(self.program.buffers[a.i].dtype) != dt for a in refs):
+            return [self.expr(a) for a in ins.args]
+        out = []
+        for a in ins.args:
+            t = type(a)
+            if t is float or (t is int and abs(a) < 2 ** 24) or \
+                    (isinstance(a, np.floating) and a.dtype == dt):
+                out.append(self.scalar(a, dt))
+            else:
+                out.append(self.expr(a))
+        return out
 
     def out_buffer(self, i: int) -> str:
         """Buffer ``i`` as an array made once that the replay writes into at every call (so

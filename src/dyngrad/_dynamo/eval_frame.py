@@ -629,14 +629,18 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
                words=f"{who}.grad is {'' if was_none else 'not '}None")
         if not was_none:
             shape = p._grad._data.shape if p._grad is not None else None
-            gb.add(f"{tn}._grad._data.shape == {shape!r} and {tn}._grad._grad_fn is None",
+            # the .grad and its array, bound for the accumulations that add into them
+            gn = f"_g{len(em.grad_names)}"
+            em.grad_names[id(p)] = gn
+            gb.add(f"({gn}d := ({gn} := {tn}._grad)._data).shape == {shape!r} and "
+                   f"{gn}._grad_fn is None",
                    lambda a, k, p=p: f"the .grad of a parameter of shape {list(p.shape)} "
                    f"changed shape", words=f"{who}.grad has shape {list(shape or ())} and no "
                                          f"history")
-    for cond, describe, consts in cap.extra_guards:
+    for cond, describe, consts, *words in cap.extra_guards:
         for k, v in consts.items():
             em.consts[k] = v
-        gb.add(cond, describe)
+        gb.add(cond, describe, words="".join(words))
     prog.guards = [g for _, _, g in gb.guards]
     counter = [0]
     em.consts.update({"_n": counter, "_ACTIVE": C.ACTIVE, "_DISABLED": DISABLED,
@@ -653,6 +657,8 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             body.append(f"        b{i} = {v}d")
         _elide_grads(cap)
         instrs = prog.instrs if backend != "numba" else numba_backend.fuse(prog)
+        if isinstance(backend, str):
+            em.entry_grads = _entry_grads(instrs)
         if not isinstance(backend, str):
             gm, backend_fn, instrs, call = _with_backend(cap, em, gb, backend, result)
         nf = sum(ins.phase == "forward" for ins in instrs)
@@ -810,6 +816,19 @@ def _elide_grads(cap):
                 break
 
 
+def _entry_grads(instrs) -> set:
+    """The ids of the ``accumulate_grad`` instructions that run before anything can change a
+    ``.grad`` or run other code (a ``set_grad``, ``zero_grad``, an optimizer step and its
+    hooks): those add into the ``.grad`` the guards read at entry."""
+    out = set()
+    for ins in instrs:
+        if ins.op == "accumulate_grad":
+            out.add(id(ins))
+        elif ins.mode == "effect" and ins.op not in ("add_", "bump"):
+            break
+    return out
+
+
 def _lines(ins, em, cap, gb):
     gen = getattr(ins.fn, "codegen", None)
     if gen is not None:
@@ -825,14 +844,21 @@ def _lines(ins, em, cap, gb):
         copy = ins.aux == "copy" and g.i in em.stable
         return [f"{ind}{tn}._grad = _make(b{g.i}{'.copy()' if copy else ''})"]
     if ins.op == "accumulate_grad":   # AccumulateGrad's in-place add, inline
+        gn = em.grad_names.get(id(ins.args[0])) if id(ins) in em.entry_grads else None
+        if gn is not None:      # the .grad the guards read is still the tensor's
+            return [f"{ind}np.add({gn}d, {em.expr(ins.args[1])}, out={gn}d)",
+                    f"{ind}{gn}._vc[0] += 1"]
         tn = em.const(ins.args[0], "T")
         return [f"{ind}_g = {tn}._grad", f"{ind}_gd = _g._data",
                 f"{ind}np.add(_gd, {em.expr(ins.args[1])}, out=_gd)", f"{ind}_g._vc[0] += 1"]
     fn = em.const(ins.fn, "f")
-    parts = [em.expr(a) for a in ins.args]
+    out = ins.out
+    if ins.mode == "out":
+        parts = em.ufunc_args(ins, cap.program.buffers[out].dtype)
+    else:
+        parts = [em.expr(a) for a in ins.args]
     parts += [f"{k}={em.expr(v)}" for k, v in ins.kwargs.items()]
     a = ", ".join(parts)
-    out = ins.out
     if ins.mode == "out":
         em.consts[f"b{out}"] = cap.program.buffers[out].value
         em.stable.add(out)
@@ -863,6 +889,14 @@ def _lines(ins, em, cap, gb):
         return lines
     if type(out) is tuple:
         return [f"{ind}{', '.join(f'b{o}' for o in out)} = {fn}({a})"]
+    expr = getattr(ins.fn, "inline_expr", None)
+    b = cap.program.buffers[out]
+    if expr is not None and not ins.kwargs and np.dtype(b.dtype) in (np.float32, np.float64) \
+            and all(np.dtype(cap.program.buffers[x.i].dtype) == np.dtype(b.dtype)
+                    for x in ins.args if type(x) is Ref):
+        # the kernel's body, without the call (its 1 as an array of the result's dtype)
+        return [f"{ind}b{out} = " + expr.format(*[em.expr(x) for x in ins.args],
+                                                one=em.scalar(1, b.dtype))]
     return [f"{ind}b{out} = {fn}({a})"]
 
 

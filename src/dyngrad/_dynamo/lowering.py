@@ -1363,11 +1363,29 @@ def _relu_bw_lines(ins, em):
 
 
 _relu_bw.codegen = _relu_bw_lines
-_FASTER = {"ReluBackward0": _relu_bw}
+
+
+def _inline(expr):
+    """Give a kernel ``f(g, x, y)`` of float arrays the expression the replay writes in its
+    place (no call: the same NumPy operations in the same order); ``{0}``..``{2}`` are its
+    arguments, ``{one}`` is its literal 1 (a 0-d array of the result's dtype there)."""
+    def mark(fn):
+        fn.inline_expr = expr
+        return fn
+    return mark
+
+
+@_inline("{0} * ({one} - {2} * {2})")
+def _tanh_bw(g, x, y):
+    """TanhBackward0's array formula (``ops.unary``) for an ndarray gradient."""
+    return g * (1 - y * y)
+
+
+_FASTER = {"ReluBackward0": _relu_bw, "TanhBackward0": _tanh_bw}
 # the formulas ``g * f(y)`` of a gradient of ones (a loss's first node), without the product
-_FASTER_ONES = {"TanhBackward0": lambda g, x, y: 1 - y * y,
-                "SigmoidBackward0": lambda g, x, y: y * (1 - y),
-                "ExpBackward0": lambda g, x, y: y.copy()}
+_FASTER_ONES = {"TanhBackward0": _inline("{one} - {2} * {2}")(lambda g, x, y: 1 - y * y),
+                "SigmoidBackward0": _inline("{2} * ({one} - {2})")(lambda g, x, y: y * (1 - y)),
+                "ExpBackward0": _inline("{2}.copy()")(lambda g, x, y: y.copy())}
 
 
 def _saved_outputs(cap, node):

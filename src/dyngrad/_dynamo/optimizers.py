@@ -153,22 +153,28 @@ def _group_guard(cap, opt):
     cap.optimizers[id(opt)] = opt
     on = f"O{id(opt)}"
     consts = {on: opt}
-    conds = [f"len({on}.param_groups) == {len(opt.param_groups)}"]
+    # (the lists read once each, bound by name: one condition holds all of it)
+    conds = [f"len(_pg{id(opt)} := {on}.param_groups) == {len(opt.param_groups)}"]
     for gi, g in enumerate(opt.param_groups):
         gn = f"G{id(g)}"
         consts[gn] = g
-        conds.append(f"{on}.param_groups[{gi}] is {gn}")
-        conds.append(f"len({gn}['params']) == {len(g['params'])}")
+        ps = f"_ps{id(g)}"
+        conds.append(f"_pg{id(opt)}[{gi}] is {gn}")
+        conds.append(f"len({ps} := {gn}['params']) == {len(g['params'])}")
         for k, p in enumerate(g["params"]):
             pn = f"T{id(p)}"
             consts[pn] = p
-            conds.append(f"{gn}['params'][{k}] is {pn}")
+            conds.append(f"{ps}[{k}] is {pn}")
     st = opt.__dict__.get("step")
     sn = f"S{id(opt)}"
     consts[sn] = st
     conds.append(f"{on}.__dict__.get('step') is {sn}")
+    ng = len(opt.param_groups)
+    words = (f"{type(opt).__name__} has the same {ng} param group{'s' if ng != 1 else ''} "
+             f"holding the same {sum(len(g['params']) for g in opt.param_groups)} parameters, "
+             f"and its step is not replaced")
     cap.extra_guards.append((" and ".join(conds), lambda a, k, o=opt:
-                             f"the param groups of {type(o).__name__} changed", consts))
+                             f"the param groups of {type(o).__name__} changed", consts, words))
 
 
 def step_begin(cap, opt, closure):
