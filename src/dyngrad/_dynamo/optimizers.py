@@ -84,7 +84,7 @@ def _step_codegen(ins, em):
             continue
         lines.append(f"{ind}_lr = {gn}['lr']")
         lines.append(f"{ind}if {gn}['momentum'] != 0 or {gn}['weight_decay'] != 0 or "
-                     f"{gn}['maximize'] or _lr == 1:")
+                     f"{gn}['maximize'] or type(_lr) is not float or _lr == 1:")
         lines.append(f"{ind}    {general}")
         lines.append(f"{ind}else:")
         lines.extend(f"{ind}    {x}" for x in fast)
@@ -95,7 +95,8 @@ def _step_codegen(ins, em):
 
 def _sgd_fast(em, gn, pairs):
     """``d -= f(lr) * g`` as ``_sub_scaled_`` computes it for small arrays, into a scratch
-    buffer: only for gradients the program holds in its own buffers."""
+    buffer, with ``f(lr)`` (a float ``lr`` rounded to the dtype) held in a 0-d array: only for
+    gradients the program holds in its own buffers."""
     out = []
     scal = {}
     for p, src in pairs:
@@ -107,9 +108,9 @@ def _sgd_fast(em, gn, pairs):
         if b.shape != d.shape or b.dtype != d.dtype:
             return []
         key = d.dtype
-        if key not in scal:
-            sn = scal[key] = f"_s{len(scal)}"
-            out.append(f"{sn} = {em.const(d.dtype.type, 'F')}(_lr)")
+        if key not in scal:   # lr rounded to the dtype, in a 0-d array (a cheaper operand)
+            sn = scal[key] = em.const(np.zeros((), d.dtype), "Z")
+            out.append(f"{sn}[()] = _lr")
         tmp = em.const(np.empty_like(d), "S")
         pn = em.const(p, "T")
         dn = em.const(d, "P")
