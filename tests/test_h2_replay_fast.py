@@ -231,3 +231,34 @@ def test_optimizer_guard_fails_when_the_param_list_changes():
     words = [g.words for g in c.entries[0].program.guards]
     assert "SGD has the same 1 param group holding the same 4 parameters, and its step is " \
            "not replaced" in words
+
+
+@pytest.mark.parametrize("dtype", [T.float32, T.float64])
+def test_sgd_update_with_the_live_learning_rate(dtype):
+    """The plain SGD update reads ``lr`` at every call (rounded to the dtype in a 0-d
+    array); an int ``lr``, ``lr == 1`` and momentum take the general update: eager's
+    parameters and versions bit for bit throughout."""
+    x = T.tensor(np.random.default_rng(6).standard_normal((3, 6))).to(dtype)
+
+    def make():
+        net = _mlp(dtype, seed=7)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x):
+            loss = net(x).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+        return net, opt, step
+    ne, oe, se = make()
+    nc, oc, sc = make()
+    sc = T.compile(sc)
+    for lr, mom in ((0.1, 0), (0.037, 0), (1, 0), (2, 0), (1.0, 0), (0.3, 0.9), (1e-3, 0)):
+        for o in (oe, oc):
+            o.param_groups[0]["lr"] = lr
+            o.param_groups[0]["momentum"] = mom
+        assert _bits(sc(x)) == _bits(se(x))
+        for pe, pc in zip(ne.parameters(), nc.parameters()):
+            assert _bits(pe) == _bits(pc) and pe._vc[0] == pc._vc[0]
+    assert len(sc.entries) == 1 and sc.eager_reason is None
