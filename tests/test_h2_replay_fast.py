@@ -262,3 +262,36 @@ def test_sgd_update_with_the_live_learning_rate(dtype):
         for pe, pc in zip(ne.parameters(), nc.parameters()):
             assert _bits(pe) == _bits(pc) and pe._vc[0] == pc._vc[0]
     assert len(sc.entries) == 1 and sc.eager_reason is None
+
+
+def test_two_backwards_into_one_leaf_per_call():
+    """Two backward passes in one call add into the leaf's ``.grad``: when its first gradient
+    is another tensor's array (``a * b`` with a gradient of ones gives ``b``) or a buffer the
+    next call reuses (relu's backward), the replay sets ``.grad`` to a copy and adds into
+    that, never into the parameter ``b`` or the buffer; a ``.grad`` kept from a call is not
+    changed by the next."""
+    def make():
+        a = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        x = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+
+        def step():
+            (a * b).sum().backward()
+            (a * b).sum().backward()
+            F.relu(x).sum().backward()
+            (F.relu(x) * 3).sum().backward()
+        return (a, b, x), step
+    le, se = make()
+    lc, sc = make()
+    sc = T.compile(sc)
+    kept = []
+    for _ in range(4):
+        se(), sc()
+        for p, q in zip(le, lc):
+            assert _bits(p) == _bits(q) and _bits(p.grad) == _bits(q.grad)
+            assert p.grad._vc[0] == q.grad._vc[0]
+        kept.append(lc[2].grad)
+        for p in le + lc:
+            p.grad = None
+    assert sc.eager_reason is None and len(sc.entries) == 1
+    assert all(k.tolist() == [4.0, 0.0, 4.0] for k in kept)

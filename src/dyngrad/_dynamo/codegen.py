@@ -33,6 +33,7 @@ class Emitter:
         self.tensor_expr: dict = {}  # id(argument tensor) -> its name in the replay
         self.grad_names: dict = {}   # id(leaf) -> name the guards bind its entry .grad to
         self.entry_grads: set = set()  # ids of the instructions that may use those names
+        self.grad_copied: dict = {}  # buffer -> leaf whose .grad was set to a copy of it
 
     def const(self, v, hint="c") -> str:
         """The replay's name for ``v`` (an argument tensor: the argument of this call)."""

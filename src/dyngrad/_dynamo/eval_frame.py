@@ -841,8 +841,18 @@ def _lines(ins, em, cap, gb):
         if ins.aux == "elide":
             return []
         tn = em.const(p, "T")
-        copy = ins.aux == "copy" and g.i in em.stable
+        # a copy when the buffer is reused by the next call, or is not the program's own
+        # (the gradient may be a parameter's or an argument's array, ``g * x`` with g ones)
+        copy = ins.aux == "copy" and g.i in em.stable or \
+            cap.program.buffers[g.i].kind != "tmp"
+        if copy:     # a later add into this buffer goes to the .grad (see "add_")
+            em.grad_copied[g.i] = tn
         return [f"{ind}{tn}._grad = _make(b{g.i}{'.copy()' if copy else ''})"]
+    if ins.op == "add_" and ins.note == "accumulate into .grad" and \
+            ins.kwargs["out"].i in em.grad_copied:
+        tn = em.grad_copied[ins.kwargs["out"].i]
+        return [f"{ind}_gd = {tn}._grad._data",
+                f"{ind}np.add(_gd, {em.expr(ins.args[1])}, out=_gd)"]
     if ins.op == "accumulate_grad":   # AccumulateGrad's in-place add, inline
         gn = em.grad_names.get(id(ins.args[0])) if id(ins) in em.entry_grads else None
         if gn is not None:      # the .grad the guards read is still the tensor's
