@@ -555,10 +555,11 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
     em = Emitter(prog, cap.arrays)
     gb = _GuardBuilder(em)
     names = _names_of(cf._fn)
-    gb.add(f"len(args) == {len(args)} and " + ("not kwargs" if not kwargs else
-                                                 f"len(kwargs) == {len(kwargs)}"),
+    gb.add((f"len(args) == {len(args)}" if args else "not args") + " and " +
+           ("not kwargs" if not kwargs else f"len(kwargs) == {len(kwargs)}"),
            lambda a, k, n=len(args), m=len(kwargs):
-           f"len(args) == {n} and len(kwargs) == {m} failed")
+           f"len(args) == {n} and len(kwargs) == {m} failed",
+           words=f"called with {len(args)} positional and {len(kwargs)} keyword arguments")
     for i, a in enumerate(args):
         gb.structure(a, f"args[{i}]", names[i] if i < len(names) else f"args[{i}]", cap)
     for k, a in kwargs.items():
