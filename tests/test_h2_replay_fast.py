@@ -295,3 +295,16 @@ def test_two_backwards_into_one_leaf_per_call():
             p.grad = None
     assert sc.eager_reason is None and len(sc.entries) == 1
     assert all(k.tolist() == [4.0, 0.0, 4.0] for k in kept)
+
+
+def test_scalar_arrays_keep_the_sign_of_zero_and_int_operands():
+    """``x + 0.0`` and ``x + -0.0`` (which differ at ``x = -0.0``), ``x * -0.0``, and
+    ``ldexp``-like ufuncs whose int operand has no float loop keep eager's bits."""
+    x = T.tensor([-0.0, 0.0, 1.5, -2.0], dtype=T.float32)
+
+    def f(x):
+        return x + 0.0, x + -0.0, x * -0.0, x - 0.0, x * 0.0
+    c = T.compile(f)
+    for _ in range(3):
+        assert [_bits(a) for a in c(x)] == [_bits(a) for a in f(x)]
+    assert c.eager_reason is None

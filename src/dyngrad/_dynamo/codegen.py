@@ -68,7 +68,7 @@ class Emitter:
         """A 0-d array of ``dtype`` holding ``v``, made once: what NumPy converts a Python
         number (or a scalar of that dtype) to in a ufunc over ``dtype`` arrays, without the
         conversion at every call."""
-        key = ("scalar", np.dtype(dtype).str, type(v), v)
+        key = ("scalar", np.dtype(dtype).str, type(v), repr(v))   # (-0.0 is not 0.0)
         k = self.by_id.get(key)
         if k is None:
             k = self.const(np.full((), v, dtype), "Z")
@@ -78,11 +78,14 @@ class Emitter:
     def ufunc_args(self, ins, dtype) -> list:
         """The expressions of ``ins``'s arguments, its scalars as ``scalar`` arrays where that
         leaves the computation as it is: a float ufunc whose array arguments and result all
-        have ``dtype``, a Python float, a Python int exact in ``dtype``, or a scalar of
-        ``dtype``."""
+        have ``dtype`` and that has a loop of ``dtype`` alone, a Python float, a Python int
+        exact in ``dtype``, or a scalar of ``dtype``."""
         dt = np.dtype(dtype)
+        fn = ins.fn
         refs = [a for a in ins.args if type(a) is Ref]
-        if not isinstance(ins.fn, np.ufunc) or dt not in _FLOATS or not refs or \
+        if not isinstance(fn, np.ufunc) or dt not in _FLOATS or not refs or \
+                len(ins.args) != fn.nin or \
+                f"{dt.char * fn.nin}->{dt.char * fn.nout}" not in fn.types or \
                 any(np.dtype(self.program.buffers[a.i].dtype) != dt for a in refs):
             return [self.expr(a) for a in ins.args]
         out = []
