@@ -308,3 +308,24 @@ def test_scalar_arrays_keep_the_sign_of_zero_and_int_operands():
     for _ in range(3):
         assert [_bits(a) for a in c(x)] == [_bits(a) for a in f(x)]
     assert c.eager_reason is None
+
+
+def test_cross_entropy_forward_compiled_backward_outside():
+    """A compiled loss whose backward runs after the call (the captured backward program):
+    nll's backward lines after the forward's fast path, and the kernel after its other
+    path (an ignored target), give eager's gradients."""
+    x = T.tensor(np.random.default_rng(8).standard_normal((5, 6)).astype(np.float32))
+    ne, nc = _mlp(T.float32, seed=9), _mlp(T.float32, seed=9)
+    fc = T.compile(lambda x, y: F.cross_entropy(nc(x), y))
+    for y in ([0, 1, 2, 3, 0], [1, 3, 2, 3, 0], [1, -100, 2, 3, -100], [3, 3, 3, 3, 3]):
+        y = T.tensor(y)
+        for net in (ne, nc):
+            net.zero_grad()
+        le, lc = F.cross_entropy(ne(x), y), fc(x, y)
+        le.backward()
+        lc.backward()
+        assert _bits(le) == _bits(lc)
+        for pe, pc in zip(ne.parameters(), nc.parameters()):
+            assert _bits(pe.grad) == _bits(pc.grad)
+    assert fc.eager_reason is None and len(fc.entries) == 1
+    assert "is R" in fc.entries[0].source

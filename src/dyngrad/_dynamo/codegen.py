@@ -34,6 +34,7 @@ class Emitter:
         self.grad_names: dict = {}   # id(leaf) -> name the guards bind its entry .grad to
         self.entry_grads: set = set()  # ids of the instructions that may use those names
         self.grad_copied: dict = {}  # buffer -> leaf whose .grad was set to a copy of it
+        self.nll_total: dict = {}    # buffer -> the total weight nll_loss's fast path sets
 
     def const(self, v, hint="c") -> str:
         """The replay's name for ``v`` (an argument tensor: the argument of this call)."""

@@ -941,6 +941,7 @@ def _aot(cap, em, gb, body):
     bem = Emitter(prog, cap.arrays)
     bem.consts = em.consts
     bem.by_id = em.by_id
+    bem.nll_total = em.nll_total
     bem.stable = {i for i in em.stable if i not in fwd_out or i in derived}
     lines = ["    def _bwd(g, _s):", f"        b{gout} = g"]
     if used:

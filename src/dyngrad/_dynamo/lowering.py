@@ -679,6 +679,7 @@ def _nll_lines(ins, em):
     rows = em.const(np.arange(n), "R")
     total = em.const(np.asarray(n, dt), "R")
     lo, tot = ins.out
+    em.nll_total[tot] = total      # (the backward's lines test for it)
     fn = em.const(ins.fn, "f")
     ind = "        "
     return [f"{ind}if np.maximum.reduce(b{t.i}.view({em.const(np.dtype(f'u{tdt.itemsize}'), 'D')}))"
@@ -1210,6 +1211,7 @@ def _nll_backward(cap, node, g):
 
     def kernel(g, x, t, total):
         return grad_kernel(g, x, t, None, red, ignore_index, total)
+    kernel.codegen = _nll_backward_lines
 
     gi = cap.by_array.get(id(g._data))
     if gi is None:
@@ -1221,6 +1223,24 @@ def _nll_backward(cap, node, g):
     ins2.out = j
     cap.emit(ins2)
     return (_make(val),)
+
+
+def _nll_backward_lines(ins, em):
+    """After the forward's fast path (its total weight is then the array it set), the
+    kernel's common branch (no weight, mean, every target counted): zeros with
+    ``-g / total`` at each sample's target; otherwise the kernel."""
+    g, x, t, tot = ins.args
+    name = em.nll_total.get(tot.i)
+    if name is None or type(ins.out) is not int:
+        return None
+    b = em.program.buffers[x.i]
+    rows = em.const(np.arange(b.shape[0]), "R")
+    ind = "        "
+    return [f"{ind}if b{tot.i} is {name}:",
+            f"{ind}    b{ins.out} = np.zeros({tuple(b.shape)!r}, {em.const(np.dtype(b.dtype), 'D')})",
+            f"{ind}    b{ins.out}[{rows}, b{t.i}] = -b{g.i} / {name}",
+            f"{ind}else:",
+            f"{ind}    b{ins.out} = {em.const(ins.fn, 'f')}(b{g.i}, b{x.i}, b{t.i}, b{tot.i})"]
 
 
 def _outs(ins):
