@@ -13,7 +13,11 @@ torch.compile's steady state there; capture (the first call) under 50 ms; conv-s
 rnn-unroll compiled at least 1.5x faster than eager.  Times are the minimum over repeats of
 the median of a block of steps, after warm-up.  ``--backend numba`` also times
 ``dyngrad.compile(step, backend="numba")`` (the optional numba backend, docs/compile.md); its
-capture time includes numba's compiling of the kernels."""
+capture time includes numba's compiling of the kernels.  ``--torch-compile`` times PyTorch's
+``torch.compile`` twice: of the step as written (``torch compiled``; dynamo's graph breaks at
+``loss.backward()`` and around ``optimizer.step()``), and, for the three floor workloads, of
+the same step written with ``torch.func`` under ``fullgraph=True``, forward, backward and
+update in one graph (``torch.func compiled``, see ``func_step_of``)."""
 from __future__ import annotations
 
 import argparse
@@ -207,7 +211,8 @@ def measure(key, libs, torch_compile, block, repeats, backends=()):
             compiled = T.compile(fstep, fullgraph=True)
             estep, eargs, _ = step_of(key, T, d)
             out["torch.func agreement"] = max(
-                abs(float(compiled(*fargs(i))) - float(estep(*eargs(i)))) for i in range(5))
+                abs(float(compiled(*fargs(i))) - float(estep(*eargs(i)).detach()))
+                for i in range(5))
     out["dyngrad agreement"] = _agree(libs["dyngrad"], key, d)
     T = libs["dyngrad"]
     for be in backends:
@@ -226,18 +231,18 @@ def measure(key, libs, torch_compile, block, repeats, backends=()):
 
 def report(res):
     """The table and the goals, as lines."""
-    lines = [f"{'workload':16s} {'what':18s} {'us/step':>10s} {'/ numpy':>8s}"]
+    lines = [f"{'workload':16s} {'what':20s} {'us/step':>10s} {'/ numpy':>8s}"]
     for key, r in res.items():
         for what, s in r.items():
             if what.endswith("agreement") or what.endswith("capture"):
                 continue
-            lines.append(f"{key:16s} {what:18s} {s * 1e6:10.1f} {s / r['numpy']:8.2f}")
+            lines.append(f"{key:16s} {what:20s} {s * 1e6:10.1f} {s / r['numpy']:8.2f}")
         for what in [w for w in r if w.endswith("capture")]:
-            lines.append(f"{key:16s} {what:18s} {r[what] * 1e3:9.1f}ms")
+            lines.append(f"{key:16s} {what:20s} {r[what] * 1e3:9.1f}ms")
         for what in [w for w in r if w.endswith("agreement") and w != "dyngrad agreement"]:
             be = what.split()[0]
-            lines.append(f"{key:16s} {be + ' vs eager':18s} differ by at most {r[what]:.1e}")
-        lines.append(f"{key:16s} {'eager/compiled':18s} "
+            lines.append(f"{key:16s} {be + ' vs eager':20s} differ by at most {r[what]:.1e}")
+        lines.append(f"{key:16s} {'eager/compiled':20s} "
                      f"{r['dyngrad eager'] / r['dyngrad compiled']:10.2f}x   "
                      f"(compiled and eager differ by at most {r['dyngrad agreement']:.1e})")
     lines.append("")
@@ -268,7 +273,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="+", choices=KEYS, default=list(KEYS))
     ap.add_argument("--torch-compile", action="store_true",
-                    help="also time torch.compile (several seconds of compiling per workload)")
+                    help="also time torch.compile, of the step as written and as one graph "
+                         "(several seconds of compiling per workload)")
     ap.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     ap.add_argument("--backend", action="append", default=[], choices=("numba",),
                     help="also time dyngrad.compile with this backend")
