@@ -329,3 +329,24 @@ def test_cross_entropy_forward_compiled_backward_outside():
             assert _bits(pe.grad) == _bits(pc.grad)
     assert fc.eager_reason is None and len(fc.entries) == 1
     assert "is R" in fc.entries[0].source
+
+
+def test_log_softmax_of_a_transposed_input():
+    """An input that is not C-contiguous (a transpose) runs the kernel (its sums run in the
+    input's order); values and gradients are eager's."""
+    rng = np.random.default_rng(10)
+    w = T.tensor(rng.standard_normal((300, 7)).astype(np.float32) * 4, requires_grad=True)
+    y = T.tensor([0, 299, 2, 150, 1, 77, 8])
+
+    def f(w, y):
+        loss = F.nll_loss(F.log_softmax(w.t(), 1), y)
+        loss.backward()
+        return loss
+    c = T.compile(f)
+    for _ in range(3):
+        w.grad = None
+        lc = c(w, y)
+        gc = w.grad
+        w.grad = None
+        assert _bits(lc) == _bits(f(w, y)) and _bits(gc) == _bits(w.grad)
+    assert c.eager_reason is None

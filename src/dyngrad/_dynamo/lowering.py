@@ -761,7 +761,7 @@ def _softmax_kernel(forward, op):
 def _log_softmax_lines(ins, em):
     """``s = x - max(x)``, ``s - log(sum(exp(s)))`` along the last axis (``_log_softmax_np``)
     with each step's result in a buffer made once; None (the plain call) for another axis,
-    dtype or an empty input."""
+    dtype, an empty input or one that is not C-contiguous."""
     x, k, _ = ins.args
     if type(x) is not Ref or type(ins.out) is not int:
         return None
@@ -769,7 +769,8 @@ def _log_softmax_lines(ins, em):
     shape, dt = tuple(b.shape), np.dtype(b.dtype)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)) or not shape or \
             k != len(shape) - 1 or 0 in shape or \
-            tuple(em.program.buffers[ins.out].shape) != shape:
+            tuple(em.program.buffers[ins.out].shape) != shape or \
+            not em.arrays[x.i].flags.c_contiguous:   # (a strided input sums in another order)
         return None
     red = shape[:-1] + (1,)
     m, se = em.scratch(red, dt), em.scratch(red, dt)
