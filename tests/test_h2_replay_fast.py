@@ -203,13 +203,13 @@ def test_accumulate_into_the_bound_grad_and_its_guards():
     # the .grad replaced before the call got the addition, the one held from before did not
     assert held._vc[0] == held_vc and _bits(held) == held_bits
     assert ac.grad is not held and _bits(ac.grad) != held_bits
-    for p in (ae, ac):
+    for p in (ae, be, ac, bc):
         p.grad = None
     fc(), fe()
     same()
     fc(), fe()
     same()
-    assert len(fc.entries) == 2 and not fc.recompile_reasons[1:]
+    assert len(fc.entries) == 2 and not fc.recompile_reasons[1:], fc.recompile_reasons
 
 
 def test_optimizer_guard_fails_when_the_param_list_changes():
