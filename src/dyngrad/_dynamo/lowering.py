@@ -1228,7 +1228,7 @@ def _nll_backward(cap, node, g):
 
 def _nll_backward_lines(ins, em):
     """After the forward's fast path (its total weight is then the array it set), the
-    kernel's common branch (no weight, mean, every target counted): zeros with
+    kernel's common case (no weight, mean, every target counted): zeros with
     ``-g / total`` at each sample's target; otherwise the kernel."""
     g, x, t, tot = ins.args
     name = em.nll_total.get(tot.i)
