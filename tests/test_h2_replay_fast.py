@@ -210,6 +210,15 @@ def test_accumulate_into_the_bound_grad_and_its_guards():
     fc(), fe()
     same()
     assert len(fc.entries) == 2 and not fc.recompile_reasons[1:], fc.recompile_reasons
+    # one .grad None, the other not: neither program answers, each says why
+    for p in (ae, ac):
+        p.grad = None
+    fc(), fe()
+    same()
+    assert len(fc.entries) == 3
+    assert fc.recompile_reasons[-1] == [
+        "0/0: a parameter of shape [3, 3]: .grad is None == True failed",
+        "1/1: a parameter of shape [3, 3]: .grad is None == False failed"]
 
 
 def test_optimizer_guard_fails_when_the_param_list_changes():

@@ -347,10 +347,11 @@ class CompiledFunction:
         return self._capture(args, kwargs)
 
     def _reason(self, j, e, args, kwargs):
-        """Why entry ``j``'s guards fail on these arguments (PyTorch's wording)."""
+        """Why entry ``j``'s guards fail on these arguments (PyTorch's wording): the guards
+        in order, as the replay tests them (a name one binds is read by a later one)."""
+        ns = dict(e.consts)
+        ns.update({"args": args, "kwargs": kwargs})
         for setup, cond, g in e.guard_list:
-            ns = dict(e.consts)
-            ns.update({"args": args, "kwargs": kwargs})
             try:
                 for s in setup:
                     exec(s, ns)
@@ -625,15 +626,18 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             continue
         tn = em.const(p, "T")
         who = owned.get(id(p), f"a parameter of shape {list(p.shape)}")
-        gb.add(f"{tn}._grad is {'' if was_none else 'not '}None", lambda a, k, p=p, w=was_none:
+        # the .grad and its array, bound for the accumulations that add into them (and
+        # the array tested against the one at capture first: the same one is the same shape)
+        gn = f"_g{len(em.grad_names)}"
+        gb.add(f"{tn}._grad is None" if was_none else f"({gn} := {tn}._grad) is not None",
+               lambda a, k, p=p, w=was_none:
                f"a parameter of shape {list(p.shape)}: .grad is None == {w} failed",
                words=f"{who}.grad is {'' if was_none else 'not '}None")
         if not was_none:
             shape = p._grad._data.shape if p._grad is not None else None
-            # the .grad and its array, bound for the accumulations that add into them
-            gn = f"_g{len(em.grad_names)}"
             em.grad_names[id(p)] = gn
-            gb.add(f"({gn}d := ({gn} := {tn}._grad)._data).shape == {shape!r} and "
+            gd = em.const(p._grad._data, "GD")
+            gb.add(f"(({gn}d := {gn}._data) is {gd} or {gn}d.shape == {shape!r}) and "
                    f"{gn}._grad_fn is None",
                    lambda a, k, p=p: f"the .grad of a parameter of shape {list(p.shape)} "
                    f"changed shape", words=f"{who}.grad has shape {list(shape or ())} and no "
