@@ -821,6 +821,12 @@ def _elide_grads(cap):
                 break
 
 
+def _is_reduce(fn) -> bool:
+    """Whether ``fn`` is a ufunc's ``reduce`` (``np.add.reduce``)."""
+    return isinstance(getattr(fn, "__self__", None), np.ufunc) and \
+        getattr(fn, "__name__", "") == "reduce"
+
+
 def _entry_grads(instrs) -> set:
     """The ids of the ``accumulate_grad`` instructions that run before anything can change a
     ``.grad`` or run other code (a ``set_grad``, ``zero_grad``, an optimizer step and its
@@ -861,7 +867,7 @@ def _lines(ins, em, cap, gb):
     if ins.op == "accumulate_grad":   # AccumulateGrad's in-place add, inline
         gn = em.grad_names.get(id(ins.args[0])) if id(ins) in em.entry_grads else None
         if gn is not None:      # the .grad the guards read is still the tensor's
-            return [f"{ind}np.add({gn}d, {em.expr(ins.args[1])}, out={gn}d)",
+            return [f"{ind}{em.const(np.add, 'f')}({gn}d, {em.expr(ins.args[1])}, {gn}d)",
                     f"{ind}{gn}._vc[0] += 1"]
         tn = em.const(ins.args[0], "T")
         return [f"{ind}_g = {tn}._grad", f"{ind}_gd = _g._data",
@@ -881,6 +887,13 @@ def _lines(ins, em, cap, gb):
         if inline is not None and not ins.kwargs:
             xs = [em.expr(x) for x in ins.args]
             return [ind + line.format(*xs, o=f"b{out}") for line in inline]
+        # (out by position where the signature allows: a little cheaper than by keyword)
+        if isinstance(ins.fn, np.ufunc) and not ins.kwargs and len(ins.args) == ins.fn.nin:
+            return [f"{ind}{fn}({a}, b{out})"]
+        if _is_reduce(ins.fn) and len(ins.args) == 2 and set(ins.kwargs) <= {"keepdims"}:
+            keep = em.expr(ins.kwargs.get("keepdims", False))
+            return [f"{ind}{fn}({em.expr(ins.args[0])}, {em.expr(ins.args[1])}, None, b{out}, "
+                    f"{keep})"]
         return [f"{ind}{fn}({a}, out=b{out})"]
     if ins.mode == "view":
         refs = [x.i for x in ins.args if type(x) is Ref]
