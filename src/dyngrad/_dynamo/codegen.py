@@ -16,6 +16,7 @@ from ..autograd.grad_mode import STATE
 from .program import Ref
 
 MISS = object()
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class Emitter:
@@ -30,6 +31,10 @@ class Emitter:
         self.lines: list = []
         self.stable: set = set()     # buffers whose array never changes between calls
         self.tensor_expr: dict = {}  # id(argument tensor) -> its name in the replay
+        self.grad_names: dict = {}   # id(leaf) -> name the guards bind its entry .grad to
+        self.entry_grads: set = set()  # ids of the instructions that may use those names
+        self.grad_copied: dict = {}  # buffer -> leaf whose .grad was set to a copy of it
+        self.nll_total: dict = {}    # buffer -> the total weight nll_loss's fast path sets
 
     def const(self, v, hint="c") -> str:
         """The replay's name for ``v`` (an argument tensor: the argument of this call)."""
@@ -59,6 +64,65 @@ class Emitter:
 
     def line(self, s: str, indent: int = 2) -> None:
         self.lines.append("    " * indent + s)
+
+    def scalar(self, v, dtype) -> str:
+        """A 0-d array of ``dtype`` holding ``v``, made once: what NumPy converts a Python
+        number (or a scalar of that dtype) to in a ufunc over ``dtype`` arrays, without the
+        conversion at every call."""
+        key = ("scalar", np.dtype(dtype).str, type(v), repr(v))   # (-0.0 is not 0.0)
+        k = self.by_id.get(key)
+        if k is None:
+            k = self.const(np.full((), v, dtype), "Z")
+            self.by_id[key] = k
+        return k
+
+    def ufunc_args(self, ins, dtype) -> list:
+        """The expressions of ``ins``'s arguments, its scalars as ``scalar`` arrays where that
+        leaves the computation as it is: a float ufunc whose array arguments and result all
+        have ``dtype`` and that has a loop of ``dtype`` alone, a Python float, a Python int
+        exact in ``dtype``, or a scalar of ``dtype``."""
+        dt = np.dtype(dtype)
+        fn = ins.fn
+        refs = [a for a in ins.args if type(a) is Ref]
+        if not isinstance(fn, np.ufunc) or dt not in _FLOATS or not refs or \
+                len(ins.args) != fn.nin or \
+                f"{dt.char * fn.nin}->{dt.char * fn.nout}" not in fn.types or \
+                any(np.dtype(self.program.buffers[a.i].dtype) != dt for a in refs):
+            return [self.expr(a) for a in ins.args]
+        out = []
+        for a in ins.args:
+            t = type(a)
+            if t is float or (t is int and abs(a) < 2 ** 24) or \
+                    (isinstance(a, np.floating) and a.dtype == dt):
+                out.append(self.scalar(a, dt))
+            else:
+                out.append(self.expr(a))
+        return out
+
+    def out_buffer(self, i: int) -> str:
+        """Buffer ``i`` as an array made once that the replay writes into at every call (so
+        what keeps its value past the call copies it, as for ``out=`` results)."""
+        name = f"b{i}"
+        if name not in self.consts:
+            b = self.program.buffers[i]
+            self.consts[name] = np.empty(b.shape, b.dtype)
+        self.stable.add(i)
+        return name
+
+    def scratch(self, shape, dtype, hint: str = "W") -> str:
+        """A new array of ``shape`` and ``dtype`` made once, for values that live within one
+        instruction's lines."""
+        arr = np.empty(shape, dtype)
+        return self.const(arr, hint)
+
+    def bits_view(self, i: int) -> str:
+        """Buffer ``i`` (float) seen as signed integers of its width: made once when the
+        buffer's array never changes, else an expression the replay evaluates."""
+        b = self.program.buffers[i]
+        it = np.dtype(f"i{np.dtype(b.dtype).itemsize}")
+        if i in self.stable:
+            return self.const(self.consts[f"b{i}"].view(it), "I")
+        return f"b{i}.view({self.const(it, 'D')})"
 
 
 def generate(program, em: Emitter, extra, guard_exprs, result_expr, body_lines):

@@ -359,10 +359,11 @@ class CompiledFunction:
         return self._capture(args, kwargs)
 
     def _reason(self, j, e, args, kwargs):
-        """Why entry ``j``'s guards fail on these arguments (PyTorch's wording)."""
+        """Why entry ``j``'s guards fail on these arguments (PyTorch's wording): the guards
+        in order, as the replay tests them (a name one binds is read by a later one)."""
+        ns = dict(e.consts)
+        ns.update({"args": args, "kwargs": kwargs})
         for setup, cond, g in e.guard_list:
-            ns = dict(e.consts)
-            ns.update({"args": args, "kwargs": kwargs})
             try:
                 for s in setup:
                     exec(s, ns)
@@ -568,10 +569,11 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
     em = Emitter(prog, cap.arrays)
     gb = _GuardBuilder(em)
     names = _names_of(cf._fn)
-    gb.add(f"len(args) == {len(args)} and " + ("not kwargs" if not kwargs else
-                                                 f"len(kwargs) == {len(kwargs)}"),
+    gb.add((f"len(args) == {len(args)}" if args else "not args") + " and " +
+           ("not kwargs" if not kwargs else f"len(kwargs) == {len(kwargs)}"),
            lambda a, k, n=len(args), m=len(kwargs):
-           f"len(args) == {n} and len(kwargs) == {m} failed")
+           f"len(args) == {n} and len(kwargs) == {m} failed",
+           words=f"called with {len(args)} positional and {len(kwargs)} keyword arguments")
     for i, a in enumerate(args):
         gb.structure(a, f"args[{i}]", names[i] if i < len(names) else f"args[{i}]", cap)
     for k, a in kwargs.items():
@@ -637,19 +639,26 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             continue
         tn = em.const(p, "T")
         who = owned.get(id(p), f"a parameter of shape {list(p.shape)}")
-        gb.add(f"{tn}._grad is {'' if was_none else 'not '}None", lambda a, k, p=p, w=was_none:
+        # the .grad and its array, bound for the accumulations that add into them (and
+        # the array tested against the one at capture first: the same one is the same shape)
+        gn = f"_g{len(em.grad_names)}"
+        gb.add(f"{tn}._grad is None" if was_none else f"({gn} := {tn}._grad) is not None",
+               lambda a, k, p=p, w=was_none:
                f"a parameter of shape {list(p.shape)}: .grad is None == {w} failed",
                words=f"{who}.grad is {'' if was_none else 'not '}None")
         if not was_none:
             shape = p._grad._data.shape if p._grad is not None else None
-            gb.add(f"{tn}._grad._data.shape == {shape!r} and {tn}._grad._grad_fn is None",
+            em.grad_names[id(p)] = gn
+            gd = em.const(p._grad._data, "GD")
+            gb.add(f"(({gn}d := {gn}._data) is {gd} or {gn}d.shape == {shape!r}) and "
+                   f"{gn}._grad_fn is None",
                    lambda a, k, p=p: f"the .grad of a parameter of shape {list(p.shape)} "
                    f"changed shape", words=f"{who}.grad has shape {list(shape or ())} and no "
                                          f"history")
-    for cond, describe, consts in cap.extra_guards:
+    for cond, describe, consts, *words in cap.extra_guards:
         for k, v in consts.items():
             em.consts[k] = v
-        gb.add(cond, describe)
+        gb.add(cond, describe, words="".join(words))
     prog.guards = [g for _, _, g in gb.guards]
     counter = [0]
     em.consts.update({"_n": counter, "_ACTIVE": C.ACTIVE, "_DISABLED": DISABLED,
@@ -666,6 +675,8 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             body.append(f"        b{i} = {v}d")
         _elide_grads(cap)
         instrs = prog.instrs if backend != "numba" else numba_backend.fuse(prog)
+        if isinstance(backend, str):
+            em.entry_grads = _entry_grads(instrs)
         if not isinstance(backend, str):
             gm, backend_fn, instrs, call = _with_backend(cap, em, gb, backend, result)
         nf = sum(ins.phase == "forward" for ins in instrs)
@@ -823,27 +834,65 @@ def _elide_grads(cap):
                 break
 
 
+def _is_reduce(fn) -> bool:
+    """Whether ``fn`` is a ufunc's ``reduce`` (``np.add.reduce``)."""
+    return isinstance(getattr(fn, "__self__", None), np.ufunc) and \
+        getattr(fn, "__name__", "") == "reduce"
+
+
+def _entry_grads(instrs) -> set:
+    """The ids of the ``accumulate_grad`` instructions that run before anything can change a
+    ``.grad`` or run other code (a ``set_grad``, ``zero_grad``, an optimizer step and its
+    hooks): those add into the ``.grad`` the guards read at entry."""
+    out = set()
+    for ins in instrs:
+        if ins.op == "accumulate_grad":
+            out.add(id(ins))
+        elif ins.mode == "effect" and ins.op not in ("add_", "bump"):
+            break
+    return out
+
+
 def _lines(ins, em, cap, gb):
     gen = getattr(ins.fn, "codegen", None)
     if gen is not None:
-        return gen(ins, em)
+        lines = gen(ins, em)
+        if lines is not None:     # (None: the kernel's plain call below)
+            return lines
     ind = "        "
     if ins.op == "set_grad":
         p, g = ins.args
         if ins.aux == "elide":
             return []
         tn = em.const(p, "T")
-        copy = ins.aux == "copy" and g.i in em.stable
+        # a copy when the buffer is reused by the next call, or is not the program's own
+        # (the gradient may be a parameter's or an argument's array, ``g * x`` with g ones)
+        copy = ins.aux == "copy" and g.i in em.stable or \
+            cap.program.buffers[g.i].kind != "tmp"
+        if copy:     # a later add into this buffer goes to the .grad (see "add_")
+            em.grad_copied[g.i] = tn
         return [f"{ind}{tn}._grad = _make(b{g.i}{'.copy()' if copy else ''})"]
+    if ins.op == "add_" and ins.note == "accumulate into .grad" and \
+            ins.kwargs["out"].i in em.grad_copied:
+        tn = em.grad_copied[ins.kwargs["out"].i]
+        return [f"{ind}_gd = {tn}._grad._data",
+                f"{ind}np.add(_gd, {em.expr(ins.args[1])}, out=_gd)"]
     if ins.op == "accumulate_grad":   # AccumulateGrad's in-place add, inline
+        gn = em.grad_names.get(id(ins.args[0])) if id(ins) in em.entry_grads else None
+        if gn is not None:      # the .grad the guards read is still the tensor's
+            return [f"{ind}{em.const(np.add, 'f')}({gn}d, {em.expr(ins.args[1])}, {gn}d)",
+                    f"{ind}{gn}._vc[0] += 1"]
         tn = em.const(ins.args[0], "T")
         return [f"{ind}_g = {tn}._grad", f"{ind}_gd = _g._data",
                 f"{ind}np.add(_gd, {em.expr(ins.args[1])}, out=_gd)", f"{ind}_g._vc[0] += 1"]
     fn = em.const(ins.fn, "f")
-    parts = [em.expr(a) for a in ins.args]
+    out = ins.out
+    if ins.mode == "out":
+        parts = em.ufunc_args(ins, cap.program.buffers[out].dtype)
+    else:
+        parts = [em.expr(a) for a in ins.args]
     parts += [f"{k}={em.expr(v)}" for k, v in ins.kwargs.items()]
     a = ", ".join(parts)
-    out = ins.out
     if ins.mode == "out":
         em.consts[f"b{out}"] = cap.program.buffers[out].value
         em.stable.add(out)
@@ -851,6 +900,13 @@ def _lines(ins, em, cap, gb):
         if inline is not None and not ins.kwargs:
             xs = [em.expr(x) for x in ins.args]
             return [ind + line.format(*xs, o=f"b{out}") for line in inline]
+        # (out by position where the signature allows: a little cheaper than by keyword)
+        if isinstance(ins.fn, np.ufunc) and not ins.kwargs and len(ins.args) == ins.fn.nin:
+            return [f"{ind}{fn}({a}, b{out})"]
+        if _is_reduce(ins.fn) and len(ins.args) == 2 and set(ins.kwargs) <= {"keepdims"}:
+            keep = em.expr(ins.kwargs.get("keepdims", False))
+            return [f"{ind}{fn}({em.expr(ins.args[0])}, {em.expr(ins.args[1])}, None, b{out}, "
+                    f"{keep})"]
         return [f"{ind}{fn}({a}, out=b{out})"]
     if ins.mode == "view":
         refs = [x.i for x in ins.args if type(x) is Ref]
@@ -874,6 +930,14 @@ def _lines(ins, em, cap, gb):
         return lines
     if type(out) is tuple:
         return [f"{ind}{', '.join(f'b{o}' for o in out)} = {fn}({a})"]
+    expr = getattr(ins.fn, "inline_expr", None)
+    b = cap.program.buffers[out]
+    if expr is not None and not ins.kwargs and np.dtype(b.dtype) in (np.float32, np.float64) \
+            and all(np.dtype(cap.program.buffers[x.i].dtype) == np.dtype(b.dtype)
+                    for x in ins.args if type(x) is Ref):
+        # the kernel's body, without the call (its 1 as an array of the result's dtype)
+        return [f"{ind}b{out} = " + expr.format(*[em.expr(x) for x in ins.args],
+                                                one=em.scalar(1, b.dtype))]
     return [f"{ind}b{out} = {fn}({a})"]
 
 
@@ -907,6 +971,7 @@ def _aot(cap, em, gb, body):
     bem = Emitter(prog, cap.arrays)
     bem.consts = em.consts
     bem.by_id = em.by_id
+    bem.nll_total = em.nll_total
     bem.stable = {i for i in em.stable if i not in fwd_out or i in derived}
     lines = ["    def _bwd(g, _s):", f"        b{gout} = g"]
     if used:

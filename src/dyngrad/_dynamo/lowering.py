@@ -657,6 +657,43 @@ def _nll_loss_np(x, t, ignore_index, reduction):
     return _nll_forward(x, t, None, reduction, ignore_index)
 
 
+def _nll_lines(ins, em):
+    """The mean over (N, C) inputs with every target in ``[0, C)`` and an ``ignore_index``
+    outside it (so no target is ignored: the total weight is N): one reduction of the targets
+    seen as unsigned (a negative one is then out of range too) decides it, and the loss is
+    ``_nll_forward``'s ``-picked``, sum and division; any other call runs the kernel (which
+    raises eager's error for a target out of range).  None (always the kernel) when the
+    shapes, dtypes or ``ignore_index`` do not allow it."""
+    x, t, ignore_index, red = ins.args
+    if type(x) is not Ref or type(t) is not Ref or type(ins.out) is not tuple or red != 1 \
+            or type(ignore_index) is not int:
+        return None
+    bx, bt = em.program.buffers[x.i], em.program.buffers[t.i]
+    dt, tdt = np.dtype(bx.dtype), np.dtype(bt.dtype)
+    if len(bx.shape) != 2 or dt not in (np.dtype(np.float32), np.dtype(np.float64)) or \
+            tdt.kind != "i" or tuple(bt.shape) != (bx.shape[0],) or not bx.shape[0]:
+        return None
+    n, c = bx.shape
+    if 0 <= ignore_index < c:
+        return None
+    rows = em.const(np.arange(n), "R")
+    total = em.const(np.asarray(n, dt), "R")
+    lo, tot = ins.out
+    em.nll_total[tot] = total      # (the backward's lines test for it)
+    fn = em.const(ins.fn, "f")
+    ind = "        "
+    return [f"{ind}if np.maximum.reduce(b{t.i}.view({em.const(np.dtype(f'u{tdt.itemsize}'), 'D')}))"
+            f" < {c}:",
+            f"{ind}    b{tot} = {total}",
+            f"{ind}    b{lo} = np.asarray((-b{x.i}[{rows}, b{t.i}]).sum() / {total}, "
+            f"{em.const(dt, 'D')})",
+            f"{ind}else:",
+            f"{ind}    b{lo}, b{tot} = {fn}(b{x.i}, b{t.i}, {ignore_index!r}, {red!r})"]
+
+
+_nll_loss_np.codegen = _nll_lines
+
+
 def _nll_lower(cap, op, args, kwargs, result, r):
     from ..nn.functional import _reduction_enum
     sig = inspect.signature(_nll_sig)
@@ -700,8 +737,52 @@ def _log_softmax_lower(cap, op, args, kwargs, result, r):
     nd = x._data.ndim
     k = dim % nd if nd else 0
     del _dim_arg
-    spec = OPS["_" + op]["spec"]
-    return [[Instr(op, spec.forward, (r(x), k, False), mode="new")]]
+    fwd = _LOG_SOFTMAX.get(op)
+    if fwd is None:
+        fwd = _LOG_SOFTMAX[op] = _softmax_kernel(OPS["_" + op]["spec"].forward, op)
+    return [[Instr(op, fwd, (r(x), k, False), mode="new")]]
+
+
+_LOG_SOFTMAX: dict = {}
+
+
+def _softmax_kernel(forward, op):
+    """The declared op's NumPy forward as the replay's kernel; for ``log_softmax`` over the
+    last axis of a float32/float64 input its replay lines are the forward's own ufuncs and
+    reductions, in its order, into arrays made once."""
+    def kernel(x, dim, half_to_float):
+        return forward(x, dim, half_to_float)
+    kernel.__name__ = kernel.__qualname__ = op
+    if op == "log_softmax":
+        kernel.codegen = _log_softmax_lines
+    return kernel
+
+
+def _log_softmax_lines(ins, em):
+    """``s = x - max(x)``, ``s - log(sum(exp(s)))`` along the last axis (``_log_softmax_np``)
+    with each step's result in a buffer made once; None (the plain call) for another axis,
+    dtype, an empty input or one that is not C-contiguous."""
+    x, k, _ = ins.args
+    if type(x) is not Ref or type(ins.out) is not int:
+        return None
+    b = em.program.buffers[x.i]
+    shape, dt = tuple(b.shape), np.dtype(b.dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)) or not shape or \
+            k != len(shape) - 1 or 0 in shape or \
+            tuple(em.program.buffers[ins.out].shape) != shape or \
+            not em.arrays[x.i].flags.c_contiguous:   # (a strided input sums in another order)
+        return None
+    red = shape[:-1] + (1,)
+    m, se = em.scratch(red, dt), em.scratch(red, dt)
+    s, e = em.scratch(shape, dt), em.scratch(shape, dt)
+    o = em.out_buffer(ins.out)
+    ind = "        "
+    return [f"{ind}np.maximum.reduce(b{x.i}, {k}, None, {m}, True)",
+            f"{ind}np.subtract(b{x.i}, {m}, out={s})",
+            f"{ind}np.exp({s}, out={e})",
+            f"{ind}np.add.reduce({e}, {k}, None, {se}, True)",
+            f"{ind}np.log({se}, out={se})",
+            f"{ind}np.subtract({s}, {se}, out={o})"]
 
 
 def _softmax_sig(input, dim=None, _stacklevel=3, dtype=None):
@@ -1131,6 +1212,7 @@ def _nll_backward(cap, node, g):
 
     def kernel(g, x, t, total):
         return grad_kernel(g, x, t, None, red, ignore_index, total)
+    kernel.codegen = _nll_backward_lines
 
     gi = cap.by_array.get(id(g._data))
     if gi is None:
@@ -1142,6 +1224,24 @@ def _nll_backward(cap, node, g):
     ins2.out = j
     cap.emit(ins2)
     return (_make(val),)
+
+
+def _nll_backward_lines(ins, em):
+    """After the forward's fast path (its total weight is then the array it set), the
+    kernel's common case (no weight, mean, every target counted): zeros with
+    ``-g / total`` at each sample's target; otherwise the kernel."""
+    g, x, t, tot = ins.args
+    name = em.nll_total.get(tot.i)
+    if name is None or type(ins.out) is not int:
+        return None
+    b = em.program.buffers[x.i]
+    rows = em.const(np.arange(b.shape[0]), "R")
+    ind = "        "
+    return [f"{ind}if b{tot.i} is {name}:",
+            f"{ind}    b{ins.out} = np.zeros({tuple(b.shape)!r}, {em.const(np.dtype(b.dtype), 'D')})",
+            f"{ind}    b{ins.out}[{rows}, b{t.i}] = -b{g.i} / {name}",
+            f"{ind}else:",
+            f"{ind}    b{ins.out} = {em.const(ins.fn, 'f')}(b{g.i}, b{x.i}, b{t.i}, b{tot.i})"]
 
 
 def _outs(ins):
@@ -1254,11 +1354,59 @@ def _relu_bw(g, x, y):
     return np.where(y <= 0, g.dtype.type(0), g)
 
 
-_FASTER = {"ReluBackward0": _relu_bw}
+def _relu_bw_lines(ins, em):
+    """``_relu_bw`` in the replay as three ufuncs into arrays made once: the mask of
+    ``y <= 0`` as integers (1 or 0) minus one, all bits set where ``g`` is kept, ANDed with
+    ``g``'s bits: ``+0.0`` where ``y <= 0`` (NaN ``y`` keeps ``g``), ``g`` bit for bit
+    elsewhere, as ``np.where`` gives, at a third of its cost.  None (the plain call) unless
+    ``g``, ``y`` and the result are float32/float64 of one shape and dtype."""
+    g, _, y = ins.args
+    bufs = em.program.buffers
+    if type(g) is not Ref or type(y) is not Ref or type(ins.out) is not int:
+        return None
+    o = bufs[ins.out]
+    dt = np.dtype(o.dtype)
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)) or any(
+            tuple(bufs[r.i].shape) != tuple(o.shape) or np.dtype(bufs[r.i].dtype) != dt
+            for r in (g, y)):
+        return None
+    it = np.dtype(f"i{dt.itemsize}")
+    mask = em.scratch(o.shape, it)
+    zero = em.const(np.zeros((), dt), "Z")
+    minus1 = em.const(np.full((), -1, it), "Z")
+    gbits = em.bits_view(g.i)
+    em.out_buffer(ins.out)
+    obits = em.bits_view(ins.out)
+    ind = "        "
+    return [f"{ind}np.less_equal(b{y.i}, {zero}, out={mask})",
+            f"{ind}np.add({mask}, {minus1}, out={mask})",
+            f"{ind}np.bitwise_and({gbits}, {mask}, out={obits})"]
+
+
+_relu_bw.codegen = _relu_bw_lines
+
+
+def _inline(expr):
+    """Give a kernel ``f(g, x, y)`` of float arrays the expression the replay writes in its
+    place (no call: the same NumPy operations in the same order); ``{0}``..``{2}`` are its
+    arguments, ``{one}`` is its literal 1 (a 0-d array of the result's dtype there)."""
+    def mark(fn):
+        fn.inline_expr = expr
+        return fn
+    return mark
+
+
+@_inline("{0} * ({one} - {2} * {2})")
+def _tanh_bw(g, x, y):
+    """TanhBackward0's array formula (``ops.unary``) for an ndarray gradient."""
+    return g * (1 - y * y)
+
+
+_FASTER = {"ReluBackward0": _relu_bw, "TanhBackward0": _tanh_bw}
 # the formulas ``g * f(y)`` of a gradient of ones (a loss's first node), without the product
-_FASTER_ONES = {"TanhBackward0": lambda g, x, y: 1 - y * y,
-                "SigmoidBackward0": lambda g, x, y: y * (1 - y),
-                "ExpBackward0": lambda g, x, y: y.copy()}
+_FASTER_ONES = {"TanhBackward0": _inline("{one} - {2} * {2}")(lambda g, x, y: 1 - y * y),
+                "SigmoidBackward0": _inline("{2} * ({one} - {2})")(lambda g, x, y: y * (1 - y)),
+                "ExpBackward0": _inline("{2}.copy()")(lambda g, x, y: y.copy())}
 
 
 def _saved_outputs(cap, node):

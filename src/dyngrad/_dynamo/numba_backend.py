@@ -579,7 +579,8 @@ class _SGDStep:
     def codegen(self, ins, em):
         import re
         lines = self.ins.fn.codegen(self.ins, em)
-        mul = re.compile(r"^(\s+)np\.multiply\((b\d+), (_s\d+), out=(S\d+)\)$")
+        # (the learning rate: a 0-d array ``Z..`` of the dtype, passed as its scalar)
+        mul = re.compile(r"^(\s+)np\.multiply\((b\d+), (Z\d+), out=(S\d+)\)$")
         out, i = [], 0
         while i < len(lines):
             m = mul.match(lines[i])
@@ -644,7 +645,7 @@ class _SGDStep:
                 raise
             return None
         kn = em.const(k, "K")
-        return f"{kn}({', '.join(x for pair in pairs for x in pair)}, {scal})"
+        return f"{kn}({', '.join(x for pair in pairs for x in pair)}, {scal}[()])"
 
     def __call__(self, *a, **k):
         return self.ins.fn(*a, **k)

@@ -84,7 +84,7 @@ def _step_codegen(ins, em):
             continue
         lines.append(f"{ind}_lr = {gn}['lr']")
         lines.append(f"{ind}if {gn}['momentum'] != 0 or {gn}['weight_decay'] != 0 or "
-                     f"{gn}['maximize'] or _lr == 1:")
+                     f"{gn}['maximize'] or type(_lr) is not float or _lr == 1:")
         lines.append(f"{ind}    {general}")
         lines.append(f"{ind}else:")
         lines.extend(f"{ind}    {x}" for x in fast)
@@ -95,7 +95,8 @@ def _step_codegen(ins, em):
 
 def _sgd_fast(em, gn, pairs):
     """``d -= f(lr) * g`` as ``_sub_scaled_`` computes it for small arrays, into a scratch
-    buffer: only for gradients the program holds in its own buffers."""
+    buffer, with ``f(lr)`` (a float ``lr`` rounded to the dtype) held in a 0-d array: only for
+    gradients the program holds in its own buffers."""
     out = []
     scal = {}
     for p, src in pairs:
@@ -107,9 +108,9 @@ def _sgd_fast(em, gn, pairs):
         if b.shape != d.shape or b.dtype != d.dtype:
             return []
         key = d.dtype
-        if key not in scal:
-            sn = scal[key] = f"_s{len(scal)}"
-            out.append(f"{sn} = {em.const(d.dtype.type, 'F')}(_lr)")
+        if key not in scal:   # lr rounded to the dtype, in a 0-d array (a cheaper operand)
+            sn = scal[key] = em.const(np.zeros((), d.dtype), "Z")
+            out.append(f"{sn}[()] = _lr")
         tmp = em.const(np.empty_like(d), "S")
         pn = em.const(p, "T")
         dn = em.const(d, "P")
@@ -153,22 +154,28 @@ def _group_guard(cap, opt):
     cap.optimizers[id(opt)] = opt
     on = f"O{id(opt)}"
     consts = {on: opt}
-    conds = [f"len({on}.param_groups) == {len(opt.param_groups)}"]
+    # (the lists read once each, bound by name: one condition holds all of it)
+    conds = [f"len(_pg{id(opt)} := {on}.param_groups) == {len(opt.param_groups)}"]
     for gi, g in enumerate(opt.param_groups):
         gn = f"G{id(g)}"
         consts[gn] = g
-        conds.append(f"{on}.param_groups[{gi}] is {gn}")
-        conds.append(f"len({gn}['params']) == {len(g['params'])}")
+        ps = f"_ps{id(g)}"
+        conds.append(f"_pg{id(opt)}[{gi}] is {gn}")
+        conds.append(f"len({ps} := {gn}['params']) == {len(g['params'])}")
         for k, p in enumerate(g["params"]):
             pn = f"T{id(p)}"
             consts[pn] = p
-            conds.append(f"{gn}['params'][{k}] is {pn}")
+            conds.append(f"{ps}[{k}] is {pn}")
     st = opt.__dict__.get("step")
     sn = f"S{id(opt)}"
     consts[sn] = st
     conds.append(f"{on}.__dict__.get('step') is {sn}")
+    ng = len(opt.param_groups)
+    words = (f"{type(opt).__name__} has the same {ng} param group{'s' if ng != 1 else ''} "
+             f"holding the same {sum(len(g['params']) for g in opt.param_groups)} parameters, "
+             f"and its step is not replaced")
     cap.extra_guards.append((" and ".join(conds), lambda a, k, o=opt:
-                             f"the param groups of {type(o).__name__} changed", consts))
+                             f"the param groups of {type(o).__name__} changed", consts, words))
 
 
 def step_begin(cap, opt, closure):
