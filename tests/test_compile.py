@@ -15,7 +15,7 @@ def _load_workloads():
     """benchmarks/workloads.py, loaded by path (its directory has a profile.py)."""
     import importlib.util
     path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "workloads.py")
-    spec = importlib.util.spec_from_file_location("_h2_workloads", path)
+    spec = importlib.util.spec_from_file_location("_bench_workloads", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
