@@ -152,6 +152,38 @@ def bench_table() -> str | None:
     return "\n".join(lines)
 
 
+def compile_table() -> str | None:
+    """The compiled-step table, from benchmarks/results/compile.json (``python -m
+    benchmarks.compile --torch-compile --backend numba --json ...``)."""
+    path = os.path.join(ROOT, "benchmarks", "results", "compile.json")
+    if not os.path.exists(path):
+        return None
+    import json
+    with open(path, encoding="utf-8") as f:
+        res = json.load(f)
+
+    def us(r, k):
+        v = r.get(k)
+        if v is None:
+            return ""
+        v *= 1e6
+        return f"{v:.1f}" if v < 1000 else f"{v:,.0f}"
+
+    lines = ["| workload | dyngrad eager | compiled | numba backend | hand-written NumPy | "
+             "compiled / NumPy | PyTorch eager | torch.compile (step as written) | "
+             "torch.compile (one graph, torch.func) | capture |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for key, r in res.items():
+        ratio = f"{r['dyngrad compiled'] / r['numpy']:.2f}x" if r.get("numpy") and \
+            r.get("dyngrad compiled") else ""
+        cap = f"{r['dyngrad capture'] * 1e3:.0f} ms" if r.get("dyngrad capture") else ""
+        lines.append(f"| {key} | {us(r, 'dyngrad eager')} | {us(r, 'dyngrad compiled')} | "
+                     f"{us(r, 'dyngrad numba')} | {us(r, 'numpy')} | {ratio} | "
+                     f"{us(r, 'torch eager')} | {us(r, 'torch compiled')} | "
+                     f"{us(r, 'torch.func compiled')} | {cap} |")
+    return "\n".join(lines)
+
+
 def replace(text, key, body):
     pat = re.compile(rf"(<!-- {key}:start -->\n).*?(\n<!-- {key}:end -->)", re.S)
     return pat.sub(lambda m: m.group(1) + body + m.group(2), text)
@@ -165,6 +197,9 @@ def main():
     b = bench_table()
     if b:
         text = replace(text, "bench-table", b)
+    c = compile_table()
+    if c:
+        text = replace(text, "compile-table", c)
     with open(readme, "w", encoding="utf-8") as f:
         f.write(text)
     print("README tables updated")
