@@ -167,7 +167,9 @@ class Capture:
 
     def call(self, name, orig, args, kwargs, kernel=None):
         """Run op ``name`` eagerly and record it (see the module docstring)."""
-        if name in L.DATA_READS and not self.internal and not self.stack:
+        if name in L.DATA_READS and not self.internal and not self.stack and not (
+                self.counting is not None and args and
+                args[0] is self.counting.num_batches_tracked):   # (BatchNorm's count)
             self.data_read(f"Tensor.{name}()" if not name.startswith("__") else name)
         if self.failed is not None or self.internal:
             return orig(*args, **kwargs)
@@ -184,6 +186,12 @@ class Capture:
             except NoKernel as e:
                 self.fail(f"'{name}': {e}")
                 return orig(*args, **kwargs)
+        drawn = None
+        if L.is_seeding(name):
+            drawn = (orig, None, None)
+        elif L.is_random(name):    # the generators' states before it draws (its check)
+            gens = L.generators_of(args, kwargs)
+            drawn = (orig, gens, L.rng_states(gens))
         frame = _Frame()
         self.stack.append(frame)
         before = L.snapshot_inplace(name, args)
@@ -192,7 +200,7 @@ class Capture:
         finally:
             self.stack.pop()
         try:
-            instrs = L.lower(self, name, args, kwargs, result, before, top, kernel)
+            instrs = L.lower(self, name, args, kwargs, result, before, top, kernel, drawn)
         except NoKernel as e:
             instrs = None
             reason = f"{name}: {e}"
@@ -230,12 +238,32 @@ class Capture:
 
     # -- modules and gradients -------------------------------------------------------------
     def module_called(self, m) -> None:
+        if self.failed is None and not self.internal and not self.stack and \
+                self.phase == "forward" and isinstance(m, _batch_norm_class()):
+            self._count_batch(m)
         if id(m) not in self.modules:
             self.modules[id(m)] = (m, m.training)
             for slot in ("_parameters", "_buffers"):
                 for t in (m.__dict__.get(slot) or {}).values():
                     if isinstance(t, Tensor):
                         self.watch(t)
+
+    def _count_batch(self, m) -> None:
+        """A BatchNorm module about to count a batch (training, tracking its statistics):
+        record its ``num_batches_tracked += 1`` (eager's in-place add, and version bump) and
+        note the module, so that its cumulative average (``momentum=None``) reads the count
+        without a graph break and the replay reads ``momentum`` from the module at every
+        call."""
+        if not (m.training and m.track_running_stats and m.num_batches_tracked is not None):
+            return
+        t = m.num_batches_tracked
+        j = self.ref(t, True).i
+        self.emit(Instr("num_batches_tracked", np.add, (Ref(j), 1), {"out": Ref(j)},
+                        mode="effect", note="BatchNorm counts the batch"))
+        self.bumped(t)
+        self.counting = m
+
+    counting = None     # the BatchNorm module whose forward runs (see _count_batch)
 
     def touch_grad(self, p) -> None:
         if id(p) not in self.grad_entry:
@@ -450,6 +478,11 @@ class Capture:
                 self.fail("the recorded gradient accumulation differs from eager")
                 return
         self._expect_acc.clear()
+
+
+def _batch_norm_class():
+    from ..nn.modules.batchnorm import _BatchNorm
+    return _BatchNorm
 
 
 def _dtype_of(npdt):
