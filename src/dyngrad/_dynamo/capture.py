@@ -31,6 +31,11 @@ _make = Tensor._make
 ACTIVE: list = [None]   # the capture running, if any
 
 
+_UNRECORDED_DRAW = ("a generator's state changed outside the recorded random ops (numbers "
+                    "drawn by code that was not captured, whose replay would reuse them, or "
+                    "a reseed)")
+
+
 class GraphBreak(Exception):
     """Data-dependent Python met during a capture (raised under ``fullgraph=True``)."""
 
@@ -124,8 +129,21 @@ class Capture:
             v[2] += 1
 
     def unrecorded_change(self) -> bool:
-        """Whether a watched tensor was changed in place by code that was not recorded."""
+        """Whether a watched tensor was changed in place by code that was not recorded (or a
+        generator drew numbers for code that was not recorded: the capture fails with that
+        reason)."""
+        for g, st in self.rng_expect.values():
+            if L.rng_states([g]) != [st]:
+                self.fail(_UNRECORDED_DRAW)
+                return True
         return any(vc[0] - v0 != n for vc, v0, n in self.versions.values())
+
+    def _drawn_before(self, gens, states) -> None:
+        """A random op is about to draw: no number was drawn since the last recorded one."""
+        for g, st in zip(gens, states):
+            e = self.rng_expect.get(id(g))
+            if e is not None and e[1] != st:
+                self.fail(_UNRECORDED_DRAW)
 
     def ref(self, t, top: bool):
         """The buffer of tensor ``t`` (a Ref), registering a tensor from outside at top level."""
@@ -186,12 +204,11 @@ class Capture:
             except NoKernel as e:
                 self.fail(f"'{name}': {e}")
                 return orig(*args, **kwargs)
-        drawn = None
-        if L.is_seeding(name):
-            drawn = (orig, None, None)
-        elif L.is_random(name):    # the generators' states before it draws (its check)
+        drawn = gens = None
+        if L.is_random(name):    # the generators' states before it draws (its check)
             gens = L.generators_of(args, kwargs)
             drawn = (orig, gens, L.rng_states(gens))
+            self._drawn_before(gens, drawn[2])
         frame = _Frame()
         self.stack.append(frame)
         before = L.snapshot_inplace(name, args)
@@ -199,6 +216,9 @@ class Capture:
             result = orig(*args, **kwargs)
         finally:
             self.stack.pop()
+            if gens is not None:
+                self.rng_expect.update((id(g), (g, st)) for g, st in
+                                       zip(gens, L.rng_states(gens)))
         try:
             instrs = L.lower(self, name, args, kwargs, result, before, top, kernel, drawn)
         except NoKernel as e:
@@ -506,6 +526,8 @@ def begin(name: str, fullgraph: bool) -> Capture:
     cap = Capture(name, fullgraph)
     cap._expect_grad = {}
     cap._expect_acc = {}
+    gens = L.generators_of((), {})   # (the default generator's state at the start)
+    cap.rng_expect = {id(g): (g, st) for g, st in zip(gens, L.rng_states(gens))}
     cap.t0 = time.perf_counter()
     return cap
 

@@ -151,12 +151,10 @@ def _val(x, env):
 def lower(cap, name, args, kwargs, result, before, top, kernel=None, drawn=None):
     """The instructions of op call ``name(*args, **kwargs)`` that gave ``result``
     (``kernel``: the NumPy function taking the same arguments as arrays, when known;
-    ``drawn``: for a random op or a seeding, ``(the eager function, generators, their states
-    before the call)``)."""
+    ``drawn``: for a random op, ``(the eager function, generators, their states before the
+    call)``)."""
     if name in DATA_READS:
         return []
-    if name in _SEEDING:
-        return [Instr(name, _reseed(drawn[0]), tuple(args), dict(kwargs), mode="effect")]
     if name == "__setitem__":
         return _setitem_lower(cap, args, kwargs, before, top)
     ts = _tensors(result)
@@ -354,19 +352,11 @@ def _random_names():
 
 
 # --- random ops: new numbers at every replay, from the generator eager draws from ----------
-_SEEDING = frozenset({"manual_seed", "seed"})
-
-
 def is_random(name: str) -> bool:
     """Whether public op ``name`` draws random numbers (``randn``, ``F.dropout``,
     ``normal_``...)."""
     names = _random_names()
     return name in names or op_name(name)[0] in names
-
-
-def is_seeding(name: str) -> bool:
-    """Whether public function ``name`` reseeds the default generator (``manual_seed``)."""
-    return name in _SEEDING
 
 
 def generators_of(args, kwargs) -> list:
@@ -387,15 +377,6 @@ def rng_states(gens) -> list:
 def _set_rng_states(gens, states):
     for g, st in zip(gens, states):
         g._rng.bit_generator.state = st
-
-
-def _reseed(fn):
-    """``manual_seed`` or ``seed`` at replay: eager's function, so that the numbers drawn
-    after it are those eager draws."""
-    def reseed(*args, **kwargs):
-        fn(*args, **kwargs)
-    reseed.__name__ = getattr(fn, "__name__", "reseed")
-    return reseed
 
 
 _AT = object()   # the place of a tensor among a rerun op's arguments
