@@ -220,13 +220,15 @@ class Capture:
                 self.rng_expect.update((id(g), (g, st)) for g, st in
                                        zip(gens, L.rng_states(gens)))
         try:
-            instrs = L.lower(self, name, args, kwargs, result, before, top, kernel, drawn)
-        except NoKernel as e:
             instrs = None
+            if L.prefers_inner(name, result):
+                instrs = self._inner(frame, result)
+            if instrs is None:
+                instrs = L.lower(self, name, args, kwargs, result, before, top, kernel, drawn)
+        except NoKernel as e:
             reason = f"{name}: {e}"
-            if frame.failed is None and frame.instrs and L.produced(self, result):
-                instrs = frame.instrs   # the ops it ran inside stand for it
-            else:
+            instrs = self._inner(frame, result)   # the ops it ran inside stand for it
+            if instrs is None:
                 reason = frame.failed or reason
                 if top:
                     self.fail(f"no replay kernel reproduces '{name}' ({reason})")
@@ -240,6 +242,19 @@ class Capture:
         if instrs and L.is_inplace(name) and isinstance(args[0], Tensor):
             self.bumped(args[0])
         return result
+
+    def _inner(self, frame, result):
+        """The instructions of the ops an op ran inside, standing for it (its results that
+        are reshaped views of their buffers made so), or None."""
+        if frame.failed is not None or not frame.instrs:
+            return None
+        self.stack.append(frame)     # (their buffers are defined while it is on the stack)
+        try:
+            return frame.instrs + L.reshaped_results(self, result)
+        except NoKernel:
+            return None
+        finally:
+            self.stack.pop()
 
     # -- data read into Python -------------------------------------------------------------
     def data_read(self, what: str):
@@ -356,10 +371,12 @@ class Capture:
             nf = node.next_functions
             if g is None:
                 continue
-            if node._nout != 1:
-                raise NoKernel(f"{type(node).__name__} has several outputs")
-            special = L.BACKWARD.get(type(node).__name__)
-            uf = getattr(getattr(type(node), "_spec", None), "unary_formula", None)
+            several = node._nout != 1   # (unbind, split: one gradient per output, or None)
+            if several and all(x is None for x in g):
+                raise NoKernel(f"{type(node).__name__} received no gradient")
+            special = L.BACKWARD.get(type(node).__name__) if not several else None
+            uf = getattr(getattr(type(node), "_spec", None), "unary_formula", None) \
+                if not several else None
             if special is not None:
                 outs = special(self, node, g)
             elif uf is not None and node._odt is not None and node._odt.kind == "f" and \
@@ -383,6 +400,10 @@ class Capture:
                 if isinstance(nxt, AccumulateGrad):
                     if nxt not in bufs:
                         accs.append(nxt)
+                if nxt._nout != 1:   # summed per output, as the engine's _deposit
+                    b = bufs.setdefault(nxt, [None] * nxt._nout)
+                    b[nr] = go if b[nr] is None else b[nr] + go
+                    continue
                 b = bufs.get(nxt)
                 bufs[nxt] = go if b is None else b + go
         return accs, bufs

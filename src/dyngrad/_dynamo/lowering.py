@@ -130,6 +130,34 @@ def produced(cap, result) -> bool:
     return bool(ts) and all(id(t._data) in cap.by_array for t in ts)
 
 
+def prefers_inner(name, result) -> bool:
+    """Whether op ``name`` is recorded as the ops it ran inside even when its own kernel
+    reproduces its result: ``matmul`` with a graph, whose nodes (mm of a folded batch, bmm)
+    keep the inner ops' tensors for the backward."""
+    return op_name(name)[0] == "matmul" and isinstance(result, Tensor) and \
+        result._grad_fn is not None
+
+
+def reshaped_results(cap, result) -> list:
+    """Instructions giving the tensors of ``result`` that are not buffers yet as reshaped
+    views of buffers (matmul's closing ``_unsafe_view``, not recorded); NoKernel when one is
+    neither."""
+    out = []
+    ts = _tensors(result)
+    if not ts:
+        raise _nokernel("no tensor result")
+    for t in ts:
+        if id(t._data) in cap.by_array:
+            continue
+        ref = _array_ref(cap, t._data)
+        if ref is None or ref[1] is None:
+            raise _nokernel("a result computed by code that was not captured")
+        ins = Instr("reshape", np.reshape, ref, mode="view")
+        ins.out = cap.new_buffer("tmp", t._data)
+        out.append(ins)
+    return out
+
+
 def _tensors(r):
     if isinstance(r, Tensor):
         return [r]
@@ -619,7 +647,10 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
     info = OPS.get(op)
     if info is None and "." in op:   # linalg.cross, special.xlogy: the declared op's own name
         head, _, base = op.rpartition(".")
-        info = OPS.get(f"{head.replace('.', '_')}_{base}")
+        info = OPS.get(f"{head.replace('.', '_')}_{base}") or \
+            OPS.get(f"_{head.replace('.', '_')}_{base}")
+    if info is None:   # linalg.vector_norm as ops.reduction holds it: vector_norm
+        info = OPS.get(f"_linalg_{op}")
     spec = info.get("spec") if info else None
     if spec is None:
         spec = _activation_spec(op)
@@ -683,7 +714,18 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
     fn = spec.forward
     if pieces:
         fn = _pieces_kernel(fn, len(result))
+    elif isinstance(result, Tensor) and result._data.ndim == 0:
+        fn = _zero_d(fn)
     return [Instr(op, fn, tuple(a2), k2, mode="new")]
+
+
+def _zero_d(forward):
+    """A forward whose 0-d result may be a NumPy scalar, giving the 0-d array eager's tensor
+    holds."""
+    def zero_d(*args, **kwargs):
+        return np.asarray(forward(*args, **kwargs))
+    zero_d.__name__ = getattr(forward, "__name__", "zero_d")
+    return zero_d
 
 
 def _pieces_kernel(forward, n):
