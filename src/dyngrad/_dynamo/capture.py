@@ -473,8 +473,13 @@ class Capture:
         if g._data.shape != vd.shape or g._data.dtype != vd.dtype:
             raise NoKernel("a gradient of another shape or dtype than its leaf")
         self.touch_grad(var)
-        gb = self.by_array[id(g._data)]
         old = var._grad
+        gd = g._data
+        if old is None and not (gd.flags.c_contiguous and gd.flags.writeable):
+            # eager's AccumulateGrad keeps a C-ordered copy (a reduction over .grad sums in
+            # that order)
+            g = L.emit_kernel(self, "grad_c_order", L.c_order_copy, (g,))
+        gb = self.by_array[id(g._data)]
         if old is None:
             self.emit_phase(Instr("set_grad", L.set_grad, (var, Ref(gb)), mode="effect",
                                   note="first gradient of a leaf"), "backward")
@@ -518,6 +523,9 @@ class Capture:
             if not L.same(old._data, want):
                 self.fail("the recorded gradient accumulation differs from eager")
                 return
+            own = self.grad_buf.get(pid)
+            if own is not None:   # the buffer the sum went into holds it now
+                self.arrays[own] = old._data
         self._expect_acc.clear()
 
 

@@ -821,9 +821,9 @@ def _elide_grads(cap):
                                             later.args[0] is p):
                 ins.aux = None
                 break
-            if later.op == "add_" and later.note == "accumulate into .grad" and \
-                    later.kwargs.get("out") == ins.args[1]:
-                ins.aux = "late"
+            if later.mode == "effect" and ins.args[1] in (
+                    later.kwargs.get("out"), later.args[0] if later.args else None):
+                ins.aux = "late"   # (a second backward's sum, clipping's mul_, in place)
                 break
             if later.op == "zero_grad" and any(q is p for q in later.args[0]):
                 ins.aux = "elide"

@@ -53,6 +53,12 @@ def accumulate_live(p, g):
     old._vc[0] += 1
 
 
+def c_order_copy(a):
+    """A C-ordered copy of ``a`` (the first ``.grad`` of a leaf from a gradient in another
+    layout, as AccumulateGrad makes it)."""
+    return np.array(a, order="C")
+
+
 def bump_grad_version(p):
     p._grad._vc[0] += 1
 
@@ -530,7 +536,8 @@ def _dropout_lower(cap, name, args, kwargs, result, r, gens, st0, st1):
     m = None
     if node is not None and type(node).__name__ == "MulBackward0":
         sv = node._saved[type(node)._named_saved["other"][0]]
-        m = sv.get(node, False)._data if sv is not None else None
+        m = sv.get(node, False) if sv is not None else None
+        m = m._data if isinstance(m, Tensor) else m
     mk = Instr("dropout_mask", kernel, margs, mode="new", note="draws a new mask")
     mk.out = cap.new_buffer("tmp", m if m is not None and same(m, mask) else mask)
     mul = Instr("mul", np.multiply, (xr, Ref(mk.out)), mode="out")
@@ -731,13 +738,16 @@ def _zero_d(forward):
 def _pieces_kernel(forward, n):
     """A forward giving a list of arrays (``unbind``'s views, ``split``'s pieces) as the
     tuple the replay unpacks into ``n`` buffers (one piece: the array alone)."""
+    def arrays(*args, **kwargs):
+        r = forward(*args, **kwargs)   # (split by sizes: the list and its node's overload)
+        return r[0] if type(r) is tuple and r and type(r[0]) is list else r
     if n == 1:
         def pieces(*args, **kwargs):
-            (a,) = forward(*args, **kwargs)
+            (a,) = arrays(*args, **kwargs)
             return a
     else:
         def pieces(*args, **kwargs):
-            return tuple(forward(*args, **kwargs))
+            return tuple(arrays(*args, **kwargs))
     pieces.__name__ = getattr(forward, "__name__", "pieces")
     return pieces
 
@@ -1332,6 +1342,20 @@ def _chunk_sig(input, chunks, dim=0):
     pass
 
 
+def _cast_lower(cap, op, args, kwargs, result, r):
+    """A dtype conversion (``to``, ``float``...) of a tensor: NumPy's ``astype`` to the
+    result's dtype (the check says whether it gives eager's values)."""
+    if not args or not isinstance(args[0], Tensor) or not isinstance(result, Tensor) or \
+            result._data.shape != args[0]._data.shape or result._grad_fn is not None:
+        return []
+    return [[Instr(op, _astype, (r(args[0]), result._data.dtype), mode="new")]]
+
+
+def _astype(a, dtype):
+    """``a`` converted to ``dtype`` (a new array)."""
+    return a.astype(dtype)
+
+
 def _embedding_lower(cap, op, args, kwargs, result, r):
     """F.embedding without ``max_norm``: the rows of the weight at the indices."""
     try:
@@ -1436,7 +1460,8 @@ _SPECIAL = {"convolution": _convolution_lower, "__getitem__": _getitem_lower, "z
             "binary_cross_entropy": _bce_lower,
             "embedding": _embedding_lower, "max_pool2d": _max_pool2d_lower,
             "layer_norm": _layer_norm_lower, "where": _where_lower, "chunk": _chunk_lower,
-            "unsafe_chunk": _chunk_lower}
+            "unsafe_chunk": _chunk_lower, "to": _cast_lower, "float": _cast_lower,
+            "double": _cast_lower, "long": _cast_lower, "int": _cast_lower}
 
 
 def _nll_backward(cap, node, g):
