@@ -31,9 +31,8 @@ _make = Tensor._make
 ACTIVE: list = [None]   # the capture running, if any
 
 
-_UNRECORDED_DRAW = ("a generator's state changed outside the recorded random ops (numbers "
-                    "drawn by code that was not captured, whose replay would reuse them, or "
-                    "a reseed)")
+_UNRECORDED_DRAW = ("random numbers drawn or reseeded outside the recorded random ops (a "
+                    "replay would reuse the capture's numbers)")
 
 
 class GraphBreak(Exception):
@@ -132,8 +131,8 @@ class Capture:
         """Whether a watched tensor was changed in place by code that was not recorded (or a
         generator drew numbers for code that was not recorded: the capture fails with that
         reason)."""
-        for g, st in self.rng_expect.values():
-            if L.rng_states([g]) != [st]:
+        for g, bits, st in self.rng_expect.values():
+            if g._rng is not bits or L.rng_states([g]) != [st]:
                 self.fail(_UNRECORDED_DRAW)
                 return True
         return any(vc[0] - v0 != n for vc, v0, n in self.versions.values())
@@ -142,7 +141,7 @@ class Capture:
         """A random op is about to draw: no number was drawn since the last recorded one."""
         for g, st in zip(gens, states):
             e = self.rng_expect.get(id(g))
-            if e is not None and e[1] != st:
+            if e is not None and (g._rng is not e[1] or e[2] != st):   # (a reseed: new bits)
                 self.fail(_UNRECORDED_DRAW)
 
     def ref(self, t, top: bool):
@@ -217,7 +216,7 @@ class Capture:
         finally:
             self.stack.pop()
             if gens is not None:
-                self.rng_expect.update((id(g), (g, st)) for g, st in
+                self.rng_expect.update((id(g), (g, g._rng, st)) for g, st in
                                        zip(gens, L.rng_states(gens)))
         try:
             instrs = None
@@ -227,7 +226,9 @@ class Capture:
                 instrs = L.lower(self, name, args, kwargs, result, before, top, kernel, drawn)
         except NoKernel as e:
             reason = f"{name}: {e}"
-            instrs = self._inner(frame, result)   # the ops it ran inside stand for it
+            # the ops it ran inside stand for it (not for a random fill: its draw is lost)
+            instrs = None if drawn is not None and L.is_inplace(name) else \
+                self._inner(frame, result)
             if instrs is None:
                 reason = frame.failed or reason
                 if top:
@@ -556,7 +557,7 @@ def begin(name: str, fullgraph: bool) -> Capture:
     cap._expect_grad = {}
     cap._expect_acc = {}
     gens = L.generators_of((), {})   # (the default generator's state at the start)
-    cap.rng_expect = {id(g): (g, st) for g, st in zip(gens, L.rng_states(gens))}
+    cap.rng_expect = {id(g): (g, g._rng, st) for g, st in zip(gens, L.rng_states(gens))}
     cap.t0 = time.perf_counter()
     return cap
 

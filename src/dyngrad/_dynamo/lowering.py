@@ -444,11 +444,6 @@ def _random_lower(cap, name, op, drawn, args, kwargs, result, before, r):
     producers = cap.__dict__.get("_producers", {})
     for o in _outs(instrs[0]):
         producers.pop(o, None)   # (never run again at capture: it would draw)
-    if instrs[0].mode == "effect":
-        t = args[0]
-        b = cap.program.buffers[cap.by_array[id(t._data)]]
-        if b.kind == "ext":
-            instrs.append(Instr("bump_version", bump_version, (t,), mode="effect"))
     return instrs
 
 
@@ -475,23 +470,21 @@ def _rerun_instr(cap, op, name, fn, args, kwargs, r):
     a2 = tuple(conv(v) for v in args)
     k2 = {k: conv(v) for k, v in kwargs.items()}
     inplace = is_inplace(name)
-    if inplace:
-        if not refs or a2[0] is not _AT:
-            raise _nokernel("an in-place random fill of no tensor")
-        kind = cap.program.buffers[refs[0].i].kind
-        if kind not in ("tmp", "ext") or args[0]._requires_grad and args[0]._grad_fn is None:
-            raise _nokernel("an in-place random fill of an argument or of a leaf that requires "
-                            "grad")
+    if inplace and (not refs or a2[0] is not _AT or
+                    (args[0]._requires_grad and args[0]._grad_fn is None)):
+        raise _nokernel("an in-place random fill of a leaf that requires grad")
 
-    def rerun(*arrays):
-        it = iter(arrays)
+    def rerun(*arrays, out=None):
+        it = iter(arrays if out is None else (out,) + arrays)
         a = [_make(next(it)) if v is _AT else v for v in a2]
         k = {key: (_make(next(it)) if v is _AT else v) for key, v in k2.items()}
-        out = fn(*a, **k)
-        return None if inplace else out._data
+        r = fn(*a, **k)
+        return None if inplace else r._data
     rerun.__name__ = op
-    return Instr(op, rerun, tuple(refs), mode="effect" if inplace else "new",
-                 note="draws new numbers")
+    if inplace:   # (the filled tensor as ``out``: the replay bumps its version)
+        return Instr(op, rerun, tuple(refs[1:]), {"out": refs[0]}, mode="effect",
+                     note="draws new numbers")
+    return Instr(op, rerun, tuple(refs), mode="new", note="draws new numbers")
 
 
 def _dropout_sig(input, p=0.5, training=True, inplace=False):
@@ -730,7 +723,8 @@ def _zero_d(forward):
     """A forward whose 0-d result may be a NumPy scalar, giving the 0-d array eager's tensor
     holds."""
     def zero_d(*args, **kwargs):
-        return np.asarray(forward(*args, **kwargs))
+        r = forward(*args, **kwargs)   # (a view's forward: the array and its overload)
+        return (np.asarray(r[0]),) + r[1:] if type(r) is tuple else np.asarray(r)
     zero_d.__name__ = getattr(forward, "__name__", "zero_d")
     return zero_d
 
