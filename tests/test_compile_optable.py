@@ -597,7 +597,7 @@ FALLS_BACK: dict = {
     'cov-0': 'cov',
     'cov-1': 'cov',
     'cov_correction-0': 'cov',
-    'cov_fweights-0': 'MulBackward0',
+    'cov_fweights-0': 'DivBackward0',
     'cov_aweights-0': 'cov',
     'cov_both_weights-0': 'cov',
     'corrcoef-0': 'corrcoef',

@@ -340,7 +340,7 @@ class Capture:
         else:
             gi = self.ref(gradient, True).i
         nodes = _reachable(fn)
-        for n in nodes:
+        for n in sorted(nodes, key=_engine_order):   # (the first the engine meets is named)
             if not n._plain:
                 raise NoKernel(f"{type(n).__name__} has hooks or runs user code")
             if n._saved is None and getattr(n, "_needs_saved", True) and \
@@ -538,6 +538,11 @@ def _batch_norm_class():
 def _dtype_of(npdt):
     from .. import _dtype as D
     return D.from_numpy(npdt) if hasattr(D, "from_numpy") else npdt
+
+
+def _engine_order(n):
+    """Sort key of a node in the engine's order (largest sequence number first)."""
+    return -getattr(n, "_seq", 0)
 
 
 def _reachable(fn):
