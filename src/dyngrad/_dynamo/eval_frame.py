@@ -808,8 +808,8 @@ def _elide_grads(cap):
     """A first gradient that a later ``zero_grad`` of the same program clears, with nothing
     reading ``.grad`` live in between, is never written to the tensor; one that survives to
     the end of the call is written as a copy (its buffer is reused by the next call); one
-    that a later backward of the same program adds to (in its buffer) is written on the
-    buffer and copied at the end of the call ("late")."""
+    that a later instruction changes in place (a second backward adding to it, clipping's
+    ``mul_``) is written on the buffer and copied at the end of the call ("late")."""
     instrs = cap.program.instrs
     for i, ins in enumerate(instrs):
         if ins.op != "set_grad":
