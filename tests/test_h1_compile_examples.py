@@ -348,3 +348,16 @@ def test_second_backward_adds_into_the_first_gradients():
     assert fn.eager_reason is None and fn.entries[0].replays == 2
     assert all(_same(a, b) for a, b in zip(ge, gc))
     _same_modules(le, lc)
+
+
+def test_reading_num_batches_tracked_in_user_code_is_a_graph_break():
+    """Only BatchNorm's own read of its count (``momentum=None``) is exempt."""
+    bn = nn.BatchNorm1d(2, momentum=None)
+
+    def f(x):
+        y = bn(x)
+        return y * bn.num_batches_tracked.item()
+    cf = T.compile(f)
+    x = T.ones(4, 2)
+    cf(x)
+    assert "graph break" in cf.eager_reason and "item" in cf.eager_reason

@@ -274,6 +274,7 @@ class Capture:
 
     # -- modules and gradients -------------------------------------------------------------
     def module_called(self, m) -> None:
+        self.counting = None
         if self.failed is None and not self.internal and not self.stack and \
                 self.phase == "forward" and isinstance(m, _batch_norm_class()):
             self._count_batch(m)
