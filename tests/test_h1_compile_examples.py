@@ -361,3 +361,25 @@ def test_reading_num_batches_tracked_in_user_code_is_a_graph_break():
     x = T.ones(4, 2)
     cf(x)
     assert "graph break" in cf.eager_reason and "item" in cf.eager_reason
+
+
+def test_batched_matmul_with_a_graph_is_recorded_as_its_composition():
+    """matmul of a batch by a matrix with a graph (F.linear of the LSTM's transposed output):
+    eager's nodes are its composition's (reshape, mm, _unsafe_view), whose tensors the
+    backward reads; the replay records those ops and gives eager's values and gradients."""
+    lin, lin2 = nn.Linear(4, 3), nn.Linear(4, 5, bias=False)
+
+    def f(x):
+        lin.zero_grad()
+        lin2.zero_grad()
+        h = (x * 1.5).transpose(0, 1)
+        y = lin(h) + T.matmul(h, lin2.weight.t())[..., :3]
+        (y * y).sum().backward()
+        return y.detach(), lin.weight.grad * 1, lin2.weight.grad * 1, x.grad * 1
+    cf = T.compile(f)
+    for k in range(3):
+        x0 = np.random.default_rng(k).standard_normal((5, 2, 4)).astype(np.float32)
+        a = cf(T.tensor(x0, requires_grad=True))
+        b = f(T.tensor(x0, requires_grad=True))
+        assert all(_same(u, v) for u, v in zip(a, b))
+    assert cf.eager_reason is None and cf.entries[0].replays == 2
