@@ -383,3 +383,27 @@ def test_batched_matmul_with_a_graph_is_recorded_as_its_composition():
         b = f(T.tensor(x0, requires_grad=True))
         assert all(_same(u, v) for u, v in zip(a, b))
     assert cf.eager_reason is None and cf.entries[0].replays == 2
+
+
+def test_clipped_gradients_are_the_grads_left_after_the_step():
+    """clip_grad_norm_ scales the gradients in place (coefficient below 1 here): the
+    optimizer reads the clipped ones and ``.grad`` is left clipped, as eager leaves it."""
+    def run(compiled):
+        T.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+        opt = T.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x):
+            opt.zero_grad()
+            (model(x) ** 2).sum().backward()
+            norm = nn.utils.clip_grad_norm_(model.parameters(), 0.01)
+            opt.step()
+            return norm
+        fn = T.compile(step) if compiled else step
+        return [fn(T.ones(5, 3) * k) for k in (1.0, 2.0, 3.0)], model, opt, fn
+    ne, me, oe, _ = run(False)
+    nc, mc, oc, fn = run(True)
+    assert fn.eager_reason is None and fn.entries[0].replays == 2
+    assert all(_same(a, b) for a, b in zip(ne, nc)) and float(nc[-1]) > 0.01
+    _same_modules(me, mc)
+    _same_optimizer(oe, oc)
