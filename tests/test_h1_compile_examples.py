@@ -407,3 +407,23 @@ def test_clipped_gradients_are_the_grads_left_after_the_step():
     assert all(_same(a, b) for a, b in zip(ne, nc)) and float(nc[-1]) > 0.01
     _same_modules(me, mc)
     _same_optimizer(oe, oc)
+
+
+def test_dropout_in_a_compiled_module_differentiated_outside():
+    """A compiled module with dropout in training whose backward autograd runs after the call:
+    the replayed output's backward reads that call's mask."""
+    def run(compiled):
+        T.manual_seed(0)
+        m = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+        f = T.compile(m) if compiled else m
+        outs = []
+        for k in range(3):
+            y = f(T.ones(3, 4) * (k + 1))
+            y.sum().backward()
+            outs.append(y.detach())
+        return outs, m, f
+    oe, me, _ = run(False)
+    oc, mc, f = run(True)
+    assert f._compiled.eager_reason is None and f._compiled.entries[0].replays == 2
+    assert all(_same(a, b) for a, b in zip(oe, oc))
+    _same_modules(me, mc)
