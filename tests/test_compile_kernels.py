@@ -132,14 +132,18 @@ def test_batch_norm_updates_running_statistics_with_versions():
     assert cf.eager_reason is None
 
 
-def test_dropout_in_training_runs_eagerly_with_new_draws():
-    """Random ops are not replayed (a replay would have to draw what eager draws): the step
-    runs eagerly, drawing new numbers each call."""
+def test_dropout_in_training_replays_with_new_draws():
+    """Dropout in training replays, drawing a new mask at each call from the default
+    generator, the masks eager draws from the same seed."""
     x = T.ones(50)
     cf = T.compile(lambda x: F.dropout(x, 0.5, training=True))
-    a, b = cf(x), cf(x)
-    assert _bits(a) != _bits(b)
-    assert "random" in cf.eager_reason or "dropout" in cf.eager_reason
+    T.manual_seed(1)
+    a, b, c = cf(x), cf(x), cf(x)
+    assert _bits(a) != _bits(b) != _bits(c)
+    assert cf.eager_reason is None and cf.entries[0].replays == 2
+    T.manual_seed(1)
+    assert [_bits(F.dropout(x, 0.5, training=True)) for _ in range(3)] == \
+        [_bits(a), _bits(b), _bits(c)]
 
 
 def test_max_pool2d_returning_indices_matches_eager():

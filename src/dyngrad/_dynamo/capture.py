@@ -31,6 +31,10 @@ _make = Tensor._make
 ACTIVE: list = [None]   # the capture running, if any
 
 
+_UNRECORDED_DRAW = ("random numbers drawn or reseeded outside the recorded random ops (a "
+                    "replay would reuse the capture's numbers)")
+
+
 class GraphBreak(Exception):
     """Data-dependent Python met during a capture (raised under ``fullgraph=True``)."""
 
@@ -124,8 +128,21 @@ class Capture:
             v[2] += 1
 
     def unrecorded_change(self) -> bool:
-        """Whether a watched tensor was changed in place by code that was not recorded."""
+        """Whether a watched tensor was changed in place by code that was not recorded (or a
+        generator drew numbers for code that was not recorded: the capture fails with that
+        reason)."""
+        for g, bits, st in self.rng_expect.values():
+            if g._rng is not bits or L.rng_states([g]) != [st]:
+                self.fail(_UNRECORDED_DRAW)
+                return True
         return any(vc[0] - v0 != n for vc, v0, n in self.versions.values())
+
+    def _drawn_before(self, gens, states) -> None:
+        """A random op is about to draw: no number was drawn since the last recorded one."""
+        for g, st in zip(gens, states):
+            e = self.rng_expect.get(id(g))
+            if e is not None and (g._rng is not e[1] or e[2] != st):   # (a reseed: new bits)
+                self.fail(_UNRECORDED_DRAW)
 
     def ref(self, t, top: bool):
         """The buffer of tensor ``t`` (a Ref), registering a tensor from outside at top level."""
@@ -167,7 +184,9 @@ class Capture:
 
     def call(self, name, orig, args, kwargs, kernel=None):
         """Run op ``name`` eagerly and record it (see the module docstring)."""
-        if name in L.DATA_READS and not self.internal and not self.stack:
+        if name in L.DATA_READS and not self.internal and not self.stack and not (
+                self.counting is not None and args and
+                args[0] is self.counting.num_batches_tracked):   # (BatchNorm's count)
             self.data_read(f"Tensor.{name}()" if not name.startswith("__") else name)
         if self.failed is not None or self.internal:
             return orig(*args, **kwargs)
@@ -184,6 +203,11 @@ class Capture:
             except NoKernel as e:
                 self.fail(f"'{name}': {e}")
                 return orig(*args, **kwargs)
+        drawn = gens = None
+        if L.is_random(name):    # the generators' states before it draws (its check)
+            gens = L.generators_of(args, kwargs)
+            drawn = (orig, gens, L.rng_states(gens))
+            self._drawn_before(gens, drawn[2])
         frame = _Frame()
         self.stack.append(frame)
         before = L.snapshot_inplace(name, args)
@@ -191,14 +215,21 @@ class Capture:
             result = orig(*args, **kwargs)
         finally:
             self.stack.pop()
+            if gens is not None:
+                self.rng_expect.update((id(g), (g, g._rng, st)) for g, st in
+                                       zip(gens, L.rng_states(gens)))
         try:
-            instrs = L.lower(self, name, args, kwargs, result, before, top, kernel)
-        except NoKernel as e:
             instrs = None
+            if L.prefers_inner(name, result):
+                instrs = self._inner(frame, result)
+            if instrs is None:
+                instrs = L.lower(self, name, args, kwargs, result, before, top, kernel, drawn)
+        except NoKernel as e:
             reason = f"{name}: {e}"
-            if frame.failed is None and frame.instrs and L.produced(self, result):
-                instrs = frame.instrs   # the ops it ran inside stand for it
-            else:
+            # the ops it ran inside stand for it (not for a random fill: its draw is lost)
+            instrs = None if drawn is not None and L.is_inplace(name) else \
+                self._inner(frame, result)
+            if instrs is None:
                 reason = frame.failed or reason
                 if top:
                     self.fail(f"no replay kernel reproduces '{name}' ({reason})")
@@ -212,6 +243,19 @@ class Capture:
         if instrs and L.is_inplace(name) and isinstance(args[0], Tensor):
             self.bumped(args[0])
         return result
+
+    def _inner(self, frame, result):
+        """The instructions of the ops an op ran inside, standing for it (its results that
+        are reshaped views of their buffers made so), or None."""
+        if frame.failed is not None or not frame.instrs:
+            return None
+        self.stack.append(frame)     # (their buffers are defined while it is on the stack)
+        try:
+            return frame.instrs + L.reshaped_results(self, result)
+        except NoKernel:
+            return None
+        finally:
+            self.stack.pop()
 
     # -- data read into Python -------------------------------------------------------------
     def data_read(self, what: str):
@@ -230,12 +274,33 @@ class Capture:
 
     # -- modules and gradients -------------------------------------------------------------
     def module_called(self, m) -> None:
+        self.counting = None
+        if self.failed is None and not self.internal and not self.stack and \
+                self.phase == "forward" and isinstance(m, _batch_norm_class()):
+            self._count_batch(m)
         if id(m) not in self.modules:
             self.modules[id(m)] = (m, m.training)
             for slot in ("_parameters", "_buffers"):
                 for t in (m.__dict__.get(slot) or {}).values():
                     if isinstance(t, Tensor):
                         self.watch(t)
+
+    def _count_batch(self, m) -> None:
+        """A BatchNorm module about to count a batch (training, tracking its statistics):
+        record its ``num_batches_tracked += 1`` (eager's in-place add, and version bump) and
+        note the module, so that its cumulative average (``momentum=None``) reads the count
+        without a graph break and the replay reads ``momentum`` from the module at every
+        call."""
+        if not (m.training and m.track_running_stats and m.num_batches_tracked is not None):
+            return
+        t = m.num_batches_tracked
+        j = self.ref(t, True).i
+        self.emit(Instr("num_batches_tracked", np.add, (Ref(j), 1), {"out": Ref(j)},
+                        mode="effect", note="BatchNorm counts the batch"))
+        self.bumped(t)
+        self.counting = m
+
+    counting = None     # the BatchNorm module whose forward runs (see _count_batch)
 
     def touch_grad(self, p) -> None:
         if id(p) not in self.grad_entry:
@@ -276,7 +341,7 @@ class Capture:
         else:
             gi = self.ref(gradient, True).i
         nodes = _reachable(fn)
-        for n in nodes:
+        for n in sorted(nodes, key=_engine_order):   # (the first the engine meets is named)
             if not n._plain:
                 raise NoKernel(f"{type(n).__name__} has hooks or runs user code")
             if n._saved is None and getattr(n, "_needs_saved", True) and \
@@ -308,10 +373,12 @@ class Capture:
             nf = node.next_functions
             if g is None:
                 continue
-            if node._nout != 1:
-                raise NoKernel(f"{type(node).__name__} has several outputs")
-            special = L.BACKWARD.get(type(node).__name__)
-            uf = getattr(getattr(type(node), "_spec", None), "unary_formula", None)
+            several = node._nout != 1   # (unbind, split: one gradient per output, or None)
+            if several and all(x is None for x in g):
+                raise NoKernel(f"{type(node).__name__} received no gradient")
+            special = L.BACKWARD.get(type(node).__name__) if not several else None
+            uf = getattr(getattr(type(node), "_spec", None), "unary_formula", None) \
+                if not several else None
             if special is not None:
                 outs = special(self, node, g)
             elif uf is not None and node._odt is not None and node._odt.kind == "f" and \
@@ -335,6 +402,10 @@ class Capture:
                 if isinstance(nxt, AccumulateGrad):
                     if nxt not in bufs:
                         accs.append(nxt)
+                if nxt._nout != 1:   # summed per output, as the engine's _deposit
+                    b = bufs.setdefault(nxt, [None] * nxt._nout)
+                    b[nr] = go if b[nr] is None else b[nr] + go
+                    continue
                 b = bufs.get(nxt)
                 bufs[nxt] = go if b is None else b + go
         return accs, bufs
@@ -404,8 +475,13 @@ class Capture:
         if g._data.shape != vd.shape or g._data.dtype != vd.dtype:
             raise NoKernel("a gradient of another shape or dtype than its leaf")
         self.touch_grad(var)
-        gb = self.by_array[id(g._data)]
         old = var._grad
+        gd = g._data
+        if old is None and not (gd.flags.c_contiguous and gd.flags.writeable):
+            # eager's AccumulateGrad keeps a C-ordered copy (a reduction over .grad sums in
+            # that order)
+            g = L.emit_kernel(self, "grad_c_order", L.c_order_copy, (g,))
+        gb = self.by_array[id(g._data)]
         if old is None:
             self.emit_phase(Instr("set_grad", L.set_grad, (var, Ref(gb)), mode="effect",
                                   note="first gradient of a leaf"), "backward")
@@ -449,12 +525,25 @@ class Capture:
             if not L.same(old._data, want):
                 self.fail("the recorded gradient accumulation differs from eager")
                 return
+            own = self.grad_buf.get(pid)
+            if own is not None:   # the buffer the sum went into holds it now
+                self.arrays[own] = old._data
         self._expect_acc.clear()
+
+
+def _batch_norm_class():
+    from ..nn.modules.batchnorm import _BatchNorm
+    return _BatchNorm
 
 
 def _dtype_of(npdt):
     from .. import _dtype as D
     return D.from_numpy(npdt) if hasattr(D, "from_numpy") else npdt
+
+
+def _engine_order(n):
+    """Sort key of a node in the engine's order (largest sequence number first)."""
+    return -getattr(n, "_seq", 0)
 
 
 def _reachable(fn):
@@ -473,6 +562,8 @@ def begin(name: str, fullgraph: bool) -> Capture:
     cap = Capture(name, fullgraph)
     cap._expect_grad = {}
     cap._expect_acc = {}
+    gens = L.generators_of((), {})   # (the default generator's state at the start)
+    cap.rng_expect = {id(g): (g, g._rng, st) for g, st in zip(gens, L.rng_states(gens))}
     cap.t0 = time.perf_counter()
     return cap
 

@@ -460,6 +460,9 @@ class _Snapshot:
         self.tensors = ts
         self.state = [self._take(t) for t in ts]
         self.opts = e.optimizers
+        from .lowering import generators_of, rng_states
+        self.gens = generators_of(args, kwargs)
+        self.rng = rng_states(self.gens)    # (a replay draws random numbers as eager)
         self.opt_state = [{p: {k: (v, v._data.copy() if isinstance(v, Tensor) else v)
                                for k, v in st.items()} for p, st in o.state.items()}
                           for o in self.opts]
@@ -480,6 +483,8 @@ class _Snapshot:
         return out, opt
 
     def _restore(self):
+        from .lowering import _set_rng_states
+        _set_rng_states(self.gens, self.rng)
         for t, (d, vc, g, gd, gvc) in zip(self.tensors, self.state):
             t._data[...] = d
             t._vc[0] = vc
@@ -496,12 +501,16 @@ class _Snapshot:
                         v._data = c.copy()
 
     def compare(self, fn, replayed):
+        from .lowering import rng_states
         after, opt_after = self._now()
+        rng_after = rng_states(self.gens)
         rep = _arrays_of(replayed)
         self._restore()
         eager = fn(*self.args, **self.kwargs)
         now, opt_now = self._now()
         what = None
+        if rng_states(self.gens) != rng_after:
+            what = "the random numbers drawn"
         eag = _arrays_of(eager)
         if len(rep) != len(eag) or not all(_same(a, b) for a, b in zip(rep, eag)):
             what = "the returned values"
@@ -686,6 +695,11 @@ def _finalize(cap, cf, args, kwargs, result, grad_mode):
             body.extend(_lines(ins, em, cap, gb))
         if gm is not None and nf == len(instrs):
             body.extend(call)
+        for ins in prog.instrs:   # a .grad on a reused buffer gets its own array
+            if ins.op == "set_grad" and ins.aux == "late" and ins.args[1].i in em.stable:
+                tn, b = em.const(ins.args[0], "T"), f"b{ins.args[1].i}"
+                body.append(f"        if {tn}._grad is not None and {tn}._grad._data is {b}:")
+                body.append(f"            {tn}._grad._data = {b}.copy()")
         if cap.aot_out is not None:
             extra, res = _aot(cap, em, gb, body)
         else:
@@ -817,7 +831,9 @@ def _run_backend(fn, inputs, specs):
 def _elide_grads(cap):
     """A first gradient that a later ``zero_grad`` of the same program clears, with nothing
     reading ``.grad`` live in between, is never written to the tensor; one that survives to
-    the end of the call is written as a copy (its buffer is reused by the next call)."""
+    the end of the call is written as a copy (its buffer is reused by the next call); one
+    that a later instruction changes in place (a second backward adding to it, clipping's
+    ``mul_``) is written on the buffer and copied at the end of the call ("late")."""
     instrs = cap.program.instrs
     for i, ins in enumerate(instrs):
         if ins.op != "set_grad":
@@ -828,6 +844,10 @@ def _elide_grads(cap):
             if later.op == "eager_step" or (later.op == "accumulate_grad" and
                                             later.args[0] is p):
                 ins.aux = None
+                break
+            if later.mode == "effect" and ins.args[1] in (
+                    later.kwargs.get("out"), later.args[0] if later.args else None):
+                ins.aux = "late"   # (a second backward's sum, clipping's mul_, in place)
                 break
             if later.op == "zero_grad" and any(q is p for q in later.args[0]):
                 ins.aux = "elide"

@@ -53,6 +53,12 @@ def accumulate_live(p, g):
     old._vc[0] += 1
 
 
+def c_order_copy(a):
+    """A C-ordered copy of ``a`` (the first ``.grad`` of a leaf from a gradient in another
+    layout, as AccumulateGrad makes it)."""
+    return np.array(a, order="C")
+
+
 def bump_grad_version(p):
     p._grad._vc[0] += 1
 
@@ -130,6 +136,34 @@ def produced(cap, result) -> bool:
     return bool(ts) and all(id(t._data) in cap.by_array for t in ts)
 
 
+def prefers_inner(name, result) -> bool:
+    """Whether op ``name`` is recorded as the ops it ran inside even when its own kernel
+    reproduces its result: ``matmul`` with a graph, whose nodes (mm of a folded batch, bmm)
+    keep the inner ops' tensors for the backward."""
+    return op_name(name)[0] == "matmul" and isinstance(result, Tensor) and \
+        result._grad_fn is not None
+
+
+def reshaped_results(cap, result) -> list:
+    """Instructions giving the tensors of ``result`` that are not buffers yet as reshaped
+    views of buffers (matmul's closing ``_unsafe_view``, not recorded); NoKernel when one is
+    neither."""
+    out = []
+    ts = _tensors(result)
+    if not ts:
+        raise _nokernel("no tensor result")
+    for t in ts:
+        if id(t._data) in cap.by_array:
+            continue
+        ref = _array_ref(cap, t._data)
+        if ref is None or ref[1] is None:
+            raise _nokernel("a result computed by code that was not captured")
+        ins = Instr("reshape", np.reshape, ref, mode="view")
+        ins.out = cap.new_buffer("tmp", t._data)
+        out.append(ins)
+    return out
+
+
 def _tensors(r):
     if isinstance(r, Tensor):
         return [r]
@@ -148,9 +182,11 @@ def _val(x, env):
 
 
 # --- the lowering of one op call -------------------------------------------------------------
-def lower(cap, name, args, kwargs, result, before, top, kernel=None):
+def lower(cap, name, args, kwargs, result, before, top, kernel=None, drawn=None):
     """The instructions of op call ``name(*args, **kwargs)`` that gave ``result``
-    (``kernel``: the NumPy function taking the same arguments as arrays, when known)."""
+    (``kernel``: the NumPy function taking the same arguments as arrays, when known;
+    ``drawn``: for a random op, ``(the eager function, generators, their states before the
+    call)``)."""
     if name in DATA_READS:
         return []
     if name == "__setitem__":
@@ -165,16 +201,18 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     op, reflected = op_name(name)
     if kwargs.get("inplace", True) is False:  # F.relu(x, inplace=False) is relu(x)
         kwargs = {k: v for k, v in kwargs.items() if k != "inplace"}
+    elif name.startswith("F.") and args and args[-1] is False and drawn is None:
+        args = _without_inplace(name, args)
     # a no-op returning an input as it is (contiguous, to the same dtype, detach's data)
     ins_arrays = {id(a._data) for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)}
     if isinstance(result, Tensor) and id(result._data) in ins_arrays and not is_inplace(name):
+        if drawn is not None and rng_states(drawn[1]) != drawn[2]:
+            raise _nokernel("a random op changing its input in place")
         return []   # (dropout in eval returns its input too)
     if isinstance(result, Tensor) and not is_inplace(name):
         i = cap.by_array.get(id(result._data))
         if i is not None and defined(cap, i):
             return []   # a tensor on a buffer's own array (from_numpy of a saved array)
-    if name in _random_names() or op in _random_names():
-        raise _nokernel("a random op (its numbers would be drawn once)")
     refs = {}
 
     def r(t):
@@ -186,6 +224,8 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
                                 "the ops it ran")
         return refs[k]
 
+    if drawn is not None:
+        return _random_lower(cap, name, op, drawn, args, kwargs, result, before, r)
     if op == "mul" and not reflected and len(args) == 2 and not kwargs and \
             all(isinstance(v, Tensor) for v in args):
         for one, other in (args, args[::-1]):
@@ -226,6 +266,19 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
         elif cap.stack and cap.stack[-1].failed is None:
             cap.stack[-1].failed = f"{name}: {msg}"
     raise _nokernel(msg)
+
+
+def _without_inplace(name, args):
+    """``args`` of nn.functional's ``name`` without a last positional ``inplace=False``
+    (``F.leaky_relu(x, 0.2, False)`` is ``leaky_relu(x, 0.2)``)."""
+    from ..func._batched import orig_fn
+    try:
+        params = list(inspect.signature(orig_fn(name)).parameters)
+    except (KeyError, TypeError, ValueError):
+        return args
+    if len(args) <= len(params) and params[len(args) - 1] == "inplace":
+        return args[:-1]
+    return args
 
 
 _META = {"size", "dim", "ndimension", "numel", "nelement", "is_floating_point", "is_complex",
@@ -330,6 +383,159 @@ def _reshaping(kernel, shapes):
 def _random_names():
     from ..func._batched import RANDOM
     return RANDOM
+
+
+# --- random ops: new numbers at every replay, from the generator eager draws from ----------
+def is_random(name: str) -> bool:
+    """Whether public op ``name`` draws random numbers (``randn``, ``F.dropout``,
+    ``normal_``...)."""
+    names = _random_names()
+    return name in names or op_name(name)[0] in names
+
+
+def generators_of(args, kwargs) -> list:
+    """The generators a random op may draw from: the default one and those passed to it."""
+    from .._random import Generator, default_generator
+    gens = [default_generator]
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, Generator) and all(v is not g for g in gens):
+            gens.append(v)
+    return gens
+
+
+def rng_states(gens) -> list:
+    """The states of the bit generators behind ``gens`` (new dicts)."""
+    return [g._rng.bit_generator.state for g in gens]
+
+
+def _set_rng_states(gens, states):
+    for g, st in zip(gens, states):
+        g._rng.bit_generator.state = st
+
+
+_AT = object()   # the place of a tensor among a rerun op's arguments
+_DROPOUT_ND = {"F.dropout": 0, "F.dropout1d": 1, "F.dropout2d": 2, "F.dropout3d": 3}
+
+
+def _random_lower(cap, name, op, drawn, args, kwargs, result, before, r):
+    """A random op: instructions drawing new numbers at every replay, by eager's own code,
+    from the generators eager draws from (the default one, or the ``generator=`` given), in
+    the program's order.  Checked by drawing again from the generators' states before the
+    eager call: the same numbers, and the generators left in eager's state after it."""
+    fn, gens, st0 = drawn
+    if kwargs.get("requires_grad"):
+        raise _nokernel("a random tensor that requires grad made inside the function (a leaf "
+                        "the replay would not keep)")
+    st1 = rng_states(gens)
+    if name in _DROPOUT_ND:
+        return _dropout_lower(cap, name, args, kwargs, result, r, gens, st0, st1)
+    instrs = [_rerun_instr(cap, op, name, fn, args, kwargs, r)]
+    cap.internal += 1      # (eager's function runs again: what it calls is not recorded)
+    try:
+        _set_rng_states(gens, st0)
+        ok = _check(cap, instrs, result, before, args) and rng_states(gens) == st1
+    finally:
+        _set_rng_states(gens, st1)
+        cap.internal -= 1
+    if not ok:
+        raise _nokernel("drawing again from the same generator state does not give eager's "
+                        "numbers")
+    _place(cap, instrs, result)
+    producers = cap.__dict__.get("_producers", {})
+    for o in _outs(instrs[0]):
+        producers.pop(o, None)   # (never run again at capture: it would draw)
+    return instrs
+
+
+def _random_const(v) -> bool:
+    """A constant argument of a random op (numbers, sizes, dtypes, devices, generators)."""
+    from .. import _dtype as D
+    from .._random import Generator
+    from .._tensor import device
+    return _is_const(v) or isinstance(v, (Generator, D.dtype, device, np.dtype))
+
+
+def _rerun_instr(cap, op, name, fn, args, kwargs, r):
+    """The instruction running random op ``fn`` (eager's function) at replay on the buffers
+    of its tensor arguments, with the other arguments as given."""
+    refs = []
+
+    def conv(v):
+        if isinstance(v, Tensor):
+            refs.append(r(v))
+            return _AT
+        if not _random_const(v):
+            raise _nokernel(f"an argument of type {type(v).__name__}")
+        return v
+    a2 = tuple(conv(v) for v in args)
+    k2 = {k: conv(v) for k, v in kwargs.items()}
+    inplace = is_inplace(name)
+    if inplace and (not refs or a2[0] is not _AT or
+                    (args[0]._requires_grad and args[0]._grad_fn is None)):
+        raise _nokernel("an in-place random fill of a leaf that requires grad")
+
+    def rerun(*arrays, out=None):
+        it = iter(arrays if out is None else (out,) + arrays)
+        a = [_make(next(it)) if v is _AT else v for v in a2]
+        k = {key: (_make(next(it)) if v is _AT else v) for key, v in k2.items()}
+        r = fn(*a, **k)
+        return None if inplace else r._data
+    rerun.__name__ = op
+    if inplace:   # (the filled tensor as ``out``: the replay bumps its version)
+        return Instr(op, rerun, tuple(refs[1:]), {"out": refs[0]}, mode="effect",
+                     note="draws new numbers")
+    return Instr(op, rerun, tuple(refs), mode="new", note="draws new numbers")
+
+
+def _dropout_sig(input, p=0.5, training=True, inplace=False):
+    pass
+
+
+def _dropout_lower(cap, name, args, kwargs, result, r, gens, st0, st1):
+    """F.dropout (dropout1d/2d/3d) in training: the mask drawn by eager's own function
+    (``_dropout_mask``), then the product, whose backward reads the replay's mask."""
+    from ..nn import functional as F
+    try:
+        ba = inspect.signature(_dropout_sig).bind(*args, **kwargs)
+    except TypeError:
+        raise _nokernel("arguments") from None
+    ba.apply_defaults()
+    x, p, inplace = ba.arguments["input"], ba.arguments["p"], ba.arguments["inplace"]
+    if not isinstance(x, Tensor) or x._data.dtype not in (np.float32, np.float64) or \
+            inplace is not False or type(p) not in (int, float) or \
+            not isinstance(result, Tensor) or result is x:
+        raise _nokernel("dropout in place, or of a tensor that is not float32/float64")
+    xd = x._data
+    nd = _DROPOUT_ND[name]
+    if nd == 0:
+        kernel, margs = F._dropout_mask, (tuple(xd.shape), p, xd.dtype)
+    else:
+        kernel, margs = F._feature_dropout_mask, (tuple(xd.shape), nd, p, xd.dtype)
+    xr = r(x)
+    _set_rng_states(gens, st0)
+    try:
+        mask = kernel(*margs)
+        ok = rng_states(gens) == st1
+    finally:
+        _set_rng_states(gens, st1)
+    out = np.empty_like(result._data)
+    with np.errstate(all="ignore"):
+        np.multiply(cap.arrays[xr.i], mask, out=out)
+    if not ok or not same(out, result._data):
+        raise _nokernel("drawing again from the same generator state does not give eager's "
+                        "mask")
+    # eager's mask, the product's saved operand (its backward reads it): the mask's buffer
+    node = result._grad_fn
+    m = None
+    if node is not None and type(node).__name__ == "MulBackward0":
+        sv = node._saved[type(node)._named_saved["other"][0]]
+        m = sv.get(node, False) if sv is not None else None
+        m = m._data if isinstance(m, Tensor) else m
+    mk = Instr("dropout_mask", kernel, margs, mode="new", note="draws a new mask")
+    mk.out = cap.new_buffer("tmp", m if m is not None and same(m, mask) else mask)
+    mul = Instr("mul", np.multiply, (xr, Ref(mk.out)), mode="out")
+    mul.out = cap.new_buffer("tmp", result._data, "", np.empty_like(result._data))
+    return [mk, mul]
 
 
 def _scalar_for(x, dtype):
@@ -441,13 +647,21 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
     info = OPS.get(op)
     if info is None and "." in op:   # linalg.cross, special.xlogy: the declared op's own name
         head, _, base = op.rpartition(".")
-        info = OPS.get(f"{head.replace('.', '_')}_{base}")
+        info = OPS.get(f"{head.replace('.', '_')}_{base}") or \
+            OPS.get(f"_{head.replace('.', '_')}_{base}")
+    if info is None:   # linalg.vector_norm as ops.reduction holds it: vector_norm
+        info = OPS.get(f"_linalg_{op}")
     spec = info.get("spec") if info else None
+    if spec is None:
+        spec = _activation_spec(op)
     if spec is None:
         return None
     if spec.outputs and (not isinstance(result, tuple) or len(result) != len(spec.outputs) or
                          not all(isinstance(t, Tensor) for t in result)):
         return None
+    # views or pieces of the input (unbind, split): one kernel giving them all
+    pieces = not spec.outputs and type(result) in (tuple, list) and len(result) > 0 and \
+        all(isinstance(t, Tensor) for t in result)
     listed = spec.inputs == ("tensors",)
     if reflected:
         args = tuple(args)[::-1]
@@ -473,6 +687,8 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
         elif pname in spec.inputs:
             if isinstance(v, Tensor):
                 v = r(v)
+            elif v is None and pname in _OPTIONAL_INPUTS:
+                pass
             else:   # a number where a tensor goes: a 0-d array of the result's dtype
                 v = _wrapped_number(v, result)
                 if v is None:
@@ -487,7 +703,7 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
             k2.update(v)
         else:
             a2.append(v)
-    if not isinstance(result, Tensor) and not spec.outputs:
+    if not isinstance(result, Tensor) and not spec.outputs and not pieces:
         return None
     first = result if isinstance(result, Tensor) else result[0]
     fdts = {t._data.dtype for t in ba.arguments.values()
@@ -495,7 +711,51 @@ def _spec_candidate(op, reflected, args, kwargs, result, r):
     if len(fdts) > 1 or (fdts and first._data.dtype.kind in "fc" and
                          first._data.dtype not in fdts):
         return None   # (promotion happens before the forward)
-    return [Instr(op, spec.forward, tuple(a2), k2, mode="new")]
+    fn = spec.forward
+    if pieces:
+        fn = _pieces_kernel(fn, len(result))
+    elif isinstance(result, Tensor) and result._data.ndim == 0:
+        fn = _zero_d(fn)
+    return [Instr(op, fn, tuple(a2), k2, mode="new")]
+
+
+def _zero_d(forward):
+    """A forward whose 0-d result may be a NumPy scalar, giving the 0-d array eager's tensor
+    holds."""
+    def zero_d(*args, **kwargs):
+        r = forward(*args, **kwargs)   # (a view's forward: the array and its overload)
+        return (np.asarray(r[0]),) + r[1:] if type(r) is tuple else np.asarray(r)
+    zero_d.__name__ = getattr(forward, "__name__", "zero_d")
+    return zero_d
+
+
+def _pieces_kernel(forward, n):
+    """A forward giving a list of arrays (``unbind``'s views, ``split``'s pieces) as the
+    tuple the replay unpacks into ``n`` buffers (one piece: the array alone)."""
+    def arrays(*args, **kwargs):
+        r = forward(*args, **kwargs)   # (split by sizes: the list and its node's overload)
+        return r[0] if type(r) is tuple and r and type(r[0]) is list else r
+    if n == 1:
+        def pieces(*args, **kwargs):
+            (a,) = arrays(*args, **kwargs)
+            return a
+    else:
+        def pieces(*args, **kwargs):
+            return tuple(arrays(*args, **kwargs))
+    pieces.__name__ = getattr(forward, "__name__", "pieces")
+    return pieces
+
+
+_OPTIONAL_INPUTS = frozenset({"bias"})   # tensor inputs a declared forward takes as None
+
+
+def _activation_spec(op):
+    """The declared op behind an activation of nn.functional that is not a public op itself
+    (``F.leaky_relu`` runs ``ops.activation.leaky_relu``)."""
+    from ..ops import activation as A
+    from ..ops._spec import OpSpec
+    spec = A.__dict__.get(op)
+    return spec if isinstance(spec, OpSpec) else None
 
 
 def _wrapped_number(v, result):
@@ -914,6 +1174,30 @@ def _mse_sig(input, target, size_average=None, reduce=None, reduction="mean", we
     pass
 
 
+def _bce_lower(cap, op, args, kwargs, result, r):
+    """F.binary_cross_entropy without weights, of one dtype and shape: the declared loss's
+    forward."""
+    from ..ops import losses
+    from ..nn.functional import _reduction_enum, _REDUCTIONS
+    try:
+        ba = inspect.signature(_bce_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    ba.apply_defaults()
+    a = ba.arguments
+    x, t = a["input"], a["target"]
+    if a["weight"] is not None or not isinstance(x, Tensor) or not isinstance(t, Tensor) or \
+            x._data.shape != t._data.shape or x._data.dtype != t._data.dtype:
+        return []
+    red = _REDUCTIONS[_reduction_enum(a["reduction"], a["size_average"], a["reduce"])]
+    return [[Instr("binary_cross_entropy", losses.binary_cross_entropy.forward,
+                   (r(x), r(t), None, red), mode="new")]]
+
+
+def _bce_sig(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    pass
+
+
 def _max_pool2d_np(x, k, s, p, d, ceil_mode):
     """F.max_pool2d's window maxima and their flat indices, as its eager code finds them."""
     from ..ops import pool
@@ -1013,22 +1297,32 @@ def _batch_norm_sig(input, running_mean, running_var, weight=None, bias=None, tr
     pass
 
 
-def _batch_norm_np(axes, bshape, eps, layout, C, n, momentum):
+def _batch_norm_np(axes, bshape, eps, layout, C, n, momentum, module=None):
     """F.batch_norm on arrays: ``(y, mean, invstd)``; in training (``momentum`` not None)
-    the running statistics given are updated in place as the eager code updates them."""
+    the running statistics given are updated in place as the eager code updates them, with
+    ``momentum``, or the factor a BatchNorm ``module`` computes at each call (its
+    ``momentum``, or ``1 / num_batches_tracked`` for the cumulative average)."""
     def batch_norm(x, w, b, rm, rv):
         if momentum is None:
             y, mean, _, invstd = _normalize_np(x, w, b, x.shape, axes, bshape, eps, layout,
                                                rm.reshape(bshape), rv.reshape(bshape))
             return y, mean, invstd
         y, mean, var, invstd = _normalize_np(x, w, b, x.shape, axes, bshape, eps, layout)
-        m = momentum
+        m = momentum if module is None else _module_momentum(module)
         if rm is not None:
             rm[...] = (1 - m) * rm + m * mean.reshape(C)
         if rv is not None:
             rv[...] = (1 - m) * rv + m * var.reshape(C) * (n / (n - 1))
         return y, mean, invstd
     return batch_norm
+
+
+def _module_momentum(m):
+    """The factor BatchNorm module ``m``'s forward gives F.batch_norm in training (eager's
+    expression, on the live module)."""
+    if m.momentum is None:
+        return 1.0 / float(m.num_batches_tracked._data)
+    return m.momentum
 
 
 def bump_version(t):
@@ -1065,8 +1359,13 @@ def _batch_norm_lower(cap, args, kwargs, result, r, before, top):
     for t in stats:
         if not isinstance(t, Tensor) or t._requires_grad or id(t) not in before:
             return None
+    mod = cap.counting
+    cap.counting = None
+    if mod is None or not training or mod.running_mean is not rm or \
+            mod.running_var is not rv or _module_momentum(mod) != momentum:
+        mod = None
     kernel = _batch_norm_np(axes, bshape, eps, suggested_layout, C, xd.size // C,
-                            momentum if training else None)
+                            momentum if training else None, mod)
     refs = [r(x), None if w is None else r(w), None if b is None else r(b)]
     refs += [None if t is None or (use_batch and not training) else r(t) for t in (rm, rv)]
     # check on the capture's arrays (the running statistics: copies as they were before)
@@ -1093,6 +1392,43 @@ def _batch_norm_lower(cap, args, kwargs, result, r, before, top):
         instrs.append(Instr("bump_version", bump_version, (t,), mode="effect"))
         cap.bumped(t)
     return instrs
+
+
+def _chunk_lower(cap, op, args, kwargs, result, r):
+    """chunk / unsafe_chunk: the pieces of the sizes eager made, by split_with_sizes' (or
+    unsafe_split_with_sizes') declared forward."""
+    from ..ops import OPS
+    try:
+        ba = inspect.signature(_chunk_sig).bind(*args, **kwargs)
+    except TypeError:
+        return []
+    x, dim = ba.arguments["input"], ba.arguments.get("dim", 0)
+    if not isinstance(x, Tensor) or type(dim) is not int or not x._data.ndim or \
+            type(result) not in (tuple, list) or not result:
+        return []
+    k = dim % x._data.ndim
+    sizes = [t._data.shape[k] for t in result]
+    spec = OPS["split_with_sizes" if op == "chunk" else "unsafe_split_with_sizes"]["spec"]
+    return [[Instr(op, _pieces_kernel(spec.forward, len(result)), (r(x), sizes, k),
+                   mode="new")]]
+
+
+def _chunk_sig(input, chunks, dim=0):
+    pass
+
+
+def _cast_lower(cap, op, args, kwargs, result, r):
+    """A dtype conversion (``to``, ``float``...) of a tensor: NumPy's ``astype`` to the
+    result's dtype (the check says whether it gives eager's values)."""
+    if not args or not isinstance(args[0], Tensor) or not isinstance(result, Tensor) or \
+            result._data.shape != args[0]._data.shape or result._grad_fn is not None:
+        return []
+    return [[Instr(op, _astype, (r(args[0]), result._data.dtype), mode="new")]]
+
+
+def _astype(a, dtype):
+    """``a`` converted to ``dtype`` (a new array)."""
+    return a.astype(dtype)
 
 
 def _embedding_lower(cap, op, args, kwargs, result, r):
@@ -1174,10 +1510,11 @@ def _convolution_lower(cap, op, args, kwargs, result, r):
                          None if b is None or b is conv._ABSENT else r(b)), mode="new")
             ins.alias = ((cols, 1),)
             out.append([ins])
-    if not any(a is conv._ABSENT for a in args):
-        c = _spec_candidate(op, False, args, kwargs, result, r)
-        if c is not None:
-            out.append(c)
+    # (conv<n>d's absent bias is no bias for the declared forward)
+    c = _spec_candidate(op, False, tuple(None if a is conv._ABSENT else a for a in args),
+                        kwargs, result, r)
+    if c is not None:
+        out.append(c)
     return out
 
 
@@ -1195,8 +1532,11 @@ _SPECIAL = {"convolution": _convolution_lower, "__getitem__": _getitem_lower, "z
             "ones_like": _factory_lower, "full_like": _factory_lower, "eye": _eye_lower,
             "nll_loss": _nll_lower, "log_softmax": _log_softmax_lower,
             "softmax": _log_softmax_lower, "gelu": _gelu_lower, "mse_loss": _mse_lower,
+            "binary_cross_entropy": _bce_lower,
             "embedding": _embedding_lower, "max_pool2d": _max_pool2d_lower,
-            "layer_norm": _layer_norm_lower, "where": _where_lower}
+            "layer_norm": _layer_norm_lower, "where": _where_lower, "chunk": _chunk_lower,
+            "unsafe_chunk": _chunk_lower, "to": _cast_lower, "float": _cast_lower,
+            "double": _cast_lower, "long": _cast_lower, "int": _cast_lower}
 
 
 def _nll_backward(cap, node, g):

@@ -580,9 +580,9 @@ def swap_all(make) -> None:
         if vars(cls).get(k) is v:
             setattr(cls, k, staticmethod(make(v.__func__, k)))
             done.append((cls, k, v))
-    for d, k, v in _op_globals():
+    for d, k, v, name in _op_globals():
         if d.get(k) is v:
-            d[k] = make(v, k)
+            d[k] = make(v, name)
             done.append((d, k, v))
     _SWAPS.append(done)
 
@@ -591,8 +591,9 @@ _OP_GLOBALS: list = []
 
 
 def _op_globals():
-    """Every registered op as the ops modules and nn.functional hold it: ``(module dict,
-    name, function)`` (a backward formula calls ``t(grad)`` from ops/views.py)."""
+    """Every registered op as the ops modules and the nn modules hold it: ``(module dict,
+    name, function)`` (a backward formula calls ``t(grad)`` from ops/views.py, the LSTM
+    ``stack`` from nn/modules/rnn.py)."""
     if _OP_GLOBALS:
         return _OP_GLOBALS
     import sys
@@ -605,12 +606,13 @@ def _op_globals():
                 ops.setdefault(id(g), name)
     for mod_name, mod in list(sys.modules.items()):
         if mod is None or not (mod_name.startswith("dyngrad.ops.") or
-                               mod_name == "dyngrad.nn.functional"):
+                               mod_name.startswith("dyngrad.nn.")):
             continue
         d = vars(mod)
         for k, v in list(d.items()):
             if isinstance(v, types.FunctionType) and id(v) in ops and not k.startswith("__"):
-                _OP_GLOBALS.append((d, k, v))
+                # (a private alias, ``_stack``, is recorded by the op's name)
+                _OP_GLOBALS.append((d, k, v, ops[id(v)] if k.startswith("_") else k))
     return _OP_GLOBALS
 
 

@@ -916,15 +916,19 @@ def dropout(input, p=0.5, training=True, inplace=False):
     _check_p(p)
     if not training or p == 0:
         return input
-    from .._random import rng
     x = input._data
     dt = x.dtype if x.dtype in D.FLOATING else D.DEFAULTS.float.np
+    return _apply_mask(input, _dropout_mask(x.shape, p, dt), inplace)
+
+
+def _dropout_mask(shape: tuple, p: float, dt: np.dtype) -> np.ndarray:
+    """The array F.dropout multiplies by: 0 with probability p, else 1 / (1 - p), drawn from
+    the default generator (a compiled replay draws each call's mask with it too)."""
+    from .._random import rng
     if p == 1:
-        mask = np.zeros(x.shape, dt)
-    else:
-        mask = (rng().random(x.shape, dtype=np.float64 if dt == np.float64 else np.float32) >= p)
-        mask = mask.astype(dt) * dt.type(1.0 / (1.0 - p))
-    return _apply_mask(input, mask, inplace)
+        return np.zeros(shape, dt)
+    mask = rng().random(shape, dtype=np.float64 if dt == np.float64 else np.float32) >= p
+    return mask.astype(dt) * dt.type(1.0 / (1.0 - p))
 
 
 def _feature_dropout(input, p, training, inplace, nd, name):
@@ -948,16 +952,21 @@ def _feature_dropout(input, p, training, inplace, nd, name):
                    "dropout1d instead.", UserWarning)
     if not training or p == 0:
         return input
-    from .._random import rng
     x = input._data
-    batched = legacy or d == nd + 2 or d > nd + 2 or d < nd + 1
-    lead = x.shape[:2] if batched and x.ndim >= 2 else x.shape[:1]
-    shape = lead + (1,) * (x.ndim - len(lead))
+    return _apply_mask(input, _feature_dropout_mask(x.shape, nd, p, x.dtype), inplace)
+
+
+def _feature_dropout_mask(shape: tuple, nd: int, p: float, dt: np.dtype) -> np.ndarray:
+    """The array dropout1d/2d/3d (``nd`` spatial dims) multiply an input of ``shape`` by: one
+    draw per channel, 0 with probability p, else 1 / (1 - p)."""
+    from .._random import rng
+    d = len(shape)
+    batched = (nd == 2 and d == 3) or d == nd + 2 or d > nd + 2 or d < nd + 1
+    lead = tuple(shape[:2]) if batched and d >= 2 else tuple(shape[:1])
+    mshape = lead + (1,) * (d - len(lead))
     if p == 1:
-        mask = np.zeros(shape, x.dtype)
-    else:
-        mask = (rng().random(shape) >= p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))
-    return _apply_mask(input, mask, inplace)
+        return np.zeros(mshape, dt)
+    return (rng().random(mshape) >= p).astype(dt) * dt.type(1.0 / (1.0 - p))
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):

@@ -186,10 +186,24 @@ def numel(x):
 
 def zeros(shape, like, dtype=None):
     """Zeros of ``shape`` (NumPy ``dtype``, else ``like``'s): an ndarray, or a constant Tensor
-    when ``like`` is a Tensor."""
+    when ``like`` is a Tensor (made by a step a compiled capture records, when one runs)."""
     if isinstance(like, Tensor):
+        if TWIN_HOOK[0] is not None:
+            return TWIN_HOOK[0](_zeros_np, _zeros_tensor, (
+                tuple(shape), like, None if dtype is None else np.dtype(dtype).str), {})
         return Tensor._make(np.zeros(shape, dtype or like._data.dtype))
     return np.zeros(shape, dtype or like.dtype)
+
+
+def _zeros_np(shape, like, dtype=None):
+    return np.zeros(shape, dtype or like.dtype)
+
+
+def _zeros_tensor(shape, like, dtype=None):
+    return Tensor._make(np.zeros(shape, dtype or like._data.dtype))
+
+
+_zeros_tensor.__name__ = "zeros"
 
 
 def clamp_min(x, m):

@@ -8,7 +8,7 @@ from ... import _warn
 from ..._factories import tensor
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
-from ...ops import OPS
+from ...ops import shape as _shape
 from ...ops.reduction import vector_norm
 
 
@@ -25,7 +25,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
         if not tensors:
             return tensor(0.0)
         norms = [vector_norm(t, norm_type) for t in tensors]
-        total = vector_norm(OPS["stack"]["fn"](norms), norm_type)
+        total = vector_norm(_shape.stack(norms), norm_type)
         if error_if_nonfinite and bool(total.isnan() | total.isinf()):
             raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
                                "`parameters` is non-finite, so it cannot be clipped. To disable "
