@@ -17,6 +17,7 @@ import inspect
 import numpy as np
 
 from .._tensor import Tensor
+from . import conv_kernels
 from .program import Instr, Ref
 
 _make = Tensor._make
@@ -202,6 +203,7 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None):
     candidates = []
     if kernel is not None:
         candidates = _kernel_candidates(name, kernel, args, kwargs, r, cap)
+        candidates = _fast_bilinear(cap, kernel, candidates) + candidates
     elif is_inplace(name):
         candidates = _inplace_candidates(op, args, kwargs, result, r)
     else:
@@ -857,9 +859,14 @@ def _max_pool2d_lower(cap, op, args, kwargs, result, r):
         return []
     k, s, p, d = _pool_args(x, a["kernel_size"], a["stride"], a["padding"], a["dilation"],
                             "max_pool2d", ceil_mode=a["ceil_mode"])
-    ins = Instr("max_pool2d", _max_pool2d_np, (r(x), k, s, p, d, a["ceil_mode"]), mode="new")
-    ins.aux = (result._grad_fn,)
-    return [[ins]]
+    out = []
+    for fn in (conv_kernels.max_pool_kernel(x._data, k, s, p, d, a["ceil_mode"]),
+               _max_pool2d_np):   # disjoint windows specialised, else the general kernel
+        if fn is not None:
+            ins = Instr("max_pool2d", fn, (r(x), k, s, p, d, a["ceil_mode"]), mode="new")
+            ins.aux = (result._grad_fn,)
+            out.append([ins])
+    return out
 
 
 def _max_pool2d_sig(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -1088,16 +1095,32 @@ def _convolution_lower(cap, op, args, kwargs, result, r):
         b = args[2]
         if kind == "C" and cols is not None and lift is None and _is_geometry(P) and \
                 (b is None or b is conv._ABSENT or isinstance(b, Tensor)):
-            ins = Instr("convolution", _conv_cols(P),
-                        (r(args[0]), r(args[1]),
-                         None if b is None or b is conv._ABSENT else r(b)), mode="new")
-            ins.alias = ((cols, 1),)
-            out.append([ins])
+            b = None if b is None or b is conv._ABSENT else b
+            fast = conv_kernels.forward_kernel(P, args[0]._data, args[1]._data,
+                                               None if b is None else b._data)
+            for fn in (fast, _conv_cols(P)):   # specialised for the shapes first
+                if fn is not None:
+                    ins = Instr("convolution", fn, (r(args[0]), r(args[1]),
+                                                    None if b is None else r(b)), mode="new")
+                    ins.alias = ((cols, 1),)
+                    out.append([ins])
     if not any(a is conv._ABSENT for a in args):
         c = _spec_candidate(op, False, args, kwargs, result, r)
         if c is not None:
             out.append(c)
     return out
+
+
+def _fast_bilinear(cap, kernel, candidates):
+    """A convolution backward's map (``_bilinear_np``) specialised for its shapes, to try
+    before the general one."""
+    from ..ops import conv
+    if kernel is not conv._bilinear_np or len(candidates) != 1 or \
+            candidates[0][0].fn is not kernel:
+        return []
+    ins = candidates[0][0]
+    fast = conv_kernels.bilinear_kernel(ins.args, [_val(a, cap.arrays) for a in ins.args])
+    return [] if fast is None else [[Instr(ins.op, fast, ins.args, ins.kwargs, mode="new")]]
 
 
 def _conv_cols(P):
@@ -1248,13 +1271,7 @@ def unary_backward(cap, node, g, uf):
     return (emit_kernel(cap, name, formula, (g, x, y), faster),)
 
 
-def _relu_bw(g, x, y):
-    """ReluBackward0's ``where(y <= 0, zeros_like(g), g)`` with a scalar zero (no zeros
-    array): the same values."""
-    return np.where(y <= 0, g.dtype.type(0), g)
-
-
-_FASTER = {"ReluBackward0": _relu_bw}
+_FASTER = {"ReluBackward0": conv_kernels.relu_backward}
 # the formulas ``g * f(y)`` of a gradient of ones (a loss's first node), without the product
 _FASTER_ONES = {"TanhBackward0": lambda g, x, y: 1 - y * y,
                 "SigmoidBackward0": lambda g, x, y: y * (1 - y),
@@ -1300,6 +1317,9 @@ def _max_pool_backward(cap, node, g):
     _, xshape, unique, nl = node._saved[:4]
     if len(node._saved) > 5:
         raise _nokernel("max_pool2d's indices were returned")
+    fwd = cap.nll_by_node[id(node)][0]
+    if isinstance(fwd.fn, conv_kernels.MaxPool2d):   # its window codes, not indices
+        return _emit_grads(cap, node, fwd.fn.backward, g, (idxb,), 1)
 
     def kernel(g, idx):
         return pool._scatter_np(g, idx, xshape, unique, nl)
