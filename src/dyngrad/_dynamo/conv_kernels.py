@@ -230,6 +230,8 @@ class MaxPool2d:
         self.take = np.empty(self.oshape, bool)
         self.dk = np.empty(self.oshape, self.at)
         self.xshape = x.shape
+        # the windows cover the input: every element is written by backward's offsets
+        self.covers = oh * kh == x.shape[-2] and ow * kw == x.shape[-1]
         u = _UINT[x.dtype]
         self.ne = np.empty(self.oshape, bool)
         self.mask = np.empty(self.oshape, u)
@@ -246,7 +248,7 @@ class MaxPool2d:
             np.greater(v, best, out=take)
             np.maximum(best, v, out=best)
             np.subtract(at(q), code, out=dk, dtype=at)
-            np.multiply(dk, take, out=dk)
+            np.multiply(dk, take.view(np.int8), out=dk, dtype=at)   # (no cast of the mask)
             np.add(code, dk, out=code)
         if np.isnan(best).any():   # a NaN in a window: it wins, as in eager
             best, code = self._with_nan(x)
@@ -268,7 +270,7 @@ class MaxPool2d:
     def backward(self, g, code):
         """The input's gradient: ``g`` at each window's maximum, +0 elsewhere (what eager's
         scatter into zeros gives), written offset by offset through a bit mask."""
-        gx = np.zeros(self.xshape, g.dtype)
+        gx = (np.empty if self.covers else np.zeros)(self.xshape, g.dtype)
         u, ne, mask = self.u, self.ne, self.mask
         gu = g.view(u)
         for q, view in enumerate(self.views):

@@ -1093,16 +1093,17 @@ def _convolution_lower(cap, op, args, kwargs, result, r):
             isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
         kind, P, cols, lift = node._saved[-4:]
         b = args[2]
-        if kind == "C" and cols is not None and lift is None and _is_geometry(P) and \
+        if kind == "C" and lift is None and _is_geometry(P) and \
                 (b is None or b is conv._ABSENT or isinstance(b, Tensor)):
             b = None if b is None or b is conv._ABSENT else b
             fast = conv_kernels.forward_kernel(P, args[0]._data, args[1]._data,
                                                None if b is None else b._data)
-            for fn in (fast, _conv_cols(P)):   # specialised for the shapes first
+            # specialised for the shapes first; the general one where eager kept the columns
+            for fn in (fast, _conv_cols(P) if cols is not None else None):
                 if fn is not None:
                     ins = Instr("convolution", fn, (r(args[0]), r(args[1]),
                                                     None if b is None else r(b)), mode="new")
-                    ins.alias = ((cols, 1),)
+                    ins.alias = ((cols, 1),) if cols is not None else ()
                     out.append([ins])
     if not any(a is conv._ABSENT for a in args):
         c = _spec_candidate(op, False, args, kwargs, result, r)
