@@ -280,6 +280,21 @@ class MaxPool2d:
         return gx
 
 
+    def backward_relu(self, g, code, pooled):
+        """``backward`` followed by the gradient of the ReLU that gave the input: +0 also
+        where the window's maximum is <= 0 (the ReLU's output there), g's bits elsewhere."""
+        gx = (np.empty if self.covers else np.zeros)(self.xshape, g.dtype)
+        u, ne, mask = self.u, self.ne, self.mask
+        le = np.less_equal(pooled, 0)
+        gu = g.view(u)
+        for q, view in enumerate(self.views):
+            np.not_equal(code, q, out=ne)
+            np.logical_or(ne, le, out=ne)
+            np.subtract(ne.view(np.uint8), u(1), out=mask, dtype=u)
+            np.bitwise_and(gu, mask, out=gx[view].view(u))
+        return gx
+
+
 def max_pool_kernel(x, k, s, p, d, ceil_mode):
     """A ``MaxPool2d`` for this input and geometry, or None when windows overlap, are padded,
     dilated or reach past the input (the general kernel runs)."""

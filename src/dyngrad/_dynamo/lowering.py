@@ -1266,6 +1266,10 @@ def unary_backward(cap, node, g, uf):
     y = sv[iy].get(node, True) if iy is not None else None
     x = sv[ix].get(node, True) if ix is not None else None
     name = type(node).__name__
+    if name == "ReluBackward0" and isinstance(y, Tensor) and \
+            cap.__dict__.get("relu_masked", {}).get(cap.by_array.get(id(g._data)), -1) == \
+            cap.by_array.get(id(y._data)):
+        return (g,)   # a max pooling's gradient already zero where y <= 0
     faster = _FASTER.get(name)
     if cap.by_array.get(id(g._data)) in cap.ones and name in _FASTER_ONES:
         faster = _FASTER_ONES[name]   # the incoming gradient is ones: g * v is v
@@ -1311,6 +1315,17 @@ def _emit_grads(cap, node, kernel, g, aux, n):
     return tuple(_make(v) for v in vals)
 
 
+def _relu_output(cap, node):
+    """The buffer of the output of ``node`` when it is a ReLU's (else None)."""
+    if type(node).__name__ != "ReluBackward0":
+        return None
+    uf = getattr(getattr(type(node), "_spec", None), "unary_formula", None)
+    if uf is None or uf[2] is None:
+        return None
+    y = node._saved[uf[2]].get(node, True)
+    return cap.by_array.get(id(y._data)) if isinstance(y, Tensor) else None
+
+
 def _max_pool_backward(cap, node, g):
     """MaxPool2DWithIndicesBackward0: the gradient added at the replay's own indices."""
     from ..ops import pool
@@ -1320,6 +1335,12 @@ def _max_pool_backward(cap, node, g):
         raise _nokernel("max_pool2d's indices were returned")
     fwd = cap.nll_by_node[id(node)][0]
     if isinstance(fwd.fn, conv_kernels.MaxPool2d):   # its window codes, not indices
+        xb = fwd.args[0].i
+        if _relu_output(cap, node.next_functions[0][0]) == xb:
+            # ReLU's gradient applied here, on the windows' maxima (it then has nothing to do)
+            out = _emit_grads(cap, node, fwd.fn.backward_relu, g, (idxb, fwd.out[0]), 1)
+            cap.__dict__.setdefault("relu_masked", {})[cap.by_array[id(out[0]._data)]] = xb
+            return out
         return _emit_grads(cap, node, fwd.fn.backward, g, (idxb,), 1)
 
     def kernel(g, idx):
