@@ -218,7 +218,9 @@ def bilinear_kernel(args, arrays):
 class MaxPool2d:
     """``max_pool2d`` with stride equal to the kernel, no padding or dilation and every window
     inside the input: the maxima and, per window, the offset (``i * kw + j``) of its first
-    maximum (NaN winning), found as eager finds them over the kernel offsets."""
+    maximum (NaN winning), found as eager finds them over the kernel offsets.  The strided
+    offsets are copied once to contiguous planes (NumPy's ufuncs are several times slower on
+    strided operands than a strided copy is)."""
 
     def __init__(self, x, k, oh, ow):
         kh, kw = k
@@ -227,24 +229,28 @@ class MaxPool2d:
                       for i in range(kh) for j in range(kw)]
         self.oshape = x.shape[:-2] + (oh, ow)
         self.at = np.int8 if kh * kw < 128 else np.int32
+        self.planes = np.empty((kh * kw,) + self.oshape, x.dtype)
         self.take = np.empty(self.oshape, bool)
         self.dk = np.empty(self.oshape, self.at)
         self.xshape = x.shape
         # the windows cover the input: every element is written by backward's offsets
         self.covers = oh * kh == x.shape[-2] and ow * kw == x.shape[-1]
         u = _UINT[x.dtype]
-        self.ne = np.empty(self.oshape, bool)
+        self.eq = np.empty(self.oshape, bool)
+        self.key = np.empty(self.oshape, self.at)
         self.mask = np.empty(self.oshape, u)
         self.u = u
         self.__name__ = "max_pool2d"
 
     def __call__(self, x, k, s, p, d, ceil_mode):
-        views = self.views
-        best = x[views[0]].copy()
+        planes = self.planes
+        for q, view in enumerate(self.views):
+            np.copyto(planes[q], x[view])
+        best = planes[0].copy()
         code = np.zeros(self.oshape, self.at)
         take, dk, at = self.take, self.dk, self.at
-        for q in range(1, len(views)):
-            v = x[views[q]]
+        for q in range(1, len(planes)):
+            v = planes[q]
             np.greater(v, best, out=take)
             np.maximum(best, v, out=best)
             np.subtract(at(q), code, out=dk, dtype=at)
@@ -267,32 +273,29 @@ class MaxPool2d:
             code += dk
         return best, code
 
-    def backward(self, g, code):
-        """The input's gradient: ``g`` at each window's maximum, +0 elsewhere (what eager's
-        scatter into zeros gives), written offset by offset through a bit mask."""
+    def _scatter(self, g, key):
+        """``g`` at offset ``key`` of each window (none where ``key`` is -1), +0 elsewhere:
+        what eager's scatter into zeros gives, written offset by offset through a bit mask."""
         gx = (np.empty if self.covers else np.zeros)(self.xshape, g.dtype)
-        u, ne, mask = self.u, self.ne, self.mask
+        u, eq, mask = self.u, self.eq, self.mask
         gu = g.view(u)
         for q, view in enumerate(self.views):
-            np.not_equal(code, q, out=ne)
-            np.subtract(ne.view(np.uint8), u(1), out=mask, dtype=u)
-            np.bitwise_and(gu, mask, out=gx[view].view(u))
+            np.equal(key, q, out=eq)
+            np.subtract(0, eq.view(np.uint8), out=mask, dtype=u)   # all ones where equal
+            np.bitwise_and(gu, mask, out=mask)
+            np.copyto(gx[view], mask.view(g.dtype))
         return gx
 
+    def backward(self, g, code):
+        """The input's gradient: ``g`` at each window's maximum, +0 elsewhere."""
+        return self._scatter(g, code)
 
     def backward_relu(self, g, code, pooled):
         """``backward`` followed by the gradient of the ReLU that gave the input: +0 also
-        where the window's maximum is <= 0 (the ReLU's output there), g's bits elsewhere."""
-        gx = (np.empty if self.covers else np.zeros)(self.xshape, g.dtype)
-        u, ne, mask = self.u, self.ne, self.mask
-        le = np.less_equal(pooled, 0)
-        gu = g.view(u)
-        for q, view in enumerate(self.views):
-            np.not_equal(code, q, out=ne)
-            np.logical_or(ne, le, out=ne)
-            np.subtract(ne.view(np.uint8), u(1), out=mask, dtype=u)
-            np.bitwise_and(gu, mask, out=gx[view].view(u))
-        return gx
+        where the window's maximum is <= 0 (the ReLU's output there)."""
+        np.less_equal(pooled, 0, out=self.eq)
+        np.bitwise_or(code, np.negative(self.eq.view(np.int8)), out=self.key)
+        return self._scatter(g, self.key)
 
 
 def max_pool_kernel(x, k, s, p, d, ceil_mode):
