@@ -43,6 +43,12 @@ CONV_CASES = [
     ((2, 3, 7, 6), (4, 3, 1, 1), 1, 1, 1, 1, True),       # 1x1 with padding (no col2im sum)
     ((2, 3, 7, 6), (4, 3, 1, 1), 1, 0, 1, 1, False),      # 1x1
     ((1, 2, 9, 10), (3, 2, 4, 3), 3, (2, 1), 1, 1, True),  # stride larger than some offsets
+    # stride 1 with output rows as wide as the input's (col2im by flat ranges)
+    ((2, 4, 9, 8), (6, 2, 3, 3), 1, (0, 1), 1, 2, True),  # grouped, fewer output rows
+    ((2, 3, 10, 11), (4, 3, 3, 3), 1, 2, 2, 1, True),     # dilated
+    ((2, 3, 8, 9), (4, 3, 5, 5), 1, 2, 1, 1, False),
+    ((2, 3, 6, 7), (4, 3, 2, 3), 1, (0, 1), 1, 1, True),
+    ((2, 3, 8, 8), (4, 3, 3, 5), 1, "same", 1, 1, True),
 ]
 
 
@@ -106,6 +112,32 @@ def test_conv2d_compiled_equals_eager_and_torch(case, dtype):
     assert any(isinstance(f, CK.ConvForward) for f in fns)
     assert any(isinstance(f, CK.ConvInputGrad) for f in fns)
     assert any(isinstance(f, CK.ConvWeightGrad) for f in fns)
+
+
+@pytest.mark.parametrize("padding", [1, 0])
+def test_conv_input_grad_with_non_finite_values(padding):
+    """Infinities and NaNs in the output gradient (the products at the border that eager adds
+    into the padding it crops) give eager's input gradient bit for bit."""
+    rng = np.random.default_rng(7)
+    w = dyngrad.tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32))
+
+    def step(x, gout):
+        (F.conv2d(x, w, padding=padding) * gout).sum().backward()
+        return x.grad
+
+    run = dyngrad.compile(step)
+    for k in range(3):
+        x0 = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+        gout0 = rng.standard_normal((2, 4, 6 - 2 * (1 - padding), 6 - 2 * (1 - padding)))
+        gout0 = gout0.astype(np.float32)
+        gout0[0, 1, 0, k] = np.inf
+        gout0[1, 2, -1, -1 - k] = -np.inf
+        gout0[1, 0, 2, 0] = np.nan
+        ge = step(dyngrad.tensor(x0, requires_grad=True), dyngrad.tensor(gout0))
+        gc = run(dyngrad.tensor(x0, requires_grad=True), dyngrad.tensor(gout0))
+        assert _same(gc.detach().numpy(), ge.detach().numpy())
+    assert run.eager_reason is None, run.eager_reason
+    assert any(isinstance(f, CK.ConvInputGrad) for f in _fns(run))
 
 
 def test_conv_without_weight_grad_recomputes_columns():

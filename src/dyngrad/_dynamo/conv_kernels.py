@@ -85,27 +85,77 @@ class _Columns:
         return cols
 
 
+_PROBED: dict = {}
+
+
+def _same_product(key, whole, per_sample, shapes, dtype) -> bool:
+    """Whether the product computed per sample (one matrix product per batch element, writing
+    its (N, rows, L) result in place) gives the bits of the one product over the whole batch
+    that eager computes: BLAS may block a smaller product differently and sum in another
+    order.  Decided once per shape on random values (on which another order shows)."""
+    k = (key, shapes, np.dtype(dtype).str)
+    r = _PROBED.get(k)
+    if r is None:
+        rng = np.random.default_rng(0)
+        arrays = [rng.standard_normal(sh).astype(dtype) for sh in shapes]
+        a = np.ascontiguousarray(whole(*arrays))
+        b = np.ascontiguousarray(per_sample(*arrays))
+        r = _PROBED[k] = a.shape == b.shape and a.tobytes() == b.tobytes()
+    return r
+
+
+def _fwd_whole(w, cols):
+    O, N, L = w.shape[0], cols.shape[1], cols.shape[2]
+    return np.matmul(w[None], cols.reshape(1, -1, N * L)).reshape(O, N, L).swapaxes(0, 1)
+
+
+def _fwd_per_sample(w, cols):
+    return np.matmul(w, cols.swapaxes(0, 1))
+
+
+def _adj_whole(w, g):
+    N, O, L = g.shape
+    gcols = np.ascontiguousarray(g.swapaxes(0, 1)).reshape(1, O, N * L)
+    return np.matmul(w[None].transpose(0, 2, 1), gcols).reshape(-1, N, L).swapaxes(0, 1)
+
+
+def _adj_per_sample(w, g):
+    return np.matmul(w.T, g)
+
+
 class ConvForward:
     """``convolution(x, w, b)`` and the input's columns (which the weight's gradient reads), for
-    one geometry and shape: the product into an array of its own, the bias added while the
-    result is transposed to (N, O, *out)."""
+    one geometry and shape.  Without groups, when BLAS gives the same bits that way
+    (``_same_product``), the product is one per sample written straight in (N, O, *out) order
+    and the bias added in place; else the product over the whole batch into an array of its
+    own and the bias added while transposing it to (N, O, *out)."""
 
     def __init__(self, P, x, w, b):
         N, O = x.shape[0], w.shape[0]
         self.P = P
         self.columns = _Columns(x.shape, x.dtype, P)
         G, K, L = self.columns.shape
-        self.prod = np.empty((G, O // G, L), x.dtype)
-        self.prod_t = self.prod.reshape((O, N) + P.os).swapaxes(0, 1)
         self.bshape = (1, O) + (1,) * len(P.ks)
         self.oshape = (N, O) + P.os
         self.wshape = (G, O // G, K)
+        self.nshape = (N, O, L // N)
+        self.per_sample = G == 1 and _same_product(
+            "conv", _fwd_whole, _fwd_per_sample, ((O, K), (K, N, L // N)), x.dtype)
+        if not self.per_sample:
+            self.prod = np.empty((G, O // G, L), x.dtype)
+            self.prod_t = self.prod.reshape((O, N) + P.os).swapaxes(0, 1)
         self.__name__ = "convolution"
 
     def __call__(self, x, w, b):
         cols = self.columns(x)
-        np.matmul(w.reshape(self.wshape), cols, out=self.prod)
         y = np.empty(self.oshape, x.dtype)
+        if self.per_sample:
+            c = cols.reshape(self.wshape[2], self.nshape[0], self.nshape[2]).swapaxes(0, 1)
+            np.matmul(w.reshape(self.wshape[1:]), c, out=y.reshape(self.nshape))
+            if b is not None:
+                np.add(y, b.reshape(self.bshape), out=y)
+            return y, cols
+        np.matmul(w.reshape(self.wshape), cols, out=self.prod)
         if b is None:
             np.copyto(y, self.prod_t)
         else:
@@ -115,40 +165,110 @@ class ConvForward:
 
 class ConvInputGrad:
     """The input's gradient of a convolution (``_bilinear_np('X', g, w, P)``): the columns'
-    product into an array of its own, col2im adding into a zeroed (C, N, *padded) accumulator
-    in eager's order of kernel offsets, then the crop transposed to (N, C, *in)."""
+    product into an array of its own (one product per sample, straight from the gradient,
+    when BLAS gives eager's bits that way, see ``_same_product``), then col2im adding into a
+    zeroed padded accumulator in eager's order of kernel offsets, then the crop."""
 
     def __init__(self, P, g, w):
         O, Cg = w.shape[:2]
         N = g.shape[0]
         C = Cg * P.G
         self.P = P
-        L = N * int(np.prod(P.os))
-        self.gcols = np.empty((P.G, O // P.G, L), g.dtype)
-        self.gcols_t = self.gcols.reshape((O, N) + P.os).swapaxes(0, 1)
-        self.dcols = np.empty((P.G, Cg * int(np.prod(P.ks)), L), g.dtype)
-        d6 = self.dcols.reshape((C,) + P.ks + (N,) + P.os)
+        Lo = int(np.prod(P.os))
+        K = Cg * int(np.prod(P.ks))
         self.wshape = (P.G, O // P.G, -1)
         self.oshape = (N, C) + P.xs
+        self.gshape = (N, O, Lo)
+        self.per_sample = P.G == 1 and _same_product(
+            "adj", _adj_whole, _adj_per_sample, ((O, K), (N, O, Lo)), g.dtype)
+        if self.per_sample:   # dcols as (N, C, *kernel, *out)
+            self.dcols = np.empty((N, K, Lo), g.dtype)
+            d6 = self.dcols.reshape((N, C) + P.ks + P.os)
+            lead = (slice(None),) * 2
+            first = (N, C)
+        else:                 # (C, *kernel, N, *out), as eager
+            self.gcols = np.empty((P.G, O // P.G, N * Lo), g.dtype)
+            self.gcols_t = self.gcols.reshape((O, N) + P.os).swapaxes(0, 1)
+            self.dcols = np.empty((P.G, K, N * Lo), g.dtype)
+            d6 = self.dcols.reshape((C,) + P.ks + (N,) + P.os)
+            lead = (slice(None),)
+            first = (C, N)
+        nd = len(P.ks)
+
+        def at(pos):   # the columns' product at one kernel offset
+            return d6[lead + pos]
         padded = tuple(n + a + b for n, a, b in zip(P.xs, P.p[0::2], P.p[1::2]))
         self.__name__ = "convolution_input_grad"
+        swap = (lambda a: a) if self.per_sample else (lambda a: a.swapaxes(0, 1))
         if all(k == 1 for k in P.ks) and all(s == 1 for s in P.s) and P.os == padded:
             # eager reads the product itself (no sum over kernel offsets)
-            self.crop = d6[(slice(None),) + (0,) * len(P.ks)][_inner(P, P.xs)].swapaxes(0, 1)
-            self.adds = ()
+            self.crop = swap(at((0,) * nd)[_inner(P, P.xs)])
+            self.adds, self.flat = (), None
             return
-        self.acc = np.zeros((C, N) + padded, g.dtype)
+        self.flat = None
+        if nd == 2 and P.s == (1, 1) and P.os[1] == P.xs[1]:
+            self._flat_adds(d6, first)
+            return
+        self.acc = np.zeros(first + padded, g.dtype)
         self.adds = []
         for pos in itertools.product(*(range(k) for k in P.ks)):
             dst = self.acc[(slice(None),) * 2 + tuple(
                 slice(i * d, i * d + s * (o - 1) + 1, s)
                 for i, d, s, o in zip(pos, P.d, P.s, P.os))]
-            self.adds.append((dst, d6[(slice(None),) + pos]))
-        self.crop = self.acc[_inner(P, P.xs)].swapaxes(0, 1)
+            self.adds.append((dst, at(pos)))
+        self.crop = swap(self.acc[_inner(P, P.xs)])
+
+    def _flat_adds(self, d6, first):
+        """col2im of a stride-1 convolution whose output rows are as wide as the input's:
+        each kernel offset's plane is added into the unpadded (first..., H*W) accumulator as
+        one flat range per image (input row stride = output row stride), after zeroing its
+        columns that fall in the padding (eager adds those into the border it crops; here
+        they would wrap to the neighbouring row, and adding a zero leaves every sum as it is:
+        the accumulator starts at +0 and never holds -0)."""
+        P = self.P
+        (H, W), (oh, ow) = P.xs, P.os
+        (dh, dw), ph, pw = P.d, P.p[0], P.p[2]
+        self.flat = first + (H * W,)
+        self.zero, self.adds = [], []
+        for i in range(P.ks[0]):
+            y0, y1 = max(0, ph - i * dh), min(oh, H + ph - i * dh)
+            for j in range(P.ks[1]):
+                plane = d6[(slice(None),) * 2 + (i, j)] if self.per_sample else \
+                    d6[(slice(None), i, j)]
+                x0, x1 = max(0, pw - j * dw), min(ow, W + pw - j * dw)
+                if y0 >= y1 or x0 >= x1:
+                    continue
+                if x0 > 0:
+                    self.zero.append(plane[..., :x0])
+                if x1 < ow:
+                    self.zero.append(plane[..., x1:])
+                off = (i * dh - ph) * W + (j * dw - pw)
+                s0, s1 = max(y0 * ow, -off), min(y1 * ow, H * W - off)
+                src = plane.reshape(first + (oh * ow,))[..., s0:s1]
+                self.adds.append((slice(s0 + off, s1 + off), src))
+
+    def _flat_col2im(self, dt):
+        for z in self.zero:
+            z.fill(0)
+        acc = np.zeros(self.flat, dt)
+        for dst, src in self.adds:
+            d = acc[..., dst]
+            np.add(d, src, out=d)
+        if self.per_sample:
+            return acc.reshape(self.oshape)
+        out = np.empty(self.oshape, dt)
+        np.copyto(out, acc.reshape(self.flat[:2] + self.P.xs).swapaxes(0, 1))
+        return out
 
     def __call__(self, kind, g, w, P, cols=None, meta=()):
-        np.copyto(self.gcols_t, g)
-        np.matmul(w.reshape(self.wshape).transpose(0, 2, 1), self.gcols, out=self.dcols)
+        if self.per_sample:
+            np.matmul(w.reshape(self.wshape[1:]).T,
+                      np.ascontiguousarray(g.reshape(self.gshape)), out=self.dcols)
+        else:
+            np.copyto(self.gcols_t, g)
+            np.matmul(w.reshape(self.wshape).transpose(0, 2, 1), self.gcols, out=self.dcols)
+        if self.flat is not None:
+            return self._flat_col2im(g.dtype)
         if self.adds:
             self.acc.fill(0)
             for dst, src in self.adds:
