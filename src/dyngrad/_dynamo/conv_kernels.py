@@ -67,14 +67,61 @@ class _Columns:
         self.shape = (P.G, (C // P.G) * int(np.prod(P.ks)), N * int(np.prod(P.os)))
         self.shape6 = (C,) + P.ks + (N,) + P.os
         self.xp = None
-        if any(P.p):
+        self.dtype = dtype
+        self.flat = None
+        if nd == 2 and P.s == (1, 1) and P.os[1] == xshape[3]:
+            self._flat_planes()
+        elif any(P.p):
             self.xp = np.zeros(_padded(self.xshape, P), dtype)
             self.inner = _inner(P, self.xshape[2:])
             self.win = conv._windows(self.xp, P).transpose(self.perm)
-        self.dtype = dtype
+
+    def _flat_planes(self):
+        """For a stride-1 convolution whose output rows are as wide as the input's, each
+        kernel offset's row of columns is, per image, one flat range of the input shifted by
+        the offset, with the columns and rows that fall in the padding set to zero: long
+        contiguous copies instead of one short copy per output row."""
+        P = self.P
+        (H, W), (oh, ow) = self.xshape[2:], P.os
+        (dh, dw), ph, pw = P.d, P.p[0], P.p[2]
+        self.flat = []
+        for i in range(P.ks[0]):
+            y0, y1 = max(0, ph - i * dh), min(oh, H + ph - i * dh)
+            for j in range(P.ks[1]):
+                x0, x1 = max(0, pw - j * dw), min(ow, W + pw - j * dw)
+                off = (i * dh - ph) * W + (j * dw - pw)
+                if y0 >= y1 or x0 >= x1:
+                    self.flat.append((i, j, None, None, 0, 0))
+                    continue
+                s0, s1 = max(y0 * ow, -off), min(y1 * ow, H * W - off)
+                self.flat.append((i, j, slice(s0, s1), slice(s0 + off, s1 + off),
+                                  x0, x1))
+
+    def _flat_call(self, x):
+        N, C, H, W = self.xshape
+        oh, ow = self.P.os
+        cols = np.empty(self.shape, self.dtype)
+        c5 = cols.reshape((C,) + self.P.ks + (N, oh * ow))
+        xs = x.reshape(N, C, H * W).swapaxes(0, 1)
+        for i, j, dst, src, x0, x1 in self.flat:
+            plane = c5[:, i, j]
+            if dst is None:
+                plane.fill(0)
+                continue
+            np.copyto(plane[..., dst], xs[..., src])
+            plane[..., :dst.start] = 0
+            plane[..., dst.stop:] = 0
+            rows = plane.reshape(C, N, oh, ow)
+            if x0 > 0:
+                rows[..., :x0] = 0
+            if x1 < ow:
+                rows[..., x1:] = 0
+        return cols
 
     def __call__(self, x):
         from ..ops import conv
+        if self.flat is not None:
+            return self._flat_call(x)
         if self.xp is not None:
             self.xp[self.inner] = x
             win = self.win
