@@ -360,3 +360,66 @@ def test_conv_training_step_compiled_equals_eager():
     fns = _fns(run)
     assert sum(isinstance(f, CK.ConvForward) for f in fns) == 2
     assert sum(isinstance(f, CK.MaxPool2d) for f in fns) == 2
+
+
+def test_conv_forward_with_non_finite_inputs():
+    """Infinities and NaNs at the input's border (which im2col by flat ranges first copies
+    into columns that belong to the padding, then zeroes) give eager's output and weight
+    gradient bit for bit."""
+    rng = np.random.default_rng(8)
+    w = dyngrad.tensor(rng.standard_normal((4, 3, 3, 3)).astype(np.float32),
+                       requires_grad=True)
+
+    def step(x):
+        y = F.conv2d(x, w, padding=1)
+        y.sum().backward()
+        return y.detach()
+
+    run = dyngrad.compile(step)
+    for k in range(3):
+        x0 = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+        x0[0, 1, k, 0] = np.inf
+        x0[1, 2, -1, -1 - k] = -np.inf
+        x0[1, 0, 0, 5] = np.nan
+        yc = run(dyngrad.tensor(x0))
+        gc = w.grad.detach().numpy().copy()
+        w.grad = None
+        ye = step(dyngrad.tensor(x0))
+        assert _same(yc.detach().numpy(), ye.detach().numpy())
+        assert _same(gc, w.grad.detach().numpy())
+        w.grad = None
+    assert run.eager_reason is None, run.eager_reason
+    assert any(isinstance(f, CK.ConvForward) for f in _fns(run))
+
+
+@pytest.mark.parametrize("also_read", [False, True])
+def test_relu_gradient_applied_by_the_pooling(also_read):
+    """A max pooling of a ReLU's output applies the ReLU's gradient on the windows' maxima
+    (the ReLU's backward then records nothing); when the ReLU's output is read by another op
+    too, its gradient is a sum and the ReLU's backward runs as usual: eager's bits either way."""
+    rng = np.random.default_rng(9)
+
+    def step(z, gout):
+        r = F.relu(z)
+        loss = (F.max_pool2d(r, 2) * gout).sum()
+        if also_read:
+            loss = loss + (r * 0.5).sum()
+        loss.backward()
+        return z.grad
+
+    run = dyngrad.compile(step)
+    for _ in range(3):
+        z0 = rng.standard_normal((3, 4, 8, 8)).astype(np.float32)
+        z0[0, 0, :2, :2] = 0.0          # a window of zeros (ties at 0)
+        z0[1, 1, 2:4, 2:4] = -1.0       # a window whose maximum is negative
+        gout0 = rng.standard_normal((3, 4, 4, 4)).astype(np.float32)
+        gout0[2, 3, 1, 1] = -0.0
+        ge = step(dyngrad.tensor(z0, requires_grad=True), dyngrad.tensor(gout0))
+        gc = run(dyngrad.tensor(z0, requires_grad=True), dyngrad.tensor(gout0))
+        assert _same(gc.detach().numpy(), ge.detach().numpy())
+    assert run.eager_reason is None, run.eager_reason
+    ops = [ins.op for ins in run.entries[0].program.instrs]
+    assert ("ReluBackward0" in ops) == also_read
+    kernels = [getattr(ins.fn, "__func__", None) for ins in run.entries[0].program.instrs]
+    assert (CK.MaxPool2d.backward_relu in kernels) and \
+        (CK.MaxPool2d.backward not in kernels)
