@@ -276,7 +276,7 @@ class ConvInputGrad:
         (H, W), (oh, ow) = P.xs, P.os
         (dh, dw), ph, pw = P.d, P.p[0], P.p[2]
         self.flat = first + (H * W,)
-        self.zero, self.adds = [], []
+        self.adds = []
         for i in range(P.ks[0]):
             y0, y1 = max(0, ph - i * dh), min(oh, H + ph - i * dh)
             for j in range(P.ks[1]):
@@ -285,20 +285,18 @@ class ConvInputGrad:
                 x0, x1 = max(0, pw - j * dw), min(ow, W + pw - j * dw)
                 if y0 >= y1 or x0 >= x1:
                     continue
-                if x0 > 0:
-                    self.zero.append(plane[..., :x0])
-                if x1 < ow:
-                    self.zero.append(plane[..., x1:])
+                zero = ((plane[..., :x0],) if x0 > 0 else ()) + \
+                    ((plane[..., x1:],) if x1 < ow else ())
                 off = (i * dh - ph) * W + (j * dw - pw)
                 s0, s1 = max(y0 * ow, -off), min(y1 * ow, H * W - off)
                 src = plane.reshape(first + (oh * ow,))[..., s0:s1]
-                self.adds.append((slice(s0 + off, s1 + off), src))
+                self.adds.append((slice(s0 + off, s1 + off), src, zero))
 
     def _flat_col2im(self, dt):
-        for z in self.zero:
-            z.fill(0)
         acc = np.zeros(self.flat, dt)
-        for dst, src in self.adds:
+        for dst, src, zero in self.adds:
+            for z in zero:   # (just before its plane is read: in cache)
+                z.fill(0)
             d = acc[..., dst]
             np.add(d, src, out=d)
         if self.per_sample:
