@@ -423,3 +423,28 @@ def test_relu_gradient_applied_by_the_pooling(also_read):
     kernels = [getattr(ins.fn, "__func__", None) for ins in run.entries[0].program.instrs]
     assert (CK.MaxPool2d.backward_relu in kernels) and \
         (CK.MaxPool2d.backward not in kernels)
+
+
+@pytest.mark.parametrize("block", [1, 3, 7])
+def test_conv_input_grad_by_blocks_of_samples(monkeypatch, block):
+    """The input's gradient computed block by block of samples (a last, smaller block
+    included) equals eager's bit for bit."""
+    N, C, O, H, W = 7, 3, 5, 6, 7
+    monkeypatch.setattr(CK, "_BLOCK_BYTES", block * C * 9 * H * W * 4)
+    rng = np.random.default_rng(11)
+    w = dyngrad.tensor(rng.standard_normal((O, C, 3, 3)).astype(np.float32))
+
+    def step(x, gout):
+        (F.conv2d(x, w, padding=1) * gout).sum().backward()
+        return x.grad
+
+    run = dyngrad.compile(step)
+    for _ in range(3):
+        x0 = rng.standard_normal((N, C, H, W)).astype(np.float32)
+        gout0 = rng.standard_normal((N, O, H, W)).astype(np.float32)
+        ge = step(dyngrad.tensor(x0, requires_grad=True), dyngrad.tensor(gout0))
+        gc = run(dyngrad.tensor(x0, requires_grad=True), dyngrad.tensor(gout0))
+        assert _same(gc.detach().numpy(), ge.detach().numpy())
+    assert run.eager_reason is None, run.eager_reason
+    kern = [f for f in _fns(run) if isinstance(f, CK.ConvInputGrad)]
+    assert kern and kern[0].per_sample and kern[0].block == block

@@ -133,6 +133,7 @@ class _Columns:
 
 
 _PROBED: dict = {}
+_BLOCK_BYTES = 1 << 20
 
 
 def _same_product(key, whole, per_sample, shapes, dtype) -> bool:
@@ -228,9 +229,14 @@ class ConvInputGrad:
         self.gshape = (N, O, Lo)
         self.per_sample = P.G == 1 and _same_product(
             "adj", _adj_whole, _adj_per_sample, ((O, K), (N, O, Lo)), g.dtype)
+        flat = len(P.ks) == 2 and P.s == (1, 1) and P.os[1] == P.xs[1]
+        # samples per product: with col2im by flat ranges, a block of samples whose columns
+        # stay in cache while they are added (one block is the whole batch otherwise)
+        self.block = max(1, min(N, _BLOCK_BYTES // (K * Lo * g.dtype.itemsize))) \
+            if flat and self.per_sample else N
         if self.per_sample:   # dcols as (N, C, *kernel, *out)
-            self.dcols = np.empty((N, K, Lo), g.dtype)
-            d6 = self.dcols.reshape((N, C) + P.ks + P.os)
+            self.dcols = np.empty((self.block, K, Lo), g.dtype)
+            d6 = self.dcols.reshape((self.block, C) + P.ks + P.os)
             lead = (slice(None),) * 2
             first = (N, C)
         else:                 # (C, *kernel, N, *out), as eager
@@ -253,8 +259,14 @@ class ConvInputGrad:
             self.adds, self.flat = (), None
             return
         self.flat = None
-        if nd == 2 and P.s == (1, 1) and P.os[1] == P.xs[1]:
-            self._flat_adds(d6, first)
+        if flat:
+            self.flat = first + (P.xs[0] * P.xs[1],)
+            if self.per_sample:
+                last = N % self.block
+                self.adds = self._flat_adds(d6, (self.block, C))
+                self.adds_last = self._flat_adds(d6[:last], (last, C)) if last else None
+            else:
+                self.adds = self._flat_adds(d6, first)
             return
         self.acc = np.zeros(first + padded, g.dtype)
         self.adds = []
@@ -275,8 +287,7 @@ class ConvInputGrad:
         P = self.P
         (H, W), (oh, ow) = P.xs, P.os
         (dh, dw), ph, pw = P.d, P.p[0], P.p[2]
-        self.flat = first + (H * W,)
-        self.adds = []
+        adds = []
         for i in range(P.ks[0]):
             y0, y1 = max(0, ph - i * dh), min(oh, H + ph - i * dh)
             for j in range(P.ks[1]):
@@ -290,22 +301,37 @@ class ConvInputGrad:
                 off = (i * dh - ph) * W + (j * dw - pw)
                 s0, s1 = max(y0 * ow, -off), min(y1 * ow, H * W - off)
                 src = plane.reshape(first + (oh * ow,))[..., s0:s1]
-                self.adds.append((slice(s0 + off, s1 + off), src, zero))
+                adds.append((slice(s0 + off, s1 + off), src, zero))
+        return adds
 
-    def _flat_col2im(self, dt):
-        acc = np.zeros(self.flat, dt)
-        for dst, src, zero in self.adds:
-            for z in zero:   # (just before its plane is read: in cache)
+    @staticmethod
+    def _add_planes(acc, adds):
+        for dst, src, zero in adds:
+            for z in zero:
                 z.fill(0)
             d = acc[..., dst]
             np.add(d, src, out=d)
-        if self.per_sample:
+
+    def _flat_col2im(self, dt, g=None, w=None):
+        acc = np.zeros(self.flat, dt)
+        if not self.per_sample:
+            self._add_planes(acc, self.adds)
+        else:   # products and col2im block by block of samples
+            N, b = self.flat[0], self.block
+            wt = w.reshape(self.wshape[1:]).T
+            gg = np.ascontiguousarray(g.reshape(self.gshape))
+            for n0 in range(0, N, b):
+                m = min(b, N - n0)
+                np.matmul(wt, gg[n0:n0 + m], out=self.dcols[:m])
+                self._add_planes(acc[n0:n0 + m], self.adds if m == b else self.adds_last)
             return acc.reshape(self.oshape)
         out = np.empty(self.oshape, dt)
         np.copyto(out, acc.reshape(self.flat[:2] + self.P.xs).swapaxes(0, 1))
         return out
 
     def __call__(self, kind, g, w, P, cols=None, meta=()):
+        if self.flat is not None and self.per_sample:
+            return self._flat_col2im(g.dtype, g, w)
         if self.per_sample:
             np.matmul(w.reshape(self.wshape[1:]).T,
                       np.ascontiguousarray(g.reshape(self.gshape)), out=self.dcols)
