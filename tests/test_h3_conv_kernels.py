@@ -448,3 +448,29 @@ def test_conv_input_grad_by_blocks_of_samples(monkeypatch, block):
     assert run.eager_reason is None, run.eager_reason
     kern = [f for f in _fns(run) if isinstance(f, CK.ConvInputGrad)]
     assert kern and kern[0].per_sample and kern[0].block == block
+
+
+@pytest.mark.parametrize("kind", ["plain", "relu", "nan"])
+def test_max_pool2d_by_blocks_of_images(monkeypatch, kind):
+    """Max pooling block by block of images (a last, smaller block included), forward and
+    backward, with and without the ReLU before it, equals eager bit for bit."""
+    monkeypatch.setattr(CK, "_BLOCK_BYTES", 5 * 8 * 8 * 4)   # 5 of the 3 * 4 images
+    rng = np.random.default_rng(12)
+
+    def step(z, gout):
+        h = F.relu(z) if kind == "relu" else z * 1.5
+        y = F.max_pool2d(h, 2)
+        (y * gout).sum().backward()
+        return y.detach(), z.grad
+
+    run = dyngrad.compile(step)
+    for _ in range(3):
+        z0 = _pool_input(rng, (3, 4, 8, 8), np.float32, kind)
+        gout0 = rng.standard_normal((3, 4, 4, 4)).astype(np.float32)
+        ye, ge = step(dyngrad.tensor(z0, requires_grad=True), dyngrad.tensor(gout0))
+        yc, gc = run(dyngrad.tensor(z0, requires_grad=True), dyngrad.tensor(gout0))
+        assert _same(yc.detach().numpy(), ye.detach().numpy())
+        assert _same(gc.detach().numpy(), ge.detach().numpy())
+    assert run.eager_reason is None, run.eager_reason
+    kern = [f for f in _fns(run) if isinstance(f, CK.MaxPool2d)]
+    assert kern and kern[0].block == 5
