@@ -189,6 +189,7 @@ class ConvForward:
         self.nshape = (N, O, L // N)
         self.per_sample = G == 1 and _same_product(
             "conv", _fwd_whole, _fwd_per_sample, ((O, K), (K, N, L // N)), x.dtype)
+        self.block = max(1, min(N, _BLOCK_BYTES // (O * (L // N) * x.dtype.itemsize)))
         if not self.per_sample:
             self.prod = np.empty((G, O // G, L), x.dtype)
             self.prod_t = self.prod.reshape((O, N) + P.os).swapaxes(0, 1)
@@ -197,11 +198,16 @@ class ConvForward:
     def __call__(self, x, w, b):
         cols = self.columns(x)
         y = np.empty(self.oshape, x.dtype)
-        if self.per_sample:
-            c = cols.reshape(self.wshape[2], self.nshape[0], self.nshape[2]).swapaxes(0, 1)
-            np.matmul(w.reshape(self.wshape[1:]), c, out=y.reshape(self.nshape))
-            if b is not None:
-                np.add(y, b.reshape(self.bshape), out=y)
+        if self.per_sample:   # block by block of samples, the bias added while in cache
+            N, blk = self.nshape[0], self.block
+            c = cols.reshape(self.wshape[2], N, self.nshape[2]).swapaxes(0, 1)
+            w2, y3 = w.reshape(self.wshape[1:]), y.reshape(self.nshape)
+            bias = None if b is None else b.reshape(-1, 1)
+            for n0 in range(0, N, blk):
+                yb = y3[n0:n0 + blk]
+                np.matmul(w2, c[n0:n0 + blk], out=yb)
+                if bias is not None:
+                    np.add(yb, bias, out=yb)
             return y, cols
         np.matmul(w.reshape(self.wshape), cols, out=self.prod)
         if b is None:
