@@ -425,17 +425,19 @@ def test_relu_gradient_applied_by_the_pooling(also_read):
         (CK.MaxPool2d.backward not in kernels)
 
 
+@pytest.mark.parametrize("k", [3, 1])
 @pytest.mark.parametrize("block", [1, 3, 7])
-def test_conv_input_grad_by_blocks_of_samples(monkeypatch, block):
+def test_conv_input_grad_by_blocks_of_samples(monkeypatch, block, k):
     """The input's gradient computed block by block of samples (a last, smaller block
-    included) equals eager's bit for bit."""
+    included) equals eager's bit for bit; a 1x1 kernel (no col2im sum) takes the batch at
+    once."""
     N, C, O, H, W = 7, 3, 5, 6, 7
     monkeypatch.setattr(CK, "_BLOCK_BYTES", block * C * 9 * H * W * 4)
     rng = np.random.default_rng(11)
-    w = dyngrad.tensor(rng.standard_normal((O, C, 3, 3)).astype(np.float32))
+    w = dyngrad.tensor(rng.standard_normal((O, C, k, k)).astype(np.float32))
 
     def step(x, gout):
-        (F.conv2d(x, w, padding=1) * gout).sum().backward()
+        (F.conv2d(x, w, padding=k // 2) * gout).sum().backward()
         return x.grad
 
     run = dyngrad.compile(step)
@@ -447,7 +449,7 @@ def test_conv_input_grad_by_blocks_of_samples(monkeypatch, block):
         assert _same(gc.detach().numpy(), ge.detach().numpy())
     assert run.eager_reason is None, run.eager_reason
     kern = [f for f in _fns(run) if isinstance(f, CK.ConvInputGrad)]
-    assert kern and kern[0].per_sample and kern[0].block == block
+    assert kern and kern[0].per_sample and kern[0].block == (block if k == 3 else N)
 
 
 @pytest.mark.parametrize("kind", ["plain", "relu", "nan"])

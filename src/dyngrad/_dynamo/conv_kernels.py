@@ -2,18 +2,29 @@
 the guarded shapes.
 
 The general kernels (``ops.conv``, ``ops.pool``) allocate and zero a padded input, copy it
-into im2col columns, transpose the product and add the bias in two passes, find max-pooling
-maxima with flat int64 indices and scatter gradients back with ``put_along_axis``.  Knowing
-the shapes, the kernels here keep the padded input (its zero border written once), the
-product and the col2im accumulator as arrays of their own, add the bias while transposing,
-and pool over disjoint windows with an offset code per window instead of an index.  Each one
-runs the same NumPy products and additions, in the same order, as eager, so its results are
-eager's bit for bit; the capture checks that, and keeps the general kernel when a fast one
-does not reproduce the eager result.
+into im2col columns one output row at a time, transpose the product and add the bias in two
+passes, find max-pooling maxima with flat int64 indices and scatter gradients back with
+``put_along_axis``.  Knowing the shapes, the kernels here
 
-Scratch arrays (padded input, products, accumulators) belong to one kernel object, so one
-capture's replay reuses them; every result the program keeps (outputs, columns, window codes,
-gradients) is a new array each call, as the general kernels give.
+* build the columns of a stride-1 convolution whose output rows are as wide as its input's
+  ("same" padding) as one flat range per image and kernel offset (zeroing what falls in the
+  padding), and sum them back (col2im) the same way;
+* compute the products one per sample, straight in (N, C, ...) order, without the transposing
+  copies, where BLAS gives the bits of eager's one product over the batch (probed once per
+  shape on random values, ``_same_product``), block by block of samples so that the columns
+  stay in cache while they are summed back;
+* pool over disjoint windows with contiguous copies of the window offsets and an offset code
+  per window instead of an index, scatter the gradient through bit masks, and, when the
+  pooled tensor is a ReLU's output, apply the ReLU's gradient there, on the windows' maxima;
+* compute ReLU's gradient through a bit mask instead of ``np.where``.
+
+Each one runs the same products and additions, in the same order, as eager (adding a zero,
+the only extra step, changes no sum), so its results are eager's bit for bit; the capture
+checks that and keeps the general kernel when a fast one does not reproduce the eager result.
+
+Scratch arrays (products, planes, masks) belong to one kernel object, so one capture's replay
+reuses them; every result the program keeps (outputs, columns, window codes, gradients) is a
+new array each call, as the general kernels give.
 """
 from __future__ import annotations
 
@@ -235,7 +246,10 @@ class ConvInputGrad:
         self.gshape = (N, O, Lo)
         self.per_sample = P.G == 1 and _same_product(
             "adj", _adj_whole, _adj_per_sample, ((O, K), (N, O, Lo)), g.dtype)
-        flat = len(P.ks) == 2 and P.s == (1, 1) and P.os[1] == P.xs[1]
+        padded = tuple(n + a + b for n, a, b in zip(P.xs, P.p[0::2], P.p[1::2]))
+        # a 1x1 kernel at stride 1 over the padded input: eager reads the product itself
+        direct = all(k == 1 for k in P.ks) and all(s == 1 for s in P.s) and P.os == padded
+        flat = not direct and len(P.ks) == 2 and P.s == (1, 1) and P.os[1] == P.xs[1]
         # samples per product: with col2im by flat ranges, a block of samples whose columns
         # stay in cache while they are added (one block is the whole batch otherwise)
         self.block = max(1, min(N, _BLOCK_BYTES // (K * Lo * g.dtype.itemsize))) \
@@ -256,11 +270,9 @@ class ConvInputGrad:
 
         def at(pos):   # the columns' product at one kernel offset
             return d6[lead + pos]
-        padded = tuple(n + a + b for n, a, b in zip(P.xs, P.p[0::2], P.p[1::2]))
         self.__name__ = "convolution_input_grad"
         swap = (lambda a: a) if self.per_sample else (lambda a: a.swapaxes(0, 1))
-        if all(k == 1 for k in P.ks) and all(s == 1 for s in P.s) and P.os == padded:
-            # eager reads the product itself (no sum over kernel offsets)
+        if direct:   # (no sum over kernel offsets)
             self.crop = swap(at((0,) * nd)[_inner(P, P.xs)])
             self.adds, self.flat = (), None
             return
