@@ -156,7 +156,12 @@ def _same_product(key, whole, per_sample, shapes, dtype) -> bool:
     r = _PROBED.get(k)
     if r is None:
         rng = np.random.default_rng(0)
-        arrays = [rng.standard_normal(sh).astype(dtype) for sh in shapes]
+        arrays = []
+        for sh in shapes:   # uniform in [-1, 1)
+            a = rng.random(sh, dtype=dtype)
+            np.multiply(a, 2, out=a)
+            np.subtract(a, 1, out=a)
+            arrays.append(a)
         a = np.ascontiguousarray(whole(*arrays))
         b = np.ascontiguousarray(per_sample(*arrays))
         r = _PROBED[k] = a.shape == b.shape and a.tobytes() == b.tobytes()
