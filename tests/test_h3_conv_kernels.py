@@ -476,3 +476,35 @@ def test_max_pool2d_by_blocks_of_images(monkeypatch, kind):
     assert run.eager_reason is None, run.eager_reason
     kern = [f for f in _fns(run) if isinstance(f, CK.MaxPool2d)]
     assert kern and kern[0].block == 5
+
+
+def test_compiled_conv_module_two_forwards_then_backwards():
+    """A compiled module (its backward captured and run when autograd reaches it): two
+    forwards before their backwards each keep their own columns and window codes."""
+    nn = dyngrad.nn
+
+    def make():
+        dyngrad.manual_seed(3)
+        return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(4, 3, 3, padding=1))
+
+    me, mc = make(), make()
+    run = dyngrad.compile(mc)
+    rng = np.random.default_rng(13)
+    for _ in range(3):
+        xs = [rng.standard_normal((3, 2, 8, 8)).astype(np.float32) for _ in range(2)]
+        gs = [rng.standard_normal((3, 3, 4, 4)).astype(np.float32) for _ in range(2)]
+        outs_e = [me(dyngrad.tensor(x)) for x in xs]
+        outs_c = [run(dyngrad.tensor(x)) for x in xs]
+        for oe, oc, g in zip(outs_e[::-1], outs_c[::-1], gs):
+            assert _same(oc.detach().numpy(), oe.detach().numpy())
+            oe.backward(dyngrad.tensor(g))
+            oc.backward(dyngrad.tensor(g))
+        for a, b in zip(mc.parameters(), me.parameters()):
+            assert _same(a.grad.detach().numpy(), b.grad.detach().numpy())
+    comp = run._compiled
+    assert comp.eager_reason is None, comp.eager_reason
+    assert sum(e.replays for e in comp.entries) >= 4
+    fns = _fns(comp)
+    assert any(isinstance(f, CK.ConvForward) for f in fns)
+    assert any(isinstance(f, CK.MaxPool2d) for f in fns)
