@@ -508,3 +508,36 @@ def test_compiled_conv_module_two_forwards_then_backwards():
     fns = _fns(comp)
     assert any(isinstance(f, CK.ConvForward) for f in fns)
     assert any(isinstance(f, CK.MaxPool2d) for f in fns)
+
+
+@pytest.mark.parametrize("stride,padding", [(1, 1), (2, 0)])
+def test_conv3d_compiled_equals_eager(stride, padding):
+    rng = np.random.default_rng(14)
+    w = dyngrad.tensor(rng.standard_normal((4, 2, 3, 3, 2)).astype(np.float32),
+                       requires_grad=True)
+    b = dyngrad.tensor(rng.standard_normal(4).astype(np.float32), requires_grad=True)
+
+    def step(x, gout):
+        y = F.conv3d(x, w, b, stride=stride, padding=padding)
+        (y * gout).sum().backward()
+        return y.detach(), x.grad
+
+    run = dyngrad.compile(step)
+    for _ in range(3):
+        x0 = rng.standard_normal((2, 2, 5, 6, 5)).astype(np.float32)
+        shape = F.conv3d(dyngrad.tensor(x0), w, b, stride=stride, padding=padding).shape
+        gout0 = rng.standard_normal(tuple(shape)).astype(np.float32)
+        yc, gc = run(dyngrad.tensor(x0, requires_grad=True), dyngrad.tensor(gout0))
+        wc, bc = w.grad.detach().numpy().copy(), b.grad.detach().numpy().copy()
+        w.grad = b.grad = None
+        ye, ge = step(dyngrad.tensor(x0, requires_grad=True), dyngrad.tensor(gout0))
+        assert _same(yc.detach().numpy(), ye.detach().numpy())
+        assert _same(gc.detach().numpy(), ge.detach().numpy())
+        assert _same(wc, w.grad.detach().numpy())
+        assert _same(bc, b.grad.detach().numpy())
+        w.grad = b.grad = None
+    assert run.eager_reason is None, run.eager_reason
+    fns = _fns(run)
+    assert any(isinstance(f, CK.ConvForward) for f in fns)
+    assert any(isinstance(f, CK.ConvInputGrad) for f in fns)
+    assert any(isinstance(f, CK.ConvWeightGrad) for f in fns)
