@@ -435,11 +435,14 @@ class MaxPool2d:
     maximum (NaN winning), found as eager finds them over the kernel offsets.  The strided
     offsets are copied to contiguous planes (NumPy's ufuncs are several times slower on
     strided operands than a strided copy is), block by block of images so that the planes
-    stay in cache for the comparisons that follow."""
+    stay in cache for the comparisons that follow.  ``relu``: the input is a ReLU's output,
+    whose gradient the backward applies too: the code is -1 (no offset) where the window's
+    maximum is <= 0 (the ReLU's output there)."""
 
-    def __init__(self, x, k, oh, ow):
+    def __init__(self, x, k, oh, ow, relu=False):
         kh, kw = k
         self.k = k
+        self.relu = relu
         self.views = [(..., slice(i, i + kh * (oh - 1) + 1, kh), slice(j, j + kw * (ow - 1) + 1, kw))
                       for i in range(kh) for j in range(kw)]
         self.oshape = x.shape[:-2] + (oh, ow)
@@ -458,7 +461,6 @@ class MaxPool2d:
         self.covers = oh * kh == H and ow * kw == W
         u = _UINT[x.dtype]
         self.eq = np.empty(bshape, bool)
-        self.key = np.empty(self.oshape3, self.at)
         self.mask = np.empty(bshape, u)
         self.u = u
         self.__name__ = "max_pool2d"
@@ -488,7 +490,10 @@ class MaxPool2d:
                 np.multiply(dk, take.view(np.int8), out=dk, dtype=at)   # (no cast of the mask)
                 np.add(cd, dk, out=cd)
         if np.isnan(best).any():   # a NaN in a window: it wins, as in eager
-            return self._with_nan(x)
+            best_, code_ = self._with_nan(x)
+        if self.relu:
+            le = np.less_equal(best_, 0)
+            np.bitwise_or(code_, np.negative(le.view(np.int8)), out=code_)
         return best_, code_
 
     def _with_nan(self, x):
@@ -523,20 +528,15 @@ class MaxPool2d:
         return gx_
 
     def backward(self, g, code):
-        """The input's gradient: ``g`` at each window's maximum, +0 elsewhere."""
+        """The input's gradient: ``g`` at each window's maximum, +0 elsewhere (and, after a
+        ReLU, where the maximum is <= 0)."""
         return self._scatter(g, code)
 
-    def backward_relu(self, g, code, pooled):
-        """``backward`` followed by the gradient of the ReLU that gave the input: +0 also
-        where the window's maximum is <= 0 (the ReLU's output there)."""
-        le = np.less_equal(pooled, 0).reshape(self.oshape3)
-        np.bitwise_or(code.reshape(self.oshape3), np.negative(le.view(np.int8)), out=self.key)
-        return self._scatter(g, self.key)
 
-
-def max_pool_kernel(x, k, s, p, d, ceil_mode):
-    """A ``MaxPool2d`` for this input and geometry, or None when windows overlap, are padded,
-    dilated or reach past the input (the general kernel runs)."""
+def max_pool_kernel(x, k, s, p, d, ceil_mode, relu=False):
+    """A ``MaxPool2d`` for this input and geometry (``relu``: the input is a ReLU's output),
+    or None when windows overlap, are padded, dilated or reach past the input (the general
+    kernel runs)."""
     from ..ops import pool
     if not isinstance(x, np.ndarray) or x.dtype not in _FLOATS or x.ndim not in (3, 4) or \
             tuple(k) != tuple(s) or any(p) or any(v != 1 for v in d):
@@ -547,4 +547,4 @@ def max_pool_kernel(x, k, s, p, d, ceil_mode):
     ow = pool.pool_out(W, kw, sw, 0, 1, ceil_mode)
     if oh < 1 or ow < 1 or oh * kh > H or ow * kw > W or 0 in x.shape:
         return None
-    return MaxPool2d(x, k, oh, ow)
+    return MaxPool2d(x, k, oh, ow, relu)

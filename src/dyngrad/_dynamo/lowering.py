@@ -860,7 +860,8 @@ def _max_pool2d_lower(cap, op, args, kwargs, result, r):
     k, s, p, d = _pool_args(x, a["kernel_size"], a["stride"], a["padding"], a["dilation"],
                             "max_pool2d", ceil_mode=a["ceil_mode"])
     out = []
-    for fn in (conv_kernels.max_pool_kernel(x._data, k, s, p, d, a["ceil_mode"]),
+    relu = _relu_output(cap, x._grad_fn) == r(x).i   # (its gradient applied by the backward)
+    for fn in (conv_kernels.max_pool_kernel(x._data, k, s, p, d, a["ceil_mode"], relu),
                _max_pool2d_np):   # disjoint windows specialised, else the general kernel
         if fn is not None:
             ins = Instr("max_pool2d", fn, (r(x), k, s, p, d, a["ceil_mode"]), mode="new")
@@ -1335,13 +1336,11 @@ def _max_pool_backward(cap, node, g):
         raise _nokernel("max_pool2d's indices were returned")
     fwd = cap.nll_by_node[id(node)][0]
     if isinstance(fwd.fn, conv_kernels.MaxPool2d):   # its window codes, not indices
-        xb = fwd.args[0].i
-        if _relu_output(cap, node.next_functions[0][0]) == xb:
-            # ReLU's gradient applied here, on the windows' maxima (it then has nothing to do)
-            out = _emit_grads(cap, node, fwd.fn.backward_relu, g, (idxb, fwd.out[0]), 1)
-            cap.__dict__.setdefault("relu_masked", {})[cap.by_array[id(out[0]._data)]] = xb
-            return out
-        return _emit_grads(cap, node, fwd.fn.backward, g, (idxb,), 1)
+        out = _emit_grads(cap, node, fwd.fn.backward, g, (idxb,), 1)
+        if fwd.fn.relu:   # the ReLU's gradient applied too: it then has nothing to do
+            cap.__dict__.setdefault("relu_masked", {})[cap.by_array[id(out[0]._data)]] = \
+                fwd.args[0].i
+        return out
 
     def kernel(g, idx):
         return pool._scatter_np(g, idx, xshape, unique, nl)
