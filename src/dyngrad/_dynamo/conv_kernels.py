@@ -441,7 +441,6 @@ class MaxPool2d:
 
     def __init__(self, x, k, oh, ow, relu=False):
         kh, kw = k
-        self.k = k
         self.relu = relu
         self.views = [(..., slice(i, i + kh * (oh - 1) + 1, kh), slice(j, j + kw * (ow - 1) + 1, kw))
                       for i in range(kh) for j in range(kw)]
