@@ -17,6 +17,7 @@ import inspect
 import numpy as np
 
 from .._tensor import Tensor
+from . import conv_kernels
 from .program import Instr, Ref
 
 _make = Tensor._make
@@ -242,6 +243,7 @@ def lower(cap, name, args, kwargs, result, before, top, kernel=None, drawn=None)
     candidates = []
     if kernel is not None:
         candidates = _kernel_candidates(name, kernel, args, kwargs, r, cap)
+        candidates = _fast_bilinear(cap, kernel, candidates) + candidates
     elif is_inplace(name):
         candidates = _inplace_candidates(op, args, kwargs, result, r)
     else:
@@ -1222,9 +1224,15 @@ def _max_pool2d_lower(cap, op, args, kwargs, result, r):
         return []
     k, s, p, d = _pool_args(x, a["kernel_size"], a["stride"], a["padding"], a["dilation"],
                             "max_pool2d", ceil_mode=a["ceil_mode"])
-    ins = Instr("max_pool2d", _max_pool2d_np, (r(x), k, s, p, d, a["ceil_mode"]), mode="new")
-    ins.aux = (result._grad_fn,)
-    return [[ins]]
+    out = []
+    relu = _relu_output(cap, x._grad_fn) == r(x).i   # (its gradient applied by the backward)
+    for fn in (conv_kernels.max_pool_kernel(x._data, k, s, p, d, a["ceil_mode"], relu),
+               _max_pool2d_np):   # disjoint windows specialised, else the general kernel
+        if fn is not None:
+            ins = Instr("max_pool2d", fn, (r(x), k, s, p, d, a["ceil_mode"]), mode="new")
+            ins.aux = (result._grad_fn,)
+            out.append([ins])
+    return out
 
 
 def _max_pool2d_sig(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -1503,19 +1511,36 @@ def _convolution_lower(cap, op, args, kwargs, result, r):
             isinstance(args[0], Tensor) and isinstance(args[1], Tensor):
         kind, P, cols, lift = node._saved[-4:]
         b = args[2]
-        if kind == "C" and cols is not None and lift is None and _is_geometry(P) and \
+        if kind == "C" and lift is None and _is_geometry(P) and \
                 (b is None or b is conv._ABSENT or isinstance(b, Tensor)):
-            ins = Instr("convolution", _conv_cols(P),
-                        (r(args[0]), r(args[1]),
-                         None if b is None or b is conv._ABSENT else r(b)), mode="new")
-            ins.alias = ((cols, 1),)
-            out.append([ins])
+            b = None if b is None or b is conv._ABSENT else b
+            fast = conv_kernels.forward_kernel(P, args[0]._data, args[1]._data,
+                                               None if b is None else b._data)
+            # specialised for the shapes first; the general one where eager kept the columns
+            for fn in (fast, _conv_cols(P) if cols is not None else None):
+                if fn is not None:
+                    ins = Instr("convolution", fn, (r(args[0]), r(args[1]),
+                                                    None if b is None else r(b)), mode="new")
+                    ins.alias = ((cols, 1),) if cols is not None else ()
+                    out.append([ins])
     # (conv<n>d's absent bias is no bias for the declared forward)
     c = _spec_candidate(op, False, tuple(None if a is conv._ABSENT else a for a in args),
                         kwargs, result, r)
     if c is not None:
         out.append(c)
     return out
+
+
+def _fast_bilinear(cap, kernel, candidates):
+    """A convolution backward's map (``_bilinear_np``) specialised for its shapes, to try
+    before the general one."""
+    from ..ops import conv
+    if kernel is not conv._bilinear_np or len(candidates) != 1 or \
+            candidates[0][0].fn is not kernel:
+        return []
+    ins = candidates[0][0]
+    fast = conv_kernels.bilinear_kernel(ins.args, [_val(a, cap.arrays) for a in ins.args])
+    return [] if fast is None else [[Instr(ins.op, fast, ins.args, ins.kwargs, mode="new")]]
 
 
 def _conv_cols(P):
@@ -1682,6 +1707,10 @@ def unary_backward(cap, node, g, uf):
     y = sv[iy].get(node, True) if iy is not None else None
     x = sv[ix].get(node, True) if ix is not None else None
     name = type(node).__name__
+    if name == "ReluBackward0" and isinstance(y, Tensor) and \
+            cap.__dict__.get("relu_masked", {}).get(cap.by_array.get(id(g._data)), -1) == \
+            cap.by_array.get(id(y._data)):
+        return (g,)   # a max pooling's gradient already zero where y <= 0
     faster = _FASTER.get(name)
     if cap.by_array.get(id(g._data)) in cap.ones and name in _FASTER_ONES:
         faster = _FASTER_ONES[name]   # the incoming gradient is ones: g * v is v
@@ -1781,6 +1810,17 @@ def _emit_grads(cap, node, kernel, g, aux, n):
     return tuple(_make(v) for v in vals)
 
 
+def _relu_output(cap, node):
+    """The buffer of the output of ``node`` when it is a ReLU's (else None)."""
+    if type(node).__name__ != "ReluBackward0":
+        return None
+    uf = getattr(getattr(type(node), "_spec", None), "unary_formula", None)
+    if uf is None or uf[2] is None:
+        return None
+    y = node._saved[uf[2]].get(node, True)
+    return cap.by_array.get(id(y._data)) if isinstance(y, Tensor) else None
+
+
 def _max_pool_backward(cap, node, g):
     """MaxPool2DWithIndicesBackward0: the gradient added at the replay's own indices."""
     from ..ops import pool
@@ -1788,6 +1828,13 @@ def _max_pool_backward(cap, node, g):
     _, xshape, unique, nl = node._saved[:4]
     if len(node._saved) > 5:
         raise _nokernel("max_pool2d's indices were returned")
+    fwd = cap.nll_by_node[id(node)][0]
+    if isinstance(fwd.fn, conv_kernels.MaxPool2d):   # its window codes, not indices
+        out = _emit_grads(cap, node, fwd.fn.backward, g, (idxb,), 1)
+        if fwd.fn.relu:   # the ReLU's gradient applied too: it then has nothing to do
+            cap.__dict__.setdefault("relu_masked", {})[cap.by_array[id(out[0]._data)]] = \
+                fwd.args[0].i
+        return out
 
     def kernel(g, idx):
         return pool._scatter_np(g, idx, xshape, unique, nl)
