@@ -427,3 +427,42 @@ def test_dropout_in_a_compiled_module_differentiated_outside():
     assert f._compiled.eager_reason is None and f._compiled.entries[0].replays == 2
     assert all(_same(a, b) for a, b in zip(oe, oc))
     _same_modules(me, mc)
+
+
+def test_a_file_loaded_after_the_first_capture_is_swapped_too():
+    """nn.utils (clip_grad_norm_) loaded only after a first capture in the process: a later
+    capture still records its norms (they were frozen constants of the first step)."""
+    import os
+    import subprocess
+    import sys
+    code = """
+import sys
+import numpy as np
+import dyngrad as T
+from dyngrad import nn, _dynamo
+_dynamo.config.check_replay = True
+rm, rv = T.zeros(3), T.ones(3)
+x = T.tensor(np.random.default_rng(2).standard_normal((4, 3, 2, 2)).astype(np.float32))
+bn = T.compile(lambda x: T.nn.functional.batch_norm(x, rm, rv, training=True, momentum=0.2))
+for _ in range(2):
+    bn(x)
+def run(compiled):
+    T.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    opt = T.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    def step(x):
+        opt.zero_grad()
+        (model(x) ** 2).sum().backward()
+        norm = nn.utils.clip_grad_norm_(model.parameters(), 0.01)
+        opt.step()
+        return norm
+    fn = T.compile(step) if compiled else step
+    return [float(fn(T.ones(5, 3) * k)) for k in (1.0, 2.0, 3.0)]
+eager = run(False)   # (loads nn.utils after the first capture)
+print(run(True) == eager)
+"""
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=src))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "True"

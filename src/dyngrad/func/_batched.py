@@ -588,14 +588,41 @@ def swap_all(make) -> None:
 
 
 _OP_GLOBALS: list = []
+_SCANNED: set = set()          # the modules _OP_GLOBALS has looked through
+_MODULES_SEEN = [-1]           # len(sys.modules) when it last looked
 
 
 def _op_globals():
     """Every registered op as the ops modules and the nn modules hold it: ``(module dict,
-    name, function)`` (a backward formula calls ``t(grad)`` from ops/views.py, the LSTM
-    ``stack`` from nn/modules/rnn.py)."""
-    if _OP_GLOBALS:
+    name, function, op name)`` (a backward formula calls ``t(grad)`` from ops/views.py, the
+    LSTM ``stack`` from nn/modules/rnn.py).  A module loaded since the last call (a layer
+    file, nn.utils, loaded on first use) is looked through then, so no copy it holds escapes
+    a later swap."""
+    import sys
+    if len(sys.modules) == _MODULES_SEEN[0]:
         return _OP_GLOBALS
+    if not _SCANNED:   # every nn file loaded before the first look (a capture's first call
+        from .. import nn   # must not load clip_grad, say, unswapped)
+        nn._load_all()
+    _MODULES_SEEN[0] = len(sys.modules)
+    from ..ops import OPS
+    ops = {}
+    for name, info in OPS.items():
+        f = info["fn"]
+        for g in (f, getattr(f, "__wrapped__", None)):
+            if g is not None:
+                ops.setdefault(id(g), name)
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or mod_name in _SCANNED or not (mod_name.startswith("dyngrad.ops.") or
+                                                       mod_name.startswith("dyngrad.nn.")):
+            continue
+        _SCANNED.add(mod_name)
+        d = vars(mod)
+        for k, v in list(d.items()):
+            if isinstance(v, types.FunctionType) and id(v) in ops and not k.startswith("__"):
+                # (a private alias, ``_stack``, is recorded by the op's name)
+                _OP_GLOBALS.append((d, k, v, ops[id(v)] if k.startswith("_") else k))
+    return _OP_GLOBALS
     import sys
     from ..ops import OPS
     ops = {}

@@ -29,6 +29,15 @@ def __dir__():
 
 
 def _load_all() -> None:
-    """Every layer class bound here (for code that walks ``vars(nn)``)."""
+    """Every layer class bound here, and every file of ``nn`` and ``nn.utils`` loaded: for
+    code that walks ``vars(nn)`` or the op copies the nn files hold (the swaps of vmap and
+    compile, which must not miss a file loaded later)."""
+    import importlib
+    import pkgutil
     for name in _LAYERS:
         __getattr__(name)
+    utils = importlib.import_module(f"{__name__}.utils")
+    for pkg in (utils, importlib.import_module(__name__)):
+        for m in pkgutil.iter_modules(pkg.__path__):
+            if not m.ispkg:
+                importlib.import_module(f"{pkg.__name__}.{m.name}")
