@@ -1,5 +1,5 @@
-"""Replay kernels for convolution, max pooling and ReLU's gradient, specialised at capture for
-the guarded shapes.
+"""Replay kernels for convolution and max pooling, specialised at capture for the guarded
+shapes (ReLU's gradient is written by the replay's own lines: ``lowering._relu_bw``).
 
 The general kernels (``ops.conv``, ``ops.pool``) allocate and zero a padded input, copy it
 into im2col columns one output row at a time, transpose the product and add the bias in two
@@ -15,8 +15,7 @@ passes, find max-pooling maxima with flat int64 indices and scatter gradients ba
   stay in cache while they are summed back;
 * pool over disjoint windows with contiguous copies of the window offsets and an offset code
   per window instead of an index, scatter the gradient through bit masks, and, when the
-  pooled tensor is a ReLU's output, apply the ReLU's gradient there, on the windows' maxima;
-* compute ReLU's gradient through a bit mask instead of ``np.where``.
+  pooled tensor is a ReLU's output, apply the ReLU's gradient there, on the windows' maxima.
 
 Each one runs the same products and additions, in the same order, as eager (adding a zero,
 the only extra step, changes no sum), so its results are eager's bit for bit; the capture
