@@ -34,3 +34,14 @@ def _torch_distribution_validation_kept():
     td = sys.modules.get("torch.distributions")
     if td is not None:
         td.Distribution.set_default_validate_args(__debug__ if prev is None else prev)
+
+
+@pytest.fixture
+def check_replay():
+    """dyngrad.compile's debug mode for a test: every first replay is also run eagerly from the
+    same state and compared (values, gradients, parameters, generator state)."""
+    from dyngrad import _dynamo
+    old = _dynamo.config.check_replay
+    _dynamo.config.check_replay = True
+    yield
+    _dynamo.config.check_replay = old

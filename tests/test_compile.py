@@ -25,13 +25,8 @@ def _load_workloads():
 W = _load_workloads()
 
 
-@pytest.fixture(autouse=True)
-def _checked():
-    """Every first replay is also run eagerly and compared (config.check_replay)."""
-    old = _dynamo.config.check_replay
-    _dynamo.config.check_replay = True
-    yield
-    _dynamo.config.check_replay = old
+# every first replay is also run eagerly and compared (check_replay, tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("check_replay")
 
 
 def bits(a):

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import dyngrad
-from dyngrad import _dynamo
 from dyngrad._dynamo import conv_kernels as CK
 import dyngrad.nn.functional as F
 
@@ -16,11 +15,9 @@ torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(autouse=True)
-def _check_replay():
-    old = _dynamo.config.check_replay
-    _dynamo.config.check_replay = True
+def _checked_and_reset(check_replay):
+    """Every first replay checked against eager (tests/conftest.py); captures forgotten after."""
     yield
-    _dynamo.config.check_replay = old
     dyngrad.compiler.reset()
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import dyngrad as T
-from dyngrad import _dynamo, nn
+from dyngrad import nn
 import dyngrad.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -22,14 +22,8 @@ import dcgan_digits  # noqa: E402
 import rnn_sequence  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _checked():
-    """Every first replay is also run eagerly and compared (config.check_replay), generator
-    state included."""
-    old = _dynamo.config.check_replay
-    _dynamo.config.check_replay = True
-    yield
-    _dynamo.config.check_replay = old
+# every first replay is also run eagerly and compared (check_replay, tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("check_replay")
 
 
 def _same(a, b) -> bool:

@@ -8,17 +8,12 @@ import numpy as np
 import pytest
 
 import dyngrad as T
-from dyngrad import _dynamo
 
 F = T.nn.functional
 
 
-@pytest.fixture(autouse=True)
-def _checked():
-    old = _dynamo.config.check_replay
-    _dynamo.config.check_replay = True
-    yield
-    _dynamo.config.check_replay = old
+# every first replay is also run eagerly and compared (check_replay, tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("check_replay")
 
 
 def _bits(t):

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import dyngrad as torch
-from dyngrad import _dynamo
 from tests.optable import all_rows
 
 ROWS = all_rows()
@@ -702,12 +701,8 @@ FALLS_BACK: dict = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _checked():
-    old = _dynamo.config.check_replay
-    _dynamo.config.check_replay = True
-    yield
-    _dynamo.config.check_replay = old
+# every first replay is also run eagerly and compared (check_replay, tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("check_replay")
 
 
 def _outputs(o):

@@ -13,13 +13,8 @@ from dyngrad import _dynamo, nn
 from dyngrad._dynamo.exc import Unsupported
 
 
-@pytest.fixture(autouse=True)
-def _checked():
-    """Every first replay is also run eagerly and compared (config.check_replay)."""
-    old = _dynamo.config.check_replay
-    _dynamo.config.check_replay = True
-    yield
-    _dynamo.config.check_replay = old
+# every first replay is also run eagerly and compared (check_replay, tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("check_replay")
 
 
 class Printing(nn.Module):
