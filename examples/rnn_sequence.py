@@ -2,7 +2,7 @@
 every step, the running sum modulo 10 (classification per step).  Shows nn.LSTM, nn.Embedding,
 sequence losses and gradient clipping.
 
-    python examples/rnn_sequence.py [--steps 600]
+    python examples/rnn_sequence.py [--steps 600] [--compile]
 """
 import argparse
 
@@ -30,23 +30,29 @@ def batch(rs, n=64, length=8):
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
-def train(steps=600, seed=0, log=print):
+def train(steps=600, seed=0, log=print, compile=False):
+    """Train for ``steps`` batches; ``compile=True`` runs each training step through
+    torch.compile (captured once, replayed after: the same numbers as eager)."""
     torch.manual_seed(seed)
     rs = np.random.RandomState(seed)
     model = Model()
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     loss_fn = nn.CrossEntropyLoss()
-    for step in range(1, steps + 1):
-        x, y = batch(rs)
+
+    def train_step(x, y):
         logits = model(x)
         loss = loss_fn(logits.reshape(-1, 10), y.reshape(-1))
         opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        return loss, (logits.argmax(-1) == y).float().mean()
+
+    run = torch.compile(train_step) if compile else train_step
+    for step in range(1, steps + 1):
+        loss, acc = run(*batch(rs))
         if step % 100 == 0:
-            acc = (logits.argmax(-1) == y).float().mean().item()
-            log(f"step {step:4d}  loss {loss.item():.3f}  per-step accuracy {acc * 100:.1f}%")
+            log(f"step {step:4d}  loss {loss.item():.3f}  per-step accuracy {acc.item() * 100:.1f}%")
     x, y = batch(np.random.RandomState(seed + 1), n=256)
     with torch.no_grad():
         acc = (model(x).argmax(-1) == y).float().mean().item()
@@ -57,4 +63,6 @@ def train(steps=600, seed=0, log=print):
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--steps", type=int, default=600)
-    train(p.parse_args().steps)
+    p.add_argument("--compile", action="store_true", help="run the training step compiled")
+    a = p.parse_args()
+    train(a.steps, compile=a.compile)

@@ -1,6 +1,6 @@
 """The examples and the training command run and learn: CNN on digits >= 97%, MLP learns,
-the DCGAN writes a sample grid, the LSTM solves its sequence task; bad arguments give one
-line."""
+the DCGAN writes a sample grid, the LSTM solves its sequence task, and both train to the same
+numbers with their step compiled; bad arguments give one line."""
 from __future__ import annotations
 
 import os
@@ -47,6 +47,40 @@ def test_dcgan_writes_samples(tmp_path):
     out = tmp_path / "grid.png"
     dcgan_digits.save_grid(samples, str(out))
     assert out.stat().st_size > 1000
+
+
+def _compiled_run(train, **kw):
+    """``train(compile=True, **kw)``'s result and the compiled training step it made."""
+    from dyngrad._dynamo.eval_frame import ALL_COMPILED
+    before = len(ALL_COMPILED)
+    out = train(compile=True, **kw)
+    (step,) = [cf for cf in ALL_COMPILED[before:] if cf.name.endswith("train_step")]
+    return out, step
+
+
+def test_lstm_sequence_task_trains_the_same_compiled():
+    import numpy as np
+    import rnn_sequence
+    logs_e, logs_c = [], []
+    m_e, acc_e = rnn_sequence.train(steps=200, log=logs_e.append)
+    (m_c, acc_c), step = _compiled_run(rnn_sequence.train, steps=200, log=logs_c.append)
+    assert step.eager_reason is None and step.entries[0].replays == 199
+    assert logs_c == logs_e and acc_c == acc_e    # the logged losses and accuracies too
+    for (k, a), (_, b) in zip(m_e.state_dict().items(), m_c.state_dict().items()):
+        assert np.array_equal(a.numpy(), b.numpy()), k
+
+
+def test_dcgan_trains_the_same_compiled():
+    import numpy as np
+    import dcgan_digits
+    logs_e, logs_c = [], []
+    g_e, d_e, s_e = dcgan_digits.train(epochs=1, log=logs_e.append)
+    (g_c, d_c, s_c), step = _compiled_run(dcgan_digits.train, epochs=1, log=logs_c.append)
+    assert step.eager_reason is None and step.entries[0].replays == 1797 // 64 - 1
+    assert logs_c == logs_e and np.array_equal(s_e.numpy(), s_c.numpy())
+    for net_e, net_c in ((g_e, g_c), (d_e, d_c)):
+        for (k, a), (_, b) in zip(net_e.state_dict().items(), net_c.state_dict().items()):
+            assert np.array_equal(a.numpy(), b.numpy()), k
 
 
 def _cli(*args):
