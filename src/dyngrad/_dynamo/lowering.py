@@ -1154,46 +1154,32 @@ def _gelu_sig(input, approximate="none"):
     pass
 
 
-def _mse_lower(cap, op, args, kwargs, result, r):
-    """F.mse_loss without weights, of one dtype and shape: the declared loss's forward."""
-    from ..ops import losses
-    from ..nn.functional import _reduction_enum, _REDUCTIONS
-    try:
-        ba = inspect.signature(_mse_sig).bind(*args, **kwargs)
-    except TypeError:
-        return []
-    ba.apply_defaults()
-    a = ba.arguments
-    x, t = a["input"], a["target"]
-    if a["weight"] is not None or not isinstance(x, Tensor) or not isinstance(t, Tensor) or \
-            x._data.shape != t._data.shape or x._data.dtype != t._data.dtype:
-        return []
-    red = _REDUCTIONS[_reduction_enum(a["reduction"], a["size_average"], a["reduce"])]
-    return [[Instr("mse_loss", losses.mse_loss.forward, (r(x), r(t), red), mode="new")]]
+def _unweighted_loss(name: str, sig, extra: tuple = ()):
+    """The lowering of loss ``name`` (``F.<name>``, of signature ``sig``) without weights, of
+    two tensors of one dtype and shape: the declared loss's forward, with ``extra`` arguments
+    before the reduction."""
+    def lower(cap, op, args, kwargs, result, r):
+        from ..ops import losses
+        from ..nn.functional import _reduction_enum, _REDUCTIONS
+        try:
+            ba = inspect.signature(sig).bind(*args, **kwargs)
+        except TypeError:
+            return []
+        ba.apply_defaults()
+        a = ba.arguments
+        x, t = a["input"], a["target"]
+        if a["weight"] is not None or not isinstance(x, Tensor) or \
+                not isinstance(t, Tensor) or x._data.shape != t._data.shape or \
+                x._data.dtype != t._data.dtype:
+            return []
+        red = _REDUCTIONS[_reduction_enum(a["reduction"], a["size_average"], a["reduce"])]
+        return [[Instr(name, getattr(losses, name).forward, (r(x), r(t), *extra, red),
+                       mode="new")]]
+    return lower
 
 
 def _mse_sig(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     pass
-
-
-def _bce_lower(cap, op, args, kwargs, result, r):
-    """F.binary_cross_entropy without weights, of one dtype and shape: the declared loss's
-    forward."""
-    from ..ops import losses
-    from ..nn.functional import _reduction_enum, _REDUCTIONS
-    try:
-        ba = inspect.signature(_bce_sig).bind(*args, **kwargs)
-    except TypeError:
-        return []
-    ba.apply_defaults()
-    a = ba.arguments
-    x, t = a["input"], a["target"]
-    if a["weight"] is not None or not isinstance(x, Tensor) or not isinstance(t, Tensor) or \
-            x._data.shape != t._data.shape or x._data.dtype != t._data.dtype:
-        return []
-    red = _REDUCTIONS[_reduction_enum(a["reduction"], a["size_average"], a["reduce"])]
-    return [[Instr("binary_cross_entropy", losses.binary_cross_entropy.forward,
-                   (r(x), r(t), None, red), mode="new")]]
 
 
 def _bce_sig(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -1556,8 +1542,9 @@ _SPECIAL = {"convolution": _convolution_lower, "__getitem__": _getitem_lower, "z
             "full": _factory_lower, "zeros_like": _factory_lower,
             "ones_like": _factory_lower, "full_like": _factory_lower, "eye": _eye_lower,
             "nll_loss": _nll_lower, "log_softmax": _log_softmax_lower,
-            "softmax": _log_softmax_lower, "gelu": _gelu_lower, "mse_loss": _mse_lower,
-            "binary_cross_entropy": _bce_lower,
+            "softmax": _log_softmax_lower, "gelu": _gelu_lower,
+            "mse_loss": _unweighted_loss("mse_loss", _mse_sig),
+            "binary_cross_entropy": _unweighted_loss("binary_cross_entropy", _bce_sig, (None,)),
             "embedding": _embedding_lower, "max_pool2d": _max_pool2d_lower,
             "layer_norm": _layer_norm_lower, "where": _where_lower, "chunk": _chunk_lower,
             "unsafe_chunk": _chunk_lower, "to": _cast_lower, "float": _cast_lower,

@@ -623,24 +623,6 @@ def _op_globals():
                 # (a private alias, ``_stack``, is recorded by the op's name)
                 _OP_GLOBALS.append((d, k, v, ops[id(v)] if k.startswith("_") else k))
     return _OP_GLOBALS
-    import sys
-    from ..ops import OPS
-    ops = {}
-    for name, info in OPS.items():
-        f = info["fn"]
-        for g in (f, getattr(f, "__wrapped__", None)):
-            if g is not None:
-                ops.setdefault(id(g), name)
-    for mod_name, mod in list(sys.modules.items()):
-        if mod is None or not (mod_name.startswith("dyngrad.ops.") or
-                               mod_name.startswith("dyngrad.nn.")):
-            continue
-        d = vars(mod)
-        for k, v in list(d.items()):
-            if isinstance(v, types.FunctionType) and id(v) in ops and not k.startswith("__"):
-                # (a private alias, ``_stack``, is recorded by the op's name)
-                _OP_GLOBALS.append((d, k, v, ops[id(v)] if k.startswith("_") else k))
-    return _OP_GLOBALS
 
 
 def restore_all() -> None:
