@@ -72,6 +72,24 @@ def test_support_table_is_generated_from_the_registry():
         "README support table is stale: run python tools/readme_tables.py"
 
 
+def test_compile_table_is_generated_from_the_measurements():
+    """The README's compiled-step table is what tools/readme_tables.py makes of
+    benchmarks/results/compile.json (the one run it was measured in)."""
+    import re
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        import readme_tables
+    finally:
+        sys.path.pop(0)
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    m = re.search(r"<!-- compile-table:start -->\n(.*?)\n<!-- compile-table:end -->", text, re.S)
+    assert m, "README has no compile table markers"
+    assert m.group(1) == readme_tables.compile_table(), \
+        "README compile table is stale: run python tools/readme_tables.py"
+
+
 def test_every_name_in_the_support_table_exists():
     """Each op listed in the table runs as ``dyngrad.<name>`` or ``Tensor.<name>``."""
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
