@@ -140,7 +140,7 @@ def _flat(o):
 def _run(L, name, state):
     spec = S[name]
     L.manual_seed(0)
-    m = eval(spec[0], {"__builtins__": {}}, vars(L.nn))
+    m = eval(spec[0], {"__builtins__": {}}, {n: getattr(L.nn, n) for n in dir(L.nn)})
     if state is None:  # PyTorch's side: its weights are the ones used
         with L.no_grad():
             rs = np.random.RandomState(1)

@@ -44,8 +44,10 @@ def support_table() -> str:
     fn_names = sorted(n for n, v in vars(F).items()
                       if inspect.isfunction(v) and not n.startswith("_")
                       and (v.__module__ == F.__name__ or n in ("relu", "tanh", "sigmoid")))
-    mods = sorted(n for n, v in vars(dyngrad.nn).items()
-                  if inspect.isclass(v) and issubclass(v, dyngrad.nn.Module))
+    # (through dir and getattr: a layer's file is loaded when its class is first asked for)
+    mods = sorted(n for n in dir(dyngrad.nn)
+                  if inspect.isclass(getattr(dyngrad.nn, n)) and
+                  issubclass(getattr(dyngrad.nn, n), dyngrad.nn.Module))
     opts = sorted(n for n, v in vars(dyngrad.optim).items()
                   if inspect.isclass(v) and issubclass(v, dyngrad.optim.Optimizer) and n != "Optimizer"
                   and not n.startswith("_"))
