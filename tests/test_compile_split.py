@@ -179,3 +179,40 @@ def test_the_page_shows_the_split_and_its_regions():
         step(x, y)
     page = compiled_html(step)
     assert '"split":true' in page and "/Sequential" in page and "/CrossEntropyLoss" in page
+
+
+@pytest.mark.browser
+def test_the_rendered_page_names_the_split_and_shows_each_region(tmp_path):
+    """In headless Chromium: the split function says that it is split and names its regions,
+    and every region has its own section with its program (never shown as eager)."""
+    import html
+    import re
+    import shutil
+    import subprocess
+    from dyngrad.viz.compiled import save_compiled_html
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    (m, o), _ = _models("printing")
+    step = T.compile(_step(m, o, []))
+    with redirect_stdout(io.StringIO()):
+        for x, y in _batches(6):
+            step(x, y)
+    path = tmp_path / "split.html"
+    save_compiled_html(step, path)
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--virtual-time-budget=5000", "--dump-dom", path.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert 'data-ready="1"' in dom
+    body = re.sub(r"<(script|style)\b.*?</\1>", " ", dom, flags=re.S)   # what is shown
+    text = html.unescape(re.sub(r"<[^>]+>", " ", body))
+    n = step.name
+    assert f"split: its own code runs eagerly, the Modules it calls as compiled regions " \
+           f"({n}/Sequential, {n}/CrossEntropyLoss)" in re.sub(r"\s+", " ", text)
+    for name in ("Sequential", "Sequential/Printing", "Sequential/ReLU",
+                 "Sequential/Printing/Linear", "CrossEntropyLoss"):
+        assert f"{n}/{name}" in text
+    # the regions that replay show their program and their replays; the split ones say so
+    assert text.count("split: its own code runs eagerly") == 3   # step, Sequential, Printing
+    assert "runs eagerly" not in re.sub(r"split: its own code runs eagerly", "", text)
+    assert len(re.findall(r"program #0", text)) >= 4
