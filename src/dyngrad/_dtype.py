@@ -242,6 +242,19 @@ def arg_int(v, fn: str, arg: str, pos: int) -> None:
                         f"{type_name(v)}")
 
 
+def int_arg(v, fn: str, arg: str, pos: int | None) -> int:
+    """An int argument as PyTorch's parser takes it (a NumPy integer or a 0-d integer tensor
+    too, as a Python int, which PyTorch's node keeps; not a bool), else PyTorch's TypeError for
+    ``arg`` of ``fn``, with its position when it was given by position (``pos``)."""
+    data = getattr(v, "_data", None)   # (a Tensor: the core's module cannot import its class)
+    if data is not None and data.ndim == 0 and data.dtype.kind in "iu":
+        return int(data)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        where = "" if pos is None else f" (position {pos})"
+        raise TypeError(f"{fn}(): argument '{arg}'{where} must be int, not {type_name(v)}")
+    return int(v)
+
+
 def not_tensor(fn: str, arg: str, pos: int, v) -> TypeError:
     """PyTorch's TypeError for a tensor argument ``arg`` (at ``pos``) of ``fn`` given ``v``."""
     return TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be Tensor, not "

@@ -537,7 +537,7 @@ class OpSpec:
             for pos, p in dim_params:
                 v = pvals[p]
                 if type(v) is not int:
-                    v = raw[p] = _int_arg(v, name, p, n_in + pos + _p if pos < given else None)
+                    v = raw[p] = D.int_arg(v, name, p, n_in + pos + _p if pos < given else None)
                 pvals[p] = _dim(int(v), tensors[0]._data.ndim)
             arrays = [t._data for t in tensors]
             casts = None
@@ -1394,18 +1394,6 @@ def batch_along_dims(param: str) -> Callable:
     return rule
 
 
-def _int_arg(v, name: str, param: str, pos: int | None) -> int:
-    """An int argument given as something else: a NumPy integer or a 0-d integer tensor
-    counts (as a Python int, which PyTorch's node keeps); anything else is PyTorch's
-    TypeError, with the position of an argument given by position (``pos``)."""
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu":
-        return raw_dim(v)
-    where = "" if pos is None else f" (position {pos})"
-    raise TypeError(f"{name}(): argument '{param}'{where} must be int, not {D.type_name(v)}")
-
-
 def saved_arg(v):
     """An ``index_args`` argument as its node keeps it: a Tensor as a saved tensor, a list
     holding tensors (index_put's indices) as a ``SavedSeq``."""
@@ -1912,7 +1900,7 @@ def _list_public(self):
         for i, p in dim_params:
             v = pvals[p]
             if type(v) is not int:
-                pvals[p] = _int_arg(v, name, p, i + 2 if i < len(rest) else None)
+                pvals[p] = D.int_arg(v, name, p, i + 2 if i < len(rest) else None)
         casts = None
         dt = arrays[0].dtype if arrays else None
         for a in arrays:

@@ -13,7 +13,7 @@ from .. import _dtype as D
 from . import OPS, composite
 from .._record import STATE, Tensor, edge_of, record
 from . import _dual as X
-from ._spec import _int_arg, defop, defview, fp_safe, int64_saved, varargs_method
+from ._spec import defop, defview, fp_safe, int64_saved, varargs_method
 from .indexing import SelectBackwardBackward0, SliceBackwardBackward0
 from .views import permute, reshape, expand
 from .._tensor import Size, _dim, channels_last_format
@@ -319,9 +319,9 @@ def _batch_select(spec, arrays, params):
 def select(self, dim, index):
     """The slice at ``index`` along ``dim``, that dimension removed (a view); SelectBackward0."""
     if type(dim) is not int:
-        dim = _int_arg(dim, "select", "dim", 2)
+        dim = D.int_arg(dim, "select", "dim", 2)
     if type(index) is not int:
-        index = _int_arg(index, "select", "index", 3)
+        index = D.int_arg(index, "select", "index", 3)
     if self.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     k = _dim(dim, self.ndim)
@@ -783,9 +783,9 @@ _diag_place_any = X.twin(_diag_place_np, _diag_place_t)
 def _diagonal_args(ndim, offset, dim1, dim2, name="diagonal"):
     D.arg_int(offset, name, "offset", 2)
     if type(dim1) is not int:
-        dim1 = _int_arg(dim1, name, "dim1", 3)
+        dim1 = D.int_arg(dim1, name, "dim1", 3)
     if type(dim2) is not int:
-        dim2 = _int_arg(dim2, name, "dim2", 4)
+        dim2 = D.int_arg(dim2, name, "dim2", 4)
     a, b = _dim(dim1, ndim), _dim(dim2, ndim)
     if a == b:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -987,14 +987,6 @@ from .._record import Node  # noqa: E402
 from .views import _pieces as _pieces_of, _split_sizes_of, checked_split_sizes  # noqa: E402
 
 
-def _int(v, fn, arg, pos):
-    """An int argument as PyTorch's parser takes it (a 0-d integer tensor too; not a bool)."""
-    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu":
-        return int(v._data)
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not "
-                        f"{D.type_name(v)}")
-    return int(v)
 
 
 def declared_dual(spec, impl):
@@ -1101,9 +1093,9 @@ _narrow_place_any = X.twin(_narrow_place_np, _narrow_place_t)
 def _narrow_copy(p, input, dim, start, length):
     """A copy of ``length`` elements from ``start`` along ``dim``; NarrowCopyBackward0."""
     if type(dim) is not int or type(start) is not int or type(length) is not int:
-        dim = _int(dim, "narrow_copy", "dim", 1 + p)
-        start = _int(start, "narrow_copy", "start", 2 + p)
-        length = _int(length, "narrow_copy", "length", 3 + p)
+        dim = D.int_arg(dim, "narrow_copy", "dim", 1 + p)
+        start = D.int_arg(start, "narrow_copy", "start", 2 + p)
+        length = D.int_arg(length, "narrow_copy", "length", 3 + p)
     return _narrow_copy_spec.declared(input, dim, start, length)
 
 
@@ -1177,8 +1169,8 @@ def _(ctx, t):
 def _unsafe_split(p, tensor, split_size, dim=0):
     """split's pieces without view tracking (in-place changes of them are not checked);
     UnsafeSplitBackward0."""
-    split_size = _int(split_size, "unsafe_split", "split_size", 1 + p)
-    dim = _int(dim, "unsafe_split", "dim", 2 + p)
+    split_size = D.int_arg(split_size, "unsafe_split", "split_size", 1 + p)
+    dim = D.int_arg(dim, "unsafe_split", "dim", 2 + p)
     return _unsafe_split_spec.declared(_tensor_arg("unsafe_split", tensor), split_size, dim)
 
 
@@ -1193,7 +1185,7 @@ def _unsafe_split_with_sizes(p, input, split_sizes, dim=0):
             raise TypeError(f"{fn}(): argument 'split_sizes' failed to unpack the object at pos "
                             f"{i + 1} with error \"type must be tuple of ints,but got "
                             f"{D.type_name(s)}\"")
-    dim = _int(dim, fn, "dim", 2 + p)
+    dim = D.int_arg(dim, fn, "dim", 2 + p)
     return _unsafe_split_with_sizes_spec.declared(_tensor_arg(fn, input),
                                                   [int(s) for s in split_sizes], dim)
 
@@ -1207,8 +1199,8 @@ def _tensor_arg(fn, v):
 
 def _unsafe_chunk(p, input, chunks, dim=0):
     """chunk's pieces without view tracking; UnsafeSplitBackward0."""
-    chunks = _int(chunks, "unsafe_chunk", "chunks", 1 + p)
-    dim = _int(dim, "unsafe_chunk", "dim", 2 + p)
+    chunks = D.int_arg(chunks, "unsafe_chunk", "chunks", 1 + p)
+    dim = D.int_arg(dim, "unsafe_chunk", "dim", 2 + p)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = input._data
@@ -1230,7 +1222,7 @@ unsafe_chunk = dual("unsafe_chunk", _unsafe_chunk, composite=True)
 def _diagflat(p, input, offset=0):
     """The flattened input as the ``offset`` diagonal of a square matrix:
     ``input.contiguous().view(-1)`` under DiagEmbedBackward0."""
-    offset = _int(offset, "diagflat", "offset", 1 + p)
+    offset = D.int_arg(offset, "diagflat", "offset", 1 + p)
     # methods, so that vmap's batched tensors dispatch each part to its batching rule
     return input.contiguous().view(-1).diag_embed(offset, -2, -1)  # PyTorch's dims
 
@@ -1276,8 +1268,8 @@ def _diff_n(x, n, dim):
 def _diff(p, input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along ``dim`` (``prepend``/``append`` concatenated first):
     differences of narrow slices, as PyTorch composes it."""
-    n = _int(n, "diff", "n", 1 + p)
-    dim = _int(dim, "diff", "dim", 2 + p)
+    n = D.int_arg(n, "diff", "n", 1 + p)
+    dim = D.int_arg(dim, "diff", "dim", 2 + p)
     if input.dim() < 1:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:

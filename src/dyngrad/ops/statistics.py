@@ -55,13 +55,6 @@ def _need_tensor(fn, v, arg, pos):
         raise D.not_tensor(fn, arg, pos, v)
 
 
-def _int(v, fn, arg, pos):
-    if isinstance(v, Tensor) and v._data.ndim == 0 and v._data.dtype.kind in "iu":
-        return int(v._data)
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{fn}(): argument '{arg}' (position {pos}) must be int, not "
-                        f"{D.type_name(v)}")
-    return int(v)
 
 
 def _number(v, fn, arg, pos):
@@ -110,7 +103,7 @@ def _histc(p, input, bins=100, min=0, max=0):
     """Counts of the elements in ``bins`` equal-width bins over [min, max] (the data's range
     when min == max); elements outside, and NaN, are not counted."""
     _need_tensor("histc", input, "input", 1)
-    bins = _int(bins, "histc", "bins", 1 + p)
+    bins = D.int_arg(bins, "histc", "bins", 1 + p)
     lo = _number(min, "histc", "min", 2 + p)
     hi = _number(max, "histc", "max", 3 + p)
     if input._requires_grad:  # (no derivative: the declared function records nothing)
@@ -141,7 +134,7 @@ def _bincount(p, input, weights=None, minlength=0):
     _need_tensor("bincount", input, "input", 1)
     if weights is not None:
         _need_tensor("bincount", weights, "weights", 1 + p)
-    minlength = _int(minlength, "bincount", "minlength", 2 + p)
+    minlength = D.int_arg(minlength, "bincount", "minlength", 2 + p)
     d = input._data
     if d.dtype.kind not in "iu":
         raise _not_impl("bincount_cpu", d.dtype)
@@ -180,7 +173,7 @@ def _quantile(name, p, input, q, dim=None, keepdim=False, *, interpolation="line
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest, but got {interpolation}")
     if dim is not None:
-        dim = _int(dim, name, "dim", 2 + p)
+        dim = D.int_arg(dim, name, "dim", 2 + p)
     nd, q_nd = input.dim(), q.dim()
     if input.numel() == 0:
         raise RuntimeError("quantile() input tensor must be non-empty")
@@ -303,7 +296,7 @@ def _cov(p, input, *, correction=1, fweights=None, aweights=None):
     optional frequency and observation weights; PyTorch's composition."""
     t = _pkg()
     _need_tensor("cov", input, "input", 1)
-    correction = _int(correction, "cov", "correction", 2 + p)
+    correction = D.int_arg(correction, "cov", "correction", 2 + p)
     nd = input.dim()
     if nd > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "

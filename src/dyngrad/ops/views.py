@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 
 from . import composite
+from .. import _dtype as D
 from .._record import RECORD_HOOKS, STATE, Node, Tensor, edge_of, notify, record, sum_to
 from .._tensor import Size, _dim, _storage_root
 from . import _dual as X
@@ -156,7 +157,6 @@ def _dtype_view(input, r):
 def view(self, *shape):
     """The same data with another shape (no copy); ViewBackward0."""
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list, Size)):
-        from .. import _dtype as D
         return self.view(D.to_dtype(shape[0]).np), None
     v = self.view()
     try:
@@ -530,7 +530,6 @@ expand = expand.fn
 def expand_shape(dshape, dtype, sizes):
     """The shape ``expand(*sizes)`` gives a tensor of ``dshape``, or PyTorch's error."""
     if len(sizes) < len(dshape):
-        from .. import _dtype as D
         raise RuntimeError(f"expand(torch.{D.TYPE_NAMES[D.FROM_NP[dtype]]}{{{list(dshape)}}}, "
                            f"size={list(sizes)}): the number of sizes provided ({len(sizes)}) "
                            f"must be greater or equal to the number of dimensions in the tensor "
@@ -900,7 +899,6 @@ def _dir_split(name, input, indices_or_sections, min_dim, method):
     (``method``: called as ``Tensor.<name>``, whose type error leaves out the input)."""
     if isinstance(indices_or_sections, (bool, float, Tensor)) or not isinstance(
             indices_or_sections, (int, np.integer, tuple, list)):
-        from .. import _dtype as D
         got = D.type_name(indices_or_sections)
         t = "" if method else "Tensor input, "
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
@@ -997,10 +995,9 @@ def _batch_unfold(spec, arrays, params):
 def unfold(self, dimension, size, step):
     """All windows of ``size`` elements every ``step`` along ``dimension`` (a view; the window
     is the new last dim); UnfoldBackward0."""
-    from .shape import _int
-    dimension = _int(dimension, "unfold", "dimension", 1)
-    size = _int(size, "unfold", "size", 2)
-    step = _int(step, "unfold", "step", 3)
+    dimension = D.int_arg(dimension, "unfold", "dimension", 1)
+    size = D.int_arg(size, "unfold", "size", 2)
+    step = D.int_arg(step, "unfold", "step", 3)
     k = _dim(dimension, self.ndim)
     n = self.shape[k] if self.ndim else 1
     if size < 0:
