@@ -8,8 +8,7 @@ from math import prod as _prod
 from ._dtype import DEFAULTS
 from ._tensor import Tensor
 from .autograd.grad_mode import STATE
-from .autograd import errors
-from .autograd.node import IN_PLACE, Node, Saved, cast_grad, edge_of, first_use, NO_EDGE
+from .autograd.node import Node, Saved, cast_grad, edge_of, first_use, NO_EDGE
 
 _make = Tensor._make
 
@@ -55,11 +54,7 @@ def record(data, node):
     if node is not None:
         node._odt = dt = data.dtype
         if dt.kind != "f":
-            if dt.kind == "c":
-                if node._holomorphic:
-                    node._conjugate_rule()
-            elif dt.kind in "biu" and not IN_PLACE[0]:
-                raise errors.integer_history(dt)
+            node._not_floating(dt)
         if RECORD_HOOKS:
             for h in RECORD_HOOKS:
                 h(t, node)
@@ -94,8 +89,8 @@ def notify(t):
     fn = t._grad_fn
     if fn is not None and fn._odt is None:
         fn._odt = dt = t._data.dtype
-        if dt.kind == "c" and fn._holomorphic:
-            fn._conjugate_rule()
+        if dt.kind != "f":
+            fn._not_floating(dt)
     if RECORD_HOOKS:
         for h in RECORD_HOOKS:
             h(t, t._grad_fn)

@@ -198,11 +198,7 @@ class Node:
         self._seq = next(_seq)
         self._odt = odt
         if odt is not None and odt.kind != "f":
-            if odt.kind == "c":
-                if self._holomorphic:
-                    self._conjugate_rule()
-            elif odt.kind in "biu" and not IN_PLACE[0]:
-                raise errors.integer_history(odt)
+            self._not_floating(odt)
         # Where user code created this node: (code, instruction offset) of the first frame
         # outside dyngrad, resolved to file:line only when an error or a viewer asks.  The
         # depth that held last for this class is tried first (and verified), so a hit looks at
@@ -222,6 +218,17 @@ class Node:
                     return
         f = _user_frame(self.__class__)
         self._src = None if f is None else (f.f_code, f.f_lasti)
+
+    def _not_floating(self, dt) -> None:
+        """The rules for an output of dtype ``dt`` that is not a real floating one: a complex
+        output takes PyTorch's conjugate gradient (``_conjugate_rule``); an integer or bool one
+        refuses a history, as PyTorch's (outside an in-place op, which rebases the tensor's
+        history without that check)."""
+        if dt.kind == "c":
+            if self._holomorphic:
+                self._conjugate_rule()
+        elif dt.kind in "biu" and not IN_PLACE[0]:
+            raise errors.integer_history(dt)
 
     def _conjugate_rule(self):
         """PyTorch's gradient for complex values is the conjugate Wirtinger one: for a
