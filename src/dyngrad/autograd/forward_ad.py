@@ -671,13 +671,7 @@ def carries_tangents(roots, grads) -> bool:
             return True
     if not _NODES:
         return False
-    seen = set()
-    stack = [r._grad_fn for r in roots if r._grad_fn is not None]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
+    for n in _graph_nodes(roots):
         if n.__class__ is AccumulateGrad:
             if type(n.variable) is _Dual:
                 return True
@@ -685,23 +679,24 @@ def carries_tangents(roots, grads) -> bool:
         d = getattr(n, "__dict__", None)
         if d and ("_fw_out" in d or "_fw_pending" in d):
             return True
-        stack.extend(fn for fn, _ in n.next_functions if fn is not None)
     return False
 
 
-def _graph_leaves(roots):
-    out, seen = [], set()
+def _graph_nodes(roots):
+    """Every node of the graph below ``roots``, each once (depth first)."""
+    seen = set()
     stack = [r._grad_fn for r in roots if r._grad_fn is not None]
     while stack:
         n = stack.pop()
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if n.__class__ is AccumulateGrad:
-            out.append(n.variable)
-            continue
+        yield n
         stack.extend(fn for fn, _ in n.next_functions if fn is not None)
-    return out
+
+
+def _graph_leaves(roots):
+    return [n.variable for n in _graph_nodes(roots) if n.__class__ is AccumulateGrad]
 
 
 def _without_graph(r):
