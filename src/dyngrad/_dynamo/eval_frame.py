@@ -350,12 +350,7 @@ class CompiledFunction:
                 return self._fn(*args, **kwargs)
             self.recompile_reasons.append(reasons)
             if config.log_recompiles:
-                code = getattr(self.where, "__code__", None)
-                where = f"{code.co_filename}:{code.co_firstlineno}" if code else "?"
-                lines = [f"Recompiling function {getattr(self.where, '__name__', self._fn)} in "
-                         f"{where}", "    triggered by the following guard failure(s):"]
-                lines += [f"    - {r}" for r in reasons]
-                _emit_log("\n".join(lines))
+                _emit_log(self.recompile_message(reasons))
         return self._capture(args, kwargs)
 
     def _reason(self, j, e, args, kwargs):
@@ -374,15 +369,30 @@ class CompiledFunction:
                 return f"{j}/{j}: {g.describe(args, kwargs)}"
         return f"{j}/{j}: guards passed"
 
-    def _give_up(self, reasons):
+    def recompile_message(self, reasons) -> str:
+        """What ``TORCH_LOGS=recompiles`` prints for a recapture with these guard failures
+        (PyTorch's wording)."""
+        code = getattr(self.where, "__code__", None)
+        where = f"{code.co_filename}:{code.co_firstlineno}" if code else "?"
+        lines = [f"Recompiling function {getattr(self.where, '__name__', self._fn)} in {where}",
+                 "    triggered by the following guard failure(s):"]
+        lines += [f"    - {r}" for r in reasons]
+        return "\n".join(lines)
+
+    def limit_message(self, last: str) -> str:
+        """The head of PyTorch's warning when the recompile limit is hit (``last``: the last
+        guard failure)."""
         code = getattr(self.where, "__code__", None)
         info = f"'{code.co_name}' ({code.co_filename}:{code.co_firstlineno})" if code else \
             repr(self._fn)
+        return (f"torch._dynamo hit config.recompile_limit ({self.limit})\n   function: "
+                f"{info}\n   last reason: {last}")
+
+    def _give_up(self, reasons):
         logging.getLogger("dyngrad._dynamo.convert_frame").warning(
-            "torch._dynamo hit config.%s (%s)\n   function: %s\n   last reason: %s\n"
-            'To log all recompilation reasons, use TORCH_LOGS="recompiles".\n'
-            "To diagnose recompilation issues, see %s", "recompile_limit", self.limit, info,
-            reasons[-1] if reasons else "", _TROUBLESHOOTING)
+            "%s\nTo log all recompilation reasons, use TORCH_LOGS=\"recompiles\".\n"
+            "To diagnose recompilation issues, see %s",
+            self.limit_message(reasons[-1] if reasons else ""), _TROUBLESHOOTING)
         self._fast = MISSING
         self.eager_reason = f"hit config.recompile_limit ({self.limit}); last reason: " \
                             f"{reasons[-1] if reasons else ''}"

@@ -213,7 +213,7 @@ def compiled_data(fn) -> dict:
     """What ``compiled_html`` shows, JSON-ready: the function's captured programs (with their
     replay counts where counted), its recaptures with their reasons, its fall back to eager."""
     cf = _compiled_function(fn)
-    code = getattr(getattr(cf, "where", cf._fn), "__code__", None)
+    code = getattr(cf.where, "__code__", None)
     name = getattr(cf, "name", None) or getattr(cf._fn, "__qualname__", None) or repr(cf._fn)
     progs = []
     for j, e in enumerate(cf.entries):
@@ -227,24 +227,25 @@ def compiled_data(fn) -> dict:
     for r, reasons in enumerate(cf.recompile_reasons):
         recaps.append({"after": r, "captured": r + 1 if r + 1 < len(cf.entries) else None,
                        "reasons": list(reasons),
-                       "log": _recompile_log(cf, reasons)})
+                       "log": cf.recompile_message(reasons)})
     eager = None
     if cf.eager_reason is not None:
-        eager = {"reason": cf.eager_reason, "limit_hit": cf.eager_reason.startswith("hit config"),
-                 "warning": _limit_warning(cf) if cf.eager_reason.startswith("hit config")
-                 else None}
+        hit = cf.eager_reason.startswith("hit config")
+        last = cf.eager_reason.partition("; last reason: ")[2]
+        eager = {"reason": cf.eager_reason, "limit_hit": hit,
+                 "warning": cf.limit_message(last) if hit else None}
     return {"name": name, "where": f"{_shown(code.co_filename)}:{code.co_firstlineno}" if code else None,
             "backend": cf.backend if isinstance(cf.backend, str) else
             getattr(cf.backend, "__name__", repr(cf.backend)),
             "limit": cf.limit, "captures": cf.captures, "programs": progs,
-            "recaptures": recaps, "eager": eager, "split": bool(getattr(cf, "split", False)),
-            "regions": [r.name for _, r in getattr(cf, "split_regions", {}).values()]}
+            "recaptures": recaps, "eager": eager, "split": cf.split,
+            "regions": [r.name for _, r in cf.split_regions.values()]}
 
 
 def _with_regions(cf) -> list:
     """``cf`` and, when it is split at a graph break, its compiled regions (theirs too)."""
     out = [cf]
-    for _, region in getattr(cf, "split_regions", {}).values():
+    for _, region in cf.split_regions.values():
         out += _with_regions(region)
     return out
 
@@ -258,25 +259,6 @@ def _fx_code(program: Program) -> dict:
         return {"code": graph_module_of(program).code.strip("\n"), "why": None}
     except (NotImplementedError, RuntimeError) as e:
         return {"code": None, "why": str(e)}
-
-
-def _recompile_log(cf, reasons) -> str:
-    """The lines ``TORCH_LOGS=recompiles`` prints for this recapture."""
-    code = getattr(getattr(cf, "where", cf._fn), "__code__", None)
-    where = f"{code.co_filename}:{code.co_firstlineno}" if code else "?"
-    lines = [f"Recompiling function {getattr(cf._fn, '__name__', cf._fn)} in {where}",
-             "    triggered by the following guard failure(s):"]
-    lines += [f"    - {r}" for r in reasons]
-    return "\n".join(lines)
-
-
-def _limit_warning(cf) -> str:
-    code = getattr(getattr(cf, "where", cf._fn), "__code__", None)
-    info = f"'{code.co_name}' ({code.co_filename}:{code.co_firstlineno})" if code else \
-        repr(cf._fn)
-    last = cf.eager_reason.partition("; last reason: ")[2]
-    return (f"torch._dynamo hit config.recompile_limit ({cf.limit})\n   function: {info}\n"
-            f"   last reason: {last}")
 
 
 # --- counting calls while recording --------------------------------------------------------
