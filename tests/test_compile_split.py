@@ -185,14 +185,9 @@ def test_the_page_shows_the_split_and_its_regions():
 def test_the_rendered_page_names_the_split_and_shows_each_region(tmp_path):
     """In headless Chromium: the split function says that it is split and names its regions,
     and every region has its own section with its program (never shown as eager)."""
-    import html
     import re
-    import shutil
-    import subprocess
     from dyngrad.viz.compiled import save_compiled_html
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from tests.pages import rendered, shown_text
     (m, o), _ = _models("printing")
     step = T.compile(_step(m, o, []))
     with redirect_stdout(io.StringIO()):
@@ -200,12 +195,9 @@ def test_the_rendered_page_names_the_split_and_shows_each_region(tmp_path):
             step(x, y)
     path = tmp_path / "split.html"
     save_compiled_html(step, path)
-    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                          "--virtual-time-budget=5000", "--dump-dom", path.as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    dom = rendered(path)
     assert 'data-ready="1"' in dom
-    body = re.sub(r"<(script|style)\b.*?</\1>", " ", dom, flags=re.S)   # what is shown
-    text = html.unescape(re.sub(r"<[^>]+>", " ", body))
+    text = shown_text(dom)
     n = step.name
     assert f"split: its own code runs eagerly, the Modules it calls as compiled regions " \
            f"({n}/Sequential, {n}/CrossEntropyLoss)" in re.sub(r"\s+", " ", text)

@@ -4,10 +4,7 @@ order), recaptures with their guard failures, the fall back to eager at the reco
 the explorer's "compiled" section with calls counted, and the page as Chromium renders it."""
 import html
 import json
-import os
 import re
-import shutil
-import subprocess
 
 import pytest
 
@@ -17,9 +14,7 @@ from dyngrad import _dynamo
 from dyngrad._dynamo.program import Ref
 from dyngrad.viz import compiled_html, record, save_compiled_html
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
-                             shutil.which("chromium-browser") or "") if p and os.path.exists(p)),
-                None)
+from tests.pages import rendered
 
 
 @pytest.fixture(autouse=True)
@@ -218,15 +213,6 @@ def test_compiled_module_page(tmp_path):
     assert type(out.grad_fn).__name__ == "CompiledFunctionBackward"
     c = page_data(compiled_html(m2))["compiled"][0]
     assert c["eager"] is None and [p["replays"] for p in c["programs"]] == [2]
-
-
-def rendered(path):
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
-                          "--virtual-time-budget=5000", "--dump-dom", path.as_uri()],
-                         capture_output=True, text=True, timeout=120)
-    return out.stdout
 
 
 @pytest.mark.browser

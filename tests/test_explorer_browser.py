@@ -8,8 +8,7 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "",
-                             shutil.which("chromium-browser") or "") if p and os.path.exists(p)), None)
+from tests.pages import CHROMIUM  # noqa: E402
 DRIVER = next((p for p in ("/usr/bin/chromedriver", shutil.which("chromedriver") or "")
                if p and os.path.exists(p)), None)
 

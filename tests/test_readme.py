@@ -54,40 +54,37 @@ def test_docstring_examples(module):
     assert result.attempted > 0 and result.failed == 0
 
 
-def test_support_table_is_generated_from_the_registry():
-    """The README's support table is what tools/readme_tables.py derives from the op registry
-    and the nn/optim namespaces (regenerate it with ``python tools/readme_tables.py``)."""
+def _generated(key: str, make) -> None:
+    """The README section between ``<!-- key:start -->`` and ``<!-- key:end -->`` is what
+    tools/readme_tables.py's ``make`` gives now (regenerate with ``python tools/readme_tables.py``)."""
     import re
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    m = re.search(rf"<!-- {key}:start -->\n(.*?)\n<!-- {key}:end -->", text, re.S)
+    assert m, f"README has no {key} markers"
+    assert m.group(1) == make(), f"README {key} is stale: run python tools/readme_tables.py"
+
+
+def _readme_tables():
     import sys
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     try:
         import readme_tables
     finally:
         sys.path.pop(0)
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
-        text = fh.read()
-    m = re.search(r"<!-- support-table:start -->\n(.*?)\n<!-- support-table:end -->", text, re.S)
-    assert m, "README has no support table markers"
-    assert m.group(1) == readme_tables.support_table(), \
-        "README support table is stale: run python tools/readme_tables.py"
+    return readme_tables
+
+
+def test_support_table_is_generated_from_the_registry():
+    """The README's support table is what tools/readme_tables.py derives from the op registry
+    and the nn/optim namespaces."""
+    _generated("support-table", _readme_tables().support_table)
 
 
 def test_compile_table_is_generated_from_the_measurements():
     """The README's compiled-step table is what tools/readme_tables.py makes of
     benchmarks/results/compile.json (the one run it was measured in)."""
-    import re
-    import sys
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    try:
-        import readme_tables
-    finally:
-        sys.path.pop(0)
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
-        text = fh.read()
-    m = re.search(r"<!-- compile-table:start -->\n(.*?)\n<!-- compile-table:end -->", text, re.S)
-    assert m, "README has no compile table markers"
-    assert m.group(1) == readme_tables.compile_table(), \
-        "README compile table is stale: run python tools/readme_tables.py"
+    _generated("compile-table", _readme_tables().compile_table)
 
 
 def test_every_name_in_the_support_table_exists():
