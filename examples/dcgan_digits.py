@@ -37,20 +37,10 @@ def init_weights(m):
         nn.init.zeros_(m.bias)
 
 
-def train(epochs=40, batch=64, seed=0, log=print, compile=False):
-    """Train for ``epochs``; ``compile=True`` runs each training step (both networks' updates)
-    through torch.compile (captured once, replayed after: the same numbers as eager)."""
-    from sklearn.datasets import load_digits
-    torch.manual_seed(seed)
-    x = load_digits().images.astype(np.float32) / 8.0 - 1.0     # [-1, 1]
-    data = torch.from_numpy(x[:, None])
-    netG, netD = generator(), discriminator()
-    netG.apply(init_weights)
-    netD.apply(init_weights)
-    crit = nn.BCELoss()
-    optG = torch.optim.Adam(netG.parameters(), lr=2e-3, betas=(0.5, 0.999))
-    optD = torch.optim.Adam(netD.parameters(), lr=2e-3, betas=(0.5, 0.999))
-    fixed = torch.randn(64, Z, 1, 1)
+def train_step_of(netG, netD, optG, optD, crit, batch):
+    """One training step of both networks on a batch of real images: D on the real batch and
+    on ``fake.detach()`` (its backward leaves G's graph alone), then G through D on the same
+    fake batch, the noise drawn inside the step; returns both losses and the fake batch."""
     ones, zeros = torch.ones(batch, 1), torch.zeros(batch, 1)
 
     def train_step(real):
@@ -65,13 +55,30 @@ def train(epochs=40, batch=64, seed=0, log=print, compile=False):
         g_loss = crit(netD(fake), ones)
         g_loss.backward()
         optG.step()
-        return d_loss, g_loss
+        return d_loss, g_loss, fake.detach()
+    return train_step
 
+
+def train(epochs=40, batch=64, seed=0, log=print, compile=False):
+    """Train for ``epochs``; ``compile=True`` runs each training step (both networks' updates)
+    through torch.compile (captured once, replayed after: the same numbers as eager)."""
+    from sklearn.datasets import load_digits
+    torch.manual_seed(seed)
+    x = load_digits().images.astype(np.float32) / 8.0 - 1.0     # [-1, 1]
+    data = torch.from_numpy(x[:, None])
+    netG, netD = generator(), discriminator()
+    netG.apply(init_weights)
+    netD.apply(init_weights)
+    crit = nn.BCELoss()
+    optG = torch.optim.Adam(netG.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    optD = torch.optim.Adam(netD.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    fixed = torch.randn(64, Z, 1, 1)
+    train_step = train_step_of(netG, netD, optG, optD, crit, batch)
     run = torch.compile(train_step) if compile else train_step
     for epoch in range(epochs):
         perm = torch.randperm(len(data))
         for i in range(0, len(data) - batch + 1, batch):
-            d_loss, g_loss = run(data[perm[i:i + batch]])
+            d_loss, g_loss, _ = run(data[perm[i:i + batch]])
         log(f"epoch {epoch + 1:3d}  d_loss {d_loss.item():.3f}  g_loss {g_loss.item():.3f}")
     netG.eval()
     with torch.no_grad():

@@ -30,6 +30,21 @@ def batch(rs, n=64, length=8):
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
+def train_step_of(model, opt, loss_fn):
+    """One training step on a batch ``(x, y)``: the loss, its backward, the gradients clipped
+    to norm 1, the update; returns the loss, the gradients' norm before clipping and the
+    per-step accuracy."""
+    def train_step(x, y):
+        logits = model(x)
+        loss = loss_fn(logits.reshape(-1, 10), y.reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss, norm, (logits.argmax(-1) == y).float().mean()
+    return train_step
+
+
 def train(steps=600, seed=0, log=print, compile=False):
     """Train for ``steps`` batches; ``compile=True`` runs each training step through
     torch.compile (captured once, replayed after: the same numbers as eager)."""
@@ -37,20 +52,10 @@ def train(steps=600, seed=0, log=print, compile=False):
     rs = np.random.RandomState(seed)
     model = Model()
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def train_step(x, y):
-        logits = model(x)
-        loss = loss_fn(logits.reshape(-1, 10), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return loss, (logits.argmax(-1) == y).float().mean()
-
+    train_step = train_step_of(model, opt, nn.CrossEntropyLoss())
     run = torch.compile(train_step) if compile else train_step
     for step in range(1, steps + 1):
-        loss, acc = run(*batch(rs))
+        loss, _, acc = run(*batch(rs))
         if step % 100 == 0:
             log(f"step {step:4d}  loss {loss.item():.3f}  per-step accuracy {acc.item() * 100:.1f}%")
     x, y = batch(np.random.RandomState(seed + 1), n=256)

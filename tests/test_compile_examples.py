@@ -54,23 +54,13 @@ def _same_optimizer(o_e, o_c):
 
 # --- the examples ------------------------------------------------------------------------------
 def _lstm_run(compiled, steps=8):
-    """The example's model, loss, optimizer and clipping (embedding, LSTM, linear,
-    CrossEntropy, clip_grad_norm_, Adam), one step per call."""
+    """The example's training step (embedding, LSTM, linear, CrossEntropy, clip_grad_norm_,
+    Adam), one step per call."""
     T.manual_seed(0)
     rs = np.random.RandomState(0)
     model = rnn_sequence.Model()
     opt = T.optim.Adam(model.parameters(), lr=1e-2)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step(x, y):
-        logits = model(x)
-        loss = loss_fn(logits.reshape(-1, 10), y.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return loss, norm, (logits.argmax(-1) == y).float().mean()
-
+    step = rnn_sequence.train_step_of(model, opt, nn.CrossEntropyLoss())
     run = T.compile(step) if compiled else step
     outs = [run(*rnn_sequence.batch(rs)) for _ in range(steps)]
     return run, outs, model, opt
@@ -88,9 +78,9 @@ def test_lstm_example_trains_the_same_compiled():
 
 
 def _dcgan_run(compiled, steps=6, batch=16):
-    """The example's networks, initialisation, loss and optimizers; the D step on real and
-    ``fake.detach()``, the G step through D on the same fake batch, the noise drawn inside the
-    step from the default generator, BatchNorm in training."""
+    """The example's networks, initialisation, loss, optimizers and training step (D on real
+    and ``fake.detach()``, G through D on the same fake batch, the noise drawn inside the step
+    from the default generator, BatchNorm in training), on batches of random images."""
     T.manual_seed(0)
     netG, netD = dcgan_digits.generator(), dcgan_digits.discriminator()
     netG.apply(dcgan_digits.init_weights)
@@ -98,20 +88,7 @@ def _dcgan_run(compiled, steps=6, batch=16):
     crit = nn.BCELoss()
     optG = T.optim.Adam(netG.parameters(), lr=2e-3, betas=(0.5, 0.999))
     optD = T.optim.Adam(netD.parameters(), lr=2e-3, betas=(0.5, 0.999))
-    ones, zeros = T.ones(batch, 1), T.zeros(batch, 1)
-
-    def step(real):
-        netD.zero_grad()
-        fake = netG(T.randn(batch, dcgan_digits.Z, 1, 1))
-        d_loss = crit(netD(real), ones) + crit(netD(fake.detach()), zeros)
-        d_loss.backward()
-        optD.step()
-        netG.zero_grad()
-        g_loss = crit(netD(fake), ones)
-        g_loss.backward()
-        optG.step()
-        return d_loss, g_loss, fake.detach()
-
+    step = dcgan_digits.train_step_of(netG, netD, optG, optD, crit, batch)
     run = T.compile(step) if compiled else step
     data = T.Generator().manual_seed(1)   # the "real" batches, from a generator of their own
     outs = [run(T.rand(batch, 1, 8, 8, generator=data) * 2 - 1) for _ in range(steps)]
