@@ -4,12 +4,7 @@ GraphModule, Tracer, Interpreter and subgraph-rewriter calls around them, each p
 ``torch`` bound to PyTorch and then to dyngrad: what it prints must be the same."""
 from __future__ import annotations
 
-import contextlib
-import io
 import os
-import re
-import sys
-import textwrap
 import types
 import warnings
 
@@ -19,37 +14,13 @@ torch = pytest.importorskip("torch")
 import torch.fx  # noqa: E402,F401,F811
 import dyngrad  # noqa: E402
 import dyngrad.fx  # noqa: E402,F401
-from dyngrad._script import install_aliases, uninstall_aliases  # noqa: E402
+from tests.twin import ADDR, run_program, same_program_output  # noqa: E402,F401
 
-_ADDR = re.compile(r" at 0x[0-9a-f]+")
-
-
-def _run(src: str, lib, name: str) -> tuple[str, dict]:
-    """Run ``src`` as module ``name`` with ``torch`` bound to ``lib``; its stdout (object
-    addresses blanked) and its namespace."""
-    mod = types.ModuleType(name)
-    mod.__dict__.update(torch=lib)
-    buf = io.StringIO()
-    sys.modules[name] = mod  # so that pickle finds the program's classes and functions
-    if lib is dyngrad:
-        install_aliases()
-    try:
-        with contextlib.redirect_stdout(buf), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            exec(compile(textwrap.dedent(src), f"<{name}>", "exec"), mod.__dict__)
-    finally:
-        del sys.modules[name]
-        if lib is dyngrad:
-            uninstall_aliases()
-    return _ADDR.sub(" at 0x?", buf.getvalue()), mod.__dict__
 
 
 def _same_output(src: str, name: str = "fxdoc") -> str:
     """Run ``src`` on both libraries and check they print the same; dyngrad's output."""
-    t_out, t_ns = _run(src, torch, name)
-    d_out, d_ns = _run(src, dyngrad, name)
-    assert d_out == t_out
-    return d_out
+    return same_program_output(src, name)[0]
 
 
 DIRECT_EDITING = """
@@ -90,7 +61,7 @@ print(traced(torch.tensor([1., -2.]), torch.tensor([-3., 1.])))
 
 def test_debugging_section_tabular_text():
     # the table the Debugging section shows for ``x + y``, the same with or without tabulate
-    d_out = _run("""
+    d_out = run_program("""
 import torch
 import torch.fx
 
@@ -1152,7 +1123,7 @@ def test_to_folder_writes_pytorchs_module_file(tmp_path):
     texts = []
     for lib in (torch, dyngrad):
         folder = tmp_path / lib.__name__
-        gm = _run(FOLDER, lib, "fxfolder")[1]["gm"]
+        gm = run_program(FOLDER, lib, "fxfolder")[1]["gm"]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             gm.to_folder(folder, "Bar")

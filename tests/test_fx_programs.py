@@ -9,9 +9,6 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import textwrap
-import types
-import warnings
 
 import pytest
 
@@ -19,43 +16,21 @@ torch = pytest.importorskip("torch")
 import torch.fx  # noqa: E402,F401,F811
 import dyngrad  # noqa: E402
 import dyngrad.fx  # noqa: E402,F401
-from dyngrad._script import install_aliases, uninstall_aliases  # noqa: E402
+from tests.twin import ADDR, run_program, same_program_output  # noqa: E402,F401
 
-_ADDR = re.compile(r" at 0x[0-9a-f]+")
-
-
-def _run(src: str, lib, name: str) -> tuple[str, dict]:
-    """Run ``src`` as module ``name`` with ``torch`` bound to ``lib``; its stdout (object
-    addresses blanked) and its namespace."""
-    mod = types.ModuleType(name)
-    mod.__dict__.update(torch=lib)
-    buf = io.StringIO()
-    if lib is dyngrad:
-        install_aliases()
-    try:
-        with contextlib.redirect_stdout(buf), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            exec(compile(textwrap.dedent(src), f"<{name}>", "exec"), mod.__dict__)
-    finally:
-        if lib is dyngrad:
-            uninstall_aliases()
-    return _ADDR.sub(" at 0x?", buf.getvalue()), mod.__dict__
 
 
 def _same_output(src: str, name: str = "fxprog") -> tuple[str, dict, dict]:
     """Run ``src`` on both libraries and check they print the same; dyngrad's output and
     both namespaces."""
-    t_out, t_ns = _run(src, torch, name)
-    d_out, d_ns = _run(src, dyngrad, name)
-    assert d_out == t_out
-    return d_out, t_ns, d_ns
+    return same_program_output(src, name)
 
 
 def _tabular(graph) -> str:
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         graph.print_tabular()
-    return _ADDR.sub(" at 0x?", buf.getvalue())
+    return ADDR.sub(" at 0x?", buf.getvalue())
 
 
 def _cells(table: str) -> list[list[str]]:
@@ -146,7 +121,7 @@ def test_leaf_module_and_create_node_tracers():
         dg = dg.graph if hasattr(dg, "graph") else dg
         rows = [[n.op, n.name, str(n.target), str(n.args), str(n.kwargs)] for n in tg.nodes]
         expect = [["opcode", "name", "target", "args", "kwargs"]] + [
-            [_ADDR.sub(" at 0x?", c) for c in r] for r in rows]
+            [ADDR.sub(" at 0x?", c) for c in r] for r in rows]
         assert _cells(_tabular(dg)) == expect
         if _tabulate_available():
             assert _tabular(dg) == _tabular(tg)

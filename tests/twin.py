@@ -3,6 +3,7 @@
 PyTorch's, so one row drives both libraries."""
 from __future__ import annotations
 
+import re
 import types
 
 import pytest
@@ -91,6 +92,45 @@ def run_snippet(lib, code: str):
     except Exception as e:  # noqa: BLE001 - compared with the other library's
         return "err", e
     return "ok", ns.get("out")
+
+
+ADDR = re.compile(r" at 0x[0-9a-f]+")  # an object address, blanked in printed output
+
+
+def run_program(src: str, lib, name: str) -> tuple[str, dict]:
+    """Run the program ``src`` as module ``name`` with ``torch`` bound to ``lib`` (``import
+    torch`` inside it resolving to dyngrad too when ``lib`` is dyngrad): what it printed
+    (object addresses blanked) and its namespace."""
+    import contextlib
+    import io
+    import sys
+    import textwrap
+    import warnings
+    from dyngrad._script import install_aliases, uninstall_aliases
+    mod = types.ModuleType(name)
+    mod.__dict__.update(torch=lib)
+    buf = io.StringIO()
+    sys.modules[name] = mod  # so that pickle finds the program's classes and functions
+    if lib is dyngrad:
+        install_aliases()
+    try:
+        with contextlib.redirect_stdout(buf), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(textwrap.dedent(src), f"<{name}>", "exec"), mod.__dict__)
+    finally:
+        del sys.modules[name]
+        if lib is dyngrad:
+            uninstall_aliases()
+    return ADDR.sub(" at 0x?", buf.getvalue()), mod.__dict__
+
+
+def same_program_output(src: str, name: str) -> tuple[str, dict, dict]:
+    """Run ``src`` on PyTorch and on dyngrad and check they print the same: dyngrad's output
+    and both namespaces."""
+    t_out, t_ns = run_program(src, torch, name)
+    d_out, d_ns = run_program(src, dyngrad, name)
+    assert d_out == t_out
+    return d_out, t_ns, d_ns
 
 
 def plain(v):
