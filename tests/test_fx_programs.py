@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 import torch.fx  # noqa: E402,F401,F811
 import dyngrad  # noqa: E402
 import dyngrad.fx  # noqa: E402,F401
-from tests.twin import ADDR, run_program, same_program_output  # noqa: E402,F401
+from tests.twin import ADDR, same_program_output  # noqa: E402
 
 
 
