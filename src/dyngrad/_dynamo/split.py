@@ -44,8 +44,9 @@ def _routed(mod, *args, **kwargs):
     is the plain call."""
     orig = _ORIG[0]
     from .eval_frame import DISABLED
+    from .optimized_module import OptimizedModule
     if not _ROUTE[0] or C.ACTIVE[0] is not None or DISABLED[0] or _batched.LEVELS or \
-            getattr(type(mod), "_opt_mod_attrs", None) is not None:
+            isinstance(mod, OptimizedModule):   # (compiled already: its own call)
         return orig(mod, *args, **kwargs)
     region = _region(_RUNNING[-1], mod)
     _ROUTE[0] = False
