@@ -131,11 +131,6 @@ def snapshot_inplace(name, args, kwargs=None):
     return [a._data.copy() if isinstance(a, Tensor) else None for a in args]
 
 
-def produced(cap, result) -> bool:
-    """Whether every tensor of ``result`` is a buffer of the program."""
-    ts = _tensors(result)
-    return bool(ts) and all(id(t._data) in cap.by_array for t in ts)
-
 
 def prefers_inner(name, result) -> bool:
     """Whether op ``name`` is recorded as the ops it ran inside even when its own kernel

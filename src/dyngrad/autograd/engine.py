@@ -91,9 +91,6 @@ def _wrap(g):
     return Tensor._make(g if type(g) is _ndarray else _asarray(g))
 
 
-def _add(a, b):
-    return a + b
-
 
 def run_backward(roots, grads, retain_graph, create_graph, inputs=None, capture=False,
                  allow_unused=False):

@@ -1639,14 +1639,6 @@ RULES["masked_fill"] = _masked_fill("masked_fill")
 RULES["resize_"] = _resize_
 
 
-def _composite(fn):
-    """An op that is other (batched) ops on its one tensor argument."""
-    def rule(orig, args, kwargs):
-        if len(args) != 1 or kwargs or type(args[0]) is not _BT:
-            return NotImplemented
-        return fn(args[0])
-    return rule
-
 
 # the complex views work on trailing dims, so the batch dims in front pass through
 RULES["view_as_real"] = elementwise("view_as_real")

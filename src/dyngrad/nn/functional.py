@@ -24,18 +24,7 @@ from ..ops.reduction import vector_norm, _norm_dim
 from .. import _warn
 
 _make = Tensor._make
-_ARANGE: dict = {}
 
-
-def _arange(n):
-    """np.arange(n), cached (batch indices are the same every step)."""
-    r = _ARANGE.get(n)
-    if r is None:
-        if len(_ARANGE) > 64:
-            _ARANGE.clear()
-        r = _ARANGE[n] = np.arange(n)
-        r.flags.writeable = False
-    return r
 
 
 # --- linear ---------------------------------------------------------------------------
@@ -113,9 +102,6 @@ def _check_target_size(input, target, name):
                                f"of tensor b ({target._data.shape[-1]}) at non-singleton dimension "
                                f"{input._data.ndim - 1}") from None
 
-
-def _loss_dtype(input, target, kernel):
-    return _losses.loss_dtype(input._data, target._data, kernel)
 
 
 _cast_error = _losses.cast_error

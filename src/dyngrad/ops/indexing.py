@@ -14,9 +14,6 @@ _make = Tensor._make
 _INT64_MAX = (1 << 63) - 1
 
 
-def _is_basic(k):
-    return k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice)) and not isinstance(k, bool)
-
 
 def _to_np_index(k):
     if isinstance(k, Tensor):
@@ -136,24 +133,6 @@ def _scatter_t(g, shape, key, accumulate=False):
 # recorded (IndexPutBackward0, CopySlices) on Tensors
 _scatter_any = X.twin(_scatter_np, _scatter_t)
 
-
-def _expand_key(key, ndim):
-    if not isinstance(key, tuple):
-        key = (key,)
-    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
-    out = []
-    seen_ellipsis = False
-    for k in key:
-        if k is Ellipsis:
-            if seen_ellipsis:
-                raise IndexError("an index can only have a single ellipsis ('...')")
-            seen_ellipsis = True
-            out.extend([slice(None)] * (ndim - n_real))
-        else:
-            out.append(k)
-    if n_real > ndim:
-        raise IndexError(f"too many indices for tensor of dimension {ndim}")
-    return out
 
 
 def _is_int_tensor0(k):

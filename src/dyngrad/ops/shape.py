@@ -241,9 +241,6 @@ def _place_t(g, shape, key, double, saved):
 _place_any = X.twin(_place_np, _place_t)
 
 
-def _narrow_start(start, n):
-    return int(start) + n if int(start) < 0 else int(start)
-
 
 def _batch_narrow(spec, arrays, params):
     x = arrays[0]
